@@ -1,0 +1,55 @@
+/* cudackpt/protocol.h: the names of the cudackptd wire protocol.
+ *
+ * cudackptd speaks Varlink (NUL-terminated JSON objects over an AF_UNIX
+ * stream socket).  This header names the interface, its methods, its errors
+ * and its state strings, so that clients written in C do not have to spell
+ * them.  The interface's IDL, daemon/io.cudackpt.Process.varlink, is the
+ * source of truth; docs/protocol.md explains every name below. */
+#ifndef CUDACKPT_PROTOCOL_H
+#define CUDACKPT_PROTOCOL_H
+
+#define CUDACKPT_INTERFACE "io.cudackpt.Process"
+#define CUDACKPT_DEFAULT_SOCKET "/run/cudackpt/io.cudackpt.Process"
+#define CUDACKPT_SOCKET_ENV "CUDACKPT_SOCKET"
+
+/* Methods of io.cudackpt.Process. */
+#define CUDACKPT_METHOD_GET_STATE "io.cudackpt.Process.GetState"
+#define CUDACKPT_METHOD_GET_RESTORE_THREAD_ID "io.cudackpt.Process.GetRestoreThreadId"
+#define CUDACKPT_METHOD_LOCK "io.cudackpt.Process.Lock"
+#define CUDACKPT_METHOD_CHECKPOINT "io.cudackpt.Process.Checkpoint"
+#define CUDACKPT_METHOD_RESTORE "io.cudackpt.Process.Restore"
+#define CUDACKPT_METHOD_UNLOCK "io.cudackpt.Process.Unlock"
+#define CUDACKPT_METHOD_SUSPEND "io.cudackpt.Process.Suspend"
+#define CUDACKPT_METHOD_RESUME "io.cudackpt.Process.Resume"
+
+/* State strings carried in "state".  A driver value this build does not
+ * know is reported as "unknown-N" with N the driver's number. */
+#define CUDACKPT_STATE_RUNNING "running"
+#define CUDACKPT_STATE_LOCKED "locked"
+#define CUDACKPT_STATE_CHECKPOINTED "checkpointed"
+#define CUDACKPT_STATE_FAILED "failed"
+
+/* Errors of io.cudackpt.Process. */
+#define CUDACKPT_ERROR_NO_SUCH_PROCESS "io.cudackpt.Process.NoSuchProcess"
+#define CUDACKPT_ERROR_NOT_CUDA_PROCESS "io.cudackpt.Process.NotCudaProcess"
+#define CUDACKPT_ERROR_PERMISSION_DENIED "io.cudackpt.Process.PermissionDenied"
+#define CUDACKPT_ERROR_INVALID_STATE "io.cudackpt.Process.InvalidState"
+#define CUDACKPT_ERROR_TIMEOUT "io.cudackpt.Process.Timeout"
+#define CUDACKPT_ERROR_INVALID_GPU_MAPPING "io.cudackpt.Process.InvalidGpuMapping"
+#define CUDACKPT_ERROR_NOT_SUPPORTED "io.cudackpt.Process.NotSupported"
+#define CUDACKPT_ERROR_PROCESS_GONE "io.cudackpt.Process.ProcessGone"
+#define CUDACKPT_ERROR_PROCESS_CHANGED "io.cudackpt.Process.ProcessChanged"
+#define CUDACKPT_ERROR_DRIVER_UNAVAILABLE "io.cudackpt.Process.DriverUnavailable"
+#define CUDACKPT_ERROR_DRIVER_ERROR "io.cudackpt.Process.DriverError"
+#define CUDACKPT_ERROR_QUEUE_FULL "io.cudackpt.Process.QueueFull"
+#define CUDACKPT_ERROR_SHUTTING_DOWN "io.cudackpt.Process.ShuttingDown"
+#define CUDACKPT_ERROR_INVALID_REQUEST "io.cudackpt.Process.InvalidRequest"
+#define CUDACKPT_ERROR_MESSAGE_TOO_LARGE "io.cudackpt.Process.MessageTooLarge"
+
+/* Standard Varlink errors the daemon uses. */
+#define CUDACKPT_VARLINK_INTERFACE_NOT_FOUND "org.varlink.service.InterfaceNotFound"
+#define CUDACKPT_VARLINK_METHOD_NOT_FOUND "org.varlink.service.MethodNotFound"
+#define CUDACKPT_VARLINK_INVALID_PARAMETER "org.varlink.service.InvalidParameter"
+#define CUDACKPT_VARLINK_PERMISSION_DENIED "org.varlink.service.PermissionDenied"
+
+#endif
