@@ -1,0 +1,50 @@
+/* config.h: the daemon's settings, from built-in defaults, the
+ * configuration file and the command line, in that order.
+ *
+ * Every limit the daemon enforces lives here, so that each one is explicit,
+ * configurable and documented (docs/configuration.md lists them). */
+#ifndef CUDACKPT_CONFIG_H
+#define CUDACKPT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CONFIG_DEFAULT_PATH "/etc/cudackpt/cudackptd.json"
+#define CONFIG_MAX_GROUPS 64
+
+struct config {
+        char *socket_path;            /* where to bind when no socket is passed */
+        unsigned socket_mode;         /* permission bits of a socket we bind */
+        char *driver_path;            /* libcuda.so.1 or a compatible library */
+        unsigned workers;             /* worker threads running driver calls */
+        size_t max_message_bytes;     /* largest request accepted, NUL included */
+        size_t max_write_queue_bytes; /* unread replies before a slow reader is cut */
+        unsigned max_connections;     /* connections in total */
+        unsigned max_connections_per_uid;
+        uint64_t idle_timeout_ms;     /* close connections idle this long; 0 = never */
+        unsigned max_queue_per_pid;   /* operations queued or running for one pid */
+        unsigned max_queue_total;     /* operations queued or running in all */
+        uint32_t default_lock_timeout_ms; /* Lock/Suspend without timeout_ms; 0 = no limit */
+        unsigned max_gpu_pairs;       /* entries of a gpu_mapping */
+        int log_level;                /* syslog level */
+
+        /* Policy, on top of "root acts on any process, others on their own". */
+        gid_t operator_gids[CONFIG_MAX_GROUPS]; /* members may act on others' processes */
+        size_t n_operator_gids;
+        bool operators_may_act_on_root; /* ... including processes with a uid of 0 */
+        bool read_only_unrestricted;    /* GetState/GetRestoreThreadId open to all */
+};
+
+void config_init(struct config *c);
+void config_done(struct config *c);
+
+/* Reads the JSON file at path into c.  A missing file at the default path is
+ * not an error (required=false); anything malformed is, with a message
+ * naming the line and the reason in *ret_error (free() it). */
+int config_load_file(struct config *c, const char *path, bool required, char **ret_error);
+
+int config_set_string(char **field, const char *value);
+
+#endif

@@ -1,0 +1,271 @@
+/* conn.c: reading, framing and writing for one connection. */
+#include "conn.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudackpt/protocol.h"
+#include "dispatch.h"
+#include "log.h"
+#include "proto.h"
+#include "server.h"
+
+#define READ_CHUNK 65536
+
+struct write_req {
+        uv_write_t req;
+        struct conn *conn;
+        char *data; /* owned, from cJSON */
+};
+
+void conn_ref(struct conn *c)
+{
+        c->refs++;
+}
+
+void conn_unref(struct conn *c)
+{
+        if (--c->refs > 0)
+                return;
+        server_conn_gone(c->server, c);
+        free(c->buf);
+        free(c);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+        conn_unref(h->data);
+}
+
+void conn_close(struct conn *c)
+{
+        if (c->closing)
+                return;
+        c->closing = true;
+        uv_close((uv_handle_t *)&c->pipe, on_handle_closed);
+        if (c->server->cfg->idle_timeout_ms > 0)
+                uv_close((uv_handle_t *)&c->idle, on_handle_closed);
+        server_maybe_finish(c->server);
+}
+
+static void on_idle(uv_timer_t *t)
+{
+        struct conn *c = t->data;
+
+        if (c->closing || c->busy)
+                return;
+        log_debug("Closing connection of uid %u idle for %llu ms", (unsigned)c->caller.uid,
+                  (unsigned long long)c->server->cfg->idle_timeout_ms);
+        conn_close(c);
+}
+
+static void arm_idle(struct conn *c)
+{
+        if (c->server->cfg->idle_timeout_ms > 0 && !c->closing)
+                uv_timer_start(&c->idle, on_idle, c->server->cfg->idle_timeout_ms, 0);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+        struct write_req *w = (struct write_req *)req;
+        struct conn *c = w->conn;
+
+        free(w->data);
+        free(w);
+        if (status < 0 && status != UV_ECANCELED && !c->closing)
+                conn_close(c);
+        else if (c->close_after_write && !c->closing &&
+                 uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) == 0)
+                conn_close(c);
+        conn_unref(c);
+}
+
+void conn_send(struct conn *c, cJSON *msg)
+{
+        struct write_req *w;
+        size_t len;
+        uv_buf_t b;
+
+        if (!msg) {
+                /* Out of memory building the reply: the client cannot be told. */
+                conn_close(c);
+                return;
+        }
+        if (c->closing) {
+                cJSON_Delete(msg);
+                return;
+        }
+        w = calloc(1, sizeof(*w));
+        if (w)
+                w->data = proto_serialize(msg, &len);
+        cJSON_Delete(msg);
+        if (!w || !w->data) {
+                free(w);
+                conn_close(c);
+                return;
+        }
+        w->conn = c;
+        conn_ref(c);
+        b = uv_buf_init(w->data, (unsigned)len);
+        if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_written) < 0) {
+                free(w->data);
+                free(w);
+                conn_unref(c);
+                conn_close(c);
+                return;
+        }
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) >
+            c->server->cfg->max_write_queue_bytes) {
+                log_warning("Disconnecting uid %u pid %d: %zu bytes of replies unread (limit %zu)",
+                            (unsigned)c->caller.uid, (int)c->caller.pid,
+                            uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe),
+                            c->server->cfg->max_write_queue_bytes);
+                conn_close(c);
+        }
+}
+
+static void send_too_large(struct conn *c)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p)
+                cJSON_AddNumberToObject(p, "max_bytes", (double)c->server->cfg->max_message_bytes);
+        log_notice("Disconnecting uid %u pid %d: message over %zu bytes", (unsigned)c->caller.uid,
+                   (int)c->caller.pid, c->server->cfg->max_message_bytes);
+        conn_send(c, proto_error_new(CUDACKPT_ERROR_MESSAGE_TOO_LARGE, p));
+        c->close_after_write = true;
+        c->len = 0;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+        /* One buffer serves every connection: read callbacks run one at a time on
+         * the loop thread and copy out what they keep. */
+        static char chunk[READ_CHUNK];
+
+        (void)h;
+        (void)suggested;
+        *buf = uv_buf_init(chunk, sizeof(chunk));
+}
+
+static void update_reading(struct conn *c);
+
+/* Handles complete messages while no request is in flight. */
+static void process(struct conn *c)
+{
+        size_t max = c->server->cfg->max_message_bytes;
+
+        conn_ref(c); /* dispatch may close c */
+        while (!c->closing && !c->busy && !c->close_after_write && c->len > 0) {
+                char *nul = memchr(c->buf, '\0', c->len);
+                size_t n;
+
+                if (!nul) {
+                        if (c->len >= max)
+                                send_too_large(c);
+                        break;
+                }
+                n = (size_t)(nul - c->buf);
+                if (n + 1 > max) {
+                        send_too_large(c);
+                        break;
+                }
+                dispatch_message(c, c->buf, n);
+                c->len -= n + 1;
+                memmove(c->buf, c->buf + n + 1, c->len);
+        }
+        if (!c->closing) {
+                update_reading(c);
+                if (!c->busy)
+                        arm_idle(c);
+        }
+        conn_unref(c);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+        struct conn *c = stream->data;
+        size_t need;
+
+        if (c->closing)
+                return;
+        if (nread < 0) {
+                /* EOF or error: a request in flight still completes and is logged. */
+                conn_close(c);
+                return;
+        }
+        if (nread == 0)
+                return;
+        /* Bounded: reading stops while a request is in flight, so the buffer holds
+         * at most one message over the cap plus one read. */
+        need = c->len + (size_t)nread;
+        if (need > c->cap) {
+                size_t cap = c->cap ? c->cap : 4096;
+                char *nb;
+                while (cap < need)
+                        cap *= 2;
+                nb = realloc(c->buf, cap);
+                if (!nb) {
+                        conn_close(c);
+                        return;
+                }
+                c->buf = nb;
+                c->cap = cap;
+        }
+        memcpy(c->buf + c->len, buf->base, (size_t)nread);
+        c->len += (size_t)nread;
+        process(c);
+}
+
+static void update_reading(struct conn *c)
+{
+        bool want = !c->busy && !c->close_after_write;
+
+        if (want == c->reading)
+                return;
+        if (want)
+                want = uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0;
+        else
+                uv_read_stop((uv_stream_t *)&c->pipe);
+        c->reading = want;
+}
+
+void conn_request_done(struct conn *c)
+{
+        c->busy = false;
+        if (c->closing)
+                return;
+        if (c->server->shutting_down) {
+                c->close_after_write = true;
+                if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) == 0)
+                        conn_close(c);
+                return;
+        }
+        process(c);
+        /* Free buffers kept from a large message once idle. */
+        if (!c->busy && c->len == 0 && c->cap > 65536) {
+                free(c->buf);
+                c->buf = NULL;
+                c->cap = 0;
+        }
+}
+
+int conn_start(struct conn *c)
+{
+        c->pipe.data = c;
+        c->refs = 1;
+        if (c->server->cfg->idle_timeout_ms > 0) {
+                uv_timer_init(c->server->loop, &c->idle);
+                c->idle.data = c;
+                c->refs++;
+        }
+        c->reading = false;
+        update_reading(c);
+        if (!c->reading) {
+                conn_close(c);
+                return -EIO;
+        }
+        arm_idle(c);
+        return 0;
+}

@@ -1,0 +1,51 @@
+/* conn.h: one client connection: bytes in, NUL framing, replies out.
+ *
+ * A connection serves one request at a time: while a request is being
+ * answered it does not read (the kernel's buffer then pushes back on the
+ * client), and requests already received wait in its buffer.  Every limit
+ * (message size, unread replies, idle time) is enforced here.
+ *
+ * Lifetime: the server creates a connection at accept; conn_close() starts
+ * closing it; it is freed when its handles are closed and the last
+ * reference (one per request in flight) is dropped, never deep in a call
+ * chain. */
+#ifndef CUDACKPT_CONN_H
+#define CUDACKPT_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "policy.h"
+
+struct server;
+
+struct conn {
+        uv_pipe_t pipe;
+        uv_timer_t idle;           /* closes the connection after idle_timeout_ms */
+        struct server *server;
+        struct policy_caller caller; /* from SO_PEERCRED and SO_PEERGROUPS */
+        struct conn *prev, *next;  /* server's list of connections */
+        unsigned refs;             /* open handles + requests in flight */
+        bool closing;              /* conn_close() was called; callbacks return at once */
+        bool busy;                 /* a request is being served */
+        bool close_after_write;    /* close once queued replies are written */
+        bool reading;
+        char *buf;                 /* received bytes not yet handled */
+        size_t len, cap;
+};
+
+/* Takes over an accepted, initialised pipe; 0 or -errno. */
+int conn_start(struct conn *c);
+void conn_close(struct conn *c);
+void conn_ref(struct conn *c);
+void conn_unref(struct conn *c);
+
+/* Queues msg (consumed) for writing.  Cuts the connection if the client
+ * leaves more than max_write_queue_bytes unread. */
+void conn_send(struct conn *c, cJSON *msg);
+/* The request in flight was answered: serve the next one. */
+void conn_request_done(struct conn *c);
+
+#endif

@@ -1,0 +1,310 @@
+/* dispatch.c: from a parsed call to a reply or a queued operation. */
+#include "dispatch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "cudackpt/protocol.h"
+#include "log.h"
+#include "ops.h"
+#include "proto.h"
+#include "server.h"
+#include "uuid.h"
+
+#ifndef CUDACKPT_VERSION
+#define CUDACKPT_VERSION "0"
+#endif
+
+static const char service_idl[] =
+        "# The Varlink Service Interface is provided by every varlink service. It\n"
+        "# describes the service and the interfaces it implements.\n"
+        "interface org.varlink.service\n"
+        "\n"
+        "# Get a list of all the interfaces a service provides and information\n"
+        "# about the implementation.\n"
+        "method GetInfo() -> (\n"
+        "  vendor: string,\n"
+        "  product: string,\n"
+        "  version: string,\n"
+        "  url: string,\n"
+        "  interfaces: []string\n"
+        ")\n"
+        "\n"
+        "# Get the description of an interface that is implemented by this service.\n"
+        "method GetInterfaceDescription(interface: string) -> (description: string)\n"
+        "\n"
+        "# The requested interface was not found.\n"
+        "error InterfaceNotFound (interface: string)\n"
+        "\n"
+        "# The requested method was not found\n"
+        "error MethodNotFound (method: string)\n"
+        "\n"
+        "# The interface defines the requested method, but the service does not\n"
+        "# implement it.\n"
+        "error MethodNotImplemented (method: string)\n"
+        "\n"
+        "# One of the passed parameters is invalid.\n"
+        "error InvalidParameter (parameter: string)\n"
+        "\n"
+        "# Client is denied access\n"
+        "error PermissionDenied ()\n"
+        "\n"
+        "# Method is expected to be called with 'more' set to true, but wasn't\n"
+        "error ExpectedMore ()\n";
+
+static void reply(struct conn *c, const struct proto_call *call, cJSON *msg)
+{
+        if (call && call->oneway) {
+                cJSON_Delete(msg);
+                return;
+        }
+        conn_send(c, msg);
+}
+
+static cJSON *get_info(void)
+{
+        cJSON *p = cJSON_CreateObject(), *ifaces;
+
+        if (!p)
+                return NULL;
+        cJSON_AddStringToObject(p, "vendor", "cudackpt");
+        cJSON_AddStringToObject(p, "product", "cudackptd");
+        cJSON_AddStringToObject(p, "version", CUDACKPT_VERSION);
+        cJSON_AddStringToObject(p, "url", "https://github.com/cudackpt/cudackptd");
+        ifaces = cJSON_AddArrayToObject(p, "interfaces");
+        if (ifaces) {
+                cJSON_AddItemToArray(ifaces, cJSON_CreateString("org.varlink.service"));
+                cJSON_AddItemToArray(ifaces, cJSON_CreateString(CUDACKPT_INTERFACE));
+        }
+        return proto_reply_new(p);
+}
+
+static cJSON *get_interface_description(const struct proto_call *call)
+{
+        const cJSON *iface = NULL, *item;
+        cJSON *p;
+
+        if (call->parameters)
+                cJSON_ArrayForEach(item, call->parameters) {
+                        if (strcmp(item->string, "interface") != 0 || iface || !cJSON_IsString(item))
+                                return proto_invalid_parameter(item->string);
+                        iface = item;
+                }
+        if (!iface)
+                return proto_invalid_parameter("interface");
+        p = cJSON_CreateObject();
+        if (!p)
+                return NULL;
+        if (strcmp(iface->valuestring, CUDACKPT_INTERFACE) == 0)
+                cJSON_AddStringToObject(p, "description", proto_idl_text);
+        else if (strcmp(iface->valuestring, "org.varlink.service") == 0)
+                cJSON_AddStringToObject(p, "description", service_idl);
+        else {
+                cJSON_AddStringToObject(p, "interface", iface->valuestring);
+                return proto_error_new(CUDACKPT_VARLINK_INTERFACE_NOT_FOUND, p);
+        }
+        return proto_reply_new(p);
+}
+
+static cJSON *simple_error(const char *name, pid_t pid, const char *method)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p && pid > 0)
+                cJSON_AddNumberToObject(p, "pid", pid);
+        if (p && method)
+                cJSON_AddStringToObject(p, "method", method);
+        return proto_error_new(name, p);
+}
+
+static void audit(const struct conn *c, enum proto_method m, pid_t pid, const char *result,
+                  const char *detail, double duration_ms)
+{
+        struct log_audit a = {
+                .caller_uid = (unsigned)c->caller.uid,
+                .caller_pid = (int)c->caller.pid,
+                .target_pid = (int)pid,
+                .method = proto_method_name(m),
+                .result = result,
+                .detail = detail,
+                .duration_ms = duration_ms,
+        };
+        log_audit(&a);
+}
+
+/* GetState while an operation on the same process runs: answer from what the
+ * running operation has learnt, without the driver.  False when the answer
+ * must wait for the driver after all. */
+static bool answer_state_now(struct conn *c, const struct proto_call *call,
+                             const struct proto_request *req)
+{
+        struct server *s = c->server;
+        struct sched_snapshot snap;
+        char buf[32];
+        cJSON *p;
+
+        if (!sched_running_snapshot(&s->sched, req->pid, &snap) || !snap.known || snap.last_state < 0)
+                return false;
+        if (req->has_start_time && req->start_time != snap.start_time)
+                return false; /* the queue will say ProcessChanged, or not */
+        if (!policy_allowed(policy_decide(s->cfg, &c->caller, &snap.owner, true))) {
+                p = cJSON_CreateObject();
+                if (p) {
+                        cJSON_AddNumberToObject(p, "pid", req->pid);
+                        cJSON_AddNumberToObject(p, "caller_uid", c->caller.uid);
+                }
+                audit(c, PROTO_GET_STATE, req->pid, "PermissionDenied", NULL, 0);
+                reply(c, call, proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p));
+                return true;
+        }
+        p = cJSON_CreateObject();
+        if (p) {
+                cJSON_AddNumberToObject(p, "pid", req->pid);
+                cJSON_AddStringToObject(p, "state", proto_state_string(snap.last_state, buf, sizeof(buf)));
+                cJSON_AddStringToObject(p, "in_flight", proto_method_name(snap.running));
+        }
+        reply(c, call, proto_reply_new(p));
+        return true;
+}
+
+/* Every new GPU of a mapping must be one this machine has.  The old ones
+ * may come from another machine and are not looked up. */
+static cJSON *check_mapping(const struct driver *d, const struct proto_call *call,
+                            const struct proto_request *req)
+{
+        char u[UUID_STRING_MAX];
+        cJSON *p;
+
+        for (unsigned i = 0; i < req->n_pairs; i++) {
+                if (driver_has_device(d, &req->pairs[i].newUuid))
+                        continue;
+                uuid_format(&req->pairs[i].newUuid, u);
+                p = cJSON_CreateObject();
+                if (p) {
+                        cJSON_AddNumberToObject(p, "pid", req->pid);
+                        cJSON_AddStringToObject(p, "method", proto_method_name(call->method));
+                        cJSON_AddStringToObject(p, "reason", "no GPU with this UUID on this machine");
+                        cJSON_AddStringToObject(p, "uuid", u);
+                }
+                return proto_error_new(CUDACKPT_ERROR_INVALID_GPU_MAPPING, p);
+        }
+        return NULL;
+}
+
+static void process_call(struct conn *c, struct proto_call *call)
+{
+        struct server *s = c->server;
+        struct proto_request req;
+        struct sched_op *op;
+        cJSON *err = NULL;
+        unsigned limit = 0;
+        int r;
+
+        if (proto_parse_request(call, s->cfg->max_gpu_pairs, &req, &err) < 0) {
+                /* Parameter errors are not refusals: not audited. */
+                reply(c, call, err);
+                return;
+        }
+        if (s->shutting_down) {
+                reply(c, call, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
+                goto out;
+        }
+        if (call->method == PROTO_GET_STATE && answer_state_now(c, call, &req))
+                goto out;
+        if (req.n_pairs > 0 && s->drv.available) {
+                err = check_mapping(&s->drv, call, &req);
+                if (err) {
+                        audit(c, call->method, req.pid, "InvalidGpuMapping", "unknown new GPU", 0);
+                        reply(c, call, err);
+                        goto out;
+                }
+        }
+        op = calloc(1, sizeof(*op));
+        if (!op) {
+                conn_close(c);
+                goto out;
+        }
+        op->conn = c;
+        op->caller = &c->caller;
+        op->method = call->method;
+        op->req = req;
+        op->reply = !call->oneway;
+        r = sched_submit(&s->sched, op, &limit);
+        if (r < 0) {
+                cJSON *p = cJSON_CreateObject();
+                if (p) {
+                        cJSON_AddNumberToObject(p, "pid", req.pid);
+                        cJSON_AddNumberToObject(p, "limit", limit);
+                }
+                audit(c, call->method, req.pid, "QueueFull", NULL, 0);
+                reply(c, call, r == -EAGAIN ? proto_error_new(CUDACKPT_ERROR_QUEUE_FULL, p) : NULL);
+                free(op);
+                goto out;
+        }
+        conn_ref(c);
+        c->busy = true;
+        return; /* req now belongs to op */
+out:
+        proto_request_done(&req);
+}
+
+void dispatch_message(struct conn *c, const char *msg, size_t len)
+{
+        struct proto_call call;
+        cJSON *err = NULL;
+        int r;
+
+        r = proto_parse_call(msg, len, &call, &err);
+        if (r == -EPROTO) {
+                log_debug("Disconnecting uid %u pid %d: not a Varlink call", (unsigned)c->caller.uid,
+                          (int)c->caller.pid);
+                conn_send(c, err);
+                c->close_after_write = true;
+                return;
+        }
+        if (r < 0) {
+                conn_send(c, err);
+                return;
+        }
+        switch (call.method) {
+        case PROTO_GET_INFO:
+                if (call.parameters && call.parameters->child)
+                        reply(c, &call, proto_invalid_parameter(call.parameters->child->string));
+                else
+                        reply(c, &call, get_info());
+                break;
+        case PROTO_GET_INTERFACE_DESCRIPTION:
+                reply(c, &call, get_interface_description(&call));
+                break;
+        default:
+                process_call(c, &call);
+                break;
+        }
+        proto_call_done(&call);
+}
+
+void dispatch_op_done(struct sched *s, struct sched_op *op)
+{
+        struct conn *c = op->conn;
+        const struct ops_result *r = &op->result;
+        bool refused = r->error == OPS_PERMISSION_DENIED || r->error == OPS_PROCESS_CHANGED;
+        cJSON *msg;
+
+        if (!proto_method_read_only(op->method) || refused)
+                audit(c, op->method, op->req.pid, ops_error_short_name(r->error),
+                      c->closing ? "client gone" : NULL, (double)r->duration_ns / 1e6);
+        if (op->reply && !c->closing) {
+                msg = op->cancelled ? simple_error(CUDACKPT_ERROR_SHUTTING_DOWN, 0, NULL)
+                                    : ops_reply(s->drv, op->method, op->req.pid, c->caller.uid, r);
+                conn_send(c, msg);
+        }
+        struct server *srv = c->server;
+
+        proto_request_done(&op->req);
+        free(op);
+        conn_request_done(c);
+        conn_unref(c);
+        server_maybe_finish(srv);
+}

@@ -1,0 +1,114 @@
+/* main.c: options, configuration, and the server's loop. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "config.h"
+#include "log.h"
+#include "server.h"
+
+#ifndef CUDACKPT_VERSION
+#define CUDACKPT_VERSION "0"
+#endif
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: cudackptd [OPTION]...\n"
+                "Coordinate CUDA checkpoint and restore of processes for local clients.\n\n"
+                "  --socket=PATH     socket to bind when none is passed by systemd\n"
+                "                    (default %s)\n"
+                "  --driver=PATH     libcuda.so.1 or a compatible library (default libcuda.so.1)\n"
+                "  --config=PATH     configuration file (default %s; may be absent)\n"
+                "  --workers=N       worker threads for driver calls (default 16)\n"
+                "  --log-level=L     debug, info, notice, warning or err (default info)\n"
+                "  --help            show this help\n"
+                "  --version         show the version\n",
+                "/run/cudackpt/io.cudackpt.Process", CONFIG_DEFAULT_PATH);
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, 's' }, { "driver", required_argument, NULL, 'd' },
+                { "config", required_argument, NULL, 'c' }, { "workers", required_argument, NULL, 'w' },
+                { "log-level", required_argument, NULL, 'l' }, { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },      { 0 },
+        };
+        const char *socket = NULL, *driver = NULL, *config = NULL, *workers = NULL, *level = NULL;
+        struct config cfg;
+        struct server srv;
+        char *err = NULL, nbuf[16];
+        uv_loop_t loop;
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+                switch (opt) {
+                case 's': socket = optarg; break;
+                case 'd': driver = optarg; break;
+                case 'c': config = optarg; break;
+                case 'w': workers = optarg; break;
+                case 'l': level = optarg; break;
+                case 'h': usage(stdout); return 0;
+                case 'V': printf("cudackptd %s\n", CUDACKPT_VERSION); return 0;
+                default: usage(stderr); return 2;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "cudackptd: unexpected argument '%s'\n", argv[optind]);
+                return 2;
+        }
+
+        config_init(&cfg);
+        log_setup(cfg.log_level);
+        r = config_load_file(&cfg, config ? config : CONFIG_DEFAULT_PATH, config != NULL, &err);
+        if (r < 0) {
+                log_error("Invalid configuration: %s", err ? err : strerror(-r));
+                free(err);
+                return 1;
+        }
+        if ((socket && config_set_string(&cfg.socket_path, socket) < 0) ||
+            (driver && config_set_string(&cfg.driver_path, driver) < 0))
+                return 1;
+        if (workers) {
+                char *end;
+                unsigned long n = strtoul(workers, &end, 10);
+                if (*end || end == workers || n < 1 || n > 1024) {
+                        fprintf(stderr, "cudackptd: --workers takes a number from 1 to 1024\n");
+                        return 2;
+                }
+                cfg.workers = (unsigned)n;
+        }
+        if (level) {
+                int l = log_level_from_string(level);
+                if (l < 0) {
+                        fprintf(stderr, "cudackptd: unknown log level '%s'\n", level);
+                        return 2;
+                }
+                cfg.log_level = l;
+        }
+        log_setup(cfg.log_level);
+
+        /* libuv sizes its pool from this on first use; a driver call that takes
+         * 30 s must not hold up another process's. */
+        snprintf(nbuf, sizeof(nbuf), "%u", cfg.workers);
+        setenv("UV_THREADPOOL_SIZE", nbuf, 1);
+        signal(SIGPIPE, SIG_IGN);
+
+        r = uv_loop_init(&loop);
+        if (r < 0) {
+                log_error("Failed to set up the event loop: %s", uv_strerror(r));
+                return 1;
+        }
+        server_init(&srv, &loop, &cfg);
+        r = server_run(&srv);
+        server_done(&srv);
+        uv_loop_close(&loop);
+        config_done(&cfg);
+        return r;
+}

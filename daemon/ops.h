@@ -1,0 +1,77 @@
+/* ops.h: what a worker thread does for one request.
+ *
+ * ops_execute() pins the target, applies the policy, makes the driver calls
+ * of the method (two for Suspend and Resume, with the rollback rules), and
+ * classifies the outcome into an error of the protocol.  It runs on a
+ * worker thread and touches nothing but the target it was given.
+ * ops_reply() turns the outcome into the Varlink reply, on the loop thread. */
+#ifndef CUDACKPT_OPS_H
+#define CUDACKPT_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include <cuda.h>
+
+#include "config.h"
+#include "driver.h"
+#include "policy.h"
+#include "proto.h"
+
+enum ops_error {
+        OPS_OK,
+        OPS_NO_SUCH_PROCESS,
+        OPS_NOT_CUDA_PROCESS,
+        OPS_PERMISSION_DENIED,
+        OPS_INVALID_STATE,
+        OPS_TIMEOUT,
+        OPS_INVALID_GPU_MAPPING,
+        OPS_NOT_SUPPORTED,
+        OPS_PROCESS_GONE,
+        OPS_PROCESS_CHANGED,
+        OPS_DRIVER_UNAVAILABLE,
+        OPS_DRIVER_ERROR,
+        OPS_SHUTTING_DOWN,
+};
+
+enum ops_step {
+        OPS_STEP_NONE,
+        OPS_STEP_GET_STATE,
+        OPS_STEP_GET_RESTORE_TID,
+        OPS_STEP_LOCK,
+        OPS_STEP_CHECKPOINT,
+        OPS_STEP_RESTORE,
+        OPS_STEP_UNLOCK,
+};
+
+struct ops_result {
+        enum ops_error error;
+        enum ops_step step;     /* the failing driver call */
+        CUresult cu;            /* its result */
+        int state;              /* driver state after the operation, -1 unknown */
+        int restore_tid;        /* GetRestoreThreadId */
+        int rolled_back;        /* Suspend: -1 not applicable, 0 no, 1 yes */
+        uint32_t timeout_ms;    /* the lock timeout that applied */
+        uint64_t start_time;        /* ProcessChanged: what the caller said */
+        uint64_t actual_start_time; /* ProcessChanged: what the process has */
+        uint64_t duration_ns;   /* time spent in driver calls */
+        char detail[512];       /* DriverUnavailable reason */
+};
+
+struct sched_target;
+
+void ops_execute(const struct config *cfg, const struct driver *d, struct sched_target *t,
+                 enum proto_method m, const struct proto_request *req,
+                 const struct policy_caller *caller, struct ops_result *ret);
+
+/* The error a failed driver call means, given whether the process still
+ * lives and whether a GPU mapping was passed.  Pure, for the unit tests. */
+enum ops_error ops_classify(enum ops_step step, CUresult r, bool alive, bool with_mapping);
+
+const char *ops_error_name(enum ops_error e);       /* full Varlink name, NULL for OK */
+const char *ops_error_short_name(enum ops_error e); /* "InvalidState", "ok" */
+
+cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t caller_uid,
+                 const struct ops_result *r);
+
+#endif

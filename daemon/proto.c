@@ -1,0 +1,433 @@
+/* proto.c: strict Varlink parsing and reply construction with cJSON.
+ *
+ * cJSON's plain getters compare keys case-insensitively and its numbers are
+ * doubles, so every key is compared with strcmp() and every integer checked
+ * for being integral and in range. */
+#include "proto.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudackpt/protocol.h"
+#include "uuid.h"
+
+#define SERVICE_INTERFACE "org.varlink.service"
+
+static const char *const method_names[PROTO_METHODS] = {
+        [PROTO_GET_STATE] = "GetState",
+        [PROTO_GET_RESTORE_THREAD_ID] = "GetRestoreThreadId",
+        [PROTO_LOCK] = "Lock",
+        [PROTO_CHECKPOINT] = "Checkpoint",
+        [PROTO_RESTORE] = "Restore",
+        [PROTO_UNLOCK] = "Unlock",
+        [PROTO_SUSPEND] = "Suspend",
+        [PROTO_RESUME] = "Resume",
+        [PROTO_GET_INFO] = "GetInfo",
+        [PROTO_GET_INTERFACE_DESCRIPTION] = "GetInterfaceDescription",
+};
+
+const char *proto_method_name(enum proto_method m)
+{
+        return m < PROTO_METHODS ? method_names[m] : "?";
+}
+
+bool proto_method_read_only(enum proto_method m)
+{
+        return m == PROTO_GET_STATE || m == PROTO_GET_RESTORE_THREAD_ID;
+}
+
+const char *proto_state_string(int state, char *buf, size_t len)
+{
+        static const char *const words[] = { CUDACKPT_STATE_RUNNING, CUDACKPT_STATE_LOCKED,
+                                             CUDACKPT_STATE_CHECKPOINTED, CUDACKPT_STATE_FAILED };
+
+        if (state >= 0 && state < 4)
+                return words[state];
+        snprintf(buf, len, "unknown-%d", state);
+        return buf;
+}
+
+cJSON *proto_reply_new(cJSON *params)
+{
+        cJSON *m = cJSON_CreateObject();
+
+        if (!params)
+                params = cJSON_CreateObject();
+        if (!m || !params) {
+                cJSON_Delete(m);
+                cJSON_Delete(params);
+                return NULL;
+        }
+        cJSON_AddItemToObject(m, "parameters", params);
+        return m;
+}
+
+cJSON *proto_error_new(const char *name, cJSON *params)
+{
+        cJSON *m = cJSON_CreateObject();
+
+        if (!params)
+                params = cJSON_CreateObject();
+        if (!m || !params) {
+                cJSON_Delete(m);
+                cJSON_Delete(params);
+                return NULL;
+        }
+        cJSON_AddStringToObject(m, "error", name);
+        cJSON_AddItemToObject(m, "parameters", params);
+        return m;
+}
+
+cJSON *proto_invalid_parameter(const char *parameter)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p)
+                cJSON_AddStringToObject(p, "parameter", parameter);
+        return proto_error_new(CUDACKPT_VARLINK_INVALID_PARAMETER, p);
+}
+
+static cJSON *invalid_request(const char *reason)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p)
+                cJSON_AddStringToObject(p, "reason", reason);
+        return proto_error_new(CUDACKPT_ERROR_INVALID_REQUEST, p);
+}
+
+char *proto_serialize(const cJSON *msg, size_t *ret_len)
+{
+        char *s = cJSON_PrintUnformatted(msg);
+        size_t n;
+
+        if (!s)
+                return NULL;
+        n = strlen(s);
+        /* cJSON's buffer is exactly strlen+1: its NUL is the Varlink terminator. */
+        *ret_len = n + 1;
+        return s;
+}
+
+static bool has_duplicate_key(const cJSON *obj, const cJSON *item)
+{
+        for (const cJSON *prev = obj->child; prev && prev != item; prev = prev->next)
+                if (strcmp(prev->string, item->string) == 0)
+                        return true;
+        return false;
+}
+
+static int lookup_method(const char *full, enum proto_method *ret, cJSON **ret_reply)
+{
+        const char *dot = strrchr(full, '.');
+        size_t ilen;
+        int first, last;
+
+        if (!dot || dot == full || dot[1] == '\0') {
+                *ret_reply = invalid_request("\"method\" must be an interface name, a dot and a method name");
+                return -EPROTO;
+        }
+        ilen = (size_t)(dot - full);
+        if (ilen == strlen(CUDACKPT_INTERFACE) && strncmp(full, CUDACKPT_INTERFACE, ilen) == 0) {
+                first = 0;
+                last = PROTO_PROCESS_METHODS;
+        } else if (ilen == strlen(SERVICE_INTERFACE) && strncmp(full, SERVICE_INTERFACE, ilen) == 0) {
+                first = PROTO_PROCESS_METHODS;
+                last = PROTO_METHODS;
+        } else {
+                cJSON *p = cJSON_CreateObject();
+                char *iface = strndup(full, ilen);
+                if (p && iface)
+                        cJSON_AddStringToObject(p, "interface", iface);
+                free(iface);
+                *ret_reply = proto_error_new(CUDACKPT_VARLINK_INTERFACE_NOT_FOUND, p);
+                return -ENOENT;
+        }
+        for (int m = first; m < last; m++)
+                if (strcmp(dot + 1, method_names[m]) == 0) {
+                        *ret = (enum proto_method)m;
+                        return 0;
+                }
+        cJSON *p = cJSON_CreateObject();
+        if (p)
+                cJSON_AddStringToObject(p, "method", full);
+        *ret_reply = proto_error_new(CUDACKPT_VARLINK_METHOD_NOT_FOUND, p);
+        return -ENOENT;
+}
+
+int proto_parse_call(const char *msg, size_t len, struct proto_call *ret_call, cJSON **ret_reply)
+{
+        struct proto_call call = { 0 };
+        const cJSON *item, *method = NULL;
+        int r;
+
+        const char *end = NULL;
+
+        call.root = cJSON_ParseWithLengthOpts(msg, len, &end, 0);
+        if (!call.root) {
+                *ret_reply = invalid_request("message is not valid JSON");
+                return -EPROTO;
+        }
+        /* Anything after the JSON value other than white space is garbage. */
+        while (end && end < msg + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+                end++;
+        if (end && end < msg + len && *end != '\0') {
+                *ret_reply = invalid_request("garbage after the JSON value");
+                r = -EPROTO;
+                goto fail;
+        }
+        if (!cJSON_IsObject(call.root)) {
+                *ret_reply = invalid_request("message is not a JSON object");
+                r = -EPROTO;
+                goto fail;
+        }
+        cJSON_ArrayForEach(item, call.root) {
+                if (has_duplicate_key(call.root, item)) {
+                        *ret_reply = invalid_request("a key of the call object is given twice");
+                        r = -EPROTO;
+                        goto fail;
+                }
+                if (strcmp(item->string, "method") == 0) {
+                        if (!cJSON_IsString(item)) {
+                                *ret_reply = invalid_request("\"method\" must be a string");
+                                r = -EPROTO;
+                                goto fail;
+                        }
+                        method = item;
+                } else if (strcmp(item->string, "parameters") == 0) {
+                        if (cJSON_IsNull(item))
+                                continue;
+                        if (!cJSON_IsObject(item)) {
+                                *ret_reply = invalid_request("\"parameters\" must be an object");
+                                r = -EPROTO;
+                                goto fail;
+                        }
+                        call.parameters = item;
+                } else if (strcmp(item->string, "oneway") == 0 || strcmp(item->string, "more") == 0 ||
+                           strcmp(item->string, "upgrade") == 0) {
+                        if (!cJSON_IsBool(item)) {
+                                *ret_reply = invalid_request("\"oneway\", \"more\" and \"upgrade\" must be booleans");
+                                r = -EPROTO;
+                                goto fail;
+                        }
+                        if (item->string[0] == 'o')
+                                call.oneway = cJSON_IsTrue(item);
+                        else if (item->string[0] == 'm')
+                                call.more = cJSON_IsTrue(item);
+                        else if (cJSON_IsTrue(item)) {
+                                *ret_reply = invalid_request("connection upgrades are not supported");
+                                r = -EPROTO;
+                                goto fail;
+                        }
+                } else {
+                        *ret_reply = invalid_request("unknown key in the call object");
+                        r = -EPROTO;
+                        goto fail;
+                }
+        }
+        if (!method) {
+                *ret_reply = invalid_request("the call object has no \"method\"");
+                r = -EPROTO;
+                goto fail;
+        }
+        if (call.oneway && call.more) {
+                *ret_reply = invalid_request("\"oneway\" and \"more\" exclude each other");
+                r = -EPROTO;
+                goto fail;
+        }
+        r = lookup_method(method->valuestring, &call.method, ret_reply);
+        if (r < 0)
+                goto fail;
+        *ret_call = call;
+        return 0;
+fail:
+        cJSON_Delete(call.root);
+        return r;
+}
+
+void proto_call_done(struct proto_call *call)
+{
+        cJSON_Delete(call->root);
+        call->root = NULL;
+}
+
+static int get_integer(const cJSON *item, double min, double max, double *ret)
+{
+        double v;
+
+        if (!cJSON_IsNumber(item))
+                return -EINVAL;
+        v = item->valuedouble;
+        if (!isfinite(v) || v != floor(v) || v < min || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static cJSON *mapping_error(const struct proto_request *req, enum proto_method m,
+                            const char *reason, const char *uuid)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p) {
+                cJSON_AddNumberToObject(p, "pid", req->pid);
+                cJSON_AddStringToObject(p, "method", proto_method_name(m));
+                cJSON_AddStringToObject(p, "reason", reason);
+                if (uuid)
+                        cJSON_AddStringToObject(p, "uuid", uuid);
+        }
+        return proto_error_new(CUDACKPT_ERROR_INVALID_GPU_MAPPING, p);
+}
+
+static int parse_mapping(const cJSON *obj, enum proto_method m, unsigned max_pairs,
+                         struct proto_request *req, cJSON **ret_reply)
+{
+        const cJSON *item;
+        unsigned n = 0;
+
+        if (!cJSON_IsObject(obj)) {
+                *ret_reply = proto_invalid_parameter("gpu_mapping");
+                return -EINVAL;
+        }
+        cJSON_ArrayForEach(item, obj) {
+                if (!cJSON_IsString(item)) {
+                        *ret_reply = proto_invalid_parameter("gpu_mapping");
+                        return -EINVAL;
+                }
+                n++;
+        }
+        if (n == 0)
+                return 0;
+        if (n > max_pairs) {
+                *ret_reply = mapping_error(req, m, "the mapping has more entries than the daemon accepts", NULL);
+                return -EINVAL;
+        }
+        req->pairs = calloc(n, sizeof(*req->pairs));
+        if (!req->pairs)
+                return -ENOMEM;
+        cJSON_ArrayForEach(item, obj) {
+                CUcheckpointGpuPair *pair = &req->pairs[req->n_pairs];
+                if (uuid_parse(item->string, &pair->oldUuid) < 0) {
+                        *ret_reply = mapping_error(req, m, "not a GPU UUID", item->string);
+                        return -EINVAL;
+                }
+                if (uuid_parse(item->valuestring, &pair->newUuid) < 0) {
+                        *ret_reply = mapping_error(req, m, "not a GPU UUID", item->valuestring);
+                        return -EINVAL;
+                }
+                /* Spellings differ, UUIDs must not: a GPU named twice on either
+                 * side makes the mapping ambiguous. */
+                for (unsigned i = 0; i < req->n_pairs; i++) {
+                        if (uuid_equal(&req->pairs[i].oldUuid, &pair->oldUuid)) {
+                                *ret_reply = mapping_error(req, m, "GPU named twice among the old GPUs", item->string);
+                                return -EINVAL;
+                        }
+                        if (uuid_equal(&req->pairs[i].newUuid, &pair->newUuid)) {
+                                *ret_reply = mapping_error(req, m, "GPU named twice among the new GPUs", item->valuestring);
+                                return -EINVAL;
+                        }
+                }
+                req->n_pairs++;
+        }
+        return 0;
+}
+
+enum { P_PID = 1, P_START = 2, P_TIMEOUT = 4, P_MAPPING = 8 };
+
+static unsigned allowed_params(enum proto_method m)
+{
+        switch (m) {
+        case PROTO_LOCK:
+        case PROTO_SUSPEND:
+                return P_PID | P_START | P_TIMEOUT;
+        case PROTO_RESTORE:
+        case PROTO_RESUME:
+                return P_PID | P_START | P_MAPPING;
+        default:
+                return P_PID | P_START;
+        }
+}
+
+int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
+                        struct proto_request *ret_req, cJSON **ret_reply)
+{
+        struct proto_request req = { 0 };
+        unsigned allowed = allowed_params(call->method);
+        bool have_pid = false;
+        const cJSON *item, *mapping = NULL;
+        double v;
+        int r;
+
+        if (call->parameters)
+                cJSON_ArrayForEach(item, call->parameters) {
+                        unsigned which = strcmp(item->string, "pid") == 0           ? P_PID
+                                         : strcmp(item->string, "start_time") == 0  ? P_START
+                                         : strcmp(item->string, "timeout_ms") == 0  ? P_TIMEOUT
+                                         : strcmp(item->string, "gpu_mapping") == 0 ? P_MAPPING
+                                                                                    : 0;
+                        if (!(which & allowed) || has_duplicate_key(call->parameters, item)) {
+                                *ret_reply = proto_invalid_parameter(item->string);
+                                r = -EINVAL;
+                                goto fail;
+                        }
+                        /* "?" types in Varlink may be null: null means absent. */
+                        if (cJSON_IsNull(item) && which != P_PID)
+                                continue;
+                        switch (which) {
+                        case P_PID:
+                                if (get_integer(item, 1, INT_MAX, &v) < 0)
+                                        goto bad;
+                                req.pid = (pid_t)v;
+                                have_pid = true;
+                                break;
+                        case P_START:
+                                if (get_integer(item, 0, 9007199254740992.0, &v) < 0)
+                                        goto bad;
+                                req.start_time = (uint64_t)v;
+                                req.has_start_time = true;
+                                break;
+                        case P_TIMEOUT:
+                                if (get_integer(item, 0, 4294967295.0, &v) < 0)
+                                        goto bad;
+                                req.timeout_ms = (uint32_t)v;
+                                req.has_timeout = true;
+                                break;
+                        case P_MAPPING:
+                                mapping = item; /* checked once pid is known */
+                                break;
+                        }
+                        continue;
+                bad:
+                        *ret_reply = proto_invalid_parameter(item->string);
+                        r = -EINVAL;
+                        goto fail;
+                }
+        if (!have_pid) {
+                *ret_reply = proto_invalid_parameter("pid");
+                r = -EINVAL;
+                goto fail;
+        }
+        if (mapping) {
+                r = parse_mapping(mapping, call->method, max_pairs, &req, ret_reply);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret_req = req;
+        return 0;
+fail:
+        proto_request_done(&req);
+        if (r == -ENOMEM && !*ret_reply)
+                *ret_reply = proto_invalid_parameter("gpu_mapping");
+        return r == -ENOMEM ? -EINVAL : r;
+}
+
+void proto_request_done(struct proto_request *req)
+{
+        free(req->pairs);
+        req->pairs = NULL;
+        req->n_pairs = 0;
+}

@@ -1,0 +1,81 @@
+/* proto.h: Varlink messages in and out.
+ *
+ * Parsing is strict, in two layers.  proto_parse_call() checks the call
+ * object itself (a violation there means the peer does not speak Varlink:
+ * the error is sent and the connection closed).  proto_parse_request()
+ * checks the parameters of an io.cudackpt.Process method (a violation
+ * there is an ordinary error reply).  Nothing here touches sockets. */
+#ifndef CUDACKPT_PROTO_H
+#define CUDACKPT_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+#include <cuda.h>
+
+enum proto_method {
+        PROTO_GET_STATE,
+        PROTO_GET_RESTORE_THREAD_ID,
+        PROTO_LOCK,
+        PROTO_CHECKPOINT,
+        PROTO_RESTORE,
+        PROTO_UNLOCK,
+        PROTO_SUSPEND,
+        PROTO_RESUME,
+        PROTO_PROCESS_METHODS, /* the ones above act on a process */
+        PROTO_GET_INFO = PROTO_PROCESS_METHODS,
+        PROTO_GET_INTERFACE_DESCRIPTION,
+        PROTO_METHODS,
+};
+
+struct proto_call {
+        cJSON *root;              /* owned: the whole message */
+        enum proto_method method;
+        const cJSON *parameters;  /* inside root; NULL when absent */
+        bool oneway;              /* send no reply */
+        bool more;                /* the peer accepts several replies (we send one) */
+};
+
+struct proto_request {
+        pid_t pid;
+        bool has_start_time;
+        uint64_t start_time;
+        bool has_timeout;
+        uint32_t timeout_ms;
+        unsigned n_pairs;
+        CUcheckpointGpuPair *pairs; /* owned, n_pairs entries */
+};
+
+/* 0, or -EPROTO with *ret_reply set to the error to send before closing, or
+ * -ENOENT/-EINVAL with *ret_reply set to a non-fatal error reply. */
+int proto_parse_call(const char *msg, size_t len, struct proto_call *ret_call, cJSON **ret_reply);
+void proto_call_done(struct proto_call *call);
+
+/* 0, or -EINVAL with *ret_reply set to the error to send. */
+int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
+                        struct proto_request *ret_req, cJSON **ret_reply);
+void proto_request_done(struct proto_request *req);
+
+bool proto_method_read_only(enum proto_method m);
+const char *proto_method_name(enum proto_method m); /* "Suspend" */
+
+/* The state word for a driver state value; unknown values give "unknown-N". */
+const char *proto_state_string(int state, char *buf, size_t len);
+
+/* {"parameters": params} and {"error": name, "parameters": params}; both take
+ * ownership of params (NULL means an empty object). */
+cJSON *proto_reply_new(cJSON *params);
+cJSON *proto_error_new(const char *name, cJSON *params);
+cJSON *proto_invalid_parameter(const char *parameter);
+
+/* Serialises msg with its NUL terminator; *ret_len counts the NUL. */
+char *proto_serialize(const cJSON *msg, size_t *ret_len);
+
+/* The interface description served by GetInterfaceDescription (the IDL file,
+ * embedded at build time). */
+extern const char proto_idl_text[];
+
+#endif

@@ -1,0 +1,96 @@
+/* sched.h: per-process queues on top of worker threads.
+ *
+ * Every process named in a request gets a sched_target while operations on
+ * it are queued or running.  Its operations run one at a time, in arrival
+ * order, on libuv's worker threads (uv_queue_work; the pool is sized from
+ * the configuration before the loop starts).  Different targets run in
+ * parallel.  Completion comes back to the loop thread through the done
+ * callback, which is the only place results touch connection state.
+ *
+ * Ownership: sched owns targets; the submitter allocates ops and the done
+ * callback frees them. */
+#ifndef CUDACKPT_SCHED_H
+#define CUDACKPT_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "ops.h"
+#include "policy.h"
+#include "proto.h"
+#include "target.h"
+
+#define SCHED_BUCKETS 1024
+
+struct conn;
+struct sched;
+
+struct sched_op {
+        struct sched_op *next;       /* queue link */
+        struct sched_target *target; /* set by sched_submit */
+        struct sched *sched;         /* set by sched_submit */
+        struct conn *conn;           /* referenced by the submitter until done */
+        const struct policy_caller *caller; /* the connection's peer; lives as long as conn */
+        enum proto_method method;
+        struct proto_request req;    /* owned */
+        bool reply;                  /* false for oneway calls */
+        bool cancelled;              /* never started: the daemon is shutting down */
+        uint64_t queued_ns;
+        uv_work_t work;              /* data points back to the sched */
+        struct ops_result result;    /* written by the worker, read in done */
+};
+
+struct sched_target {
+        pid_t pid;
+        struct sched_target *next_in_bucket;
+        struct sched_op *head, *tail; /* queued, not yet started */
+        struct sched_op *running;     /* the one op on a worker, or NULL */
+        unsigned depth;               /* queued + running */
+        struct target_identity identity; /* pinned process; touched only by the worker
+                                          * running this target's op */
+        /* What the worker last learnt, for GetState answers while it runs. */
+        uv_mutex_t lock;
+        bool known;                   /* owner and start_time are valid */
+        struct policy_target owner;
+        uint64_t start_time;
+        int last_state;               /* driver state, -1 when unknown */
+};
+
+/* A consistent copy of what the loop may read while an op runs. */
+struct sched_snapshot {
+        bool known;
+        struct policy_target owner;
+        uint64_t start_time;
+        int last_state;
+        enum proto_method running;
+};
+
+typedef void (*sched_done_fn)(struct sched *s, struct sched_op *op);
+
+struct sched {
+        uv_loop_t *loop;
+        const struct config *cfg;
+        const struct driver *drv;
+        sched_done_fn done;
+        struct sched_target *buckets[SCHED_BUCKETS];
+        unsigned n_targets;
+        unsigned n_ops;     /* queued + running, all targets */
+        unsigned n_running;
+};
+
+void sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
+                const struct driver *drv, sched_done_fn done);
+/* Queues op; -EAGAIN when a queue limit is reached (*ret_limit says which). */
+int sched_submit(struct sched *s, struct sched_op *op, unsigned *ret_limit);
+/* The running op's view of a target, if an op on pid is running now. */
+bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *ret);
+/* Answers every queued, not started op through done with op->cancelled set;
+ * running ones finish normally.  Returns the number still running. */
+unsigned sched_cancel_queued(struct sched *s);
+void sched_done(struct sched *s); /* no ops may remain */
+
+/* Called by the worker to publish progress (ops.c). */
+void sched_publish(struct sched_target *t, const struct target_identity *id, int state);
+
+#endif

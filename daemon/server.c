@@ -1,0 +1,427 @@
+/* server.c: sockets, accepting, limits on connections, signals, systemd
+ * notification and the orderly shutdown. */
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "conn.h"
+#include "dispatch.h"
+#include "log.h"
+
+static struct server_uid_count *uid_slot(struct server *s, uid_t uid, bool create)
+{
+        for (size_t i = 0; i < s->n_uids; i++)
+                if (s->uids[i].uid == uid)
+                        return &s->uids[i];
+        if (!create)
+                return NULL;
+        if (s->n_uids == s->cap_uids) {
+                size_t cap = s->cap_uids ? s->cap_uids * 2 : 16;
+                struct server_uid_count *n = realloc(s->uids, cap * sizeof(*n));
+                if (!n)
+                        return NULL;
+                s->uids = n;
+                s->cap_uids = cap;
+        }
+        s->uids[s->n_uids] = (struct server_uid_count){ uid, 0 };
+        return &s->uids[s->n_uids++];
+}
+
+void server_conn_gone(struct server *s, struct conn *c)
+{
+        struct server_uid_count *u = uid_slot(s, c->caller.uid, false);
+
+        if (u && --u->count == 0)
+                *u = s->uids[--s->n_uids];
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->n_conns--;
+        server_maybe_finish(s);
+}
+
+static void read_peer(int fd, struct policy_caller *caller)
+{
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        gid_t groups[POLICY_MAX_GROUPS];
+
+        /* Without credentials the peer is nobody: it gets refused, not trusted. */
+        caller->uid = (uid_t)-1;
+        caller->gid = (gid_t)-1;
+        caller->pid = 0;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof(cred)) {
+                caller->uid = cred.uid;
+                caller->gid = cred.gid;
+                caller->pid = cred.pid;
+        }
+        len = sizeof(groups);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0) {
+                caller->n_groups = len / sizeof(gid_t);
+                memcpy(caller->groups, groups, caller->n_groups * sizeof(gid_t));
+        }
+}
+
+static void on_refused_closed(uv_handle_t *h)
+{
+        free(h);
+}
+
+static void refuse(struct server *s, uv_stream_t *listener, const char *why, uid_t uid, unsigned limit)
+{
+        uv_pipe_t *p = malloc(sizeof(*p));
+
+        if (!p || uv_pipe_init(s->loop, p, 0) < 0) {
+                free(p);
+                return;
+        }
+        if (uv_accept(listener, (uv_stream_t *)p) == 0)
+                log_warning("Refusing connection from uid %u: %s (limit %u)", (unsigned)uid, why, limit);
+        uv_close((uv_handle_t *)p, on_refused_closed);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+        struct server *s = listener->data;
+        struct server_uid_count *u;
+        struct conn *c;
+        uv_os_fd_t fd;
+
+        if (status < 0) {
+                log_warning("Failed to accept a connection: %s, ignoring", uv_strerror(status));
+                return;
+        }
+        if (s->shutting_down)
+                return;
+        if (s->n_conns >= s->cfg->max_connections) {
+                refuse(s, listener, "too many connections in total", (uid_t)-1, s->cfg->max_connections);
+                return;
+        }
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return;
+        c->server = s;
+        if (uv_pipe_init(s->loop, &c->pipe, 0) < 0) {
+                free(c);
+                return;
+        }
+        if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0 ||
+            uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0) {
+                c->pipe.data = c;
+                uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
+                return;
+        }
+        read_peer(fd, &c->caller);
+        u = uid_slot(s, c->caller.uid, true);
+        if (!u || u->count >= s->cfg->max_connections_per_uid) {
+                log_warning("Refusing connection from uid %u pid %d: too many connections of this uid (limit %u)",
+                            (unsigned)c->caller.uid, (int)c->caller.pid, s->cfg->max_connections_per_uid);
+                uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
+                return;
+        }
+        u->count++;
+        c->next = s->conns;
+        if (s->conns)
+                s->conns->prev = c;
+        s->conns = c;
+        s->n_conns++;
+        (void)conn_start(c);
+}
+
+static int listen_on(struct server *s, uv_pipe_t *p)
+{
+        int r;
+
+        p->data = s;
+        r = uv_listen((uv_stream_t *)p, 128, on_connection);
+        if (r < 0)
+                return r;
+        return 0;
+}
+
+static int take_activated_sockets(struct server *s)
+{
+        char **names = NULL;
+        int n = sd_listen_fds_with_names(1, &names);
+
+        if (n <= 0)
+                return n;
+        for (int i = 0; i < n; i++) {
+                int fd = SD_LISTEN_FDS_START + i;
+                const char *name = names && names[i] ? names[i] : "unknown";
+                uv_pipe_t *p;
+
+                if (sd_is_socket(fd, AF_UNIX, SOCK_STREAM, 1) <= 0 ||
+                    s->n_listeners >= SERVER_MAX_LISTENERS) {
+                        log_warning("Passed file descriptor %d (%s) is not a listening AF_UNIX stream socket, ignoring",
+                                    fd, name);
+                        close(fd);
+                        continue;
+                }
+                (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+                p = &s->listeners[s->n_listeners];
+                if (uv_pipe_init(s->loop, p, 0) < 0 || uv_pipe_open(p, fd) < 0 || listen_on(s, p) < 0) {
+                        log_error("Failed to serve passed socket %d (%s)", fd, name);
+                        close(fd);
+                        continue;
+                }
+                s->n_listeners++;
+                log_info("Serving socket-activated socket %d (%s)", fd, name);
+        }
+        for (int i = 0; names && i < n; i++)
+                free(names[i]);
+        free(names);
+        return (int)s->n_listeners;
+}
+
+/* A socket file left by a daemon that died is removed; a live one is not. */
+static int clear_stale_socket(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct stat st;
+        int fd, r;
+
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -EEXIST;
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
+        r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+        close(fd);
+        if (r == 0)
+                return -EADDRINUSE;
+        return unlink(path) < 0 ? -errno : 0;
+}
+
+static int bind_own_socket(struct server *s)
+{
+        const char *path = s->cfg->socket_path;
+        char *dir = strdup(path);
+        uv_pipe_t *p = &s->listeners[0];
+        mode_t old;
+        int r;
+
+        if (!dir)
+                return -ENOMEM;
+        if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+                free(dir);
+                log_error("Socket path %s is too long", path);
+                return -ENAMETOOLONG;
+        }
+        /* The runtime directory (/run/cudackpt) is created when missing;
+         * nothing above it is. */
+        if (mkdir(dirname(dir), 0755) < 0 && errno != EEXIST) {
+                r = -errno;
+                log_error("Failed to create %s: %s", dir, strerror(errno));
+                free(dir);
+                return r;
+        }
+        free(dir);
+        r = clear_stale_socket(path);
+        if (r < 0) {
+                log_error("Failed to bind %s: %s", path,
+                          r == -EADDRINUSE ? "another daemon is serving it"
+                          : r == -EEXIST   ? "a file that is not a socket is in the way"
+                                           : strerror(-r));
+                return r;
+        }
+        r = uv_pipe_init(s->loop, p, 0);
+        if (r < 0)
+                return r;
+        old = umask(0177); /* no window in which the socket is open to all */
+        r = uv_pipe_bind(p, path);
+        umask(old);
+        if (r == 0 && chmod(path, s->cfg->socket_mode) < 0)
+                r = -errno;
+        if (r == 0)
+                r = listen_on(s, p);
+        if (r < 0) {
+                log_error("Failed to listen on %s: %s", path, uv_strerror(r));
+                uv_close((uv_handle_t *)p, NULL);
+                return r;
+        }
+        s->n_listeners = 1;
+        s->bound_path = strdup(path);
+        log_info("Listening on %s", path);
+        return 0;
+}
+
+static void notify_status(struct server *s)
+{
+        if (!s->notify)
+                return;
+        sd_notifyf(0, "STATUS=%s: %u connections, %u operations running, %u queued",
+                   s->shutting_down ? "Stopping" : "Serving", s->n_conns, s->sched.n_running,
+                   s->sched.n_ops - s->sched.n_running);
+}
+
+static void on_notify_timer(uv_timer_t *t)
+{
+        struct server *s = t->data;
+
+        /* This runs on the loop thread: a ping proves the loop turns. */
+        if (s->watchdog_usec > 0)
+                sd_notify(0, "WATCHDOG=1");
+        notify_status(s);
+}
+
+static void close_handle(uv_handle_t *h)
+{
+        if (!uv_is_closing(h))
+                uv_close(h, NULL);
+}
+
+void server_maybe_finish(struct server *s)
+{
+        if (!s->shutting_down || s->starting || s->sched.n_running > 0 || s->n_conns > 0)
+                return;
+        close_handle((uv_handle_t *)&s->sig_term);
+        close_handle((uv_handle_t *)&s->sig_int);
+        if (s->notify)
+                close_handle((uv_handle_t *)&s->notify_timer);
+}
+
+static void begin_shutdown(struct server *s)
+{
+        struct conn *c, *next;
+
+        if (s->shutting_down)
+                return;
+        s->shutting_down = true;
+        log_info("Shutting down: %u operations running, %u connections", s->sched.n_running,
+                 s->n_conns);
+        if (s->notify)
+                sd_notify(0, "STOPPING=1");
+        for (unsigned i = 0; i < s->n_listeners; i++)
+                close_handle((uv_handle_t *)&s->listeners[i]);
+        if (s->bound_path) {
+                unlink(s->bound_path);
+                free(s->bound_path);
+                s->bound_path = NULL;
+        }
+        (void)sched_cancel_queued(&s->sched);
+        for (c = s->conns; c; c = next) {
+                next = c->next;
+                if (!c->busy)
+                        conn_close(c);
+        }
+        server_maybe_finish(s);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+        struct server *s = h->data;
+
+        if (s->shutting_down) {
+                log_warning("Second signal %s: exiting at once with %u driver calls running",
+                            strsignal(signum), s->sched.n_running);
+                _exit(1);
+        }
+        begin_shutdown(s);
+}
+
+static void driver_work(uv_work_t *w)
+{
+        struct server *s = w->data;
+
+        if (driver_open(&s->drv, s->cfg->driver_path) == 0)
+                (void)driver_start(&s->drv);
+}
+
+static void driver_ready(uv_work_t *w, int status)
+{
+        struct server *s = w->data;
+        int r;
+
+        (void)status;
+        s->starting = false;
+        /* The first line an operator reads says which driver serves. */
+        if (s->drv.simulated)
+                log_warning("SIMULATED CUDA DRIVER loaded from %s: no GPU is involved, for development and tests only",
+                            s->cfg->driver_path);
+        if (s->drv.available)
+                log_info("CUDA driver %d.%d from %s, %u GPU(s)", s->drv.version / 1000,
+                         s->drv.version % 1000 / 10, s->cfg->driver_path, s->drv.n_devices);
+        else
+                log_error("No usable CUDA driver: %s; every operation will fail with DriverUnavailable",
+                          s->drv.reason);
+
+        if (s->shutting_down) {
+                server_maybe_finish(s);
+                return;
+        }
+        r = take_activated_sockets(s);
+        if (r == 0)
+                r = bind_own_socket(s);
+        if (r < 0) {
+                s->exit_code = 1;
+                begin_shutdown(s);
+                return;
+        }
+        if (s->notify) {
+                sd_notify(0, "READY=1");
+                notify_status(s);
+                uint64_t period = s->watchdog_usec > 0 ? s->watchdog_usec / 2 / 1000 : 5000;
+                if (period < 1)
+                        period = 1;
+                uv_timer_start(&s->notify_timer, on_notify_timer, period, period);
+        }
+}
+
+int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
+{
+        uint64_t usec = 0;
+
+        memset(s, 0, sizeof(*s));
+        s->loop = loop;
+        s->cfg = cfg;
+        sched_init(&s->sched, loop, cfg, &s->drv, dispatch_op_done);
+        s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
+        if (sd_watchdog_enabled(0, &usec) > 0)
+                s->watchdog_usec = usec;
+        uv_signal_init(loop, &s->sig_term);
+        uv_signal_init(loop, &s->sig_int);
+        s->sig_term.data = s->sig_int.data = s;
+        uv_signal_start(&s->sig_term, on_signal, SIGTERM);
+        uv_signal_start(&s->sig_int, on_signal, SIGINT);
+        if (s->notify) {
+                uv_timer_init(loop, &s->notify_timer);
+                s->notify_timer.data = s;
+        }
+        return 0;
+}
+
+int server_run(struct server *s)
+{
+        s->starting = true;
+        s->driver_work.data = s;
+        uv_queue_work(s->loop, &s->driver_work, driver_work, driver_ready);
+        uv_run(s->loop, UV_RUN_DEFAULT);
+        return s->exit_code;
+}
+
+void server_done(struct server *s)
+{
+        sched_done(&s->sched);
+        driver_close(&s->drv);
+        free(s->uids);
+        free(s->bound_path);
+}

@@ -1,0 +1,59 @@
+/* server.h: the daemon as a whole: listening sockets, connections, the
+ * scheduler, the driver, signals and systemd notification.
+ *
+ * Start-up order: the driver is loaded and initialised on a worker thread,
+ * then the sockets are taken (socket activation) or bound, then READY=1 is
+ * sent.  Shutdown: stop accepting, answer queued operations with
+ * ShuttingDown, let running driver calls finish and answer them, close the
+ * connections, exit 0.  A second signal exits at once. */
+#ifndef CUDACKPT_SERVER_H
+#define CUDACKPT_SERVER_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include "config.h"
+#include "driver.h"
+#include "sched.h"
+
+#define SERVER_MAX_LISTENERS 16
+
+struct conn;
+
+struct server_uid_count {
+        uid_t uid;
+        unsigned count;
+};
+
+struct server {
+        uv_loop_t *loop;
+        const struct config *cfg;
+        struct driver drv;
+        struct sched sched;
+        uv_work_t driver_work;          /* loads the driver off the loop thread */
+        uv_pipe_t listeners[SERVER_MAX_LISTENERS];
+        unsigned n_listeners;
+        char *bound_path;               /* socket we bound ourselves, unlinked at exit */
+        uv_signal_t sig_term, sig_int;
+        uv_timer_t notify_timer;        /* watchdog pings and STATUS= updates */
+        uint64_t watchdog_usec;
+        bool notify;                    /* NOTIFY_SOCKET is set */
+        struct conn *conns;             /* all open connections */
+        unsigned n_conns;
+        struct server_uid_count *uids;  /* open connections per uid */
+        size_t n_uids, cap_uids;
+        bool starting;                  /* the driver is still loading */
+        bool shutting_down;
+        int exit_code;
+};
+
+int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg);
+/* Runs the loop until shutdown; returns the process's exit code. */
+int server_run(struct server *s);
+void server_done(struct server *s);
+
+/* For conn.c and dispatch.c. */
+void server_conn_gone(struct server *s, struct conn *c);
+void server_maybe_finish(struct server *s);
+
+#endif

@@ -1,0 +1,33 @@
+/* target.h: pinning the process a request names.
+ *
+ * A pid is only a number; the process behind it can exit and the number be
+ * reused.  target_open() takes a pidfd first and reads the process's user
+ * ids and start time afterwards, then confirms through the pidfd that the
+ * process still lives: what was read therefore belongs to the pinned
+ * process.  After each driver call target_alive() tells whether it is still
+ * the same live process.  Worker threads only (procfs reads). */
+#ifndef CUDACKPT_TARGET_H
+#define CUDACKPT_TARGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct target_identity {
+        pid_t pid;
+        int pidfd;           /* owned; -1 when not open */
+        uid_t ruid, euid, suid;
+        uint64_t start_time; /* /proc/PID/stat field 22, clock ticks after boot */
+};
+
+/* -ESRCH when no such process, other -errno when it cannot be read. */
+int target_open(pid_t pid, struct target_identity *ret_id);
+void target_close(struct target_identity *id);
+/* 1 while the pinned process lives (zombies count as gone), 0 once gone. */
+int target_alive(const struct target_identity *id);
+/* Parses field 22 of a /proc/PID/stat line; exposed for the unit tests. */
+int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, char *ret_state);
+/* Parses the real, effective and saved uid from /proc/PID/status text. */
+int target_parse_uids(const char *status_text, uid_t *ret_ruid, uid_t *ret_euid, uid_t *ret_suid);
+
+#endif

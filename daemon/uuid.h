@@ -1,0 +1,18 @@
+/* uuid.h: GPU UUIDs as clients write them and as the driver takes them.
+ *
+ * Accepted spellings: "GPU-" followed by the 8-4-4-4-12 form nvidia-smi
+ * prints, or 32 hex digits with optional hyphens between digits (the form
+ * cuda.core takes).  Anything else is refused. */
+#ifndef CUDACKPT_UUID_H
+#define CUDACKPT_UUID_H
+
+#include <stdbool.h>
+#include <cuda.h>
+
+#define UUID_STRING_MAX 41 /* "GPU-" + 36 + NUL */
+
+int uuid_parse(const char *s, CUuuid *ret_uuid);
+void uuid_format(const CUuuid *u, char buf[static UUID_STRING_MAX]);
+bool uuid_equal(const CUuuid *a, const CUuuid *b);
+
+#endif
