@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -125,23 +126,23 @@ static bool step_done(struct run *x, enum ops_step s, CUresult r)
 static bool do_lock(struct run *x, uint32_t timeout_ms)
 {
         x->res->timeout_ms = timeout_ms;
-        return step_done(x, OPS_STEP_LOCK, driver_lock(x->d, x->req->pid, timeout_ms));
+        return step_done(x, OPS_STEP_LOCK, driver_lock(x->d, x->t->identity.pid, timeout_ms));
 }
 
 static bool do_checkpoint(struct run *x)
 {
-        return step_done(x, OPS_STEP_CHECKPOINT, driver_checkpoint(x->d, x->req->pid));
+        return step_done(x, OPS_STEP_CHECKPOINT, driver_checkpoint(x->d, x->t->identity.pid));
 }
 
 static bool do_restore(struct run *x)
 {
         return step_done(x, OPS_STEP_RESTORE,
-                         driver_restore(x->d, x->req->pid, x->req->pairs, x->req->n_pairs));
+                         driver_restore(x->d, x->t->identity.pid, x->req->pairs, x->req->n_pairs));
 }
 
 static bool do_unlock(struct run *x)
 {
-        return step_done(x, OPS_STEP_UNLOCK, driver_unlock(x->d, x->req->pid));
+        return step_done(x, OPS_STEP_UNLOCK, driver_unlock(x->d, x->t->identity.pid));
 }
 
 static int pin(struct sched_target *t, pid_t pid)
@@ -180,6 +181,11 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 snprintf(res->detail, sizeof(res->detail), "%s", d->reason);
                 return;
         }
+        /* Locking the daemon would stop the one process that can unlock it. */
+        if (req->pid == getpid()) {
+                res->error = OPS_PERMISSION_DENIED;
+                return;
+        }
         r = pin(t, req->pid);
         if (r < 0) {
                 res->error = r == -ESRCH ? OPS_NO_SUCH_PROCESS : OPS_PERMISSION_DENIED;
@@ -202,12 +208,12 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
         t0 = uv_hrtime();
         switch (m) {
         case PROTO_GET_STATE:
-                if (step_done(&x, OPS_STEP_GET_STATE, driver_get_state(d, req->pid, &res->state)))
+                if (step_done(&x, OPS_STEP_GET_STATE, driver_get_state(d, t->identity.pid, &res->state)))
                         have_state = true;
                 break;
         case PROTO_GET_RESTORE_THREAD_ID:
                 (void)step_done(&x, OPS_STEP_GET_RESTORE_TID,
-                                driver_get_restore_tid(d, req->pid, &res->restore_tid));
+                                driver_get_restore_tid(d, t->identity.pid, &res->restore_tid));
                 break;
         case PROTO_LOCK:
                 (void)do_lock(&x, req->has_timeout ? req->timeout_ms : cfg->default_lock_timeout_ms);
@@ -228,7 +234,7 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                         /* Never leave the process locked by our own failure.  The
                          * failing step's result is kept; the unlock's is not. */
                         if (res->error != OPS_PROCESS_GONE) {
-                                CUresult u = driver_unlock(d, req->pid);
+                                CUresult u = driver_unlock(d, t->identity.pid);
                                 res->rolled_back = u == CUDA_SUCCESS;
                                 if (u == CUDA_SUCCESS)
                                         sched_publish(t, NULL, CU_PROCESS_STATE_RUNNING);
@@ -248,7 +254,7 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
         /* The reply reports the state the driver reports now, success or not. */
         if (!have_state && res->error != OPS_PROCESS_GONE && res->error != OPS_NOT_CUDA_PROCESS) {
                 int st;
-                if (driver_get_state(d, req->pid, &st) == CUDA_SUCCESS) {
+                if (driver_get_state(d, t->identity.pid, &st) == CUDA_SUCCESS) {
                         res->state = st;
                         have_state = true;
                 }

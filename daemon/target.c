@@ -91,6 +91,17 @@ int target_parse_uids(const char *status_text, uid_t *ret_ruid, uid_t *ret_euid,
         return 0;
 }
 
+int target_parse_tgid(const char *status_text, pid_t *ret_tgid)
+{
+        const char *p = strstr(status_text, "\nTgid:");
+        long v;
+
+        if (!p || sscanf(p + 6, " %ld", &v) != 1 || v <= 0)
+                return -EINVAL;
+        *ret_tgid = (pid_t)v;
+        return 0;
+}
+
 int target_alive(const struct target_identity *id)
 {
         if (id->pidfd < 0)
@@ -120,6 +131,16 @@ int target_open(pid_t pid, struct target_identity *ret_id)
         if (pid <= 0)
                 return -ESRCH;
         id.pidfd = sys_pidfd_open(pid);
+        if (id.pidfd < 0 && errno == EINVAL) {
+                /* A thread id (CRIU asks about the restore thread): act on its
+                 * process.  pidfds name processes, not threads. */
+                pid_t tgid;
+                if (read_proc(pid, "status", buf, sizeof(buf)) < 0 ||
+                    target_parse_tgid(buf, &tgid) < 0 || tgid == pid)
+                        return -ESRCH;
+                id.pid = pid = tgid;
+                id.pidfd = sys_pidfd_open(pid);
+        }
         if (id.pidfd < 0)
                 return errno == ESRCH || errno == EINVAL ? -ESRCH : -errno;
         n = read_proc(pid, "stat", buf, sizeof(buf));

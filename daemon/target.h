@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 struct target_identity {
-        pid_t pid;
+        pid_t pid;           /* the process; for a thread id, its process */
         int pidfd;           /* owned; -1 when not open */
         uid_t ruid, euid, suid;
         uint64_t start_time; /* /proc/PID/stat field 22, clock ticks after boot */
@@ -29,5 +29,6 @@ int target_alive(const struct target_identity *id);
 int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, char *ret_state);
 /* Parses the real, effective and saved uid from /proc/PID/status text. */
 int target_parse_uids(const char *status_text, uid_t *ret_ruid, uid_t *ret_euid, uid_t *ret_suid);
+int target_parse_tgid(const char *status_text, pid_t *ret_tgid);
 
 #endif

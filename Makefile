@@ -1,0 +1,78 @@
+# A thin driver for CMake: `make run` and `make test` set everything up on a
+# fresh Debian machine (installing missing packages when run as root).
+
+BUILD ?= build
+CMAKE_FLAGS ?=
+SOCKET ?= $(abspath $(BUILD))/run/io.cudackpt.Process
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+# Debian packages the build and the tests need.  The CUDA Toolkit (headers
+# only, 12.8 or newer) comes from NVIDIA, not Debian: see README.md.
+DEB_PACKAGES = cmake make gcc pkg-config libuv1-dev libcjson-dev libsystemd-dev check systemd
+
+.PHONY: all deps configure build run test check-sanitize bench bench-sim clean install
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "Installing:$$missing"; \
+			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+		else \
+			echo "Missing Debian packages. Run:"; \
+			echo "  sudo apt-get install -y$$missing"; \
+			exit 1; \
+		fi; \
+	fi
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+configure: deps $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+# Starts the daemon in the foreground on a socket under the build tree.  On a
+# machine without a loadable CUDA driver it runs on the simulator, and says so.
+run: build
+	@mkdir -p $(BUILD)/run
+	@if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then \
+		driver=libcuda.so.1; \
+	else \
+		driver=$(abspath $(BUILD))/tests/sim/libcudackpt-sim.so; \
+		echo "*** No CUDA driver here: starting on the SIMULATED driver ($$driver) ***"; \
+	fi; \
+	echo "Socket: $(SOCKET)  (try: CUDACKPT_SOCKET=$(SOCKET) $(BUILD)/client/cudackptctl info)"; \
+	exec $(BUILD)/daemon/cudackptd --socket=$(SOCKET) --driver=$$driver
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 600
+
+# The whole suite under ASan+UBSan, then the scheduling tests under TSan.
+check-sanitize: deps
+	cmake -S . -B $(BUILD)-asan -DCUDACKPT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-asan -j$(JOBS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		ctest --output-on-failure --timeout 900
+	cmake -S . -B $(BUILD)-tsan -DCUDACKPT_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-tsan -j$(JOBS)
+	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+		ctest --output-on-failure --timeout 900 -L tsan
+
+bench: build
+	cmake --build $(BUILD) --target bench
+
+bench-sim: build
+	cmake --build $(BUILD) --target bench-sim
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan

@@ -1,0 +1,602 @@
+/* client.c: libcudackpt, the blocking Varlink client of cudackptd.
+ *
+ * One connection carries one call at a time: the request is written whole,
+ * then the reply is read up to its NUL terminator.  Bytes that arrive after
+ * the NUL stay in the client's buffer for the next reply.  The socket stays
+ * blocking; when a timeout is set, poll() bounds each wait and the reads
+ * and writes use MSG_DONTWAIT so that none of them can outlast it.
+ *
+ * Everything the daemon sends is treated as hostile: replies are capped at
+ * CUDACKPT_CLIENT_MAX_REPLY_BYTES, must be one JSON object, and typed
+ * fields are range-checked before they are converted. */
+#include <cudackpt/client.h>
+
+#include <cJSON.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* First allocation of the receive buffer; it doubles up to the cap. */
+#define CLIENT_BUF_INITIAL 4096u
+/* An empty buffer bigger than this is freed, so that one huge reply does
+ * not pin megabytes for the life of the client. */
+#define CLIENT_BUF_KEEP (64u * 1024u)
+/* The buffer never holds more than one maximal reply plus its NUL. */
+#define CLIENT_BUF_MAX ((size_t)CUDACKPT_CLIENT_MAX_REPLY_BYTES + 1u)
+/* The driver takes the lock timeout as a 32-bit count of milliseconds. */
+#define CLIENT_TIMEOUT_MS_MAX 4294967295LL
+
+struct cudackpt_client {
+        int fd;             /* the connected socket, owned */
+        int timeout_ms;     /* limit of one call, 0 = none */
+        int broken;         /* 0, or the -errno that made the stream untrustworthy */
+        char *buf;          /* bytes received and not yet consumed */
+        size_t buf_len;     /* bytes valid in buf */
+        size_t buf_size;    /* bytes allocated for buf */
+};
+
+/* ---- Time ---------------------------------------------------------------- */
+
+static int64_t client_now_ms(void) {
+        struct timespec ts;
+
+        /* CLOCK_MONOTONIC cannot fail with a valid pointer. */
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until fd is ready for events, or the deadline (-1: none) passes. */
+static int client_wait(int fd, short events, int64_t deadline_ms) {
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = events };
+                int wait_ms = -1, r;
+
+                if (deadline_ms >= 0) {
+                        int64_t left = deadline_ms - client_now_ms();
+
+                        if (left <= 0)
+                                return -ETIMEDOUT;
+                        wait_ms = left > INT_MAX ? INT_MAX : (int) left;
+                }
+                r = poll(&p, 1, wait_ms);
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (r == 0)
+                        continue; /* the deadline check above decides */
+                /* POLLHUP/POLLERR: let the next read or write report what happened. */
+                return 0;
+        }
+}
+
+/* ---- Connecting ------------------------------------------------------------ */
+
+/* A connect() interrupted by a signal goes on in the background: wait for
+ * it to finish and fetch its result instead of calling connect() again. */
+static int client_finish_connect(int fd) {
+        int r, err = 0;
+        socklen_t len = sizeof(err);
+
+        r = client_wait(fd, POLLOUT, -1);
+        if (r < 0)
+                return r;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+                return -errno;
+        return -err;
+}
+
+CUDACKPT_EXPORT int cudackpt_client_connect(const char *socket_path, cudackpt_client **ret_client) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        cudackpt_client *c;
+        size_t len;
+        int fd, r;
+
+        if (!ret_client)
+                return -EINVAL;
+        if (!socket_path) {
+                /* A privileged program linking us must not be steered by its caller's environment. */
+                socket_path = secure_getenv(CUDACKPT_SOCKET_ENV);
+                if (!socket_path || !*socket_path)
+                        socket_path = CUDACKPT_DEFAULT_SOCKET;
+        }
+        len = strlen(socket_path);
+        if (len == 0)
+                return -EINVAL;
+        if (len >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, socket_path, len + 1);
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        r = connect(fd, (const struct sockaddr *) &sa,
+                    (socklen_t) (offsetof(struct sockaddr_un, sun_path) + len + 1));
+        if (r < 0)
+                r = errno == EINTR ? client_finish_connect(fd) : -errno;
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                close(fd);
+                return -ENOMEM;
+        }
+        c->fd = fd;
+        *ret_client = c;
+        return 0;
+}
+
+CUDACKPT_EXPORT void cudackpt_client_free(cudackpt_client *c) {
+        if (!c)
+                return;
+        if (c->fd >= 0)
+                close(c->fd);
+        free(c->buf);
+        free(c);
+}
+
+CUDACKPT_EXPORT int cudackpt_client_set_timeout(cudackpt_client *c, int timeout_ms) {
+        if (!c || timeout_ms < 0)
+                return -EINVAL;
+        c->timeout_ms = timeout_ms;
+        return 0;
+}
+
+/* ---- Replies --------------------------------------------------------------- */
+
+CUDACKPT_EXPORT void cudackpt_reply_init(cudackpt_reply *r) {
+        if (!r)
+                return;
+        *r = (cudackpt_reply) {
+                .pid = -1,
+                .duration_ms = -1,
+                .restore_thread_id = -1,
+        };
+}
+
+CUDACKPT_EXPORT void cudackpt_reply_clear(cudackpt_reply *r) {
+        if (!r)
+                return;
+        free(r->error);
+        free(r->parameters_json);
+        free(r->state);
+        free(r->in_flight);
+        cudackpt_reply_init(r);
+}
+
+/* A JSON number that is an integer within [min, max]; -1 otherwise, so
+ * that 1e300 or 3.5 never reach a conversion to int. */
+static int client_json_int(const cJSON *item, int min, int max) {
+        double d;
+
+        if (!cJSON_IsNumber(item))
+                return -1;
+        d = item->valuedouble;
+        if (!isfinite(d) || d != floor(d) || d < min || d > max)
+                return -1;
+        return (int) d;
+}
+
+/* Duplicate a JSON string member; *ret stays NULL when it is absent or not
+ * a string. */
+static int client_json_strdup(const cJSON *params, const char *key, char **ret) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
+
+        if (!cJSON_IsString(item) || !item->valuestring)
+                return 0;
+        *ret = strdup(item->valuestring);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* Decode one reply message (len bytes, NUL excluded) into *ret_reply. */
+static int client_decode_reply(const char *msg, size_t len, cudackpt_reply *ret_reply) {
+        cudackpt_reply reply;
+        const cJSON *error, *params, *continues, *item;
+        cJSON *root;
+        int r = -EPROTO;
+
+        cudackpt_reply_init(&reply);
+
+        /* len + 1 includes the NUL: require_null_terminated then rejects
+         * anything but whitespace after the object. */
+        root = cJSON_ParseWithLengthOpts(msg, len + 1, NULL, 1);
+        if (!cJSON_IsObject(root))
+                goto out;
+
+        /* We never ask for "more", so a "continues" reply is out of protocol. */
+        continues = cJSON_GetObjectItemCaseSensitive(root, "continues");
+        if (continues && !cJSON_IsFalse(continues))
+                goto out;
+
+        error = cJSON_GetObjectItemCaseSensitive(root, "error");
+        if (error) {
+                if (!cJSON_IsString(error) || !error->valuestring || !*error->valuestring)
+                        goto out;
+                reply.error = strdup(error->valuestring);
+                if (!reply.error) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+        }
+
+        params = cJSON_GetObjectItemCaseSensitive(root, "parameters");
+        if (params && !cJSON_IsObject(params))
+                goto out;
+        if (params) {
+                /* Copied so that the reply's strings are all plain malloc()
+                 * memory, whatever allocator hooks the application gave cJSON. */
+                char *text = cJSON_PrintUnformatted(params);
+
+                reply.parameters_json = text ? strdup(text) : NULL;
+                cJSON_free(text);
+        } else
+                reply.parameters_json = strdup("{}");
+        if (!reply.parameters_json) {
+                r = -ENOMEM;
+                goto out;
+        }
+
+        if (params) {
+                reply.pid = client_json_int(cJSON_GetObjectItemCaseSensitive(params, "pid"), 0, INT_MAX);
+                reply.restore_thread_id = client_json_int(
+                        cJSON_GetObjectItemCaseSensitive(params, "restore_thread_id"), 0, INT_MAX);
+                item = cJSON_GetObjectItemCaseSensitive(params, "duration_ms");
+                if (cJSON_IsNumber(item) && isfinite(item->valuedouble) && item->valuedouble >= 0)
+                        reply.duration_ms = item->valuedouble;
+                r = client_json_strdup(params, "state", &reply.state);
+                if (r < 0)
+                        goto out;
+                r = client_json_strdup(params, "in_flight", &reply.in_flight);
+                if (r < 0)
+                        goto out;
+        }
+
+        *ret_reply = reply;
+        cudackpt_reply_init(&reply);
+        r = 0;
+out:
+        cudackpt_reply_clear(&reply);
+        cJSON_Delete(root);
+        return r;
+}
+
+/* ---- Transport ------------------------------------------------------------- */
+
+/* Write all of buf (len bytes). */
+static int client_send_all(cudackpt_client *c, const char *buf, size_t len, int64_t deadline_ms) {
+        while (len > 0) {
+                ssize_t n;
+                int r;
+
+                if (deadline_ms >= 0) {
+                        r = client_wait(c->fd, POLLOUT, deadline_ms);
+                        if (r < 0)
+                                return r;
+                }
+                /* MSG_NOSIGNAL: a daemon that went away must not kill the caller with SIGPIPE. */
+                n = send(c->fd, buf, len, MSG_NOSIGNAL | (deadline_ms >= 0 ? MSG_DONTWAIT : 0));
+                if (n < 0) {
+                        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+                                continue;
+                        return errno == EPIPE ? -ECONNRESET : -errno;
+                }
+                buf += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+/* Make room for at least one more byte in the receive buffer, within the cap. */
+static int client_buf_grow(cudackpt_client *c) {
+        size_t size;
+        char *p;
+
+        if (c->buf_len < c->buf_size)
+                return 0;
+        if (c->buf_size >= CLIENT_BUF_MAX)
+                return -EMSGSIZE;
+        size = c->buf_size ? c->buf_size * 2 : CLIENT_BUF_INITIAL;
+        if (size > CLIENT_BUF_MAX)
+                size = CLIENT_BUF_MAX;
+        p = realloc(c->buf, size);
+        if (!p)
+                return -ENOMEM;
+        c->buf = p;
+        c->buf_size = size;
+        return 0;
+}
+
+/* Read until the buffer holds a NUL; return the message's length (NUL
+ * excluded) in *ret_len.  The message starts at c->buf. */
+static int client_recv_message(cudackpt_client *c, int64_t deadline_ms, size_t *ret_len) {
+        size_t scanned = 0;
+
+        for (;;) {
+                /* buf is NULL until the first read: memchr() may not see it. */
+                const char *nul = c->buf_len > scanned ? memchr(c->buf + scanned, '\0', c->buf_len - scanned) : NULL;
+                ssize_t n;
+                int r;
+
+                if (nul) {
+                        *ret_len = (size_t) (nul - c->buf);
+                        return 0;
+                }
+                scanned = c->buf_len;
+
+                r = client_buf_grow(c);
+                if (r < 0)
+                        return r;
+                if (deadline_ms >= 0) {
+                        r = client_wait(c->fd, POLLIN, deadline_ms);
+                        if (r < 0)
+                                return r;
+                }
+                n = recv(c->fd, c->buf + c->buf_len, c->buf_size - c->buf_len,
+                         deadline_ms >= 0 ? MSG_DONTWAIT : 0);
+                if (n < 0) {
+                        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        return -ECONNRESET; /* closed before, or in the middle of, a reply */
+                c->buf_len += (size_t) n;
+        }
+}
+
+/* Drop the first len bytes (a message and its NUL) from the buffer. */
+static void client_buf_consume(cudackpt_client *c, size_t len) {
+        if (c->buf_len > len)
+                memmove(c->buf, c->buf + len, c->buf_len - len);
+        c->buf_len -= len;
+        if (c->buf_len == 0 && c->buf_size > CLIENT_BUF_KEEP) {
+                free(c->buf);
+                c->buf = NULL;
+                c->buf_size = 0;
+        }
+}
+
+/* Send one serialised request and read its reply. */
+static int client_transact(cudackpt_client *c, const char *request, cudackpt_reply *ret_reply) {
+        int64_t deadline_ms = c->timeout_ms > 0 ? client_now_ms() + c->timeout_ms : -1;
+        size_t len = 0;
+        int r;
+
+        if (c->broken)
+                return -ENOTCONN;
+
+        /* The NUL terminator is part of the message. */
+        r = client_send_all(c, request, strlen(request) + 1, deadline_ms);
+        if (r < 0)
+                goto broken;
+        r = client_recv_message(c, deadline_ms, &len);
+        if (r < 0)
+                goto broken;
+        r = client_decode_reply(c->buf, len, ret_reply);
+        client_buf_consume(c, len + 1);
+        if (r == -ENOMEM)
+                return r; /* the stream itself is still in step */
+        if (r < 0)
+                goto broken;
+        return 0;
+
+broken:
+        /* A partial write, or a reply we could not read whole, leaves the
+         * stream out of step with our calls: refuse to use it again. */
+        c->broken = r;
+        return r;
+}
+
+/* Serialise {"method": method, "parameters": params} (takes params) and transact. */
+static int client_call_object(cudackpt_client *c, const char *method, cJSON *params,
+                              cudackpt_reply *ret_reply) {
+        cJSON *call;
+        char *text;
+        int r;
+
+        if (!c || !method || !*method || !ret_reply) {
+                cJSON_Delete(params);
+                return -EINVAL;
+        }
+        call = cJSON_CreateObject();
+        if (!call || !cJSON_AddStringToObject(call, "method", method)) {
+                cJSON_Delete(call);
+                cJSON_Delete(params);
+                return -ENOMEM;
+        }
+        if (!params)
+                params = cJSON_CreateObject();
+        if (!params || !cJSON_AddItemToObject(call, "parameters", params)) {
+                cJSON_Delete(params);
+                cJSON_Delete(call);
+                return -ENOMEM;
+        }
+        text = cJSON_PrintUnformatted(call);
+        cJSON_Delete(call);
+        if (!text)
+                return -ENOMEM;
+        r = client_transact(c, text, ret_reply);
+        cJSON_free(text);
+        return r;
+}
+
+CUDACKPT_EXPORT int cudackpt_call(cudackpt_client *c, const char *method, const char *parameters_json,
+                                  cudackpt_reply *ret_reply) {
+        cJSON *params = NULL;
+
+        if (parameters_json) {
+                /* require_null_terminated: no trailing garbage after the object. */
+                params = cJSON_ParseWithOpts(parameters_json, NULL, 1);
+                if (!cJSON_IsObject(params)) {
+                        cJSON_Delete(params);
+                        return -EINVAL;
+                }
+        }
+        return client_call_object(c, method, params, ret_reply);
+}
+
+/* ---- Typed methods ----------------------------------------------------------- */
+
+/* A new parameters object {"pid": pid}; NULL with *ret_error set on failure. */
+static cJSON *client_params_pid(int pid, int *ret_error) {
+        cJSON *params;
+
+        if (pid <= 0) {
+                *ret_error = -EINVAL;
+                return NULL;
+        }
+        params = cJSON_CreateObject();
+        if (!params || !cJSON_AddNumberToObject(params, "pid", pid)) {
+                cJSON_Delete(params);
+                *ret_error = -ENOMEM;
+                return NULL;
+        }
+        return params;
+}
+
+static int client_call_pid(cudackpt_client *c, const char *method, int pid, cudackpt_reply *ret_reply) {
+        int r = 0;
+        cJSON *params = client_params_pid(pid, &r);
+
+        if (!params)
+                return r;
+        return client_call_object(c, method, params, ret_reply);
+}
+
+static int client_call_timeout(cudackpt_client *c, const char *method, int pid, long long timeout_ms,
+                               cudackpt_reply *ret_reply) {
+        int r = 0;
+        cJSON *params;
+
+        if (timeout_ms > CLIENT_TIMEOUT_MS_MAX)
+                return -EINVAL;
+        params = client_params_pid(pid, &r);
+        if (!params)
+                return r;
+        /* Integers up to 2^32 are exact in a double, and cJSON prints them without exponent. */
+        if (timeout_ms >= 0 && !cJSON_AddNumberToObject(params, "timeout_ms", (double) timeout_ms)) {
+                cJSON_Delete(params);
+                return -ENOMEM;
+        }
+        return client_call_object(c, method, params, ret_reply);
+}
+
+static int client_call_mapping(cudackpt_client *c, const char *method, int pid,
+                               const char *const *gpu_mapping, cudackpt_reply *ret_reply) {
+        cJSON *params, *map;
+        int r = 0;
+
+        params = client_params_pid(pid, &r);
+        if (!params)
+                return r;
+        if (gpu_mapping && gpu_mapping[0]) {
+                map = cJSON_AddObjectToObject(params, "gpu_mapping");
+                if (!map) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                for (size_t i = 0; gpu_mapping[i]; i += 2) {
+                        if (!gpu_mapping[i + 1] ||
+                            cJSON_GetObjectItemCaseSensitive(map, gpu_mapping[i])) {
+                                /* An odd count, or a duplicate key the daemon would reject. */
+                                r = -EINVAL;
+                                goto fail;
+                        }
+                        if (!cJSON_AddStringToObject(map, gpu_mapping[i], gpu_mapping[i + 1])) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                }
+        }
+        return client_call_object(c, method, params, ret_reply);
+
+fail:
+        cJSON_Delete(params);
+        return r;
+}
+
+CUDACKPT_EXPORT int cudackpt_get_state(cudackpt_client *c, int pid, cudackpt_reply *ret_reply) {
+        return client_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid, ret_reply);
+}
+
+CUDACKPT_EXPORT int cudackpt_get_restore_thread_id(cudackpt_client *c, int pid, cudackpt_reply *ret_reply) {
+        return client_call_pid(c, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, pid, ret_reply);
+}
+
+CUDACKPT_EXPORT int cudackpt_lock(cudackpt_client *c, int pid, long long timeout_ms, cudackpt_reply *ret_reply) {
+        return client_call_timeout(c, CUDACKPT_METHOD_LOCK, pid, timeout_ms, ret_reply);
+}
+
+CUDACKPT_EXPORT int cudackpt_checkpoint(cudackpt_client *c, int pid, cudackpt_reply *ret_reply) {
+        return client_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid, ret_reply);
+}
+
+CUDACKPT_EXPORT int cudackpt_restore(cudackpt_client *c, int pid, const char *const *gpu_mapping,
+                                     cudackpt_reply *ret_reply) {
+        return client_call_mapping(c, CUDACKPT_METHOD_RESTORE, pid, gpu_mapping, ret_reply);
+}
+
+CUDACKPT_EXPORT int cudackpt_unlock(cudackpt_client *c, int pid, cudackpt_reply *ret_reply) {
+        return client_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid, ret_reply);
+}
+
+CUDACKPT_EXPORT int cudackpt_suspend(cudackpt_client *c, int pid, long long timeout_ms, cudackpt_reply *ret_reply) {
+        return client_call_timeout(c, CUDACKPT_METHOD_SUSPEND, pid, timeout_ms, ret_reply);
+}
+
+CUDACKPT_EXPORT int cudackpt_resume(cudackpt_client *c, int pid, const char *const *gpu_mapping,
+                                    cudackpt_reply *ret_reply) {
+        return client_call_mapping(c, CUDACKPT_METHOD_RESUME, pid, gpu_mapping, ret_reply);
+}
+
+/* ---- Exit codes -------------------------------------------------------------- */
+
+CUDACKPT_EXPORT int cudackpt_error_exit_code(const char *error_name) {
+        static const struct {
+                const char *name;
+                int code;
+        } table[] = {
+                { CUDACKPT_ERROR_NO_SUCH_PROCESS, CUDACKPT_EXIT_NO_SUCH_PROCESS },
+                { CUDACKPT_ERROR_NOT_CUDA_PROCESS, CUDACKPT_EXIT_NOT_CUDA_PROCESS },
+                { CUDACKPT_ERROR_PERMISSION_DENIED, CUDACKPT_EXIT_PERMISSION_DENIED },
+                { CUDACKPT_ERROR_INVALID_STATE, CUDACKPT_EXIT_INVALID_STATE },
+                { CUDACKPT_ERROR_TIMEOUT, CUDACKPT_EXIT_TIMEOUT },
+                { CUDACKPT_ERROR_INVALID_GPU_MAPPING, CUDACKPT_EXIT_INVALID_GPU_MAPPING },
+                { CUDACKPT_ERROR_NOT_SUPPORTED, CUDACKPT_EXIT_NOT_SUPPORTED },
+                { CUDACKPT_ERROR_PROCESS_GONE, CUDACKPT_EXIT_PROCESS_GONE },
+                { CUDACKPT_ERROR_DRIVER_UNAVAILABLE, CUDACKPT_EXIT_DRIVER_UNAVAILABLE },
+                { CUDACKPT_ERROR_DRIVER_ERROR, CUDACKPT_EXIT_DRIVER_ERROR },
+                { CUDACKPT_ERROR_PROCESS_CHANGED, CUDACKPT_EXIT_PROCESS_CHANGED },
+                { CUDACKPT_ERROR_QUEUE_FULL, CUDACKPT_EXIT_QUEUE_FULL },
+                { CUDACKPT_ERROR_SHUTTING_DOWN, CUDACKPT_EXIT_SHUTTING_DOWN },
+                { CUDACKPT_ERROR_INVALID_REQUEST, CUDACKPT_EXIT_PROTOCOL },
+                { CUDACKPT_ERROR_MESSAGE_TOO_LARGE, CUDACKPT_EXIT_PROTOCOL },
+                { CUDACKPT_VARLINK_PERMISSION_DENIED, CUDACKPT_EXIT_PERMISSION_DENIED },
+        };
+        static const char varlink_prefix[] = "org.varlink.service.";
+
+        if (!error_name)
+                return CUDACKPT_EXIT_OK;
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+                if (strcmp(error_name, table[i].name) == 0)
+                        return table[i].code;
+        /* MethodNotFound, InvalidParameter, InterfaceNotFound, ExpectedMore, ...:
+         * the call itself was wrong. */
+        if (strncmp(error_name, varlink_prefix, sizeof(varlink_prefix) - 1) == 0)
+                return CUDACKPT_EXIT_PROTOCOL;
+        return CUDACKPT_EXIT_FAILURE;
+}

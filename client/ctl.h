@@ -1,0 +1,72 @@
+/* ctl.h: names shared by the two faces of cudackptctl.
+ *
+ * cudackptctl.c is the native command line, compat.c the cuda-checkpoint
+ * compatible one; both parse the same kinds of arguments (args.c) and
+ * describe daemon errors in the same words (describe.c).  Private to
+ * client/: nothing here is part of libcudackpt. */
+#ifndef CUDACKPT_CTL_H
+#define CUDACKPT_CTL_H
+
+#include <cudackpt/client.h>
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* ---- args.c ---- */
+
+/* A decimal pid: digits only, 1..INT_MAX.  -EINVAL or -ERANGE otherwise. */
+int ctl_parse_pid(const char *s, int *ret_pid);
+
+/* A decimal count: digits only, 0..max.  -EINVAL or -ERANGE otherwise. */
+int ctl_parse_uint(const char *s, unsigned long long max, unsigned long long *ret_value);
+
+/* A GPU mapping being collected from OLD=NEW[,OLD=NEW...] arguments, in the
+ * form cudackpt_restore() takes: old0, new0, old1, new1, ..., NULL. */
+typedef struct ctl_map {
+        char **items;   /* NULL until the first pair; then NULL-terminated */
+        size_t n_items; /* strings in items, twice the number of pairs */
+} ctl_map;
+
+/* Append the pairs of one argument.  -EINVAL for a malformed argument (an
+ * empty list or side, a pair without exactly one '='), -EEXIST when an old
+ * UUID is named twice, -ENOMEM.  The map is unchanged on failure. */
+int ctl_map_add(ctl_map *m, const char *arg);
+void ctl_map_done(ctl_map *m);
+
+/* The socket to use: option, else $CUDACKPT_SOCKET when not empty, else
+ * the default.  Resolved here, not in the library, to name it in errors. */
+const char *ctl_socket_path(const char *option);
+
+/* ---- describe.c ---- */
+
+/* Replace terminal control bytes (C0, DEL, UTF-8 encoded C1) in s with '?',
+ * so that text from the daemon cannot drive the terminal. */
+void ctl_sanitize(char *s);
+
+/* Write s to f sanitised. */
+void ctl_fputs_safe(const char *s, FILE *f);
+
+/* "Name: sentence" for the error of r (r->error not NULL), from its
+ * parameters; e.g. "InvalidState: process is locked".  Sanitised; the
+ * caller frees it.  NULL when out of memory. */
+char *ctl_describe_error(const cudackpt_reply *r);
+
+/* What failed when a call returned r < 0 ("no reply from cudackptd: ...").
+ * Static storage, valid until the next call. */
+const char *ctl_describe_call_failure(int r);
+
+/* Exit status for a call that returned r < 0: CUDACKPT_EXIT_UNREACHABLE
+ * when the daemon went away or did not answer in time, else
+ * CUDACKPT_EXIT_FAILURE. */
+int ctl_call_failure_exit_code(int r);
+
+/* {"error": NAME, "parameters": {...}} for r, as one line of JSON; the
+ * caller frees it.  NULL when out of memory. */
+char *ctl_error_json(const cudackpt_reply *r);
+
+/* ---- compat.c ---- */
+
+/* main() of the cuda-checkpoint compatible mode. */
+int compat_main(int argc, char **argv);
+
+#endif

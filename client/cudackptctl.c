@@ -1,0 +1,440 @@
+/* cudackptctl.c: the command-line client of cudackptd.
+ *
+ * Parses the command line, makes one call through libcudackpt and prints
+ * its result: a bare value for scripts ("running", a tid), "STATE (D.D ms)"
+ * for operations, or with --json the reply's parameters.  Errors go to
+ * stderr as one line and map to distinct exit statuses (see --help).
+ *
+ * Started under the name "cuda-checkpoint" (a symlink), it speaks the
+ * command line of NVIDIA's utility instead, for CRIU's CUDA plugin: see
+ * compat.c. */
+#include "ctl.h"
+
+#include <cJSON.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef CUDACKPT_VERSION
+#error "CUDACKPT_VERSION must be defined by the build"
+#endif
+
+#define CTL_NAME "cudackptctl"
+
+typedef enum ctl_command_id {
+        CTL_STATE,
+        CTL_RESTORE_TID,
+        CTL_LOCK,
+        CTL_CHECKPOINT,
+        CTL_RESTORE,
+        CTL_UNLOCK,
+        CTL_SUSPEND,
+        CTL_RESUME,
+        CTL_INFO,
+} ctl_command_id;
+
+/* What each command takes. */
+enum {
+        CTL_TAKES_PID = 1 << 0,
+        CTL_TAKES_LOCK_TIMEOUT = 1 << 1,
+        CTL_TAKES_MAP = 1 << 2,
+};
+
+typedef struct ctl_command {
+        const char *name;
+        ctl_command_id id;
+        unsigned flags;
+} ctl_command;
+
+static const ctl_command ctl_commands[] = {
+        { "state", CTL_STATE, CTL_TAKES_PID },
+        { "restore-tid", CTL_RESTORE_TID, CTL_TAKES_PID },
+        { "lock", CTL_LOCK, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT },
+        { "checkpoint", CTL_CHECKPOINT, CTL_TAKES_PID },
+        { "restore", CTL_RESTORE, CTL_TAKES_PID | CTL_TAKES_MAP },
+        { "unlock", CTL_UNLOCK, CTL_TAKES_PID },
+        { "suspend", CTL_SUSPEND, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT },
+        { "resume", CTL_RESUME, CTL_TAKES_PID | CTL_TAKES_MAP },
+        { "info", CTL_INFO, 0 },
+};
+
+/* The parsed command line. */
+typedef struct ctl_args {
+        const char *socket;       /* --socket, NULL for the environment/default */
+        bool json;                /* --json */
+        int timeout_ms;           /* --timeout: client I/O limit, 0 = none */
+        long long lock_timeout;   /* --lock-timeout, -1 when not given */
+        ctl_map map;              /* every --map, merged */
+        const ctl_command *command;
+        int pid;                  /* when the command takes one */
+} ctl_args;
+
+static void ctl_help(void) {
+        printf("Usage: " CTL_NAME " [OPTIONS] COMMAND [ARGUMENTS]\n"
+               "\n"
+               "Ask cudackptd to checkpoint or restore the CUDA state of a process.\n"
+               "\n"
+               "Commands:\n"
+               "  state PID                  print the CUDA state: running, locked, checkpointed,\n"
+               "                             failed (or unknown-N)\n"
+               "  restore-tid PID            print the thread id a restore must be made from\n"
+               "  lock PID                   running -> locked, once submitted GPU work is done\n"
+               "  checkpoint PID             locked -> checkpointed (GPU memory to host memory)\n"
+               "  restore PID                checkpointed -> locked\n"
+               "  unlock PID                 locked -> running\n"
+               "  suspend PID                lock, then checkpoint; unlocked again if that fails\n"
+               "  resume PID                 restore, then unlock\n"
+               "  info                       print the daemon's vendor, product, version, url\n"
+               "                             and interfaces\n"
+               "Operations print the new state and the time taken: \"checkpointed (812.3 ms)\".\n"
+               "\n"
+               "Options:\n"
+               "  --socket=PATH              the daemon's socket\n"
+               "  --json                     print the reply's parameters as JSON on stdout;\n"
+               "                             an error as {\"error\":NAME,\"parameters\":{...}}\n"
+               "  --timeout=MS               stop waiting for the daemon after MS milliseconds\n"
+               "                             (0, the default: wait as long as it takes; the\n"
+               "                             daemon finishes the operation regardless)\n"
+               "  --lock-timeout=MS          lock, suspend: how long to wait for the process's\n"
+               "                             GPU work, 0..4294967295, 0 = no limit (default:\n"
+               "                             the daemon's configured default)\n"
+               "  --map=OLD=NEW[,OLD=NEW...] restore, resume: restore onto other GPUs, mapping\n"
+               "                             each old GPU UUID to a new one (GPU-xxxxxxxx-xxxx-\n"
+               "                             xxxx-xxxx-xxxxxxxxxxxx); may be repeated\n"
+               "  -h, --help                 show this help\n"
+               "  -V, --version              show the version\n"
+               "Options may also follow the command.\n"
+               "\n"
+               "Environment:\n"
+               "  " CUDACKPT_SOCKET_ENV "            the daemon's socket when --socket is not given\n"
+               "                             (default " CUDACKPT_DEFAULT_SOCKET ")\n"
+               "\n"
+               "Exit status:\n"
+               "   0 success                     14 Timeout\n"
+               "   1 other error                 15 InvalidGpuMapping\n"
+               "   2 bad command line            16 NotSupported\n"
+               "   3 cannot reach the daemon,    17 ProcessGone\n"
+               "     or no reply from it         18 DriverUnavailable\n"
+               "  10 NoSuchProcess               19 DriverError\n"
+               "  11 NotCudaProcess              20 ProcessChanged\n"
+               "  12 PermissionDenied            21 QueueFull\n"
+               "  13 InvalidState                22 ShuttingDown\n"
+               "  23 protocol error (InvalidRequest, MessageTooLarge, InvalidParameter,\n"
+               "     MethodNotFound, ...)\n"
+               "\n"
+               "cuda-checkpoint compatibility:\n"
+               "  Started as \"cuda-checkpoint\" (through a symlink of that name), this program\n"
+               "  accepts the command line of NVIDIA's cuda-checkpoint utility (--get-state,\n"
+               "  --get-restore-tid, --action, --toggle, --pid, --timeout, --device-map) and\n"
+               "  carries it out through cudackptd, so that CRIU's CUDA plugin can use the\n"
+               "  daemon.  Run \"cuda-checkpoint --help\" for that mode.\n");
+}
+
+__attribute__((format(printf, 1, 2)))
+static int ctl_usage_error(const char *fmt, ...) {
+        va_list ap;
+
+        fputs(CTL_NAME ": ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputs("\nTry '" CTL_NAME " --help' for more information.\n", stderr);
+        return CUDACKPT_EXIT_USAGE;
+}
+
+static const ctl_command *ctl_find_command(const char *name) {
+        for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++)
+                if (strcmp(ctl_commands[i].name, name) == 0)
+                        return &ctl_commands[i];
+        return NULL;
+}
+
+/* Fill *a from argv.  Returns -1 to go on, else the exit status. */
+static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
+        enum { OPT_SOCKET = 0x100, OPT_JSON, OPT_TIMEOUT, OPT_LOCK_TIMEOUT, OPT_MAP };
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, OPT_SOCKET },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "timeout", required_argument, NULL, OPT_TIMEOUT },
+                { "lock-timeout", required_argument, NULL, OPT_LOCK_TIMEOUT },
+                { "map", required_argument, NULL, OPT_MAP },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                { NULL, 0, NULL, 0 },
+        };
+        const char *positional[3] = { NULL };
+        size_t n_positional = 0;
+        bool saw_lock_timeout = false, saw_map = false;
+        unsigned long long v;
+        int c, r;
+
+        /* "-": positional arguments come back in order as 1, so options may
+         * follow the command even under POSIXLY_CORRECT; ":" lets us word
+         * the errors ourselves. */
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "-:hV", options, NULL)) != -1) {
+                switch (c) {
+                case 1:
+                        if (n_positional == sizeof(positional) / sizeof(positional[0]))
+                                return ctl_usage_error("unexpected argument '%s'", optarg);
+                        positional[n_positional++] = optarg;
+                        break;
+                case OPT_SOCKET:
+                        if (!*optarg)
+                                return ctl_usage_error("--socket needs a path");
+                        a->socket = optarg;
+                        break;
+                case OPT_JSON:
+                        a->json = true;
+                        break;
+                case OPT_TIMEOUT:
+                        if (ctl_parse_uint(optarg, INT_MAX, &v) < 0)
+                                return ctl_usage_error("invalid --timeout '%s': expected milliseconds, "
+                                                       "0..2147483647", optarg);
+                        a->timeout_ms = (int) v;
+                        break;
+                case OPT_LOCK_TIMEOUT:
+                        if (ctl_parse_uint(optarg, 4294967295ULL, &v) < 0)
+                                return ctl_usage_error("invalid --lock-timeout '%s': expected milliseconds, "
+                                                       "0..4294967295", optarg);
+                        a->lock_timeout = (long long) v;
+                        saw_lock_timeout = true;
+                        break;
+                case OPT_MAP:
+                        r = ctl_map_add(&a->map, optarg);
+                        if (r == -EEXIST)
+                                return ctl_usage_error("invalid --map '%s': a GPU is mapped twice", optarg);
+                        if (r == -ENOMEM) {
+                                fputs(CTL_NAME ": out of memory\n", stderr);
+                                return CUDACKPT_EXIT_FAILURE;
+                        }
+                        if (r < 0)
+                                return ctl_usage_error("invalid --map '%s': expected OLD=NEW[,OLD=NEW...]",
+                                                       optarg);
+                        saw_map = true;
+                        break;
+                case 'h':
+                        ctl_help();
+                        return CUDACKPT_EXIT_OK;
+                case 'V':
+                        printf(CTL_NAME " " CUDACKPT_VERSION "\n");
+                        return CUDACKPT_EXIT_OK;
+                case ':':
+                        return ctl_usage_error("option '%s' needs an argument", argv[optind - 1]);
+                default:
+                        /* getopt sets optopt to a known option given an argument it does not take. */
+                        if (optopt == 'h' || optopt == 'V' || optopt == OPT_JSON)
+                                return ctl_usage_error("option '%s' takes no argument", argv[optind - 1]);
+                        return ctl_usage_error("unknown option '%s'", argv[optind - 1]);
+                }
+        }
+        /* After "--" the rest is positional. */
+        for (; optind < argc; optind++) {
+                if (n_positional == sizeof(positional) / sizeof(positional[0]))
+                        return ctl_usage_error("unexpected argument '%s'", argv[optind]);
+                positional[n_positional++] = argv[optind];
+        }
+
+        if (n_positional == 0)
+                return ctl_usage_error("no command given");
+        a->command = ctl_find_command(positional[0]);
+        if (!a->command)
+                return ctl_usage_error("unknown command '%s'", positional[0]);
+        if (a->command->flags & CTL_TAKES_PID) {
+                if (n_positional < 2)
+                        return ctl_usage_error("%s needs a PID", a->command->name);
+                if (n_positional > 2)
+                        return ctl_usage_error("unexpected argument '%s'", positional[2]);
+                if (ctl_parse_pid(positional[1], &a->pid) < 0)
+                        return ctl_usage_error("invalid PID '%s': expected a number 1..2147483647",
+                                               positional[1]);
+        } else if (n_positional > 1)
+                return ctl_usage_error("unexpected argument '%s'", positional[1]);
+        if (saw_lock_timeout && !(a->command->flags & CTL_TAKES_LOCK_TIMEOUT))
+                return ctl_usage_error("--lock-timeout is for lock and suspend, not %s", a->command->name);
+        if (saw_map && !(a->command->flags & CTL_TAKES_MAP))
+                return ctl_usage_error("--map is for restore and resume, not %s", a->command->name);
+        return -1;
+}
+
+/* "cudackptctl: suspend 1234: " */
+static void ctl_error_prefix(const ctl_args *a) {
+        if (a->command->flags & CTL_TAKES_PID)
+                fprintf(stderr, CTL_NAME ": %s %d: ", a->command->name, a->pid);
+        else
+                fprintf(stderr, CTL_NAME ": %s: ", a->command->name);
+}
+
+static int ctl_malformed(const ctl_args *a, const char *what) {
+        ctl_error_prefix(a);
+        fprintf(stderr, "invalid reply from cudackptd: %s\n", what);
+        return CUDACKPT_EXIT_FAILURE;
+}
+
+/* Print a string member of an object as "key: value", when present. */
+static void ctl_print_info_field(const cJSON *params, const char *key) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
+
+        if (!cJSON_IsString(item) || !item->valuestring)
+                return;
+        printf("%s: ", key);
+        ctl_fputs_safe(item->valuestring, stdout);
+        putchar('\n');
+}
+
+static int ctl_print_info(const ctl_args *a, const cudackpt_reply *reply) {
+        cJSON *params = cJSON_Parse(reply->parameters_json);
+        const cJSON *interfaces, *item;
+
+        if (!cJSON_IsObject(params)) {
+                cJSON_Delete(params);
+                return ctl_malformed(a, "parameters are not an object");
+        }
+        ctl_print_info_field(params, "vendor");
+        ctl_print_info_field(params, "product");
+        ctl_print_info_field(params, "version");
+        ctl_print_info_field(params, "url");
+        interfaces = cJSON_GetObjectItemCaseSensitive(params, "interfaces");
+        if (cJSON_IsArray(interfaces)) {
+                puts("interfaces:");
+                cJSON_ArrayForEach(item, interfaces) {
+                        if (!cJSON_IsString(item) || !item->valuestring)
+                                continue;
+                        fputs("  ", stdout);
+                        ctl_fputs_safe(item->valuestring, stdout);
+                        putchar('\n');
+                }
+        }
+        cJSON_Delete(params);
+        return CUDACKPT_EXIT_OK;
+}
+
+/* Print a successful reply in the command's format. */
+static int ctl_print_result(const ctl_args *a, const cudackpt_reply *reply) {
+        if (a->json) {
+                puts(reply->parameters_json);
+                return CUDACKPT_EXIT_OK;
+        }
+        switch (a->command->id) {
+        case CTL_INFO:
+                return ctl_print_info(a, reply);
+        case CTL_STATE:
+                if (!reply->state)
+                        return ctl_malformed(a, "no state");
+                ctl_fputs_safe(reply->state, stdout);
+                putchar('\n');
+                return CUDACKPT_EXIT_OK;
+        case CTL_RESTORE_TID:
+                if (reply->restore_thread_id < 0)
+                        return ctl_malformed(a, "no restore_thread_id");
+                printf("%d\n", reply->restore_thread_id);
+                return CUDACKPT_EXIT_OK;
+        default:
+                if (!reply->state)
+                        return ctl_malformed(a, "no state");
+                ctl_fputs_safe(reply->state, stdout);
+                if (reply->duration_ms >= 0)
+                        printf(" (%.1f ms)", reply->duration_ms);
+                putchar('\n');
+                return CUDACKPT_EXIT_OK;
+        }
+}
+
+static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *reply) {
+        const char *const *map = (const char *const *) a->map.items;
+
+        switch (a->command->id) {
+        case CTL_STATE:
+                return cudackpt_get_state(client, a->pid, reply);
+        case CTL_RESTORE_TID:
+                return cudackpt_get_restore_thread_id(client, a->pid, reply);
+        case CTL_LOCK:
+                return cudackpt_lock(client, a->pid, a->lock_timeout, reply);
+        case CTL_CHECKPOINT:
+                return cudackpt_checkpoint(client, a->pid, reply);
+        case CTL_RESTORE:
+                return cudackpt_restore(client, a->pid, map, reply);
+        case CTL_UNLOCK:
+                return cudackpt_unlock(client, a->pid, reply);
+        case CTL_SUSPEND:
+                return cudackpt_suspend(client, a->pid, a->lock_timeout, reply);
+        case CTL_RESUME:
+                return cudackpt_resume(client, a->pid, map, reply);
+        case CTL_INFO:
+                return cudackpt_call(client, "org.varlink.service.GetInfo", NULL, reply);
+        }
+        return -EINVAL;
+}
+
+static int ctl_run(const ctl_args *a) {
+        const char *path = ctl_socket_path(a->socket);
+        cudackpt_client *client = NULL;
+        cudackpt_reply reply;
+        int r, status;
+
+        cudackpt_reply_init(&reply);
+        r = cudackpt_client_connect(path, &client);
+        if (r < 0) {
+                ctl_error_prefix(a);
+                fputs("cannot reach cudackptd at ", stderr);
+                ctl_fputs_safe(path, stderr);
+                fprintf(stderr, ": %s\n", strerror(-r));
+                return CUDACKPT_EXIT_UNREACHABLE;
+        }
+        /* Cannot fail: timeout_ms was parsed as 0..INT_MAX. */
+        (void) cudackpt_client_set_timeout(client, a->timeout_ms);
+
+        r = ctl_call(client, a, &reply);
+        if (r < 0) {
+                ctl_error_prefix(a);
+                fprintf(stderr, "%s\n", ctl_describe_call_failure(r));
+                status = ctl_call_failure_exit_code(r);
+        } else if (reply.error) {
+                char *text = ctl_describe_error(&reply);
+
+                ctl_error_prefix(a);
+                fprintf(stderr, "%s\n", text ? text : reply.error);
+                free(text);
+                if (a->json) {
+                        text = ctl_error_json(&reply);
+                        if (text)
+                                puts(text);
+                        free(text);
+                }
+                status = cudackpt_error_exit_code(reply.error);
+        } else
+                status = ctl_print_result(a, &reply);
+
+        cudackpt_reply_clear(&reply);
+        cudackpt_client_free(client);
+        return status;
+}
+
+int main(int argc, char **argv) {
+        ctl_args args = { .lock_timeout = -1 };
+        const char *base;
+        int status;
+
+        if (argc > 0 && argv[0]) {
+                base = strrchr(argv[0], '/');
+                base = base ? base + 1 : argv[0];
+                if (strcmp(base, "cuda-checkpoint") == 0)
+                        return compat_main(argc, argv);
+        }
+
+        status = ctl_parse_args(argc, argv, &args);
+        if (status < 0)
+                status = ctl_run(&args);
+        ctl_map_done(&args.map);
+
+        /* Output that could not be written (a full disk, a closed pipe) is a failure. */
+        if (fflush(stdout) != 0 && status == CUDACKPT_EXIT_OK)
+                status = CUDACKPT_EXIT_FAILURE;
+        return status;
+}

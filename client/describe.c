@@ -1,0 +1,255 @@
+/* describe.c: daemon errors and transport failures in human words.
+ *
+ * The daemon's errors carry structured parameters (state, step,
+ * rolled_back, cuda_error, ...); this turns each into one short sentence
+ * for a terminal or a log line, e.g. "InvalidState: process is locked".
+ * Every string that came from the daemon is sanitised before it is shown. */
+#include "ctl.h"
+
+#include <cJSON.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ctl_sanitize(char *s) {
+        unsigned char *p = (unsigned char *) s;
+
+        for (; p && *p; p++) {
+                if (*p < 0x20 || *p == 0x7f)
+                        *p = '?';
+                else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+                        /* U+0080..U+009F: C1 controls, CSI among them. */
+                        p[0] = '?';
+                        p[1] = '?';
+                        p++;
+                }
+        }
+}
+
+void ctl_fputs_safe(const char *s, FILE *f) {
+        char *copy = strdup(s);
+
+        if (!copy) {
+                /* Out of memory: drop the text rather than print it raw. */
+                fputs("?", f);
+                return;
+        }
+        ctl_sanitize(copy);
+        fputs(copy, f);
+        free(copy);
+}
+
+/* ---- Parameters ---------------------------------------------------------- */
+
+static const char *describe_str(const cJSON *params, const char *key) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
+
+        return cJSON_IsString(item) && item->valuestring ? item->valuestring : NULL;
+}
+
+/* An integral number within +-2^53 (exact in a double), else 0. */
+static int describe_int(const cJSON *params, const char *key, long long *ret) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
+        double d;
+
+        if (!cJSON_IsNumber(item))
+                return 0;
+        d = item->valuedouble;
+        if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
+                return 0;
+        *ret = (long long) d;
+        return 1;
+}
+
+static int describe_bool(const cJSON *params, const char *key, int *ret) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
+
+        if (!cJSON_IsBool(item))
+                return 0;
+        *ret = cJSON_IsTrue(item);
+        return 1;
+}
+
+/* Optional details shared by the operation errors, e.g.
+ * " at the checkpoint step; process is locked; rolled back". */
+static void describe_tail(FILE *f, const cJSON *params, int with_state) {
+        const char *step = describe_str(params, "step"), *state = describe_str(params, "state");
+        int rolled_back;
+
+        if (step)
+                fprintf(f, " at the %s step", step);
+        if (with_state && state)
+                fprintf(f, "; process is %s", state);
+        if (describe_bool(params, "rolled_back", &rolled_back))
+                fputs(rolled_back ? "; rolled back" : "; not rolled back", f);
+}
+
+/* ---- Errors ---------------------------------------------------------------- */
+
+/* The sentence for one error of io.cudackpt.Process or org.varlink.service;
+ * returns 0 when the name is not one of them. */
+static int describe_known(FILE *f, const char *name, const cJSON *params) {
+        const char *s = NULL;
+        long long n, m;
+
+#define IS(suffix) (strcmp(name, suffix) == 0)
+        if (IS(CUDACKPT_ERROR_NO_SUCH_PROCESS))
+                fputs("no such process", f);
+        else if (IS(CUDACKPT_ERROR_NOT_CUDA_PROCESS))
+                fputs("the process has not initialised CUDA", f);
+        else if (IS(CUDACKPT_ERROR_PERMISSION_DENIED)) {
+                if (describe_int(params, "caller_uid", &n))
+                        fprintf(f, "uid %lld may not act on this process", n);
+                else
+                        fputs("permission denied", f);
+        } else if (IS(CUDACKPT_ERROR_INVALID_STATE)) {
+                s = describe_str(params, "state");
+                fprintf(f, "process is %s", s ? s : "in the wrong state");
+                describe_tail(f, params, 0);
+        } else if (IS(CUDACKPT_ERROR_TIMEOUT)) {
+                if (describe_int(params, "timeout_ms", &n))
+                        fprintf(f, "lock did not complete within %lld ms", n);
+                else
+                        fputs("lock did not complete in time", f);
+                describe_tail(f, params, 1);
+        } else if (IS(CUDACKPT_ERROR_INVALID_GPU_MAPPING)) {
+                s = describe_str(params, "reason");
+                fprintf(f, "invalid GPU mapping: %s", s ? s : "refused");
+                s = describe_str(params, "uuid");
+                if (s)
+                        fprintf(f, " (%s)", s);
+                describe_tail(f, params, 1);
+        } else if (IS(CUDACKPT_ERROR_NOT_SUPPORTED)) {
+                fputs("the driver cannot checkpoint this process", f);
+                describe_tail(f, params, 1);
+        } else if (IS(CUDACKPT_ERROR_PROCESS_GONE)) {
+                s = describe_str(params, "method");
+                fprintf(f, "the process exited during %s", s ? s : "the operation");
+        } else if (IS(CUDACKPT_ERROR_PROCESS_CHANGED)) {
+                fputs("the pid now belongs to another process", f);
+                if (describe_int(params, "actual_start_time", &n) && describe_int(params, "start_time", &m))
+                        fprintf(f, " (start time %lld, expected %lld)", n, m);
+        } else if (IS(CUDACKPT_ERROR_DRIVER_UNAVAILABLE)) {
+                s = describe_str(params, "reason");
+                fprintf(f, "no usable CUDA driver%s%s", s ? ": " : "", s ? s : "");
+        } else if (IS(CUDACKPT_ERROR_DRIVER_ERROR)) {
+                s = describe_str(params, "cuda_error");
+                fprintf(f, "the driver failed with %s", s ? s : "an error");
+                if (describe_int(params, "cuda_error_code", &n))
+                        fprintf(f, " (%lld)", n);
+                describe_tail(f, params, 1);
+        } else if (IS(CUDACKPT_ERROR_QUEUE_FULL)) {
+                fputs("too many operations are queued", f);
+                if (describe_int(params, "limit", &n))
+                        fprintf(f, " (limit %lld)", n);
+        } else if (IS(CUDACKPT_ERROR_SHUTTING_DOWN))
+                fputs("the daemon is shutting down", f);
+        else if (IS(CUDACKPT_ERROR_INVALID_REQUEST)) {
+                s = describe_str(params, "reason");
+                fprintf(f, "the daemon rejected the request%s%s", s ? ": " : "", s ? s : "");
+        } else if (IS(CUDACKPT_ERROR_MESSAGE_TOO_LARGE)) {
+                fputs("the request is too large", f);
+                if (describe_int(params, "max_bytes", &n))
+                        fprintf(f, " (limit %lld bytes)", n);
+        } else if (IS(CUDACKPT_VARLINK_METHOD_NOT_FOUND)) {
+                s = describe_str(params, "method");
+                fprintf(f, "the daemon has no method %s", s ? s : "of that name");
+        } else if (IS(CUDACKPT_VARLINK_INTERFACE_NOT_FOUND)) {
+                s = describe_str(params, "interface");
+                fprintf(f, "the daemon has no interface %s", s ? s : "of that name");
+        } else if (IS(CUDACKPT_VARLINK_INVALID_PARAMETER)) {
+                s = describe_str(params, "parameter");
+                fprintf(f, "invalid parameter %s", s ? s : "in the request");
+        } else if (IS(CUDACKPT_VARLINK_PERMISSION_DENIED))
+                fputs("permission denied", f);
+        else
+                return 0;
+#undef IS
+        return 1;
+}
+
+char *ctl_describe_error(const cudackpt_reply *r) {
+        const char *name = r->error ? r->error : "?", *dot = strrchr(name, '.');
+        cJSON *params = r->parameters_json ? cJSON_Parse(r->parameters_json) : NULL;
+        char *sentence = NULL, *text = NULL;
+        size_t size = 0;
+        int known, k;
+        FILE *f;
+
+        f = open_memstream(&sentence, &size);
+        if (!f) {
+                cJSON_Delete(params);
+                return NULL;
+        }
+        known = describe_known(f, name, params);
+        cJSON_Delete(params);
+        if (fclose(f) != 0) {
+                free(sentence);
+                return NULL;
+        }
+        /* Our own errors by their short name; anything else whole, with its
+         * raw parameters, since we have no words for it. */
+        if (known)
+                k = asprintf(&text, "%s: %s", dot && dot[1] ? dot + 1 : name, sentence);
+        else
+                k = asprintf(&text, "%s: %s", name, r->parameters_json ? r->parameters_json : "{}");
+        free(sentence);
+        if (k < 0)
+                return NULL;
+        ctl_sanitize(text);
+        return text;
+}
+
+const char *ctl_describe_call_failure(int r) {
+        static char buf[256];
+
+        switch (r) {
+        case -EPROTO:
+                return "invalid reply from cudackptd";
+        case -EMSGSIZE:
+                return "reply from cudackptd too large";
+        case -ETIMEDOUT:
+                return "no reply from cudackptd in time";
+        case -ECONNRESET:
+                return "cudackptd closed the connection";
+        default:
+                snprintf(buf, sizeof(buf), "call to cudackptd failed: %s", strerror(-r));
+                return buf;
+        }
+}
+
+int ctl_call_failure_exit_code(int r) {
+        switch (r) {
+        case -EPROTO:
+        case -EMSGSIZE:
+        case -ENOMEM:
+        case -EINVAL:
+                return CUDACKPT_EXIT_FAILURE;
+        default:
+                return CUDACKPT_EXIT_UNREACHABLE;
+        }
+}
+
+char *ctl_error_json(const cudackpt_reply *r) {
+        cJSON *o = cJSON_CreateObject(), *params = NULL;
+        char *text = NULL, *copy = NULL;
+
+        if (!o || !cJSON_AddStringToObject(o, "error", r->error ? r->error : ""))
+                goto out;
+        params = r->parameters_json ? cJSON_Parse(r->parameters_json) : NULL;
+        if (!params)
+                params = cJSON_CreateObject();
+        if (!params || !cJSON_AddItemToObject(o, "parameters", params)) {
+                cJSON_Delete(params);
+                goto out;
+        }
+        text = cJSON_PrintUnformatted(o);
+        copy = text ? strdup(text) : NULL;
+out:
+        cJSON_free(text);
+        cJSON_Delete(o);
+        return copy;
+}

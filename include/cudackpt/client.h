@@ -1,0 +1,156 @@
+/* cudackpt/client.h: the C client library of cudackptd (libcudackpt.so).
+ *
+ * A client connects to the daemon's Varlink socket, sends one call at a
+ * time and reads its reply.  Every call blocks until the daemon answers
+ * (driver operations can take tens of seconds), or until the optional
+ * timeout set with cudackpt_client_set_timeout() expires.  A client handle
+ * is not thread-safe: use one per thread, or serialise calls on it.
+ *
+ * Conventions: functions return 0 on success and a negative errno value on
+ * failure; output parameters (ret_*) are written only on success.
+ *
+ * A call "succeeds" (returns 0) whenever the daemon answered, including when
+ * it answered with a Varlink error: check ret_reply->error.  A negative
+ * return means no usable answer arrived:
+ *   -EINVAL       a bad argument (pid <= 0, an odd gpu_mapping, ...), nothing sent
+ *   -ECONNRESET   the daemon closed the connection before a whole reply
+ *   -ETIMEDOUT    the timeout expired
+ *   -EPROTO       the reply is not a valid Varlink reply (not JSON, ...)
+ *   -EMSGSIZE     the reply exceeds CUDACKPT_CLIENT_MAX_REPLY_BYTES
+ *   -ENOTCONN     an earlier call on this client failed in one of the ways
+ *                 above; the connection cannot be trusted any more (a late
+ *                 reply would be taken for the answer to the next call), so
+ *                 free the client and connect again
+ *   -ENOMEM       out of memory
+ * and any other errno of the socket calls. */
+#ifndef CUDACKPT_CLIENT_H
+#define CUDACKPT_CLIENT_H
+
+#include <cudackpt/protocol.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library is built with hidden visibility; only what carries this is
+ * exported from libcudackpt.so. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CUDACKPT_EXPORT __attribute__((visibility("default")))
+#else
+#define CUDACKPT_EXPORT
+#endif
+
+/* Longest reply the library accepts, NUL terminator excluded.  Bigger
+ * replies fail with -EMSGSIZE, so a hostile server cannot make a client
+ * buffer without bound. */
+#define CUDACKPT_CLIENT_MAX_REPLY_BYTES (16u * 1024u * 1024u)
+
+/* A connection to cudackptd.  Opaque. */
+typedef struct cudackpt_client cudackpt_client;
+
+/* One reply of the daemon, decoded.  The typed fields are filled from the
+ * reply's parameters (of a success or of an error) when present there with
+ * the right type and range, else they hold the "absent" value given.
+ * All strings are owned by the reply; cudackpt_reply_clear() frees them. */
+typedef struct cudackpt_reply {
+        char *error;            /* NULL on success, else the Varlink error name */
+        char *parameters_json;  /* the parameters object of the reply or error, as JSON text
+                                 * (never NULL after a successful call; "{}" when absent) */
+        int pid;                /* -1 when absent */
+        char *state;            /* NULL when absent */
+        char *in_flight;        /* NULL when absent */
+        double duration_ms;     /* -1 when absent */
+        int restore_thread_id;  /* -1 when absent */
+} cudackpt_reply;
+
+/* Connect to the daemon.  socket_path NULL means $CUDACKPT_SOCKET (read with
+ * secure_getenv(), ignored when empty), else CUDACKPT_DEFAULT_SOCKET.
+ * Returns -ENAMETOOLONG for a path that does not fit in sockaddr_un, -EINVAL
+ * for an empty one, else the errno of socket()/connect() (-ENOENT,
+ * -ECONNREFUSED, -EACCES, ...). */
+CUDACKPT_EXPORT int cudackpt_client_connect(const char *socket_path, cudackpt_client **ret_client);
+
+/* Close the connection and free the client.  Accepts NULL. */
+CUDACKPT_EXPORT void cudackpt_client_free(cudackpt_client *c);
+
+/* Limit each later call (sending the request and reading the whole reply)
+ * to timeout_ms milliseconds; 0 (the default) waits without limit.  A call
+ * that runs out of time returns -ETIMEDOUT; the daemon still carries out
+ * the operation.  Returns -EINVAL for a negative timeout. */
+CUDACKPT_EXPORT int cudackpt_client_set_timeout(cudackpt_client *c, int timeout_ms);
+
+/* Set every field of *r to its "absent" value.  Call it on a reply before
+ * its first use. */
+CUDACKPT_EXPORT void cudackpt_reply_init(cudackpt_reply *r);
+
+/* Free the strings of *r and init it again.  Accepts NULL. */
+CUDACKPT_EXPORT void cudackpt_reply_clear(cudackpt_reply *r);
+
+/* Every call below writes *ret_reply wholesale when it returns 0, without
+ * freeing what it held: clear a reply before passing it again. */
+
+/* Call any method.  parameters_json: a JSON object as text, or NULL for {}
+ * (-EINVAL when it is not an object).  The request is serialised by cJSON,
+ * so strings in it are escaped correctly. */
+CUDACKPT_EXPORT int cudackpt_call(cudackpt_client *c, const char *method, const char *parameters_json,
+                                  cudackpt_reply *ret_reply);
+
+/* io.cudackpt.Process.GetState: fills pid, state and, while another
+ * operation on the process runs, in_flight. */
+CUDACKPT_EXPORT int cudackpt_get_state(cudackpt_client *c, int pid, cudackpt_reply *ret_reply);
+
+/* io.cudackpt.Process.GetRestoreThreadId: fills pid, state, restore_thread_id. */
+CUDACKPT_EXPORT int cudackpt_get_restore_thread_id(cudackpt_client *c, int pid, cudackpt_reply *ret_reply);
+
+/* The operations fill pid, state and duration_ms.
+ * timeout_ms (Lock, Suspend): how long to wait for the process's submitted
+ * work; < 0 leaves it to the daemon's configured default, 0 waits without
+ * limit, at most 4294967295 (the driver's range; larger is -EINVAL).
+ * gpu_mapping (Restore, Resume): NULL or an empty array restores in place;
+ * otherwise a NULL-terminated array old0, new0, old1, new1, ..., NULL of
+ * GPU UUID strings.  An odd count or an old UUID named twice is -EINVAL;
+ * the daemon checks the UUIDs themselves (InvalidGpuMapping). */
+CUDACKPT_EXPORT int cudackpt_lock(cudackpt_client *c, int pid, long long timeout_ms, cudackpt_reply *ret_reply);
+CUDACKPT_EXPORT int cudackpt_checkpoint(cudackpt_client *c, int pid, cudackpt_reply *ret_reply);
+CUDACKPT_EXPORT int cudackpt_restore(cudackpt_client *c, int pid, const char *const *gpu_mapping,
+                                     cudackpt_reply *ret_reply);
+CUDACKPT_EXPORT int cudackpt_unlock(cudackpt_client *c, int pid, cudackpt_reply *ret_reply);
+/* Lock then Checkpoint; the daemon unlocks again if the checkpoint fails. */
+CUDACKPT_EXPORT int cudackpt_suspend(cudackpt_client *c, int pid, long long timeout_ms, cudackpt_reply *ret_reply);
+/* Restore then Unlock. */
+CUDACKPT_EXPORT int cudackpt_resume(cudackpt_client *c, int pid, const char *const *gpu_mapping,
+                                    cudackpt_reply *ret_reply);
+
+/* Exit statuses of cudackptctl. */
+#define CUDACKPT_EXIT_OK 0
+#define CUDACKPT_EXIT_FAILURE 1             /* any other error, e.g. an invalid reply */
+#define CUDACKPT_EXIT_USAGE 2               /* bad command line */
+#define CUDACKPT_EXIT_UNREACHABLE 3         /* cannot connect, or no reply came */
+#define CUDACKPT_EXIT_NO_SUCH_PROCESS 10
+#define CUDACKPT_EXIT_NOT_CUDA_PROCESS 11
+#define CUDACKPT_EXIT_PERMISSION_DENIED 12
+#define CUDACKPT_EXIT_INVALID_STATE 13
+#define CUDACKPT_EXIT_TIMEOUT 14
+#define CUDACKPT_EXIT_INVALID_GPU_MAPPING 15
+#define CUDACKPT_EXIT_NOT_SUPPORTED 16
+#define CUDACKPT_EXIT_PROCESS_GONE 17
+#define CUDACKPT_EXIT_DRIVER_UNAVAILABLE 18
+#define CUDACKPT_EXIT_DRIVER_ERROR 19
+#define CUDACKPT_EXIT_PROCESS_CHANGED 20
+#define CUDACKPT_EXIT_QUEUE_FULL 21
+#define CUDACKPT_EXIT_SHUTTING_DOWN 22
+#define CUDACKPT_EXIT_PROTOCOL 23           /* InvalidRequest, MessageTooLarge, Varlink errors */
+
+/* Exit status cudackptctl uses for a Varlink error name: CUDACKPT_EXIT_OK
+ * for NULL, CUDACKPT_EXIT_* of the error for the errors of
+ * io.cudackpt.Process, CUDACKPT_EXIT_PERMISSION_DENIED for
+ * org.varlink.service.PermissionDenied, CUDACKPT_EXIT_PROTOCOL for
+ * InvalidRequest, MessageTooLarge and the other org.varlink.service errors,
+ * CUDACKPT_EXIT_FAILURE for any other name. */
+CUDACKPT_EXPORT int cudackpt_error_exit_code(const char *error_name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

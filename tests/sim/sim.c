@@ -1,0 +1,1288 @@
+/* libcudackpt-sim.so: a simulated CUDA driver, for tests only.
+ *
+ * It stands in for libcuda.so.1 (cudackptd loads it with --driver=PATH) and
+ * exports the few driver entry points the daemon uses: cuInit, the error and
+ * device queries, and the cuCheckpointProcess* API, with the exact prototypes
+ * of cuda.h.  Any ordinary process becomes a "CUDA process" by carrying
+ * CUDACKPT_SIM=1 in its environment; the sim reads that environment from
+ * /proc/PID/environ and keeps the process's checkpoint state here, inside the
+ * daemon's memory, keyed by pid and start time.  Results, the state machine
+ * and timings imitate the real driver as measured in
+ * shared/reference/driver-behaviour.md.  It is never installed and must never
+ * be used as a real driver: it moves no memory and touches no GPU.
+ *
+ * The DAEMON's environment (read once): CUDACKPT_SIM_DEVICES=uuid,... (the
+ * GPUs reported; default GPU-00000000-5157-4000-8000-000000000001 and, with
+ * CUDACKPT_SIM_DEVICE_COUNT=N, ...0002 up to N), CUDACKPT_SIM_DRIVER_VERSION=N
+ * (default 13000), CUDACKPT_SIM_INIT_ERROR=N or a CUDA_ERROR_ name (cuInit's
+ * result).  A TARGET's environment (read at every call): CUDACKPT_SIM=1 (it
+ * is a CUDA process), CUDACKPT_SIM_MEM_MIB (64), CUDACKPT_SIM_CKPT_MIBPS
+ * (2048), CUDACKPT_SIM_RESTORE_MIBPS (4096), CUDACKPT_SIM_GPUS=index|uuid,...
+ * (device 0), CUDACKPT_SIM_BUSY_MS (a kernel in flight at lock time),
+ * CUDACKPT_SIM_MANAGED=1 (checkpoint fails NOT_SUPPORTED, then UNKNOWN),
+ * CUDACKPT_SIM_FAIL=op:CUDA_ERROR_X[:failed],... (op: lock, checkpoint,
+ * restore, unlock, getstate, tid; ":failed" leaves the state FAILED),
+ * CUDACKPT_SIM_STATE_VALUE=N (GetState reports N).  Numbers are decimal,
+ * strictly; a bad value means the default.
+ *
+ * Threading: the daemon calls in from many worker threads.  One mutex guards
+ * the process table and is never held while an operation "works" (sleeps),
+ * so operations on different processes overlap in real time.  Operations on
+ * the same process are serialised here too (the daemon does it already),
+ * while GetState answers at once with the state before the operation.
+ *
+ * Order of checks in every checkpoint call, which tests may rely on:
+ *  1. a NULL output pointer or a non-zero reserved field: INVALID_VALUE;
+ *  2. pid <= 0, no such process, a zombie, or (caller not root) a target of
+ *     another real uid: OPERATING_SYSTEM;
+ *  3. no CUDACKPT_SIM=1 in the target's environment: NOT_INITIALIZED (a
+ *     process caught before or inside its exec reads the same way, as a real
+ *     one that has not yet initialised CUDA would);
+ *  4. the state machine: ILLEGAL_STATE, state unchanged;
+ *  5. restore only: a bad GPU mapping: INVALID_VALUE, at once;
+ *  6. the work: lock waits out CUDACKPT_SIM_BUSY_MS, checkpoint and restore
+ *     sleep for the time of the copy;
+ *  7. a target that died meanwhile: OPERATING_SYSTEM; managed memory
+ *     (checkpoint): NOT_SUPPORTED; then an injected CUDACKPT_SIM_FAIL result
+ *     (getstate and tid: right after step 3). */
+
+#include <cuda.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIM_EXPORT __attribute__((visibility("default")))
+
+/* The most devices the sim reports, and the most GPUs one process may use. */
+#define SIM_MAX_DEVICES 64
+/* Bound on the process table; entries of dead processes are dropped first. */
+#define SIM_MAX_PROCS 4096
+/* Largest environment read from /proc/PID/environ (the kernel's own limit on
+ * argv+envp at exec is a quarter of the stack limit, far below this). */
+#define SIM_MAX_ENVIRON (16u * 1024 * 1024)
+/* How long to wait for a target caught inside execve: 20 x 0.5 ms. */
+#define SIM_EXEC_RETRIES 20
+#define SIM_EXEC_RETRY_NS 500000ull
+/* Largest mapping accepted by restore; a real mapping names a few GPUs. */
+#define SIM_MAX_GPU_PAIRS 4096
+
+/* ---------------------------------------------------------------- errors */
+
+struct sim_error {
+        CUresult code;
+        const char *name;
+        const char *text;
+};
+
+#define SIM_E(name, text) { name, #name, text }
+/* Every CUresult of the CUDA 13.0 header.  The texts of the codes the daemon
+ * meets (success, invalid value, not initialised, OS call, illegal state,
+ * not ready, not supported, unknown, ...) are the real driver's; the texts of
+ * the rarer ones follow the real driver as closely as known. */
+static const struct sim_error sim_errors[] = {
+        SIM_E(CUDA_SUCCESS, "no error"),
+        SIM_E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+        SIM_E(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+        SIM_E(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+        SIM_E(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
+        SIM_E(CUDA_ERROR_PROFILER_DISABLED, "profiler disabled while using external profiling tool"),
+        SIM_E(CUDA_ERROR_PROFILER_NOT_INITIALIZED, "profiler not initialized: call cudaProfilerInitialize()"),
+        SIM_E(CUDA_ERROR_PROFILER_ALREADY_STARTED, "profiler already started"),
+        SIM_E(CUDA_ERROR_PROFILER_ALREADY_STOPPED, "profiler already stopped"),
+        SIM_E(CUDA_ERROR_STUB_LIBRARY, "CUDA driver is a stub library"),
+        SIM_E(CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER, "API call is not supported in the installed CUDA driver"),
+        SIM_E(CUDA_ERROR_DEVICE_UNAVAILABLE, "CUDA-capable device(s) is/are busy or unavailable"),
+        SIM_E(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
+        SIM_E(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+        SIM_E(CUDA_ERROR_DEVICE_NOT_LICENSED, "device doesn't have valid Grid license"),
+        SIM_E(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
+        SIM_E(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+        SIM_E(CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "context already current"),
+        SIM_E(CUDA_ERROR_MAP_FAILED, "mapping of buffer object failed"),
+        SIM_E(CUDA_ERROR_UNMAP_FAILED, "unmapping of buffer object failed"),
+        SIM_E(CUDA_ERROR_ARRAY_IS_MAPPED, "array is mapped"),
+        SIM_E(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped"),
+        SIM_E(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device"),
+        SIM_E(CUDA_ERROR_ALREADY_ACQUIRED, "resource already acquired"),
+        SIM_E(CUDA_ERROR_NOT_MAPPED, "resource not mapped"),
+        SIM_E(CUDA_ERROR_NOT_MAPPED_AS_ARRAY, "resource not mapped as array"),
+        SIM_E(CUDA_ERROR_NOT_MAPPED_AS_POINTER, "resource not mapped as pointer"),
+        SIM_E(CUDA_ERROR_ECC_UNCORRECTABLE, "uncorrectable ECC error encountered"),
+        SIM_E(CUDA_ERROR_UNSUPPORTED_LIMIT, "limit is not supported on this architecture"),
+        SIM_E(CUDA_ERROR_CONTEXT_ALREADY_IN_USE, "exclusive-thread device already in use by a different thread"),
+        SIM_E(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "peer access is not supported between these two devices"),
+        SIM_E(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed"),
+        SIM_E(CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, "invalid OpenGL or DirectX context"),
+        SIM_E(CUDA_ERROR_NVLINK_UNCORRECTABLE, "uncorrectable NVLink error detected during the execution"),
+        SIM_E(CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found"),
+        SIM_E(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "the provided PTX was compiled with an unsupported toolchain."),
+        SIM_E(CUDA_ERROR_JIT_COMPILATION_DISABLED, "PTX JIT compilation was disabled"),
+        SIM_E(CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY, "the provided execution affinity is not supported"),
+        SIM_E(CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC, "the provided PTX contains unsupported call to cudaDeviceSynchronize"),
+        SIM_E(CUDA_ERROR_CONTAINED, "an exception occurred on the device that is now contained by the GPU's error containment capability"),
+        SIM_E(CUDA_ERROR_INVALID_SOURCE, "device kernel image is invalid"),
+        SIM_E(CUDA_ERROR_FILE_NOT_FOUND, "file not found"),
+        SIM_E(CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND, "shared object symbol not found"),
+        SIM_E(CUDA_ERROR_SHARED_OBJECT_INIT_FAILED, "shared object initialization failed"),
+        SIM_E(CUDA_ERROR_OPERATING_SYSTEM, "OS call failed or operation not supported on this OS"),
+        SIM_E(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+        SIM_E(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state"),
+        SIM_E(CUDA_ERROR_LOSSY_QUERY, "attempted introspection would be semantically lossy"),
+        SIM_E(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+        SIM_E(CUDA_ERROR_NOT_READY, "device not ready"),
+        SIM_E(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
+        SIM_E(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch"),
+        SIM_E(CUDA_ERROR_LAUNCH_TIMEOUT, "the launch timed out and was terminated"),
+        SIM_E(CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING, "launch uses incompatible texturing mode"),
+        SIM_E(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "peer access is already enabled"),
+        SIM_E(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access has not been enabled"),
+        SIM_E(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "cannot set while device is active in this process"),
+        SIM_E(CUDA_ERROR_CONTEXT_IS_DESTROYED, "context is destroyed"),
+        SIM_E(CUDA_ERROR_ASSERT, "device-side assert triggered"),
+        SIM_E(CUDA_ERROR_TOO_MANY_PEERS, "peer mapping resources exhausted"),
+        SIM_E(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "part or all of the requested memory range is already mapped"),
+        SIM_E(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region"),
+        SIM_E(CUDA_ERROR_HARDWARE_STACK_ERROR, "hardware stack error"),
+        SIM_E(CUDA_ERROR_ILLEGAL_INSTRUCTION, "an illegal instruction was encountered"),
+        SIM_E(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address"),
+        SIM_E(CUDA_ERROR_INVALID_ADDRESS_SPACE, "operation not supported on global/shared address space"),
+        SIM_E(CUDA_ERROR_INVALID_PC, "invalid program counter"),
+        SIM_E(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
+        SIM_E(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "too many blocks in cooperative launch"),
+        SIM_E(CUDA_ERROR_TENSOR_MEMORY_LEAK, "tensor memory not completely freed"),
+        SIM_E(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
+        SIM_E(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+        SIM_E(CUDA_ERROR_SYSTEM_NOT_READY, "system not yet initialized"),
+        SIM_E(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "system has unsupported display driver / cuda driver combination"),
+        SIM_E(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, "forward compatibility was attempted on non supported HW"),
+        SIM_E(CUDA_ERROR_MPS_CONNECTION_FAILED, "MPS client failed to connect to the MPS control daemon or the MPS server"),
+        SIM_E(CUDA_ERROR_MPS_RPC_FAILURE, "the remote procedural call between the MPS server and the MPS client failed"),
+        SIM_E(CUDA_ERROR_MPS_SERVER_NOT_READY, "MPS server is not ready to accept new MPS client requests"),
+        SIM_E(CUDA_ERROR_MPS_MAX_CLIENTS_REACHED, "the hardware resources required to create MPS client have been exhausted"),
+        SIM_E(CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED, "the hardware resources required to support device connections have been exhausted"),
+        SIM_E(CUDA_ERROR_MPS_CLIENT_TERMINATED, "the MPS client has been terminated by the server"),
+        SIM_E(CUDA_ERROR_CDP_NOT_SUPPORTED, "is using CUDA Dynamic Parallelism, but the current configuration, like MPS, does not support it"),
+        SIM_E(CUDA_ERROR_CDP_VERSION_MISMATCH, "unsupported interaction between different versions of CUDA Dynamic Parallelism"),
+        SIM_E(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing"),
+        SIM_E(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture"),
+        SIM_E(CUDA_ERROR_STREAM_CAPTURE_MERGE, "operation would result in a merge of separate capture sequences"),
+        SIM_E(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "capture was not ended in the same stream as it began"),
+        SIM_E(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "capturing stream has unjoined work"),
+        SIM_E(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "dependency created on uncaptured work in another stream"),
+        SIM_E(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "operation would make the legacy stream depend on a capturing blocking stream"),
+        SIM_E(CUDA_ERROR_CAPTURED_EVENT, "operation not permitted on an event last recorded in a capturing stream"),
+        SIM_E(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "attempt to terminate a thread-local capture sequence from another thread"),
+        SIM_E(CUDA_ERROR_TIMEOUT, "wait operation timed out"),
+        SIM_E(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"),
+        SIM_E(CUDA_ERROR_EXTERNAL_DEVICE, "an async error has occured in external entity outside of CUDA"),
+        SIM_E(CUDA_ERROR_INVALID_CLUSTER_SIZE, "a kernel launch error has occurred due to cluster misconfiguration"),
+        SIM_E(CUDA_ERROR_FUNCTION_NOT_LOADED, "the function handle is not loaded when calling an API that requires a loaded function"),
+        SIM_E(CUDA_ERROR_INVALID_RESOURCE_TYPE, "one or more resources passed in are not valid resource types for the operation"),
+        SIM_E(CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION, "one or more resources are insufficient or non-applicable for the operation"),
+        SIM_E(CUDA_ERROR_KEY_ROTATION, "an error happened during the key rotation sequence"),
+        SIM_E(CUDA_ERROR_UNKNOWN, "unknown error"),
+};
+#undef SIM_E
+
+static const struct sim_error *sim_error_by_code(CUresult code) {
+        for (size_t i = 0; i < sizeof(sim_errors) / sizeof(sim_errors[0]); i++)
+                if (sim_errors[i].code == code)
+                        return &sim_errors[i];
+        return NULL;
+}
+
+static const struct sim_error *sim_error_by_name(const char *name, size_t len) {
+        for (size_t i = 0; i < sizeof(sim_errors) / sizeof(sim_errors[0]); i++)
+                if (strlen(sim_errors[i].name) == len && memcmp(sim_errors[i].name, name, len) == 0)
+                        return &sim_errors[i];
+        return NULL;
+}
+
+/* --------------------------------------------------------------- parsing */
+
+/* Parses the decimal number s[0..len) strictly: digits only (no sign, no
+ * blanks, no empty string), at most max. */
+static int sim_parse_ulong(const char *s, size_t len, unsigned long long max,
+                           unsigned long long *ret_value) {
+        char buf[32];
+        char *end;
+        unsigned long long v;
+
+        if (len == 0 || len >= sizeof(buf))
+                return -EINVAL;
+        for (size_t i = 0; i < len; i++)
+                if (!isdigit((unsigned char) s[i]))
+                        return -EINVAL;
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        errno = 0;
+        v = strtoull(buf, &end, 10);
+        if (errno != 0 || *end != '\0' || v > max)
+                return -EINVAL;
+        *ret_value = v;
+        return 0;
+}
+
+static int sim_parse_ulong_str(const char *s, unsigned long long max, unsigned long long *ret_value) {
+        return sim_parse_ulong(s, strlen(s), max, ret_value);
+}
+
+static int sim_hexval(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* Parses a GPU UUID: "GPU-" and 8-4-4-4-12 hex digits as nvidia-smi prints
+ * it; the prefix and the hyphens (only at those places) may be left out. */
+static int sim_parse_uuid(const char *s, size_t len, CUuuid *ret_uuid) {
+        CUuuid u;
+        size_t nibbles = 0;
+
+        if (len >= 4 && strncmp(s, "GPU-", 4) == 0) {
+                s += 4;
+                len -= 4;
+        }
+        memset(&u, 0, sizeof(u));
+        for (size_t i = 0; i < len; i++) {
+                int v;
+
+                if (s[i] == '-') {
+                        if (nibbles != 8 && nibbles != 12 && nibbles != 16 && nibbles != 20)
+                                return -EINVAL;
+                        if (i + 1 < len && s[i + 1] == '-')
+                                return -EINVAL;
+                        continue;
+                }
+                v = sim_hexval(s[i]);
+                if (v < 0 || nibbles >= 32)
+                        return -EINVAL;
+                u.bytes[nibbles / 2] = (char) (unsigned char) ((unsigned char) u.bytes[nibbles / 2] |
+                                                               (v << (nibbles % 2 ? 0 : 4)));
+                nibbles++;
+        }
+        if (nibbles != 32 || (len > 0 && s[len - 1] == '-'))
+                return -EINVAL;
+        *ret_uuid = u;
+        return 0;
+}
+
+static bool sim_uuid_eq(const CUuuid *a, const CUuuid *b) {
+        return memcmp(a->bytes, b->bytes, sizeof(a->bytes)) == 0;
+}
+
+/* Calls fn for each comma-separated item of s (empty items included). */
+static int sim_for_each_item(const char *s, int (*fn)(const char *item, size_t len, void *userdata),
+                             void *userdata) {
+        for (;;) {
+                const char *comma = strchr(s, ',');
+                size_t len = comma ? (size_t) (comma - s) : strlen(s);
+                int r = fn(s, len, userdata);
+
+                if (r < 0)
+                        return r;
+                if (!comma)
+                        return 0;
+                s = comma + 1;
+        }
+}
+
+/* ------------------------------------------------- the daemon-side config */
+
+/* What the simulated driver itself is, from the DAEMON's environment, read
+ * once.  Never changes after sim_driver_once. */
+static struct {
+        CUuuid devices[SIM_MAX_DEVICES]; /* what cuDeviceGetUuid reports, by ordinal */
+        int n_devices;                   /* what cuDeviceGetCount reports */
+        int version;                     /* what cuDriverGetVersion reports */
+        CUresult init_error;             /* what cuInit returns */
+} sim_driver;
+
+static pthread_once_t sim_driver_once_control = PTHREAD_ONCE_INIT;
+/* Set once cuInit succeeded: the device queries need it, as in libcuda. */
+static atomic_bool sim_initialized;
+
+static void sim_default_device(int ordinal, CUuuid *ret_uuid) {
+        /* GPU-00000000-5157-4000-8000-0000000000NN: "QW" in the middle marks
+         * it as the sim's, the version/variant nibbles make it a valid v4 UUID. */
+        static const unsigned char base[16] = { 0x00, 0x00, 0x00, 0x00, 0x51, 0x57, 0x40, 0x00,
+                                                0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
+        unsigned n = (unsigned) ordinal + 1;
+
+        memcpy(ret_uuid->bytes, base, sizeof(base));
+        ret_uuid->bytes[14] = (char) (n >> 8);
+        ret_uuid->bytes[15] = (char) (n & 0xff);
+}
+
+static int sim_add_device_item(const char *item, size_t len, void *userdata) {
+        int *n = userdata;
+
+        if (*n >= SIM_MAX_DEVICES)
+                return -E2BIG;
+        if (sim_parse_uuid(item, len, &sim_driver.devices[*n]) < 0)
+                return -EINVAL;
+        for (int i = 0; i < *n; i++)
+                if (sim_uuid_eq(&sim_driver.devices[i], &sim_driver.devices[*n]))
+                        return -EEXIST;
+        (*n)++;
+        return 0;
+}
+
+static void sim_driver_once(void) {
+        const char *v;
+        unsigned long long n;
+        int count = 1;
+
+        /* secure_getenv: the daemon is privileged; a sim loaded into a program
+         * that gained privileges at exec must not obey its caller. */
+        v = secure_getenv("CUDACKPT_SIM_DEVICE_COUNT");
+        if (v && sim_parse_ulong_str(v, SIM_MAX_DEVICES, &n) == 0)
+                count = (int) n;
+        for (int i = 0; i < count; i++)
+                sim_default_device(i, &sim_driver.devices[i]);
+        sim_driver.n_devices = count;
+
+        v = secure_getenv("CUDACKPT_SIM_DEVICES");
+        if (v && *v) {
+                int listed = 0;
+
+                if (sim_for_each_item(v, sim_add_device_item, &listed) == 0) {
+                        sim_driver.n_devices = listed;
+                } else {
+                        /* A bad list falls back to the default one, and says
+                         * so: a test that meant other GPUs would otherwise
+                         * fail far from its cause. */
+                        fprintf(stderr, "cudackpt-sim: bad CUDACKPT_SIM_DEVICES \"%s\", using defaults\n", v);
+                        for (int i = 0; i < count; i++)
+                                sim_default_device(i, &sim_driver.devices[i]);
+                }
+        }
+
+        sim_driver.version = 13000;
+        v = secure_getenv("CUDACKPT_SIM_DRIVER_VERSION");
+        if (v && sim_parse_ulong_str(v, INT_MAX, &n) == 0)
+                sim_driver.version = (int) n;
+
+        sim_driver.init_error = CUDA_SUCCESS;
+        v = secure_getenv("CUDACKPT_SIM_INIT_ERROR");
+        if (v) {
+                const struct sim_error *e = sim_error_by_name(v, strlen(v));
+
+                if (e)
+                        sim_driver.init_error = e->code;
+                else if (sim_parse_ulong_str(v, INT_MAX, &n) == 0)
+                        sim_driver.init_error = (CUresult) n;
+        }
+}
+
+static void sim_driver_load(void) {
+        (void) pthread_once(&sim_driver_once_control, sim_driver_once);
+}
+
+/* ------------------------------------------------------------------ time */
+
+/* Sleeps ns nanoseconds of real time, whatever signals arrive. */
+static void sim_sleep_ns(unsigned long long ns) {
+        struct timespec deadline;
+
+        if (ns == 0)
+                return;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += (time_t) (ns / 1000000000ull);
+        deadline.tv_nsec += (long) (ns % 1000000000ull);
+        if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+        }
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL) == EINTR)
+                ;
+}
+
+/* The time a transfer of mem_mib at mibps MiB/s takes. */
+static unsigned long long sim_transfer_ns(unsigned long long mem_mib, unsigned long long mibps) {
+        return mem_mib * 1000000000ull / mibps;
+}
+
+static bool sim_all_zero(const void *p, size_t n) {
+        const unsigned char *b = p;
+
+        for (size_t i = 0; i < n; i++)
+                if (b[i])
+                        return false;
+        return true;
+}
+
+/* ------------------------------------------------------ the target process */
+
+enum sim_op {
+        SIM_OP_LOCK,
+        SIM_OP_CHECKPOINT,
+        SIM_OP_RESTORE,
+        SIM_OP_UNLOCK,
+        SIM_OP_GETSTATE,
+        SIM_OP_TID,
+        SIM_OP_COUNT,
+};
+
+static const char *const sim_op_names[SIM_OP_COUNT] = {
+        [SIM_OP_LOCK] = "lock",           [SIM_OP_CHECKPOINT] = "checkpoint",
+        [SIM_OP_RESTORE] = "restore",     [SIM_OP_UNLOCK] = "unlock",
+        [SIM_OP_GETSTATE] = "getstate",   [SIM_OP_TID] = "tid",
+};
+
+/* A failure injected with CUDACKPT_SIM_FAIL. */
+struct sim_fail {
+        bool set;
+        CUresult code;
+        bool to_failed; /* ":failed": the process ends in CU_PROCESS_STATE_FAILED */
+};
+
+/* What one target process simulates, from its environment at the time of
+ * the call (re-read on every call: a process that is about to exec, like
+ * `env CUDACKPT_SIM=1 sleep`, gets its variables only once it has). */
+struct sim_config {
+        bool cuda;                 /* CUDACKPT_SIM=1 */
+        unsigned long long mem_mib;
+        unsigned long long ckpt_mibps;
+        unsigned long long restore_mibps;
+        unsigned long long busy_ms; /* 0: no kernel in flight */
+        bool managed;
+        struct sim_fail fail[SIM_OP_COUNT];
+        bool state_value_set;
+        unsigned state_value;
+        int n_gpus;
+        CUuuid gpus[SIM_MAX_DEVICES];
+};
+
+/* The process a call is about, pinned by a /proc/PID directory fd: files
+ * opened through it belong to that very process even if it dies and its
+ * pid is reused meanwhile (they then fail with ESRCH). */
+struct sim_target {
+        int pid;
+        int proc_fd;
+        unsigned long long start_time; /* field 22 of /proc/PID/stat */
+        struct sim_config cfg;
+};
+
+/* Reads a whole /proc file through dir_fd, NUL-terminated (contents may hold
+ * NULs too: *ret_len counts them). */
+static int sim_read_at(int dir_fd, const char *name, size_t max, char **ret_buf, size_t *ret_len) {
+        size_t cap = 4096, len = 0;
+        char *buf;
+        int fd, r = 0;
+
+        fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        buf = malloc(cap);
+        if (!buf) {
+                close(fd);
+                return -ENOMEM;
+        }
+        for (;;) {
+                ssize_t n;
+
+                if (len + 1 >= cap) {
+                        char *bigger;
+
+                        if (cap >= max)
+                                break; /* keep what fits: only the start matters */
+                        bigger = realloc(buf, cap * 2);
+                        if (!bigger) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        buf = bigger;
+                        cap *= 2;
+                }
+                n = read(fd, buf + len, cap - len - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        break;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        close(fd);
+        if (r < 0) {
+                free(buf);
+                return r;
+        }
+        buf[len] = '\0';
+        *ret_buf = buf;
+        *ret_len = len;
+        return 0;
+}
+
+/* Reads the state letter and start time from /proc/PID/stat.  comm (field 2)
+ * may hold blanks and parentheses, so parsing starts after the LAST ')'. */
+static int sim_read_stat(int proc_fd, char *ret_state, unsigned long long *ret_start_time) {
+        char *buf, *p, *end;
+        size_t len;
+        unsigned long long start;
+        int r;
+
+        r = sim_read_at(proc_fd, "stat", 64 * 1024, &buf, &len);
+        if (r < 0)
+                return r;
+        p = strrchr(buf, ')');
+        if (!p || p[1] != ' ' || p[2] == '\0') {
+                free(buf);
+                return -EIO;
+        }
+        p += 2;
+        *ret_state = *p; /* field 3 */
+        /* Skip fields 3..21 to reach field 22. */
+        for (int field = 3; field < 22; field++) {
+                p = strchr(p, ' ');
+                if (!p) {
+                        free(buf);
+                        return -EIO;
+                }
+                p++;
+        }
+        end = strchr(p, ' ');
+        r = sim_parse_ulong(p, end ? (size_t) (end - p) : strlen(p), ULLONG_MAX, &start);
+        free(buf);
+        if (r < 0)
+                return -EIO;
+        *ret_start_time = start;
+        return 0;
+}
+
+static int sim_read_real_uid(int proc_fd, uid_t *ret_uid) {
+        char *buf, *p;
+        size_t len;
+        unsigned long long uid;
+        int r;
+
+        r = sim_read_at(proc_fd, "status", 64 * 1024, &buf, &len);
+        if (r < 0)
+                return r;
+        p = strstr(buf, "\nUid:\t");
+        if (!p) {
+                free(buf);
+                return -EIO;
+        }
+        p += strlen("\nUid:\t");
+        r = sim_parse_ulong(p, strcspn(p, "\t\n"), UINT32_MAX, &uid);
+        free(buf);
+        if (r < 0)
+                return -EIO;
+        *ret_uid = (uid_t) uid;
+        return 0;
+}
+
+/* The value of NAME in a NUL-separated environment block, first one wins as
+ * with getenv(). */
+static const char *sim_environ_get(const char *env, size_t len, const char *name) {
+        size_t name_len = strlen(name);
+
+        for (size_t off = 0; off < len;) {
+                const char *entry = env + off;
+                size_t entry_len = strlen(entry); /* the block ends with a NUL */
+
+                if (entry_len > name_len && memcmp(entry, name, name_len) == 0 && entry[name_len] == '=')
+                        return entry + name_len + 1;
+                off += entry_len + 1;
+        }
+        return NULL;
+}
+
+static void sim_env_number(const char *env, size_t len, const char *name, unsigned long long min,
+                           unsigned long long max, unsigned long long *value) {
+        const char *v = sim_environ_get(env, len, name);
+        unsigned long long n;
+
+        if (v && sim_parse_ulong_str(v, max, &n) == 0 && n >= min)
+                *value = n;
+}
+
+static bool sim_env_flag(const char *env, size_t len, const char *name) {
+        unsigned long long v = 0;
+
+        sim_env_number(env, len, name, 0, ULLONG_MAX, &v);
+        return v != 0;
+}
+
+static int sim_add_gpu_item(const char *item, size_t len, void *userdata) {
+        struct sim_config *cfg = userdata;
+        unsigned long long index;
+        CUuuid u;
+
+        if (cfg->n_gpus >= SIM_MAX_DEVICES)
+                return -E2BIG;
+        if (sim_parse_ulong(item, len, INT_MAX, &index) == 0) {
+                if (index >= (unsigned long long) sim_driver.n_devices)
+                        return -ENODEV;
+                u = sim_driver.devices[index];
+        } else if (sim_parse_uuid(item, len, &u) < 0) {
+                return -EINVAL;
+        }
+        for (int i = 0; i < cfg->n_gpus; i++)
+                if (sim_uuid_eq(&cfg->gpus[i], &u))
+                        return 0; /* named twice: one GPU */
+        cfg->gpus[cfg->n_gpus++] = u;
+        return 0;
+}
+
+/* One "op:CUDA_ERROR_NAME[:failed]" item of CUDACKPT_SIM_FAIL; a bad item is
+ * ignored on its own.  The error may also be given as a number. */
+static int sim_add_fail_item(const char *item, size_t len, void *userdata) {
+        struct sim_config *cfg = userdata;
+        const char *colon = memchr(item, ':', len), *name, *rest;
+        size_t op_len, name_len;
+        struct sim_fail f = { .set = true };
+        int op = -1;
+
+        if (!colon)
+                return 0;
+        op_len = (size_t) (colon - item);
+        for (int i = 0; i < SIM_OP_COUNT; i++)
+                if (strlen(sim_op_names[i]) == op_len && memcmp(sim_op_names[i], item, op_len) == 0)
+                        op = i;
+        if (op < 0)
+                return 0;
+        name = colon + 1;
+        rest = memchr(name, ':', len - op_len - 1);
+        name_len = rest ? (size_t) (rest - name) : len - op_len - 1;
+        if (rest) {
+                size_t rest_len = len - op_len - 1 - name_len;
+
+                if (rest_len != strlen(":failed") || memcmp(rest, ":failed", rest_len) != 0)
+                        return 0;
+                f.to_failed = true;
+        }
+        {
+                const struct sim_error *e = sim_error_by_name(name, name_len);
+                unsigned long long n;
+
+                if (e)
+                        f.code = e->code;
+                else if (sim_parse_ulong(name, name_len, INT_MAX, &n) == 0)
+                        f.code = (CUresult) n;
+                else
+                        return 0;
+        }
+        cfg->fail[op] = f;
+        return 0;
+}
+
+static void sim_config_parse(const char *env, size_t len, bool is_self, struct sim_config *ret_cfg) {
+        struct sim_config cfg = {
+                .mem_mib = 64,
+                .ckpt_mibps = 2048,
+                .restore_mibps = 4096,
+        };
+        const char *v;
+
+        /* The caller itself counts as a CUDA process once it called cuInit:
+         * the real driver answers GetState on the caller with "running". */
+        cfg.cuda = sim_env_flag(env, len, "CUDACKPT_SIM") || (is_self && atomic_load(&sim_initialized));
+        /* Capped so that mem * 1e9 / speed cannot overflow 64 bits. */
+        sim_env_number(env, len, "CUDACKPT_SIM_MEM_MIB", 0, 1ull << 24, &cfg.mem_mib);
+        sim_env_number(env, len, "CUDACKPT_SIM_CKPT_MIBPS", 1, 1ull << 24, &cfg.ckpt_mibps);
+        sim_env_number(env, len, "CUDACKPT_SIM_RESTORE_MIBPS", 1, 1ull << 24, &cfg.restore_mibps);
+        sim_env_number(env, len, "CUDACKPT_SIM_BUSY_MS", 0, UINT32_MAX, &cfg.busy_ms);
+        cfg.managed = sim_env_flag(env, len, "CUDACKPT_SIM_MANAGED");
+
+        v = sim_environ_get(env, len, "CUDACKPT_SIM_STATE_VALUE");
+        if (v) {
+                unsigned long long n;
+
+                if (sim_parse_ulong_str(v, INT_MAX, &n) == 0) {
+                        cfg.state_value_set = true;
+                        cfg.state_value = (unsigned) n;
+                }
+        }
+
+        v = sim_environ_get(env, len, "CUDACKPT_SIM_GPUS");
+        if (!v || !*v || sim_for_each_item(v, sim_add_gpu_item, &cfg) < 0) {
+                /* Default, also for a bad list: the process uses device 0. */
+                cfg.n_gpus = 0;
+                if (sim_driver.n_devices > 0) {
+                        cfg.gpus[0] = sim_driver.devices[0];
+                        cfg.n_gpus = 1;
+                }
+        }
+
+        v = sim_environ_get(env, len, "CUDACKPT_SIM_FAIL");
+        if (v)
+                (void) sim_for_each_item(v, sim_add_fail_item, &cfg);
+
+        *ret_cfg = cfg;
+}
+
+/* Whether /proc/PID/cmdline is empty (or unreadable). */
+static bool sim_cmdline_empty(int proc_fd) {
+        char *buf;
+        size_t len;
+
+        if (sim_read_at(proc_fd, "cmdline", 4096, &buf, &len) < 0)
+                return true;
+        free(buf);
+        return len == 0;
+}
+
+static void sim_target_close(struct sim_target *t) {
+        if (t->proc_fd >= 0)
+                close(t->proc_fd);
+        t->proc_fd = -1;
+}
+
+/* Finds the target and decides whether the driver would talk to it at all:
+ * CUDA_ERROR_OPERATING_SYSTEM for a bad pid, a dead or zombie process or one
+ * the caller may not touch, CUDA_ERROR_NOT_INITIALIZED for a process that is
+ * not (simulating) a CUDA process.  On success ret_target holds an fd that
+ * sim_target_close() releases. */
+static CUresult sim_target_open(int pid, struct sim_target *ret_target) {
+        struct sim_target t = { .pid = pid, .proc_fd = -1 };
+        char path[32], state, *env = NULL;
+        size_t env_len;
+        uid_t euid = geteuid();
+
+        sim_driver_load();
+        if (pid <= 0)
+                return CUDA_ERROR_OPERATING_SYSTEM;
+        (void) snprintf(path, sizeof(path), "/proc/%d", pid);
+        t.proc_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (t.proc_fd < 0)
+                return CUDA_ERROR_OPERATING_SYSTEM;
+        if (sim_read_stat(t.proc_fd, &state, &t.start_time) < 0 || state == 'Z' || state == 'X')
+                goto fail;
+        if (euid != 0) {
+                /* The driver's own check for callers that are not root. */
+                uid_t uid;
+
+                if (sim_read_real_uid(t.proc_fd, &uid) < 0 || uid != euid)
+                        goto fail;
+        }
+        for (int tries = 0;; tries++) {
+                if (sim_read_at(t.proc_fd, "environ", SIM_MAX_ENVIRON, &env, &env_len) < 0)
+                        goto fail;
+                /* Inside execve the new image's environment and arguments are
+                 * both empty for a few microseconds, after close-on-exec fds
+                 * are closed, so a test that waits for that (EOF on a CLOEXEC
+                 * pipe) may ask in between.  A process after its exec has at
+                 * least argv[0] or, with an empty argv, is not ours either;
+                 * a kernel thread (neither) costs the few retries. */
+                if (env_len > 0 || tries >= SIM_EXEC_RETRIES || !sim_cmdline_empty(t.proc_fd))
+                        break;
+                free(env);
+                env = NULL;
+                sim_sleep_ns(SIM_EXEC_RETRY_NS);
+        }
+        sim_config_parse(env, env_len, pid == getpid(), &t.cfg);
+        free(env);
+        if (!t.cfg.cuda) {
+                sim_target_close(&t);
+                return CUDA_ERROR_NOT_INITIALIZED;
+        }
+        *ret_target = t;
+        return CUDA_SUCCESS;
+fail:
+        sim_target_close(&t);
+        return CUDA_ERROR_OPERATING_SYSTEM;
+}
+
+/* Whether the pinned process still lives (is not a zombie either). */
+static bool sim_target_alive(const struct sim_target *t) {
+        unsigned long long start;
+        char state;
+
+        return sim_read_stat(t->proc_fd, &state, &start) == 0 && state != 'Z' && state != 'X' &&
+               start == t->start_time;
+}
+
+/* The highest tid in /proc/PID/task: for a single-threaded process the pid. */
+static int sim_target_highest_tid(const struct sim_target *t, int *ret_tid) {
+        int fd, best = -1;
+        DIR *d;
+        struct dirent *de;
+
+        fd = openat(t->proc_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+
+                close(fd);
+                return r;
+        }
+        while ((de = readdir(d))) {
+                unsigned long long tid;
+
+                if (sim_parse_ulong_str(de->d_name, INT_MAX, &tid) == 0 && (int) tid > best)
+                        best = (int) tid;
+        }
+        closedir(d);
+        if (best < 0)
+                return -ESRCH;
+        *ret_tid = best;
+        return 0;
+}
+
+/* ---------------------------------------------------------- process table */
+
+/* The checkpoint state of one target process, as the real driver keeps it
+ * inside the target; here it lives in the daemon and dies with it. */
+struct sim_proc {
+        struct sim_proc *next;
+        int pid;
+        unsigned long long start_time; /* with pid, names the process */
+        CUprocessState state;          /* driver state between operations */
+        bool busy;                     /* an operation on it is working (sleeping) */
+        unsigned refs;                 /* threads that hold a pointer to it */
+        bool managed_broken;           /* a managed-memory checkpoint failed: later ones say UNKNOWN */
+        bool gpus_remapped;            /* a restore moved it: gpus replaces its CUDACKPT_SIM_GPUS */
+        int n_gpus;
+        CUuuid gpus[SIM_MAX_DEVICES];
+};
+
+static pthread_mutex_t sim_table_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Signalled when an entry stops being busy. */
+static pthread_cond_t sim_table_cond = PTHREAD_COND_INITIALIZER;
+static struct sim_proc *sim_table;
+static unsigned sim_table_size;
+
+static struct sim_proc *sim_table_find(int pid, unsigned long long start_time) {
+        for (struct sim_proc *p = sim_table; p; p = p->next)
+                if (p->pid == pid && p->start_time == start_time)
+                        return p;
+        return NULL;
+}
+
+/* Whether the process an entry names is gone.  Reading /proc/PID/stat does
+ * not block on the target, so this is done with the table lock held. */
+static bool sim_proc_dead(const struct sim_proc *p, int live_pid, unsigned long long live_start) {
+        char path[48], state;
+        unsigned long long start;
+        int fd;
+        bool dead;
+
+        if (p->pid == live_pid)
+                return p->start_time != live_start; /* the pid now names another process */
+        (void) snprintf(path, sizeof(path), "/proc/%d", p->pid);
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return true;
+        dead = sim_read_stat(fd, &state, &start) < 0 || state == 'Z' || state == 'X' || start != p->start_time;
+        close(fd);
+        return dead;
+}
+
+/* Drops the entries of dead processes that no thread uses. */
+static void sim_table_prune(int live_pid, unsigned long long live_start) {
+        for (struct sim_proc **pp = &sim_table; *pp;) {
+                struct sim_proc *p = *pp;
+
+                if (p->refs == 0 && sim_proc_dead(p, live_pid, live_start)) {
+                        *pp = p->next;
+                        free(p);
+                        sim_table_size--;
+                } else {
+                        pp = &p->next;
+                }
+        }
+}
+
+/* Takes the entry of t for one state-changing operation: waits until no
+ * other operation on the same process works, then marks it busy.  Returns
+ * with the table unlocked. */
+static CUresult sim_proc_acquire(const struct sim_target *t, struct sim_proc **ret_proc) {
+        struct sim_proc *p;
+
+        pthread_mutex_lock(&sim_table_lock);
+        p = sim_table_find(t->pid, t->start_time);
+        if (!p) {
+                /* A new process: the moment to forget the dead ones. */
+                sim_table_prune(t->pid, t->start_time);
+                if (sim_table_size >= SIM_MAX_PROCS || !(p = calloc(1, sizeof(*p)))) {
+                        pthread_mutex_unlock(&sim_table_lock);
+                        return CUDA_ERROR_OUT_OF_MEMORY;
+                }
+                p->pid = t->pid;
+                p->start_time = t->start_time;
+                p->state = CU_PROCESS_STATE_RUNNING;
+                p->next = sim_table;
+                sim_table = p;
+                sim_table_size++;
+        }
+        p->refs++;
+        while (p->busy)
+                pthread_cond_wait(&sim_table_cond, &sim_table_lock);
+        p->busy = true;
+        pthread_mutex_unlock(&sim_table_lock);
+        *ret_proc = p;
+        return CUDA_SUCCESS;
+}
+
+/* Ends the operation begun by sim_proc_acquire and sets the entry's state. */
+static void sim_proc_release(struct sim_proc *p, CUprocessState state) {
+        pthread_mutex_lock(&sim_table_lock);
+        p->state = state;
+        p->busy = false;
+        p->refs--;
+        pthread_cond_broadcast(&sim_table_cond);
+        pthread_mutex_unlock(&sim_table_lock);
+}
+
+/* The state GetState reports: while an operation works, the state before it. */
+static CUprocessState sim_proc_peek_state(const struct sim_target *t) {
+        CUprocessState s = CU_PROCESS_STATE_RUNNING;
+        struct sim_proc *p;
+
+        pthread_mutex_lock(&sim_table_lock);
+        p = sim_table_find(t->pid, t->start_time);
+        if (p)
+                s = p->state;
+        pthread_mutex_unlock(&sim_table_lock);
+        return s;
+}
+
+/* ------------------------------------------------------- the exported API */
+
+SIM_EXPORT int cudackptSimIsSimulator(void);
+SIM_EXPORT int cudackptSimIsSimulator(void) {
+        return 1;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
+        const struct sim_error *e = sim_error_by_code(error);
+
+        if (!pStr)
+                return CUDA_ERROR_INVALID_VALUE;
+        if (!e) {
+                *pStr = NULL;
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+        *pStr = e->name;
+        return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
+        const struct sim_error *e = sim_error_by_code(error);
+
+        if (!pStr)
+                return CUDA_ERROR_INVALID_VALUE;
+        if (!e) {
+                *pStr = NULL;
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+        *pStr = e->text;
+        return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags) {
+        sim_driver_load();
+        if (Flags != 0)
+                return CUDA_ERROR_INVALID_VALUE;
+        if (sim_driver.init_error != CUDA_SUCCESS)
+                return sim_driver.init_error;
+        atomic_store(&sim_initialized, true);
+        return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDriverGetVersion(int *driverVersion) {
+        sim_driver_load();
+        if (!driverVersion)
+                return CUDA_ERROR_INVALID_VALUE;
+        *driverVersion = sim_driver.version;
+        return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count) {
+        if (!atomic_load(&sim_initialized))
+                return CUDA_ERROR_NOT_INITIALIZED;
+        if (!count)
+                return CUDA_ERROR_INVALID_VALUE;
+        *count = sim_driver.n_devices;
+        return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
+        if (!atomic_load(&sim_initialized))
+                return CUDA_ERROR_NOT_INITIALIZED;
+        if (!device)
+                return CUDA_ERROR_INVALID_VALUE;
+        if (ordinal < 0 || ordinal >= sim_driver.n_devices)
+                return CUDA_ERROR_INVALID_DEVICE;
+        *device = ordinal;
+        return CUDA_SUCCESS;
+}
+
+/* cuda.h renames cuDeviceGetUuid to cuDeviceGetUuid_v2 with a macro, so the
+ * name written here defines cuDeviceGetUuid_v2; the legacy name is defined
+ * below once the macro is undone, so a loader asking for either finds it
+ * (libcuda exports both). */
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
+        if (!atomic_load(&sim_initialized))
+                return CUDA_ERROR_NOT_INITIALIZED;
+        if (!uuid)
+                return CUDA_ERROR_INVALID_VALUE;
+        if (dev < 0 || dev >= sim_driver.n_devices)
+                return CUDA_ERROR_INVALID_DEVICE;
+        *uuid = sim_driver.devices[dev];
+        return CUDA_SUCCESS;
+}
+
+/* The legacy name, which cuda.h hides behind its macro: same behaviour. */
+#undef cuDeviceGetUuid
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
+SIM_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
+        return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessGetState(int pid, CUprocessState *state) {
+        struct sim_target t;
+        CUresult r;
+
+        if (!state)
+                return CUDA_ERROR_INVALID_VALUE;
+        r = sim_target_open(pid, &t);
+        if (r != CUDA_SUCCESS)
+                return r;
+        if (t.cfg.fail[SIM_OP_GETSTATE].set)
+                r = t.cfg.fail[SIM_OP_GETSTATE].code;
+        else if (t.cfg.state_value_set)
+                *state = (CUprocessState) t.cfg.state_value;
+        else
+                *state = sim_proc_peek_state(&t);
+        sim_target_close(&t);
+        return r;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessGetRestoreThreadId(int pid, int *tid) {
+        struct sim_target t;
+        CUresult r;
+        int best = 0;
+
+        if (!tid)
+                return CUDA_ERROR_INVALID_VALUE;
+        r = sim_target_open(pid, &t);
+        if (r != CUDA_SUCCESS)
+                return r;
+        if (t.cfg.fail[SIM_OP_TID].set)
+                r = t.cfg.fail[SIM_OP_TID].code;
+        else if (sim_target_highest_tid(&t, &best) < 0)
+                r = CUDA_ERROR_OPERATING_SYSTEM;
+        else
+                *tid = best;
+        sim_target_close(&t);
+        return r;
+}
+
+/* The injected failure of op, if any: its result, and the state it leaves. */
+static bool sim_injected(const struct sim_target *t, enum sim_op op, CUprocessState *state, CUresult *r) {
+        const struct sim_fail *f = &t->cfg.fail[op];
+
+        if (!f->set)
+                return false;
+        *r = f->code;
+        if (f->to_failed)
+                *state = CU_PROCESS_STATE_FAILED;
+        return true;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args) {
+        struct sim_target t;
+        struct sim_proc *p;
+        CUprocessState state;
+        CUresult r;
+
+        if (args && (args->reserved0 != 0 || !sim_all_zero(args->reserved1, sizeof(args->reserved1))))
+                return CUDA_ERROR_INVALID_VALUE;
+        r = sim_target_open(pid, &t);
+        if (r != CUDA_SUCCESS)
+                return r;
+        r = sim_proc_acquire(&t, &p);
+        if (r != CUDA_SUCCESS)
+                goto out;
+        state = p->state;
+        if (state != CU_PROCESS_STATE_RUNNING) {
+                r = CUDA_ERROR_ILLEGAL_STATE;
+        } else if (sim_injected(&t, SIM_OP_LOCK, &state, &r)) {
+                /* nothing else happens */
+        } else if (t.cfg.busy_ms > 0 && args && args->timeoutMs > 0 && args->timeoutMs < t.cfg.busy_ms) {
+                /* The kernel in flight outlasts the timeout: the driver gives
+                 * up and leaves the process running. */
+                sim_sleep_ns((unsigned long long) args->timeoutMs * 1000000ull);
+                r = sim_target_alive(&t) ? CUDA_ERROR_NOT_READY : CUDA_ERROR_OPERATING_SYSTEM;
+        } else {
+                sim_sleep_ns(t.cfg.busy_ms * 1000000ull);
+                if (sim_target_alive(&t))
+                        state = CU_PROCESS_STATE_LOCKED;
+                else
+                        r = CUDA_ERROR_OPERATING_SYSTEM;
+        }
+        sim_proc_release(p, state);
+out:
+        sim_target_close(&t);
+        return r;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args) {
+        struct sim_target t;
+        struct sim_proc *p;
+        CUprocessState state;
+        CUresult r;
+
+        if (args && !sim_all_zero(args, sizeof(*args)))
+                return CUDA_ERROR_INVALID_VALUE;
+        r = sim_target_open(pid, &t);
+        if (r != CUDA_SUCCESS)
+                return r;
+        r = sim_proc_acquire(&t, &p);
+        if (r != CUDA_SUCCESS)
+                goto out;
+        state = p->state;
+        if (state != CU_PROCESS_STATE_LOCKED) {
+                r = CUDA_ERROR_ILLEGAL_STATE;
+        } else if (p->managed_broken) {
+                /* What the driver says after a managed-memory checkpoint failed. */
+                r = CUDA_ERROR_UNKNOWN;
+        } else {
+                /* The work happens (or fails) after the time of the copy. */
+                sim_sleep_ns(sim_transfer_ns(t.cfg.mem_mib, t.cfg.ckpt_mibps));
+                if (!sim_target_alive(&t)) {
+                        r = CUDA_ERROR_OPERATING_SYSTEM;
+                } else if (t.cfg.managed) {
+                        r = CUDA_ERROR_NOT_SUPPORTED;
+                        p->managed_broken = true; /* p is ours while busy */
+                } else if (!sim_injected(&t, SIM_OP_CHECKPOINT, &state, &r)) {
+                        state = CU_PROCESS_STATE_CHECKPOINTED;
+                }
+        }
+        sim_proc_release(p, state);
+out:
+        sim_target_close(&t);
+        return r;
+}
+
+/* Checks a restore's GPU pairs against the sim's devices and the GPUs the
+ * process was checkpointed on; fills the GPUs it will use afterwards. */
+static CUresult sim_check_mapping(const CUcheckpointRestoreArgs *args, const CUuuid *gpus, int n_gpus,
+                                  CUuuid *ret_gpus) {
+        const CUcheckpointGpuPair *pairs = args->gpuPairs;
+        unsigned n = args->gpuPairsCount;
+
+        if (!pairs || n > SIM_MAX_GPU_PAIRS)
+                return CUDA_ERROR_INVALID_VALUE;
+        for (unsigned i = 0; i < n; i++) {
+                bool known = false;
+
+                for (int d = 0; d < sim_driver.n_devices; d++)
+                        if (sim_uuid_eq(&pairs[i].newUuid, &sim_driver.devices[d]))
+                                known = true;
+                if (!known)
+                        return CUDA_ERROR_INVALID_VALUE;
+                /* One GPU cannot be restored onto two, nor two onto one. */
+                for (unsigned j = 0; j < i; j++)
+                        if (sim_uuid_eq(&pairs[i].oldUuid, &pairs[j].oldUuid) ||
+                            sim_uuid_eq(&pairs[i].newUuid, &pairs[j].newUuid))
+                                return CUDA_ERROR_INVALID_VALUE;
+        }
+        for (int g = 0; g < n_gpus; g++) {
+                unsigned i;
+
+                for (i = 0; i < n; i++)
+                        if (sim_uuid_eq(&pairs[i].oldUuid, &gpus[g]))
+                                break;
+                if (i == n)
+                        return CUDA_ERROR_INVALID_VALUE; /* a GPU of the process is not mapped */
+                ret_gpus[g] = pairs[i].newUuid;
+        }
+        return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args) {
+        struct sim_target t;
+        struct sim_proc *p;
+        CUprocessState state;
+        CUresult r;
+        CUuuid mapped[SIM_MAX_DEVICES];
+        bool remap;
+
+        if (args && (!sim_all_zero(args->reserved, sizeof(args->reserved)) || args->reserved1 != 0))
+                return CUDA_ERROR_INVALID_VALUE;
+        remap = args && args->gpuPairsCount > 0;
+        r = sim_target_open(pid, &t);
+        if (r != CUDA_SUCCESS)
+                return r;
+        r = sim_proc_acquire(&t, &p);
+        if (r != CUDA_SUCCESS)
+                goto out;
+        state = p->state;
+        if (state != CU_PROCESS_STATE_CHECKPOINTED) {
+                r = CUDA_ERROR_ILLEGAL_STATE;
+        } else {
+                const CUuuid *gpus = p->gpus_remapped ? p->gpus : t.cfg.gpus;
+                int n_gpus = p->gpus_remapped ? p->n_gpus : t.cfg.n_gpus;
+
+                if (remap)
+                        r = sim_check_mapping(args, gpus, n_gpus, mapped);
+                if (r == CUDA_SUCCESS) {
+                        sim_sleep_ns(sim_transfer_ns(t.cfg.mem_mib, t.cfg.restore_mibps));
+                        if (!sim_target_alive(&t)) {
+                                r = CUDA_ERROR_OPERATING_SYSTEM;
+                        } else if (!sim_injected(&t, SIM_OP_RESTORE, &state, &r)) {
+                                state = CU_PROCESS_STATE_LOCKED;
+                                if (remap) {
+                                        memcpy(p->gpus, mapped, sizeof(mapped[0]) * (size_t) n_gpus);
+                                        p->n_gpus = n_gpus;
+                                        p->gpus_remapped = true;
+                                }
+                        }
+                }
+        }
+        sim_proc_release(p, state);
+out:
+        sim_target_close(&t);
+        return r;
+}
+
+SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args) {
+        struct sim_target t;
+        struct sim_proc *p;
+        CUprocessState state;
+        CUresult r;
+
+        if (args && !sim_all_zero(args, sizeof(*args)))
+                return CUDA_ERROR_INVALID_VALUE;
+        r = sim_target_open(pid, &t);
+        if (r != CUDA_SUCCESS)
+                return r;
+        r = sim_proc_acquire(&t, &p);
+        if (r != CUDA_SUCCESS)
+                goto out;
+        state = p->state;
+        if (state != CU_PROCESS_STATE_LOCKED)
+                r = CUDA_ERROR_ILLEGAL_STATE;
+        else if (!sim_injected(&t, SIM_OP_UNLOCK, &state, &r))
+                state = CU_PROCESS_STATE_RUNNING;
+        sim_proc_release(p, state);
+out:
+        sim_target_close(&t);
+        return r;
+}

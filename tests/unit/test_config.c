@@ -1,0 +1,119 @@
+/* Unit tests: the configuration file, good and malformed. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+static char path[64];
+
+static int load(const char *text, struct config *c, char **err)
+{
+        FILE *f;
+
+        strcpy(path, "/tmp/cudackpt-config-XXXXXX");
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        f = fdopen(fd, "w");
+        fputs(text, f);
+        fclose(f);
+        config_init(c);
+        *err = NULL;
+        int r = config_load_file(c, path, true, err);
+        unlink(path);
+        return r;
+}
+
+START_TEST(test_defaults_and_missing)
+{
+        struct config c;
+        char *err = NULL;
+
+        config_init(&c);
+        ck_assert_str_eq(c.socket_path, "/run/cudackpt/io.cudackpt.Process");
+        ck_assert_uint_ge(c.workers, 16);
+        ck_assert_uint_le(c.max_message_bytes, 65536);
+        ck_assert_int_eq(config_load_file(&c, "/nonexistent/cudackptd.json", false, &err), 0);
+        ck_assert_int_eq(config_load_file(&c, "/nonexistent/cudackptd.json", true, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err, "/nonexistent/cudackptd.json"));
+        free(err);
+        config_done(&c);
+}
+END_TEST
+
+START_TEST(test_values)
+{
+        struct config c;
+        char *err;
+
+        ck_assert_int_eq(load("{\n \"workers\": 4,\n \"max_message_bytes\": 4096,\n"
+                              " \"idle_timeout_ms\": 0, \"socket_mode\": \"0660\",\n"
+                              " \"operator_groups\": [\"root\", 4242],\n"
+                              " \"operators_may_act_on_root\": true, \"log_level\": \"debug\",\n"
+                              " \"socket\": \"/tmp/x.sock\", \"default_lock_timeout_ms\": 4294967295}\n",
+                              &c, &err),
+                         0);
+        ck_assert_uint_eq(c.workers, 4);
+        ck_assert_uint_eq(c.max_message_bytes, 4096);
+        ck_assert_uint_eq(c.idle_timeout_ms, 0);
+        ck_assert_uint_eq(c.socket_mode, 0660);
+        ck_assert_uint_eq(c.n_operator_gids, 2);
+        ck_assert_uint_eq(c.operator_gids[0], 0);
+        ck_assert_uint_eq(c.operator_gids[1], 4242);
+        ck_assert(c.operators_may_act_on_root);
+        ck_assert_int_eq(c.log_level, 7);
+        ck_assert_str_eq(c.socket_path, "/tmp/x.sock");
+        ck_assert_uint_eq(c.default_lock_timeout_ms, 4294967295u);
+        config_done(&c);
+}
+END_TEST
+
+static void assert_refused(const char *text, const char *where, const char *why)
+{
+        struct config c;
+        char *err;
+
+        ck_assert_msg(load(text, &c, &err) < 0, "accepted %s", text);
+        ck_assert_ptr_nonnull(err);
+        ck_assert_msg(strstr(err, where) != NULL, "'%s' lacks '%s'", err, where);
+        ck_assert_msg(strstr(err, why) != NULL, "'%s' lacks '%s'", err, why);
+        free(err);
+        config_done(&c);
+}
+
+START_TEST(test_refused)
+{
+        assert_refused("{\n\"workers\": 4,\n\"workerz\": 1\n}", ":3:", "unknown key \"workerz\"");
+        assert_refused("{\n\"workers\": 0\n}", ":2:", "\"workers\" must be an integer");
+        assert_refused("{\n\"workers\": 2.5\n}", ":2:", "workers");
+        assert_refused("{\n\"workers\": \"4\"\n}", ":2:", "workers");
+        assert_refused("{\n\"workers\": 4,\n\n\"max_message_bytes\" 5\n}", ":4:", "malformed JSON");
+        assert_refused("[1]", ":1:", "must be a JSON object");
+        assert_refused("{\"socket_mode\": \"999\"}", ":1:", "octal");
+        assert_refused("{\"operator_groups\": [\"no-such-group-xyz\"]}", ":1:", "no such group");
+        assert_refused("{\"read_only_unrestricted\": 1}", ":1:", "true or false");
+        assert_refused("{\"workers\": 4, \"workers\": 5}", ":1:", "given twice");
+        assert_refused("{\"socket\": \"\"}", ":1:", "non-empty");
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("config");
+        TCase *tc = tcase_create("core");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_test(tc, test_defaults_and_missing);
+        tcase_add_test(tc, test_values);
+        tcase_add_test(tc, test_refused);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

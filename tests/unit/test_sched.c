@@ -1,0 +1,247 @@
+/* Unit tests: per-pid queues on real worker threads, with a fake driver that
+ * records which calls overlap. */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sched.h"
+
+#define MAX_EVENTS 64
+
+static pid_t pids[2];
+static atomic_int busy[2], busy_total, max_busy[2], max_busy_total;
+static uv_mutex_t log_lock;
+static struct {
+        int pid;
+        char what;
+} events[MAX_EVENTS];
+static int n_events;
+
+static int slot(int pid)
+{
+        return pid == pids[0] ? 0 : 1;
+}
+
+static void bump_max(atomic_int *max, int v)
+{
+        int m = atomic_load(max);
+        while (v > m && !atomic_compare_exchange_weak(max, &m, v))
+                ;
+}
+
+static CUresult fake_call(int pid, char what)
+{
+        int s = slot(pid);
+        struct timespec ts = { 0, 40 * 1000 * 1000 };
+
+        bump_max(&max_busy[s], atomic_fetch_add(&busy[s], 1) + 1);
+        bump_max(&max_busy_total, atomic_fetch_add(&busy_total, 1) + 1);
+        uv_mutex_lock(&log_lock);
+        if (n_events < MAX_EVENTS) {
+                events[n_events].pid = pid;
+                events[n_events].what = what;
+                n_events++;
+        }
+        uv_mutex_unlock(&log_lock);
+        nanosleep(&ts, NULL);
+        atomic_fetch_sub(&busy[s], 1);
+        atomic_fetch_sub(&busy_total, 1);
+        return CUDA_SUCCESS;
+}
+
+static CUresult f_lock(int pid, CUcheckpointLockArgs *a) { (void)a; return fake_call(pid, 'L'); }
+static CUresult f_ckpt(int pid, CUcheckpointCheckpointArgs *a) { (void)a; return fake_call(pid, 'C'); }
+static CUresult f_restore(int pid, CUcheckpointRestoreArgs *a) { (void)a; return fake_call(pid, 'R'); }
+static CUresult f_unlock(int pid, CUcheckpointUnlockArgs *a) { (void)a; return fake_call(pid, 'U'); }
+static CUresult f_state(int pid, CUprocessState *s) { (void)pid; *s = CU_PROCESS_STATE_RUNNING; return CUDA_SUCCESS; }
+
+static struct driver drv;
+static struct config cfg;
+static struct policy_caller root_caller = { .uid = 0 };
+static int n_done, n_cancelled;
+static struct sched_op *done_order[MAX_EVENTS];
+
+static void on_done(struct sched *s, struct sched_op *op)
+{
+        (void)s;
+        done_order[n_done++] = op;
+        if (op->cancelled)
+                n_cancelled++;
+}
+
+static void setup(void)
+{
+        setenv("UV_THREADPOOL_SIZE", "8", 1);
+        uv_mutex_init(&log_lock);
+        for (int i = 0; i < 2; i++) {
+                pids[i] = fork();
+                ck_assert_int_ge(pids[i], 0);
+                if (pids[i] == 0) {
+                        pause();
+                        _exit(0);
+                }
+        }
+        memset(&drv, 0, sizeof(drv));
+        drv.available = true;
+        drv.cu_lock = f_lock;
+        drv.cu_checkpoint = f_ckpt;
+        drv.cu_restore = f_restore;
+        drv.cu_unlock = f_unlock;
+        drv.cu_get_state = f_state;
+        config_init(&cfg);
+        n_done = n_cancelled = n_events = 0;
+}
+
+static void teardown(void)
+{
+        for (int i = 0; i < 2; i++) {
+                kill(pids[i], SIGKILL);
+                waitpid(pids[i], NULL, 0);
+        }
+        config_done(&cfg);
+}
+
+static struct sched_op *op_new(pid_t pid, enum proto_method m)
+{
+        struct sched_op *op = calloc(1, sizeof(*op));
+        op->caller = &root_caller;
+        op->method = m;
+        op->req.pid = pid;
+        return op;
+}
+
+START_TEST(test_serial_per_pid_parallel_across)
+{
+        static const enum proto_method seq[] = { PROTO_LOCK, PROTO_CHECKPOINT, PROTO_RESTORE, PROTO_UNLOCK };
+        struct sched_op *ops[8];
+        struct sched s;
+        uv_loop_t loop;
+        unsigned limit;
+        int k = 0;
+
+        uv_loop_init(&loop);
+        sched_init(&s, &loop, &cfg, &drv, on_done);
+        for (int i = 0; i < 4; i++)
+                for (int p = 0; p < 2; p++) {
+                        ops[k] = op_new(pids[p], seq[i]);
+                        ck_assert_int_eq(sched_submit(&s, ops[k], &limit), 0);
+                        k++;
+                }
+        ck_assert_uint_eq(s.n_ops, 8);
+        ck_assert_uint_eq(s.n_running, 2);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(n_done, 8);
+        ck_assert_uint_eq(s.n_ops, 0);
+        ck_assert_uint_eq(s.n_targets, 0);
+        /* One at a time per process, both processes at once. */
+        ck_assert_int_eq(atomic_load(&max_busy[0]), 1);
+        ck_assert_int_eq(atomic_load(&max_busy[1]), 1);
+        ck_assert_int_eq(atomic_load(&max_busy_total), 2);
+        /* Arrival order per process, for the driver and for the answers. */
+        for (int p = 0; p < 2; p++) {
+                char got[5] = { 0 };
+                int n = 0;
+                for (int e = 0; e < n_events; e++)
+                        if (events[e].pid == pids[p])
+                                got[n++] = events[e].what;
+                ck_assert_str_eq(got, "LCRU");
+                int last = -1;
+                for (int d = 0; d < n_done; d++)
+                        if (done_order[d]->req.pid == pids[p]) {
+                                ck_assert_int_gt((int)done_order[d]->method, last);
+                                last = (int)done_order[d]->method;
+                                ck_assert_int_eq(done_order[d]->result.error, OPS_OK);
+                        }
+        }
+        for (int i = 0; i < 8; i++)
+                free(ops[i]);
+        sched_done(&s);
+        uv_loop_close(&loop);
+}
+END_TEST
+
+START_TEST(test_limits)
+{
+        struct sched_op *ops[4];
+        struct sched s;
+        uv_loop_t loop;
+        unsigned limit = 0;
+
+        cfg.max_queue_per_pid = 2;
+        cfg.max_queue_total = 3;
+        uv_loop_init(&loop);
+        sched_init(&s, &loop, &cfg, &drv, on_done);
+        ops[0] = op_new(pids[0], PROTO_LOCK);
+        ops[1] = op_new(pids[0], PROTO_UNLOCK);
+        ops[2] = op_new(pids[0], PROTO_LOCK);
+        ops[3] = op_new(pids[1], PROTO_LOCK);
+        ck_assert_int_eq(sched_submit(&s, ops[0], &limit), 0);
+        ck_assert_int_eq(sched_submit(&s, ops[1], &limit), 0);
+        ck_assert_int_eq(sched_submit(&s, ops[2], &limit), -EAGAIN);
+        ck_assert_uint_eq(limit, 2);
+        ck_assert_int_eq(sched_submit(&s, ops[3], &limit), 0);
+        ck_assert_int_eq(sched_submit(&s, ops[2], &limit), -EAGAIN);
+        ck_assert_uint_eq(limit, 3);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(n_done, 3);
+        for (int i = 0; i < 4; i++)
+                free(ops[i]);
+        sched_done(&s);
+        uv_loop_close(&loop);
+}
+END_TEST
+
+START_TEST(test_cancel_queued)
+{
+        struct sched_op *ops[3];
+        struct sched s;
+        uv_loop_t loop;
+        unsigned limit;
+
+        uv_loop_init(&loop);
+        sched_init(&s, &loop, &cfg, &drv, on_done);
+        for (int i = 0; i < 3; i++) {
+                ops[i] = op_new(pids[0], PROTO_LOCK);
+                ck_assert_int_eq(sched_submit(&s, ops[i], &limit), 0);
+        }
+        /* The running one finishes; the two queued are answered at once. */
+        ck_assert_uint_eq(sched_cancel_queued(&s), 1);
+        ck_assert_int_eq(n_cancelled, 2);
+        ck_assert_int_eq(ops[1]->result.error, OPS_SHUTTING_DOWN);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(n_done, 3);
+        ck_assert(!ops[0]->cancelled);
+        ck_assert_int_eq(ops[0]->result.error, OPS_OK);
+        ck_assert_int_eq(n_events, 1);
+        for (int i = 0; i < 3; i++)
+                free(ops[i]);
+        sched_done(&s);
+        uv_loop_close(&loop);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("sched");
+        TCase *tc = tcase_create("core");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, test_serial_per_pid_parallel_across);
+        tcase_add_test(tc, test_limits);
+        tcase_add_test(tc, test_cancel_queued);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
