@@ -147,8 +147,17 @@ static bool answer_state_now(struct conn *c, const struct proto_call *call,
 
         if (!sched_running_snapshot(&s->sched, req->pid, &snap) || !snap.known || snap.last_state < 0)
                 return false;
-        if (req->has_start_time && req->start_time != snap.start_time)
-                return false; /* the queue will say ProcessChanged, or not */
+        if (req->has_start_time && req->start_time != snap.start_time) {
+                p = cJSON_CreateObject();
+                if (p) {
+                        cJSON_AddNumberToObject(p, "pid", req->pid);
+                        cJSON_AddNumberToObject(p, "start_time", (double)req->start_time);
+                        cJSON_AddNumberToObject(p, "actual_start_time", (double)snap.start_time);
+                }
+                audit(c, PROTO_GET_STATE, req->pid, "ProcessChanged", NULL, 0);
+                reply(c, call, proto_error_new(CUDACKPT_ERROR_PROCESS_CHANGED, p));
+                return true;
+        }
         if (!policy_allowed(policy_decide(s->cfg, &c->caller, &snap.owner, true))) {
                 p = cJSON_CreateObject();
                 if (p) {
@@ -231,6 +240,17 @@ static void process_call(struct conn *c, struct proto_call *call)
         op->method = call->method;
         op->req = req;
         op->reply = !call->oneway;
+        if (call->method == PROTO_GET_STATE) {
+                /* An op is running but has not learnt the state yet: wait for it
+                 * rather than for the whole operation. */
+                r = sched_wait_state(&s->sched, op);
+                if (r == 0)
+                        goto queued;
+                if (r == -EALREADY && answer_state_now(c, call, &req)) {
+                        free(op);
+                        goto out;
+                }
+        }
         r = sched_submit(&s->sched, op, &limit);
         if (r < 0) {
                 cJSON *p = cJSON_CreateObject();
@@ -243,6 +263,7 @@ static void process_call(struct conn *c, struct proto_call *call)
                 free(op);
                 goto out;
         }
+queued:
         conn_ref(c);
         c->busy = true;
         return; /* req now belongs to op */

@@ -145,9 +145,9 @@ static bool do_unlock(struct run *x)
         return step_done(x, OPS_STEP_UNLOCK, driver_unlock(x->d, x->t->identity.pid));
 }
 
-static int pin(struct sched_target *t, pid_t pid)
+static int pin(const struct driver *d, struct sched_target *t, pid_t pid, enum proto_method m)
 {
-        int r;
+        int r, st = -1;
 
         /* A target entry outlives no process: if the one pinned by an earlier
          * request of the queue has gone, the pid now names another one. */
@@ -158,7 +158,11 @@ static int pin(struct sched_target *t, pid_t pid)
         r = target_open(pid, &t->identity);
         if (r < 0)
                 return r;
-        sched_publish(t, &t->identity, -1);
+        /* GetState requests that arrive while this operation runs are answered
+         * from the published state: learn it first (one cheap driver call). */
+        if (m != PROTO_GET_STATE && driver_get_state(d, t->identity.pid, &st) != CUDA_SUCCESS)
+                st = -1;
+        sched_publish(t, &t->identity, st);
         return 0;
 }
 
@@ -175,6 +179,7 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
         res->state = -1;
         res->restore_tid = -1;
         res->rolled_back = -1;
+        res->in_flight = -1;
 
         if (!d->available) {
                 res->error = OPS_DRIVER_UNAVAILABLE;
@@ -186,7 +191,7 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 res->error = OPS_PERMISSION_DENIED;
                 return;
         }
-        r = pin(t, req->pid);
+        r = pin(d, t, req->pid, m);
         if (r < 0) {
                 res->error = r == -ESRCH ? OPS_NO_SUCH_PROCESS : OPS_PERMISSION_DENIED;
                 return;
@@ -292,6 +297,8 @@ cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t c
                 add_state(p, r->state);
                 if (m == PROTO_GET_RESTORE_THREAD_ID)
                         cJSON_AddNumberToObject(p, "restore_thread_id", r->restore_tid);
+                if (m == PROTO_GET_STATE && r->in_flight >= 0)
+                        cJSON_AddStringToObject(p, "in_flight", proto_method_name((enum proto_method)r->in_flight));
                 if (!proto_method_read_only(m))
                         cJSON_AddNumberToObject(p, "duration_ms", ms(r->duration_ns));
                 return proto_reply_new(p);

@@ -50,6 +50,7 @@ struct ops_result {
         CUresult cu;            /* its result */
         int state;              /* driver state after the operation, -1 unknown */
         int restore_tid;        /* GetRestoreThreadId */
+        int in_flight;          /* GetState answered while this method ran, -1 none */
         int rolled_back;        /* Suspend: -1 not applicable, 0 no, 1 yes */
         uint32_t timeout_ms;    /* the lock timeout that applied */
         uint64_t start_time;        /* ProcessChanged: what the caller said */

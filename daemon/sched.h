@@ -36,6 +36,7 @@ struct sched_op {
         struct proto_request req;    /* owned */
         bool reply;                  /* false for oneway calls */
         bool cancelled;              /* never started: the daemon is shutting down */
+        bool state_waiter;           /* a GetState waiting for the running op's first state */
         uint64_t queued_ns;
         uv_work_t work;              /* data points back to the sched */
         struct ops_result result;    /* written by the worker, read in done */
@@ -46,7 +47,10 @@ struct sched_target {
         struct sched_target *next_in_bucket;
         struct sched_op *head, *tail; /* queued, not yet started */
         struct sched_op *running;     /* the one op on a worker, or NULL */
-        unsigned depth;               /* queued + running */
+        unsigned depth;               /* queued + running + waiters */
+        struct sched_op *waiters;     /* GetStates answered once the running op
+                                       * has published a state */
+        struct sched *sched;
         struct target_identity identity; /* pinned process; touched only by the worker
                                           * running this target's op */
         /* What the worker last learnt, for GetState answers while it runs. */
@@ -55,6 +59,7 @@ struct sched_target {
         struct policy_target owner;
         uint64_t start_time;
         int last_state;               /* driver state, -1 when unknown */
+        bool want_wake;               /* waiters exist: wake the loop on publish */
 };
 
 /* A consistent copy of what the loop may read while an op runs. */
@@ -77,6 +82,7 @@ struct sched {
         unsigned n_targets;
         unsigned n_ops;     /* queued + running, all targets */
         unsigned n_running;
+        uv_async_t async;   /* a worker published a state that waiters want */
 };
 
 void sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
@@ -85,6 +91,14 @@ void sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
 int sched_submit(struct sched *s, struct sched_op *op, unsigned *ret_limit);
 /* The running op's view of a target, if an op on pid is running now. */
 bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *ret);
+/* While an op on pid runs but has not yet learnt the process's state, a
+ * GetState waits here (without the driver) and is answered through done as
+ * soon as the worker publishes one.  -EALREADY: the state is known now;
+ * -ESRCH: nothing is running. */
+int sched_wait_state(struct sched *s, struct sched_op *op);
+/* Closes the wake-up handle; the loop must run once more to finish it. */
+void sched_close(struct sched *s);
+
 /* Answers every queued, not started op through done with op->cancelled set;
  * running ones finish normally.  Returns the number still running. */
 unsigned sched_cancel_queued(struct sched *s);

@@ -293,6 +293,7 @@ void server_maybe_finish(struct server *s)
 {
         if (!s->shutting_down || s->starting || s->sched.n_running > 0 || s->n_conns > 0)
                 return;
+        sched_close(&s->sched);
         close_handle((uv_handle_t *)&s->sig_term);
         close_handle((uv_handle_t *)&s->sig_int);
         if (s->notify)

@@ -162,7 +162,9 @@ START_TEST(test_serial_per_pid_parallel_across)
         for (int i = 0; i < 8; i++)
                 free(ops[i]);
         sched_done(&s);
-        uv_loop_close(&loop);
+        sched_close(&s);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
 }
 END_TEST
 
@@ -193,7 +195,9 @@ START_TEST(test_limits)
         for (int i = 0; i < 4; i++)
                 free(ops[i]);
         sched_done(&s);
-        uv_loop_close(&loop);
+        sched_close(&s);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
 }
 END_TEST
 
@@ -222,7 +226,9 @@ START_TEST(test_cancel_queued)
         for (int i = 0; i < 3; i++)
                 free(ops[i]);
         sched_done(&s);
-        uv_loop_close(&loop);
+        sched_close(&s);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
 }
 END_TEST
 

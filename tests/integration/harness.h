@@ -1,0 +1,271 @@
+/* harness.h: what the integration tests share.
+ *
+ * Each test starts the real cudackptd binary on a socket in a fresh temp
+ * directory, with the simulated driver, and talks to it through the client
+ * library or through raw Varlink bytes.  Targets are ordinary processes
+ * (/bin/sleep) whose environment tells the simulator how to behave.
+ *
+ * The harness runs inside Check's forked test child.  A failed ck_assert
+ * ends that child with _exit(), so nothing of ours runs afterwards: Check
+ * itself kills the child's process group (daemon and targets are in it),
+ * and itest_main() prints the daemon log of every test directory left
+ * behind (only a test that did not reach its teardown leaves one) and
+ * removes it.  On success the checked teardown stops the daemon with
+ * SIGTERM, asserts a clean exit, kills the targets and removes the dir.
+ *
+ * Paths of the programs under test come from the environment, set by ctest:
+ *   CUDACKPT_TEST_DAEMON  cudackptd
+ *   CUDACKPT_TEST_SIM     libcudackpt-sim.so
+ *   CUDACKPT_TEST_CTL     cudackptctl */
+#ifndef CUDACKPT_ITEST_HARNESS_H
+#define CUDACKPT_ITEST_HARNESS_H
+
+#include <check.h>
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include <cudackpt/client.h>
+#include <cudackpt/protocol.h>
+
+/* An unused uid/gid for the "another user" tests. */
+#define ITEST_OTHER_UID 4242
+
+/* UUIDs of the simulated GPUs (CUDACKPT_SIM_DEVICE_COUNT=N gives 1..N). */
+#define ITEST_GPU0 "GPU-00000000-5157-4000-8000-000000000001"
+#define ITEST_GPU0_PLAIN "00000000515740008000000000000001"
+#define ITEST_GPU1 "GPU-00000000-5157-4000-8000-000000000002"
+#define ITEST_GPU_NONE "GPU-ffffffff-ffff-ffff-ffff-ffffffffffff"
+
+/* Generous bound on any single reply; a test asserts tighter ones itself. */
+#define ITEST_REPLY_TIMEOUT_MS 20000
+
+/* ---- the daemon ---------------------------------------------------------- */
+
+struct itest_daemon_opts {
+        const char *config_json;     /* written to DIR/config.json; NULL: "{}" */
+        const char *driver;          /* --driver=; NULL: the simulator */
+        const char *const *env;      /* extra "K=V" for the daemon, NULL-terminated */
+};
+
+/* The running daemon of this test (one per test). */
+struct itest_daemon {
+        char dir[96];                /* the test's temp dir (mode 0755) */
+        char sock[128];              /* DIR/sock, the Varlink socket */
+        pid_t pid;                   /* the daemon; 0 once stopped */
+        int pidfd;                   /* pidfd of pid, to await its exit */
+};
+
+/* Starts the daemon and waits for READY=1; asserts it comes within 10 s. */
+struct itest_daemon *itest_daemon_start(const struct itest_daemon_opts *opts);
+/* The same with default options. */
+struct itest_daemon *itest_daemon_start_default(void);
+/* SIGTERM, then asserts exit status 0 within 10 s.  Called by teardown too. */
+void itest_daemon_stop(struct itest_daemon *d);
+/* Whether the daemon has exited (without reaping it). */
+bool itest_daemon_exited(struct itest_daemon *d);
+/* Prints the daemon's log to stderr. */
+void itest_daemon_print_log(const struct itest_daemon *d);
+
+/* Checked fixtures: add to every TCase with tcase_add_checked_fixture(). */
+void itest_setup(void);
+void itest_teardown(void);
+
+/* A test case of s with the fixtures above and a per-test timeout. */
+TCase *itest_tcase(Suite *s, const char *name, double timeout_s);
+
+/* Runs the suite (forked, per-test timeouts set by the caller), prints the
+ * logs of failed tests, returns the exit status for main(). */
+int itest_main(Suite *s);
+
+/* ---- targets ------------------------------------------------------------- */
+
+/* Starts /bin/sleep 3600 with exactly the given environment ("K=V"...,
+ * NULL-terminated), as uid/gid `uid` when uid != (uid_t)-1, and returns
+ * once it has exec'd (so /proc/PID/environ is the given one).  Killed and
+ * reaped at teardown. */
+pid_t itest_target_env(uid_t uid, const char *const *env);
+/* Variadic forms: itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", NULL). */
+pid_t itest_target(const char *first, ...) __attribute__((sentinel));
+pid_t itest_target_as(uid_t uid, const char *first, ...) __attribute__((sentinel));
+/* Starts path with argv and env as a target (root, or uid when not -1)
+ * and returns once it has written a byte to fd 3, its "ready" signal (it
+ * may change its own ids first).  Killed and reaped at teardown. */
+pid_t itest_target_exec(uid_t uid, const char *path, const char *const *argv, const char *const *env);
+/* SIGKILL and reap now. */
+void itest_target_kill(pid_t pid);
+/* A pid that belonged to a child that has been reaped, so no process has it. */
+pid_t itest_dead_pid(void);
+/* Field 22 of /proc/PID/stat. */
+uint64_t itest_start_time(pid_t pid);
+
+/* ---- raw Varlink --------------------------------------------------------- */
+
+struct itest_conn {
+        int fd;
+        char *buf;                   /* bytes read but not yet returned */
+        size_t len, cap;
+};
+
+/* Connect to the daemon's socket (asserts success). */
+struct itest_conn *itest_connect(struct itest_daemon *d);
+void itest_conn_close(struct itest_conn *c);
+/* Writes all of buf (MSG_NOSIGNAL); one byte per write when bytewise.
+ * Returns 0 or -errno (EPIPE/ECONNRESET when the daemon closed first). */
+int itest_send_bytes(struct itest_conn *c, const void *buf, size_t len, bool bytewise);
+/* Sends text followed by a NUL; asserts the write worked. */
+void itest_send(struct itest_conn *c, const char *json);
+void itest_sendf(struct itest_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reads one NUL-terminated message within timeout_ms.  Returns 0 and the
+ * parsed reply (owned by the harness, freed at teardown), -ENODATA on EOF
+ * (or ECONNRESET: a peer that closes with unread input resets), -ETIMEDOUT,
+ * -EPROTO when the message is not a JSON object, other -errno. */
+int itest_recv_raw(struct itest_conn *c, int timeout_ms, cJSON **ret_reply);
+/* Asserting forms. */
+cJSON *itest_recv(struct itest_conn *c);
+cJSON *itest_recv_within(struct itest_conn *c, int timeout_ms);
+cJSON *itest_callf(struct itest_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* {"method":method,"parameters":params} (params a JSON text; NULL: none). */
+void itest_send_call(struct itest_conn *c, const char *method, const char *params);
+cJSON *itest_call(struct itest_conn *c, const char *method, const char *params);
+/* The same with parameters {"pid":pid}. */
+cJSON *itest_call_pid(struct itest_conn *c, const char *method, int pid);
+/* Calls GetState on c until it names `method` in in_flight; asserts that
+ * happens within timeout_ms.  Returns that reply. */
+cJSON *itest_await_in_flight(struct itest_conn *c, pid_t pid, const char *method, int timeout_ms);
+/* Asserts that the daemon closes the connection within timeout_ms, with no
+ * further message. */
+void itest_assert_eof(struct itest_conn *c, int timeout_ms);
+/* Whether a whole message is already buffered or the fd is readable now. */
+bool itest_conn_readable(struct itest_conn *c);
+
+/* Reply accessors (NULL / false when absent or of another type). */
+const char *itest_error(const cJSON *reply);
+const cJSON *itest_params(const cJSON *reply);
+const char *itest_str(const cJSON *reply, const char *key);
+bool itest_has(const cJSON *reply, const char *key);
+bool itest_int(const cJSON *reply, const char *key, long long *ret);
+/* JSON text of a reply, for messages (owned by the harness). */
+const char *itest_dump(const cJSON *reply);
+/* GPU UUID without "GPU-" and hyphens, lowercased (owned by the harness). */
+const char *itest_uuid_norm(const char *uuid);
+
+/* Assertions on raw replies; the message always shows the whole reply. */
+#define itest_assert_ok(reply) do { \
+        const cJSON *r_ = (reply); \
+        ck_assert_msg(r_ && itest_error(r_) == NULL && cJSON_IsObject(itest_params(r_)), \
+                      "expected a successful reply, got %s", itest_dump(r_)); \
+} while (0)
+#define itest_assert_error(reply, name) do { \
+        const cJSON *r_ = (reply); \
+        const char *e_ = r_ ? itest_error(r_) : NULL; \
+        ck_assert_msg(e_ && strcmp(e_, (name)) == 0 && \
+                      (!itest_params(r_) || cJSON_IsObject(itest_params(r_))), \
+                      "expected error %s, got %s", (name), itest_dump(r_)); \
+} while (0)
+#define itest_assert_str(reply, key, value) do { \
+        const cJSON *r_ = (reply); \
+        const char *s_ = itest_str(r_, (key)); \
+        ck_assert_msg(s_ && strcmp(s_, (value)) == 0, "expected parameter %s = \"%s\" in %s", \
+                      (key), (value), itest_dump(r_)); \
+} while (0)
+#define itest_assert_int(reply, key, value) do { \
+        const cJSON *r_ = (reply); \
+        long long v_ = 0; \
+        ck_assert_msg(itest_int(r_, (key), &v_) && v_ == (long long)(value), \
+                      "expected parameter %s = %lld in %s", (key), (long long)(value), \
+                      itest_dump(r_)); \
+} while (0)
+#define itest_assert_absent(reply, key) do { \
+        const cJSON *r_ = (reply); \
+        ck_assert_msg(!itest_has(r_, (key)), "expected no parameter %s in %s", (key), \
+                      itest_dump(r_)); \
+} while (0)
+/* Optional parameter: absent, or equal to value. */
+#define itest_assert_str_opt(reply, key, value) do { \
+        const cJSON *ro_ = (reply); \
+        if (itest_has(ro_, (key))) \
+                itest_assert_str(ro_, (key), (value)); \
+} while (0)
+#define itest_assert_bool(reply, key, value) do { \
+        const cJSON *r_ = (reply); \
+        const cJSON *p_ = itest_params(r_); \
+        const cJSON *b_ = p_ ? cJSON_GetObjectItemCaseSensitive(p_, (key)) : NULL; \
+        ck_assert_msg(cJSON_IsBool(b_) && (bool)cJSON_IsTrue(b_) == (bool)(value), \
+                      "expected parameter %s = %s in %s", (key), (value) ? "true" : "false", \
+                      itest_dump(r_)); \
+} while (0)
+/* Success with the given pid and state. */
+#define itest_assert_state(reply, pid, state) do { \
+        const cJSON *rr_ = (reply); \
+        itest_assert_ok(rr_); \
+        itest_assert_int(rr_, "pid", (pid)); \
+        itest_assert_str(rr_, "state", (state)); \
+} while (0)
+
+/* ---- client library ------------------------------------------------------ */
+
+/* Connect with the library (asserts), with a 20 s timeout per call. */
+cudackpt_client *itest_client(struct itest_daemon *d);
+
+#define itest_assert_reply_ok(rc, r) do { \
+        int rc_ = (rc); \
+        const cudackpt_reply *rp_ = (r); \
+        ck_assert_msg(rc_ == 0, "call failed: %s", strerror(-rc_)); \
+        ck_assert_msg(rp_->error == NULL, "expected success, got %s %s", rp_->error, \
+                      rp_->parameters_json ? rp_->parameters_json : "(null)"); \
+} while (0)
+#define itest_assert_reply_error(rc, r, name) do { \
+        int rc_ = (rc); \
+        const cudackpt_reply *rp_ = (r); \
+        ck_assert_msg(rc_ == 0, "call failed: %s", strerror(-rc_)); \
+        ck_assert_msg(rp_->error && strcmp(rp_->error, (name)) == 0, "expected %s, got %s %s", \
+                      (name), rp_->error ? rp_->error : "success", \
+                      rp_->parameters_json ? rp_->parameters_json : "(null)"); \
+} while (0)
+#define itest_assert_reply_state(rc, r, want_pid, want_state) do { \
+        const cudackpt_reply *rs_ = (r); \
+        itest_assert_reply_ok((rc), rs_); \
+        ck_assert_int_eq(rs_->pid, (want_pid)); \
+        ck_assert_msg(rs_->state && strcmp(rs_->state, (want_state)) == 0, \
+                      "expected state %s, got %s", (want_state), rs_->parameters_json); \
+} while (0)
+/* The parameters of a library reply, parsed (owned by the harness). */
+cJSON *itest_reply_json(const cudackpt_reply *r);
+
+/* ---- other uids and processes -------------------------------------------- */
+
+/* Skips (returns true after printing why) unless running as root. */
+bool itest_need_root(void);
+
+/* Runs fn(ctx, msg, msg_size) in a child with uid/gid `uid` and no
+ * supplementary groups.  fn returns 0 for success or writes why it failed
+ * into msg.  Returns fn's result (or -1 when the child died), with the
+ * child's message in msg. */
+typedef int (*itest_as_fn)(void *ctx, char *msg, size_t msg_size);
+int itest_run_as(uid_t uid, itest_as_fn fn, void *ctx, char *msg, size_t msg_size);
+
+/* Runs argv (argv[0] a path) with environment env (NULL: PATH only) as uid
+ * (or unchanged for (uid_t)-1), capturing stdout and stderr; asserts it
+ * exits within timeout_ms.  Returns the exit status (128+N for signal N). */
+struct itest_proc_result {
+        int status;
+        char out[8192];
+        char err[8192];
+};
+void itest_run_proc(uid_t uid, const char *const *argv, const char *const *env, int timeout_ms,
+                    struct itest_proc_result *ret);
+
+/* Monotonic clock in milliseconds. */
+double itest_now_ms(void);
+
+/* Remember p and free() it at teardown (for strings made in tests). */
+void *itest_keep(void *p);
+/* The same for a cJSON tree (cJSON_Delete at teardown); returns j. */
+cJSON *itest_keep_json(cJSON *j);
+char *itest_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

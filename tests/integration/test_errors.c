@@ -1,0 +1,620 @@
+/* test_errors.c: every error of io.cudackpt.Process that the simulated
+ * driver (or the daemon's own checks) can produce, with the parameters the
+ * IDL gives it, and the state the process is left in afterwards. */
+#include "harness.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static const char *const all_methods[] = {
+        CUDACKPT_METHOD_GET_STATE, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, CUDACKPT_METHOD_LOCK,
+        CUDACKPT_METHOD_CHECKPOINT, CUDACKPT_METHOD_RESTORE, CUDACKPT_METHOD_UNLOCK,
+        CUDACKPT_METHOD_SUSPEND, CUDACKPT_METHOD_RESUME, NULL,
+};
+
+static pid_t sim_target(void)
+{
+        return itest_target("CUDACKPT_SIM=1", NULL);
+}
+
+static void assert_state_now(struct itest_conn *c, pid_t pid, const char *state)
+{
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid);
+        itest_assert_state(j, pid, state);
+        itest_assert_absent(j, "in_flight");
+}
+
+static void assert_op_ok(cJSON *j, pid_t pid, const char *state)
+{
+        itest_assert_state(j, pid, state);
+}
+
+static cJSON *suspend(struct itest_conn *c, pid_t pid)
+{
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, pid);
+        assert_op_ok(j, pid, "checkpointed");
+        return j;
+}
+
+/* ---- NoSuchProcess / NotCudaProcess ---------------------------------------- */
+
+START_TEST(no_such_process)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t dead = itest_dead_pid();
+        struct itest_conn *c = itest_connect(d);
+        for (size_t i = 0; all_methods[i]; i++) {
+                cJSON *j = itest_call_pid(c, all_methods[i], dead);
+                itest_assert_error(j, CUDACKPT_ERROR_NO_SUCH_PROCESS);
+                itest_assert_int(j, "pid", dead);
+        }
+        cudackpt_client *cl = itest_client(d);
+        cudackpt_reply r;
+        cudackpt_reply_init(&r);
+        itest_assert_reply_error(cudackpt_get_state(cl, dead, &r), &r, CUDACKPT_ERROR_NO_SUCH_PROCESS);
+        ck_assert_int_eq(r.pid, dead);
+        cudackpt_reply_clear(&r);
+        itest_assert_reply_error(cudackpt_suspend(cl, dead, -1, &r), &r, CUDACKPT_ERROR_NO_SUCH_PROCESS);
+        cudackpt_reply_clear(&r);
+}
+END_TEST
+
+START_TEST(not_cuda_process)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        /* No CUDACKPT_SIM: a process that never initialised CUDA. */
+        pid_t pid = itest_target("CUDACKPT_SIM_MEM_MIB=64", NULL);
+        struct itest_conn *c = itest_connect(d);
+        for (size_t i = 0; all_methods[i]; i++) {
+                cJSON *j = itest_call_pid(c, all_methods[i], pid);
+                itest_assert_error(j, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
+                itest_assert_int(j, "pid", pid);
+        }
+        cudackpt_client *cl = itest_client(d);
+        cudackpt_reply r;
+        cudackpt_reply_init(&r);
+        itest_assert_reply_error(cudackpt_lock(cl, pid, -1, &r), &r, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
+        ck_assert_int_eq(r.pid, pid);
+        cudackpt_reply_clear(&r);
+}
+END_TEST
+
+/* ---- InvalidState ---------------------------------------------------------- */
+
+static void assert_invalid_state(const cJSON *j, pid_t pid, const char *method, const char *state)
+{
+        itest_assert_error(j, CUDACKPT_ERROR_INVALID_STATE);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", method);
+        itest_assert_str(j, "state", state);
+}
+
+START_TEST(invalid_state_on_running)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = sim_target();
+        struct itest_conn *c = itest_connect(d);
+
+        cJSON *j = itest_call(c, CUDACKPT_METHOD_UNLOCK,
+                              itest_strdupf("{\"pid\":%d,\"start_time\":%llu}", (int)pid,
+                                            (unsigned long long)itest_start_time(pid)));
+        assert_invalid_state(j, pid, "Unlock", "running");
+        itest_assert_absent(j, "step");
+        assert_state_now(c, pid, "running");
+
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "Checkpoint", "running");
+        assert_state_now(c, pid, "running");
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_RESTORE, pid), pid, "Restore", "running");
+        assert_state_now(c, pid, "running");
+
+        /* Resume fails in its restore step and says so. */
+        j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid);
+        assert_invalid_state(j, pid, "Resume", "running");
+        itest_assert_str(j, "step", "restore");
+        assert_state_now(c, pid, "running");
+
+        cudackpt_client *cl = itest_client(d);
+        cudackpt_reply r;
+        cudackpt_reply_init(&r);
+        itest_assert_reply_error(cudackpt_unlock(cl, pid, &r), &r, CUDACKPT_ERROR_INVALID_STATE);
+        ck_assert_int_eq(r.pid, pid);
+        ck_assert_str_eq(r.state, "running");
+        cudackpt_reply_clear(&r);
+}
+END_TEST
+
+START_TEST(invalid_state_on_locked)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = sim_target();
+        struct itest_conn *c = itest_connect(d);
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_RESTORE, pid), pid, "Restore", "locked");
+        assert_state_now(c, pid, "locked");
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "Lock", "locked");
+        assert_state_now(c, pid, "locked");
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid);
+        assert_invalid_state(j, pid, "Resume", "locked");
+        itest_assert_str(j, "step", "restore");
+        assert_state_now(c, pid, "locked");
+        /* The process is unharmed: the cycle goes on. */
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "checkpointed");
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_RESTORE, pid), pid, "locked");
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
+}
+END_TEST
+
+START_TEST(invalid_state_on_checkpointed)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = sim_target();
+        struct itest_conn *c = itest_connect(d);
+        suspend(c, pid);
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "Unlock", "checkpointed");
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "Checkpoint",
+                             "checkpointed");
+        assert_state_now(c, pid, "checkpointed");
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
+}
+END_TEST
+
+/* ---- Timeout --------------------------------------------------------------- */
+
+START_TEST(lock_timeout)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=2000", NULL);
+        struct itest_conn *c = itest_connect(d);
+        double t0 = itest_now_ms();
+        cJSON *j = itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"timeout_ms\":100}", (int)pid));
+        double took = itest_now_ms() - t0;
+        itest_assert_error(j, CUDACKPT_ERROR_TIMEOUT);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", "Lock");
+        itest_assert_int(j, "timeout_ms", 100);
+        itest_assert_str(j, "state", "running");
+        /* It gave up at the timeout, not when the 2 s kernel ended. */
+        ck_assert_msg(took >= 90 && took < 1900, "Lock with timeout_ms 100 answered after %.0f ms", took);
+        assert_state_now(c, pid, "running");
+
+        cudackpt_client *cl = itest_client(d);
+        cudackpt_reply r;
+        cudackpt_reply_init(&r);
+        pid_t pid2 = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=2000", NULL);
+        itest_assert_reply_error(cudackpt_lock(cl, pid2, 100, &r), &r, CUDACKPT_ERROR_TIMEOUT);
+        ck_assert_int_eq(r.pid, pid2);
+        ck_assert_str_eq(r.state, "running");
+        cudackpt_reply_clear(&r);
+}
+END_TEST
+
+START_TEST(suspend_timeout)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=2000", NULL);
+        struct itest_conn *c = itest_connect(d);
+        cJSON *j = itest_call(c, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"timeout_ms\":100}", (int)pid));
+        itest_assert_error(j, CUDACKPT_ERROR_TIMEOUT);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", "Suspend");
+        itest_assert_int(j, "timeout_ms", 100);
+        itest_assert_str(j, "state", "running");
+        assert_state_now(c, pid, "running");
+}
+END_TEST
+
+/* Without a limit, Lock waits for the kernel in flight. */
+START_TEST(lock_waits_for_kernel)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=500", NULL);
+        struct itest_conn *c = itest_connect(d);
+        cJSON *j = itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"timeout_ms\":0}", (int)pid));
+        assert_op_ok(j, pid, "locked");
+        const cJSON *dur = cJSON_GetObjectItemCaseSensitive(itest_params(j), "duration_ms");
+        ck_assert_msg(cJSON_IsNumber(dur) && dur->valuedouble >= 400, "Lock behind a 500 ms kernel: %s",
+                      itest_dump(j));
+}
+END_TEST
+
+/* ---- InvalidGpuMapping ----------------------------------------------------- */
+
+static void assert_bad_mapping(const cJSON *j, pid_t pid, const char *method, const char *uuid)
+{
+        itest_assert_error(j, CUDACKPT_ERROR_INVALID_GPU_MAPPING);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", method);
+        const char *reason = itest_str(j, "reason");
+        ck_assert_msg(reason && *reason, "no reason in %s", itest_dump(j));
+        itest_assert_str_opt(j, "state", "checkpointed");
+        if (uuid) {
+                const char *u = itest_str(j, "uuid");
+                ck_assert_msg(u && strcmp(itest_uuid_norm(u), itest_uuid_norm(uuid)) == 0,
+                              "expected uuid %s in %s", uuid, itest_dump(j));
+        }
+}
+
+static cJSON *restore_with(struct itest_conn *c, const char *method, pid_t pid, const char *mapping)
+{
+        return itest_call(c, method, itest_strdupf("{\"pid\":%d,\"gpu_mapping\":%s}", (int)pid, mapping));
+}
+
+START_TEST(mapping_to_no_device)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = sim_target();
+        struct itest_conn *c = itest_connect(d);
+        suspend(c, pid);
+        cJSON *j = restore_with(c, CUDACKPT_METHOD_RESTORE, pid, "{\"" ITEST_GPU0 "\":\"" ITEST_GPU_NONE "\"}");
+        assert_bad_mapping(j, pid, "Restore", NULL);
+        itest_assert_str_opt(j, "uuid", ITEST_GPU_NONE);
+        assert_state_now(c, pid, "checkpointed");
+
+        j = restore_with(c, CUDACKPT_METHOD_RESUME, pid, "{\"" ITEST_GPU0 "\":\"" ITEST_GPU_NONE "\"}");
+        assert_bad_mapping(j, pid, "Resume", NULL);
+        assert_state_now(c, pid, "checkpointed");
+
+        /* Through the library too. */
+        cudackpt_client *cl = itest_client(d);
+        cudackpt_reply r;
+        cudackpt_reply_init(&r);
+        const char *const map[] = { ITEST_GPU0, ITEST_GPU_NONE, NULL };
+        itest_assert_reply_error(cudackpt_restore(cl, pid, map, &r), &r, CUDACKPT_ERROR_INVALID_GPU_MAPPING);
+        ck_assert_int_eq(r.pid, pid);
+        cudackpt_reply_clear(&r);
+
+        /* Nothing was harmed: a plain Resume works. */
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
+}
+END_TEST
+
+START_TEST(mapping_malformed_uuid)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = sim_target();
+        struct itest_conn *c = itest_connect(d);
+        suspend(c, pid);
+        static const char *const bad[] = {
+                "GPU-1234",
+                "GPU-00000000-5157-4000-8000-00000000000g",
+                "0000000051574000800000000000000",   /* 31 digits */
+                "000000005157400080000000000000011", /* 33 digits */
+                "",
+                NULL,
+        };
+        for (size_t i = 0; bad[i]; i++) {
+                /* On the new side ... */
+                cJSON *j = restore_with(c, CUDACKPT_METHOD_RESTORE, pid,
+                                        itest_strdupf("{\"" ITEST_GPU0 "\":\"%s\"}", bad[i]));
+                assert_bad_mapping(j, pid, "Restore", NULL);
+                itest_assert_str(j, "uuid", bad[i]);
+                /* ... and on the old side. */
+                j = restore_with(c, CUDACKPT_METHOD_RESTORE, pid, itest_strdupf("{\"%s\":\"" ITEST_GPU0 "\"}", bad[i]));
+                assert_bad_mapping(j, pid, "Restore", NULL);
+                itest_assert_str(j, "uuid", bad[i]);
+                assert_state_now(c, pid, "checkpointed");
+        }
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
+}
+END_TEST
+
+START_TEST(mapping_duplicate_new_uuid)
+{
+        static const char *const env[] = { "CUDACKPT_SIM_DEVICE_COUNT=2", NULL };
+        struct itest_daemon_opts o = { .env = env };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_GPUS=0,1", NULL);
+        struct itest_conn *c = itest_connect(d);
+        suspend(c, pid);
+        cJSON *j = restore_with(c, CUDACKPT_METHOD_RESTORE, pid,
+                                "{\"" ITEST_GPU0 "\":\"" ITEST_GPU1 "\",\"" ITEST_GPU1 "\":\"" ITEST_GPU1 "\"}");
+        assert_bad_mapping(j, pid, "Restore", ITEST_GPU1);
+        assert_state_now(c, pid, "checkpointed");
+        /* The same UUID in another spelling is still the same GPU. */
+        j = restore_with(c, CUDACKPT_METHOD_RESUME, pid,
+                         "{\"" ITEST_GPU0 "\":\"" ITEST_GPU1 "\",\"" ITEST_GPU1 "\":\"00000000515740008000000000000002\"}");
+        assert_bad_mapping(j, pid, "Resume", ITEST_GPU1);
+        assert_state_now(c, pid, "checkpointed");
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
+}
+END_TEST
+
+/* ---- NotSupported ---------------------------------------------------------- */
+
+START_TEST(not_supported_suspend_rolls_back)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MANAGED=1", NULL);
+        struct itest_conn *c = itest_connect(d);
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, pid);
+        itest_assert_error(j, CUDACKPT_ERROR_NOT_SUPPORTED);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", "Suspend");
+        itest_assert_str(j, "step", "checkpoint");
+        itest_assert_bool(j, "rolled_back", true);
+        itest_assert_str_opt(j, "state", "running");
+        assert_state_now(c, pid, "running");
+}
+END_TEST
+
+START_TEST(not_supported_checkpoint_stays_locked)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MANAGED=1", NULL);
+        struct itest_conn *c = itest_connect(d);
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid);
+        itest_assert_error(j, CUDACKPT_ERROR_NOT_SUPPORTED);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", "Checkpoint");
+        itest_assert_absent(j, "step");
+        itest_assert_str_opt(j, "state", "locked");
+        assert_state_now(c, pid, "locked");
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
+}
+END_TEST
+
+/* ---- ProcessGone ----------------------------------------------------------- */
+
+START_TEST(process_gone_during_checkpoint)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        /* 4096 MiB at 512 MiB/s: an 8 s checkpoint. */
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=4096", "CUDACKPT_SIM_CKPT_MIBPS=512", NULL);
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        assert_op_ok(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        itest_sendf(op, "{\"method\":\"" CUDACKPT_METHOD_CHECKPOINT "\",\"parameters\":{\"pid\":%d}}", (int)pid);
+        itest_await_in_flight(watch, pid, "Checkpoint", 3000);
+        itest_target_kill(pid);
+        cJSON *j = itest_recv(op);
+        itest_assert_error(j, CUDACKPT_ERROR_PROCESS_GONE);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", "Checkpoint");
+        itest_assert_error(itest_call_pid(watch, CUDACKPT_METHOD_GET_STATE, pid), CUDACKPT_ERROR_NO_SUCH_PROCESS);
+}
+END_TEST
+
+START_TEST(process_gone_during_suspend)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=4096", "CUDACKPT_SIM_CKPT_MIBPS=512", NULL);
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        itest_sendf(op, "{\"method\":\"" CUDACKPT_METHOD_SUSPEND "\",\"parameters\":{\"pid\":%d}}", (int)pid);
+        itest_await_in_flight(watch, pid, "Suspend", 3000);
+        itest_target_kill(pid);
+        cJSON *j = itest_recv(op);
+        itest_assert_error(j, CUDACKPT_ERROR_PROCESS_GONE);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", "Suspend");
+}
+END_TEST
+
+/* ---- DriverError ----------------------------------------------------------- */
+
+static void assert_driver_error(const cJSON *j, pid_t pid, const char *method)
+{
+        itest_assert_error(j, CUDACKPT_ERROR_DRIVER_ERROR);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", method);
+        itest_assert_str(j, "cuda_error", "CUDA_ERROR_UNKNOWN");
+        itest_assert_int(j, "cuda_error_code", 999);
+}
+
+START_TEST(driver_error_unlock)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
+        struct itest_conn *c = itest_connect(d);
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid);
+        assert_driver_error(j, pid, "Unlock");
+        itest_assert_absent(j, "step");
+        itest_assert_str_opt(j, "state", "locked");
+
+        cudackpt_client *cl = itest_client(d);
+        cudackpt_reply r;
+        cudackpt_reply_init(&r);
+        itest_assert_reply_error(cudackpt_unlock(cl, pid, &r), &r, CUDACKPT_ERROR_DRIVER_ERROR);
+        ck_assert_int_eq(r.pid, pid);
+        assert_driver_error(itest_reply_json(&r), pid, "Unlock");
+        cudackpt_reply_clear(&r);
+}
+END_TEST
+
+START_TEST(driver_error_resume_unlock_step)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
+        struct itest_conn *c = itest_connect(d);
+        suspend(c, pid);
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid);
+        assert_driver_error(j, pid, "Resume");
+        itest_assert_str(j, "step", "unlock");
+        itest_assert_str_opt(j, "state", "locked");
+        assert_state_now(c, pid, "locked");
+}
+END_TEST
+
+START_TEST(driver_error_get_state_and_tid)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t a = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=getstate:CUDA_ERROR_UNKNOWN", NULL);
+        pid_t b = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=tid:CUDA_ERROR_UNKNOWN", NULL);
+        struct itest_conn *c = itest_connect(d);
+        assert_driver_error(itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, a), a, "GetState");
+        assert_driver_error(itest_call_pid(c, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, b), b, "GetRestoreThreadId");
+        assert_state_now(c, b, "running");
+}
+END_TEST
+
+/* ---- DriverUnavailable ----------------------------------------------------- */
+
+static void assert_unavailable_everywhere(struct itest_daemon *d, const char *mention1, const char *mention2)
+{
+        pid_t pid = sim_target();
+        struct itest_conn *c = itest_connect(d);
+        for (size_t i = 0; all_methods[i]; i++) {
+                cJSON *j = itest_call_pid(c, all_methods[i], pid);
+                itest_assert_error(j, CUDACKPT_ERROR_DRIVER_UNAVAILABLE);
+                const char *reason = itest_str(j, "reason");
+                ck_assert_msg(reason && *reason, "no reason in %s", itest_dump(j));
+                if (mention1)
+                        ck_assert_msg(strstr(reason, mention1) || (mention2 && strstr(reason, mention2)),
+                                      "reason does not mention %s: %s", mention1, itest_dump(j));
+        }
+        /* The daemon still serves what needs no driver. */
+        cJSON *j = itest_call(c, "org.varlink.service.GetInfo", "{}");
+        itest_assert_ok(j);
+
+        cudackpt_client *cl = itest_client(d);
+        cudackpt_reply r;
+        cudackpt_reply_init(&r);
+        itest_assert_reply_error(cudackpt_get_state(cl, pid, &r), &r, CUDACKPT_ERROR_DRIVER_UNAVAILABLE);
+        cudackpt_reply_clear(&r);
+}
+
+START_TEST(driver_unavailable_missing_library)
+{
+        struct itest_daemon_opts o = { .driver = "/nonexistent.so" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        assert_unavailable_everywhere(d, NULL, NULL);
+}
+END_TEST
+
+START_TEST(driver_unavailable_old_driver)
+{
+        static const char *const env[] = { "CUDACKPT_SIM_DRIVER_VERSION=12000", NULL };
+        struct itest_daemon_opts o = { .env = env };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        assert_unavailable_everywhere(d, "12000", "12.0");
+}
+END_TEST
+
+START_TEST(driver_unavailable_init_fails)
+{
+        /* 100: CUDA_ERROR_NO_DEVICE. */
+        static const char *const env[] = { "CUDACKPT_SIM_INIT_ERROR=100", NULL };
+        struct itest_daemon_opts o = { .env = env };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        assert_unavailable_everywhere(d, NULL, NULL);
+}
+END_TEST
+
+/* ---- ProcessChanged, unknown states, QueueFull ----------------------------- */
+
+START_TEST(process_changed)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = sim_target();
+        unsigned long long st = (unsigned long long)itest_start_time(pid);
+        struct itest_conn *c = itest_connect(d);
+        for (size_t i = 0; all_methods[i]; i++) {
+                cJSON *j = itest_call(c, all_methods[i],
+                                      itest_strdupf("{\"pid\":%d,\"start_time\":%llu}", (int)pid, st + 1));
+                itest_assert_error(j, CUDACKPT_ERROR_PROCESS_CHANGED);
+                itest_assert_int(j, "pid", pid);
+                itest_assert_int(j, "start_time", st + 1);
+                itest_assert_int(j, "actual_start_time", st);
+        }
+        /* Not one of them acted. */
+        assert_state_now(c, pid, "running");
+}
+END_TEST
+
+START_TEST(unknown_state_value)
+{
+        /* The simulator may read the value from either environment. */
+        static const char *const env[] = { "CUDACKPT_SIM_STATE_VALUE=7", NULL };
+        struct itest_daemon_opts o = { .env = env };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_STATE_VALUE=7", NULL);
+        struct itest_conn *c = itest_connect(d);
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid), pid, "unknown-7");
+        cudackpt_client *cl = itest_client(d);
+        cudackpt_reply r;
+        cudackpt_reply_init(&r);
+        itest_assert_reply_state(cudackpt_get_state(cl, pid, &r), &r, pid, "unknown-7");
+        cudackpt_reply_clear(&r);
+}
+END_TEST
+
+START_TEST(queue_full)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"max_queue_per_pid\":2}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        /* A checkpoint of about 2 s holds the queue. */
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048", "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL);
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        assert_op_ok(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        itest_send_call(op, CUDACKPT_METHOD_CHECKPOINT, itest_strdupf("{\"pid\":%d}", (int)pid));
+        itest_await_in_flight(watch, pid, "Checkpoint", 3000);
+
+        enum { N = 5 };
+        struct itest_conn *more[N];
+        for (int i = 0; i < N; i++) {
+                more[i] = itest_connect(d);
+                itest_send_call(more[i], CUDACKPT_METHOD_UNLOCK, itest_strdupf("{\"pid\":%d}", (int)pid));
+        }
+        int full = 0;
+        for (int i = 0; i < N; i++) {
+                cJSON *j = itest_recv(more[i]);
+                const char *e = itest_error(j);
+                if (e && strcmp(e, CUDACKPT_ERROR_QUEUE_FULL) == 0) {
+                        itest_assert_int(j, "pid", pid);
+                        itest_assert_int(j, "limit", 2);
+                        full++;
+                } else {
+                        /* Those queued ran after the checkpoint. */
+                        ck_assert_msg(e && strcmp(e, CUDACKPT_ERROR_INVALID_STATE) == 0, "queued Unlock: %s",
+                                      itest_dump(j));
+                        itest_assert_str(j, "state", "checkpointed");
+                }
+        }
+        /* At most 2 queued or running for the pid: the Checkpoint and at most
+         * one more, or two more if the running one does not count. */
+        ck_assert_msg(full >= N - 2, "only %d of %d Unlocks behind a Checkpoint were refused", full, N);
+        assert_op_ok(itest_recv(op), pid, "checkpointed");
+}
+END_TEST
+
+static Suite *errors_suite(void)
+{
+        Suite *s = suite_create("integration.errors");
+        TCase *tc = itest_tcase(s, "errors", 40);
+        tcase_add_test(tc, no_such_process);
+        tcase_add_test(tc, not_cuda_process);
+        tcase_add_test(tc, invalid_state_on_running);
+        tcase_add_test(tc, invalid_state_on_locked);
+        tcase_add_test(tc, invalid_state_on_checkpointed);
+        tcase_add_test(tc, lock_timeout);
+        tcase_add_test(tc, suspend_timeout);
+        tcase_add_test(tc, lock_waits_for_kernel);
+        tcase_add_test(tc, mapping_to_no_device);
+        tcase_add_test(tc, mapping_malformed_uuid);
+        tcase_add_test(tc, mapping_duplicate_new_uuid);
+        tcase_add_test(tc, not_supported_suspend_rolls_back);
+        tcase_add_test(tc, not_supported_checkpoint_stays_locked);
+        tcase_add_test(tc, process_gone_during_checkpoint);
+        tcase_add_test(tc, process_gone_during_suspend);
+        tcase_add_test(tc, driver_error_unlock);
+        tcase_add_test(tc, driver_error_resume_unlock_step);
+        tcase_add_test(tc, driver_error_get_state_and_tid);
+        tcase_add_test(tc, driver_unavailable_missing_library);
+        tcase_add_test(tc, driver_unavailable_old_driver);
+        tcase_add_test(tc, driver_unavailable_init_fails);
+        tcase_add_test(tc, process_changed);
+        tcase_add_test(tc, unknown_state_value);
+        tcase_add_test(tc, queue_full);
+        return s;
+}
+
+int main(void)
+{
+        return itest_main(errors_suite());
+}
