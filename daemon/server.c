@@ -148,7 +148,7 @@ static int listen_on(struct server *s, uv_pipe_t *p)
         int r;
 
         p->data = s;
-        r = uv_listen((uv_stream_t *)p, 128, on_connection);
+        r = uv_listen((uv_stream_t *)p, SOMAXCONN, on_connection); /* keep a passed socket's backlog */
         if (r < 0)
                 return r;
         return 0;

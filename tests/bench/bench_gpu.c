@@ -1,0 +1,1186 @@
+/* bench_gpu.c: cudackptd measured on a real GPU.
+ *
+ * Subcommands (each starts its own daemon on the real driver and its own
+ * cudackpt-gpu-target processes, and prints a readable report plus
+ * "RESULT key=value ..." lines):
+ *   getstate    GetState through the daemon vs the same driver call made
+ *               directly in this process (dlopen of libcuda.so.1)
+ *   exec        a whole `cudackptctl state PID` process vs
+ *               `cuda-checkpoint --get-state --pid PID`
+ *   multi       suspend+resume of N processes: through the daemon at once,
+ *               one after another, and direct driver calls from N threads
+ *   contention  GetState latency of an idle process while N checkpoints run
+ *   size        suspend/resume time and GB/s against GPU memory size
+ *   all         all of the above
+ * Timing never makes it fail; a failed operation or corrupted target data
+ * does (exit 1).  libcuda is loaded with dlopen, never linked. */
+#include <cuda.h>
+#include <cudackpt/client.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+
+#define BENCH_GPU_MAX_PROCS 64
+#define BENCH_GPU_MAX_SIZES 32
+#define BENCH_GPU_CLIENT_TIMEOUT_MS (30 * 60 * 1000)
+
+typedef struct bench_gpu_cfg {
+        const char *daemon_path;
+        const char *ctl_path;
+        const char *target_path;
+        const char *driver_path;
+        const char *cuda_checkpoint_path; /* NULL: search PATH */
+        const char *log_level;
+        long calls;
+        long exec_runs;
+        long repeats;
+        long procs;
+        long proc_mib;
+        long idle_mib;
+        long interval_ms;
+        long cycles;
+        long sizes[BENCH_GPU_MAX_SIZES];
+        int nsizes;
+        char *workdir;
+} bench_gpu_cfg;
+
+/* The driver entry points, typed from cuda.h. */
+typedef struct bench_gpu_driver {
+        void *handle;
+        __typeof__(cuInit) *init;
+        __typeof__(cuGetErrorName) *error_name;
+        __typeof__(cuCheckpointProcessGetState) *get_state;
+        __typeof__(cuCheckpointProcessLock) *lock;
+        __typeof__(cuCheckpointProcessCheckpoint) *checkpoint;
+        __typeof__(cuCheckpointProcessRestore) *restore;
+        __typeof__(cuCheckpointProcessUnlock) *unlock;
+} bench_gpu_driver;
+
+typedef struct bench_gpu_target {
+        pid_t pid;
+        long mib;
+        char status_path[320];
+        char log_path[320];
+} bench_gpu_target;
+
+static int bench_gpu_failures;
+
+static void bench_gpu_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void bench_gpu_fail(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("ERROR: ", stdout);
+        vprintf(fmt, ap);
+        fputc('\n', stdout);
+        va_end(ap);
+        fflush(stdout);
+        bench_gpu_failures++;
+}
+
+static const char *bench_gpu_cu_name(const bench_gpu_driver *drv, CUresult r)
+{
+        const char *name = NULL;
+        if (drv->error_name && drv->error_name(r, &name) == CUDA_SUCCESS && name)
+                return name;
+        return "CUDA_ERROR_?";
+}
+
+static int bench_gpu_driver_load(const bench_gpu_cfg *cfg, bench_gpu_driver *ret_drv)
+{
+        bench_gpu_driver d;
+        memset(&d, 0, sizeof(d));
+        d.handle = dlopen(cfg->driver_path, RTLD_NOW | RTLD_LOCAL);
+        if (!d.handle) {
+                bench_gpu_fail("dlopen %s: %s", cfg->driver_path, dlerror());
+                return -ENOENT;
+        }
+        /* POSIX dlsym returns void *; the casts to function pointers are what dlsym is for. */
+#define BENCH_GPU_SYM(field, name)                                                   \
+        do {                                                                         \
+                *(void **)(&d.field) = dlsym(d.handle, name);                        \
+                if (!d.field) {                                                      \
+                        bench_gpu_fail("%s: no symbol %s", cfg->driver_path, name);  \
+                        dlclose(d.handle);                                           \
+                        return -ENOENT;                                              \
+                }                                                                    \
+        } while (0)
+        BENCH_GPU_SYM(init, "cuInit");
+        BENCH_GPU_SYM(error_name, "cuGetErrorName");
+        BENCH_GPU_SYM(get_state, "cuCheckpointProcessGetState");
+        BENCH_GPU_SYM(lock, "cuCheckpointProcessLock");
+        BENCH_GPU_SYM(checkpoint, "cuCheckpointProcessCheckpoint");
+        BENCH_GPU_SYM(restore, "cuCheckpointProcessRestore");
+        BENCH_GPU_SYM(unlock, "cuCheckpointProcessUnlock");
+#undef BENCH_GPU_SYM
+        /* Restore needs a caller that called cuInit (or persistence mode). */
+        CUresult r = d.init(0);
+        if (r != CUDA_SUCCESS) {
+                bench_gpu_fail("cuInit: %s", bench_gpu_cu_name(&d, r));
+                dlclose(d.handle);
+                return -EIO;
+        }
+        *ret_drv = d;
+        return 0;
+}
+
+static int bench_gpu_daemon_start(const bench_gpu_cfg *cfg, bench_daemon *ret_daemon)
+{
+        bench_daemon_opts o = {
+                .daemon_path = cfg->daemon_path,
+                .driver_path = cfg->driver_path,
+                .log_level = cfg->log_level,
+                .workdir = cfg->workdir,
+                .ready_timeout_ms = 60000,
+        };
+        int r = bench_daemon_start(&o, ret_daemon);
+        if (r < 0)
+                bench_gpu_fail("cudackptd did not become ready (%s); log in %s/cudackptd.log", strerror(-r),
+                               cfg->workdir);
+        return r;
+}
+
+static void bench_gpu_daemon_stop(bench_daemon *d)
+{
+        int status = bench_daemon_stop(d, 30000);
+        if (status != 0)
+                bench_gpu_fail("cudackptd exit status %d after SIGTERM (want 0)", status);
+}
+
+/* Starts n targets of mib MiB each and waits for every one's ready line. */
+static int bench_gpu_targets_start(const bench_gpu_cfg *cfg, const char *tag, int n, long mib,
+                                   bench_gpu_target *t)
+{
+        int fds[BENCH_GPU_MAX_PROCS];
+        int r = 0, started = 0;
+        for (int i = 0; i < n; i++) {
+                int p[2];
+                char mib_arg[64], interval_arg[64], status_arg[400];
+                memset(&t[i], 0, sizeof(t[i]));
+                t[i].mib = mib;
+                snprintf(t[i].status_path, sizeof(t[i].status_path), "%s/%s%d.status", cfg->workdir, tag, i);
+                snprintf(t[i].log_path, sizeof(t[i].log_path), "%s/%s%d.log", cfg->workdir, tag, i);
+                snprintf(mib_arg, sizeof(mib_arg), "--mib=%ld", mib);
+                snprintf(interval_arg, sizeof(interval_arg), "--interval-ms=%ld", cfg->interval_ms);
+                snprintf(status_arg, sizeof(status_arg), "--status=%s", t[i].status_path);
+                char *argv[] = {(char *)cfg->target_path, mib_arg, interval_arg, status_arg,
+                                "--ready-fd=3", "--quiet", NULL};
+                if (pipe2(p, O_CLOEXEC) < 0) {
+                        r = -errno;
+                        break;
+                }
+                r = bench_spawn(argv, NULL, t[i].log_path, p[1], &t[i].pid);
+                close(p[1]);
+                if (r < 0) {
+                        close(p[0]);
+                        bench_gpu_fail("cannot start %s: %s", cfg->target_path, strerror(-r));
+                        break;
+                }
+                fds[i] = p[0];
+                started++;
+        }
+        /* Filling and verifying the buffer takes a moment per GiB. */
+        int timeout_ms = 120000 + (int)(mib / 1024) * 3000;
+        for (int i = 0; i < started; i++) {
+                char line[256];
+                int w = bench_wait_ready(fds[i], timeout_ms, line, sizeof(line));
+                if (w < 0 && r == 0) {
+                        bench_gpu_fail("target %d (%ld MiB) not ready: %s; log %s", (int)t[i].pid, mib,
+                                       strerror(-w), t[i].log_path);
+                        r = w;
+                }
+        }
+        if (r < 0) {
+                for (int i = 0; i < started; i++)
+                        bench_kill(t[i].pid);
+        }
+        return r;
+}
+
+static void bench_gpu_targets_stop(bench_gpu_target *t, int n)
+{
+        for (int i = 0; i < n; i++) {
+                bench_kill(t[i].pid);
+                t[i].pid = 0;
+        }
+}
+
+/* The target's own verdict on its data: 0 when every verification so far
+ * found the pattern intact. */
+static int bench_gpu_target_check(const bench_gpu_target *t)
+{
+        char line[512];
+        FILE *f = fopen(t->status_path, "re");
+        if (!f) {
+                bench_gpu_fail("target %d: no status file %s", (int)t->pid, t->status_path);
+                return -ENOENT;
+        }
+        if (!fgets(line, sizeof(line), f))
+                line[0] = '\0';
+        fclose(f);
+        if (!strstr(line, " total_mismatches=0 ") || !strstr(line, " error=none")) {
+                bench_gpu_fail("target %d: data check failed: %s", (int)t->pid, line);
+                return -EIO;
+        }
+        return 0;
+}
+
+static int bench_gpu_connect(const bench_daemon *d, cudackpt_client **ret_client)
+{
+        cudackpt_client *c = NULL;
+        int r = cudackpt_client_connect(d->socket_path, &c);
+        if (r < 0) {
+                bench_gpu_fail("connect %s: %s", d->socket_path, strerror(-r));
+                return r;
+        }
+        cudackpt_client_set_timeout(c, BENCH_GPU_CLIENT_TIMEOUT_MS);
+        *ret_client = c;
+        return 0;
+}
+
+/* 0 when the call reached the daemon and it answered with state want. */
+static int bench_gpu_reply_ok(const char *what, int pid, int r, const cudackpt_reply *reply, const char *want,
+                              char *err, size_t errlen)
+{
+        if (r < 0)
+                snprintf(err, errlen, "%s %d: transport error %s", what, pid, strerror(-r));
+        else if (reply->error)
+                snprintf(err, errlen, "%s %d: %s %s", what, pid, reply->error,
+                         reply->parameters_json ? reply->parameters_json : "");
+        else if (!reply->state || strcmp(reply->state, want) != 0)
+                snprintf(err, errlen, "%s %d: state %s (want %s)", what, pid,
+                         reply->state ? reply->state : "(none)", want);
+        else
+                return 0;
+        return -EIO;
+}
+
+static double bench_gpu_ms(uint64_t ns)
+{
+        return (double)ns / 1e6;
+}
+
+static void bench_gpu_print_lat(const char *label, const char *key, bench_stats *st, long errors)
+{
+        printf("  %-34s %9zu %9.1f %9.1f %9.1f %9.1f %9.1f\n", label, st->n, st->p50, st->p90, st->p99, st->max,
+               st->mean);
+        printf("RESULT %s n=%zu p50_us=%.2f p90_us=%.2f p99_us=%.2f max_us=%.2f mean_us=%.2f errors=%ld\n", key,
+               st->n, st->p50, st->p90, st->p99, st->max, st->mean, errors);
+}
+
+static void bench_gpu_lat_header(void)
+{
+        printf("  %-34s %9s %9s %9s %9s %9s %9s\n", "", "n", "p50 us", "p90 us", "p99 us", "max us", "mean us");
+}
+
+/* ------------------------------------------------------------------------
+ * 1. GetState: daemon round trip vs direct driver call
+ * ------------------------------------------------------------------------ */
+static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
+{
+        bench_daemon d;
+        bench_gpu_target t;
+        bench_gpu_driver drv;
+        cudackpt_client *c = NULL;
+        double *direct = NULL, *via = NULL;
+        long derr = 0, verr = 0;
+        int r;
+
+        printf("\n== 1. GetState round trip: daemon vs direct driver call (%ld calls, idle %ld MiB target) ==\n",
+               cfg->calls, cfg->idle_mib);
+        if ((r = bench_gpu_driver_load(cfg, &drv)) < 0)
+                return r;
+        if ((r = bench_gpu_daemon_start(cfg, &d)) < 0)
+                return r;
+        if ((r = bench_gpu_targets_start(cfg, "getstate", 1, cfg->idle_mib, &t)) < 0)
+                goto out_daemon;
+        if ((r = bench_gpu_connect(&d, &c)) < 0)
+                goto out_target;
+        direct = calloc((size_t)cfg->calls, sizeof(double));
+        via = calloc((size_t)cfg->calls, sizeof(double));
+        if (!direct || !via) {
+                r = -ENOMEM;
+                goto out_client;
+        }
+
+        for (long i = -100; i < cfg->calls; i++) { /* 100 warm-up calls */
+                CUprocessState st = CU_PROCESS_STATE_FAILED;
+                uint64_t t0 = bench_now_ns();
+                CUresult cr = drv.get_state(t.pid, &st);
+                uint64_t dt = bench_now_ns() - t0;
+                if (cr != CUDA_SUCCESS || st != CU_PROCESS_STATE_RUNNING) {
+                        if (derr++ == 0)
+                                bench_gpu_fail("direct cuCheckpointProcessGetState(%d): %s state %d", (int)t.pid,
+                                               bench_gpu_cu_name(&drv, cr), (int)st);
+                }
+                if (i >= 0)
+                        direct[i] = (double)dt / 1e3;
+        }
+        for (long i = -100; i < cfg->calls; i++) {
+                cudackpt_reply reply;
+                char err[512];
+                cudackpt_reply_init(&reply);
+                uint64_t t0 = bench_now_ns();
+                int cr = cudackpt_get_state(c, t.pid, &reply);
+                uint64_t dt = bench_now_ns() - t0;
+                if (bench_gpu_reply_ok("GetState", t.pid, cr, &reply, CUDACKPT_STATE_RUNNING, err, sizeof(err)) <
+                    0) {
+                        if (verr++ == 0)
+                                bench_gpu_fail("%s", err);
+                }
+                cudackpt_reply_clear(&reply);
+                if (i >= 0)
+                        via[i] = (double)dt / 1e3;
+        }
+
+        bench_stats sd, sv;
+        bench_stats_compute(direct, (size_t)cfg->calls, &sd);
+        bench_stats_compute(via, (size_t)cfg->calls, &sv);
+        bench_gpu_lat_header();
+        bench_gpu_print_lat("direct driver call (in-process)", "bench=getstate path=direct", &sd, derr);
+        bench_gpu_print_lat("daemon (client library, 1 conn)", "bench=getstate path=daemon", &sv, verr);
+        printf("  daemon overhead at p50: %+.1f us (x%.2f)\n", sv.p50 - sd.p50, sd.p50 > 0 ? sv.p50 / sd.p50 : 0);
+        if (derr || verr)
+                r = -EIO;
+out_client:
+        free(direct);
+        free(via);
+        cudackpt_client_free(c);
+out_target:
+        bench_gpu_targets_stop(&t, 1);
+out_daemon:
+        bench_gpu_daemon_stop(&d);
+        return r;
+}
+
+/* ------------------------------------------------------------------------
+ * 2. Whole processes: cudackptctl state vs cuda-checkpoint --get-state
+ * ------------------------------------------------------------------------ */
+/* The first name in PATH that is not the file `not` (cudackptctl, whose
+ * compat symlink is also called cuda-checkpoint); NULL when none. */
+static char *bench_gpu_find_in_path(const char *name, const char *not)
+{
+        const char *path = getenv("PATH");
+        char *not_real = not ? realpath(not, NULL) : NULL;
+        if (!path)
+                return NULL;
+        char *copy = strdup(path), *save = NULL;
+        if (!copy)
+                return NULL;
+        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+                char *full = NULL;
+                if (asprintf(&full, "%s/%s", *dir ? dir : ".", name) < 0)
+                        break;
+                if (access(full, X_OK) == 0) {
+                        char *real = realpath(full, NULL);
+                        int same = real && not_real && strcmp(real, not_real) == 0;
+                        free(real);
+                        if (!same) {
+                                free(copy);
+                                free(not_real);
+                                return full;
+                        }
+                }
+                free(full);
+        }
+        free(copy);
+        free(not_real);
+        return NULL;
+}
+
+/* Times runs of argv; 0 when every run exited 0. */
+static int bench_gpu_time_runs(const char *label, const char *key, char *const argv[], const char *const *env_add,
+                               long runs)
+{
+        double *v = calloc((size_t)runs, sizeof(double));
+        long errors = 0;
+        int last = 0;
+        if (!v)
+                return -ENOMEM;
+        for (long i = -3; i < runs; i++) { /* 3 warm-up runs */
+                uint64_t ns = 0;
+                int st = bench_run_timed(argv, env_add, &ns);
+                if (st != 0) {
+                        errors++;
+                        last = st;
+                }
+                if (i >= 0)
+                        v[i] = bench_gpu_ms(ns);
+        }
+        bench_stats s;
+        bench_stats_compute(v, (size_t)runs, &s);
+        printf("  %-44s %6zu %9.2f %9.2f %9.2f %9.2f\n", label, s.n, s.min, s.p50, s.p90, s.max);
+        printf("RESULT %s runs=%zu min_ms=%.3f p50_ms=%.3f p90_ms=%.3f max_ms=%.3f errors=%ld\n", key, s.n, s.min,
+               s.p50, s.p90, s.max, errors);
+        free(v);
+        if (errors) {
+                bench_gpu_fail("%s: %ld of %ld runs failed (last exit status %d)", argv[0], errors, runs + 3, last);
+                return -EIO;
+        }
+        return 0;
+}
+
+static int bench_gpu_exec(const bench_gpu_cfg *cfg)
+{
+        bench_daemon d;
+        bench_gpu_target t;
+        char pid_s[32], sock_arg[300];
+        int r;
+
+        printf("\n== 2. A whole process asking for the state (%ld runs each, medians) ==\n", cfg->exec_runs);
+        if ((r = bench_gpu_daemon_start(cfg, &d)) < 0)
+                return r;
+        if ((r = bench_gpu_targets_start(cfg, "exec", 1, cfg->idle_mib, &t)) < 0)
+                goto out_daemon;
+        snprintf(pid_s, sizeof(pid_s), "%d", (int)t.pid);
+        snprintf(sock_arg, sizeof(sock_arg), "--socket=%s", d.socket_path);
+        printf("  %-44s %6s %9s %9s %9s %9s\n", "", "runs", "min ms", "p50 ms", "p90 ms", "max ms");
+
+        char *true_argv[] = {"true", NULL};
+        bench_gpu_time_runs("fork+exec of true (floor)", "bench=exec cmd=true", true_argv, NULL, cfg->exec_runs);
+        char *ctl_argv[] = {(char *)cfg->ctl_path, sock_arg, "state", pid_s, NULL};
+        if (bench_gpu_time_runs("cudackptctl state PID", "bench=exec cmd=cudackptctl", ctl_argv, NULL,
+                                cfg->exec_runs) < 0)
+                r = -EIO;
+
+        /* cudackptctl's cuda-checkpoint mode (the symlink beside it), as CRIU would run it. */
+        char *compat = NULL, sock_env[320];
+        snprintf(sock_env, sizeof(sock_env), "CUDACKPT_SOCKET=%s", d.socket_path);
+        const char *const compat_env[] = {sock_env, NULL};
+        const char *slash = strrchr(cfg->ctl_path, '/');
+        if (asprintf(&compat, "%.*scuda-checkpoint", slash ? (int)(slash - cfg->ctl_path + 1) : 0,
+                     cfg->ctl_path) >= 0 &&
+            access(compat, X_OK) == 0) {
+                char *compat_argv[] = {compat, "--get-state", "--pid", pid_s, NULL};
+                if (bench_gpu_time_runs("cudackptctl as cuda-checkpoint --get-state", "bench=exec cmd=ctl-compat",
+                                        compat_argv, compat_env, cfg->exec_runs) < 0)
+                        r = -EIO;
+        }
+        free(compat);
+
+        char *cc = cfg->cuda_checkpoint_path ? strdup(cfg->cuda_checkpoint_path)
+                                             : bench_gpu_find_in_path("cuda-checkpoint", cfg->ctl_path);
+        if (cc && access(cc, X_OK) == 0) {
+                char *cc_argv[] = {cc, "--get-state", "--pid", pid_s, NULL};
+                /* Not ours: its failure is reported, not counted against cudackptd. */
+                int before = bench_gpu_failures;
+                printf("  (NVIDIA's utility: %s)\n", cc);
+                bench_gpu_time_runs("cuda-checkpoint --get-state --pid PID", "bench=exec cmd=cuda-checkpoint",
+                                    cc_argv, NULL, cfg->exec_runs);
+                bench_gpu_failures = before;
+        } else {
+                printf("  %-44s not available; reference 16.7 ms median\n", "cuda-checkpoint --get-state --pid PID");
+                printf("RESULT bench=exec cmd=cuda-checkpoint available=0 reference_p50_ms=16.7\n");
+        }
+        free(cc);
+        bench_gpu_targets_stop(&t, 1);
+out_daemon:
+        bench_gpu_daemon_stop(&d);
+        return r;
+}
+
+/* ------------------------------------------------------------------------
+ * 3./4. N processes at once
+ * ------------------------------------------------------------------------ */
+enum bench_gpu_mode { BENCH_GPU_DAEMON, BENCH_GPU_DIRECT };
+
+typedef struct bench_gpu_worker {
+        pthread_t thread;
+        enum bench_gpu_mode mode;
+        const bench_gpu_driver *drv;
+        cudackpt_client *client;
+        pthread_barrier_t *start;
+        atomic_int *done;
+        int pid;
+        long cycles;
+        double suspend_ms, resume_ms; /* of the last cycle, client side */
+        double ckpt_ms, restore_ms;   /* direct mode: the two long driver calls */
+        int failed;
+        char err[512];
+} bench_gpu_worker;
+
+static int bench_gpu_direct_cycle(bench_gpu_worker *w)
+{
+        const bench_gpu_driver *drv = w->drv;
+        CUresult cr;
+        uint64_t t0 = bench_now_ns();
+        CUcheckpointLockArgs la;
+        memset(&la, 0, sizeof(la));
+        if ((cr = drv->lock(w->pid, &la)) != CUDA_SUCCESS)
+                goto fail_lock;
+        uint64_t t1 = bench_now_ns();
+        if ((cr = drv->checkpoint(w->pid, NULL)) != CUDA_SUCCESS)
+                goto fail_ckpt;
+        uint64_t t2 = bench_now_ns();
+        if ((cr = drv->restore(w->pid, NULL)) != CUDA_SUCCESS)
+                goto fail_restore;
+        uint64_t t3 = bench_now_ns();
+        if ((cr = drv->unlock(w->pid, NULL)) != CUDA_SUCCESS)
+                goto fail_unlock;
+        uint64_t t4 = bench_now_ns();
+        w->suspend_ms = bench_gpu_ms(t2 - t0);
+        w->resume_ms = bench_gpu_ms(t4 - t2);
+        w->ckpt_ms = bench_gpu_ms(t2 - t1);
+        w->restore_ms = bench_gpu_ms(t3 - t2);
+        return 0;
+fail_lock:
+        snprintf(w->err, sizeof(w->err), "direct lock %d: %s", w->pid, bench_gpu_cu_name(drv, cr));
+        return -EIO;
+fail_ckpt:
+        snprintf(w->err, sizeof(w->err), "direct checkpoint %d: %s", w->pid, bench_gpu_cu_name(drv, cr));
+        return -EIO;
+fail_restore:
+        snprintf(w->err, sizeof(w->err), "direct restore %d: %s", w->pid, bench_gpu_cu_name(drv, cr));
+        return -EIO;
+fail_unlock:
+        snprintf(w->err, sizeof(w->err), "direct unlock %d: %s", w->pid, bench_gpu_cu_name(drv, cr));
+        return -EIO;
+}
+
+static int bench_gpu_daemon_cycle(cudackpt_client *c, int pid, double *ret_suspend_ms, double *ret_resume_ms,
+                                  char *err, size_t errlen)
+{
+        cudackpt_reply reply;
+        int r;
+        cudackpt_reply_init(&reply);
+        uint64_t t0 = bench_now_ns();
+        r = cudackpt_suspend(c, pid, -1, &reply);
+        uint64_t t1 = bench_now_ns();
+        r = bench_gpu_reply_ok("Suspend", pid, r, &reply, CUDACKPT_STATE_CHECKPOINTED, err, errlen);
+        cudackpt_reply_clear(&reply);
+        if (r < 0)
+                return r;
+        r = cudackpt_resume(c, pid, NULL, &reply);
+        uint64_t t2 = bench_now_ns();
+        r = bench_gpu_reply_ok("Resume", pid, r, &reply, CUDACKPT_STATE_RUNNING, err, errlen);
+        cudackpt_reply_clear(&reply);
+        if (r < 0)
+                return r;
+        *ret_suspend_ms = bench_gpu_ms(t1 - t0);
+        *ret_resume_ms = bench_gpu_ms(t2 - t1);
+        return 0;
+}
+
+static void *bench_gpu_worker_main(void *arg)
+{
+        bench_gpu_worker *w = arg;
+        pthread_barrier_wait(w->start);
+        for (long i = 0; i < w->cycles && !w->failed; i++) {
+                int r;
+                if (w->mode == BENCH_GPU_DIRECT)
+                        r = bench_gpu_direct_cycle(w);
+                else
+                        r = bench_gpu_daemon_cycle(w->client, w->pid, &w->suspend_ms, &w->resume_ms, w->err,
+                                                   sizeof(w->err));
+                if (r < 0)
+                        w->failed = 1;
+        }
+        if (w->done)
+                atomic_fetch_add(w->done, 1);
+        return NULL;
+}
+
+/* Threads wait at a barrier that counts them: one that cannot be created
+ * would leave the others waiting for ever, so that is fatal. */
+static void bench_gpu_start_workers(bench_gpu_worker *w, int n)
+{
+        for (int i = 0; i < n; i++) {
+                int e = pthread_create(&w[i].thread, NULL, bench_gpu_worker_main, &w[i]);
+                if (e != 0) {
+                        fprintf(stderr, "cudackpt-bench-gpu: pthread_create: %s\n", strerror(e));
+                        abort();
+                }
+        }
+}
+
+/* Runs one cycle per target in n threads; returns the wall time in ms
+ * (barrier release to the last thread's end), or a negative errno. */
+static double bench_gpu_parallel(enum bench_gpu_mode mode, const bench_daemon *d, const bench_gpu_driver *drv,
+                                 bench_gpu_target *t, int n, bench_gpu_worker *w,
+                                 pthread_barrier_t *start)
+{
+        int r = 0;
+        memset(w, 0, sizeof(*w) * (size_t)n);
+        for (int i = 0; i < n; i++) {
+                w[i].mode = mode;
+                w[i].drv = drv;
+                w[i].pid = t[i].pid;
+                w[i].cycles = 1;
+                w[i].start = start;
+                if (mode == BENCH_GPU_DAEMON && bench_gpu_connect(d, &w[i].client) < 0) {
+                        for (int j = 0; j < i; j++)
+                                cudackpt_client_free(w[j].client);
+                        return -EIO;
+                }
+        }
+        if (pthread_barrier_init(start, NULL, (unsigned)(n + 1)) != 0)
+                return -ENOMEM;
+        bench_gpu_start_workers(w, n);
+        pthread_barrier_wait(start);
+        uint64_t t0 = bench_now_ns();
+        for (int i = 0; i < n; i++)
+                pthread_join(w[i].thread, NULL);
+        uint64_t t1 = bench_now_ns();
+        pthread_barrier_destroy(start);
+        for (int i = 0; i < n; i++) {
+                cudackpt_client_free(w[i].client);
+                w[i].client = NULL;
+                if (w[i].failed) {
+                        bench_gpu_fail("%s", w[i].err);
+                        r = -EIO;
+                }
+        }
+        return r < 0 ? r : bench_gpu_ms(t1 - t0);
+}
+
+static int bench_gpu_all_running(const bench_gpu_driver *drv, const bench_gpu_target *t, int n)
+{
+        int r = 0;
+        for (int i = 0; i < n; i++) {
+                CUprocessState st = CU_PROCESS_STATE_FAILED;
+                CUresult cr = drv->get_state(t[i].pid, &st);
+                if (cr != CUDA_SUCCESS || st != CU_PROCESS_STATE_RUNNING) {
+                        bench_gpu_fail("target %d not running after the cycle: %s state %d", (int)t[i].pid,
+                                       bench_gpu_cu_name(drv, cr), (int)st);
+                        r = -EIO;
+                }
+        }
+        return r;
+}
+
+static int bench_gpu_multi(const bench_gpu_cfg *cfg)
+{
+        bench_daemon d;
+        bench_gpu_driver drv;
+        bench_gpu_target t[BENCH_GPU_MAX_PROCS];
+        bench_gpu_worker w[BENCH_GPU_MAX_PROCS];
+        pthread_barrier_t start;
+        int n = (int)cfg->procs, r;
+        long R = cfg->repeats;
+        double *tot[3], *sus[3], *res[3], *ck, *rs;
+        const char *names[3] = {"daemon, all at once (N clients)", "daemon, one after another",
+                                "driver direct, N threads at once"};
+        const char *keys[3] = {"daemon-parallel", "daemon-sequential", "direct-parallel"};
+
+        printf("\n== 3. Suspend+resume of %d x %ld MiB processes (%ld repeats, medians) ==\n", n, cfg->proc_mib, R);
+        if ((r = bench_gpu_driver_load(cfg, &drv)) < 0)
+                return r;
+        if ((r = bench_gpu_daemon_start(cfg, &d)) < 0)
+                return r;
+        if ((r = bench_gpu_targets_start(cfg, "multi", n, cfg->proc_mib, t)) < 0)
+                goto out_daemon;
+        for (int m = 0; m < 3; m++) {
+                tot[m] = calloc((size_t)R, sizeof(double));
+                sus[m] = calloc((size_t)(R * n), sizeof(double));
+                res[m] = calloc((size_t)(R * n), sizeof(double));
+        }
+        ck = calloc((size_t)(R * n), sizeof(double));
+        rs = calloc((size_t)(R * n), sizeof(double));
+        for (int m = 0; m < 3; m++)
+                if (!tot[m] || !sus[m] || !res[m])
+                        r = -ENOMEM;
+        if (!ck || !rs)
+                r = -ENOMEM;
+
+        for (long rep = 0; rep < R && r == 0; rep++) {
+                /* The three modes alternate so that drift hits all alike. */
+                double ms = bench_gpu_parallel(BENCH_GPU_DAEMON, &d, &drv, t, n, w, &start);
+                if (ms < 0 || bench_gpu_all_running(&drv, t, n) < 0) {
+                        r = -EIO;
+                        break;
+                }
+                tot[0][rep] = ms;
+                for (int i = 0; i < n; i++) {
+                        sus[0][rep * n + i] = w[i].suspend_ms;
+                        res[0][rep * n + i] = w[i].resume_ms;
+                }
+
+                cudackpt_client *c = NULL;
+                if (bench_gpu_connect(&d, &c) < 0) {
+                        r = -EIO;
+                        break;
+                }
+                uint64_t t0 = bench_now_ns();
+                for (int i = 0; i < n && r == 0; i++) {
+                        char err[512];
+                        if (bench_gpu_daemon_cycle(c, t[i].pid, &sus[1][rep * n + i], &res[1][rep * n + i], err,
+                                                   sizeof(err)) < 0) {
+                                bench_gpu_fail("%s", err);
+                                r = -EIO;
+                        }
+                }
+                tot[1][rep] = bench_gpu_ms(bench_now_ns() - t0);
+                cudackpt_client_free(c);
+                if (r < 0 || bench_gpu_all_running(&drv, t, n) < 0) {
+                        r = -EIO;
+                        break;
+                }
+
+                ms = bench_gpu_parallel(BENCH_GPU_DIRECT, &d, &drv, t, n, w, &start);
+                if (ms < 0 || bench_gpu_all_running(&drv, t, n) < 0) {
+                        r = -EIO;
+                        break;
+                }
+                tot[2][rep] = ms;
+                for (int i = 0; i < n; i++) {
+                        sus[2][rep * n + i] = w[i].suspend_ms;
+                        res[2][rep * n + i] = w[i].resume_ms;
+                        ck[rep * n + i] = w[i].ckpt_ms;
+                        rs[rep * n + i] = w[i].restore_ms;
+                }
+                printf("  repeat %ld: at once %.2f s, one after another %.2f s, direct %.2f s\n", rep + 1,
+                       tot[0][rep] / 1e3, tot[1][rep] / 1e3, tot[2][rep] / 1e3);
+                fflush(stdout);
+        }
+        for (int i = 0; i < n; i++)
+                if (bench_gpu_target_check(&t[i]) < 0)
+                        r = -EIO;
+        if (r == 0) {
+                double med[3];
+                printf("  %-36s %10s %18s %18s\n", "mode", "total s", "suspend s/proc", "resume s/proc");
+                for (int m = 0; m < 3; m++) {
+                        med[m] = bench_median(tot[m], (size_t)R);
+                        double ms_ = bench_median(sus[m], (size_t)(R * n));
+                        double mr = bench_median(res[m], (size_t)(R * n));
+                        printf("  %-36s %10.2f %18.2f %18.2f\n", names[m], med[m] / 1e3, ms_ / 1e3, mr / 1e3);
+                        printf("RESULT bench=multi mode=%s procs=%d mib=%ld repeats=%ld total_s=%.3f "
+                               "suspend_s=%.3f resume_s=%.3f\n",
+                               keys[m], n, cfg->proc_mib, R, med[m] / 1e3, ms_ / 1e3, mr / 1e3);
+                }
+                printf("  direct driver: checkpoint %.2f s, restore %.2f s per process (median)\n",
+                       bench_median(ck, (size_t)(R * n)) / 1e3, bench_median(rs, (size_t)(R * n)) / 1e3);
+                printf("  at once vs one after another: x%.2f faster; daemon at once vs direct: %+.1f%%\n",
+                       med[0] > 0 ? med[1] / med[0] : 0, med[2] > 0 ? (med[0] / med[2] - 1) * 100 : 0);
+                printf("  data check: all %d targets verified their buffers intact\n", n);
+                printf("RESULT bench=multi speedup_parallel=%.3f daemon_vs_direct_pct=%.2f data_ok=1\n",
+                       med[0] > 0 ? med[1] / med[0] : 0, med[2] > 0 ? (med[0] / med[2] - 1) * 100 : 0);
+        }
+        for (int m = 0; m < 3; m++) {
+                free(tot[m]);
+                free(sus[m]);
+                free(res[m]);
+        }
+        free(ck);
+        free(rs);
+        bench_gpu_targets_stop(t, n);
+out_daemon:
+        bench_gpu_daemon_stop(&d);
+        return r;
+}
+
+/* ------------------------------------------------------------------------
+ * 4. GetState while N long checkpoints run
+ * ------------------------------------------------------------------------ */
+typedef struct bench_gpu_prober {
+        pthread_t thread;
+        cudackpt_client *idle_c, *busy_c;
+        int idle_pid, busy_pid;
+        pthread_barrier_t *start;
+        atomic_int *done;
+        int nworkers;
+        bench_samples idle, busy;
+        long in_flight_seen, errors;
+        char err[512];
+} bench_gpu_prober;
+
+static void *bench_gpu_prober_main(void *arg)
+{
+        bench_gpu_prober *p = arg;
+        pthread_barrier_wait(p->start);
+        while (atomic_load(p->done) < p->nworkers) {
+                cudackpt_reply reply;
+                uint64_t t0, t1;
+                int r;
+                cudackpt_reply_init(&reply);
+                t0 = bench_now_ns();
+                r = cudackpt_get_state(p->idle_c, p->idle_pid, &reply);
+                t1 = bench_now_ns();
+                if (bench_gpu_reply_ok("GetState(idle)", p->idle_pid, r, &reply, CUDACKPT_STATE_RUNNING, p->err,
+                                       sizeof(p->err)) < 0)
+                        p->errors++;
+                cudackpt_reply_clear(&reply);
+                if (bench_samples_add(&p->idle, (double)(t1 - t0) / 1e3) < 0)
+                        break;
+
+                t0 = bench_now_ns();
+                r = cudackpt_get_state(p->busy_c, p->busy_pid, &reply);
+                t1 = bench_now_ns();
+                if (r < 0 || reply.error) {
+                        snprintf(p->err, sizeof(p->err), "GetState(busy) %d: %s", p->busy_pid,
+                                 r < 0 ? strerror(-r) : reply.error);
+                        p->errors++;
+                } else if (reply.in_flight) {
+                        p->in_flight_seen++;
+                }
+                cudackpt_reply_clear(&reply);
+                if (bench_samples_add(&p->busy, (double)(t1 - t0) / 1e3) < 0)
+                        break;
+        }
+        return NULL;
+}
+
+static int bench_gpu_contention(const bench_gpu_cfg *cfg)
+{
+        bench_daemon d;
+        bench_gpu_driver drv;
+        bench_gpu_target t[BENCH_GPU_MAX_PROCS + 1];
+        bench_gpu_worker w[BENCH_GPU_MAX_PROCS];
+        bench_gpu_prober p;
+        pthread_barrier_t start;
+        atomic_int done;
+        bench_samples base = {0};
+        long base_err = 0;
+        int n = (int)cfg->procs, r;
+
+        printf("\n== 4. GetState of an idle process while %d x %ld MiB suspend+resume cycles run ==\n", n,
+               cfg->proc_mib);
+        memset(&p, 0, sizeof(p));
+        if ((r = bench_gpu_driver_load(cfg, &drv)) < 0)
+                return r;
+        if ((r = bench_gpu_daemon_start(cfg, &d)) < 0)
+                return r;
+        if ((r = bench_gpu_targets_start(cfg, "busy", n, cfg->proc_mib, t)) < 0)
+                goto out_daemon;
+        if ((r = bench_gpu_targets_start(cfg, "idle", 1, cfg->idle_mib, &t[n])) < 0)
+                goto out_busy;
+        if (bench_gpu_connect(&d, &p.idle_c) < 0 || bench_gpu_connect(&d, &p.busy_c) < 0) {
+                r = -EIO;
+                goto out_idle;
+        }
+        p.idle_pid = t[n].pid;
+        p.busy_pid = t[0].pid;
+
+        /* Baseline without load. */
+        for (long i = -100; i < cfg->calls / 5 + 1; i++) {
+                cudackpt_reply reply;
+                char err[512];
+                cudackpt_reply_init(&reply);
+                uint64_t t0 = bench_now_ns();
+                int cr = cudackpt_get_state(p.idle_c, p.idle_pid, &reply);
+                uint64_t dt = bench_now_ns() - t0;
+                if (bench_gpu_reply_ok("GetState", p.idle_pid, cr, &reply, CUDACKPT_STATE_RUNNING, err,
+                                       sizeof(err)) < 0 &&
+                    base_err++ == 0)
+                        bench_gpu_fail("%s", err);
+                cudackpt_reply_clear(&reply);
+                if (i >= 0)
+                        bench_samples_add(&base, (double)dt / 1e3);
+        }
+
+        atomic_init(&done, 0);
+        p.start = &start;
+        p.done = &done;
+        p.nworkers = n;
+        /* The prober waits at the same barrier as the workers and the clock. */
+        memset(w, 0, sizeof(w));
+        for (int i = 0; i < n; i++) {
+                w[i].mode = BENCH_GPU_DAEMON;
+                w[i].pid = t[i].pid;
+                w[i].cycles = cfg->cycles;
+                w[i].start = &start;
+                w[i].done = &done;
+                if (bench_gpu_connect(&d, &w[i].client) < 0) {
+                        r = -EIO;
+                        goto out_clients;
+                }
+        }
+        if (pthread_barrier_init(&start, NULL, (unsigned)(n + 2)) != 0) {
+                r = -ENOMEM;
+                goto out_clients;
+        }
+        bench_gpu_start_workers(w, n);
+        if (pthread_create(&p.thread, NULL, bench_gpu_prober_main, &p) != 0)
+                abort();
+        pthread_barrier_wait(&start);
+        uint64_t t0 = bench_now_ns();
+        for (int i = 0; i < n; i++)
+                pthread_join(w[i].thread, NULL);
+        uint64_t t1 = bench_now_ns();
+        pthread_join(p.thread, NULL);
+        pthread_barrier_destroy(&start);
+        for (int i = 0; i < n; i++)
+                if (w[i].failed) {
+                        bench_gpu_fail("%s", w[i].err);
+                        r = -EIO;
+                }
+        if (p.errors) {
+                bench_gpu_fail("%ld GetState errors under load, last: %s", p.errors, p.err);
+                r = -EIO;
+        }
+
+        bench_stats sb, si, sbusy;
+        bench_stats_compute(base.v, base.n, &sb);
+        bench_stats_compute(p.idle.v, p.idle.n, &si);
+        bench_stats_compute(p.busy.v, p.busy.n, &sbusy);
+        printf("  load: %d processes x %ld cycle(s) took %.2f s\n", n, cfg->cycles, bench_gpu_ms(t1 - t0) / 1e3);
+        bench_gpu_lat_header();
+        bench_gpu_print_lat("idle process, no load", "bench=contention series=idle-noload", &sb, base_err);
+        bench_gpu_print_lat("idle process, during checkpoints", "bench=contention series=idle-load", &si, 0);
+        bench_gpu_print_lat("process being checkpointed", "bench=contention series=busy-load", &sbusy, 0);
+        printf("  answers naming an operation in flight for the busy process: %ld of %zu\n", p.in_flight_seen,
+               p.busy.n);
+        printf("RESULT bench=contention procs=%d mib=%ld load_s=%.3f busy_in_flight=%ld busy_n=%zu\n", n,
+               cfg->proc_mib, bench_gpu_ms(t1 - t0) / 1e3, p.in_flight_seen, p.busy.n);
+        for (int i = 0; i <= n; i++)
+                if (bench_gpu_target_check(&t[i]) < 0)
+                        r = -EIO;
+out_clients:
+        for (int i = 0; i < n; i++)
+                cudackpt_client_free(w[i].client);
+out_idle:
+        bench_samples_free(&base);
+        bench_samples_free(&p.idle);
+        bench_samples_free(&p.busy);
+        cudackpt_client_free(p.idle_c);
+        cudackpt_client_free(p.busy_c);
+        bench_gpu_targets_stop(&t[n], 1);
+out_busy:
+        bench_gpu_targets_stop(t, n);
+out_daemon:
+        bench_gpu_daemon_stop(&d);
+        return r;
+}
+
+/* ------------------------------------------------------------------------
+ * 5. Suspend/resume against GPU memory size
+ * ------------------------------------------------------------------------ */
+static int bench_gpu_size(const bench_gpu_cfg *cfg)
+{
+        bench_daemon d;
+        cudackpt_client *c = NULL;
+        int r, rc = 0;
+
+        printf("\n== 5. Suspend/resume through the daemon against GPU memory size (%ld repeats, medians;"
+               " GB = 1e9 bytes) ==\n",
+               cfg->repeats);
+        if ((r = bench_gpu_daemon_start(cfg, &d)) < 0)
+                return r;
+        if ((r = bench_gpu_connect(&d, &c)) < 0)
+                goto out_daemon;
+        printf("  %10s %12s %10s %12s %10s %14s %14s\n", "size MiB", "suspend s", "GB/s", "resume s", "GB/s",
+               "daemon ckpt", "daemon rest.");
+        for (int k = 0; k < cfg->nsizes; k++) {
+                bench_gpu_target t;
+                long mib = cfg->sizes[k];
+                char tag[32];
+                snprintf(tag, sizeof(tag), "size%ld-", mib);
+                if (bench_gpu_targets_start(cfg, tag, 1, mib, &t) < 0) {
+                        printf("  %10ld  target did not start (not enough GPU memory?)\n", mib);
+                        rc = -EIO;
+                        continue;
+                }
+                double *sus = calloc((size_t)cfg->repeats, sizeof(double));
+                double *res = calloc((size_t)cfg->repeats, sizeof(double));
+                double *dsus = calloc((size_t)cfg->repeats, sizeof(double));
+                double *dres = calloc((size_t)cfg->repeats, sizeof(double));
+                int ok = sus && res && dsus && dres;
+                for (long i = 0; ok && i < cfg->repeats; i++) {
+                        cudackpt_reply reply;
+                        char err[512];
+                        cudackpt_reply_init(&reply);
+                        uint64_t t0 = bench_now_ns();
+                        int cr = cudackpt_suspend(c, t.pid, -1, &reply);
+                        uint64_t t1 = bench_now_ns();
+                        if (bench_gpu_reply_ok("Suspend", t.pid, cr, &reply, CUDACKPT_STATE_CHECKPOINTED, err,
+                                               sizeof(err)) < 0) {
+                                bench_gpu_fail("%s", err);
+                                ok = 0;
+                        }
+                        dsus[i] = reply.duration_ms;
+                        cudackpt_reply_clear(&reply);
+                        if (!ok)
+                                break;
+                        cr = cudackpt_resume(c, t.pid, NULL, &reply);
+                        uint64_t t2 = bench_now_ns();
+                        if (bench_gpu_reply_ok("Resume", t.pid, cr, &reply, CUDACKPT_STATE_RUNNING, err,
+                                               sizeof(err)) < 0) {
+                                bench_gpu_fail("%s", err);
+                                ok = 0;
+                        }
+                        dres[i] = reply.duration_ms;
+                        cudackpt_reply_clear(&reply);
+                        sus[i] = bench_gpu_ms(t1 - t0);
+                        res[i] = bench_gpu_ms(t2 - t1);
+                }
+                if (ok && bench_gpu_target_check(&t) < 0)
+                        ok = 0;
+                if (ok) {
+                        double bytes = (double)mib * 1048576.0;
+                        double ms = bench_median(sus, (size_t)cfg->repeats);
+                        double mr = bench_median(res, (size_t)cfg->repeats);
+                        double mds = bench_median(dsus, (size_t)cfg->repeats);
+                        double mdr = bench_median(dres, (size_t)cfg->repeats);
+                        printf("  %10ld %12.3f %10.2f %12.3f %10.2f %12.1fms %12.1fms\n", mib, ms / 1e3,
+                               bytes / 1e9 / (ms / 1e3), mr / 1e3, bytes / 1e9 / (mr / 1e3), mds, mdr);
+                        printf("RESULT bench=size mib=%ld bytes=%.0f repeats=%ld suspend_s=%.3f suspend_gbps=%.3f "
+                               "resume_s=%.3f resume_gbps=%.3f daemon_suspend_ms=%.1f daemon_resume_ms=%.1f\n",
+                               mib, bytes, cfg->repeats, ms / 1e3, bytes / 1e9 / (ms / 1e3), mr / 1e3,
+                               bytes / 1e9 / (mr / 1e3), mds, mdr);
+                } else {
+                        rc = -EIO;
+                }
+                fflush(stdout);
+                free(sus);
+                free(res);
+                free(dsus);
+                free(dres);
+                bench_gpu_targets_stop(&t, 1);
+        }
+        r = rc;
+        cudackpt_client_free(c);
+out_daemon:
+        bench_gpu_daemon_stop(&d);
+        return r;
+}
+
+/* ------------------------------------------------------------------------ */
+static void bench_gpu_usage(FILE *f)
+{
+        fprintf(f,
+                "usage: cudackpt-bench-gpu COMMAND [OPTIONS]\n"
+                "commands: getstate | exec | multi | contention | size | all\n"
+                "  --daemon=PATH           cudackptd (required)\n"
+                "  --ctl=PATH              cudackptctl (exec)\n"
+                "  --target=PATH           cudackpt-gpu-target (required)\n"
+                "  --driver=PATH           libcuda for the daemon and the direct calls (libcuda.so.1)\n"
+                "  --cuda-checkpoint=PATH  NVIDIA's utility (default: searched in PATH)\n"
+                "  --calls=N               GetState calls (10000)\n"
+                "  --runs=N                process runs for exec (50)\n"
+                "  --repeats=N             repeats of multi and size (3)\n"
+                "  --procs=N               processes for multi and contention (4)\n"
+                "  --proc-mib=N            their GPU memory (4096)\n"
+                "  --idle-mib=N            GPU memory of idle targets (64)\n"
+                "  --cycles=N              suspend+resume cycles per process in contention (1)\n"
+                "  --sizes=LIST            MiB sizes for size (1024,4096,16384,65536)\n"
+                "  --interval-ms=N         targets' verification interval (1000)\n"
+                "  --log-level=LEVEL       daemon log level (warning)\n");
+}
+
+int main(int argc, char **argv)
+{
+        bench_gpu_cfg cfg = {
+                .driver_path = "libcuda.so.1",
+                .log_level = "warning",
+                .calls = 10000,
+                .exec_runs = 50,
+                .repeats = 3,
+                .procs = 4,
+                .proc_mib = 4096,
+                .idle_mib = 64,
+                .interval_ms = 1000,
+                .cycles = 1,
+                .sizes = {1024, 4096, 16384, 65536},
+                .nsizes = 4,
+        };
+        const char *cmd;
+        int r = 0;
+
+        if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+                bench_gpu_usage(argc < 2 ? stderr : stdout);
+                return argc < 2 ? 2 : 0;
+        }
+        cmd = argv[1];
+        for (int i = 2; i < argc; i++) {
+                const char *a = argv[i];
+                const char *v = strchr(a, '=');
+                int bad = 0;
+                if (!v) {
+                        bad = 1;
+                } else if (strncmp(a, "--daemon=", 9) == 0) {
+                        cfg.daemon_path = v + 1;
+                } else if (strncmp(a, "--ctl=", 6) == 0) {
+                        cfg.ctl_path = v + 1;
+                } else if (strncmp(a, "--target=", 9) == 0) {
+                        cfg.target_path = v + 1;
+                } else if (strncmp(a, "--driver=", 9) == 0) {
+                        cfg.driver_path = v + 1;
+                } else if (strncmp(a, "--cuda-checkpoint=", 18) == 0) {
+                        cfg.cuda_checkpoint_path = v + 1;
+                } else if (strncmp(a, "--log-level=", 12) == 0) {
+                        cfg.log_level = v + 1;
+                } else if (strncmp(a, "--calls=", 8) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 100000000, &cfg.calls) < 0;
+                } else if (strncmp(a, "--runs=", 7) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 1000000, &cfg.exec_runs) < 0;
+                } else if (strncmp(a, "--repeats=", 10) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 1000, &cfg.repeats) < 0;
+                } else if (strncmp(a, "--procs=", 8) == 0) {
+                        bad = bench_parse_long(v + 1, 1, BENCH_GPU_MAX_PROCS, &cfg.procs) < 0;
+                } else if (strncmp(a, "--proc-mib=", 11) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 1L << 24, &cfg.proc_mib) < 0;
+                } else if (strncmp(a, "--idle-mib=", 11) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 1L << 24, &cfg.idle_mib) < 0;
+                } else if (strncmp(a, "--cycles=", 9) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 1000, &cfg.cycles) < 0;
+                } else if (strncmp(a, "--interval-ms=", 14) == 0) {
+                        bad = bench_parse_long(v + 1, 0, 3600000, &cfg.interval_ms) < 0;
+                } else if (strncmp(a, "--sizes=", 8) == 0) {
+                        cfg.nsizes = bench_parse_list(v + 1, cfg.sizes, BENCH_GPU_MAX_SIZES);
+                        bad = cfg.nsizes < 0;
+                } else {
+                        bad = 1;
+                }
+                if (bad) {
+                        fprintf(stderr, "cudackpt-bench-gpu: bad option %s\n", a);
+                        bench_gpu_usage(stderr);
+                        return 2;
+                }
+        }
+        if (!cfg.daemon_path || !cfg.target_path || (!cfg.ctl_path && (!strcmp(cmd, "exec") || !strcmp(cmd, "all")))) {
+                fprintf(stderr, "cudackpt-bench-gpu: --daemon, --target (and for exec --ctl) are required\n");
+                return 2;
+        }
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        signal(SIGPIPE, SIG_IGN);
+        if ((r = bench_make_workdir("cudackpt-bench-gpu", &cfg.workdir)) < 0) {
+                fprintf(stderr, "cudackpt-bench-gpu: work directory: %s\n", strerror(-r));
+                return 1;
+        }
+
+        int all = strcmp(cmd, "all") == 0, known = all;
+        if (all || strcmp(cmd, "getstate") == 0) {
+                known = 1;
+                bench_gpu_getstate(&cfg);
+        }
+        if (all || strcmp(cmd, "exec") == 0) {
+                known = 1;
+                bench_gpu_exec(&cfg);
+        }
+        if (all || strcmp(cmd, "multi") == 0) {
+                known = 1;
+                bench_gpu_multi(&cfg);
+        }
+        if (all || strcmp(cmd, "contention") == 0) {
+                known = 1;
+                bench_gpu_contention(&cfg);
+        }
+        if (all || strcmp(cmd, "size") == 0) {
+                known = 1;
+                bench_gpu_size(&cfg);
+        }
+        if (!known) {
+                fprintf(stderr, "cudackpt-bench-gpu: unknown command %s\n", cmd);
+                bench_remove_workdir(cfg.workdir);
+                free(cfg.workdir);
+                return 2;
+        }
+        if (bench_gpu_failures == 0)
+                bench_remove_workdir(cfg.workdir);
+        else
+                printf("work directory kept (logs): %s\n", cfg.workdir);
+        free(cfg.workdir);
+        return bench_gpu_failures ? 1 : 0;
+}

@@ -1,0 +1,447 @@
+/* bench_sim.c: cudackptd's own cost, measured on any machine.
+ *
+ * Starts the daemon with the simulated driver (--driver=libcudackpt-sim.so)
+ * and `env CUDACKPT_SIM=1 sleep ...` targets, then measures GetState
+ * requests per second and p50/p99 latency with 1, 16 and 256 concurrent
+ * clients (one connection and one thread each, bounded in count and time),
+ * and the daemon's resident memory (VmRSS) idle and with 1000 open
+ * connections.  The driver costs nothing here, so the numbers are the
+ * daemon's: parsing, queueing, the pidfd/procfs checks and the reply.
+ * Prints a report and "RESULT key=value ..." lines; timing never fails it,
+ * a failed request does (exit 1). */
+#include <cudackpt/client.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+
+#define BENCH_SIM_MAX_LEVELS 16
+#define BENCH_SIM_MAX_TARGETS 1024
+
+typedef struct bench_sim_cfg {
+        const char *daemon_path;
+        const char *sim_path;
+        const char *log_level;
+        long levels[BENCH_SIM_MAX_LEVELS];
+        int nlevels;
+        long seconds_ms;
+        long max_requests;
+        long targets;
+        long idle_conns;
+} bench_sim_cfg;
+
+typedef struct bench_sim_client {
+        pthread_t thread;
+        const char *socket_path;
+        pthread_barrier_t *start;
+        const pid_t *pids;
+        long npids;
+        int index;
+        uint64_t deadline_ns; /* set by the main thread before the barrier opens */
+        uint64_t *deadline_ptr;
+        double *lat;          /* microseconds */
+        size_t cap, n;
+        uint64_t end_ns;
+        long errors;
+        int connect_error;
+        char err[384];
+} bench_sim_client;
+
+static void bench_sim_note_error(bench_sim_client *c, int r, const cudackpt_reply *reply, int pid)
+{
+        if (c->errors++ > 0)
+                return;
+        if (r < 0)
+                snprintf(c->err, sizeof(c->err), "GetState %d: transport error %s", pid, strerror(-r));
+        else if (reply->error)
+                snprintf(c->err, sizeof(c->err), "GetState %d: %s %s", pid, reply->error,
+                         reply->parameters_json ? reply->parameters_json : "");
+        else
+                snprintf(c->err, sizeof(c->err), "GetState %d: state %s (want running)", pid,
+                         reply->state ? reply->state : "(none)");
+}
+
+static void *bench_sim_client_main(void *arg)
+{
+        bench_sim_client *c = arg;
+        cudackpt_client *conn = NULL;
+        int r = cudackpt_client_connect(c->socket_path, &conn);
+        if (r < 0)
+                c->connect_error = r;
+        else
+                cudackpt_client_set_timeout(conn, 30000);
+        /* Everyone connects first: the clock starts when all are connected. */
+        pthread_barrier_wait(c->start);
+        uint64_t deadline = *c->deadline_ptr;
+        for (size_t i = 0; conn && i < c->cap; i++) {
+                cudackpt_reply reply;
+                int pid = (int)c->pids[(size_t)c->index % (size_t)c->npids];
+                cudackpt_reply_init(&reply);
+                uint64_t t0 = bench_now_ns();
+                r = cudackpt_get_state(conn, pid, &reply);
+                uint64_t t1 = bench_now_ns();
+                if (r < 0 || reply.error || !reply.state || strcmp(reply.state, CUDACKPT_STATE_RUNNING) != 0)
+                        bench_sim_note_error(c, r, &reply, pid);
+                cudackpt_reply_clear(&reply);
+                c->lat[c->n++] = (double)(t1 - t0) / 1e3;
+                if (r < 0 || t1 >= deadline)
+                        break;
+        }
+        c->end_ns = bench_now_ns();
+        cudackpt_client_free(conn);
+        return NULL;
+}
+
+static int bench_sim_level(const bench_sim_cfg *cfg, const bench_daemon *d, const pid_t *pids, long nclients)
+{
+        bench_sim_client *cl = calloc((size_t)nclients, sizeof(*cl));
+        pthread_barrier_t start;
+        uint64_t deadline = 0;
+        int r = 0;
+        size_t cap = (size_t)(cfg->max_requests / nclients);
+        if (cap < 1)
+                cap = 1;
+        if (!cl || pthread_barrier_init(&start, NULL, (unsigned)nclients + 1) != 0) {
+                free(cl);
+                return -ENOMEM;
+        }
+        for (long i = 0; i < nclients; i++) {
+                cl[i].socket_path = d->socket_path;
+                cl[i].start = &start;
+                cl[i].pids = pids;
+                cl[i].npids = cfg->targets;
+                cl[i].index = (int)i;
+                cl[i].deadline_ptr = &deadline;
+                cl[i].cap = cap;
+                cl[i].lat = calloc(cap, sizeof(double));
+                if (!cl[i].lat) {
+                        fprintf(stderr, "cudackpt-bench-sim: out of memory\n");
+                        abort();
+                }
+        }
+        for (long i = 0; i < nclients; i++) {
+                int e = pthread_create(&cl[i].thread, NULL, bench_sim_client_main, &cl[i]);
+                if (e != 0) {
+                        /* The others wait at the barrier for this one: fatal. */
+                        fprintf(stderr, "cudackpt-bench-sim: pthread_create: %s\n", strerror(e));
+                        abort();
+                }
+        }
+        /* The barrier orders this write before every client's read. */
+        uint64_t t0 = bench_now_ns();
+        deadline = t0 + (uint64_t)cfg->seconds_ms * 1000000ULL;
+        pthread_barrier_wait(&start);
+        t0 = bench_now_ns();
+        uint64_t t_end = t0;
+        size_t total = 0;
+        long errors = 0, connect_errors = 0;
+        const char *first_err = NULL;
+        for (long i = 0; i < nclients; i++) {
+                pthread_join(cl[i].thread, NULL);
+                total += cl[i].n;
+                errors += cl[i].errors;
+                if (cl[i].connect_error)
+                        connect_errors++;
+                if (!first_err && cl[i].errors)
+                        first_err = cl[i].err;
+                if (cl[i].end_ns > t_end)
+                        t_end = cl[i].end_ns;
+        }
+        pthread_barrier_destroy(&start);
+
+        double *all = calloc(total ? total : 1, sizeof(double));
+        size_t k = 0;
+        for (long i = 0; all && i < nclients; i++) {
+                memcpy(all + k, cl[i].lat, cl[i].n * sizeof(double));
+                k += cl[i].n;
+        }
+        bench_stats st;
+        bench_stats_compute(all, all ? total : 0, &st);
+        double secs = (double)(t_end - t0) / 1e9;
+        double rps = secs > 0 ? (double)total / secs : 0;
+        long rss = bench_vmrss_kib(d->pid);
+        printf("  %8ld %10zu %8.2f %12.0f %9.1f %9.1f %9.1f %9.1f %10ld\n", nclients, total, secs, rps, st.p50, st.p90,
+               st.p99, st.max, rss);
+        printf("RESULT bench=sim-getstate clients=%ld requests=%zu seconds=%.3f rps=%.0f p50_us=%.2f p90_us=%.2f "
+               "p99_us=%.2f max_us=%.2f errors=%ld connect_errors=%ld daemon_rss_kib=%ld\n",
+               nclients, total, secs, rps, st.p50, st.p90, st.p99, st.max, errors, connect_errors, rss);
+        if (errors || connect_errors) {
+                printf("ERROR: %ld clients: %ld failed requests, %ld failed connections%s%s\n", nclients, errors,
+                       connect_errors, first_err ? "; first: " : "", first_err ? first_err : "");
+                r = -EIO;
+        }
+        free(all);
+        for (long i = 0; i < nclients; i++)
+                free(cl[i].lat);
+        free(cl);
+        return r;
+}
+
+/* RSS with idle_conns connections open, each of which made one call (so the
+ * daemon has accepted it and set it up). */
+static int bench_sim_idle_conns(const bench_sim_cfg *cfg, const bench_daemon *d, const pid_t *pids,
+                                long rss_idle)
+{
+        long n = cfg->idle_conns, opened = 0, errors = 0;
+        cudackpt_client **cs = calloc((size_t)n, sizeof(*cs));
+        char first[384] = "";
+        int r = 0;
+        if (!cs)
+                return -ENOMEM;
+        for (long i = 0; i < n; i++) {
+                cudackpt_reply reply;
+                int e = cudackpt_client_connect(d->socket_path, &cs[i]);
+                if (e < 0) {
+                        snprintf(first, sizeof(first), "connection %ld: %s", i, strerror(-e));
+                        errors++;
+                        break;
+                }
+                opened++;
+                cudackpt_client_set_timeout(cs[i], 30000);
+                cudackpt_reply_init(&reply);
+                e = cudackpt_get_state(cs[i], (int)pids[i % cfg->targets], &reply);
+                if (e < 0 || reply.error) {
+                        if (errors++ == 0)
+                                snprintf(first, sizeof(first), "connection %ld: %s", i,
+                                         e < 0 ? strerror(-e) : reply.error);
+                }
+                cudackpt_reply_clear(&reply);
+        }
+        long rss_open = bench_vmrss_kib(d->pid);
+
+        /* One more client's latency while they stay open. */
+        bench_samples lat = {0};
+        cudackpt_client *probe = NULL;
+        if (cudackpt_client_connect(d->socket_path, &probe) == 0) {
+                for (int i = 0; i < 2000; i++) {
+                        cudackpt_reply reply;
+                        cudackpt_reply_init(&reply);
+                        uint64_t t0 = bench_now_ns();
+                        int e = cudackpt_get_state(probe, (int)pids[0], &reply);
+                        uint64_t t1 = bench_now_ns();
+                        if (e < 0 || reply.error)
+                                errors++;
+                        cudackpt_reply_clear(&reply);
+                        bench_samples_add(&lat, (double)(t1 - t0) / 1e3);
+                }
+        } else {
+                errors++;
+        }
+        cudackpt_client_free(probe);
+        bench_stats st;
+        bench_stats_compute(lat.v, lat.n, &st);
+        bench_samples_free(&lat);
+
+        for (long i = 0; i < opened; i++)
+                cudackpt_client_free(cs[i]);
+        free(cs);
+        /* Closing is asynchronous on the daemon side: one round trip on a new
+         * connection lets it see the hang-ups queued before that call. */
+        cudackpt_client *last = NULL;
+        if (cudackpt_client_connect(d->socket_path, &last) == 0) {
+                cudackpt_reply reply;
+                cudackpt_reply_init(&reply);
+                cudackpt_get_state(last, (int)pids[0], &reply);
+                cudackpt_reply_clear(&reply);
+                cudackpt_client_free(last);
+        }
+        long rss_closed = bench_vmrss_kib(d->pid);
+
+        printf("  daemon VmRSS: idle %ld KiB; with %ld open connections %ld KiB (%+.2f KiB per connection);"
+               " after closing them %ld KiB\n",
+               rss_idle, opened, rss_open, opened ? (double)(rss_open - rss_idle) / (double)opened : 0, rss_closed);
+        printf("  GetState with %ld idle connections open: p50 %.1f us, p99 %.1f us\n", opened, st.p50, st.p99);
+        printf("RESULT bench=sim-rss idle_kib=%ld conns=%ld open_kib=%ld per_conn_kib=%.3f closed_kib=%ld "
+               "probe_p50_us=%.2f probe_p99_us=%.2f errors=%ld\n",
+               rss_idle, opened, rss_open, opened ? (double)(rss_open - rss_idle) / (double)opened : 0, rss_closed,
+               st.p50, st.p99, errors);
+        if (errors) {
+                printf("ERROR: %ld failures with many connections open%s%s\n", errors, first[0] ? "; first: " : "",
+                       first);
+                r = -EIO;
+        }
+        return r;
+}
+
+static void bench_sim_usage(FILE *f)
+{
+        fprintf(f, "usage: cudackpt-bench-sim --daemon=PATH --sim=PATH [--clients=1,16,256] [--seconds-ms=2000]\n"
+                   "                          [--max-requests=200000] [--targets=16] [--idle-conns=1000]\n"
+                   "                          [--log-level=warning]\n"
+                   "  --clients=LIST     concurrency levels (one connection and thread per client)\n"
+                   "  --seconds-ms=N     duration of each level\n"
+                   "  --max-requests=N   bound on the requests of each level (shared by its clients)\n"
+                   "  --targets=N        simulated CUDA processes the clients spread over\n"
+                   "  --idle-conns=N     connections held open for the memory measurement\n");
+}
+
+int main(int argc, char **argv)
+{
+        bench_sim_cfg cfg = {
+                .log_level = "warning",
+                .levels = {1, 16, 256},
+                .nlevels = 3,
+                .seconds_ms = 2000,
+                .max_requests = 200000,
+                .targets = 16,
+                .idle_conns = 1000,
+        };
+        char *workdir = NULL, config_path[512];
+        pid_t pids[BENCH_SIM_MAX_TARGETS];
+        long started = 0;
+        bench_daemon d;
+        int r, failed = 0;
+
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i], *v = strchr(a, '=');
+                int bad = 0;
+                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+                        bench_sim_usage(stdout);
+                        return 0;
+                } else if (!v) {
+                        bad = 1;
+                } else if (strncmp(a, "--daemon=", 9) == 0) {
+                        cfg.daemon_path = v + 1;
+                } else if (strncmp(a, "--sim=", 6) == 0) {
+                        cfg.sim_path = v + 1;
+                } else if (strncmp(a, "--log-level=", 12) == 0) {
+                        cfg.log_level = v + 1;
+                } else if (strncmp(a, "--clients=", 10) == 0) {
+                        cfg.nlevels = bench_parse_list(v + 1, cfg.levels, BENCH_SIM_MAX_LEVELS);
+                        bad = cfg.nlevels < 0;
+                        for (int k = 0; !bad && k < cfg.nlevels; k++)
+                                bad = cfg.levels[k] > 4096;
+                } else if (strncmp(a, "--seconds-ms=", 13) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 3600000, &cfg.seconds_ms) < 0;
+                } else if (strncmp(a, "--max-requests=", 15) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 100000000, &cfg.max_requests) < 0;
+                } else if (strncmp(a, "--targets=", 10) == 0) {
+                        bad = bench_parse_long(v + 1, 1, BENCH_SIM_MAX_TARGETS, &cfg.targets) < 0;
+                } else if (strncmp(a, "--idle-conns=", 13) == 0) {
+                        bad = bench_parse_long(v + 1, 0, 100000, &cfg.idle_conns) < 0;
+                } else {
+                        bad = 1;
+                }
+                if (bad) {
+                        fprintf(stderr, "cudackpt-bench-sim: bad option %s\n", a);
+                        bench_sim_usage(stderr);
+                        return 2;
+                }
+        }
+        if (!cfg.daemon_path || !cfg.sim_path) {
+                bench_sim_usage(stderr);
+                return 2;
+        }
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        signal(SIGPIPE, SIG_IGN);
+
+        /* Both ends of every connection live in this process tree; the
+         * daemon inherits the limit. */
+        long maxc = 0;
+        for (int k = 0; k < cfg.nlevels; k++)
+                if (cfg.levels[k] > maxc)
+                        maxc = cfg.levels[k];
+        if (cfg.idle_conns > maxc)
+                maxc = cfg.idle_conns;
+        long nofile = bench_raise_nofile(2 * maxc + 1024);
+        if (nofile < maxc + 256)
+                printf("warning: RLIMIT_NOFILE is %ld; %ld connections may not fit\n", nofile, maxc);
+
+        if ((r = bench_make_workdir("cudackpt-bench-sim", &workdir)) < 0) {
+                fprintf(stderr, "cudackpt-bench-sim: work directory: %s\n", strerror(-r));
+                return 1;
+        }
+        /* Limits high enough that the benchmark measures, not the limits. */
+        snprintf(config_path, sizeof(config_path), "%s/config.json", workdir);
+        FILE *f = fopen(config_path, "we");
+        if (!f) {
+                fprintf(stderr, "cudackpt-bench-sim: %s: %s\n", config_path, strerror(errno));
+                return 1;
+        }
+        fprintf(f,
+                "{\"max_connections\": %ld, \"max_connections_per_uid\": %ld, \"idle_timeout_ms\": 600000,\n"
+                " \"max_queue_per_pid\": 4096, \"max_queue_total\": 65536}\n",
+                maxc + 1024, maxc + 1024);
+        fclose(f);
+
+        bench_daemon_opts o = {
+                .daemon_path = cfg.daemon_path,
+                .driver_path = cfg.sim_path,
+                .config_path = config_path,
+                .log_level = cfg.log_level,
+                .workdir = workdir,
+                .ready_timeout_ms = 30000,
+        };
+        if ((r = bench_daemon_start(&o, &d)) < 0) {
+                printf("ERROR: cudackptd did not become ready (%s); log: %s/cudackptd.log\n", strerror(-r), workdir);
+                return 1;
+        }
+        long rss_idle = bench_vmrss_kib(d.pid);
+
+        static const char *const target_env[] = {"CUDACKPT_SIM=1", NULL};
+        for (long i = 0; i < cfg.targets; i++) {
+                char *targv[] = {"sleep", "100000", NULL};
+                if ((r = bench_spawn(targv, target_env, NULL, -1, &pids[i])) < 0) {
+                        printf("ERROR: cannot start sleep: %s\n", strerror(-r));
+                        failed = 1;
+                        break;
+                }
+                started++;
+        }
+
+        if (!failed) {
+                cudackpt_client *c = NULL;
+                cudackpt_reply reply;
+                cudackpt_reply_init(&reply);
+                if (cudackpt_client_connect(d.socket_path, &c) < 0) {
+                        printf("ERROR: cannot connect to %s\n", d.socket_path);
+                        failed = 1;
+                }
+                /* bench_spawn returned after the exec, so the sim sees CUDACKPT_SIM=1. */
+                for (long i = 0; !failed && i < started; i++) {
+                        r = cudackpt_get_state(c, (int)pids[i], &reply);
+                        if (r < 0 || reply.error || !reply.state || strcmp(reply.state, "running") != 0) {
+                                printf("ERROR: GetState of simulated target %d: %s %s\n", (int)pids[i],
+                                       r < 0 ? strerror(-r) : (reply.error ? reply.error : reply.state),
+                                       reply.parameters_json ? reply.parameters_json : "");
+                                failed = 1;
+                        }
+                        cudackpt_reply_clear(&reply);
+                }
+                cudackpt_client_free(c);
+        }
+
+        if (!failed) {
+                printf("== 6. GetState through cudackptd on the simulated driver (%ld targets, %ld ms per level,"
+                       " at most %ld requests) ==\n",
+                       cfg.targets, cfg.seconds_ms, cfg.max_requests);
+                printf("  %8s %10s %8s %12s %9s %9s %9s %9s %10s\n", "clients", "requests", "seconds", "req/s",
+                       "p50 us", "p90 us", "p99 us", "max us", "RSS KiB");
+                for (int k = 0; k < cfg.nlevels; k++)
+                        if (bench_sim_level(&cfg, &d, pids, cfg.levels[k]) < 0)
+                                failed = 1;
+                if (cfg.idle_conns > 0 && bench_sim_idle_conns(&cfg, &d, pids, rss_idle) < 0)
+                        failed = 1;
+        }
+
+        for (long i = 0; i < started; i++)
+                bench_kill(pids[i]);
+        int status = bench_daemon_stop(&d, 10000);
+        if (status != 0) {
+                printf("ERROR: cudackptd exit status %d after SIGTERM (want 0)\n", status);
+                failed = 1;
+        }
+        if (failed) {
+                printf("work directory kept (daemon log): %s\n", workdir);
+        } else {
+                bench_remove_workdir(workdir);
+        }
+        free(workdir);
+        return failed ? 1 : 0;
+}

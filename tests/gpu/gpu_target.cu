@@ -1,0 +1,331 @@
+/* gpu_target.cu: a CUDA process for the GPU tests and benchmarks to checkpoint.
+ *
+ * It holds a chosen amount of GPU memory (cudaMalloc; cudaMallocManaged only
+ * with --managed) filled with a pattern that depends on every word's index,
+ * and keeps verifying the whole buffer on the GPU.  After each verification
+ * it prints one line on stdout and rewrites a one-line status file
+ * atomically, so that a test can tell that the data survived a checkpoint
+ * and that the process runs again afterwards:
+ *
+ *   verify iter=N mismatches=M total_mismatches=T first_bad=I ms=X
+ *          pid=P uuid=GPU-... bytes=B managed=0|1 error=none
+ *
+ * --ready-fd=N: once the buffer is filled and verified once, "ready ..." is
+ * written to fd N and N is closed, so a parent can wait for it without
+ * polling.  Exit status: 0 after --iterations with no mismatch, 1 when a
+ * mismatch was seen, 2 on a CUDA or usage error. */
+#include <cuda_runtime.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace {
+
+volatile sig_atomic_t gpu_target_stop = 0;
+
+void gpu_target_on_signal(int sig)
+{
+        (void)sig;
+        gpu_target_stop = 1;
+}
+
+/* splitmix64 of the word index and the seed: every word differs, so a
+ * restore that put back zeros, stale pages or pages in the wrong place is
+ * caught. */
+__host__ __device__ inline uint64_t gpu_target_pattern(uint64_t i, uint64_t seed)
+{
+        uint64_t z = i + seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+}
+
+__global__ void gpu_target_fill(uint64_t *p, uint64_t n, uint64_t seed)
+{
+        uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+        for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+                p[i] = gpu_target_pattern(i, seed);
+}
+
+__global__ void gpu_target_verify(const uint64_t *p, uint64_t n, uint64_t seed,
+                                  unsigned long long *mismatches,
+                                  unsigned long long *first_bad)
+{
+        uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+        unsigned long long bad = 0;
+        unsigned long long first = ~0ULL;
+        for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+                if (p[i] != gpu_target_pattern(i, seed)) {
+                        if (bad == 0)
+                                first = i;
+                        bad++;
+                }
+        }
+        /* Mismatches are rare: atomics only from threads that saw one. */
+        if (bad) {
+                atomicAdd(mismatches, bad);
+                atomicMin(first_bad, first);
+        }
+}
+
+struct gpu_target_opts {
+        unsigned long long mib = 1024;
+        bool managed = false;
+        long interval_ms = 200;
+        long long iterations = -1;
+        const char *status_path = nullptr;
+        int ready_fd = -1;
+        int device = 0;
+        unsigned long long seed = 0x5eed;
+        bool quiet = false;
+};
+
+void gpu_target_usage(FILE *f)
+{
+        fprintf(f,
+                "usage: cudackpt-gpu-target [--mib=N] [--managed] [--interval-ms=N]\n"
+                "                           [--iterations=N] [--status=FILE] [--ready-fd=N]\n"
+                "                           [--device=N] [--seed=N] [--quiet]\n"
+                "  --mib=N          GPU memory to hold, MiB (default 1024)\n"
+                "  --managed        use cudaMallocManaged instead of cudaMalloc\n"
+                "  --interval-ms=N  pause between verifications (default 200)\n"
+                "  --iterations=N   exit after N verifications (default: run until killed)\n"
+                "  --status=FILE    rewrite FILE atomically after each verification\n"
+                "  --ready-fd=N     write \"ready ...\" to fd N after the first verification\n"
+                "  --quiet          no line per verification on stdout\n");
+}
+
+bool gpu_target_parse_ull(const char *s, unsigned long long *ret)
+{
+        char *end = nullptr;
+        errno = 0;
+        if (*s == '-' || *s == '\0')
+                return false;
+        unsigned long long v = strtoull(s, &end, 0);
+        if (errno != 0 || *end != '\0')
+                return false;
+        *ret = v;
+        return true;
+}
+
+int gpu_target_parse(int argc, char **argv, gpu_target_opts *o)
+{
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i];
+                unsigned long long v = 0;
+                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+                        gpu_target_usage(stdout);
+                        exit(0);
+                } else if (strcmp(a, "--managed") == 0) {
+                        o->managed = true;
+                } else if (strcmp(a, "--quiet") == 0) {
+                        o->quiet = true;
+                } else if (strncmp(a, "--mib=", 6) == 0 && gpu_target_parse_ull(a + 6, &v) && v > 0) {
+                        o->mib = v;
+                } else if (strncmp(a, "--interval-ms=", 14) == 0 && gpu_target_parse_ull(a + 14, &v) &&
+                           v <= 3600000) {
+                        o->interval_ms = (long)v;
+                } else if (strncmp(a, "--iterations=", 13) == 0 && gpu_target_parse_ull(a + 13, &v) &&
+                           v > 0 && v < (1ULL << 62)) {
+                        o->iterations = (long long)v;
+                } else if (strncmp(a, "--status=", 9) == 0 && a[9] != '\0') {
+                        o->status_path = a + 9;
+                } else if (strncmp(a, "--ready-fd=", 11) == 0 && gpu_target_parse_ull(a + 11, &v) &&
+                           v <= 65535) {
+                        o->ready_fd = (int)v;
+                } else if (strncmp(a, "--device=", 9) == 0 && gpu_target_parse_ull(a + 9, &v) && v < 1024) {
+                        o->device = (int)v;
+                } else if (strncmp(a, "--seed=", 7) == 0 && gpu_target_parse_ull(a + 7, &v)) {
+                        o->seed = v;
+                } else {
+                        fprintf(stderr, "cudackpt-gpu-target: bad argument: %s\n", a);
+                        gpu_target_usage(stderr);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
+double gpu_target_now_ms()
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The UUID in nvidia-smi's spelling: GPU-8-4-4-4-12 lower-case hex. */
+void gpu_target_format_uuid(const cudaUUID_t &u, char out[64])
+{
+        const unsigned char *b = reinterpret_cast<const unsigned char *>(u.bytes);
+        snprintf(out, 64,
+                 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+                 b[12], b[13], b[14], b[15]);
+}
+
+/* Status file: written beside itself then renamed, so a reader never sees
+ * half a line. */
+void gpu_target_write_status(const char *path, const char *line)
+{
+        char tmp[4096];
+        if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+                return;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+                fprintf(stderr, "cudackpt-gpu-target: %s: %s\n", tmp, strerror(errno));
+                return;
+        }
+        size_t len = strlen(line);
+        ssize_t n = write(fd, line, len);
+        close(fd);
+        if (n != (ssize_t)len || rename(tmp, path) != 0)
+                fprintf(stderr, "cudackpt-gpu-target: cannot write %s: %s\n", path, strerror(errno));
+}
+
+void gpu_target_sleep_ms(long ms)
+{
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        /* An interrupted sleep is fine: the loop checks the stop flag. */
+        nanosleep(&ts, nullptr);
+}
+
+#define GPU_TARGET_CHECK(call)                                                                   \
+        do {                                                                                     \
+                cudaError_t gpu_target_err_ = (call);                                            \
+                if (gpu_target_err_ != cudaSuccess) {                                            \
+                        fprintf(stderr, "cudackpt-gpu-target: %s: %s (%s)\n", #call,              \
+                                cudaGetErrorString(gpu_target_err_),                             \
+                                cudaGetErrorName(gpu_target_err_));                              \
+                        return gpu_target_err_;                                                  \
+                }                                                                                \
+        } while (0)
+
+struct gpu_target_state {
+        uint64_t *buf = nullptr;
+        uint64_t words = 0;
+        unsigned long long *d_counts = nullptr; /* [0] mismatches, [1] first bad index */
+        int blocks = 0;
+        int threads = 256;
+};
+
+cudaError_t gpu_target_setup(const gpu_target_opts &o, gpu_target_state *s, char uuid[64])
+{
+        cudaDeviceProp prop;
+        GPU_TARGET_CHECK(cudaSetDevice(o.device));
+        GPU_TARGET_CHECK(cudaGetDeviceProperties(&prop, o.device));
+        gpu_target_format_uuid(prop.uuid, uuid);
+
+        size_t bytes = (size_t)o.mib << 20;
+        s->words = bytes / sizeof(uint64_t);
+        if (o.managed)
+                GPU_TARGET_CHECK(cudaMallocManaged(reinterpret_cast<void **>(&s->buf), bytes));
+        else
+                GPU_TARGET_CHECK(cudaMalloc(reinterpret_cast<void **>(&s->buf), bytes));
+        GPU_TARGET_CHECK(cudaMalloc(reinterpret_cast<void **>(&s->d_counts), 2 * sizeof(unsigned long long)));
+        s->blocks = prop.multiProcessorCount * 8;
+        gpu_target_fill<<<s->blocks, s->threads>>>(s->buf, s->words, o.seed);
+        GPU_TARGET_CHECK(cudaGetLastError());
+        GPU_TARGET_CHECK(cudaDeviceSynchronize());
+        return cudaSuccess;
+}
+
+cudaError_t gpu_target_verify_once(const gpu_target_opts &o, gpu_target_state *s,
+                                   unsigned long long *ret_bad, unsigned long long *ret_first)
+{
+        unsigned long long h[2] = {0, ~0ULL};
+        GPU_TARGET_CHECK(cudaMemcpy(s->d_counts, h, sizeof(h), cudaMemcpyHostToDevice));
+        gpu_target_verify<<<s->blocks, s->threads>>>(s->buf, s->words, o.seed, s->d_counts,
+                                                     s->d_counts + 1);
+        GPU_TARGET_CHECK(cudaGetLastError());
+        GPU_TARGET_CHECK(cudaMemcpy(h, s->d_counts, sizeof(h), cudaMemcpyDeviceToHost));
+        *ret_bad = h[0];
+        *ret_first = h[1];
+        return cudaSuccess;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+        gpu_target_opts o;
+        if (gpu_target_parse(argc, argv, &o) < 0)
+                return 2;
+
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = gpu_target_on_signal;
+        sigaction(SIGTERM, &sa, nullptr);
+        sigaction(SIGINT, &sa, nullptr);
+        /* A test that reads our stdout through a pipe may go away first. */
+        signal(SIGPIPE, SIG_IGN);
+        setvbuf(stdout, nullptr, _IOLBF, 0);
+
+        char uuid[64] = "unknown";
+        gpu_target_state s;
+        const char *error = "none";
+        cudaError_t err = gpu_target_setup(o, &s, uuid);
+        if (err != cudaSuccess) {
+                char line[512];
+                snprintf(line, sizeof(line),
+                         "verify iter=0 mismatches=0 total_mismatches=0 first_bad=-1 ms=0 pid=%d "
+                         "uuid=%s bytes=%llu managed=%d error=%s\n",
+                         (int)getpid(), uuid, o.mib << 20, o.managed ? 1 : 0, cudaGetErrorName(err));
+                if (o.status_path)
+                        gpu_target_write_status(o.status_path, line);
+                return 2;
+        }
+
+        unsigned long long total = 0;
+        int rc = 0;
+        for (long long iter = 1; !gpu_target_stop; iter++) {
+                unsigned long long bad = 0, first = ~0ULL;
+                double t0 = gpu_target_now_ms();
+                err = gpu_target_verify_once(o, &s, &bad, &first);
+                double ms = gpu_target_now_ms() - t0;
+                if (err != cudaSuccess) {
+                        error = cudaGetErrorName(err);
+                        rc = 2;
+                }
+                total += bad;
+                char first_s[32] = "-1";
+                if (bad)
+                        snprintf(first_s, sizeof(first_s), "%llu", first);
+                char line[512];
+                snprintf(line, sizeof(line),
+                         "verify iter=%lld mismatches=%llu total_mismatches=%llu first_bad=%s ms=%.3f "
+                         "pid=%d uuid=%s bytes=%llu managed=%d error=%s\n",
+                         iter, bad, total, first_s, ms, (int)getpid(), uuid, o.mib << 20,
+                         o.managed ? 1 : 0, error);
+                if (!o.quiet)
+                        fputs(line, stdout);
+                if (o.status_path)
+                        gpu_target_write_status(o.status_path, line);
+                if (iter == 1 && o.ready_fd >= 0) {
+                        char ready[256];
+                        int len = snprintf(ready, sizeof(ready), "ready pid=%d uuid=%s bytes=%llu\n",
+                                           (int)getpid(), uuid, o.mib << 20);
+                        if (write(o.ready_fd, ready, (size_t)len) != len)
+                                fprintf(stderr, "cudackpt-gpu-target: ready fd: %s\n", strerror(errno));
+                        close(o.ready_fd);
+                        o.ready_fd = -1;
+                }
+                if (rc == 2)
+                        break;
+                if (o.iterations > 0 && iter >= o.iterations)
+                        break;
+                if (o.interval_ms > 0)
+                        gpu_target_sleep_ms(o.interval_ms);
+        }
+        if (rc == 0 && total > 0)
+                rc = 1;
+        cudaFree(s.buf);
+        cudaFree(s.d_counts);
+        return rc;
+}

@@ -1,0 +1,613 @@
+#!/usr/bin/env bash
+# run-gpu-tests.sh: cudackptd proven on a real GPU.
+#
+# Starts its own cudackptd (real libcuda.so.1) on a socket in a fresh
+# mktemp -d directory and drives CUDA target processes (cudackpt-gpu-target,
+# which keeps verifying a patterned GPU buffer) through cudackptctl.  Every
+# scenario asserts states, exit codes and that the data survived.  Prints one
+# line per scenario (PASS/FAIL, time, step timings) and "N passed, N failed".
+#
+# Exit status: 0 all passed, 1 a scenario failed, 2 usage, 77 skipped (no GPU,
+# no driver >= 580, no libcuda.so.1, target not built, or not root), so ctest
+# (SKIP_RETURN_CODE 77) stays green on machines without a GPU.
+#
+# usage: run-gpu-tests.sh [--daemon=PATH] [--ctl=PATH] [--target=PATH] [SCENARIO...]
+#   or the environment: CUDACKPTD, CUDACKPTCTL, CUDACKPT_GPU_TARGET.
+# Sizes and limits (environment, MiB unless said):
+#   CUDACKPT_GPU_SMALL_MIB=1024    cycle-small
+#   CUDACKPT_GPU_LARGE_MIB=16384   cycle-large
+#   CUDACKPT_GPU_MULTI_MIB=4096    each process of suspend-resume-multi
+#   CUDACKPT_GPU_MULTI_PROCS=4     how many processes suspend-resume-multi uses
+#   CUDACKPT_GPU_TEST_MIB=512      the other scenarios' targets
+#   CUDACKPT_GPU_MANAGED_MIB=256   the managed-memory target
+#   CUDACKPT_GPU_OTHER_UID=4242    the unprivileged caller of other-uid
+#   CUDACKPT_GPU_STEP_TIMEOUT=300  seconds allowed to every single step
+#   CUDACKPT_GPU_DRIVER=libcuda.so.1  --driver given to the daemon
+#   CUDACKPT_GPU_SCENARIOS="..."   scenarios to run (default: all; or args)
+#   CUDACKPT_GPU_KEEP=1            keep the work directory (kept anyway on failure)
+# Quick run: CUDACKPT_GPU_SMALL_MIB=64 CUDACKPT_GPU_LARGE_MIB=256 \
+#            CUDACKPT_GPU_MULTI_MIB=128 CUDACKPT_GPU_TEST_MIB=64 run-gpu-tests.sh ...
+set -euo pipefail
+
+ALL_SCENARIOS="cycle-small cycle-large suspend-resume-multi identity-mapping invalid-mapping"
+ALL_SCENARIOS+=" managed-memory not-cuda no-such-process invalid-transitions other-uid daemon-shutdown"
+
+DAEMON=${CUDACKPTD:-}
+CTL=${CUDACKPTCTL:-}
+TARGET=${CUDACKPT_GPU_TARGET:-}
+SMALL_MIB=${CUDACKPT_GPU_SMALL_MIB:-1024}
+LARGE_MIB=${CUDACKPT_GPU_LARGE_MIB:-16384}
+MULTI_MIB=${CUDACKPT_GPU_MULTI_MIB:-4096}
+MULTI_PROCS=${CUDACKPT_GPU_MULTI_PROCS:-4}
+TEST_MIB=${CUDACKPT_GPU_TEST_MIB:-512}
+MANAGED_MIB=${CUDACKPT_GPU_MANAGED_MIB:-256}
+OTHER_UID=${CUDACKPT_GPU_OTHER_UID:-4242}
+STEP_TIMEOUT=${CUDACKPT_GPU_STEP_TIMEOUT:-300}
+DRIVER=${CUDACKPT_GPU_DRIVER:-libcuda.so.1}
+KEEP=${CUDACKPT_GPU_KEEP:-0}
+SCENARIOS=${CUDACKPT_GPU_SCENARIOS:-}
+# The target verifies every INTERVAL_MS; the frozen check watches for 3 of them.
+INTERVAL_MS=100
+# A UUID that names no GPU (not all zeroes: zeroed restore args mean "no remap").
+BOGUS_UUID=GPU-deadbeef-dead-beef-dead-beefdeadbeef
+
+usage() {
+        sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+        exit 2
+}
+
+for arg in "$@"; do
+        case $arg in
+        --daemon=*) DAEMON=${arg#*=} ;;
+        --ctl=*) CTL=${arg#*=} ;;
+        --target=*) TARGET=${arg#*=} ;;
+        -h | --help) usage ;;
+        -*) echo "run-gpu-tests.sh: unknown option $arg" >&2; usage ;;
+        *) SCENARIOS="$SCENARIOS $arg" ;;
+        esac
+done
+SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
+for s in $SCENARIOS; do
+        [[ " $ALL_SCENARIOS " == *" $s "* ]] ||
+                { echo "run-gpu-tests.sh: unknown scenario '$s' (known: $ALL_SCENARIOS)" >&2; exit 2; }
+done
+for v in SMALL_MIB LARGE_MIB MULTI_MIB MULTI_PROCS TEST_MIB MANAGED_MIB OTHER_UID STEP_TIMEOUT; do
+        [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "run-gpu-tests.sh: $v must be a positive integer" >&2; exit 2; }
+done
+
+skip() {
+        echo "SKIP: GPU tests not run: $*"
+        exit 77
+}
+
+# --- Is there a GPU to test on?  Each missing piece is one clear line. ---
+[[ -e /dev/nvidiactl ]] || skip "no NVIDIA GPU (/dev/nvidiactl does not exist)"
+command -v nvidia-smi >/dev/null 2>&1 || skip "nvidia-smi not found"
+timeout 60 nvidia-smi -L >/dev/null 2>&1 || skip "nvidia-smi -L failed (no usable GPU or driver)"
+DRIVER_VERSION=$(timeout 60 nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)
+[[ ${DRIVER_VERSION%%.*} =~ ^[0-9]+$ ]] || skip "cannot read the driver version from nvidia-smi"
+((${DRIVER_VERSION%%.*} >= 580)) || skip "driver $DRIVER_VERSION is older than 580"
+have_libcuda() {
+        local d
+        if [[ $DRIVER == */* ]]; then
+                [[ -r $DRIVER ]]
+                return
+        fi
+        for d in ${LD_LIBRARY_PATH//:/ }; do
+                [[ -e $d/$DRIVER ]] && return 0
+        done
+        { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || true; } | grep -qF "$DRIVER "
+}
+have_libcuda || skip "$DRIVER not found (ldconfig -p, LD_LIBRARY_PATH)"
+[[ -n $TARGET && -x $TARGET ]] || skip "GPU target program not built (nvcc not found when configuring?): '${TARGET}'"
+[[ $(id -u) -eq 0 ]] || skip "must run as root (it starts cudackptd and tests other uids)"
+
+# Absolute (not resolved: a symlink's name may matter), for setpriv and children.
+abspath() { if [[ -z $1 || $1 == /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }
+DAEMON=$(abspath "$DAEMON")
+CTL=$(abspath "$CTL")
+TARGET=$(abspath "$TARGET")
+[[ -n $DAEMON && -x $DAEMON ]] || { echo "run-gpu-tests.sh: cudackptd not executable: '$DAEMON'" >&2; exit 2; }
+[[ -n $CTL && -x $CTL ]] || { echo "run-gpu-tests.sh: cudackptctl not executable: '$CTL'" >&2; exit 2; }
+GPU_UUIDS=$(timeout 60 nvidia-smi --query-gpu=uuid --format=csv,noheader | tr 'A-F' 'a-f')
+
+WORK=$(mktemp -d /tmp/cudackpt-gpu-tests.XXXXXX)
+# The other-uid scenario's caller must reach the socket (mode 0666) inside.
+chmod 0755 "$WORK"
+SOCK=$WORK/cudackptd.sock
+PIDS_FILE=$WORK/target-pids
+: >"$PIDS_FILE"
+DAEMON_PID=
+FAILED=0
+PASSED=0
+
+now_us() { echo "${EPOCHREALTIME/./}"; }
+fmt_s() { printf '%d.%03d' $(($1 / 1000000)) $(($1 % 1000000 / 1000)); }
+
+cleanup() {
+        local p
+        while read -r p; do
+                if [[ -n $p ]]; then kill -KILL "$p" 2>/dev/null || true; fi
+        done <"$PIDS_FILE"
+        if [[ -n $DAEMON_PID ]]; then
+                stop_daemon 10 || true
+        fi
+        if [[ $FAILED -eq 0 && $KEEP != 1 ]]; then
+                rm -rf "$WORK"
+        else
+                echo "work directory kept: $WORK"
+        fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# stop_daemon SECONDS: SIGTERM, then SIGKILL after SECONDS; returns its exit status.
+stop_daemon() {
+        local rc=0 wd
+        kill -TERM "$DAEMON_PID" 2>/dev/null || true
+        # The watchdog takes its sleep with it when cancelled.
+        (
+                trap 'kill "$s" 2>/dev/null; exit 0' TERM
+                sleep "$1" &
+                s=$!
+                wait "$s"
+                kill -KILL "$DAEMON_PID" 2>/dev/null
+        ) </dev/null >/dev/null 2>&1 &
+        wd=$!
+        wait "$DAEMON_PID" || rc=$?
+        kill "$wd" 2>/dev/null || true
+        wait "$wd" 2>/dev/null || true
+        DAEMON_PID=
+        return $rc
+}
+
+start_daemon() {
+        rm -f "$SOCK"
+        "$DAEMON" --socket="$SOCK" --driver="$DRIVER" --log-level=debug >>"$WORK/daemon.log" 2>&1 &
+        DAEMON_PID=$!
+        # NOTIFY_SOCKET is awkward from bash: poll `cudackptctl info` instead.
+        local deadline=$((SECONDS + 60))
+        while ((SECONDS < deadline)); do
+                if timeout 5 "$CTL" --socket="$SOCK" info >"$WORK/info.txt" 2>&1; then
+                        return 0
+                fi
+                kill -0 "$DAEMON_PID" 2>/dev/null || break
+                sleep 0.1
+        done
+        echo "cudackptd did not come up (pid $DAEMON_PID); log:" >&2
+        tail -n 30 "$WORK/daemon.log" >&2 || true
+        return 1
+}
+
+# ---------------------------------------------------------------------------
+# Helpers used inside scenarios (each scenario runs in its own subshell, with
+# errexit on: an unexpected failure ends that scenario only).
+# ---------------------------------------------------------------------------
+die() {
+        echo "ASSERTION FAILED: $*"
+        exit 1
+}
+note() { echo "$*" >>"$SCEN_DIR/details"; }
+
+CTL_PREFIX=()
+# ctl_run ARGS...: cudackptctl with a step timeout; sets CTL_OUT, CTL_ERR, CTL_RC.
+ctl_run() {
+        CTL_RC=0
+        CTL_OUT=$(timeout --kill-after=10 "$STEP_TIMEOUT" ${CTL_PREFIX[@]+"${CTL_PREFIX[@]}"} \
+                "$CTL" --socket="$SOCK" "$@" 2>"$SCEN_DIR/ctl.err") || CTL_RC=$?
+        CTL_ERR=$(<"$SCEN_DIR/ctl.err")
+        ((CTL_RC != 124 && CTL_RC != 137)) || die "cudackptctl $* did not finish within ${STEP_TIMEOUT}s"
+}
+
+# expect_state PID STATE: GetState says STATE.
+expect_state() {
+        ctl_run state "$1"
+        ((CTL_RC == 0)) || die "state $1: exit $CTL_RC (want 0): $CTL_ERR"
+        [[ $CTL_OUT == "$2" ]] || die "state $1: '$CTL_OUT' (want '$2')"
+}
+
+# expect_op STATE COMMAND PID [ARGS...]: the operation succeeds, prints
+# "STATE (D.D ms)", and a separate GetState agrees.  Sets OP_MS.
+expect_op() {
+        local want=$1
+        shift
+        ctl_run "$@"
+        ((CTL_RC == 0)) || die "$*: exit $CTL_RC (want 0): $CTL_ERR"
+        [[ ${CTL_OUT%% *} == "$want" ]] || die "$*: printed '$CTL_OUT' (want '$want (D.D ms)')"
+        [[ $CTL_OUT =~ \(([0-9]+(\.[0-9]+)?)\ ms\) ]] || die "$*: no duration in '$CTL_OUT'"
+        OP_MS=${BASH_REMATCH[1]}
+        expect_state "$2" "$want"
+}
+
+# expect_err EXIT ERROR COMMAND PID [ARGS...]: fails with that exit status and
+# that Varlink error (from --json).  Sets ERR_JSON.
+expect_err() {
+        local code=$1 name=$2
+        shift 2
+        ctl_run --json "$@"
+        ERR_JSON=$CTL_OUT
+        ((CTL_RC == code)) || die "$*: exit $CTL_RC (want $code, $name): out '$CTL_OUT' err '$CTL_ERR'"
+        [[ $CTL_OUT =~ \"error\"[[:space:]]*:[[:space:]]*\"io\.cudackpt\.Process\.$name\" ]] ||
+                die "$*: --json output does not name $name: '$CTL_OUT'"
+}
+
+# json_has KEY VALUE: the last --json output has "KEY": VALUE (VALUE as JSON text).
+json_has() {
+        [[ $ERR_JSON =~ \"$1\"[[:space:]]*:[[:space:]]*$2([^0-9A-Za-z_]|$) ]] || die "reply lacks \"$1\": $2: '$ERR_JSON'"
+}
+
+# start_target NAME MIB [TARGET ARGS...]: sets TPID; status in $SCEN_DIR/NAME.status.
+# RUN_AS (a uid) runs it as that user.
+RUN_AS=
+start_target() {
+        local name=$1 mib=$2 dir=$SCEN_DIR
+        shift 2
+        local -a pre=()
+        if [[ -n $RUN_AS ]]; then
+                dir=$SCEN_DIR/uid$RUN_AS
+                mkdir -p "$dir"
+                chown "$RUN_AS:$RUN_AS" "$dir"
+                pre=(setpriv --reuid="$RUN_AS" --regid="$RUN_AS" --clear-groups --)
+        fi
+        ${pre[@]+"${pre[@]}"} "$TARGET" --mib="$mib" --interval-ms="$INTERVAL_MS" \
+                --status="$dir/$name.status" "$@" >"$SCEN_DIR/$name.log" 2>&1 &
+        TPID=$!
+        echo "$TPID" >>"$PIDS_FILE"
+        echo "$TPID" >>"$SCEN_DIR/pids"
+        eval "STATUS_$TPID=\$dir/\$name.status"
+}
+
+# status_of PID: the target's last status line ("" before the first one).
+status_of() {
+        local f
+        eval "f=\$STATUS_$1"
+        if [[ -r $f ]]; then cat "$f"; fi
+}
+field() { # field LINE KEY
+        [[ " $1 " =~ \ $2=([^ ]*)\  ]] && echo "${BASH_REMATCH[1]}"
+}
+iter_of() {
+        local s
+        s=$(status_of "$1")
+        if [[ -n $s ]]; then field "$s" iter; else echo 0; fi
+}
+
+# wait_verified PID MIN_ITER [SECONDS]: the target completed verification
+# MIN_ITER (or later), every one with no mismatch and no CUDA error.
+wait_verified() {
+        local pid=$1 min=$2 limit=${3:-120} s it deadline
+        deadline=$((SECONDS + limit))
+        while :; do
+                s=$(status_of "$pid")
+                if [[ -n $s ]]; then
+                        [[ $(field "$s" error) == none ]] || die "target $pid: CUDA error: $s"
+                        [[ $(field "$s" total_mismatches) == 0 ]] || die "target $pid: data corrupted: $s"
+                        it=$(field "$s" iter)
+                        ((it >= min)) && return 0
+                fi
+                kill -0 "$pid" 2>/dev/null || die "target $pid exited (status '$s'); log: $(tail -n 3 "$SCEN_DIR"/*.log | tr '\n' ' ')"
+                ((SECONDS < deadline)) || die "target $pid: no verification $min within ${limit}s (status '$s')"
+                sleep 0.05
+        done
+}
+
+# wait_running_again PID: after unlock, two more verifications complete
+# (the first may have started before the checkpoint).
+wait_running_again() {
+        local i0
+        i0=$(iter_of "$1")
+        wait_verified "$1" $((i0 + 2))
+}
+
+# expect_frozen PID: a locked/checkpointed target completes no verification
+# (one that had reached its last host step may still land).
+expect_frozen() {
+        local a b
+        a=$(iter_of "$1")
+        sleep "$(printf '%d.%03d' $((INTERVAL_MS * 5 / 1000)) $((INTERVAL_MS * 5 % 1000)))"
+        b=$(iter_of "$1")
+        ((b <= a + 1)) || die "target $1 kept verifying while $(ctl_run state "$1"; echo "$CTL_OUT") (iter $a -> $b)"
+        kill -0 "$1" 2>/dev/null || die "target $1 died while suspended"
+}
+
+uuid_of() { field "$(status_of "$1")" uuid; }
+
+# ---------------------------------------------------------------------------
+# Scenarios
+# ---------------------------------------------------------------------------
+
+# A full lock -> checkpoint -> restore -> unlock, twice, data intact each time.
+cycle() {
+        local mib=$1 pid round tid
+        start_target cycle "$mib"
+        pid=$TPID
+        wait_verified "$pid" 1
+        expect_state "$pid" running
+        ctl_run restore-tid "$pid"
+        ((CTL_RC == 0)) || die "restore-tid $pid: exit $CTL_RC: $CTL_ERR"
+        tid=$CTL_OUT
+        [[ $tid =~ ^[0-9]+$ && -d /proc/$pid/task/$tid ]] || die "restore-tid $pid: '$tid' is no thread of $pid"
+        for round in 1 2; do
+                local line="round $round:"
+                expect_op locked lock "$pid"
+                line+=" lock ${OP_MS}"
+                expect_op checkpointed checkpoint "$pid"
+                line+=" checkpoint ${OP_MS}"
+                expect_frozen "$pid"
+                expect_op locked restore "$pid"
+                line+=" restore ${OP_MS}"
+                expect_op running unlock "$pid"
+                line+=" unlock ${OP_MS} ms"
+                wait_running_again "$pid"
+                note "$line"
+        done
+        note "$mib MiB, $(iter_of "$pid") verifications, 0 mismatches"
+}
+scenario_cycle_small() { cycle "$SMALL_MIB"; }
+scenario_cycle_large() { cycle "$LARGE_MIB"; }
+
+# N processes suspended at once and resumed at once; all data intact.
+scenario_suspend_resume_multi() {
+        local -a pids=()
+        local i p t0 rc
+        for ((i = 0; i < MULTI_PROCS; i++)); do
+                start_target "multi$i" "$MULTI_MIB"
+                pids+=("$TPID")
+        done
+        for p in "${pids[@]}"; do wait_verified "$p" 1; done
+        for phase in suspend resume; do
+                local want=checkpointed
+                [[ $phase == resume ]] && want=running
+                local -a jobs=()
+                t0=$(now_us)
+                for p in "${pids[@]}"; do
+                        timeout --kill-after=10 "$STEP_TIMEOUT" "$CTL" --socket="$SOCK" "$phase" "$p" \
+                                >"$SCEN_DIR/$phase.$p.out" 2>&1 &
+                        jobs+=($!)
+                done
+                for ((i = 0; i < MULTI_PROCS; i++)); do
+                        p=${pids[i]}
+                        rc=0
+                        wait "${jobs[i]}" || rc=$?
+                        ((rc == 0)) || die "$phase $p: exit $rc: $(<"$SCEN_DIR/$phase.$p.out")"
+                        [[ $(<"$SCEN_DIR/$phase.$p.out") == "$want "* ]] ||
+                                die "$phase $p: printed '$(<"$SCEN_DIR/$phase.$p.out")' (want $want)"
+                done
+                note "$phase of $MULTI_PROCS x $MULTI_MIB MiB at once: $(fmt_s $(($(now_us) - t0))) s" \
+                        "($(for p in "${pids[@]}"; do sed -n 's/.*(\(.*\) ms).*/\1/p' "$SCEN_DIR/$phase.$p.out"; done | tr '\n' ' ')ms)"
+                for p in "${pids[@]}"; do expect_state "$p" "$want"; done
+                if [[ $phase == suspend ]]; then
+                        for p in "${pids[@]}"; do expect_frozen "$p"; done
+                fi
+        done
+        for p in "${pids[@]}"; do wait_running_again "$p"; done
+}
+
+# Restore onto the GPU's own UUID, in both accepted spellings.
+scenario_identity_mapping() {
+        local pid uuid hex
+        start_target ident "$TEST_MIB"
+        pid=$TPID
+        wait_verified "$pid" 1
+        uuid=$(uuid_of "$pid")
+        [[ $uuid =~ ^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$ ]] ||
+                die "target reports a malformed UUID '$uuid'"
+        grep -qxF "$uuid" <<<"$GPU_UUIDS" || die "target UUID $uuid is not one nvidia-smi lists: $GPU_UUIDS"
+        hex=${uuid#GPU-}
+        hex=${hex//-/}
+        # Restore (then Unlock) with GPU-8-4-4-4-12 on both sides.
+        expect_op locked lock "$pid"
+        expect_op checkpointed checkpoint "$pid"
+        expect_op locked restore "$pid" --map="$uuid=$uuid"
+        note "restore --map=GPU-form ${OP_MS} ms"
+        expect_op running unlock "$pid"
+        wait_running_again "$pid"
+        # Resume with 32 bare hex digits on both sides.
+        expect_op checkpointed suspend "$pid"
+        expect_op running resume "$pid" --map="$hex=$hex"
+        note "resume --map=32-hex ${OP_MS} ms"
+        wait_running_again "$pid"
+        # Mixed spellings.
+        expect_op checkpointed suspend "$pid"
+        expect_op running resume "$pid" --map="$hex=$uuid"
+        note "resume --map=hex=GPU-form ${OP_MS} ms"
+        wait_running_again "$pid"
+}
+
+# A mapping onto a UUID that is no GPU is refused, the process stays
+# checkpointed, and a plain resume brings it back.
+scenario_invalid_mapping() {
+        local pid uuid
+        start_target badmap "$TEST_MIB"
+        pid=$TPID
+        wait_verified "$pid" 1
+        uuid=$(uuid_of "$pid")
+        expect_op checkpointed suspend "$pid"
+        expect_err 15 InvalidGpuMapping restore "$pid" --map="$uuid=$BOGUS_UUID"
+        expect_state "$pid" checkpointed
+        expect_err 15 InvalidGpuMapping resume "$pid" --map="$uuid=$BOGUS_UUID"
+        expect_state "$pid" checkpointed
+        expect_frozen "$pid"
+        expect_op running resume "$pid"
+        note "plain resume after refusal ${OP_MS} ms"
+        wait_running_again "$pid"
+}
+
+# Managed memory: Suspend fails NotSupported, is rolled back, the process runs on.
+scenario_managed_memory() {
+        local pid t0
+        start_target managed "$MANAGED_MIB" --managed
+        pid=$TPID
+        wait_verified "$pid" 1
+        [[ $(field "$(status_of "$pid")" managed) == 1 ]] || die "target does not report managed=1"
+        t0=$(now_us)
+        expect_err 16 NotSupported suspend "$pid"
+        note "suspend refused after $(fmt_s $(($(now_us) - t0))) s: $ERR_JSON"
+        json_has rolled_back true
+        expect_state "$pid" running
+        wait_running_again "$pid"
+}
+
+# A process that never used CUDA.
+scenario_not_cuda() {
+        local pid cmd
+        sleep 100000 &
+        pid=$!
+        echo "$pid" >>"$PIDS_FILE"
+        echo "$pid" >>"$SCEN_DIR/pids"
+        for cmd in state restore-tid lock suspend; do
+                expect_err 11 NotCudaProcess "$cmd" "$pid"
+        done
+        kill -0 "$pid" || die "sleep $pid died"
+}
+
+# A pid that does not exist.
+scenario_no_such_process() {
+        local pid cmd
+        true &
+        pid=$!
+        wait "$pid"
+        ! kill -0 "$pid" 2>/dev/null || die "pid $pid was reused already"
+        for cmd in state lock suspend resume; do
+                expect_err 10 NoSuchProcess "$cmd" "$pid"
+        done
+}
+
+# Every transition the driver's state machine forbids is InvalidState and
+# leaves the state as it was.
+scenario_invalid_transitions() {
+        local pid cmd
+        start_target trans "$TEST_MIB"
+        pid=$TPID
+        wait_verified "$pid" 1
+        for cmd in checkpoint restore unlock resume; do
+                expect_err 13 InvalidState "$cmd" "$pid"
+                expect_state "$pid" running
+        done
+        expect_op locked lock "$pid"
+        for cmd in lock restore suspend resume; do
+                expect_err 13 InvalidState "$cmd" "$pid"
+                expect_state "$pid" locked
+        done
+        expect_op checkpointed checkpoint "$pid"
+        for cmd in lock checkpoint unlock suspend; do
+                expect_err 13 InvalidState "$cmd" "$pid"
+                expect_state "$pid" checkpointed
+        done
+        expect_op locked restore "$pid"
+        expect_op running unlock "$pid"
+        wait_running_again "$pid"
+        note "12 illegal transitions refused"
+}
+
+# Another uid is refused on root's process and served on its own.
+scenario_other_uid() {
+        local root_pid user_pid cmd i0
+        command -v setpriv >/dev/null || die "setpriv (util-linux) not found"
+        local -a as_user=(setpriv --reuid="$OTHER_UID" --regid="$OTHER_UID" --clear-groups --)
+        "${as_user[@]}" test -x "$TARGET" ||
+                die "uid $OTHER_UID cannot execute $TARGET (directory permissions?)"
+        "${as_user[@]}" timeout 30 "$CTL" --socket="$SOCK" info >"$SCEN_DIR/info-as-user" 2>&1 ||
+                die "uid $OTHER_UID cannot run $CTL info (directory permissions, LD_LIBRARY_PATH?): $(<"$SCEN_DIR/info-as-user")"
+        start_target rootowned "$TEST_MIB"
+        root_pid=$TPID
+        RUN_AS=$OTHER_UID start_target userowned "$TEST_MIB"
+        user_pid=$TPID
+        wait_verified "$root_pid" 1
+        wait_verified "$user_pid" 1
+        [[ $(stat -c %u "/proc/$user_pid") == "$OTHER_UID" ]] || die "target $user_pid does not run as uid $OTHER_UID"
+
+        CTL_PREFIX=("${as_user[@]}")
+        for cmd in state lock suspend; do
+                expect_err 12 PermissionDenied "$cmd" "$root_pid"
+                json_has caller_uid "$OTHER_UID"
+        done
+        CTL_PREFIX=()
+        expect_state "$root_pid" running
+        i0=$(iter_of "$root_pid")
+        wait_verified "$root_pid" $((i0 + 2))
+
+        CTL_PREFIX=("${as_user[@]}")
+        expect_state "$user_pid" running
+        expect_op checkpointed suspend "$user_pid"
+        note "uid $OTHER_UID: suspend own process ${OP_MS} ms"
+        expect_op running resume "$user_pid"
+        note "resume ${OP_MS} ms"
+        CTL_PREFIX=()
+        wait_running_again "$user_pid"
+}
+
+# SIGTERM: the daemon exits 0 within 30 s.  The daemon is the main
+# shell's child, so this one runs in the main shell: no die, no exit.
+scenario_daemon_shutdown() {
+        local rc=0
+        if [[ -z $DAEMON_PID ]]; then
+                echo "ASSERTION FAILED: cudackptd is not running"
+                return 1
+        fi
+        stop_daemon 30 || rc=$?
+        if ((rc != 0)); then
+                echo "ASSERTION FAILED: cudackptd exited $rc after SIGTERM (want 0; 137: still running after 30 s)"
+                return 1
+        fi
+}
+
+# ---------------------------------------------------------------------------
+# Driver
+# ---------------------------------------------------------------------------
+run_scenario() {
+        local name=$1 fn=scenario_${1//-/_} t0 rc=0 dir=$WORK/$1 details=""
+        mkdir -p "$dir"
+        if [[ $name != daemon-shutdown ]] && { [[ -z $DAEMON_PID ]] || ! kill -0 "$DAEMON_PID" 2>/dev/null; }; then
+                start_daemon || true
+        fi
+        t0=$(now_us)
+        if [[ $name == daemon-shutdown ]]; then
+                "$fn" >"$dir/output" 2>&1 || rc=$?
+        else
+                (
+                        SCEN_DIR=$dir
+                        : >"$SCEN_DIR/pids"
+                        set -E
+                        trap 'echo "unexpected failure (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
+                        trap 'while read -r p; do kill -KILL "$p" 2>/dev/null || true; done <"$SCEN_DIR/pids"' EXIT
+                        "$fn"
+                ) >"$dir/output" 2>&1 &
+                wait $! || rc=$?
+        fi
+        if [[ $name != daemon-shutdown ]] && ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+                echo "ASSERTION FAILED: cudackptd died during the scenario" >>"$dir/output"
+                rc=1
+        fi
+        if [[ -s $dir/details ]]; then
+                details=" [$(paste -sd';' "$dir/details" | sed 's/;/; /g')]"
+        fi
+        if ((rc == 0)); then
+                PASSED=$((PASSED + 1))
+                printf 'PASS %-22s %8s s%s\n' "$name" "$(fmt_s $(($(now_us) - t0)))" "$details"
+        else
+                FAILED=$((FAILED + 1))
+                printf 'FAIL %-22s %8s s%s\n' "$name" "$(fmt_s $(($(now_us) - t0)))" "$details"
+                sed 's/^/    /' "$dir/output"
+                echo "    --- daemon log (last 15 lines) ---"
+                tail -n 15 "$WORK/daemon.log" | sed 's/^/    /'
+        fi
+}
+
+echo "GPU tests: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1), driver $DRIVER_VERSION"
+echo "  daemon $DAEMON, ctl $CTL, target $TARGET, work $WORK"
+echo "  sizes: small ${SMALL_MIB} MiB, large ${LARGE_MIB} MiB, multi ${MULTI_PROCS}x${MULTI_MIB} MiB," \
+        "others ${TEST_MIB} MiB, managed ${MANAGED_MIB} MiB; step timeout ${STEP_TIMEOUT}s"
+if ! start_daemon; then
+        echo "FAIL daemon-start"
+        FAILED=1
+        echo "0 passed, 1 failed"
+        exit 1
+fi
+echo "  daemon: $(tr '\n' ' ' <"$WORK/info.txt")"
+
+for s in $SCENARIOS; do
+        run_scenario "$s"
+done
+echo "$PASSED passed, $FAILED failed"
+((FAILED == 0 && PASSED > 0))
