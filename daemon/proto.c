@@ -51,7 +51,8 @@ const char *proto_state_string(int state, char *buf, size_t len)
         return buf;
 }
 
-cJSON *proto_reply_new(cJSON *params)
+/* {"error": name, "parameters": params}, or without "error" when name is NULL. */
+static cJSON *message_new(const char *name, cJSON *params)
 {
         cJSON *m = cJSON_CreateObject();
 
@@ -62,24 +63,20 @@ cJSON *proto_reply_new(cJSON *params)
                 cJSON_Delete(params);
                 return NULL;
         }
+        if (name)
+                cJSON_AddStringToObject(m, "error", name);
         cJSON_AddItemToObject(m, "parameters", params);
         return m;
 }
 
+cJSON *proto_reply_new(cJSON *params)
+{
+        return message_new(NULL, params);
+}
+
 cJSON *proto_error_new(const char *name, cJSON *params)
 {
-        cJSON *m = cJSON_CreateObject();
-
-        if (!params)
-                params = cJSON_CreateObject();
-        if (!m || !params) {
-                cJSON_Delete(m);
-                cJSON_Delete(params);
-                return NULL;
-        }
-        cJSON_AddStringToObject(m, "error", name);
-        cJSON_AddItemToObject(m, "parameters", params);
-        return m;
+        return message_new(name, params);
 }
 
 cJSON *proto_invalid_parameter(const char *parameter)
