@@ -32,6 +32,8 @@ void config_init(struct config *c)
                 .max_queue_total = 4096,
                 .default_lock_timeout_ms = 10000,
                 .max_gpu_pairs = 64,
+                .max_cached_targets = 256,
+                .cached_target_idle_ms = 60000,
                 .log_level = 6, /* LOG_INFO */
         };
 }
@@ -117,6 +119,8 @@ static const struct uint_key uint_keys[] = {
         UKEY(max_queue_total, 1, 16777216),
         UKEY(default_lock_timeout_ms, 0, 4294967295.0),
         UKEY(max_gpu_pairs, 1, 1024),
+        UKEY(max_cached_targets, 0, 65536),
+        UKEY(cached_target_idle_ms, 0, 86400000.0),
 };
 
 static void store_uint(struct config *c, const struct uint_key *k, double v)

@@ -28,6 +28,8 @@ struct config {
         unsigned max_queue_total;     /* operations queued or running in all */
         uint32_t default_lock_timeout_ms; /* Lock/Suspend without timeout_ms; 0 = no limit */
         unsigned max_gpu_pairs;       /* entries of a gpu_mapping */
+        unsigned max_cached_targets;  /* idle targets kept pinned for reuse; 0 = none */
+        uint64_t cached_target_idle_ms; /* how long an idle target stays cached */
         int log_level;                /* syslog level */
 
         /* Policy, on top of "root acts on any process, others on their own". */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cudackpt/protocol.h"
 #include "dispatch.h"
@@ -29,6 +30,8 @@ void conn_unref(struct conn *c)
         if (--c->refs > 0)
                 return;
         server_conn_gone(c->server, c);
+        if (c->caller.has_pidfd)
+                close(c->caller.pidfd);
         free(c->buf);
         free(c);
 }
@@ -49,21 +52,23 @@ void conn_close(struct conn *c)
         server_maybe_finish(c->server);
 }
 
+/* The timer runs once per idle period, not once per request: it checks
+ * when the connection was last active and waits out the rest. */
 static void on_idle(uv_timer_t *t)
 {
         struct conn *c = t->data;
+        uint64_t timeout = c->server->cfg->idle_timeout_ms;
+        uint64_t idle = uv_now(c->server->loop) - c->last_active;
 
-        if (c->closing || c->busy)
+        if (c->closing)
                 return;
+        if (c->busy || idle < timeout) {
+                uv_timer_start(&c->idle, on_idle, c->busy ? timeout : timeout - idle, 0);
+                return;
+        }
         log_debug("Closing connection of uid %u idle for %llu ms", (unsigned)c->caller.uid,
-                  (unsigned long long)c->server->cfg->idle_timeout_ms);
+                  (unsigned long long)timeout);
         conn_close(c);
-}
-
-static void arm_idle(struct conn *c)
-{
-        if (c->server->cfg->idle_timeout_ms > 0 && !c->closing)
-                uv_timer_start(&c->idle, on_idle, c->server->cfg->idle_timeout_ms, 0);
 }
 
 static void on_written(uv_write_t *req, int status)
@@ -151,6 +156,14 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void update_reading(struct conn *c);
 
+/* Whether reading must pause: a whole message (or a cap's worth of one)
+ * waits in the buffer. */
+static bool holds_message(const struct conn *c)
+{
+        return c->len >= c->server->cfg->max_message_bytes ||
+               (c->len > 0 && memchr(c->buf, '\0', c->len) != NULL);
+}
+
 /* Handles complete messages while no request is in flight. */
 static void process(struct conn *c)
 {
@@ -172,14 +185,20 @@ static void process(struct conn *c)
                         break;
                 }
                 dispatch_message(c, c->buf, n);
+                /* Only whole requests count as activity: a client trickling
+                 * bytes of a message it never ends is idle. */
+                c->last_active = uv_now(c->server->loop);
                 c->len -= n + 1;
                 memmove(c->buf, c->buf + n + 1, c->len);
         }
-        if (!c->closing) {
-                update_reading(c);
-                if (!c->busy)
-                        arm_idle(c);
+        /* All that a client that hung up sent has been answered. */
+        if (!c->closing && !c->busy && c->read_eof && !c->close_after_write) {
+                c->close_after_write = true;
+                if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) == 0)
+                        conn_close(c);
         }
+        if (!c->closing)
+                update_reading(c);
         conn_unref(c);
 }
 
@@ -190,15 +209,22 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
         if (c->closing)
                 return;
+        if (nread == UV_EOF) {
+                /* The replies to what was sent are still owed: a request in
+                 * flight completes, buffered ones are served, then it closes. */
+                c->read_eof = true;
+                process(c);
+                return;
+        }
         if (nread < 0) {
-                /* EOF or error: a request in flight still completes and is logged. */
+                /* A reset: a request in flight still completes and is logged. */
                 conn_close(c);
                 return;
         }
         if (nread == 0)
                 return;
-        /* Bounded: reading stops while a request is in flight, so the buffer holds
-         * at most one message over the cap plus one read. */
+        /* Bounded: reading stops once a whole message or the cap is buffered,
+         * so the buffer holds at most the cap plus one read. */
         need = c->len + (size_t)nread;
         if (need > c->cap) {
                 size_t cap = c->cap ? c->cap : 4096;
@@ -220,7 +246,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
 static void update_reading(struct conn *c)
 {
-        bool want = !c->busy && !c->close_after_write;
+        bool want = !c->close_after_write && !c->read_eof && !holds_message(c);
 
         if (want == c->reading)
                 return;
@@ -236,6 +262,7 @@ void conn_request_done(struct conn *c)
         c->busy = false;
         if (c->closing)
                 return;
+        c->last_active = uv_now(c->server->loop);
         if (c->server->shutting_down) {
                 c->close_after_write = true;
                 if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) == 0)
@@ -255,10 +282,12 @@ int conn_start(struct conn *c)
 {
         c->pipe.data = c;
         c->refs = 1;
+        c->last_active = uv_now(c->server->loop);
         if (c->server->cfg->idle_timeout_ms > 0) {
                 uv_timer_init(c->server->loop, &c->idle);
                 c->idle.data = c;
                 c->refs++;
+                uv_timer_start(&c->idle, on_idle, c->server->cfg->idle_timeout_ms, 0);
         }
         c->reading = false;
         update_reading(c);
@@ -266,6 +295,5 @@ int conn_start(struct conn *c)
                 conn_close(c);
                 return -EIO;
         }
-        arm_idle(c);
         return 0;
 }

@@ -1,9 +1,12 @@
 /* conn.h: one client connection: bytes in, NUL framing, replies out.
  *
- * A connection serves one request at a time: while a request is being
- * answered it does not read (the kernel's buffer then pushes back on the
- * client), and requests already received wait in its buffer.  Every limit
- * (message size, unread replies, idle time) is enforced here.
+ * A connection serves one request at a time.  While a request is being
+ * answered it goes on reading only until a whole further message waits in
+ * its buffer (the kernel's buffer then pushes back on a client that
+ * floods); a client's hang-up is thus seen at once, and the usual client,
+ * which waits for each reply, costs no extra system calls.  A client that
+ * shuts down its sending side still gets the replies to what it sent.
+ * Every limit (message size, unread replies, idle time) is enforced here.
  *
  * Lifetime: the server creates a connection at accept; conn_close() starts
  * closing it; it is freed when its handles are closed and the last
@@ -24,6 +27,7 @@ struct server;
 struct conn {
         uv_pipe_t pipe;
         uv_timer_t idle;           /* closes the connection after idle_timeout_ms */
+        uint64_t last_active;      /* uv_now() when the last request was answered */
         struct server *server;
         struct policy_caller caller; /* from SO_PEERCRED and SO_PEERGROUPS */
         struct conn *prev, *next;  /* server's list of connections */
@@ -32,6 +36,7 @@ struct conn {
         bool busy;                 /* a request is being served */
         bool close_after_write;    /* close once queued replies are written */
         bool reading;
+        bool read_eof;             /* the client sent all it will send */
         char *buf;                 /* received bytes not yet handled */
         size_t len, cap;
 };

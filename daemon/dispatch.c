@@ -315,7 +315,8 @@ void dispatch_op_done(struct sched *s, struct sched_op *op)
 
         if (!proto_method_read_only(op->method) || refused)
                 audit(c, op->method, op->req.pid, ops_error_short_name(r->error),
-                      c->closing ? "client gone" : NULL, (double)r->duration_ns / 1e6);
+                      c->closing ? "client gone" : c->read_eof ? "client hung up" : NULL,
+                      (double)r->duration_ns / 1e6);
         if (op->reply && !c->closing) {
                 msg = op->cancelled ? simple_error(CUDACKPT_ERROR_SHUTTING_DOWN, 0, NULL)
                                     : ops_reply(s->drv, op->method, op->req.pid, c->caller.uid, r);

@@ -96,8 +96,7 @@ void log_audit(const struct log_audit *a)
         bool ok = strcmp(a->result, "ok") == 0;
         int level = ok ? LOG_INFO : LOG_NOTICE;
 
-        if (level > log_max_level)
-                return;
+        /* The audit trail is not chatter: log_level does not filter it. */
         if (log_journal) {
                 sd_journal_send("MESSAGE=audit: uid=%u pid=%d %s(%d) -> %s%s%s (%.3f ms)",
                                 a->caller_uid, a->caller_pid, a->method, a->target_pid, a->result,

@@ -23,7 +23,7 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
 
 /* One audit record: a call that changed a process, or a refusal.  Written
- * once, as one line on stderr or one journal entry with fields
+ * once, whatever the log level, as one line on stderr or one journal entry with fields
  * CUDACKPT_CALLER_UID, CUDACKPT_CALLER_PID, CUDACKPT_TARGET_PID,
  * CUDACKPT_METHOD, CUDACKPT_RESULT and CUDACKPT_DURATION_MS. */
 struct log_audit {

@@ -105,7 +105,13 @@ int main(int argc, char **argv)
                 log_error("Failed to set up the event loop: %s", uv_strerror(r));
                 return 1;
         }
-        server_init(&srv, &loop, &cfg);
+        r = server_init(&srv, &loop, &cfg);
+        if (r < 0) {
+                log_error("Failed to set up the server: %s", strerror(-r));
+                uv_loop_close(&loop);
+                config_done(&cfg);
+                return 1;
+        }
         r = server_run(&srv);
         server_done(&srv);
         uv_loop_close(&loop);

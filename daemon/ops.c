@@ -145,22 +145,38 @@ static bool do_unlock(struct run *x)
         return step_done(x, OPS_STEP_UNLOCK, driver_unlock(x->d, x->t->identity.pid));
 }
 
-static int pin(const struct driver *d, struct sched_target *t, pid_t pid, enum proto_method m)
+static int pin(const struct driver *d, struct sched_target *t, pid_t pid, enum proto_method m,
+               const struct policy_caller *caller)
 {
         int r, st = -1;
+        bool reopened = false;
 
-        /* A target entry outlives no process: if the one pinned by an earlier
-         * request of the queue has gone, the pid now names another one. */
-        if (t->identity.pidfd >= 0 && target_alive(&t->identity) != 1)
+        /* A kept target outlives no process: if the one pinned earlier has
+         * gone, the pid now names another one, or none.  Its user ids are
+         * read again each time, since a process can change them. */
+        if (t->identity.pidfd >= 0 &&
+            (target_alive(&t->identity) != 1 || target_refresh(&t->identity) < 0))
                 target_close(&t->identity);
-        if (t->identity.pidfd >= 0)
-                return 0;
-        r = target_open(pid, &t->identity);
-        if (r < 0)
-                return r;
+        if (t->identity.pidfd < 0) {
+                /* A caller naming itself is pinned by the pidfd of the
+                 * connection's peer: the very process that asks. */
+                if (caller->has_pidfd && pid == caller->pid)
+                        r = target_open_pidfd(pid, caller->pidfd, &t->identity);
+                else
+                        r = target_open(pid, &t->identity);
+                if (r < 0)
+                        return r;
+                reopened = true;
+        }
         /* GetState requests that arrive while this operation runs are answered
-         * from the published state: learn it first (one cheap driver call). */
-        if (m != PROTO_GET_STATE && driver_get_state(d, t->identity.pid, &st) != CUDA_SUCCESS)
+         * from the published state: learn it first (one cheap driver call)
+         * unless the operation before this one in the queue left it. */
+        if (!reopened) {
+                uv_mutex_lock(&t->lock);
+                st = t->known ? t->last_state : -1;
+                uv_mutex_unlock(&t->lock);
+        }
+        if (st < 0 && m != PROTO_GET_STATE && driver_get_state(d, t->identity.pid, &st) != CUDA_SUCCESS)
                 st = -1;
         sched_publish(t, &t->identity, st);
         return 0;
@@ -191,7 +207,7 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 res->error = OPS_PERMISSION_DENIED;
                 return;
         }
-        r = pin(d, t, req->pid, m);
+        r = pin(d, t, req->pid, m, caller);
         if (r < 0) {
                 res->error = r == -ESRCH ? OPS_NO_SUCH_PROCESS : OPS_PERMISSION_DENIED;
                 return;
@@ -210,6 +226,8 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 }
         }
 
+        if (!proto_method_read_only(m))
+                sched_process_enter(t->sched, t->identity.pid);
         t0 = uv_hrtime();
         switch (m) {
         case PROTO_GET_STATE:
@@ -255,6 +273,8 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 break;
         }
         res->duration_ns = uv_hrtime() - t0;
+        if (!proto_method_read_only(m))
+                sched_process_leave(t->sched, t->identity.pid);
 
         /* The reply reports the state the driver reports now, success or not. */
         if (!have_state && res->error != OPS_PROCESS_GONE && res->error != OPS_NOT_CUDA_PROCESS) {

@@ -15,11 +15,14 @@
 
 #define POLICY_MAX_GROUPS 256
 
-/* The peer of a connection, from SO_PEERCRED and SO_PEERGROUPS at accept. */
+/* The peer of a connection, from SO_PEERCRED, SO_PEERGROUPS and (Linux 6.5
+ * and later) SO_PEERPIDFD at accept. */
 struct policy_caller {
         uid_t uid;
         gid_t gid;
         pid_t pid;
+        bool has_pidfd;         /* pidfd below is valid (owned by the connection) */
+        int pidfd;              /* the peer process, pinned */
         size_t n_groups;
         gid_t groups[POLICY_MAX_GROUPS];
 };

@@ -11,25 +11,67 @@ static unsigned bucket_of(pid_t pid)
 }
 
 static void on_async(uv_async_t *a);
+static void on_sweep(uv_timer_t *t);
 
-void sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
-                const struct driver *drv, sched_done_fn done)
+int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
+               const struct driver *drv, sched_done_fn done)
 {
         memset(s, 0, sizeof(*s));
+        s->busy = calloc(cfg->workers, sizeof(*s->busy));
+        if (!s->busy)
+                return -ENOMEM;
+        uv_mutex_init(&s->busy_lock);
+        uv_cond_init(&s->busy_cond);
         s->loop = loop;
         s->cfg = cfg;
         s->drv = drv;
         s->done = done;
         uv_async_init(loop, &s->async, on_async);
         s->async.data = s;
-        /* Wake-ups alone never keep the loop running. */
+        /* Wake-ups and the cache's sweep alone never keep the loop running. */
         uv_unref((uv_handle_t *)&s->async);
+        uv_timer_init(loop, &s->sweep);
+        s->sweep.data = s;
+        uv_unref((uv_handle_t *)&s->sweep);
+        return 0;
+}
+
+static bool process_busy(const struct sched *s, pid_t pid)
+{
+        for (unsigned i = 0; i < s->n_busy; i++)
+                if (s->busy[i] == pid)
+                        return true;
+        return false;
+}
+
+void sched_process_enter(struct sched *s, pid_t pid)
+{
+        uv_mutex_lock(&s->busy_lock);
+        while (process_busy(s, pid))
+                uv_cond_wait(&s->busy_cond, &s->busy_lock);
+        /* One entry per worker thread at most: the array has room. */
+        s->busy[s->n_busy++] = pid;
+        uv_mutex_unlock(&s->busy_lock);
+}
+
+void sched_process_leave(struct sched *s, pid_t pid)
+{
+        uv_mutex_lock(&s->busy_lock);
+        for (unsigned i = 0; i < s->n_busy; i++)
+                if (s->busy[i] == pid) {
+                        s->busy[i] = s->busy[--s->n_busy];
+                        break;
+                }
+        uv_cond_broadcast(&s->busy_cond);
+        uv_mutex_unlock(&s->busy_lock);
 }
 
 void sched_close(struct sched *s)
 {
         if (!uv_is_closing((uv_handle_t *)&s->async))
                 uv_close((uv_handle_t *)&s->async, NULL);
+        if (!uv_is_closing((uv_handle_t *)&s->sweep))
+                uv_close((uv_handle_t *)&s->sweep, NULL);
 }
 
 static struct sched_target *find_target(struct sched *s, pid_t pid)
@@ -54,6 +96,7 @@ static struct sched_target *target_new(struct sched *s, pid_t pid)
         t->pid = pid;
         t->sched = s;
         t->identity.pidfd = -1;
+        t->identity.status_fd = -1;
         t->last_state = -1;
         t->next_in_bucket = s->buckets[b];
         s->buckets[b] = t;
@@ -61,10 +104,28 @@ static struct sched_target *target_new(struct sched *s, pid_t pid)
         return t;
 }
 
+static void lru_unlink(struct sched *s, struct sched_target *t)
+{
+        if (!t->cached)
+                return;
+        if (t->lru_prev)
+                t->lru_prev->lru_next = t->lru_next;
+        else
+                s->lru_head = t->lru_next;
+        if (t->lru_next)
+                t->lru_next->lru_prev = t->lru_prev;
+        else
+                s->lru_tail = t->lru_prev;
+        t->lru_prev = t->lru_next = NULL;
+        t->cached = false;
+        s->n_cached--;
+}
+
 static void target_free(struct sched *s, struct sched_target *t)
 {
         struct sched_target **p = &s->buckets[bucket_of(t->pid)];
 
+        lru_unlink(s, t);
         while (*p != t)
                 p = &(*p)->next_in_bucket;
         *p = t->next_in_bucket;
@@ -177,6 +238,66 @@ static void work_cb(uv_work_t *w)
 
 static void start_next(struct sched *s, struct sched_target *t);
 
+static uint64_t sweep_period(const struct sched *s)
+{
+        uint64_t p = s->cfg->cached_target_idle_ms / 2;
+
+        return p < 100 ? 100 : p;
+}
+
+/* A target with nothing queued: kept in the cache while it pins a process,
+ * else freed.  Loop thread; target_alive() does not block. */
+static void target_release(struct sched *s, struct sched_target *t)
+{
+        if (s->cfg->max_cached_targets == 0 || s->cfg->cached_target_idle_ms == 0 ||
+            !target_alive(&t->identity)) {
+                target_free(s, t);
+                return;
+        }
+        t->cached = true;
+        t->idle_since = uv_now(s->loop);
+        t->lru_prev = NULL;
+        t->lru_next = s->lru_head;
+        if (s->lru_head)
+                s->lru_head->lru_prev = t;
+        else
+                s->lru_tail = t;
+        s->lru_head = t;
+        s->n_cached++;
+        while (s->n_cached > s->cfg->max_cached_targets)
+                target_free(s, s->lru_tail);
+        if (!uv_is_active((uv_handle_t *)&s->sweep))
+                uv_timer_start(&s->sweep, on_sweep, sweep_period(s), sweep_period(s));
+}
+
+/* Drops cached targets idle too long or whose process has exited, so the
+ * daemon keeps nothing about a process that has gone. */
+static void on_sweep(uv_timer_t *timer)
+{
+        struct sched *s = timer->data;
+        uint64_t now = uv_now(s->loop);
+        struct sched_target *t, *prev;
+
+        for (t = s->lru_tail; t; t = prev) {
+                prev = t->lru_prev;
+                if (now - t->idle_since >= s->cfg->cached_target_idle_ms || !target_alive(&t->identity))
+                        target_free(s, t);
+        }
+        if (s->n_cached == 0)
+                uv_timer_stop(&s->sweep);
+}
+
+/* A cached target taken up again: what it published belongs to earlier
+ * operations, and the process may have changed state since. */
+static void target_revive(struct sched *s, struct sched_target *t)
+{
+        lru_unlink(s, t);
+        uv_mutex_lock(&t->lock);
+        t->known = false;
+        t->last_state = -1;
+        uv_mutex_unlock(&t->lock);
+}
+
 static void after_work_cb(uv_work_t *w, int status)
 {
         struct sched_op *op = w->data;
@@ -213,7 +334,7 @@ static void start_next(struct sched *s, struct sched_target *t)
                 return;
         if (!op) {
                 if (t->depth == 0)
-                        target_free(s, t);
+                        target_release(s, t);
                 return;
         }
         t->head = op->next;
@@ -243,6 +364,8 @@ int sched_submit(struct sched *s, struct sched_op *op, unsigned *ret_limit)
                 t = target_new(s, op->req.pid);
                 if (!t)
                         return -ENOMEM;
+        } else if (t->cached) {
+                target_revive(s, t);
         }
         op->target = t;
         op->sched = s;
@@ -310,4 +433,10 @@ void sched_done(struct sched *s)
         for (unsigned b = 0; b < SCHED_BUCKETS; b++)
                 while (s->buckets[b])
                         target_free(s, s->buckets[b]);
+        if (s->busy) {
+                uv_cond_destroy(&s->busy_cond);
+                uv_mutex_destroy(&s->busy_lock);
+                free(s->busy);
+                s->busy = NULL;
+        }
 }

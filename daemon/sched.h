@@ -1,7 +1,11 @@
 /* sched.h: per-process queues on top of worker threads.
  *
  * Every process named in a request gets a sched_target while operations on
- * it are queued or running.  Its operations run one at a time, in arrival
+ * it are queued or running, and keeps it for a while after (the cache):
+ * the target's pidfd then spares the next request the pinning.  The cache
+ * holds at most max_cached_targets idle targets, least recently used first
+ * out, and a sweep drops those idle for cached_target_idle_ms or whose
+ * process has exited.  Its operations run one at a time, in arrival
  * order, on libuv's worker threads (uv_queue_work; the pool is sized from
  * the configuration before the loop starts).  Different targets run in
  * parallel.  Completion comes back to the loop thread through the done
@@ -60,6 +64,10 @@ struct sched_target {
         uint64_t start_time;
         int last_state;               /* driver state, -1 when unknown */
         bool want_wake;               /* waiters exist: wake the loop on publish */
+        /* The cache of idle targets (loop thread only). */
+        bool cached;                  /* on the LRU list below, depth == 0 */
+        struct sched_target *lru_prev, *lru_next; /* most recently used first */
+        uint64_t idle_since;          /* uv_now() when it was cached */
 };
 
 /* A consistent copy of what the loop may read while an op runs. */
@@ -83,10 +91,20 @@ struct sched {
         unsigned n_ops;     /* queued + running, all targets */
         unsigned n_running;
         uv_async_t async;   /* a worker published a state that waiters want */
+        struct sched_target *lru_head, *lru_tail; /* cached idle targets */
+        unsigned n_cached;
+        uv_timer_t sweep;   /* drops stale cached targets while any exist */
+        /* Processes a mutating operation runs on now (worker threads).  A
+         * thread id and its process are two targets of the queues but one
+         * process for the driver: this keeps their operations apart. */
+        uv_mutex_t busy_lock;
+        uv_cond_t busy_cond;
+        pid_t *busy;        /* at most cfg->workers entries */
+        unsigned n_busy;
 };
 
-void sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
-                const struct driver *drv, sched_done_fn done);
+int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
+               const struct driver *drv, sched_done_fn done);
 /* Queues op; -EAGAIN when a queue limit is reached (*ret_limit says which). */
 int sched_submit(struct sched *s, struct sched_op *op, unsigned *ret_limit);
 /* The running op's view of a target, if an op on pid is running now. */
@@ -96,13 +114,19 @@ bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *r
  * soon as the worker publishes one.  -EALREADY: the state is known now;
  * -ESRCH: nothing is running. */
 int sched_wait_state(struct sched *s, struct sched_op *op);
-/* Closes the wake-up handle; the loop must run once more to finish it. */
+/* Closes the loop handles; the loop must run once more to finish them. */
 void sched_close(struct sched *s);
 
 /* Answers every queued, not started op through done with op->cancelled set;
  * running ones finish normally.  Returns the number still running. */
 unsigned sched_cancel_queued(struct sched *s);
 void sched_done(struct sched *s); /* no ops may remain */
+
+/* Called by the worker around the driver calls of a mutating operation on
+ * process pid (ops.c): waits while another worker acts on the same
+ * process under another target (a thread id of it). */
+void sched_process_enter(struct sched *s, pid_t pid);
+void sched_process_leave(struct sched *s, pid_t pid);
 
 /* Called by the worker to publish progress (ops.c). */
 void sched_publish(struct sched_target *t, const struct target_identity *id, int state);

@@ -55,11 +55,16 @@ void server_conn_gone(struct server *s, struct conn *c)
         server_maybe_finish(s);
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5; older headers lack it */
+#endif
+
 static void read_peer(int fd, struct policy_caller *caller)
 {
         struct ucred cred;
         socklen_t len = sizeof(cred);
         gid_t groups[POLICY_MAX_GROUPS];
+        int pidfd = -1;
 
         /* Without credentials the peer is nobody: it gets refused, not trusted. */
         caller->uid = (uid_t)-1;
@@ -75,6 +80,13 @@ static void read_peer(int fd, struct policy_caller *caller)
                 caller->n_groups = len / sizeof(gid_t);
                 memcpy(caller->groups, groups, caller->n_groups * sizeof(gid_t));
         }
+        /* The kernel's pidfd of the process that connected: unlike the pid,
+         * it cannot come to name another process.  Older kernels say
+         * ENOPROTOOPT and the daemon does without. */
+        len = sizeof(pidfd);
+        caller->has_pidfd = caller->pid > 0 &&
+                            getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0;
+        caller->pidfd = caller->has_pidfd ? pidfd : -1;
 }
 
 static void on_refused_closed(uv_handle_t *h)
@@ -131,6 +143,8 @@ static void on_connection(uv_stream_t *listener, int status)
         if (!u || u->count >= s->cfg->max_connections_per_uid) {
                 log_warning("Refusing connection from uid %u pid %d: too many connections of this uid (limit %u)",
                             (unsigned)c->caller.uid, (int)c->caller.pid, s->cfg->max_connections_per_uid);
+                if (c->caller.has_pidfd)
+                        close(c->caller.pidfd);
                 uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
                 return;
         }
@@ -157,7 +171,7 @@ static int listen_on(struct server *s, uv_pipe_t *p)
 static int take_activated_sockets(struct server *s)
 {
         char **names = NULL;
-        int n = sd_listen_fds_with_names(1, &names);
+        int n = sd_listen_fds_with_names(1, &names), served = 0, r;
 
         if (n <= 0)
                 return n;
@@ -175,18 +189,39 @@ static int take_activated_sockets(struct server *s)
                 }
                 (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
                 p = &s->listeners[s->n_listeners];
-                if (uv_pipe_init(s->loop, p, 0) < 0 || uv_pipe_open(p, fd) < 0 || listen_on(s, p) < 0) {
-                        log_error("Failed to serve passed socket %d (%s)", fd, name);
+                r = uv_pipe_init(s->loop, p, 0);
+                if (r < 0) {
+                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
                         close(fd);
                         continue;
                 }
+                /* From here the slot holds a handle on the loop: a failure
+                 * closes it (and with it fd, once it is the handle's) and
+                 * leaves the slot used, never to be initialised again. */
                 s->n_listeners++;
+                r = uv_pipe_open(p, fd);
+                if (r < 0)
+                        close(fd);
+                else
+                        r = listen_on(s, p);
+                if (r < 0) {
+                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
+                        uv_close((uv_handle_t *)p, NULL);
+                        continue;
+                }
+                served++;
                 log_info("Serving socket-activated socket %d (%s)", fd, name);
         }
         for (int i = 0; names && i < n; i++)
                 free(names[i]);
         free(names);
-        return (int)s->n_listeners;
+        /* Under socket activation the daemon serves what it was given: binding
+         * a socket of its own would serve a path nobody configured. */
+        if (served == 0) {
+                log_error("None of the %d passed file descriptors can be served", n);
+                return -EBADF;
+        }
+        return served;
 }
 
 /* A socket file left by a daemon that died is removed; a live one is not. */
@@ -391,10 +426,14 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
 {
         uint64_t usec = 0;
 
+        int r;
+
         memset(s, 0, sizeof(*s));
         s->loop = loop;
         s->cfg = cfg;
-        sched_init(&s->sched, loop, cfg, &s->drv, dispatch_op_done);
+        r = sched_init(&s->sched, loop, cfg, &s->drv, dispatch_op_done);
+        if (r < 0)
+                return r;
         s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
         if (sd_watchdog_enabled(0, &usec) > 0)
                 s->watchdog_usec = usec;

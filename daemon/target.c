@@ -3,7 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,37 +15,48 @@ static int sys_pidfd_open(pid_t pid)
         return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-static int sys_pidfd_send_signal(int pidfd, int sig)
-{
-        return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
-}
-
-static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t len)
+static int open_proc(pid_t pid, const char *what)
 {
         char path[64];
-        ssize_t n, total = 0;
         int fd;
 
         snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
+        return fd < 0 ? -errno : fd;
+}
+
+/* The whole of a procfs file from its start, NUL-terminated.  pread() at 0
+ * makes procfs produce the text anew, so an open descriptor can be read
+ * again and again. */
+static ssize_t read_fd(int fd, char *buf, size_t len)
+{
+        ssize_t n, total = 0;
+
         while ((size_t)total < len - 1) {
-                n = read(fd, buf + total, len - 1 - (size_t)total);
+                n = pread(fd, buf + total, len - 1 - (size_t)total, total);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
-                        n = -errno;
-                        close(fd);
-                        return n;
+                        return -errno;
                 }
                 if (n == 0)
                         break;
                 total += n;
         }
-        close(fd);
         buf[total] = '\0';
         return total;
+}
+
+static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t len)
+{
+        int fd = open_proc(pid, what);
+        ssize_t n;
+
+        if (fd < 0)
+                return fd;
+        n = read_fd(fd, buf, len);
+        close(fd);
+        return n;
 }
 
 int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, char *ret_state)
@@ -104,46 +115,44 @@ int target_parse_tgid(const char *status_text, pid_t *ret_tgid)
 
 int target_alive(const struct target_identity *id)
 {
+        struct pollfd p = { .fd = id->pidfd, .events = POLLIN };
+        int r;
+
         if (id->pidfd < 0)
                 return 0;
-        /* Signal 0 checks existence; EPERM means alive but not ours to signal
-         * (a daemon run without root for development). */
-        if (sys_pidfd_send_signal(id->pidfd, 0) < 0 && errno == ESRCH)
-                return 0;
-        /* A zombie has exited even though its pid is still held. */
-        char buf[1024];
-        uint64_t st;
-        char state = 0;
-        if (read_proc(id->pid, "stat", buf, sizeof(buf)) < 0 ||
-            target_parse_start_time(buf, &st, &state) < 0 || st != id->start_time)
-                return 0;
-        return state != 'Z' && state != 'X';
+        /* A pidfd turns readable when its process exits: a zombie has gone
+         * even though its pid is still held. */
+        do
+                r = poll(&p, 1, 0);
+        while (r < 0 && errno == EINTR);
+        return r == 0;
 }
 
-int target_open(pid_t pid, struct target_identity *ret_id)
+int target_refresh(struct target_identity *id)
 {
-        struct target_identity id = { .pid = pid, .pidfd = -1 };
         char buf[4096];
+        ssize_t n;
+
+        if (id->status_fd < 0)
+                return -ESRCH;
+        n = read_fd(id->status_fd, buf, sizeof(buf));
+        /* Once the process has gone its status file reads as ESRCH (or
+         * empty); it never shows another process. */
+        if (n <= 0)
+                return n == 0 || n == -ESRCH || n == -ENOENT ? -ESRCH : (int)n;
+        return target_parse_uids(buf, &id->ruid, &id->euid, &id->suid);
+}
+
+/* The rest of pinning, once id->pidfd names the process: start time, user
+ * ids, and the check that they are the pinned process's.  Consumes id. */
+static int pin_pidfd(struct target_identity id, struct target_identity *ret_id)
+{
+        char buf[1024];
         char state = 0;
         ssize_t n;
         int r;
 
-        if (pid <= 0)
-                return -ESRCH;
-        id.pidfd = sys_pidfd_open(pid);
-        if (id.pidfd < 0 && errno == EINVAL) {
-                /* A thread id (CRIU asks about the restore thread): act on its
-                 * process.  pidfds name processes, not threads. */
-                pid_t tgid;
-                if (read_proc(pid, "status", buf, sizeof(buf)) < 0 ||
-                    target_parse_tgid(buf, &tgid) < 0 || tgid == pid)
-                        return -ESRCH;
-                id.pid = pid = tgid;
-                id.pidfd = sys_pidfd_open(pid);
-        }
-        if (id.pidfd < 0)
-                return errno == ESRCH || errno == EINVAL ? -ESRCH : -errno;
-        n = read_proc(pid, "stat", buf, sizeof(buf));
+        n = read_proc(id.pid, "stat", buf, sizeof(buf));
         if (n < 0) {
                 r = n == -ENOENT ? -ESRCH : (int)n;
                 goto fail;
@@ -155,29 +164,68 @@ int target_open(pid_t pid, struct target_identity *ret_id)
                 r = -ESRCH;
                 goto fail;
         }
-        n = read_proc(pid, "status", buf, sizeof(buf));
-        if (n < 0) {
-                r = n == -ENOENT ? -ESRCH : (int)n;
+        id.status_fd = open_proc(id.pid, "status");
+        if (id.status_fd < 0) {
+                r = id.status_fd == -ENOENT ? -ESRCH : id.status_fd;
                 goto fail;
         }
-        r = target_parse_uids(buf, &id.ruid, &id.euid, &id.suid);
+        r = target_refresh(&id);
         if (r < 0)
                 goto fail;
-        /* What we read is the pinned process's only if it still lives now. */
-        if (sys_pidfd_send_signal(id.pidfd, 0) < 0 && errno == ESRCH) {
+        /* What we read is the pinned process's only if it still lives now:
+         * the pid could have been reused between pidfd_open() and the reads. */
+        if (!target_alive(&id)) {
                 r = -ESRCH;
                 goto fail;
         }
         *ret_id = id;
         return 0;
 fail:
-        close(id.pidfd);
+        target_close(&id);
         return r;
+}
+
+int target_open(pid_t pid, struct target_identity *ret_id)
+{
+        struct target_identity id = { .pid = pid, .pidfd = -1, .status_fd = -1 };
+
+        if (pid <= 0)
+                return -ESRCH;
+        id.pidfd = sys_pidfd_open(pid);
+        if (id.pidfd < 0 && (errno == EINVAL || errno == ENOENT)) {
+                /* A thread id (CRIU asks about the restore thread): act on its
+                 * process.  pidfds name processes, not threads; the kernel
+                 * says EINVAL for a thread id before Linux 6.9, ENOENT since. */
+                char buf[4096];
+                pid_t tgid;
+                if (read_proc(pid, "status", buf, sizeof(buf)) < 0 ||
+                    target_parse_tgid(buf, &tgid) < 0 || tgid == pid)
+                        return -ESRCH;
+                id.pid = tgid;
+                id.pidfd = sys_pidfd_open(tgid);
+        }
+        if (id.pidfd < 0)
+                return errno == ESRCH || errno == EINVAL || errno == ENOENT ? -ESRCH : -errno;
+        return pin_pidfd(id, ret_id);
+}
+
+int target_open_pidfd(pid_t pid, int pidfd, struct target_identity *ret_id)
+{
+        struct target_identity id = { .pid = pid, .pidfd = -1, .status_fd = -1 };
+
+        if (pid <= 0 || pidfd < 0)
+                return -ESRCH;
+        id.pidfd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
+        if (id.pidfd < 0)
+                return -errno;
+        return pin_pidfd(id, ret_id);
 }
 
 void target_close(struct target_identity *id)
 {
         if (id->pidfd >= 0)
                 close(id->pidfd);
-        id->pidfd = -1;
+        if (id->status_fd >= 0)
+                close(id->status_fd);
+        id->pidfd = id->status_fd = -1;
 }

@@ -4,8 +4,15 @@
  * reused.  target_open() takes a pidfd first and reads the process's user
  * ids and start time afterwards, then confirms through the pidfd that the
  * process still lives: what was read therefore belongs to the pinned
- * process.  After each driver call target_alive() tells whether it is still
- * the same live process.  Worker threads only (procfs reads). */
+ * process.  The pidfd stays open as long as the daemon keeps the target, so
+ * later requests skip the pinning: target_alive() asks the pidfd itself
+ * (poll: readable once the process has exited, zombies included), and
+ * target_refresh() re-reads the user ids, which a process can change
+ * (setuid(), or exec of a set-user-id program) while keeping its pid and
+ * pidfd, through a /proc/PID/status descriptor opened at pinning time
+ * (it keeps naming that process; reads fail once it has gone).
+ * Worker threads only (procfs reads); target_alive() and target_close()
+ * are non-blocking and may run anywhere. */
 #ifndef CUDACKPT_TARGET_H
 #define CUDACKPT_TARGET_H
 
@@ -16,15 +23,22 @@
 struct target_identity {
         pid_t pid;           /* the process; for a thread id, its process */
         int pidfd;           /* owned; -1 when not open */
+        int status_fd;       /* owned /proc/PID/status; -1 when not open */
         uid_t ruid, euid, suid;
         uint64_t start_time; /* /proc/PID/stat field 22, clock ticks after boot */
 };
 
 /* -ESRCH when no such process, other -errno when it cannot be read. */
 int target_open(pid_t pid, struct target_identity *ret_id);
+/* The same for a process of which the caller holds a pidfd already (a
+ * peer's, from SO_PEERPIDFD): no window in which pid could name another
+ * process.  pidfd is duplicated, not taken. */
+int target_open_pidfd(pid_t pid, int pidfd, struct target_identity *ret_id);
 void target_close(struct target_identity *id);
 /* 1 while the pinned process lives (zombies count as gone), 0 once gone. */
 int target_alive(const struct target_identity *id);
+/* Re-reads the pinned process's user ids; -ESRCH once it has gone. */
+int target_refresh(struct target_identity *id);
 /* Parses field 22 of a /proc/PID/stat line; exposed for the unit tests. */
 int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, char *ret_state);
 /* Parses the real, effective and saved uid from /proc/PID/status text. */

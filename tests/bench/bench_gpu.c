@@ -31,6 +31,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <uv.h>
+
 #include "bench_common.h"
 
 #define BENCH_GPU_MAX_PROCS 64
@@ -289,14 +291,62 @@ static void bench_gpu_lat_header(void)
 /* ------------------------------------------------------------------------
  * 1. GetState: daemon round trip vs direct driver call
  * ------------------------------------------------------------------------ */
+/* The same driver call handed to a libuv worker thread and its completion
+ * back to a loop, as the daemon does: the cost of the two thread hand-offs
+ * on this machine, with no socket, parsing or pinning. */
+struct bench_gpu_hop {
+        uv_work_t work;
+        const bench_gpu_driver *drv;
+        int pid;
+        CUprocessState state;
+        CUresult result;
+};
+
+static void bench_gpu_hop_work(uv_work_t *w)
+{
+        struct bench_gpu_hop *h = w->data;
+
+        h->result = h->drv->get_state(h->pid, &h->state);
+}
+
+static void bench_gpu_hop_done(uv_work_t *w, int status)
+{
+        (void)w;
+        (void)status;
+}
+
+static long bench_gpu_hops(const bench_gpu_driver *drv, int pid, long calls, double *lat)
+{
+        struct bench_gpu_hop h = { .drv = drv, .pid = pid };
+        uv_loop_t loop;
+        long errors = 0;
+
+        if (uv_loop_init(&loop) < 0)
+                return calls;
+        h.work.data = &h;
+        for (long i = -100; i < calls; i++) {
+                uint64_t t0 = bench_now_ns();
+                h.state = CU_PROCESS_STATE_FAILED;
+                uv_queue_work(&loop, &h.work, bench_gpu_hop_work, bench_gpu_hop_done);
+                uv_run(&loop, UV_RUN_DEFAULT);
+                uint64_t dt = bench_now_ns() - t0;
+                if (h.result != CUDA_SUCCESS || h.state != CU_PROCESS_STATE_RUNNING)
+                        errors++;
+                if (i >= 0)
+                        lat[i] = (double)dt / 1e3;
+        }
+        uv_loop_close(&loop);
+        return errors;
+}
+
 static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
 {
         bench_daemon d;
         bench_gpu_target t;
         bench_gpu_driver drv;
         cudackpt_client *c = NULL;
-        double *direct = NULL, *via = NULL;
-        long derr = 0, verr = 0;
+        double *direct = NULL, *via = NULL, *hop = NULL, *info = NULL;
+        long derr = 0, verr = 0, herr = 0, ierr = 0;
         int r;
 
         printf("\n== 1. GetState round trip: daemon vs direct driver call (%ld calls, idle %ld MiB target) ==\n",
@@ -311,7 +361,9 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
                 goto out_target;
         direct = calloc((size_t)cfg->calls, sizeof(double));
         via = calloc((size_t)cfg->calls, sizeof(double));
-        if (!direct || !via) {
+        hop = calloc((size_t)cfg->calls, sizeof(double));
+        info = calloc((size_t)cfg->calls, sizeof(double));
+        if (!direct || !via || !hop || !info) {
                 r = -ENOMEM;
                 goto out_client;
         }
@@ -346,18 +398,44 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
                         via[i] = (double)dt / 1e3;
         }
 
-        bench_stats sd, sv;
+        /* The parts of the daemon's path: a round trip that needs no worker
+         * (GetInfo), and the driver call through a worker thread in-process. */
+        for (long i = -100; i < cfg->calls; i++) {
+                cudackpt_reply reply;
+                cudackpt_reply_init(&reply);
+                uint64_t t0 = bench_now_ns();
+                int cr = cudackpt_call(c, "org.varlink.service.GetInfo", NULL, &reply);
+                uint64_t dt = bench_now_ns() - t0;
+                if (cr < 0 || reply.error)
+                        ierr++;
+                cudackpt_reply_clear(&reply);
+                if (i >= 0)
+                        info[i] = (double)dt / 1e3;
+        }
+        herr = bench_gpu_hops(&drv, t.pid, cfg->calls, hop);
+
+        bench_stats sd, sv, sh, si;
         bench_stats_compute(direct, (size_t)cfg->calls, &sd);
         bench_stats_compute(via, (size_t)cfg->calls, &sv);
+        bench_stats_compute(hop, (size_t)cfg->calls, &sh);
+        bench_stats_compute(info, (size_t)cfg->calls, &si);
         bench_gpu_lat_header();
         bench_gpu_print_lat("direct driver call (in-process)", "bench=getstate path=direct", &sd, derr);
         bench_gpu_print_lat("daemon (client library, 1 conn)", "bench=getstate path=daemon", &sv, verr);
+        bench_gpu_print_lat("parts: GetInfo via daemon (no wkr)", "bench=getstate path=getinfo", &si, ierr);
+        bench_gpu_print_lat("parts: direct call via uv worker", "bench=getstate path=uvhop", &sh, herr);
         printf("  daemon overhead at p50: %+.1f us (x%.2f)\n", sv.p50 - sd.p50, sd.p50 > 0 ? sv.p50 / sd.p50 : 0);
-        if (derr || verr)
+        printf("  of which thread hand-off %+.1f us, socket round trip %.1f us, the rest (pinning, queueing) %+.1f us\n",
+               sh.p50 - sd.p50, si.p50, sv.p50 - sh.p50 - si.p50);
+        if (herr || ierr)
+                bench_gpu_fail("GetState parts: %ld failed hand-offs, %ld failed GetInfo calls", herr, ierr);
+        if (derr || verr || herr || ierr)
                 r = -EIO;
 out_client:
         free(direct);
         free(via);
+        free(hop);
+        free(info);
         cudackpt_client_free(c);
 out_target:
         bench_gpu_targets_stop(&t, 1);

@@ -2,6 +2,7 @@
  * records which calls overlap. */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -126,7 +127,7 @@ START_TEST(test_serial_per_pid_parallel_across)
         int k = 0;
 
         uv_loop_init(&loop);
-        sched_init(&s, &loop, &cfg, &drv, on_done);
+        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
         for (int i = 0; i < 4; i++)
                 for (int p = 0; p < 2; p++) {
                         ops[k] = op_new(pids[p], seq[i]);
@@ -138,7 +139,9 @@ START_TEST(test_serial_per_pid_parallel_across)
         uv_run(&loop, UV_RUN_DEFAULT);
         ck_assert_int_eq(n_done, 8);
         ck_assert_uint_eq(s.n_ops, 0);
-        ck_assert_uint_eq(s.n_targets, 0);
+        /* Both targets stay pinned in the cache for the next requests. */
+        ck_assert_uint_eq(s.n_targets, 2);
+        ck_assert_uint_eq(s.n_cached, 2);
         /* One at a time per process, both processes at once. */
         ck_assert_int_eq(atomic_load(&max_busy[0]), 1);
         ck_assert_int_eq(atomic_load(&max_busy[1]), 1);
@@ -178,7 +181,7 @@ START_TEST(test_limits)
         cfg.max_queue_per_pid = 2;
         cfg.max_queue_total = 3;
         uv_loop_init(&loop);
-        sched_init(&s, &loop, &cfg, &drv, on_done);
+        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
         ops[0] = op_new(pids[0], PROTO_LOCK);
         ops[1] = op_new(pids[0], PROTO_UNLOCK);
         ops[2] = op_new(pids[0], PROTO_LOCK);
@@ -209,7 +212,7 @@ START_TEST(test_cancel_queued)
         unsigned limit;
 
         uv_loop_init(&loop);
-        sched_init(&s, &loop, &cfg, &drv, on_done);
+        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
         for (int i = 0; i < 3; i++) {
                 ops[i] = op_new(pids[0], PROTO_LOCK);
                 ck_assert_int_eq(sched_submit(&s, ops[i], &limit), 0);
@@ -232,6 +235,203 @@ START_TEST(test_cancel_queued)
 }
 END_TEST
 
+static void on_timer(uv_timer_t *t)
+{
+        (void)t; /* a one-shot timer stops by itself */
+}
+
+/* Runs the loop for about ms milliseconds, so unref'd timers can fire. */
+static void run_for(uv_loop_t *loop, uint64_t ms)
+{
+        uv_timer_t t;
+
+        uv_timer_init(loop, &t);
+        uv_timer_start(&t, on_timer, ms, 0);
+        uv_run(loop, UV_RUN_DEFAULT);
+        uv_close((uv_handle_t *)&t, NULL);
+        uv_run(loop, UV_RUN_DEFAULT);
+}
+
+/* Submits one op, runs it to its end, returns its error. */
+static enum ops_error run_one(struct sched *s, uv_loop_t *loop, pid_t pid, enum proto_method m,
+                              const struct policy_caller *caller, struct sched_target **ret_target)
+{
+        struct sched_op *op = op_new(pid, m);
+        enum ops_error e;
+        unsigned limit;
+
+        op->caller = caller;
+        ck_assert_int_eq(sched_submit(s, op, &limit), 0);
+        if (ret_target)
+                *ret_target = op->target;
+        uv_run(loop, UV_RUN_DEFAULT);
+        ck_assert_ptr_eq(done_order[n_done - 1], op);
+        e = op->result.error;
+        free(op);
+        return e;
+}
+
+START_TEST(test_cache)
+{
+        struct sched_target *t1, *t2;
+        struct sched s;
+        uv_loop_t loop;
+
+        cfg.max_cached_targets = 1;
+        cfg.cached_target_idle_ms = 200;
+        uv_loop_init(&loop);
+        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+
+        /* The second request on a pid finds the first one's pinned target. */
+        ck_assert_int_eq(run_one(&s, &loop, pids[0], PROTO_LOCK, &root_caller, &t1), OPS_OK);
+        ck_assert_uint_eq(s.n_cached, 1);
+        int pidfd = t1->identity.pidfd;
+        ck_assert_int_ge(pidfd, 0);
+        run_one(&s, &loop, pids[0], PROTO_UNLOCK, &root_caller, &t2);
+        ck_assert_ptr_eq(t1, t2);
+        ck_assert_int_eq(t2->identity.pidfd, pidfd);
+
+        /* At most max_cached_targets: the least recently used goes. */
+        run_one(&s, &loop, pids[1], PROTO_LOCK, &root_caller, &t2);
+        ck_assert_uint_eq(s.n_cached, 1);
+        ck_assert_uint_eq(s.n_targets, 1);
+        ck_assert_ptr_eq(s.lru_head, t2);
+        ck_assert_int_eq(t2->pid, pids[1]);
+
+        /* A process that exits is forgotten by the sweep, within a period. */
+        kill(pids[1], SIGKILL);
+        waitpid(pids[1], NULL, 0);
+        run_for(&loop, 150);
+        ck_assert_uint_eq(s.n_cached, 0);
+        ck_assert_uint_eq(s.n_targets, 0);
+
+        /* An idle one is forgotten after cached_target_idle_ms. */
+        run_one(&s, &loop, pids[0], PROTO_LOCK, &root_caller, &t1);
+        ck_assert_uint_eq(s.n_cached, 1);
+        run_for(&loop, 400);
+        ck_assert_uint_eq(s.n_cached, 0);
+        ck_assert_uint_eq(s.n_targets, 0);
+
+        /* With the cache off, nothing stays. */
+        cfg.max_cached_targets = 0;
+        run_one(&s, &loop, pids[0], PROTO_UNLOCK, &root_caller, &t1);
+        ck_assert_uint_eq(s.n_targets, 0);
+
+        sched_done(&s);
+        sched_close(&s);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
+/* A pinned, cached process that changes its user ids is judged by its new
+ * ones: the cache keeps the pidfd, not the verdict. */
+START_TEST(test_cache_rereads_uids)
+{
+        static const struct policy_caller user = { .uid = 4242, .gid = 4242 };
+        int go[2], ready[2];
+        struct sched_target *t;
+        struct sched s;
+        uv_loop_t loop;
+        char c;
+
+        if (geteuid() != 0)
+                return; /* switching uids needs root */
+        ck_assert_int_eq(pipe(go), 0);
+        ck_assert_int_eq(pipe(ready), 0);
+        pid_t child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                /* Not wholly the user's yet: the saved uid is root. */
+                if (setresgid(4242, 4242, 4242) < 0 || setresuid(4242, 4242, 0) < 0 ||
+                    write(ready[1], "1", 1) != 1 || read(go[0], &c, 1) != 1 ||
+                    setresuid(4242, 4242, 4242) < 0 || write(ready[1], "2", 1) != 1)
+                        _exit(1);
+                pause();
+                _exit(0);
+        }
+        ck_assert_int_eq(read(ready[0], &c, 1), 1);
+        uv_loop_init(&loop);
+        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+
+        ck_assert_int_eq(run_one(&s, &loop, child, PROTO_LOCK, &user, NULL), OPS_PERMISSION_DENIED);
+        ck_assert_uint_eq(s.n_cached, 1);
+        ck_assert_int_eq(write(go[1], "g", 1), 1);
+        ck_assert_int_eq(read(ready[0], &c, 1), 1);
+        ck_assert_int_eq(run_one(&s, &loop, child, PROTO_LOCK, &user, &t), OPS_OK);
+        ck_assert_uint_eq(t->identity.suid, 4242);
+
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        sched_done(&s);
+        sched_close(&s);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
+static int tid_pipe[2];
+
+static void *report_tid(void *arg)
+{
+        pid_t tid = gettid();
+
+        (void)arg;
+        if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
+                _exit(1);
+        for (;;)
+                pause();
+        return NULL;
+}
+
+/* A thread id and its process are two queues but one process: their
+ * operations never reach the driver at the same time. */
+START_TEST(test_thread_and_process_serialised)
+{
+        struct sched_op *ops[4];
+        struct sched s;
+        uv_loop_t loop;
+        unsigned limit;
+        pid_t tid;
+
+        ck_assert_int_eq(pipe(tid_pipe), 0);
+        kill(pids[0], SIGKILL);
+        waitpid(pids[0], NULL, 0);
+        pids[0] = fork();
+        ck_assert_int_ge(pids[0], 0);
+        if (pids[0] == 0) {
+                pthread_t th;
+                if (pthread_create(&th, NULL, report_tid, NULL) != 0)
+                        _exit(1);
+                for (;;)
+                        pause();
+        }
+        ck_assert_int_eq(read(tid_pipe[0], &tid, sizeof(tid)), (ssize_t)sizeof(tid));
+        ck_assert_int_ne(tid, pids[0]);
+
+        uv_loop_init(&loop);
+        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+        for (int i = 0; i < 4; i++) {
+                ops[i] = op_new(i % 2 ? tid : pids[0], i < 2 ? PROTO_LOCK : PROTO_UNLOCK);
+                ck_assert_int_eq(sched_submit(&s, ops[i], &limit), 0);
+        }
+        /* Two queues, both started at once. */
+        ck_assert_uint_eq(s.n_running, 2);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(n_done, 4);
+        for (int i = 0; i < 4; i++) {
+                ck_assert_int_eq(ops[i]->result.error, OPS_OK);
+                free(ops[i]);
+        }
+        ck_assert_int_eq(n_events, 4);
+        ck_assert_int_eq(atomic_load(&max_busy[0]), 1);
+        sched_done(&s);
+        sched_close(&s);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("sched");
@@ -244,6 +444,9 @@ int main(void)
         tcase_add_test(tc, test_serial_per_pid_parallel_across);
         tcase_add_test(tc, test_limits);
         tcase_add_test(tc, test_cancel_queued);
+        tcase_add_test(tc, test_cache);
+        tcase_add_test(tc, test_cache_rereads_uids);
+        tcase_add_test(tc, test_thread_and_process_serialised);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
