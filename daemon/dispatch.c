@@ -313,6 +313,12 @@ void dispatch_op_done(struct sched *s, struct sched_op *op)
         bool refused = r->error == OPS_PERMISSION_DENIED || r->error == OPS_PROCESS_CHANGED;
         cJSON *msg;
 
+        if (op->started_ns)
+                log_debug("%s(%d): %.1f us to a worker, %.1f us there (driver %.1f us), %.1f us back",
+                          proto_method_name(op->method), (int)op->req.pid,
+                          (double)(op->started_ns - op->queued_ns) / 1e3,
+                          (double)(op->finished_ns - op->started_ns) / 1e3, (double)r->duration_ns / 1e3,
+                          (double)(uv_hrtime() - op->finished_ns) / 1e3);
         if (!proto_method_read_only(op->method) || refused)
                 audit(c, op->method, op->req.pid, ops_error_short_name(r->error),
                       c->closing ? "client gone" : c->read_eof ? "client hung up" : NULL,

@@ -233,7 +233,9 @@ static void work_cb(uv_work_t *w)
         struct sched_op *op = w->data;
         struct sched *s = op->sched;
 
+        op->started_ns = uv_hrtime();
         ops_execute(s->cfg, s->drv, op->target, op->method, &op->req, op->caller, &op->result);
+        op->finished_ns = uv_hrtime();
 }
 
 static void start_next(struct sched *s, struct sched_target *t);

@@ -41,7 +41,8 @@ struct sched_op {
         bool reply;                  /* false for oneway calls */
         bool cancelled;              /* never started: the daemon is shutting down */
         bool state_waiter;           /* a GetState waiting for the running op's first state */
-        uint64_t queued_ns;
+        uint64_t queued_ns;          /* uv_hrtime() at submission */
+        uint64_t started_ns, finished_ns; /* on the worker; 0 when it never ran */
         uv_work_t work;              /* data points back to the sched */
         struct ops_result result;    /* written by the worker, read in done */
 };

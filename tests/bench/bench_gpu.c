@@ -300,13 +300,16 @@ struct bench_gpu_hop {
         int pid;
         CUprocessState state;
         CUresult result;
+        uint64_t call_ns; /* the driver call alone, on the worker */
 };
 
 static void bench_gpu_hop_work(uv_work_t *w)
 {
         struct bench_gpu_hop *h = w->data;
+        uint64_t t0 = bench_now_ns();
 
         h->result = h->drv->get_state(h->pid, &h->state);
+        h->call_ns = bench_now_ns() - t0;
 }
 
 static void bench_gpu_hop_done(uv_work_t *w, int status)
@@ -315,7 +318,7 @@ static void bench_gpu_hop_done(uv_work_t *w, int status)
         (void)status;
 }
 
-static long bench_gpu_hops(const bench_gpu_driver *drv, int pid, long calls, double *lat)
+static long bench_gpu_hops(const bench_gpu_driver *drv, int pid, long calls, double *lat, double *call)
 {
         struct bench_gpu_hop h = { .drv = drv, .pid = pid };
         uv_loop_t loop;
@@ -332,8 +335,10 @@ static long bench_gpu_hops(const bench_gpu_driver *drv, int pid, long calls, dou
                 uint64_t dt = bench_now_ns() - t0;
                 if (h.result != CUDA_SUCCESS || h.state != CU_PROCESS_STATE_RUNNING)
                         errors++;
-                if (i >= 0)
+                if (i >= 0) {
                         lat[i] = (double)dt / 1e3;
+                        call[i] = (double)h.call_ns / 1e3;
+                }
         }
         uv_loop_close(&loop);
         return errors;
@@ -345,7 +350,7 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
         bench_gpu_target t;
         bench_gpu_driver drv;
         cudackpt_client *c = NULL;
-        double *direct = NULL, *via = NULL, *hop = NULL, *info = NULL;
+        double *direct = NULL, *via = NULL, *hop = NULL, *info = NULL, *oncall = NULL;
         long derr = 0, verr = 0, herr = 0, ierr = 0;
         int r;
 
@@ -363,7 +368,8 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
         via = calloc((size_t)cfg->calls, sizeof(double));
         hop = calloc((size_t)cfg->calls, sizeof(double));
         info = calloc((size_t)cfg->calls, sizeof(double));
-        if (!direct || !via || !hop || !info) {
+        oncall = calloc((size_t)cfg->calls, sizeof(double));
+        if (!direct || !via || !hop || !info || !oncall) {
                 r = -ENOMEM;
                 goto out_client;
         }
@@ -412,18 +418,20 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
                 if (i >= 0)
                         info[i] = (double)dt / 1e3;
         }
-        herr = bench_gpu_hops(&drv, t.pid, cfg->calls, hop);
+        herr = bench_gpu_hops(&drv, t.pid, cfg->calls, hop, oncall);
 
-        bench_stats sd, sv, sh, si;
+        bench_stats sd, sv, sh, si, sc;
         bench_stats_compute(direct, (size_t)cfg->calls, &sd);
         bench_stats_compute(via, (size_t)cfg->calls, &sv);
         bench_stats_compute(hop, (size_t)cfg->calls, &sh);
         bench_stats_compute(info, (size_t)cfg->calls, &si);
+        bench_stats_compute(oncall, (size_t)cfg->calls, &sc);
         bench_gpu_lat_header();
         bench_gpu_print_lat("direct driver call (in-process)", "bench=getstate path=direct", &sd, derr);
         bench_gpu_print_lat("daemon (client library, 1 conn)", "bench=getstate path=daemon", &sv, verr);
         bench_gpu_print_lat("parts: GetInfo via daemon (no wkr)", "bench=getstate path=getinfo", &si, ierr);
         bench_gpu_print_lat("parts: direct call via uv worker", "bench=getstate path=uvhop", &sh, herr);
+        bench_gpu_print_lat("parts: the call alone, on the worker", "bench=getstate path=uvhop-call", &sc, herr);
         printf("  daemon overhead at p50: %+.1f us (x%.2f)\n", sv.p50 - sd.p50, sd.p50 > 0 ? sv.p50 / sd.p50 : 0);
         printf("  of which thread hand-off %+.1f us, socket round trip %.1f us, the rest (pinning, queueing) %+.1f us\n",
                sh.p50 - sd.p50, si.p50, sv.p50 - sh.p50 - si.p50);
@@ -436,6 +444,7 @@ out_client:
         free(via);
         free(hop);
         free(info);
+        free(oncall);
         cudackpt_client_free(c);
 out_target:
         bench_gpu_targets_stop(&t, 1);
@@ -1255,7 +1264,8 @@ int main(int argc, char **argv)
                 free(cfg.workdir);
                 return 2;
         }
-        if (bench_gpu_failures == 0)
+        /* A debug run is for reading the daemon's log afterwards. */
+        if (bench_gpu_failures == 0 && strcmp(cfg.log_level, "debug") != 0)
                 bench_remove_workdir(cfg.workdir);
         else
                 printf("work directory kept (logs): %s\n", cfg.workdir);

@@ -9,14 +9,19 @@
  * daemon's: parsing, queueing, the pidfd/procfs checks and the reply.
  * Prints a report and "RESULT key=value ..." lines; timing never fails it,
  * a failed request does (exit 1). */
+#include <cjson/cJSON.h>
 #include <cudackpt/client.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "bench_common.h"
@@ -34,6 +39,7 @@ typedef struct bench_sim_cfg {
         long max_requests;
         long targets;
         long idle_conns;
+        long client_threads; /* 0: a thread per client; N: N threads multiplexing them */
 } bench_sim_cfg;
 
 typedef struct bench_sim_client {
@@ -98,12 +104,229 @@ static void *bench_sim_client_main(void *arg)
         return NULL;
 }
 
+/* The multiplexed load generator (as wrk does it): each of a few threads
+ * drives many connections through epoll, every connection keeping exactly
+ * one GetState in flight, so N clients are N concurrent requests without N
+ * client threads competing with the daemon for the CPUs. */
+typedef struct bench_sim_mconn {
+        int fd;
+        int pid;
+        size_t sent;          /* requests sent on this connection */
+        uint64_t t0;          /* when the request in flight was sent */
+        char buf[4096];
+        size_t len;
+        char req[160];
+        size_t req_len;
+} bench_sim_mconn;
+
+typedef struct bench_sim_mthread {
+        pthread_t thread;
+        pthread_barrier_t *start;
+        uint64_t *deadline_ptr;
+        bench_sim_mconn *conns;
+        long n;
+        size_t cap;           /* requests per connection at most */
+        bench_samples lat;
+        uint64_t end_ns;
+        long errors;
+        int connect_errors;
+        char err[384];
+} bench_sim_mthread;
+
+static void bench_sim_mnote(bench_sim_mthread *t, const char *what, const char *detail)
+{
+        if (t->errors++ == 0)
+                snprintf(t->err, sizeof(t->err), "%s: %s", what, detail);
+}
+
+static int bench_sim_msend(bench_sim_mthread *t, bench_sim_mconn *c)
+{
+        c->t0 = bench_now_ns();
+        if (send(c->fd, c->req, c->req_len, MSG_NOSIGNAL) != (ssize_t)c->req_len) {
+                bench_sim_mnote(t, "send", strerror(errno));
+                return -1;
+        }
+        c->sent++;
+        return 0;
+}
+
+/* Handles the replies buffered on c; returns 1 when c is finished. */
+static int bench_sim_mreplies(bench_sim_mthread *t, bench_sim_mconn *c, uint64_t deadline)
+{
+        char *nul;
+
+        while ((nul = memchr(c->buf, '\0', c->len))) {
+                uint64_t t1 = bench_now_ns();
+                size_t n = (size_t)(nul - c->buf);
+                cJSON *m = cJSON_ParseWithLength(c->buf, n);
+                const cJSON *p = m ? cJSON_GetObjectItemCaseSensitive(m, "parameters") : NULL;
+                const cJSON *st = p ? cJSON_GetObjectItemCaseSensitive(p, "state") : NULL;
+                if (!m || cJSON_GetObjectItemCaseSensitive(m, "error") || !cJSON_IsString(st) ||
+                    strcmp(st->valuestring, CUDACKPT_STATE_RUNNING) != 0)
+                        bench_sim_mnote(t, "GetState reply", m ? "not a running state" : "not JSON");
+                cJSON_Delete(m);
+                bench_samples_add(&t->lat, (double)(t1 - c->t0) / 1e3);
+                c->len -= n + 1;
+                memmove(c->buf, nul + 1, c->len);
+                if (c->sent >= t->cap || t1 >= deadline)
+                        return 1;
+                if (bench_sim_msend(t, c) < 0)
+                        return 1;
+        }
+        return 0;
+}
+
+static void *bench_sim_mthread_main(void *arg)
+{
+        bench_sim_mthread *t = arg;
+        int ep = epoll_create1(EPOLL_CLOEXEC);
+        long active = 0;
+
+        for (long i = 0; ep >= 0 && i < t->n; i++) {
+                bench_sim_mconn *c = &t->conns[i];
+                struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+                if (c->fd >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) == 0)
+                        active++;
+        }
+        pthread_barrier_wait(t->start);
+        uint64_t deadline = *t->deadline_ptr;
+        for (long i = 0; i < t->n; i++)
+                if (t->conns[i].fd >= 0 && bench_sim_msend(t, &t->conns[i]) < 0)
+                        active--;
+        while (active > 0 && ep >= 0) {
+                struct epoll_event evs[64];
+                int k = epoll_wait(ep, evs, 64, 30000);
+                if (k <= 0) {
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        bench_sim_mnote(t, "epoll_wait", k == 0 ? "no reply within 30 s" : strerror(errno));
+                        break;
+                }
+                for (int e = 0; e < k; e++) {
+                        bench_sim_mconn *c = evs[e].data.ptr;
+                        ssize_t r = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, MSG_DONTWAIT);
+                        if (r < 0 && (errno == EAGAIN || errno == EINTR))
+                                continue;
+                        if (r <= 0 || (c->len += (size_t)r) == sizeof(c->buf) ||
+                            bench_sim_mreplies(t, c, deadline)) {
+                                if (r <= 0)
+                                        bench_sim_mnote(t, "connection", r == 0 ? "closed by the daemon" : strerror(errno));
+                                epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+                                active--;
+                        }
+                }
+        }
+        t->end_ns = bench_now_ns();
+        if (ep >= 0)
+                close(ep);
+        return NULL;
+}
+
+static int bench_sim_connect_raw(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+                return -errno;
+        if (strlen(path) >= sizeof(sa.sun_path)) {
+                close(fd);
+                return -ENAMETOOLONG;
+        }
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                int e = -errno;
+                close(fd);
+                return e;
+        }
+        return fd;
+}
+
+static int bench_sim_level_mux(const bench_sim_cfg *cfg, const bench_daemon *d, const pid_t *pids, long nclients,
+                               bench_samples *ret_lat, uint64_t *ret_t0, uint64_t *ret_t_end, long *ret_errors,
+                               long *ret_connect_errors, char *first_err, size_t first_len)
+{
+        long nt = cfg->client_threads < nclients ? cfg->client_threads : nclients;
+        bench_sim_mthread *th = calloc((size_t)nt, sizeof(*th));
+        bench_sim_mconn *conns = calloc((size_t)nclients, sizeof(*conns));
+        pthread_barrier_t start;
+        uint64_t deadline = 0;
+        size_t cap = (size_t)(cfg->max_requests / nclients);
+
+        if (!th || !conns || pthread_barrier_init(&start, NULL, (unsigned)nt + 1) != 0) {
+                free(th);
+                free(conns);
+                return -ENOMEM;
+        }
+        for (long i = 0; i < nclients; i++) {
+                bench_sim_mconn *c = &conns[i];
+                c->pid = (int)pids[(size_t)i % (size_t)cfg->targets];
+                c->req_len = (size_t)snprintf(c->req, sizeof(c->req),
+                                              "{\"method\":\"io.cudackpt.Process.GetState\",\"parameters\":{\"pid\":%d}}",
+                                              c->pid) + 1; /* the NUL that ends a Varlink message */
+                c->fd = bench_sim_connect_raw(d->socket_path);
+                if (c->fd < 0)
+                        (*ret_connect_errors)++;
+        }
+        /* Connections are dealt round-robin: thread k drives k, k+nt, ... */
+        for (long k = 0; k < nt; k++) {
+                th[k].start = &start;
+                th[k].deadline_ptr = &deadline;
+                th[k].cap = cap < 1 ? 1 : cap;
+                th[k].conns = calloc((size_t)(nclients / nt + 1), sizeof(bench_sim_mconn));
+                if (!th[k].conns)
+                        abort();
+                for (long i = k; i < nclients; i += nt)
+                        th[k].conns[th[k].n++] = conns[i];
+                if (pthread_create(&th[k].thread, NULL, bench_sim_mthread_main, &th[k]) != 0)
+                        abort();
+        }
+        deadline = bench_now_ns() + (uint64_t)cfg->seconds_ms * 1000000ULL;
+        pthread_barrier_wait(&start);
+        *ret_t0 = bench_now_ns();
+        *ret_t_end = *ret_t0;
+        for (long k = 0; k < nt; k++) {
+                pthread_join(th[k].thread, NULL);
+                for (size_t i = 0; i < th[k].lat.n; i++)
+                        bench_samples_add(ret_lat, th[k].lat.v[i]);
+                *ret_errors += th[k].errors;
+                if (th[k].errors && !first_err[0])
+                        snprintf(first_err, first_len, "%s", th[k].err);
+                if (th[k].end_ns > *ret_t_end)
+                        *ret_t_end = th[k].end_ns;
+                for (long i = 0; i < th[k].n; i++)
+                        if (th[k].conns[i].fd >= 0)
+                                close(th[k].conns[i].fd);
+                bench_samples_free(&th[k].lat);
+                free(th[k].conns);
+        }
+        pthread_barrier_destroy(&start);
+        free(th);
+        free(conns);
+        return 0;
+}
+
+static int bench_sim_report(const bench_daemon *d, long nclients, double *samples, size_t total, uint64_t t0,
+                            uint64_t t_end, long errors, long connect_errors, const char *first_err,
+                            bench_samples *lat);
+
 static int bench_sim_level(const bench_sim_cfg *cfg, const bench_daemon *d, const pid_t *pids, long nclients)
 {
+        if (cfg->client_threads > 0) {
+                bench_samples lat = {0};
+                uint64_t t0 = 0, t_end = 0;
+                long errors = 0, connect_errors = 0;
+                char first[384] = "";
+                int r = bench_sim_level_mux(cfg, d, pids, nclients, &lat, &t0, &t_end, &errors, &connect_errors,
+                                            first, sizeof(first));
+                if (r < 0)
+                        return r;
+                return bench_sim_report(d, nclients, lat.v, lat.n, t0, t_end, errors, connect_errors,
+                                        first[0] ? first : NULL, &lat);
+        }
         bench_sim_client *cl = calloc((size_t)nclients, sizeof(*cl));
         pthread_barrier_t start;
         uint64_t deadline = 0;
-        int r = 0;
         size_t cap = (size_t)(cfg->max_requests / nclients);
         if (cap < 1)
                 cap = 1;
@@ -161,8 +384,21 @@ static int bench_sim_level(const bench_sim_cfg *cfg, const bench_daemon *d, cons
                 memcpy(all + k, cl[i].lat, cl[i].n * sizeof(double));
                 k += cl[i].n;
         }
+        for (long i = 0; i < nclients; i++)
+                free(cl[i].lat);
+        free(cl);
+        bench_samples lat = { .v = all, .n = all ? total : 0, .cap = total };
+        return bench_sim_report(d, nclients, lat.v, lat.n, t0, t_end, errors, connect_errors, first_err, &lat);
+}
+
+/* Prints one level's line; frees *lat. */
+static int bench_sim_report(const bench_daemon *d, long nclients, double *samples, size_t total, uint64_t t0,
+                            uint64_t t_end, long errors, long connect_errors, const char *first_err,
+                            bench_samples *lat)
+{
+        int r = 0;
         bench_stats st;
-        bench_stats_compute(all, all ? total : 0, &st);
+        bench_stats_compute(samples, total, &st);
         double secs = (double)(t_end - t0) / 1e9;
         double rps = secs > 0 ? (double)total / secs : 0;
         long rss = bench_vmrss_kib(d->pid);
@@ -176,10 +412,7 @@ static int bench_sim_level(const bench_sim_cfg *cfg, const bench_daemon *d, cons
                        connect_errors, first_err ? "; first: " : "", first_err ? first_err : "");
                 r = -EIO;
         }
-        free(all);
-        for (long i = 0; i < nclients; i++)
-                free(cl[i].lat);
-        free(cl);
+        bench_samples_free(lat);
         return r;
 }
 
@@ -272,9 +505,11 @@ static int bench_sim_idle_conns(const bench_sim_cfg *cfg, const bench_daemon *d,
 static void bench_sim_usage(FILE *f)
 {
         fprintf(f, "usage: cudackpt-bench-sim --daemon=PATH --sim=PATH [--clients=1,16,256] [--seconds-ms=2000]\n"
-                   "                          [--max-requests=200000] [--targets=16] [--idle-conns=1000]\n"
-                   "                          [--log-level=warning]\n"
-                   "  --clients=LIST     concurrency levels (one connection and thread per client)\n"
+                   "                          [--max-requests=1000000] [--targets=16] [--idle-conns=1000]\n"
+                   "                          [--client-threads=1] [--log-level=warning]\n"
+                   "  --clients=LIST     concurrency levels: connections, each with one request in flight\n"
+                   "  --client-threads=N threads driving them through epoll (default 1); 0: one thread\n"
+                   "                     per client, each calling the client library\n"
                    "  --seconds-ms=N     duration of each level\n"
                    "  --max-requests=N   bound on the requests of each level (shared by its clients)\n"
                    "  --targets=N        simulated CUDA processes the clients spread over\n"
@@ -288,9 +523,10 @@ int main(int argc, char **argv)
                 .levels = {1, 16, 256},
                 .nlevels = 3,
                 .seconds_ms = 2000,
-                .max_requests = 200000,
+                .max_requests = 1000000,
                 .targets = 16,
                 .idle_conns = 1000,
+                .client_threads = 1,
         };
         char *workdir = NULL, config_path[512];
         pid_t pids[BENCH_SIM_MAX_TARGETS];
@@ -323,6 +559,8 @@ int main(int argc, char **argv)
                         bad = bench_parse_long(v + 1, 1, 100000000, &cfg.max_requests) < 0;
                 } else if (strncmp(a, "--targets=", 10) == 0) {
                         bad = bench_parse_long(v + 1, 1, BENCH_SIM_MAX_TARGETS, &cfg.targets) < 0;
+                } else if (strncmp(a, "--client-threads=", 17) == 0) {
+                        bad = bench_parse_long(v + 1, 0, 64, &cfg.client_threads) < 0;
                 } else if (strncmp(a, "--idle-conns=", 13) == 0) {
                         bad = bench_parse_long(v + 1, 0, 100000, &cfg.idle_conns) < 0;
                 } else {
@@ -419,8 +657,11 @@ int main(int argc, char **argv)
 
         if (!failed) {
                 printf("== 6. GetState through cudackptd on the simulated driver (%ld targets, %ld ms per level,"
-                       " at most %ld requests) ==\n",
-                       cfg.targets, cfg.seconds_ms, cfg.max_requests);
+                       " at most %ld requests; %s) ==\n",
+                       cfg.targets, cfg.seconds_ms, cfg.max_requests,
+                       cfg.client_threads ? "clients multiplexed by epoll" : "a thread per client");
+                if (cfg.client_threads)
+                        printf("  client threads: %ld\n", cfg.client_threads);
                 printf("  %8s %10s %8s %12s %9s %9s %9s %9s %10s\n", "clients", "requests", "seconds", "req/s",
                        "p50 us", "p90 us", "p99 us", "max us", "RSS KiB");
                 for (int k = 0; k < cfg.nlevels; k++)
