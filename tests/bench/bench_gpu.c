@@ -318,6 +318,61 @@ static void bench_gpu_hop_done(uv_work_t *w, int status)
         (void)status;
 }
 
+/* The same with a thread that spins instead of sleeping between calls: the
+ * floor of any hand-off, and the driver call on a thread that never idles. */
+struct bench_gpu_spin {
+        const bench_gpu_driver *drv;
+        int pid;
+        atomic_long seq, done; /* requests posted, requests finished */
+        atomic_int stop;
+        CUprocessState state;
+        CUresult result;
+        uint64_t call_ns;
+};
+
+static void *bench_gpu_spin_main(void *arg)
+{
+        struct bench_gpu_spin *sp = arg;
+        long seen = 0;
+
+        while (!atomic_load(&sp->stop)) {
+                if (atomic_load(&sp->seq) == seen)
+                        continue;
+                seen++;
+                uint64_t t0 = bench_now_ns();
+                sp->result = sp->drv->get_state(sp->pid, &sp->state);
+                sp->call_ns = bench_now_ns() - t0;
+                atomic_store(&sp->done, seen);
+        }
+        return NULL;
+}
+
+static long bench_gpu_spins(const bench_gpu_driver *drv, int pid, long calls, double *lat, double *call)
+{
+        struct bench_gpu_spin sp = { .drv = drv, .pid = pid };
+        pthread_t th;
+        long errors = 0;
+
+        if (pthread_create(&th, NULL, bench_gpu_spin_main, &sp) != 0)
+                return calls;
+        for (long i = -100; i < calls; i++) {
+                uint64_t t0 = bench_now_ns();
+                long want = atomic_fetch_add(&sp.seq, 1) + 1;
+                while (atomic_load(&sp.done) != want)
+                        ;
+                uint64_t dt = bench_now_ns() - t0;
+                if (sp.result != CUDA_SUCCESS || sp.state != CU_PROCESS_STATE_RUNNING)
+                        errors++;
+                if (i >= 0) {
+                        lat[i] = (double)dt / 1e3;
+                        call[i] = (double)sp.call_ns / 1e3;
+                }
+        }
+        atomic_store(&sp.stop, 1);
+        pthread_join(th, NULL);
+        return errors;
+}
+
 static long bench_gpu_hops(const bench_gpu_driver *drv, int pid, long calls, double *lat, double *call)
 {
         struct bench_gpu_hop h = { .drv = drv, .pid = pid };
@@ -350,8 +405,8 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
         bench_gpu_target t;
         bench_gpu_driver drv;
         cudackpt_client *c = NULL;
-        double *direct = NULL, *via = NULL, *hop = NULL, *info = NULL, *oncall = NULL;
-        long derr = 0, verr = 0, herr = 0, ierr = 0;
+        double *direct = NULL, *via = NULL, *hop = NULL, *info = NULL, *oncall = NULL, *spin = NULL, *spincall = NULL;
+        long derr = 0, verr = 0, herr = 0, ierr = 0, serr = 0;
         int r;
 
         printf("\n== 1. GetState round trip: daemon vs direct driver call (%ld calls, idle %ld MiB target) ==\n",
@@ -369,7 +424,9 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
         hop = calloc((size_t)cfg->calls, sizeof(double));
         info = calloc((size_t)cfg->calls, sizeof(double));
         oncall = calloc((size_t)cfg->calls, sizeof(double));
-        if (!direct || !via || !hop || !info || !oncall) {
+        spin = calloc((size_t)cfg->calls, sizeof(double));
+        spincall = calloc((size_t)cfg->calls, sizeof(double));
+        if (!direct || !via || !hop || !info || !oncall || !spin || !spincall) {
                 r = -ENOMEM;
                 goto out_client;
         }
@@ -419,25 +476,32 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
                         info[i] = (double)dt / 1e3;
         }
         herr = bench_gpu_hops(&drv, t.pid, cfg->calls, hop, oncall);
+        serr = bench_gpu_spins(&drv, t.pid, cfg->calls, spin, spincall);
 
-        bench_stats sd, sv, sh, si, sc;
+        bench_stats sd, sv, sh, si, sc, ss, ssc;
         bench_stats_compute(direct, (size_t)cfg->calls, &sd);
         bench_stats_compute(via, (size_t)cfg->calls, &sv);
         bench_stats_compute(hop, (size_t)cfg->calls, &sh);
         bench_stats_compute(info, (size_t)cfg->calls, &si);
         bench_stats_compute(oncall, (size_t)cfg->calls, &sc);
+        bench_stats_compute(spin, (size_t)cfg->calls, &ss);
+        bench_stats_compute(spincall, (size_t)cfg->calls, &ssc);
         bench_gpu_lat_header();
         bench_gpu_print_lat("direct driver call (in-process)", "bench=getstate path=direct", &sd, derr);
         bench_gpu_print_lat("daemon (client library, 1 conn)", "bench=getstate path=daemon", &sv, verr);
         bench_gpu_print_lat("parts: GetInfo via daemon (no wkr)", "bench=getstate path=getinfo", &si, ierr);
         bench_gpu_print_lat("parts: direct call via uv worker", "bench=getstate path=uvhop", &sh, herr);
         bench_gpu_print_lat("parts: the call alone, on the worker", "bench=getstate path=uvhop-call", &sc, herr);
+        bench_gpu_print_lat("floor: via a spinning thread", "bench=getstate path=spin", &ss, serr);
+        bench_gpu_print_lat("floor: the call alone, spinning thread", "bench=getstate path=spin-call", &ssc, serr);
         printf("  daemon overhead at p50: %+.1f us (x%.2f)\n", sv.p50 - sd.p50, sd.p50 > 0 ? sv.p50 / sd.p50 : 0);
         printf("  of which thread hand-off %+.1f us, socket round trip %.1f us, the rest (pinning, queueing) %+.1f us\n",
                sh.p50 - sd.p50, si.p50, sv.p50 - sh.p50 - si.p50);
-        if (herr || ierr)
-                bench_gpu_fail("GetState parts: %ld failed hand-offs, %ld failed GetInfo calls", herr, ierr);
-        if (derr || verr || herr || ierr)
+        if (herr || ierr || serr)
+                bench_gpu_fail("GetState parts: %ld failed through a uv worker, %ld through a spinning thread, "
+                               "%ld failed GetInfo calls",
+                               herr, serr, ierr);
+        if (derr || verr || herr || ierr || serr)
                 r = -EIO;
 out_client:
         free(direct);
@@ -445,6 +509,8 @@ out_client:
         free(hop);
         free(info);
         free(oncall);
+        free(spin);
+        free(spincall);
         cudackpt_client_free(c);
 out_target:
         bench_gpu_targets_stop(&t, 1);
