@@ -47,9 +47,10 @@ static bool process_busy(const struct sched *s, pid_t pid)
 void sched_process_enter(struct sched *s, pid_t pid)
 {
         uv_mutex_lock(&s->busy_lock);
-        while (process_busy(s, pid))
+        /* One entry per worker thread at most, so the array has room; the
+         * second test only guards against a pool larger than configured. */
+        while (process_busy(s, pid) || s->n_busy >= s->cfg->workers)
                 uv_cond_wait(&s->busy_cond, &s->busy_lock);
-        /* One entry per worker thread at most: the array has room. */
         s->busy[s->n_busy++] = pid;
         uv_mutex_unlock(&s->busy_lock);
 }
