@@ -8,12 +8,26 @@
  * and that the process runs again afterwards:
  *
  *   verify iter=N mismatches=M total_mismatches=T first_bad=I ms=X
- *          pid=P uuid=GPU-... bytes=B managed=0|1 error=none
+ *          pid=P uuid=GPU-... device=D bytes=B managed=0|1 error=none
+ *
+ * uuid is asked of the driver again after every verification: the UUID of
+ * the GPU behind the device of the current context (cuCtxGetDevice, then
+ * cuDeviceGetUuid, reached through cudaGetDriverEntryPointByVersion so that
+ * nothing links libcuda directly), so that a test can see the process move
+ * to another GPU after a restore with a GPU mapping.  device is the CUDA
+ * runtime's device ordinal, which a migration does not change.  Should the
+ * driver's entry points be unavailable, the runtime's cudaGetDeviceProperties
+ * answers instead.  Whether the driver reports the new physical GPU after a
+ * migration is the driver's business (one public report says that
+ * cuDeviceGetUuid_v2 does, while cuDeviceGetPCIBusId stays stale); tests
+ * should take nvidia-smi as the authority and this field as a second
+ * opinion.  "unknown" when the query failed (not a verification error).
  *
  * --ready-fd=N: once the buffer is filled and verified once, "ready ..." is
  * written to fd N and N is closed, so a parent can wait for it without
  * polling.  Exit status: 0 after --iterations with no mismatch, 1 when a
  * mismatch was seen, 2 on a CUDA or usage error. */
+#include <cuda.h> /* types only: the driver is reached through the runtime */
 #include <cuda_runtime.h>
 
 #include <cerrno>
@@ -99,6 +113,9 @@ void gpu_target_usage(FILE *f)
                 "  --iterations=N   exit after N verifications (default: run until killed)\n"
                 "  --status=FILE    rewrite FILE atomically after each verification\n"
                 "  --ready-fd=N     write \"ready ...\" to fd N after the first verification\n"
+                "  --device=N       the CUDA device to run on (default 0; runtime order, so\n"
+                "                   CUDA_DEVICE_ORDER=PCI_BUS_ID makes it nvidia-smi's index)\n"
+                "  --seed=N         seed of the pattern (default 0x5eed)\n"
                 "  --quiet          no line per verification on stdout\n");
 }
 
@@ -161,9 +178,9 @@ double gpu_target_now_ms()
 }
 
 /* The UUID in nvidia-smi's spelling: GPU-8-4-4-4-12 lower-case hex. */
-void gpu_target_format_uuid(const cudaUUID_t &u, char out[64])
+void gpu_target_format_uuid(const char bytes[16], char out[64])
 {
-        const unsigned char *b = reinterpret_cast<const unsigned char *>(u.bytes);
+        const unsigned char *b = reinterpret_cast<const unsigned char *>(bytes);
         snprintf(out, 64,
                  "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
                  b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
@@ -207,20 +224,71 @@ void gpu_target_sleep_ms(long ms)
                 }                                                                                \
         } while (0)
 
+/* Driver entry points, by pointer: the program links only the static
+ * runtime.  The 12.8 ABI of each (cuDeviceGetUuid is then the _v2 one, which
+ * gives the GPU's own UUID; cuCtxGetDevice takes no context argument). */
+typedef CUresult (*gpu_target_ctx_get_device_fn)(CUdevice *dev);
+typedef CUresult (*gpu_target_device_get_uuid_fn)(CUuuid *uuid, CUdevice dev);
+#define GPU_TARGET_DRIVER_ABI 12080
+
 struct gpu_target_state {
         uint64_t *buf = nullptr;
         uint64_t words = 0;
         unsigned long long *d_counts = nullptr; /* [0] mismatches, [1] first bad index */
         int blocks = 0;
         int threads = 256;
+        gpu_target_ctx_get_device_fn ctx_get_device = nullptr;
+        gpu_target_device_get_uuid_fn device_get_uuid = nullptr;
 };
 
-cudaError_t gpu_target_setup(const gpu_target_opts &o, gpu_target_state *s, char uuid[64])
+void *gpu_target_driver_symbol(const char *name)
+{
+        void *fn = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion(name, &fn, GPU_TARGET_DRIVER_ABI, cudaEnableDefault, &q) !=
+                    cudaSuccess ||
+            q != cudaDriverEntryPointSuccess) {
+                (void)cudaGetLastError(); /* not sticky, but keep the slate clean */
+                return nullptr;
+        }
+        return fn;
+}
+
+/* The UUID of the GPU this process runs on now, and the runtime's device
+ * ordinal; asked anew at every call, never cached here.  "unknown" and -1
+ * when the query fails. */
+void gpu_target_query_gpu(const gpu_target_state &s, char uuid[64], int *ret_device)
+{
+        int dev = -1;
+        snprintf(uuid, 64, "unknown");
+        if (cudaGetDevice(&dev) != cudaSuccess) {
+                (void)cudaGetLastError();
+                *ret_device = -1;
+                return;
+        }
+        *ret_device = dev;
+        if (s.ctx_get_device && s.device_get_uuid) {
+                CUdevice cu_dev = 0;
+                CUuuid u;
+                if (s.ctx_get_device(&cu_dev) == CUDA_SUCCESS && s.device_get_uuid(&u, cu_dev) == CUDA_SUCCESS)
+                        gpu_target_format_uuid(u.bytes, uuid);
+                return;
+        }
+        cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
+                gpu_target_format_uuid(prop.uuid.bytes, uuid);
+        else
+                (void)cudaGetLastError();
+}
+
+cudaError_t gpu_target_setup(const gpu_target_opts &o, gpu_target_state *s)
 {
         cudaDeviceProp prop;
         GPU_TARGET_CHECK(cudaSetDevice(o.device));
         GPU_TARGET_CHECK(cudaGetDeviceProperties(&prop, o.device));
-        gpu_target_format_uuid(prop.uuid, uuid);
+        s->ctx_get_device = reinterpret_cast<gpu_target_ctx_get_device_fn>(gpu_target_driver_symbol("cuCtxGetDevice"));
+        s->device_get_uuid =
+                reinterpret_cast<gpu_target_device_get_uuid_fn>(gpu_target_driver_symbol("cuDeviceGetUuid"));
 
         size_t bytes = (size_t)o.mib << 20;
         s->words = bytes / sizeof(uint64_t);
@@ -268,15 +336,17 @@ int main(int argc, char **argv)
         setvbuf(stdout, nullptr, _IOLBF, 0);
 
         char uuid[64] = "unknown";
+        int device = -1;
         gpu_target_state s;
         const char *error = "none";
-        cudaError_t err = gpu_target_setup(o, &s, uuid);
+        cudaError_t err = gpu_target_setup(o, &s);
         if (err != cudaSuccess) {
+                gpu_target_query_gpu(s, uuid, &device); /* what is known, for the report */
                 char line[512];
                 snprintf(line, sizeof(line),
                          "verify iter=0 mismatches=0 total_mismatches=0 first_bad=-1 ms=0 pid=%d "
-                         "uuid=%s bytes=%llu managed=%d error=%s\n",
-                         (int)getpid(), uuid, o.mib << 20, o.managed ? 1 : 0, cudaGetErrorName(err));
+                         "uuid=%s device=%d bytes=%llu managed=%d error=%s\n",
+                         (int)getpid(), uuid, device, o.mib << 20, o.managed ? 1 : 0, cudaGetErrorName(err));
                 if (o.status_path)
                         gpu_target_write_status(o.status_path, line);
                 return 2;
@@ -294,14 +364,17 @@ int main(int argc, char **argv)
                         rc = 2;
                 }
                 total += bad;
+                /* After the verification: the GPU it ran on, even just after
+                 * a restore onto another one. */
+                gpu_target_query_gpu(s, uuid, &device);
                 char first_s[32] = "-1";
                 if (bad)
                         snprintf(first_s, sizeof(first_s), "%llu", first);
                 char line[512];
                 snprintf(line, sizeof(line),
                          "verify iter=%lld mismatches=%llu total_mismatches=%llu first_bad=%s ms=%.3f "
-                         "pid=%d uuid=%s bytes=%llu managed=%d error=%s\n",
-                         iter, bad, total, first_s, ms, (int)getpid(), uuid, o.mib << 20,
+                         "pid=%d uuid=%s device=%d bytes=%llu managed=%d error=%s\n",
+                         iter, bad, total, first_s, ms, (int)getpid(), uuid, device, o.mib << 20,
                          o.managed ? 1 : 0, error);
                 if (!o.quiet)
                         fputs(line, stdout);
