@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # only, 12.8 or newer) comes from NVIDIA, not Debian: see README.md.
 DEB_PACKAGES = cmake make gcc pkg-config libuv1-dev libcjson-dev libsystemd-dev check systemd
 
-.PHONY: all deps configure build run test check-sanitize bench bench-sim clean install
+.PHONY: all deps configure build run test check-sanitize bench bench-sim clean install fuzz
 
 all: build
 
@@ -64,6 +64,33 @@ check-sanitize: deps
 	cmake --build $(BUILD)-tsan -j$(JOBS)
 	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest --output-on-failure --timeout 900 -L tsan
+
+# libFuzzer on the daemon's request path (tests/fuzz/): a clang build with
+# ASan+UBSan in $(BUILD)-fuzz, run for FUZZ_SECONDS from the seed corpus;
+# new inputs go to $(BUILD)-fuzz/corpus, findings to $(BUILD)-fuzz/findings
+# (replay one: $(BUILD)-fuzz/tests/fuzz/fuzz-replay FILE).  Needs clang.
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS ?=
+FUZZ_PACKAGES = clang libclang-rt-14-dev
+fuzz: deps
+	@missing=""; \
+	for p in $(FUZZ_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+		else \
+			echo "Missing Debian packages. Run:"; echo "  sudo apt-get install -y$$missing"; exit 1; \
+		fi; \
+	fi
+	CC=clang cmake -S . -B $(BUILD)-fuzz -DCUDACKPT_FUZZ=ON -DCUDACKPT_SANITIZE=address,undefined $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-fuzz -j$(JOBS) --target fuzz-request fuzz-replay
+	@mkdir -p $(BUILD)-fuzz/corpus $(BUILD)-fuzz/findings
+	cd $(BUILD)-fuzz && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		./tests/fuzz/fuzz-request -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=30 \
+		-close_fd_mask=2 -print_final_stats=1 -dict=$(abspath tests/fuzz/varlink.dict) \
+		-artifact_prefix=findings/ $(FUZZ_FLAGS) corpus $(abspath tests/fuzz/corpus)
 
 bench: build
 	cmake --build $(BUILD) --target bench

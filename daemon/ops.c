@@ -145,11 +145,12 @@ static bool do_unlock(struct run *x)
         return step_done(x, OPS_STEP_UNLOCK, driver_unlock(x->d, x->t->identity.pid));
 }
 
-static int pin(const struct driver *d, struct sched_target *t, pid_t pid, enum proto_method m,
-               const struct policy_caller *caller)
+/* Pins the process behind pid into t->identity (kept from an earlier
+ * request while that process lives) and publishes it.  Returns whether the
+ * state published before is still good (-errno on failure). */
+static int pin(struct sched_target *t, pid_t pid, const struct policy_caller *caller)
 {
         int r, st = -1;
-        bool reopened = false;
 
         /* A kept target outlives no process: if the one pinned earlier has
          * gone, the pid now names another one, or none.  Its user ids are
@@ -166,20 +167,14 @@ static int pin(const struct driver *d, struct sched_target *t, pid_t pid, enum p
                         r = target_open(pid, &t->identity);
                 if (r < 0)
                         return r;
-                reopened = true;
-        }
-        /* GetState requests that arrive while this operation runs are answered
-         * from the published state: learn it first (one cheap driver call)
-         * unless the operation before this one in the queue left it. */
-        if (!reopened) {
+        } else {
+                /* The operation before this one in the queue left the state. */
                 uv_mutex_lock(&t->lock);
                 st = t->known ? t->last_state : -1;
                 uv_mutex_unlock(&t->lock);
         }
-        if (st < 0 && m != PROTO_GET_STATE && driver_get_state(d, t->identity.pid, &st) != CUDA_SUCCESS)
-                st = -1;
         sched_publish(t, &t->identity, st);
-        return 0;
+        return st >= 0;
 }
 
 void ops_execute(const struct config *cfg, const struct driver *d, struct sched_target *t,
@@ -202,14 +197,16 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 snprintf(res->detail, sizeof(res->detail), "%s", d->reason);
                 return;
         }
-        /* Locking the daemon would stop the one process that can unlock it. */
-        if (req->pid == getpid()) {
-                res->error = OPS_PERMISSION_DENIED;
-                return;
-        }
-        r = pin(d, t, req->pid, m, caller);
+        r = pin(t, req->pid, caller);
         if (r < 0) {
                 res->error = r == -ESRCH ? OPS_NO_SUCH_PROCESS : OPS_PERMISSION_DENIED;
+                return;
+        }
+        /* Locking the daemon would stop the one process that can unlock it;
+         * checked on the pinned process, so a thread id of the daemon is
+         * refused too. */
+        if (t->identity.pid == getpid()) {
+                res->error = OPS_PERMISSION_DENIED;
                 return;
         }
         if (req->has_start_time && req->start_time != t->identity.start_time) {
@@ -226,6 +223,13 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 }
         }
 
+        /* GetState requests that arrive while this operation runs are answered
+         * from the published state: learn it first (one cheap driver call). */
+        if (r == 0 && m != PROTO_GET_STATE) {
+                int st;
+                if (driver_get_state(d, t->identity.pid, &st) == CUDA_SUCCESS)
+                        sched_publish(t, NULL, st);
+        }
         if (!proto_method_read_only(m))
                 sched_process_enter(t->sched, t->identity.pid);
         t0 = uv_hrtime();

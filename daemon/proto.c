@@ -156,6 +156,24 @@ static int lookup_method(const char *full, enum proto_method *ret, cJSON **ret_r
         return -ENOENT;
 }
 
+/* Whether a JSON string escapes a NUL (\u0000): cJSON would cut the string
+ * there, so "GetState\u0000x" would read as "GetState".  A backslash run of
+ * odd length ends in an escape; an even one is escaped backslashes. */
+static bool has_escaped_nul(const char *msg, size_t len)
+{
+        for (size_t i = 0; i < len; i++) {
+                size_t run = 0;
+                if (msg[i] != '\\')
+                        continue;
+                while (i + run < len && msg[i + run] == '\\')
+                        run++;
+                i += run;
+                if (run % 2 == 1 && len - i >= 5 && memcmp(msg + i, "u0000", 5) == 0)
+                        return true;
+        }
+        return false;
+}
+
 int proto_parse_call(const char *msg, size_t len, struct proto_call *ret_call, cJSON **ret_reply)
 {
         struct proto_call call = { 0 };
@@ -163,6 +181,11 @@ int proto_parse_call(const char *msg, size_t len, struct proto_call *ret_call, c
         int r;
 
         const char *end = NULL;
+
+        if (has_escaped_nul(msg, len)) {
+                *ret_reply = invalid_request("a string holds a NUL character (\\u0000)");
+                return -EPROTO;
+        }
 
         call.root = cJSON_ParseWithLengthOpts(msg, len, &end, 0);
         if (!call.root) {

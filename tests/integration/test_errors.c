@@ -3,9 +3,11 @@
  * IDL gives it, and the state the process is left in afterwards. */
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -59,6 +61,36 @@ START_TEST(no_such_process)
         cudackpt_reply_clear(&r);
         itest_assert_reply_error(cudackpt_suspend(cl, dead, -1, &r), &r, CUDACKPT_ERROR_NO_SUCH_PROCESS);
         cudackpt_reply_clear(&r);
+}
+END_TEST
+
+/* The daemon never acts on itself, whether named by its pid or by the id of
+ * one of its threads (which means the same process). */
+START_TEST(daemon_itself_refused)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        char path[64];
+        struct dirent *e;
+        int threads = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)d->pid);
+        DIR *dir = opendir(path);
+        ck_assert_ptr_nonnull(dir);
+        while ((e = readdir(dir))) {
+                int tid = atoi(e->d_name);
+                if (tid <= 0)
+                        continue;
+                threads += tid != d->pid;
+                for (size_t i = 0; all_methods[i]; i++) {
+                        cJSON *j = itest_call_pid(c, all_methods[i], tid);
+                        itest_assert_error(j, CUDACKPT_ERROR_PERMISSION_DENIED);
+                        itest_assert_int(j, "pid", tid);
+                }
+        }
+        closedir(dir);
+        /* The worker threads of libuv's pool exist from the first operation. */
+        ck_assert_int_gt(threads, 0);
 }
 END_TEST
 
@@ -588,6 +620,7 @@ static Suite *errors_suite(void)
         Suite *s = suite_create("integration.errors");
         TCase *tc = itest_tcase(s, "errors", 40);
         tcase_add_test(tc, no_such_process);
+        tcase_add_test(tc, daemon_itself_refused);
         tcase_add_test(tc, not_cuda_process);
         tcase_add_test(tc, invalid_state_on_running);
         tcase_add_test(tc, invalid_state_on_locked);

@@ -53,6 +53,9 @@ START_TEST(invalid_requests)
                 "{\"method\":\"" CUDACKPT_METHOD_GET_STATE "\",\"parameters\":\"pid=1\"}",
                 "{\"method\":\"" CUDACKPT_METHOD_GET_STATE "\",\"parameters\":7}",
                 "",                                                              /* an empty message */
+                /* An escaped NUL would cut a name short: GetState\u0000x is no GetState. */
+                "{\"method\":\"" CUDACKPT_METHOD_GET_STATE "\\u0000x\",\"parameters\":{\"pid\":1}}",
+                "{\"method\":\"" CUDACKPT_METHOD_GET_STATE "\",\"parameters\":{\"pid\\u0000\":1}}",
                 NULL,
         };
         for (size_t i = 0; bad[i]; i++)

@@ -50,6 +50,10 @@ START_TEST(test_call_object)
         assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\"} x");
         assert_fatal("{\"method\": \"NoDot\"}");
         assert_fatal("{\"method\": \"trailing.\"}");
+        /* An escaped NUL would end the name early for cJSON's C strings. */
+        assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\\u0000x\"}");
+        assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\", \"parameters\": {\"pid\\u0000\": 1}}");
+        assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\", \"parameters\": {\"pid\": 1, \"x\": \"\\\\\\u0000\"}}");
 }
 END_TEST
 
@@ -58,6 +62,12 @@ START_TEST(test_call_lookup)
         struct proto_call call;
         cJSON *reply = NULL;
         const char *m;
+
+        /* An escaped backslash before "u0000" is no escaped NUL. */
+        m = "{\"method\": \"io.cudackpt.Process.GetState\\\\u0000\"}";
+        ck_assert_int_eq(proto_parse_call(m, strlen(m), &call, &reply), -ENOENT);
+        cJSON_Delete(reply);
+        reply = NULL;
 
         m = "{\"method\": \"io.cudackpt.Process.Suspend\", \"parameters\": {\"pid\": 1}, \"oneway\": true}";
         ck_assert_int_eq(proto_parse_call(m, strlen(m), &call, &reply), 0);
