@@ -134,40 +134,55 @@ static void audit(const struct conn *c, enum proto_method m, pid_t pid, const ch
         log_audit(&a);
 }
 
+/* While an operation on a process runs, what it has learnt of the process
+ * (owner, start time) decides refusals at once, for every method: a caller
+ * with no rights to a process cannot fill its queue.  True when the call was
+ * answered. */
+static bool refuse_now(struct conn *c, const struct proto_call *call, const struct proto_request *req,
+                       const struct sched_snapshot *snap)
+{
+        const struct config *cfg = c->server->cfg;
+        cJSON *p;
+
+        if (req->has_start_time && req->start_time != snap->start_time) {
+                p = cJSON_CreateObject();
+                if (p) {
+                        cJSON_AddNumberToObject(p, "pid", req->pid);
+                        cJSON_AddNumberToObject(p, "start_time", (double)req->start_time);
+                        cJSON_AddNumberToObject(p, "actual_start_time", (double)snap->start_time);
+                }
+                audit(c, call->method, req->pid, "ProcessChanged", NULL, 0);
+                reply(c, call, proto_error_new(CUDACKPT_ERROR_PROCESS_CHANGED, p));
+                return true;
+        }
+        if (!policy_allowed(policy_decide(cfg, &c->caller, &snap->owner, proto_method_read_only(call->method)))) {
+                p = cJSON_CreateObject();
+                if (p) {
+                        cJSON_AddNumberToObject(p, "pid", req->pid);
+                        cJSON_AddNumberToObject(p, "caller_uid", c->caller.uid);
+                }
+                audit(c, call->method, req->pid, "PermissionDenied", NULL, 0);
+                reply(c, call, proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p));
+                return true;
+        }
+        return false;
+}
+
 /* GetState while an operation on the same process runs: answer from what the
  * running operation has learnt, without the driver.  False when the answer
  * must wait for the driver after all. */
 static bool answer_state_now(struct conn *c, const struct proto_call *call,
                              const struct proto_request *req)
 {
-        struct server *s = c->server;
         struct sched_snapshot snap;
         char buf[32];
         cJSON *p;
 
-        if (!sched_running_snapshot(&s->sched, req->pid, &snap) || !snap.known || snap.last_state < 0)
+        if (!sched_running_snapshot(&c->server->sched, req->pid, &snap) || !snap.known ||
+            snap.last_state < 0)
                 return false;
-        if (req->has_start_time && req->start_time != snap.start_time) {
-                p = cJSON_CreateObject();
-                if (p) {
-                        cJSON_AddNumberToObject(p, "pid", req->pid);
-                        cJSON_AddNumberToObject(p, "start_time", (double)req->start_time);
-                        cJSON_AddNumberToObject(p, "actual_start_time", (double)snap.start_time);
-                }
-                audit(c, PROTO_GET_STATE, req->pid, "ProcessChanged", NULL, 0);
-                reply(c, call, proto_error_new(CUDACKPT_ERROR_PROCESS_CHANGED, p));
+        if (refuse_now(c, call, req, &snap))
                 return true;
-        }
-        if (!policy_allowed(policy_decide(s->cfg, &c->caller, &snap.owner, true))) {
-                p = cJSON_CreateObject();
-                if (p) {
-                        cJSON_AddNumberToObject(p, "pid", req->pid);
-                        cJSON_AddNumberToObject(p, "caller_uid", c->caller.uid);
-                }
-                audit(c, PROTO_GET_STATE, req->pid, "PermissionDenied", NULL, 0);
-                reply(c, call, proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p));
-                return true;
-        }
         p = cJSON_CreateObject();
         if (p) {
                 cJSON_AddNumberToObject(p, "pid", req->pid);
@@ -206,6 +221,7 @@ static void process_call(struct conn *c, struct proto_call *call)
 {
         struct server *s = c->server;
         struct proto_request req;
+        struct sched_snapshot snap;
         struct sched_op *op;
         cJSON *err = NULL;
         unsigned limit = 0;
@@ -220,7 +236,9 @@ static void process_call(struct conn *c, struct proto_call *call)
                 reply(c, call, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
                 goto out;
         }
-        if (call->method == PROTO_GET_STATE && answer_state_now(c, call, &req))
+        if (call->method == PROTO_GET_STATE ? answer_state_now(c, call, &req)
+                                            : sched_running_snapshot(&s->sched, req.pid, &snap) && snap.known &&
+                                                      refuse_now(c, call, &req, &snap))
                 goto out;
         if (req.n_pairs > 0 && s->drv.available) {
                 err = check_mapping(&s->drv, call, &req);

@@ -158,6 +158,11 @@ static int pin(struct sched_target *t, pid_t pid, const struct policy_caller *ca
         if (t->identity.pidfd >= 0 &&
             (target_alive(&t->identity) != 1 || target_refresh(&t->identity) < 0))
                 target_close(&t->identity);
+        /* A thread id is resolved to its process afresh every time: the
+         * thread may have ended and its id now name a thread of another
+         * process, while the process pinned before lives on. */
+        if (t->identity.pidfd >= 0 && t->identity.pid != pid)
+                target_close(&t->identity);
         if (t->identity.pidfd < 0) {
                 /* A caller naming itself is pinned by the pidfd of the
                  * connection's peer: the very process that asks. */

@@ -174,6 +174,48 @@ static bool has_escaped_nul(const char *msg, size_t len)
         return false;
 }
 
+/* Whether s is well-formed UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF).  Replies quote names the client sent;
+ * they must stay valid JSON for every client. */
+static bool utf8_valid(const unsigned char *s, size_t len)
+{
+        size_t i = 0;
+
+        while (i < len) {
+                unsigned char c = s[i];
+                size_t n;
+                unsigned char lo = 0x80, hi = 0xBF; /* bounds of the second byte */
+
+                if (c < 0x80) {
+                        i++;
+                        continue;
+                }
+                if (c >= 0xC2 && c <= 0xDF)
+                        n = 1;
+                else if (c >= 0xE0 && c <= 0xEF) {
+                        n = 2;
+                        if (c == 0xE0)
+                                lo = 0xA0; /* overlong */
+                        else if (c == 0xED)
+                                hi = 0x9F; /* surrogates */
+                } else if (c >= 0xF0 && c <= 0xF4) {
+                        n = 3;
+                        if (c == 0xF0)
+                                lo = 0x90; /* overlong */
+                        else if (c == 0xF4)
+                                hi = 0x8F; /* above U+10FFFF */
+                } else
+                        return false;
+                if (len - i <= n || s[i + 1] < lo || s[i + 1] > hi)
+                        return false;
+                for (size_t k = 2; k <= n; k++)
+                        if ((s[i + k] & 0xC0) != 0x80)
+                                return false;
+                i += n + 1;
+        }
+        return true;
+}
+
 int proto_parse_call(const char *msg, size_t len, struct proto_call *ret_call, cJSON **ret_reply)
 {
         struct proto_call call = { 0 };
@@ -182,6 +224,10 @@ int proto_parse_call(const char *msg, size_t len, struct proto_call *ret_call, c
 
         const char *end = NULL;
 
+        if (!utf8_valid((const unsigned char *)msg, len)) {
+                *ret_reply = invalid_request("message is not valid UTF-8");
+                return -EPROTO;
+        }
         if (has_escaped_nul(msg, len)) {
                 *ret_reply = invalid_request("a string holds a NUL character (\\u0000)");
                 return -EPROTO;

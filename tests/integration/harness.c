@@ -388,6 +388,25 @@ void itest_daemon_stop(struct itest_daemon *d)
                       itest_describe_status(status));
 }
 
+int itest_daemon_await_exit(struct itest_daemon *d, int timeout_ms)
+{
+        ck_assert_msg(d->pid, "the daemon was already stopped");
+        pid_t pid = d->pid;
+        bool exited = itest_pidfd_wait(d->pidfd, timeout_ms);
+        if (!exited)
+                kill(pid, SIGKILL);
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        d->pid = 0;
+        close(d->pidfd);
+        d->pidfd = -1;
+        itest_daemon_running = false;
+        if (!exited)
+                itest_daemon_print_log(d);
+        ck_assert_msg(exited, "the daemon did not exit within %d ms", timeout_ms);
+        return status;
+}
+
 /* ---- fixtures ------------------------------------------------------------ */
 
 void itest_setup(void)

@@ -67,6 +67,11 @@ struct itest_daemon *itest_daemon_start_default(void);
 void itest_daemon_stop(struct itest_daemon *d);
 /* Whether the daemon has exited (without reaping it). */
 bool itest_daemon_exited(struct itest_daemon *d);
+/* For tests that end the daemon themselves (signals sent by the test):
+ * asserts it exits within timeout_ms, reaps it and returns its wait status
+ * (for WIFEXITED() and friends).  The daemon then counts as stopped, so
+ * the teardown does not stop it again. */
+int itest_daemon_await_exit(struct itest_daemon *d, int timeout_ms);
 /* Prints the daemon's log to stderr. */
 void itest_daemon_print_log(const struct itest_daemon *d);
 

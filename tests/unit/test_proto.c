@@ -50,6 +50,13 @@ START_TEST(test_call_object)
         assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\"} x");
         assert_fatal("{\"method\": \"NoDot\"}");
         assert_fatal("{\"method\": \"trailing.\"}");
+        /* Not UTF-8: a stray continuation byte, an overlong '/', a surrogate,
+         * a code point above U+10FFFF, a sequence cut short. */
+        assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\x80\"}");
+        assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\xc0\xaf\"}");
+        assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\xed\xa0\x80\"}");
+        assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\xf4\x90\x80\x80\"}");
+        assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\xe2\x82\"}");
         /* An escaped NUL would end the name early for cJSON's C strings. */
         assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\\u0000x\"}");
         assert_fatal("{\"method\": \"io.cudackpt.Process.GetState\", \"parameters\": {\"pid\\u0000\": 1}}");
@@ -62,6 +69,12 @@ START_TEST(test_call_lookup)
         struct proto_call call;
         cJSON *reply = NULL;
         const char *m;
+
+        /* Well-formed UTF-8 of every length passes (and names no method). */
+        m = "{\"method\": \"io.cudackpt.Process.\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}";
+        ck_assert_int_eq(proto_parse_call(m, strlen(m), &call, &reply), -ENOENT);
+        cJSON_Delete(reply);
+        reply = NULL;
 
         /* An escaped backslash before "u0000" is no escaped NUL. */
         m = "{\"method\": \"io.cudackpt.Process.GetState\\\\u0000\"}";
