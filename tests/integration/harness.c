@@ -237,7 +237,7 @@ static bool itest_read_notify(int fd)
         }
 }
 
-static const char *itest_describe_status(int status)
+const char *itest_describe_status(int status)
 {
         if (WIFEXITED(status))
                 return itest_strdupf("exit status %d", WEXITSTATUS(status));
@@ -493,14 +493,22 @@ int itest_main(Suite *s)
 
 /* ---- targets ------------------------------------------------------------- */
 
-/* Drops to uid/gid `uid` with no supplementary groups; -errno on failure. */
-static int itest_become(uid_t uid)
+/* Drops to uid/gid `uid` with exactly the supplementary groups given;
+ * -errno on failure. */
+static int itest_become_with(uid_t uid, const gid_t *groups, size_t n_groups)
 {
-        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+        gid_t got[16];
+
+        if (setgroups(n_groups, groups) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
                 return -errno;
-        if (getuid() != uid || geteuid() != uid)
+        if (getuid() != uid || geteuid() != uid || n_groups > 16 || getgroups(16, got) != (int)n_groups)
                 return -EPERM;
         return 0;
+}
+
+static int itest_become(uid_t uid)
+{
+        return itest_become_with(uid, NULL, 0);
 }
 
 /* Forks and execs path; with ready, fd 3 of the child is a pipe whose
@@ -958,6 +966,12 @@ bool itest_need_root(void)
 
 int itest_run_as(uid_t uid, itest_as_fn fn, void *ctx, char *msg, size_t msg_size)
 {
+        return itest_run_as_groups(uid, NULL, 0, fn, ctx, msg, msg_size);
+}
+
+int itest_run_as_groups(uid_t uid, const gid_t *groups, size_t n_groups, itest_as_fn fn, void *ctx, char *msg,
+                        size_t msg_size)
+{
         int p[2];
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
         msg[0] = '\0';
@@ -966,9 +980,10 @@ int itest_run_as(uid_t uid, itest_as_fn fn, void *ctx, char *msg, size_t msg_siz
         if (pid == 0) {
                 close(p[0]);
                 char m[1024] = "";
-                int r = itest_become(uid);
+                int r = itest_become_with(uid, groups, n_groups);
                 if (r < 0)
-                        snprintf(m, sizeof(m), "cannot become uid %d: %s", (int)uid, strerror(-r));
+                        snprintf(m, sizeof(m), "cannot become uid %d with %zu groups: %s", (int)uid, n_groups,
+                                 strerror(-r));
                 else
                         r = fn(ctx, m, sizeof(m));
                 ssize_t w = write(p[1], m, strlen(m));

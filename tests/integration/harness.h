@@ -252,6 +252,11 @@ bool itest_need_root(void);
  * child's message in msg. */
 typedef int (*itest_as_fn)(void *ctx, char *msg, size_t msg_size);
 int itest_run_as(uid_t uid, itest_as_fn fn, void *ctx, char *msg, size_t msg_size);
+/* The same with exactly the supplementary groups given. */
+int itest_run_as_groups(uid_t uid, const gid_t *groups, size_t n_groups, itest_as_fn fn, void *ctx, char *msg,
+                        size_t msg_size);
+/* "exit status N", "killed by signal N (NAME)", ...: a wait status in words. */
+const char *itest_describe_status(int status);
 
 /* Runs argv (argv[0] a path) with environment env (NULL: PATH only) as uid
  * (or unchanged for (uid_t)-1), capturing stdout and stderr; asserts it

@@ -128,15 +128,6 @@ static void await_in_flight_state(struct itest_conn *c, pid_t pid, const char *m
         }
 }
 
-static const char *describe_status(int status)
-{
-        if (WIFEXITED(status))
-                return itest_strdupf("exit status %d", WEXITSTATUS(status));
-        if (WIFSIGNALED(status))
-                return itest_strdupf("signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-        return itest_strdupf("wait status 0x%x", (unsigned)status);
-}
-
 /* A thread of process pid other than its main thread. */
 static pid_t other_thread(pid_t pid)
 {
@@ -296,58 +287,6 @@ static int raw_call(int fd, const char *msg, char *buf, size_t size, int timeout
         }
 }
 
-/* Runs fn(ctx, msg, msg_size) in a child with uid/gid `uid` and exactly the
- * supplementary groups given (itest_run_as() gives none).  fn returns 0 or
- * writes why it failed into msg.  Returns fn's result (-1: the child died). */
-static int run_as_groups(uid_t uid, const gid_t *groups, size_t n_groups, itest_as_fn fn, void *ctx, char *msg,
-                         size_t msg_size)
-{
-        int p[2];
-        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-        msg[0] = '\0';
-        pid_t pid = fork();
-        ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
-        if (pid == 0) {
-                close(p[0]);
-                char m[1024] = "";
-                int r = 0;
-                gid_t got[16];
-                if (setgroups(n_groups, groups) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-                        r = -errno;
-                else if (getuid() != uid || geteuid() != uid || getgroups(16, got) != (int)n_groups)
-                        r = -EPERM;
-                if (r < 0)
-                        snprintf(m, sizeof(m), "cannot become uid %d with %zu groups: %s", (int)uid, n_groups,
-                                 strerror(-r));
-                else
-                        r = fn(ctx, m, sizeof(m));
-                ssize_t w = write(p[1], m, strlen(m));
-                (void)w;
-                _exit(r == 0 ? 0 : 1);
-        }
-        close(p[1]);
-        size_t n = 0;
-        for (;;) {
-                ssize_t r = read(p[0], msg + n, msg_size - 1 - n);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0)
-                        break;
-                n += (size_t)r;
-                if (n == msg_size - 1)
-                        break;
-        }
-        msg[n] = '\0';
-        close(p[0]);
-        int status = 0;
-        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-        if (!WIFEXITED(status)) {
-                snprintf(msg, msg_size, "the uid %d child died: %s", (int)uid, describe_status(status));
-                return -1;
-        }
-        return WEXITSTATUS(status) == 0 ? 0 : 1;
-}
-
 /* One call of a script run by another user, and what it must get. */
 struct step {
         const char *method;
@@ -417,7 +356,7 @@ static void run_script(uid_t uid, const gid_t *groups, size_t n_groups, struct i
 {
         struct script x = { .sock = d->sock, .steps = steps, .n_steps = n_steps };
         char msg[1024];
-        int rc = run_as_groups(uid, groups, n_groups, as_script, &x, msg, sizeof(msg));
+        int rc = itest_run_as_groups(uid, groups, n_groups, as_script, &x, msg, sizeof(msg));
         ck_assert_msg(rc == 0, "as uid %d with %zu groups (first %d): %s", (int)uid, n_groups,
                       n_groups ? (int)groups[0] : -1, msg);
 }
@@ -1623,7 +1562,7 @@ START_TEST(sigterm_in_flight)
 
         int status = itest_daemon_await_exit(d, 10000);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the daemon ended with %s after SIGTERM",
-                      describe_status(status));
+                      itest_describe_status(status));
 }
 END_TEST
 
@@ -1649,7 +1588,7 @@ START_TEST(sigterm_twice)
         int status = itest_daemon_await_exit(d, 2000);
         double took = itest_now_ms() - t0;
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0,
-                      "after a second SIGTERM expected a non-zero exit status, got %s", describe_status(status));
+                      "after a second SIGTERM expected a non-zero exit status, got %s", itest_describe_status(status));
         ck_assert_msg(took < 3000, "the daemon took %.0f ms to exit on the second SIGTERM", took);
         itest_assert_eof(op, 1000);
 }
