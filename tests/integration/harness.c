@@ -368,21 +368,11 @@ void itest_daemon_stop(struct itest_daemon *d)
 {
         if (!d->pid)
                 return;
-        pid_t pid = d->pid;
         ck_assert_msg(!itest_daemon_exited(d), "the daemon died during the test");
-        ck_assert_int_eq(kill(pid, SIGTERM), 0);
-        bool exited = itest_pidfd_wait(d->pidfd, ITEST_STOP_TIMEOUT_MS);
-        if (!exited)
-                kill(pid, SIGKILL);
-        int status = 0;
-        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-        d->pid = 0;
-        close(d->pidfd);
-        d->pidfd = -1;
-        itest_daemon_running = false;
-        if (!exited || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        ck_assert_int_eq(kill(d->pid, SIGTERM), 0);
+        int status = itest_daemon_await_exit(d, ITEST_STOP_TIMEOUT_MS);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 itest_daemon_print_log(d);
-        ck_assert_msg(exited, "the daemon did not exit within %d ms of SIGTERM", ITEST_STOP_TIMEOUT_MS);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                       "the daemon ended with %s after SIGTERM, not exit status 0",
                       itest_describe_status(status));
