@@ -40,6 +40,7 @@ typedef struct bench_sim_cfg {
         long targets;
         long idle_conns;
         long client_threads; /* 0: a thread per client; N: N threads multiplexing them */
+        const char *config_extra; /* more "key": value pairs for the daemon's configuration */
 } bench_sim_cfg;
 
 typedef struct bench_sim_client {
@@ -506,8 +507,9 @@ static void bench_sim_usage(FILE *f)
 {
         fprintf(f, "usage: cudackpt-bench-sim --daemon=PATH --sim=PATH [--clients=1,16,256] [--seconds-ms=2000]\n"
                    "                          [--max-requests=1000000] [--targets=16] [--idle-conns=1000]\n"
-                   "                          [--client-threads=1] [--log-level=warning]\n"
+                   "                          [--client-threads=1] [--config-extra=TEXT] [--log-level=warning]\n"
                    "  --clients=LIST     concurrency levels: connections, each with one request in flight\n"
+                   "  --config-extra=TEXT more \"key\": value pairs for the daemon's configuration\n"
                    "  --client-threads=N threads driving them through epoll (default 1); 0: one thread\n"
                    "                     per client, each calling the client library\n"
                    "  --seconds-ms=N     duration of each level\n"
@@ -559,6 +561,8 @@ int main(int argc, char **argv)
                         bad = bench_parse_long(v + 1, 1, 100000000, &cfg.max_requests) < 0;
                 } else if (strncmp(a, "--targets=", 10) == 0) {
                         bad = bench_parse_long(v + 1, 1, BENCH_SIM_MAX_TARGETS, &cfg.targets) < 0;
+                } else if (strncmp(a, "--config-extra=", 15) == 0) {
+                        cfg.config_extra = v + 1;
                 } else if (strncmp(a, "--client-threads=", 17) == 0) {
                         bad = bench_parse_long(v + 1, 0, 64, &cfg.client_threads) < 0;
                 } else if (strncmp(a, "--idle-conns=", 13) == 0) {
@@ -604,8 +608,8 @@ int main(int argc, char **argv)
         }
         fprintf(f,
                 "{\"max_connections\": %ld, \"max_connections_per_uid\": %ld, \"idle_timeout_ms\": 600000,\n"
-                " \"max_queue_per_pid\": 4096, \"max_queue_total\": 65536}\n",
-                maxc + 1024, maxc + 1024);
+                " \"max_queue_per_pid\": 4096, \"max_queue_total\": 65536%s%s}\n",
+                maxc + 1024, maxc + 1024, cfg.config_extra ? ", " : "", cfg.config_extra ? cfg.config_extra : "");
         fclose(f);
 
         bench_daemon_opts o = {
@@ -678,7 +682,8 @@ int main(int argc, char **argv)
                 printf("ERROR: cudackptd exit status %d after SIGTERM (want 0)\n", status);
                 failed = 1;
         }
-        if (failed) {
+        /* A debug run is for reading the daemon's log afterwards. */
+        if (failed || strcmp(cfg.log_level, "debug") == 0) {
                 printf("work directory kept (daemon log): %s\n", workdir);
         } else {
                 bench_remove_workdir(workdir);
