@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <uv.h>
 
@@ -30,6 +31,28 @@ static void usage(FILE *f)
                 "  --help            show this help\n"
                 "  --version         show the version\n",
                 "/run/cudackpt/io.cudackpt.Process", CONFIG_DEFAULT_PATH);
+}
+
+/* Every connection takes two descriptors (the socket and the peer's pidfd)
+ * and every cached target two (pidfd and /proc/PID/status).  The soft
+ * limit is raised to the hard one, as systemd advises for programs that do
+ * not use select(); what still falls short is said once. */
+static void raise_nofile(const struct config *cfg)
+{
+        rlim_t need = 2 * (rlim_t)cfg->max_connections + 2 * (rlim_t)cfg->max_cached_targets + 64;
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void)setrlimit(RLIMIT_NOFILE, &rl);
+                (void)getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        if (rl.rlim_cur < need)
+                log_warning("The file descriptor limit (%llu) is below what max_connections and "
+                            "max_cached_targets may need (%llu): connections past it will be refused",
+                            (unsigned long long)rl.rlim_cur, (unsigned long long)need);
 }
 
 int main(int argc, char **argv)
@@ -93,6 +116,7 @@ int main(int argc, char **argv)
                 cfg.log_level = l;
         }
         log_setup(cfg.log_level);
+        raise_nofile(&cfg);
 
         /* libuv sizes its pool from this on first use; a driver call that takes
          * 30 s must not hold up another process's. */
