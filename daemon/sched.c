@@ -12,6 +12,8 @@ static unsigned bucket_of(pid_t pid)
 
 static void on_async(uv_async_t *a);
 static void on_sweep(uv_timer_t *t);
+static void work_cb(uv_work_t *w);
+static void after_work_cb(uv_work_t *w, int status);
 
 int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
                const struct driver *drv, sched_done_fn done)
@@ -33,6 +35,8 @@ int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
         uv_timer_init(loop, &s->sweep);
         s->sweep.data = s;
         uv_unref((uv_handle_t *)&s->sweep);
+        /* Without the lane the pool does its work too: not fatal. */
+        (void)lane_init(&s->lane, loop, work_cb, after_work_cb);
         return 0;
 }
 
@@ -73,6 +77,7 @@ void sched_close(struct sched *s)
                 uv_close((uv_handle_t *)&s->async, NULL);
         if (!uv_is_closing((uv_handle_t *)&s->sweep))
                 uv_close((uv_handle_t *)&s->sweep, NULL);
+        lane_close(&s->lane);
 }
 
 static struct sched_target *find_target(struct sched *s, pid_t pid)
@@ -347,6 +352,8 @@ static void start_next(struct sched *s, struct sched_target *t)
         t->running = op;
         s->n_running++;
         op->work.data = op;
+        if (proto_method_read_only(op->method) && lane_submit(&s->lane, &op->work) == 0)
+                return;
         /* uv_queue_work only fails on a NULL callback. */
         (void)uv_queue_work(s->loop, &op->work, work_cb, after_work_cb);
 }

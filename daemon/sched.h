@@ -7,7 +7,8 @@
  * out, and a sweep drops those idle for cached_target_idle_ms or whose
  * process has exited.  Its operations run one at a time, in arrival
  * order, on libuv's worker threads (uv_queue_work; the pool is sized from
- * the configuration before the loop starts).  Different targets run in
+ * the configuration before the loop starts), or for GetState and
+ * GetRestoreThreadId on the lane (lane.h) when it is free.  Different targets run in
  * parallel.  Completion comes back to the loop thread through the done
  * callback, which is the only place results touch connection state.
  *
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "lane.h"
 #include "ops.h"
 #include "policy.h"
 #include "proto.h"
@@ -95,6 +97,7 @@ struct sched {
         struct sched_target *lru_head, *lru_tail; /* cached idle targets */
         unsigned n_cached;
         uv_timer_t sweep;   /* drops stale cached targets while any exist */
+        struct lane lane;   /* the warm thread for read-only calls */
         /* Processes a mutating operation runs on now (worker threads).  A
          * thread id and its process are two targets of the queues but one
          * process for the driver: this keeps their operations apart. */

@@ -60,7 +60,18 @@ static CUresult f_lock(int pid, CUcheckpointLockArgs *a) { (void)a; return fake_
 static CUresult f_ckpt(int pid, CUcheckpointCheckpointArgs *a) { (void)a; return fake_call(pid, 'C'); }
 static CUresult f_restore(int pid, CUcheckpointRestoreArgs *a) { (void)a; return fake_call(pid, 'R'); }
 static CUresult f_unlock(int pid, CUcheckpointUnlockArgs *a) { (void)a; return fake_call(pid, 'U'); }
-static CUresult f_state(int pid, CUprocessState *s) { (void)pid; *s = CU_PROCESS_STATE_RUNNING; return CUDA_SUCCESS; }
+static pthread_t state_threads[MAX_EVENTS];
+static atomic_int n_state_calls;
+static CUresult f_state(int pid, CUprocessState *s)
+{
+        int i = atomic_fetch_add(&n_state_calls, 1);
+
+        (void)pid;
+        if (i < MAX_EVENTS)
+                state_threads[i] = pthread_self();
+        *s = CU_PROCESS_STATE_RUNNING;
+        return CUDA_SUCCESS;
+}
 
 static struct driver drv;
 static struct config cfg;
@@ -97,6 +108,7 @@ static void setup(void)
         drv.cu_get_state = f_state;
         config_init(&cfg);
         n_done = n_cancelled = n_events = 0;
+        atomic_store(&n_state_calls, 0);
 }
 
 static void teardown(void)
@@ -432,6 +444,52 @@ START_TEST(test_thread_and_process_serialised)
 }
 END_TEST
 
+/* GetStates one after another all run on the one warm thread of the lane,
+ * never on the pool's threads in turn; two at once still run side by side. */
+START_TEST(test_read_only_lane)
+{
+        struct sched_op *ops[6];
+        struct sched s;
+        uv_loop_t loop;
+        unsigned limit;
+
+        uv_loop_init(&loop);
+        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+        for (int i = 0; i < 4; i++) {
+                ops[i] = op_new(pids[0], PROTO_GET_STATE);
+                ck_assert_int_eq(sched_submit(&s, ops[i], &limit), 0);
+                uv_run(&loop, UV_RUN_DEFAULT);
+                ck_assert_int_eq(ops[i]->result.error, OPS_OK);
+                ck_assert_int_eq(ops[i]->result.state, CU_PROCESS_STATE_RUNNING);
+        }
+        /* The first call of an op that is not GetState learns the state
+         * too; here every call is a GetState's own. */
+        ck_assert_int_eq(atomic_load(&n_state_calls), 4);
+        for (int i = 1; i < 4; i++)
+                ck_assert(pthread_equal(state_threads[i], state_threads[0]));
+        ck_assert(s.lane.started);
+
+        /* Two processes at once: the lane takes one, the pool the other. */
+        ops[4] = op_new(pids[0], PROTO_GET_STATE);
+        ops[5] = op_new(pids[1], PROTO_GET_STATE);
+        ck_assert_int_eq(sched_submit(&s, ops[4], &limit), 0);
+        ck_assert(s.lane.busy);
+        ck_assert_int_eq(sched_submit(&s, ops[5], &limit), 0);
+        ck_assert_uint_eq(s.n_running, 2);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(n_done, 6);
+        ck_assert_int_eq(ops[4]->result.error, OPS_OK);
+        ck_assert_int_eq(ops[5]->result.error, OPS_OK);
+        ck_assert(!pthread_equal(state_threads[4], state_threads[5]));
+        for (int i = 0; i < 6; i++)
+                free(ops[i]);
+        sched_done(&s);
+        sched_close(&s);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("sched");
@@ -447,6 +505,7 @@ int main(void)
         tcase_add_test(tc, test_cache);
         tcase_add_test(tc, test_cache_rereads_uids);
         tcase_add_test(tc, test_thread_and_process_serialised);
+        tcase_add_test(tc, test_read_only_lane);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,52 @@
+/* lane.h: one warm thread for the short, read-only driver calls.
+ *
+ * libuv's pool wakes whichever idle worker has waited longest, so with
+ * sixteen workers each GetState lands on the coldest thread there is: on the
+ * H200 VM that cost ~70 µs of a ~170 µs round trip (the driver call itself
+ * runs slower on a thread just woken from a halted vCPU).  The lane is a
+ * single thread kept for GetState and GetRestoreThreadId: used for every one
+ * of them, it stays warm.  It takes one job at a time; when it is busy the
+ * caller hands the job to the pool instead, so a slow call never holds up
+ * another one.
+ *
+ * Lifetime: lane_init() on the loop thread starts the thread (when it
+ * cannot, every submission says -EBUSY and the pool does the work);
+ * lane_close() stops and joins it, which must be idle by then, and closes
+ * the wake-up handle; the loop must run once more to finish that. */
+#ifndef CUDACKPT_LANE_H
+#define CUDACKPT_LANE_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+typedef void (*lane_work_fn)(uv_work_t *w);
+typedef void (*lane_done_fn)(uv_work_t *w, int status);
+
+struct lane_job {
+        uv_work_t *work;
+        struct lane_job *next;  /* the lane's list of finished jobs */
+};
+
+struct lane {
+        uv_loop_t *loop;
+        uv_thread_t thread;
+        bool started;
+        uv_async_t async;       /* a job finished (thread -> loop) */
+        lane_work_fn work;      /* run on the lane's thread */
+        lane_done_fn done;      /* run on the loop thread afterwards */
+        bool busy;              /* loop thread only: a job is in the lane */
+        /* Shared with the thread, under lock. */
+        uv_mutex_t lock;
+        uv_cond_t cond;
+        uv_work_t *pending;     /* the job to run next, or NULL */
+        uv_work_t *finished;    /* the job run, for the loop, or NULL */
+        bool stop;
+};
+
+int lane_init(struct lane *l, uv_loop_t *loop, lane_work_fn work, lane_done_fn done);
+/* Runs work(w) on the lane's thread and then done(w, 0) on the loop thread,
+ * as uv_queue_work() would; -EBUSY (nothing done) while a job is in it. */
+int lane_submit(struct lane *l, uv_work_t *w);
+void lane_close(struct lane *l);
+
+#endif
