@@ -35,6 +35,7 @@ void config_init(struct config *c)
                 .max_cached_targets = 256,
                 .cached_target_idle_ms = 60000,
                 .log_level = 6, /* LOG_INFO */
+                .read_only_lane = true,
         };
 }
 
@@ -190,13 +191,15 @@ static int apply_key(struct config *c, const cJSON *item, char *why, size_t whyl
                 return 0;
         }
         if (strcmp(key, "operators_may_act_on_root") == 0 ||
-            strcmp(key, "read_only_unrestricted") == 0) {
+            strcmp(key, "read_only_unrestricted") == 0 || strcmp(key, "read_only_lane") == 0) {
                 if (!cJSON_IsBool(item)) {
                         snprintf(why, whylen, "\"%s\" must be true or false", key);
                         return -EINVAL;
                 }
                 if (key[0] == 'o')
                         c->operators_may_act_on_root = cJSON_IsTrue(item);
+                else if (strcmp(key, "read_only_lane") == 0)
+                        c->read_only_lane = cJSON_IsTrue(item);
                 else
                         c->read_only_unrestricted = cJSON_IsTrue(item);
                 return 0;

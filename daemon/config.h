@@ -37,6 +37,8 @@ struct config {
         size_t n_operator_gids;
         bool operators_may_act_on_root; /* ... including processes with a uid of 0 */
         bool read_only_unrestricted;    /* GetState/GetRestoreThreadId open to all */
+
+        bool read_only_lane;          /* a warm thread of its own for read-only calls */
 };
 
 void config_init(struct config *c);

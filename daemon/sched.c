@@ -36,7 +36,8 @@ int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
         s->sweep.data = s;
         uv_unref((uv_handle_t *)&s->sweep);
         /* Without the lane the pool does its work too: not fatal. */
-        (void)lane_init(&s->lane, loop, work_cb, after_work_cb);
+        if (cfg->read_only_lane)
+                (void)lane_init(&s->lane, loop, work_cb, after_work_cb);
         return 0;
 }
 

@@ -53,7 +53,8 @@ START_TEST(test_values)
                               " \"idle_timeout_ms\": 0, \"socket_mode\": \"0660\",\n"
                               " \"operator_groups\": [\"root\", 4242],\n"
                               " \"operators_may_act_on_root\": true, \"log_level\": \"debug\",\n"
-                              " \"socket\": \"/tmp/x.sock\", \"default_lock_timeout_ms\": 4294967295}\n",
+                              " \"socket\": \"/tmp/x.sock\", \"default_lock_timeout_ms\": 4294967295,\n"
+                              " \"max_cached_targets\": 0, \"cached_target_idle_ms\": 500, \"read_only_lane\": false}\n",
                               &c, &err),
                          0);
         ck_assert_uint_eq(c.workers, 4);
@@ -67,6 +68,9 @@ START_TEST(test_values)
         ck_assert_int_eq(c.log_level, 7);
         ck_assert_str_eq(c.socket_path, "/tmp/x.sock");
         ck_assert_uint_eq(c.default_lock_timeout_ms, 4294967295u);
+        ck_assert_uint_eq(c.max_cached_targets, 0);
+        ck_assert_uint_eq(c.cached_target_idle_ms, 500);
+        ck_assert(!c.read_only_lane);
         config_done(&c);
 }
 END_TEST
@@ -95,6 +99,8 @@ START_TEST(test_refused)
         assert_refused("{\"socket_mode\": \"999\"}", ":1:", "octal");
         assert_refused("{\"operator_groups\": [\"no-such-group-xyz\"]}", ":1:", "no such group");
         assert_refused("{\"read_only_unrestricted\": 1}", ":1:", "true or false");
+        assert_refused("{\"read_only_lane\": \"yes\"}", ":1:", "true or false");
+        assert_refused("{\"max_cached_targets\": 65537}", ":1:", "from 0 to 65536");
         assert_refused("{\"workers\": 4, \"workers\": 5}", ":1:", "given twice");
         assert_refused("{\"socket\": \"\"}", ":1:", "non-empty");
 }
