@@ -1079,3 +1079,37 @@ void itest_run_proc(uid_t uid, const char *const *argv, const char *const *env, 
                       ret->out, ret->err);
         ret->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+const char *itest_self_exe(void)
+{
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        ck_assert(n > 0);
+        self[n] = '\0';
+        return itest_strdupf("%s", self);
+}
+
+pid_t itest_target_uids(uid_t r, uid_t e, uid_t s)
+{
+        const char *argv[] = { "itest-hold-uids", "--itest-hold-uids", itest_strdupf("%u", (unsigned)r),
+                               itest_strdupf("%u", (unsigned)e), itest_strdupf("%u", (unsigned)s), NULL };
+        static const char *const env[] = { "CUDACKPT_SIM=1", NULL };
+        return itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
+}
+
+int itest_hold_uids(char **argv)
+{
+        uid_t r = (uid_t)strtoul(argv[2], NULL, 10);
+        uid_t e = (uid_t)strtoul(argv[3], NULL, 10);
+        uid_t s = (uid_t)strtoul(argv[4], NULL, 10);
+        if (setgroups(0, NULL) < 0 || setresgid(ITEST_OTHER_UID, ITEST_OTHER_UID, ITEST_OTHER_UID) < 0 ||
+            setresuid(r, e, s) < 0) {
+                perror("itest-hold-uids");
+                return 1;
+        }
+        if (write(3, "1", 1) != 1)
+                return 1;
+        close(3);
+        for (;;)
+                pause();
+}

@@ -100,6 +100,16 @@ pid_t itest_target_as(uid_t uid, const char *first, ...) __attribute__((sentinel
  * and returns once it has written a byte to fd 3, its "ready" signal (it
  * may change its own ids first).  Killed and reaped at teardown. */
 pid_t itest_target_exec(uid_t uid, const char *path, const char *const *argv, const char *const *env);
+/* The path of the running test program, for targets that are this very
+ * program in a helper mode. */
+const char *itest_self_exe(void);
+/* Starts this test program as a simulated CUDA target whose real, effective
+ * and saved uids are r, e and s (gid ITEST_OTHER_UID, no groups): a
+ * set-user-id program half way, say.  The program's main() must hand
+ * "--itest-hold-uids R E S" to itest_hold_uids(). */
+pid_t itest_target_uids(uid_t r, uid_t e, uid_t s);
+/* The --itest-hold-uids mode: set the ids, say so on fd 3, wait to be killed. */
+int itest_hold_uids(char **argv);
 /* SIGKILL and reap now. */
 void itest_target_kill(pid_t pid);
 /* A pid that belonged to a child that has been reaped, so no process has it. */

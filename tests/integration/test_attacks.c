@@ -148,26 +148,6 @@ static pid_t other_thread(pid_t pid)
         return tid;
 }
 
-/* The path of this test binary, to start it as a target. */
-static const char *self_exe(void)
-{
-        char self[4096];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        ck_assert(n > 0);
-        self[n] = '\0';
-        return itest_strdupf("%s", self);
-}
-
-/* A process whose ids are not all one user's, e.g. a setuid-root program
- * that dropped only its real and effective uid. */
-static pid_t mixed_target(uid_t r, uid_t e, uid_t s)
-{
-        const char *argv[] = { "itest-hold-uids", "--itest-hold-uids", itest_strdupf("%u", (unsigned)r),
-                               itest_strdupf("%u", (unsigned)e), itest_strdupf("%u", (unsigned)s), NULL };
-        static const char *const env[] = { "CUDACKPT_SIM=1", NULL };
-        return itest_target_exec((uid_t)-1, self_exe(), argv, env);
-}
-
 /* Every key and string in j is valid UTF-8 (RFC 8259 8.1: JSON exchanged
  * between systems MUST be UTF-8; sd-json, behind varlinkctl, refuses
  * anything else). */
@@ -1200,7 +1180,7 @@ START_TEST(operator_group)
         struct itest_daemon *d = itest_daemon_start(&o);
         pid_t user = itest_target_as(OTHER + 1, "CUDACKPT_SIM=1", NULL);
         pid_t root = itest_target("CUDACKPT_SIM=1", NULL);
-        pid_t setuid_root = mixed_target(OTHER + 1, OTHER + 1, 0);
+        pid_t setuid_root = itest_target_uids(OTHER + 1, OTHER + 1, 0);
         const char *denied = CUDACKPT_ERROR_PERMISSION_DENIED;
 
         const struct step member[] = {
@@ -1251,7 +1231,7 @@ START_TEST(operator_may_act_on_root)
         };
         struct itest_daemon *d = itest_daemon_start(&o);
         pid_t root = itest_target("CUDACKPT_SIM=1", NULL);
-        pid_t setuid_root = mixed_target(OTHER + 1, OTHER + 1, 0);
+        pid_t setuid_root = itest_target_uids(OTHER + 1, OTHER + 1, 0);
         const char *denied = CUDACKPT_ERROR_PERMISSION_DENIED;
         const struct step member[] = {
                 { CUDACKPT_METHOD_LOCK, root, NULL, "locked", NULL },
@@ -1418,7 +1398,7 @@ START_TEST(thread_id_has_its_own_queue)
         const char *argv[] = { "itest-threads", "--itest-threads", NULL };
         static const char *const env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048",
                                            "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL };
-        pid_t pid = itest_target_exec((uid_t)-1, self_exe(), argv, env);
+        pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
         pid_t tid = other_thread(pid);
         struct itest_conn *op = itest_connect(d);
         struct itest_conn *q = itest_connect(d);
@@ -1454,7 +1434,7 @@ START_TEST(thread_id_and_pid_kept_apart)
         /* A checkpoint of about 2 s, a restore of about 0.5 s. */
         static const char *const env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048",
                                            "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL };
-        pid_t pid = itest_target_exec((uid_t)-1, self_exe(), argv, env);
+        pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
         pid_t tid = other_thread(pid);
         struct itest_conn *op = itest_connect(d);
         struct itest_conn *by_tid = itest_connect(d);
@@ -1623,23 +1603,6 @@ static Suite *attacks_suite(void)
         return s;
 }
 
-/* --itest-hold-uids R E S: set the ids, say so on fd 3, wait to be killed. */
-static int hold_uids(char **argv)
-{
-        uid_t r = (uid_t)strtoul(argv[2], NULL, 10);
-        uid_t e = (uid_t)strtoul(argv[3], NULL, 10);
-        uid_t s = (uid_t)strtoul(argv[4], NULL, 10);
-        if (setgroups(0, NULL) < 0 || setresgid(OTHER, OTHER, OTHER) < 0 || setresuid(r, e, s) < 0) {
-                perror("itest-hold-uids");
-                return 1;
-        }
-        if (write(3, "1", 1) != 1)
-                return 1;
-        close(3);
-        for (;;)
-                pause();
-}
-
 static void *hold_thread(void *arg)
 {
         (void)arg;
@@ -1664,7 +1627,7 @@ static int hold_threads(void)
 int main(int argc, char **argv)
 {
         if (argc == 5 && strcmp(argv[1], "--itest-hold-uids") == 0)
-                return hold_uids(argv);
+                return itest_hold_uids(argv);
         if (argc == 2 && strcmp(argv[1], "--itest-threads") == 0)
                 return hold_threads();
         return itest_main(attacks_suite());

@@ -225,18 +225,6 @@ END_TEST
 
 /* A process whose ids are not all the caller's, e.g. a setuid-root program
  * run by the caller, is not the caller's. */
-static pid_t mixed_target(uid_t r, uid_t e, uid_t s)
-{
-        char self[4096];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        ck_assert(n > 0);
-        self[n] = '\0';
-        const char *argv[] = { "itest-hold-uids", "--itest-hold-uids", itest_strdupf("%u", (unsigned)r),
-                               itest_strdupf("%u", (unsigned)e), itest_strdupf("%u", (unsigned)s), NULL };
-        static const char *const env[] = { "CUDACKPT_SIM=1", NULL };
-        return itest_target_exec((uid_t)-1, itest_strdupf("%s", self), argv, env);
-}
-
 START_TEST(other_uid_refused_on_mixed_uids)
 {
         struct itest_daemon *d = itest_daemon_start_default();
@@ -247,29 +235,12 @@ START_TEST(other_uid_refused_on_mixed_uids)
                 { OTHER, OTHER, OTHER + 1 },
         };
         for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-                pid_t pid = mixed_target(ids[i][0], ids[i][1], ids[i][2]);
+                pid_t pid = itest_target_uids(ids[i][0], ids[i][1], ids[i][2]);
                 run_as(OTHER, as_expect_denied, d, pid);
                 root_expects_state(d, pid, "running");
         }
 }
 END_TEST
-
-/* The --itest-hold-uids mode: set the ids, say so on fd 3, wait to be killed. */
-static int hold_uids(char **argv)
-{
-        uid_t r = (uid_t)strtoul(argv[2], NULL, 10);
-        uid_t e = (uid_t)strtoul(argv[3], NULL, 10);
-        uid_t s = (uid_t)strtoul(argv[4], NULL, 10);
-        if (setgroups(0, NULL) < 0 || setresgid(OTHER, OTHER, OTHER) < 0 || setresuid(r, e, s) < 0) {
-                perror("itest-hold-uids");
-                return 1;
-        }
-        if (write(3, "1", 1) != 1)
-                return 1;
-        close(3);
-        for (;;)
-                pause();
-}
 
 static Suite *permissions_suite(void)
 {
@@ -287,7 +258,7 @@ static Suite *permissions_suite(void)
 int main(int argc, char **argv)
 {
         if (argc == 5 && strcmp(argv[1], "--itest-hold-uids") == 0)
-                return hold_uids(argv);
+                return itest_hold_uids(argv);
         if (geteuid() != 0) {
                 fprintf(stderr, "integration.permissions: skipped, needs root to switch uids\n");
                 return 77;
