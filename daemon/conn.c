@@ -91,6 +91,8 @@ void conn_send(struct conn *c, cJSON *msg)
         struct write_req *w;
         size_t len;
         uv_buf_t b;
+        char *data;
+        int n;
 
         if (!msg) {
                 /* Out of memory building the reply: the client cannot be told. */
@@ -101,18 +103,41 @@ void conn_send(struct conn *c, cJSON *msg)
                 cJSON_Delete(msg);
                 return;
         }
-        w = calloc(1, sizeof(*w));
-        if (w)
-                w->data = proto_serialize(msg, &len);
+        data = proto_serialize(msg, &len);
         cJSON_Delete(msg);
-        if (!w || !w->data) {
-                free(w);
+        if (!data) {
                 conn_close(c);
                 return;
         }
+        b = uv_buf_init(data, (unsigned)len);
+        /* A reply usually fits in the socket buffer at once: written now it
+         * needs no request, no callback and no change to the poll set (a
+         * finished uv_write() costs an epoll_ctl). */
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) == 0) {
+                n = uv_try_write((uv_stream_t *)&c->pipe, &b, 1);
+                if (n == (int)len) {
+                        free(data);
+                        return;
+                }
+                if (n < 0 && n != UV_EAGAIN) {
+                        free(data);
+                        conn_close(c);
+                        return;
+                }
+                if (n > 0) {
+                        b.base += n;
+                        b.len -= (size_t)n;
+                }
+        }
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                free(data);
+                conn_close(c);
+                return;
+        }
+        w->data = data;
         w->conn = c;
         conn_ref(c);
-        b = uv_buf_init(w->data, (unsigned)len);
         if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_written) < 0) {
                 free(w->data);
                 free(w);
@@ -130,6 +155,13 @@ void conn_send(struct conn *c, cJSON *msg)
         }
 }
 
+void conn_close_after_write(struct conn *c)
+{
+        c->close_after_write = true;
+        if (!c->closing && uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) == 0)
+                conn_close(c);
+}
+
 static void send_too_large(struct conn *c)
 {
         cJSON *p = cJSON_CreateObject();
@@ -139,8 +171,8 @@ static void send_too_large(struct conn *c)
         log_notice("Disconnecting uid %u pid %d: message over %zu bytes", (unsigned)c->caller.uid,
                    (int)c->caller.pid, c->server->cfg->max_message_bytes);
         conn_send(c, proto_error_new(CUDACKPT_ERROR_MESSAGE_TOO_LARGE, p));
-        c->close_after_write = true;
         c->len = 0;
+        conn_close_after_write(c);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -192,11 +224,8 @@ static void process(struct conn *c)
                 memmove(c->buf, c->buf + n + 1, c->len);
         }
         /* All that a client that hung up sent has been answered. */
-        if (!c->closing && !c->busy && c->read_eof && !c->close_after_write) {
-                c->close_after_write = true;
-                if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) == 0)
-                        conn_close(c);
-        }
+        if (!c->closing && !c->busy && c->read_eof && !c->close_after_write)
+                conn_close_after_write(c);
         if (!c->closing)
                 update_reading(c);
         conn_unref(c);
@@ -264,9 +293,7 @@ void conn_request_done(struct conn *c)
                 return;
         c->last_active = uv_now(c->server->loop);
         if (c->server->shutting_down) {
-                c->close_after_write = true;
-                if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) == 0)
-                        conn_close(c);
+                conn_close_after_write(c);
                 return;
         }
         process(c);

@@ -50,6 +50,9 @@ void conn_unref(struct conn *c);
 /* Queues msg (consumed) for writing.  Cuts the connection if the client
  * leaves more than max_write_queue_bytes unread. */
 void conn_send(struct conn *c, cJSON *msg);
+/* Closes the connection once the replies queued so far are written (at
+ * once when none wait). */
+void conn_close_after_write(struct conn *c);
 /* The request in flight was answered: serve the next one. */
 void conn_request_done(struct conn *c);
 

@@ -300,7 +300,7 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
                 log_debug("Disconnecting uid %u pid %d: not a Varlink call", (unsigned)c->caller.uid,
                           (int)c->caller.pid);
                 conn_send(c, err);
-                c->close_after_write = true;
+                conn_close_after_write(c);
                 return;
         }
         if (r < 0) {
