@@ -141,31 +141,13 @@ static void audit(const struct conn *c, enum proto_method m, pid_t pid, const ch
 static bool refuse_now(struct conn *c, const struct proto_call *call, const struct proto_request *req,
                        const struct sched_snapshot *snap)
 {
-        const struct config *cfg = c->server->cfg;
-        cJSON *p;
+        struct ops_result r = { .state = -1, .restore_tid = -1, .rolled_back = -1, .in_flight = -1 };
 
-        if (req->has_start_time && req->start_time != snap->start_time) {
-                p = cJSON_CreateObject();
-                if (p) {
-                        cJSON_AddNumberToObject(p, "pid", req->pid);
-                        cJSON_AddNumberToObject(p, "start_time", (double)req->start_time);
-                        cJSON_AddNumberToObject(p, "actual_start_time", (double)snap->start_time);
-                }
-                audit(c, call->method, req->pid, "ProcessChanged", NULL, 0);
-                reply(c, call, proto_error_new(CUDACKPT_ERROR_PROCESS_CHANGED, p));
-                return true;
-        }
-        if (!policy_allowed(policy_decide(cfg, &c->caller, &snap->owner, proto_method_read_only(call->method)))) {
-                p = cJSON_CreateObject();
-                if (p) {
-                        cJSON_AddNumberToObject(p, "pid", req->pid);
-                        cJSON_AddNumberToObject(p, "caller_uid", c->caller.uid);
-                }
-                audit(c, call->method, req->pid, "PermissionDenied", NULL, 0);
-                reply(c, call, proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p));
-                return true;
-        }
-        return false;
+        if (ops_judge(c->server->cfg, &c->caller, call->method, req, &snap->owner, snap->start_time, &r))
+                return false;
+        audit(c, call->method, req->pid, ops_error_short_name(r.error), NULL, 0);
+        reply(c, call, ops_reply(&c->server->drv, call->method, req->pid, c->caller.uid, &r));
+        return true;
 }
 
 /* GetState while an operation on the same process runs: answer from what the
@@ -175,21 +157,16 @@ static bool answer_state_now(struct conn *c, const struct proto_call *call,
                              const struct proto_request *req)
 {
         struct sched_snapshot snap;
-        char buf[32];
-        cJSON *p;
+        struct ops_result r;
 
         if (!sched_running_snapshot(&c->server->sched, req->pid, &snap) || !snap.known ||
             snap.last_state < 0)
                 return false;
         if (refuse_now(c, call, req, &snap))
                 return true;
-        p = cJSON_CreateObject();
-        if (p) {
-                cJSON_AddNumberToObject(p, "pid", req->pid);
-                cJSON_AddStringToObject(p, "state", proto_state_string(snap.last_state, buf, sizeof(buf)));
-                cJSON_AddStringToObject(p, "in_flight", proto_method_name(snap.running));
-        }
-        reply(c, call, proto_reply_new(p));
+        r = (struct ops_result){ .error = OPS_OK, .state = snap.last_state, .restore_tid = -1,
+                                 .rolled_back = -1, .in_flight = (int)snap.running };
+        reply(c, call, ops_reply(&c->server->drv, call->method, req->pid, c->caller.uid, &r));
         return true;
 }
 
@@ -236,10 +213,13 @@ static void process_call(struct conn *c, struct proto_call *call)
                 reply(c, call, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
                 goto out;
         }
-        if (call->method == PROTO_GET_STATE ? answer_state_now(c, call, &req)
-                                            : sched_running_snapshot(&s->sched, req.pid, &snap) && snap.known &&
-                                                      refuse_now(c, call, &req, &snap))
+        if (call->method == PROTO_GET_STATE) {
+                if (answer_state_now(c, call, &req))
+                        goto out;
+        } else if (sched_running_snapshot(&s->sched, req.pid, &snap) && snap.known &&
+                   refuse_now(c, call, &req, &snap)) {
                 goto out;
+        }
         if (req.n_pairs > 0 && s->drv.available) {
                 err = check_mapping(&s->drv, call, &req);
                 if (err) {

@@ -45,6 +45,23 @@ enum ops_error ops_classify(enum ops_step step, CUresult r, bool alive, bool wit
         }
 }
 
+bool ops_judge(const struct config *cfg, const struct policy_caller *caller, enum proto_method m,
+               const struct proto_request *req, const struct policy_target *owner, uint64_t start_time,
+               struct ops_result *ret)
+{
+        if (req->has_start_time && req->start_time != start_time) {
+                ret->error = OPS_PROCESS_CHANGED;
+                ret->start_time = req->start_time;
+                ret->actual_start_time = start_time;
+                return false;
+        }
+        if (!policy_allowed(policy_decide(cfg, caller, owner, proto_method_read_only(m)))) {
+                ret->error = OPS_PERMISSION_DENIED;
+                return false;
+        }
+        return true;
+}
+
 static const struct {
         const char *name;
         const char *short_name;
@@ -155,13 +172,11 @@ static int pin(struct sched_target *t, pid_t pid, const struct policy_caller *ca
         /* A kept target outlives no process: if the one pinned earlier has
          * gone, the pid now names another one, or none.  Its user ids are
          * read again each time, since a process can change them. */
-        if (t->identity.pidfd >= 0 &&
-            (target_alive(&t->identity) != 1 || target_refresh(&t->identity) < 0))
-                target_close(&t->identity);
         /* A thread id is resolved to its process afresh every time: the
          * thread may have ended and its id now name a thread of another
          * process, while the process pinned before lives on. */
-        if (t->identity.pidfd >= 0 && t->identity.pid != pid)
+        if (t->identity.pidfd >= 0 && (t->identity.pid != pid || target_alive(&t->identity) != 1 ||
+                                       target_refresh(&t->identity) < 0))
                 target_close(&t->identity);
         if (t->identity.pidfd < 0) {
                 /* A caller naming itself is pinned by the pidfd of the
@@ -214,18 +229,10 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 res->error = OPS_PERMISSION_DENIED;
                 return;
         }
-        if (req->has_start_time && req->start_time != t->identity.start_time) {
-                res->error = OPS_PROCESS_CHANGED;
-                res->start_time = req->start_time;
-                res->actual_start_time = t->identity.start_time;
-                return;
-        }
         {
                 struct policy_target owner = { t->identity.ruid, t->identity.euid, t->identity.suid };
-                if (!policy_allowed(policy_decide(cfg, caller, &owner, proto_method_read_only(m)))) {
-                        res->error = OPS_PERMISSION_DENIED;
+                if (!ops_judge(cfg, caller, m, req, &owner, t->identity.start_time, res))
                         return;
-                }
         }
 
         /* GetState requests that arrive while this operation runs are answered

@@ -69,6 +69,15 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
  * lives and whether a GPU mapping was passed.  Pure, for the unit tests. */
 enum ops_error ops_classify(enum ops_step step, CUresult r, bool alive, bool with_mapping);
 
+/* Whether caller may call m on the process with this owner and start time
+ * (the caller's start_time pin, then the policy).  On a refusal, sets
+ * ret->error (and the start times of ProcessChanged) and leaves the rest of
+ * *ret alone.  The one judgement for the worker, for GetStates answered from
+ * a running operation and for refusals made before queueing. */
+bool ops_judge(const struct config *cfg, const struct policy_caller *caller, enum proto_method m,
+               const struct proto_request *req, const struct policy_target *owner, uint64_t start_time,
+               struct ops_result *ret);
+
 const char *ops_error_name(enum ops_error e);       /* full Varlink name, NULL for OK */
 const char *ops_error_short_name(enum ops_error e); /* "InvalidState", "ok" */
 

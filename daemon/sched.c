@@ -190,13 +190,7 @@ static void answer_waiters(struct sched *s, struct sched_target *t)
                                           .rolled_back = -1, .in_flight = -1 };
                 if (t->running)
                         r->in_flight = (int)t->running->method;
-                if (op->req.has_start_time && op->req.start_time != snap.start_time) {
-                        r->error = OPS_PROCESS_CHANGED;
-                        r->start_time = op->req.start_time;
-                        r->actual_start_time = snap.start_time;
-                } else if (!policy_allowed(policy_decide(s->cfg, op->caller, &snap.owner, true))) {
-                        r->error = OPS_PERMISSION_DENIED;
-                }
+                (void)ops_judge(s->cfg, op->caller, op->method, &op->req, &snap.owner, snap.start_time, r);
                 s->done(s, op);
         }
 }
