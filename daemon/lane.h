@@ -22,11 +22,6 @@
 typedef void (*lane_work_fn)(uv_work_t *w);
 typedef void (*lane_done_fn)(uv_work_t *w, int status);
 
-struct lane_job {
-        uv_work_t *work;
-        struct lane_job *next;  /* the lane's list of finished jobs */
-};
-
 struct lane {
         uv_loop_t *loop;
         uv_thread_t thread;

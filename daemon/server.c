@@ -425,7 +425,6 @@ static void driver_ready(uv_work_t *w, int status)
 int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
 {
         uint64_t usec = 0;
-
         int r;
 
         memset(s, 0, sizeof(*s));
