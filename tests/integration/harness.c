@@ -1107,6 +1107,11 @@ int itest_hold_uids(char **argv)
                 perror("itest-hold-uids");
                 return 1;
         }
+        return itest_ready_and_wait();
+}
+
+int itest_ready_and_wait(void)
+{
         if (write(3, "1", 1) != 1)
                 return 1;
         close(3);

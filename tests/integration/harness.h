@@ -110,6 +110,9 @@ const char *itest_self_exe(void);
 pid_t itest_target_uids(uid_t r, uid_t e, uid_t s);
 /* The --itest-hold-uids mode: set the ids, say so on fd 3, wait to be killed. */
 int itest_hold_uids(char **argv);
+/* For a helper-mode target: says "ready" on fd 3 (itest_target_exec waits
+ * for it) and waits to be killed; returns 1 only when fd 3 fails. */
+int itest_ready_and_wait(void);
 /* SIGKILL and reap now. */
 void itest_target_kill(pid_t pid);
 /* A pid that belonged to a child that has been reaped, so no process has it. */

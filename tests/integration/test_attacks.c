@@ -1617,11 +1617,7 @@ static int hold_threads(void)
         pthread_t t;
         if (pthread_create(&t, NULL, hold_thread, NULL) != 0)
                 return 1;
-        if (write(3, "1", 1) != 1)
-                return 1;
-        close(3);
-        for (;;)
-                pause();
+        return itest_ready_and_wait();
 }
 
 int main(int argc, char **argv)
