@@ -27,6 +27,7 @@ struct config {
         unsigned max_queue_per_pid;   /* operations queued or running for one pid */
         unsigned max_queue_total;     /* operations queued or running in all */
         uint32_t default_lock_timeout_ms; /* Lock/Suspend without timeout_ms; 0 = no limit */
+        uint64_t exit_wait_ms;        /* after a failed call, wait this long for an exiting target */
         unsigned max_gpu_pairs;       /* entries of a gpu_mapping */
         unsigned max_cached_targets;  /* idle targets kept pinned for reuse; 0 = none */
         uint64_t cached_target_idle_ms; /* how long an idle target stays cached */

@@ -119,6 +119,7 @@ static int state_after(enum ops_step s)
 }
 
 struct run {
+        const struct config *cfg;
         const struct driver *d;
         struct sched_target *t;
         const struct proto_request *req;
@@ -136,7 +137,8 @@ static bool step_done(struct run *x, enum ops_step s, CUresult r)
         }
         x->res->step = s;
         x->res->cu = r;
-        x->res->error = ops_classify(s, r, target_alive(&x->t->identity) == 1, x->req->n_pairs > 0);
+        x->res->error = ops_classify(s, r, target_alive_settled(&x->t->identity, x->cfg->exit_wait_ms) == 1,
+                                     x->req->n_pairs > 0);
         return false;
 }
 
@@ -201,7 +203,7 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                  enum proto_method m, const struct proto_request *req,
                  const struct policy_caller *caller, struct ops_result *res)
 {
-        struct run x = { .d = d, .t = t, .req = req, .res = res };
+        struct run x = { .cfg = cfg, .d = d, .t = t, .req = req, .res = res };
         uint64_t t0 = uv_hrtime();
         bool have_state = false;
         int r;

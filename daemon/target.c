@@ -59,32 +59,58 @@ static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t len)
         return n;
 }
 
-int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, char *ret_state)
+/* Field n (3 or more) of a /proc/PID/stat line, or NULL.  comm (field 2)
+ * may hold spaces and parentheses: counting starts after the last ')'. */
+static const char *stat_field(const char *stat_line, int n)
 {
-        /* comm (field 2) may hold spaces and parentheses: start after the last ')'. */
         const char *p = strrchr(stat_line, ')');
-        char state;
+
+        if (!p || p[1] != ' ' || !p[2])
+                return NULL;
+        p += 2; /* field 3 */
+        for (int field = 3; field < n; field++) {
+                p = strchr(p, ' ');
+                if (!p)
+                        return NULL;
+                p++;
+        }
+        return p;
+}
+
+static int parse_stat_u64(const char *stat_line, int n, uint64_t *ret)
+{
+        const char *p = stat_field(stat_line, n);
         unsigned long long v;
         char *end;
 
-        if (!p || p[1] != ' ' || !p[2])
+        if (!p || *p < '0' || *p > '9')
                 return -EINVAL;
-        p += 2;
-        state = *p; /* field 3 */
-        for (int field = 3; field < 22; field++) {
-                p = strchr(p, ' ');
-                if (!p)
-                        return -EINVAL;
-                p++;
-        }
         errno = 0;
         v = strtoull(p, &end, 10);
         if (errno || end == p || (*end != ' ' && *end != '\n' && *end != '\0'))
                 return -EINVAL;
-        *ret_start_time = v;
-        if (ret_state)
-                *ret_state = state;
+        *ret = v;
         return 0;
+}
+
+int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, char *ret_state)
+{
+        const char *state = stat_field(stat_line, 3);
+        int r;
+
+        if (!state)
+                return -EINVAL;
+        r = parse_stat_u64(stat_line, 22, ret_start_time);
+        if (r < 0)
+                return r;
+        if (ret_state)
+                *ret_state = *state;
+        return 0;
+}
+
+int target_parse_flags(const char *stat_line, uint64_t *ret_flags)
+{
+        return parse_stat_u64(stat_line, 9, ret_flags);
 }
 
 int target_parse_uids(const char *status_text, uid_t *ret_ruid, uid_t *ret_euid, uid_t *ret_suid)
@@ -124,6 +150,37 @@ int target_alive(const struct target_identity *id)
          * even though its pid is still held. */
         do
                 r = poll(&p, 1, 0);
+        while (r < 0 && errno == EINTR);
+        return r == 0;
+}
+
+/* PF_EXITING of include/linux/sched.h: set on a thread as its exit begins. */
+#define TARGET_PF_EXITING 0x00000004u
+
+int target_alive_settled(const struct target_identity *id, uint64_t exit_wait_ms)
+{
+        struct pollfd p = { .fd = id->pidfd, .events = POLLIN };
+        char buf[1024];
+        uint64_t flags;
+        ssize_t n;
+        int r;
+
+        if (target_alive(id) != 1)
+                return 0;
+        /* The pidfd turns readable only at the end of an exit, after the
+         * process's memory and files (its GPU contexts among them) are
+         * released; before that the driver already fails on it.  Until the
+         * pidfd says otherwise the pid is still this process's, so its stat
+         * file can be opened by number. */
+        n = read_proc(id->pid, "stat", buf, sizeof(buf));
+        if (n <= 0)
+                exit_wait_ms = 0; /* reaped since the poll above, or unreadable */
+        else if (target_parse_flags(buf, &flags) < 0 || !(flags & TARGET_PF_EXITING))
+                return 1;
+        if (exit_wait_ms > INT32_MAX)
+                exit_wait_ms = INT32_MAX;
+        do
+                r = poll(&p, 1, (int)exit_wait_ms);
         while (r < 0 && errno == EINTR);
         return r == 0;
 }

@@ -37,10 +37,17 @@ int target_open_pidfd(pid_t pid, int pidfd, struct target_identity *ret_id);
 void target_close(struct target_identity *id);
 /* 1 while the pinned process lives (zombies count as gone), 0 once gone. */
 int target_alive(const struct target_identity *id);
+/* target_alive() for a driver call that has just failed.  A process's exit
+ * first releases its memory and files, then makes the pidfd readable; the
+ * driver fails in between.  When the process's main thread has begun to
+ * exit, waits up to exit_wait_ms for the exit to end.  Worker threads only. */
+int target_alive_settled(const struct target_identity *id, uint64_t exit_wait_ms);
 /* Re-reads the pinned process's user ids; -ESRCH once it has gone. */
 int target_refresh(struct target_identity *id);
 /* Parses field 22 of a /proc/PID/stat line; exposed for the unit tests. */
 int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, char *ret_state);
+/* Parses field 9, the kernel's flags of the task. */
+int target_parse_flags(const char *stat_line, uint64_t *ret_flags);
 /* Parses the real, effective and saved uid from /proc/PID/status text. */
 int target_parse_uids(const char *status_text, uid_t *ret_ruid, uid_t *ret_euid, uid_t *ret_suid);
 int target_parse_tgid(const char *status_text, pid_t *ret_tgid);

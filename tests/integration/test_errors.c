@@ -1,10 +1,17 @@
 /* test_errors.c: every error of io.cudackpt.Process that the simulated
  * driver (or the daemon's own checks) can produce, with the parameters the
- * IDL gives it, and the state the process is left in afterwards. */
+ * IDL gives it, and the state the process is left in afterwards.
+ *
+ * The binary doubles as a target (started through itest_target_exec()):
+ *   --itest-slow-exit MS  on SIGUSR1 its main thread exits, and the process
+ *                         MS milliseconds later: an exit that takes time,
+ *                         as a CUDA process's does while the driver
+ *                         releases its GPU memory. */
 #include "harness.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,6 +433,63 @@ START_TEST(process_gone_during_suspend)
 }
 END_TEST
 
+/* A process's exit first releases its memory and files, then makes its
+ * pidfd readable; the driver already fails in between (the simulator does
+ * too: it can no longer read the process).  The daemon waits for such an
+ * exit to end (exit_wait_ms) and says ProcessGone, not DriverError.  Once
+ * flaky: the window is microseconds for /bin/sleep, and here stretched to
+ * 1.5 s, past the end of the 1 s checkpoint. */
+static pid_t slow_exit_target(void)
+{
+        const char *argv[] = { "itest-slow-exit", "--itest-slow-exit", "1500", NULL };
+        static const char *const env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=512",
+                                           "CUDACKPT_SIM_CKPT_MIBPS=512", NULL };
+        return itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
+}
+
+/* Locks pid and starts its Checkpoint; returns the connection whose reply
+ * is pending. */
+static struct itest_conn *checkpoint_in_flight(struct itest_daemon *d, pid_t pid)
+{
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        assert_op_ok(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        itest_sendf(op, "{\"method\":\"" CUDACKPT_METHOD_CHECKPOINT "\",\"parameters\":{\"pid\":%d}}", (int)pid);
+        itest_await_in_flight(watch, pid, "Checkpoint", 3000);
+        return op;
+}
+
+START_TEST(process_gone_while_exiting)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = slow_exit_target();
+        struct itest_conn *op = checkpoint_in_flight(d, pid);
+        ck_assert_int_eq(kill(pid, SIGUSR1), 0);
+        cJSON *j = itest_recv(op);
+        itest_assert_error(j, CUDACKPT_ERROR_PROCESS_GONE);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", "Checkpoint");
+}
+END_TEST
+
+/* The wait is bounded: a process still exiting after exit_wait_ms is
+ * still there, and the driver's failure is reported as it is. */
+START_TEST(exit_wait_is_bounded)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"exit_wait_ms\": 100}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        pid_t pid = slow_exit_target();
+        struct itest_conn *op = checkpoint_in_flight(d, pid);
+        double t0 = itest_now_ms();
+        ck_assert_int_eq(kill(pid, SIGUSR1), 0);
+        cJSON *j = itest_recv(op);
+        double waited = itest_now_ms() - t0;
+        itest_assert_error(j, CUDACKPT_ERROR_DRIVER_ERROR);
+        itest_assert_str(j, "cuda_error", "CUDA_ERROR_OPERATING_SYSTEM");
+        ck_assert_msg(waited < 1500, "the reply came after the process's exit (%.0f ms)", waited);
+}
+END_TEST
+
 /* ---- DriverError ----------------------------------------------------------- */
 
 static void assert_driver_error(const cJSON *j, pid_t pid, const char *method)
@@ -635,6 +699,8 @@ static Suite *errors_suite(void)
         tcase_add_test(tc, not_supported_checkpoint_stays_locked);
         tcase_add_test(tc, process_gone_during_checkpoint);
         tcase_add_test(tc, process_gone_during_suspend);
+        tcase_add_test(tc, process_gone_while_exiting);
+        tcase_add_test(tc, exit_wait_is_bounded);
         tcase_add_test(tc, driver_error_unlock);
         tcase_add_test(tc, driver_error_resume_unlock_step);
         tcase_add_test(tc, driver_error_get_state_and_tid);
@@ -647,7 +713,46 @@ static Suite *errors_suite(void)
         return s;
 }
 
-int main(void)
+static int slow_exit_pipe[2];
+static unsigned slow_exit_ms;
+
+static void *slow_exit_last_thread(void *arg)
 {
+        char c;
+        (void)arg;
+        if (read(slow_exit_pipe[0], &c, 1) == 1) {
+                struct timespec ts = { slow_exit_ms / 1000, (long)(slow_exit_ms % 1000) * 1000000L };
+                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                        ;
+        }
+        _exit(0);
+}
+
+/* --itest-slow-exit MS: see the top of the file. */
+static int slow_exit(const char *ms)
+{
+        sigset_t usr1;
+        pthread_t t;
+        int sig;
+
+        slow_exit_ms = (unsigned)strtoul(ms, NULL, 10);
+        sigemptyset(&usr1);
+        sigaddset(&usr1, SIGUSR1);
+        /* Blocked in both threads, taken by sigwait() in this one. */
+        if (pthread_sigmask(SIG_BLOCK, &usr1, NULL) != 0 || pipe(slow_exit_pipe) < 0 ||
+            pthread_create(&t, NULL, slow_exit_last_thread, NULL) != 0)
+                return 1;
+        if (write(3, "1", 1) != 1)
+                return 1;
+        close(3);
+        if (sigwait(&usr1, &sig) != 0 || write(slow_exit_pipe[1], "x", 1) != 1)
+                return 1;
+        pthread_exit(NULL);
+}
+
+int main(int argc, char **argv)
+{
+        if (argc == 3 && strcmp(argv[1], "--itest-slow-exit") == 0)
+                return slow_exit(argv[2]);
         return itest_main(errors_suite());
 }

@@ -54,7 +54,8 @@ START_TEST(test_values)
                               " \"operator_groups\": [\"root\", 4242],\n"
                               " \"operators_may_act_on_root\": true, \"log_level\": \"debug\",\n"
                               " \"socket\": \"/tmp/x.sock\", \"default_lock_timeout_ms\": 4294967295,\n"
-                              " \"max_cached_targets\": 0, \"cached_target_idle_ms\": 500, \"read_only_lane\": false}\n",
+                              " \"max_cached_targets\": 0, \"cached_target_idle_ms\": 500, \"read_only_lane\": false,\n"
+                              " \"exit_wait_ms\": 250}\n",
                               &c, &err),
                          0);
         ck_assert_uint_eq(c.workers, 4);
@@ -71,6 +72,7 @@ START_TEST(test_values)
         ck_assert_uint_eq(c.max_cached_targets, 0);
         ck_assert_uint_eq(c.cached_target_idle_ms, 500);
         ck_assert(!c.read_only_lane);
+        ck_assert_uint_eq(c.exit_wait_ms, 250);
         config_done(&c);
 }
 END_TEST

@@ -1,10 +1,14 @@
 /* Unit tests: /proc parsing and pidfd pinning of real processes. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "target.h"
@@ -24,6 +28,22 @@ START_TEST(test_parse_stat)
         ck_assert_int_lt(target_parse_start_time(
                                  "1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 12x 1 1", &st, &state),
                          0);
+}
+END_TEST
+
+START_TEST(test_parse_flags)
+{
+        uint64_t flags = 0;
+
+        ck_assert_int_eq(target_parse_flags("1234 (we ird) (name)) S 1 1234 1234 0 -1 4194564 100 0\n", &flags),
+                         0);
+        ck_assert_uint_eq(flags, 4194564);
+        ck_assert_int_eq(target_parse_flags("1 (x) R 1 1 1 0 -1 0", &flags), 0);
+        ck_assert_uint_eq(flags, 0);
+        ck_assert_int_lt(target_parse_flags("1 (x) R 1 1 1 0 -1", &flags), 0);
+        ck_assert_int_lt(target_parse_flags("1 (x) R 1 1 1 0 -1 -4 0", &flags), 0);
+        ck_assert_int_lt(target_parse_flags("1 (x) R 1 1 1 0 -1 12x 0", &flags), 0);
+        ck_assert_int_lt(target_parse_flags("garbage", &flags), 0);
 }
 END_TEST
 
@@ -70,6 +90,96 @@ START_TEST(test_pin_and_exit)
 }
 END_TEST
 
+static double now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static char stat_state(pid_t pid)
+{
+        char path[64], buf[1024];
+        uint64_t st;
+        char state = 0;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        return target_parse_start_time(buf, &st, &state) == 0 ? state : 0;
+}
+
+static int go_pipe[2], exit_pipe[2];
+
+static void *last_thread(void *arg)
+{
+        char c;
+
+        (void)arg;
+        (void)!read(exit_pipe[0], &c, 1);
+        _exit(0);
+}
+
+/* A process whose main thread has exited while another thread runs: the
+ * main thread is a zombie with PF_EXITING and the pidfd is not readable, as
+ * during any exit between its start and its end.  target_alive_settled()
+ * waits for its end, at most exit_wait_ms. */
+START_TEST(test_settled_exit)
+{
+        struct target_identity id;
+        double t0, waited;
+        pid_t child;
+
+        ck_assert_int_eq(pipe(go_pipe), 0);
+        ck_assert_int_eq(pipe(exit_pipe), 0);
+        child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                pthread_t t;
+                char c;
+
+                if (pthread_create(&t, NULL, last_thread, NULL) != 0 || read(go_pipe[0], &c, 1) != 1)
+                        _exit(1);
+                pthread_exit(NULL);
+        }
+        close(go_pipe[0]);
+        close(exit_pipe[0]);
+        ck_assert_int_eq(target_open(child, &id), 0);
+        /* A live process, not exiting: no wait. */
+        t0 = now_ms();
+        ck_assert_int_eq(target_alive_settled(&id, 60000), 1);
+        ck_assert_msg(now_ms() - t0 < 30000, "waited for a process that was not exiting");
+        ck_assert_int_eq(write(go_pipe[1], "x", 1), 1);
+        close(go_pipe[1]);
+        t0 = now_ms();
+        while (stat_state(child) != 'Z')
+                ck_assert_msg(now_ms() - t0 < 10000, "the child's main thread did not exit");
+        ck_assert_int_eq(target_alive(&id), 1);
+        ck_assert_int_eq(target_alive_settled(&id, 0), 1);
+        t0 = now_ms();
+        ck_assert_int_eq(target_alive_settled(&id, 100), 1);
+        waited = now_ms() - t0;
+        ck_assert_msg(waited >= 90, "waited %.1f ms, not 100", waited);
+        /* Ends during the wait: gone as soon as it has. */
+        ck_assert_int_eq(write(exit_pipe[1], "x", 1), 1);
+        t0 = now_ms();
+        ck_assert_int_eq(target_alive_settled(&id, 60000), 0);
+        ck_assert_msg(now_ms() - t0 < 30000, "the wait outlasted the exit");
+        close(exit_pipe[1]);
+        waitpid(child, NULL, 0);
+        target_close(&id);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("target");
@@ -78,8 +188,10 @@ int main(void)
         int failed;
 
         tcase_add_test(tc, test_parse_stat);
+        tcase_add_test(tc, test_parse_flags);
         tcase_add_test(tc, test_parse_uids);
         tcase_add_test(tc, test_pin_and_exit);
+        tcase_add_test(tc, test_settled_exit);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
