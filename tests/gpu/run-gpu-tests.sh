@@ -22,6 +22,8 @@
 #   migrate-partial           a mapping naming GPU0->GPU1 only (GPU 1 left out):
 #                             InvalidGpuMapping, stays checkpointed; a plain
 #                             resume brings it back on GPU 0
+#   killed-mid-checkpoint     a target killed (SIGKILL) while its checkpoint
+#                             runs: ProcessGone, then NoSuchProcess
 #   managed-memory, not-cuda, no-such-process, invalid-transitions, other-uid,
 #   daemon-shutdown
 # The migrate-* scenarios need 2 GPUs (counted by nvidia-smi; GPU N is
@@ -44,6 +46,7 @@
 #                                  (migrate-four also takes MULTI_MIB per process)
 #   CUDACKPT_GPU_TEST_MIB=512      the other scenarios' targets
 #   CUDACKPT_GPU_MANAGED_MIB=256   the managed-memory target
+#   CUDACKPT_GPU_KILL_MIB=8192     the killed-mid-checkpoint target
 #   CUDACKPT_GPU_OTHER_UID=4242    the unprivileged caller of other-uid
 #   CUDACKPT_GPU_STEP_TIMEOUT=300  seconds allowed to every single step
 #   CUDACKPT_GPU_DRIVER=libcuda.so.1  --driver given to the daemon
@@ -57,7 +60,7 @@ set -euo pipefail
 
 ALL_SCENARIOS="cycle-small cycle-large suspend-resume-multi identity-mapping invalid-mapping"
 ALL_SCENARIOS+=" migrate-one migrate-four migrate-partial"
-ALL_SCENARIOS+=" managed-memory not-cuda no-such-process invalid-transitions other-uid daemon-shutdown"
+ALL_SCENARIOS+=" killed-mid-checkpoint managed-memory not-cuda no-such-process invalid-transitions other-uid daemon-shutdown"
 
 DAEMON=${CUDACKPTD:-}
 CTL=${CUDACKPTCTL:-}
@@ -68,6 +71,7 @@ MULTI_MIB=${CUDACKPT_GPU_MULTI_MIB:-4096}
 MULTI_PROCS=${CUDACKPT_GPU_MULTI_PROCS:-4}
 TEST_MIB=${CUDACKPT_GPU_TEST_MIB:-512}
 MANAGED_MIB=${CUDACKPT_GPU_MANAGED_MIB:-256}
+KILL_MIB=${CUDACKPT_GPU_KILL_MIB:-8192}
 OTHER_UID=${CUDACKPT_GPU_OTHER_UID:-4242}
 STEP_TIMEOUT=${CUDACKPT_GPU_STEP_TIMEOUT:-300}
 DRIVER=${CUDACKPT_GPU_DRIVER:-libcuda.so.1}
@@ -676,6 +680,37 @@ scenario_migrate_partial() {
         wait_running_again "$pid"
         expect_on_gpu "$pid" "$src"
         note "nvidia-smi: back on $(gpu_label "$src")"
+}
+
+# A target killed while its checkpoint runs: the Checkpoint answers
+# ProcessGone (the driver fails while the process's exit is still under
+# way; the daemon waits for its end), the pid is then NoSuchProcess, and the
+# daemon serves on.
+scenario_killed_mid_checkpoint() {
+        local pid job rc=0 t0 deadline
+        start_target killed "$KILL_MIB"
+        pid=$TPID
+        wait_verified "$pid" 1
+        expect_op locked lock "$pid"
+        timeout --kill-after=10 "$STEP_TIMEOUT" "$CTL" --socket="$SOCK" --json checkpoint "$pid" \
+                >"$SCEN_DIR/checkpoint.out" 2>&1 &
+        job=$!
+        deadline=$((SECONDS + 30))
+        while :; do
+                ctl_run --json state "$pid"
+                [[ $CTL_OUT == *'"in_flight"'* ]] && break
+                kill -0 "$job" 2>/dev/null || die "the checkpoint ended before the kill: $(<"$SCEN_DIR/checkpoint.out")"
+                ((SECONDS < deadline)) || die "no checkpoint in flight within 30 s: $CTL_OUT"
+                sleep 0.01
+        done
+        t0=$(now_us)
+        kill -KILL "$pid"
+        wait "$job" || rc=$?
+        note "$KILL_MIB MiB: reply $(fmt_s $(($(now_us) - t0))) s after SIGKILL"
+        ((rc == 17)) || die "checkpoint: exit $rc (want 17, ProcessGone): $(<"$SCEN_DIR/checkpoint.out")"
+        grep -q 'io\.cudackpt\.Process\.ProcessGone' "$SCEN_DIR/checkpoint.out" ||
+                die "checkpoint: no ProcessGone in '$(<"$SCEN_DIR/checkpoint.out")'"
+        expect_err 10 NoSuchProcess state "$pid"
 }
 
 # Managed memory: Suspend fails NotSupported, is rolled back, the process runs on.
