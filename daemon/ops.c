@@ -173,10 +173,10 @@ static int pin(struct sched_target *t, pid_t pid, const struct policy_caller *ca
 
         /* A kept target outlives no process: if the one pinned earlier has
          * gone, the pid now names another one, or none.  Its user ids are
-         * read again each time, since a process can change them. */
-        /* A thread id is resolved to its process afresh every time: the
-         * thread may have ended and its id now name a thread of another
-         * process, while the process pinned before lives on. */
+         * read again each time, since a process can change them.  A thread
+         * id is resolved to its process afresh every time: the thread may
+         * have ended and its id now name a thread of another process, while
+         * the process pinned before lives on. */
         if (t->identity.pidfd >= 0 && (t->identity.pid != pid || target_alive(&t->identity) != 1 ||
                                        target_refresh(&t->identity) < 0))
                 target_close(&t->identity);

@@ -139,19 +139,25 @@ int target_parse_tgid(const char *status_text, pid_t *ret_tgid)
         return 0;
 }
 
-int target_alive(const struct target_identity *id)
+/* 1 if the process lives after up to timeout_ms, 0 once it has exited.  A
+ * pidfd turns readable when its process exits: a zombie has gone even
+ * though its pid is still held. */
+static int await_exit(const struct target_identity *id, int timeout_ms)
 {
         struct pollfd p = { .fd = id->pidfd, .events = POLLIN };
         int r;
 
         if (id->pidfd < 0)
                 return 0;
-        /* A pidfd turns readable when its process exits: a zombie has gone
-         * even though its pid is still held. */
         do
-                r = poll(&p, 1, 0);
+                r = poll(&p, 1, timeout_ms);
         while (r < 0 && errno == EINTR);
         return r == 0;
+}
+
+int target_alive(const struct target_identity *id)
+{
+        return await_exit(id, 0);
 }
 
 /* PF_EXITING of include/linux/sched.h: set on a thread as its exit begins. */
@@ -159,11 +165,9 @@ int target_alive(const struct target_identity *id)
 
 int target_alive_settled(const struct target_identity *id, uint64_t exit_wait_ms)
 {
-        struct pollfd p = { .fd = id->pidfd, .events = POLLIN };
         char buf[1024];
         uint64_t flags;
         ssize_t n;
-        int r;
 
         if (target_alive(id) != 1)
                 return 0;
@@ -177,12 +181,7 @@ int target_alive_settled(const struct target_identity *id, uint64_t exit_wait_ms
                 exit_wait_ms = 0; /* reaped since the poll above, or unreadable */
         else if (target_parse_flags(buf, &flags) < 0 || !(flags & TARGET_PF_EXITING))
                 return 1;
-        if (exit_wait_ms > INT32_MAX)
-                exit_wait_ms = INT32_MAX;
-        do
-                r = poll(&p, 1, (int)exit_wait_ms);
-        while (r < 0 && errno == EINTR);
-        return r == 0;
+        return await_exit(id, exit_wait_ms > INT32_MAX ? INT32_MAX : (int)exit_wait_ms);
 }
 
 int target_refresh(struct target_identity *id)

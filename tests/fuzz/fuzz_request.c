@@ -70,6 +70,7 @@
 #include "fuzz.h"
 #include "log.h"
 #include "server.h"
+#include "target.h"
 
 #define FUZZ_MAX_CONNS 4
 #define FUZZ_DEADLINE_MS 10000      /* per input; nothing legitimate takes 1 s */
@@ -260,7 +261,8 @@ static void sleep_ms(unsigned ms)
 
 static unsigned long long read_start_time(pid_t pid)
 {
-        char path[64], buf[1024], *p;
+        char path[64], buf[1024];
+        uint64_t start_time;
         ssize_t n;
         int fd;
 
@@ -273,17 +275,7 @@ static unsigned long long read_start_time(pid_t pid)
         if (n <= 0)
                 return 0;
         buf[n] = '\0';
-        p = strrchr(buf, ')'); /* the command name may hold spaces and ')' */
-        if (!p)
-                return 0;
-        p++;
-        for (int field = 2; field < 22; field++) { /* p is before field 3 */
-                p = strchr(p, ' ');
-                if (!p)
-                        return 0;
-                p++;
-        }
-        return strtoull(p, NULL, 10);
+        return target_parse_start_time(buf, &start_time, NULL) == 0 ? start_time : 0;
 }
 
 /* A thread of pid other than its main one, or pid. */
