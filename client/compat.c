@@ -13,17 +13,23 @@
  *
  * Like NVIDIA's utility: success prints the state or tid for the queries
  * and nothing for actions, exit 0; any failure prints one line on stderr
- * and exits 1.  No client timeout: the utility waits for the driver too. */
+ * and exits 1.  No client timeout: the utility waits for the driver too.
+ *
+ * CRIU passes no --device-map, so a restore's GPU mapping may also come
+ * from $CUDACKPT_DEVICE_MAP (see compat_env_map()); the native commands
+ * do not read it. */
 #include "ctl.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define COMPAT_NAME "cuda-checkpoint"
+#define COMPAT_DEVICE_MAP_ENV "CUDACKPT_DEVICE_MAP"
 
 typedef enum compat_mode {
         COMPAT_NONE,
@@ -80,12 +86,17 @@ static void compat_help(void) {
                "                               restore, and toggle of a checkpointed process:\n"
                "                               restore onto other GPUs, mapping each old GPU UUID\n"
                "                               (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) to a new\n"
-               "                               one; ignored by the other actions\n"
+               "                               one; ignored by the other actions; when not given,\n"
+               "                               taken from " COMPAT_DEVICE_MAP_ENV "\n"
                "  -h, --help                   show this help\n"
                "\n"
                "Environment:\n"
                "  " CUDACKPT_SOCKET_ENV "              the daemon's socket (default\n"
                "                               " CUDACKPT_DEFAULT_SOCKET ")\n"
+               "  " COMPAT_DEVICE_MAP_ENV "          OLD=NEW[,OLD=NEW...]: the mapping of restore, and\n"
+               "                               toggle, when --device-map is not given (for CRIU,\n"
+               "                               which cannot pass options); empty or unset: none;\n"
+               "                               malformed: an error, the daemon is not asked\n"
                "\n"
                "Exit status: 0 on success (actions print nothing), 1 on any failure, with one\n"
                "line on stderr.\n");
@@ -108,6 +119,47 @@ static int compat_set_mode(compat_args *a, compat_mode mode) {
                 return compat_usage_error("give only one of --get-state, --get-restore-tid, --action, --toggle");
         a->mode = mode;
         return 0;
+}
+
+/* Whether the command may restore: --action restore, and --toggle (of a
+ * checkpointed process, which is not known before the daemon is asked). */
+static bool compat_may_restore(const compat_args *a) {
+        return a->mode == COMPAT_TOGGLE || (a->mode == COMPAT_ACTION && a->action == COMPAT_RESTORE);
+}
+
+/* The mapping from $CUDACKPT_DEVICE_MAP, for programs that run this mode
+ * and cannot add options: CRIU's CUDA plugin runs "--action restore --pid
+ * P" and nothing more.  Read only by the commands that may restore, and
+ * only when no --device-map was given (the command line wins, and is not
+ * merged with it); empty or unset means no mapping.  A malformed value
+ * fails before the daemon is asked, toggle of a running process included:
+ * restoring in place instead of onto the GPUs meant would go unnoticed.
+ * Returns -1 to go on, else the exit status. */
+static int compat_env_map(compat_args *a) {
+        const char *env;
+        char *shown;
+        int r;
+
+        if (!compat_may_restore(a) || a->map.n_items > 0)
+                return -1;
+        env = secure_getenv(COMPAT_DEVICE_MAP_ENV);
+        if (!env || !*env)
+                return -1;
+        r = ctl_map_add(&a->map, env);
+        if (r == 0)
+                return -1;
+        if (r == -ENOMEM) {
+                fputs(COMPAT_NAME ": out of memory\n", stderr);
+                return 1;
+        }
+        /* Sanitised: a newline in the value must not make a second line. */
+        shown = strdup(env);
+        if (shown)
+                ctl_sanitize(shown);
+        r = compat_usage_error("invalid " COMPAT_DEVICE_MAP_ENV " '%s': expected "
+                               "OLD=NEW[,OLD=NEW...], each GPU once", shown ? shown : "?");
+        free(shown);
+        return r;
 }
 
 /* Returns -1 to go on, else the exit status. */
@@ -192,7 +244,7 @@ static int compat_parse_args(int argc, char **argv, compat_args *a) {
                 return compat_usage_error("give one of --get-state, --get-restore-tid, --action, --toggle");
         if (a->pid == 0)
                 return compat_usage_error("--pid is required");
-        return -1;
+        return compat_env_map(a);
 }
 
 /* The one failure line, in the words of NVIDIA's utility:

@@ -127,6 +127,7 @@ static void ctl_help(void) {
                "  13 InvalidState                22 ShuttingDown\n"
                "  23 protocol error (InvalidRequest, MessageTooLarge, InvalidParameter,\n"
                "     MethodNotFound, ...)\n"
+               "  24 ProcessStopped (every thread of the process is stopped)\n"
                "\n"
                "cuda-checkpoint compatibility:\n"
                "  Started as \"cuda-checkpoint\" (through a symlink of that name), this program\n"

@@ -106,9 +106,21 @@ static int describe_known(FILE *f, const char *name, const cJSON *params) {
                 else
                         fputs("permission denied", f);
         } else if (IS(CUDACKPT_ERROR_INVALID_STATE)) {
+                const char *required = describe_str(params, "required_state");
                 s = describe_str(params, "state");
-                fprintf(f, "process is %s", s ? s : "in the wrong state");
+                if (s)
+                        fprintf(f, "process is %s", s);
+                else if (required)
+                        fprintf(f, "process is not %s", required);
+                else
+                        fputs("process is in the wrong state", f);
                 describe_tail(f, params, 0);
+        } else if (IS(CUDACKPT_ERROR_PROCESS_STOPPED)) {
+                s = describe_str(params, "stop");
+                fprintf(f, "every thread of the process is stopped%s; the driver cannot act on it "
+                           "until it runs again",
+                        s && strcmp(s, "traced") == 0 ? " by a tracer" : s ? " by a signal" : "");
+                describe_tail(f, params, 1);
         } else if (IS(CUDACKPT_ERROR_TIMEOUT)) {
                 if (describe_int(params, "timeout_ms", &n))
                         fprintf(f, "lock did not complete within %lld ms", n);

@@ -35,6 +35,7 @@ void config_init(struct config *c)
                 .max_gpu_pairs = 64,
                 .max_cached_targets = 256,
                 .cached_target_idle_ms = 60000,
+                .stall_warning_ms = 30000,
                 .log_level = 6, /* LOG_INFO */
                 .read_only_lane = true,
         };
@@ -124,6 +125,7 @@ static const struct uint_key uint_keys[] = {
         UKEY(max_gpu_pairs, 1, 1024),
         UKEY(max_cached_targets, 0, 65536),
         UKEY(cached_target_idle_ms, 0, 86400000.0),
+        UKEY(stall_warning_ms, 0, 86400000.0),
 };
 
 static void store_uint(struct config *c, const struct uint_key *k, double v)

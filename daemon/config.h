@@ -31,6 +31,7 @@ struct config {
         unsigned max_gpu_pairs;       /* entries of a gpu_mapping */
         unsigned max_cached_targets;  /* idle targets kept pinned for reuse; 0 = none */
         uint64_t cached_target_idle_ms; /* how long an idle target stays cached */
+        uint64_t stall_warning_ms;    /* warn about an operation running this long; 0 = never */
         int log_level;                /* syslog level */
 
         /* Policy, on top of "root acts on any process, others on their own". */

@@ -76,6 +76,7 @@ static const struct {
         [OPS_NOT_SUPPORTED] = { CUDACKPT_ERROR_NOT_SUPPORTED, "NotSupported" },
         [OPS_PROCESS_GONE] = { CUDACKPT_ERROR_PROCESS_GONE, "ProcessGone" },
         [OPS_PROCESS_CHANGED] = { CUDACKPT_ERROR_PROCESS_CHANGED, "ProcessChanged" },
+        [OPS_PROCESS_STOPPED] = { CUDACKPT_ERROR_PROCESS_STOPPED, "ProcessStopped" },
         [OPS_DRIVER_UNAVAILABLE] = { CUDACKPT_ERROR_DRIVER_UNAVAILABLE, "DriverUnavailable" },
         [OPS_DRIVER_ERROR] = { CUDACKPT_ERROR_DRIVER_ERROR, "DriverError" },
         [OPS_SHUTTING_DOWN] = { CUDACKPT_ERROR_SHUTTING_DOWN, "ShuttingDown" },
@@ -118,13 +119,95 @@ static int state_after(enum ops_step s)
         }
 }
 
+/* The state a step needs, which an ILLEGAL_STATE says the process is not in. */
+static int state_before(enum ops_step s)
+{
+        switch (s) {
+        case OPS_STEP_LOCK:
+                return CU_PROCESS_STATE_RUNNING;
+        case OPS_STEP_CHECKPOINT:
+        case OPS_STEP_UNLOCK:
+                return CU_PROCESS_STATE_LOCKED;
+        case OPS_STEP_RESTORE:
+                return CU_PROCESS_STATE_CHECKPOINTED;
+        default:
+                return -1;
+        }
+}
+
+/* The state a failed step leaves, as far as its result says it without
+ * asking the driver again (driver-behaviour.md): a lock that timed out
+ * leaves the process running, a checkpoint the driver cannot do leaves it
+ * locked, a refused mapping leaves it checkpointed.  An ILLEGAL_STATE
+ * changes nothing, so the state known before still holds unless it is the
+ * one the step needed (then what we knew was stale).  Anything else: not
+ * known. */
+static int state_after_failure(enum ops_step s, CUresult r, int known)
+{
+        switch (r) {
+        case CUDA_ERROR_NOT_READY:
+                return s == OPS_STEP_LOCK ? CU_PROCESS_STATE_RUNNING : -1;
+        case CUDA_ERROR_NOT_SUPPORTED:
+                return s == OPS_STEP_CHECKPOINT ? CU_PROCESS_STATE_LOCKED : -1;
+        case CUDA_ERROR_INVALID_VALUE:
+                return s == OPS_STEP_RESTORE ? CU_PROCESS_STATE_CHECKPOINTED : -1;
+        case CUDA_ERROR_ILLEGAL_STATE:
+                return known >= 0 && known != state_before(s) ? known : -1;
+        default:
+                return -1;
+        }
+}
+
+/* The first driver call of a method. */
+static enum ops_step first_step(enum proto_method m)
+{
+        switch (m) {
+        case PROTO_LOCK:
+        case PROTO_SUSPEND:
+                return OPS_STEP_LOCK;
+        case PROTO_CHECKPOINT:
+                return OPS_STEP_CHECKPOINT;
+        case PROTO_RESTORE:
+        case PROTO_RESUME:
+                return OPS_STEP_RESTORE;
+        case PROTO_UNLOCK:
+                return OPS_STEP_UNLOCK;
+        default:
+                return OPS_STEP_NONE;
+        }
+}
+
 struct run {
         const struct config *cfg;
         const struct driver *d;
         struct sched_target *t;
         const struct proto_request *req;
         struct ops_result *res;
+        int known; /* the state as last seen, -1 unknown */
 };
+
+static void learn(struct run *x, int state)
+{
+        x->known = state;
+        sched_publish(x->t, NULL, state);
+}
+
+/* Every driver call but GetRestoreThreadId waits, uncancellable, while all
+ * threads of its target are stopped (driver-behaviour.md, "Stopped
+ * targets").  Such a call is refused instead of made; true when step s may
+ * go ahead.  A process stopped after this check still holds the worker
+ * until it runs again (design.md says what answers meanwhile). */
+static bool may_call(struct run *x, enum ops_step s)
+{
+        int r = target_stopped(&x->t->identity);
+
+        if (r <= 0)
+                return true; /* running, or gone: the call itself will say so */
+        x->res->step = s;
+        x->res->error = OPS_PROCESS_STOPPED;
+        x->res->stopped = r;
+        return false;
+}
 
 /* Records a driver call's outcome; true when it succeeded. */
 static bool step_done(struct run *x, enum ops_step s, CUresult r)
@@ -132,42 +215,75 @@ static bool step_done(struct run *x, enum ops_step s, CUresult r)
         if (r == CUDA_SUCCESS) {
                 int st = state_after(s);
                 if (st >= 0)
-                        sched_publish(x->t, NULL, st);
+                        learn(x, st);
                 return true;
         }
         x->res->step = s;
         x->res->cu = r;
         x->res->error = ops_classify(s, r, target_alive_settled(&x->t->identity, x->cfg->exit_wait_ms) == 1,
                                      x->req->n_pairs > 0);
+        if (x->res->error != OPS_PROCESS_GONE && x->res->error != OPS_NOT_CUDA_PROCESS)
+                learn(x, state_after_failure(s, r, x->known));
         return false;
 }
 
 static bool do_lock(struct run *x, uint32_t timeout_ms)
 {
         x->res->timeout_ms = timeout_ms;
-        return step_done(x, OPS_STEP_LOCK, driver_lock(x->d, x->t->identity.pid, timeout_ms));
+        return may_call(x, OPS_STEP_LOCK) &&
+               step_done(x, OPS_STEP_LOCK, driver_lock(x->d, x->t->identity.pid, timeout_ms));
 }
 
 static bool do_checkpoint(struct run *x)
 {
-        return step_done(x, OPS_STEP_CHECKPOINT, driver_checkpoint(x->d, x->t->identity.pid));
+        return may_call(x, OPS_STEP_CHECKPOINT) &&
+               step_done(x, OPS_STEP_CHECKPOINT, driver_checkpoint(x->d, x->t->identity.pid));
 }
 
 static bool do_restore(struct run *x)
 {
-        return step_done(x, OPS_STEP_RESTORE,
+        return may_call(x, OPS_STEP_RESTORE) &&
+               step_done(x, OPS_STEP_RESTORE,
                          driver_restore(x->d, x->t->identity.pid, x->req->pairs, x->req->n_pairs));
 }
 
 static bool do_unlock(struct run *x)
 {
-        return step_done(x, OPS_STEP_UNLOCK, driver_unlock(x->d, x->t->identity.pid));
+        return may_call(x, OPS_STEP_UNLOCK) &&
+               step_done(x, OPS_STEP_UNLOCK, driver_unlock(x->d, x->t->identity.pid));
+}
+
+static bool do_get_state(struct run *x)
+{
+        int st = -1;
+
+        if (!may_call(x, OPS_STEP_GET_STATE) ||
+            !step_done(x, OPS_STEP_GET_STATE, driver_get_state(x->d, x->t->identity.pid, &st)))
+                return false;
+        learn(x, st);
+        return true;
+}
+
+/* A Suspend whose checkpoint failed unlocks again, unless the process has
+ * gone or has been stopped since (the unlock would wait for it): then it
+ * stays as the failure left it and rolled_back says false. */
+static void roll_back_suspend(struct run *x)
+{
+        if (x->res->error == OPS_PROCESS_GONE)
+                return;
+        x->res->rolled_back = 0;
+        if (x->res->error == OPS_PROCESS_STOPPED || target_stopped(&x->t->identity) != 0)
+                return;
+        if (driver_unlock(x->d, x->t->identity.pid) == CUDA_SUCCESS) {
+                x->res->rolled_back = 1;
+                learn(x, CU_PROCESS_STATE_RUNNING);
+        }
 }
 
 /* Pins the process behind pid into t->identity (kept from an earlier
- * request while that process lives) and publishes it.  Returns whether the
- * state published before is still good (-errno on failure). */
-static int pin(struct sched_target *t, pid_t pid, const struct policy_caller *caller)
+ * request while that process lives) and publishes it.  Returns the state
+ * published before if it still holds, else -1 (-errno on failure). */
+static int pin(struct sched_target *t, pid_t pid, const struct policy_caller *caller, int *ret_state)
 {
         int r, st = -1;
 
@@ -196,16 +312,16 @@ static int pin(struct sched_target *t, pid_t pid, const struct policy_caller *ca
                 uv_mutex_unlock(&t->lock);
         }
         sched_publish(t, &t->identity, st);
-        return st >= 0;
+        *ret_state = st;
+        return 0;
 }
 
 void ops_execute(const struct config *cfg, const struct driver *d, struct sched_target *t,
                  enum proto_method m, const struct proto_request *req,
                  const struct policy_caller *caller, struct ops_result *res)
 {
-        struct run x = { .cfg = cfg, .d = d, .t = t, .req = req, .res = res };
+        struct run x = { .cfg = cfg, .d = d, .t = t, .req = req, .res = res, .known = -1 };
         uint64_t t0 = uv_hrtime();
-        bool have_state = false;
         int r;
 
         memset(res, 0, sizeof(*res));
@@ -219,7 +335,7 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 snprintf(res->detail, sizeof(res->detail), "%s", d->reason);
                 return;
         }
-        r = pin(t, req->pid, caller);
+        r = pin(t, req->pid, caller, &x.known);
         if (r < 0) {
                 res->error = r == -ESRCH ? OPS_NO_SUCH_PROCESS : OPS_PERMISSION_DENIED;
                 return;
@@ -237,22 +353,28 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                         return;
         }
 
-        /* GetState requests that arrive while this operation runs are answered
-         * from the published state: learn it first (one cheap driver call). */
-        if (r == 0 && m != PROTO_GET_STATE) {
-                int st;
-                if (driver_get_state(d, t->identity.pid, &st) == CUDA_SUCCESS)
-                        sched_publish(t, NULL, st);
-        }
+        /* The driver is called for what the client asked and nothing else:
+         * any call can wait without end on a stopped process, so the state
+         * the reply carries is the one the calls made imply (or the one
+         * known before, for GetRestoreThreadId), never one asked afresh.
+         * A GetState arriving while this runs is answered from what is
+         * published.  With nothing known, that is the state the first step
+         * works from: the driver makes progress only from it and refuses
+         * at once from any other (ILLEGAL_STATE), so while the step runs
+         * it is the process's state.  It is not taken as known for the
+         * reply. */
+        if (x.known < 0 && state_before(first_step(m)) >= 0)
+                sched_publish(t, NULL, state_before(first_step(m)));
         if (!proto_method_read_only(m))
                 sched_process_enter(t->sched, t->identity.pid);
         t0 = uv_hrtime();
         switch (m) {
         case PROTO_GET_STATE:
-                if (step_done(&x, OPS_STEP_GET_STATE, driver_get_state(d, t->identity.pid, &res->state)))
-                        have_state = true;
+                (void)do_get_state(&x);
                 break;
         case PROTO_GET_RESTORE_THREAD_ID:
+                /* The one call that answers while the process is stopped:
+                 * CRIU makes it with every thread seized. */
                 (void)step_done(&x, OPS_STEP_GET_RESTORE_TID,
                                 driver_get_restore_tid(d, t->identity.pid, &res->restore_tid));
                 break;
@@ -269,23 +391,17 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 (void)do_unlock(&x);
                 break;
         case PROTO_SUSPEND:
-                if (!do_lock(&x, req->has_timeout ? req->timeout_ms : cfg->default_lock_timeout_ms))
-                        break;
-                if (!do_checkpoint(&x)) {
-                        /* Never leave the process locked by our own failure.  The
-                         * failing step's result is kept; the unlock's is not. */
-                        if (res->error != OPS_PROCESS_GONE) {
-                                CUresult u = driver_unlock(d, t->identity.pid);
-                                res->rolled_back = u == CUDA_SUCCESS;
-                                if (u == CUDA_SUCCESS)
-                                        sched_publish(t, NULL, CU_PROCESS_STATE_RUNNING);
-                        }
-                }
+                /* Never leave the process locked by our own failure.  The
+                 * failing step's result is kept; the unlock's is not. */
+                if (do_lock(&x, req->has_timeout ? req->timeout_ms : cfg->default_lock_timeout_ms) &&
+                    !do_checkpoint(&x))
+                        roll_back_suspend(&x);
                 break;
         case PROTO_RESUME:
-                if (!do_restore(&x))
-                        break; /* still checkpointed: the driver undid nothing */
-                (void)do_unlock(&x);
+                /* A failed restore leaves the process checkpointed: the
+                 * driver undid nothing. */
+                if (do_restore(&x))
+                        (void)do_unlock(&x);
                 break;
         default:
                 break;
@@ -294,18 +410,16 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
         if (!proto_method_read_only(m))
                 sched_process_leave(t->sched, t->identity.pid);
 
-        /* The reply reports the state the driver reports now, success or not. */
-        if (!have_state && res->error != OPS_PROCESS_GONE && res->error != OPS_NOT_CUDA_PROCESS) {
-                int st;
-                if (driver_get_state(d, t->identity.pid, &st) == CUDA_SUCCESS) {
-                        res->state = st;
-                        have_state = true;
-                }
-        }
-        if (have_state)
-                sched_publish(t, NULL, res->state);
+        /* GetRestoreThreadId learns nothing of the state, and what the
+         * daemon saw before may be stale: its reply carries none. */
+        res->state = m == PROTO_GET_RESTORE_THREAD_ID ? -1 : x.known;
         if (res->error == OPS_OK && target_alive(&t->identity) != 1)
                 res->error = OPS_PROCESS_GONE;
+}
+
+static const char *stop_name(int stopped)
+{
+        return stopped == TARGET_STOPPED_TRACED ? "traced" : "signal";
 }
 
 static void add_state(cJSON *p, int state)
@@ -366,6 +480,11 @@ cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t c
                 cJSON_AddStringToObject(p, "method", proto_method_name(m));
                 if (r->error != OPS_PROCESS_GONE)
                         add_state(p, r->state);
+                if (r->error == OPS_INVALID_STATE && state_before(r->step) >= 0)
+                        cJSON_AddStringToObject(p, "required_state",
+                                                proto_state_string(state_before(r->step), name, sizeof(name)));
+                if (r->error == OPS_PROCESS_STOPPED)
+                        cJSON_AddStringToObject(p, "stop", stop_name(r->stopped));
                 if (m == PROTO_SUSPEND || m == PROTO_RESUME) {
                         if (step_name(r->step))
                                 cJSON_AddStringToObject(p, "step", step_name(r->step));

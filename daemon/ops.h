@@ -29,6 +29,7 @@ enum ops_error {
         OPS_NOT_SUPPORTED,
         OPS_PROCESS_GONE,
         OPS_PROCESS_CHANGED,
+        OPS_PROCESS_STOPPED,
         OPS_DRIVER_UNAVAILABLE,
         OPS_DRIVER_ERROR,
         OPS_SHUTTING_DOWN,
@@ -48,7 +49,9 @@ struct ops_result {
         enum ops_error error;
         enum ops_step step;     /* the failing driver call */
         CUresult cu;            /* its result */
-        int state;              /* driver state after the operation, -1 unknown */
+        int state;              /* the state after the operation as far as it is
+                                 * known without another driver call, -1 unknown */
+        int stopped;            /* ProcessStopped: TARGET_STOPPED_* */
         int restore_tid;        /* GetRestoreThreadId */
         int in_flight;          /* GetState answered while this method ran, -1 none */
         int rolled_back;        /* Suspend: -1 not applicable, 0 no, 1 yes */

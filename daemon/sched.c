@@ -2,8 +2,12 @@
 #include "sched.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "log.h"
 
 static unsigned bucket_of(pid_t pid)
 {
@@ -35,6 +39,9 @@ int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
         uv_timer_init(loop, &s->sweep);
         s->sweep.data = s;
         uv_unref((uv_handle_t *)&s->sweep);
+        uv_timer_init(loop, &s->stall);
+        s->stall.data = s;
+        uv_unref((uv_handle_t *)&s->stall);
         /* Without the lane the pool does its work too: not fatal. */
         if (cfg->read_only_lane)
                 (void)lane_init(&s->lane, loop, work_cb, after_work_cb);
@@ -78,6 +85,8 @@ void sched_close(struct sched *s)
                 uv_close((uv_handle_t *)&s->async, NULL);
         if (!uv_is_closing((uv_handle_t *)&s->sweep))
                 uv_close((uv_handle_t *)&s->sweep, NULL);
+        if (!uv_is_closing((uv_handle_t *)&s->stall))
+                uv_close((uv_handle_t *)&s->stall, NULL);
         lane_close(&s->lane);
 }
 
@@ -105,6 +114,7 @@ static struct sched_target *target_new(struct sched *s, pid_t pid)
         t->identity.pidfd = -1;
         t->identity.status_fd = -1;
         t->last_state = -1;
+        t->watch_status_fd = -1;
         t->next_in_bucket = s->buckets[b];
         s->buckets[b] = t;
         s->n_targets++;
@@ -153,6 +163,8 @@ void sched_publish(struct sched_target *t, const struct target_identity *id, int
 
         uv_mutex_lock(&t->lock);
         if (id) {
+                t->watch_status_fd = id->status_fd;
+                t->watch_pid = id->pid;
                 t->known = true;
                 t->owner = (struct policy_target){ id->ruid, id->euid, id->suid };
                 t->start_time = id->start_time;
@@ -240,6 +252,7 @@ static void work_cb(uv_work_t *w)
 }
 
 static void start_next(struct sched *s, struct sched_target *t);
+static void stall_watch_arm(struct sched *s);
 
 static uint64_t sweep_period(const struct sched *s)
 {
@@ -329,6 +342,108 @@ static void after_work_cb(uv_work_t *w, int status)
         start_next(s, t);
 }
 
+/* ---- The stall watch ------------------------------------------------------
+ *
+ * A driver call cannot be cancelled, and one made just as its process was
+ * stopped (ops.c checks right before each call) waits until the process
+ * runs again.  So that the log says so, a timer looks for operations that
+ * have run for stall_warning_ms and has a pool thread (the loop reads no
+ * /proc) check whether their process is stopped, then warns once per
+ * operation.  The status file is dup'ed on the loop: the op's worker keeps
+ * its own until the op ends, which the loop sees first. */
+
+struct stall_check {
+        uv_work_t work;
+        struct sched *s;
+        pid_t pid, target_pid;
+        enum proto_method method;
+        uint64_t elapsed_ms;
+        int status_fd; /* owned */
+        int stopped;   /* target_stopped() */
+};
+
+static void stall_check_work(uv_work_t *w)
+{
+        struct stall_check *c = w->data;
+        struct target_identity id = { .pid = c->pid, .pidfd = -1, .status_fd = c->status_fd };
+
+        c->stopped = target_stopped(&id);
+}
+
+static void stall_check_done(uv_work_t *w, int status)
+{
+        struct stall_check *c = w->data;
+
+        (void)status;
+        if (c->stopped > 0)
+                log_warning("%s on pid %d has been running for %.1f s: every thread of process %d is stopped "
+                            "(%s); the driver call returns once it runs again",
+                            proto_method_name(c->method), (int)c->target_pid, (double)c->elapsed_ms / 1000.0,
+                            (int)c->pid, c->stopped == TARGET_STOPPED_TRACED ? "traced" : "signal");
+        else
+                log_warning("%s on pid %d has been running for %.1f s; its process is not stopped",
+                            proto_method_name(c->method), (int)c->target_pid, (double)c->elapsed_ms / 1000.0);
+        close(c->status_fd);
+        free(c);
+}
+
+static void stall_look(struct sched *s, struct sched_target *t, uint64_t now)
+{
+        struct sched_op *op = t->running;
+        struct stall_check *c;
+        int fd;
+
+        if (!op || op->stall_warned || now - op->dispatched_ms < s->cfg->stall_warning_ms)
+                return;
+        op->stall_warned = true;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return;
+        uv_mutex_lock(&t->lock);
+        fd = t->watch_status_fd >= 0 ? fcntl(t->watch_status_fd, F_DUPFD_CLOEXEC, 3) : -1;
+        c->pid = t->watch_pid;
+        uv_mutex_unlock(&t->lock);
+        c->s = s;
+        c->target_pid = t->pid;
+        c->method = op->method;
+        c->elapsed_ms = now - op->dispatched_ms;
+        c->status_fd = fd;
+        c->work.data = c;
+        if (fd < 0) {
+                /* Not pinned yet: every worker thread is taken. */
+                log_warning("%s on pid %d has waited %.1f s for a worker thread", proto_method_name(op->method),
+                            (int)t->pid, (double)c->elapsed_ms / 1000.0);
+                free(c);
+                return;
+        }
+        (void)uv_queue_work(s->loop, &c->work, stall_check_work, stall_check_done);
+}
+
+static void on_stall(uv_timer_t *timer)
+{
+        struct sched *s = timer->data;
+        uint64_t now = uv_now(s->loop);
+
+        if (s->n_running == 0) {
+                uv_timer_stop(&s->stall);
+                return;
+        }
+        for (unsigned b = 0; b < SCHED_BUCKETS; b++)
+                for (struct sched_target *t = s->buckets[b]; t; t = t->next_in_bucket)
+                        stall_look(s, t, now);
+}
+
+static void stall_watch_arm(struct sched *s)
+{
+        uint64_t period = s->cfg->stall_warning_ms / 4;
+
+        if (s->cfg->stall_warning_ms == 0 || uv_is_active((uv_handle_t *)&s->stall))
+                return;
+        if (period < 50)
+                period = 50;
+        uv_timer_start(&s->stall, on_stall, period, period);
+}
+
 static void start_next(struct sched *s, struct sched_target *t)
 {
         struct sched_op *op = t->head;
@@ -346,6 +461,13 @@ static void start_next(struct sched *s, struct sched_target *t)
         op->next = NULL;
         t->running = op;
         s->n_running++;
+        op->dispatched_ms = uv_now(s->loop);
+        op->seq = ++s->op_seq;
+        op->stall_warned = false;
+        uv_mutex_lock(&t->lock);
+        t->watch_status_fd = -1; /* until this op has pinned its process */
+        uv_mutex_unlock(&t->lock);
+        stall_watch_arm(s);
         op->work.data = op;
         if (proto_method_read_only(op->method) && lane_submit(&s->lane, &op->work) == 0)
                 return;

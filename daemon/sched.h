@@ -45,6 +45,9 @@ struct sched_op {
         bool state_waiter;           /* a GetState waiting for the running op's first state */
         uint64_t queued_ns;          /* uv_hrtime() at submission */
         uint64_t started_ns, finished_ns; /* on the worker; 0 when it never ran */
+        uint64_t dispatched_ms;      /* uv_now() when handed to a thread (loop only) */
+        uint64_t seq;                /* which dispatch this is, for the stall watch */
+        bool stall_warned;           /* the stall watch has looked at it (loop only) */
         uv_work_t work;              /* data points back to the sched */
         struct ops_result result;    /* written by the worker, read in done */
 };
@@ -66,6 +69,9 @@ struct sched_target {
         struct policy_target owner;
         uint64_t start_time;
         int last_state;               /* driver state, -1 when unknown */
+        int watch_status_fd;          /* the running op's pinned status file, -1 before
+                                       * it is pinned: for the stall watch to dup */
+        pid_t watch_pid;              /* the running op's process */
         bool want_wake;               /* waiters exist: wake the loop on publish */
         /* The cache of idle targets (loop thread only). */
         bool cached;                  /* on the LRU list below, depth == 0 */
@@ -97,6 +103,8 @@ struct sched {
         struct sched_target *lru_head, *lru_tail; /* cached idle targets */
         unsigned n_cached;
         uv_timer_t sweep;   /* drops stale cached targets while any exist */
+        uv_timer_t stall;   /* looks for long operations while any run */
+        uint64_t op_seq;
         struct lane lane;   /* the warm thread for read-only calls */
         /* Processes a mutating operation runs on now (worker threads).  A
          * thread id and its process are two targets of the queues but one

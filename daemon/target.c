@@ -1,6 +1,7 @@
 /* target.c: pidfds and /proc for the processes the daemon acts on. */
 #include "target.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -197,6 +198,89 @@ int target_refresh(struct target_identity *id)
         if (n <= 0)
                 return n == 0 || n == -ESRCH || n == -ENOENT ? -ESRCH : (int)n;
         return target_parse_uids(buf, &id->ruid, &id->euid, &id->suid);
+}
+
+/* The state letter of a thread: field 3 of its stat line, or 0. */
+static char task_state(int task_dir_fd, const char *tid)
+{
+        char path[300], buf[1024];
+        const char *f;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/stat", tid); /* tid: a d_name, at most 255 bytes */
+        fd = openat(task_dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return 0;
+        n = read_fd(fd, buf, sizeof(buf));
+        close(fd);
+        if (n <= 0)
+                return 0;
+        f = stat_field(buf, 3);
+        return f ? *f : 0;
+}
+
+int target_stopped(const struct target_identity *id)
+{
+        char buf[4096];
+        const char *p;
+        struct dirent *de;
+        bool traced = false;
+        unsigned stopped = 0;
+        ssize_t n;
+        DIR *dir;
+        int fd;
+
+        if (id->status_fd < 0)
+                return -ESRCH;
+        /* Almost always the answer is in the main thread's State: line: a
+         * process whose main thread runs or sleeps is not stopped. */
+        n = read_fd(id->status_fd, buf, sizeof(buf));
+        if (n <= 0)
+                return n == 0 || n == -ESRCH || n == -ENOENT ? -ESRCH : (int)n;
+        p = strstr(buf, "\nState:");
+        if (!p)
+                return -EINVAL;
+        p += strlen("\nState:");
+        p += strspn(p, " \t");
+        if (*p != 'T' && *p != 't' && *p != 'Z')
+                return 0;
+
+        /* Stopped, or a leader that has exited before its threads: every
+         * thread decides.  Threads that have exited count for nothing. */
+        snprintf(buf, sizeof(buf), "/proc/%d/task", (int)id->pid);
+        fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        dir = fdopendir(fd);
+        if (!dir) {
+                close(fd);
+                return -ENOMEM;
+        }
+        while ((de = readdir(dir))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                switch (task_state(dirfd(dir), de->d_name)) {
+                case 't':
+                        traced = true;
+                        stopped++;
+                        break;
+                case 'T':
+                        stopped++;
+                        break;
+                case 'Z':
+                case 'X':
+                case 0: /* ended while we looked */
+                        break;
+                default:
+                        closedir(dir);
+                        return 0;
+                }
+        }
+        closedir(dir);
+        if (!stopped)
+                return 0;
+        return traced ? TARGET_STOPPED_TRACED : TARGET_STOPPED_SIGNAL;
 }
 
 /* The rest of pinning, once id->pidfd names the process: start time, user

@@ -42,6 +42,16 @@ int target_alive(const struct target_identity *id);
  * driver fails in between.  When the process's main thread has begun to
  * exit, waits up to exit_wait_ms for the exit to end.  Worker threads only. */
 int target_alive_settled(const struct target_identity *id, uint64_t exit_wait_ms);
+/* Whether every thread of the pinned process is stopped, which makes the
+ * driver's calls on it (all but GetRestoreThreadId) wait until it runs
+ * again: TARGET_STOPPED_TRACED when one of them is in a tracing stop (a
+ * debugger, CRIU's seize), TARGET_STOPPED_SIGNAL for a job-control stop
+ * (SIGSTOP, SIGTSTP), 0 when a thread runs or can run, -ESRCH once the
+ * process has gone.  One read of its status file when the main thread is
+ * not stopped, which is nearly always; every thread's stat file otherwise. */
+#define TARGET_STOPPED_SIGNAL 1
+#define TARGET_STOPPED_TRACED 2
+int target_stopped(const struct target_identity *id);
 /* Re-reads the pinned process's user ids; -ESRCH once it has gone. */
 int target_refresh(struct target_identity *id);
 /* Parses field 22 of a /proc/PID/stat line; exposed for the unit tests. */

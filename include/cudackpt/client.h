@@ -140,6 +140,7 @@ CUDACKPT_EXPORT int cudackpt_resume(cudackpt_client *c, int pid, const char *con
 #define CUDACKPT_EXIT_QUEUE_FULL 21
 #define CUDACKPT_EXIT_SHUTTING_DOWN 22
 #define CUDACKPT_EXIT_PROTOCOL 23           /* InvalidRequest, MessageTooLarge, Varlink errors */
+#define CUDACKPT_EXIT_PROCESS_STOPPED 24
 
 /* Exit status cudackptctl uses for a Varlink error name: CUDACKPT_EXIT_OK
  * for NULL, CUDACKPT_EXIT_* of the error for the errors of

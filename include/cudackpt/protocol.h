@@ -39,6 +39,7 @@
 #define CUDACKPT_ERROR_NOT_SUPPORTED "io.cudackpt.Process.NotSupported"
 #define CUDACKPT_ERROR_PROCESS_GONE "io.cudackpt.Process.ProcessGone"
 #define CUDACKPT_ERROR_PROCESS_CHANGED "io.cudackpt.Process.ProcessChanged"
+#define CUDACKPT_ERROR_PROCESS_STOPPED "io.cudackpt.Process.ProcessStopped"
 #define CUDACKPT_ERROR_DRIVER_UNAVAILABLE "io.cudackpt.Process.DriverUnavailable"
 #define CUDACKPT_ERROR_DRIVER_ERROR "io.cudackpt.Process.DriverError"
 #define CUDACKPT_ERROR_QUEUE_FULL "io.cudackpt.Process.QueueFull"

@@ -1080,6 +1080,48 @@ void itest_run_proc(uid_t uid, const char *const *argv, const char *const *env, 
         ret->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+const char *itest_stage_exe(struct itest_daemon *d, const char *path, const char *name)
+{
+        ck_assert_msg(d && d->dir[0], "itest_stage_exe needs the test's dir: start the daemon first");
+        if (!name) {
+                name = strrchr(path, '/');
+                name = name ? name + 1 : path;
+        }
+        ck_assert_msg(*name && !strchr(name, '/'), "itest_stage_exe: bad name \"%s\"", name);
+        char *copy = itest_strdupf("%s/%s", d->dir, name);
+        struct stat st;
+        if (stat(copy, &st) == 0)
+                return copy;
+
+        int in = open(path, O_RDONLY | O_CLOEXEC);
+        ck_assert_msg(in >= 0, "open %s: %s", path, strerror(errno));
+        int out = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+        ck_assert_msg(out >= 0, "open %s: %s", copy, strerror(errno));
+        for (;;) {
+                char buf[65536];
+                ssize_t n = read(in, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                ck_assert_msg(n >= 0, "read %s: %s", path, strerror(errno));
+                if (n == 0)
+                        break;
+                for (ssize_t done = 0; done < n;) {
+                        ssize_t w = write(out, buf + done, (size_t)(n - done));
+                        if (w < 0 && errno == EINTR)
+                                continue;
+                        ck_assert_msg(w > 0, "write %s: %s", copy, strerror(errno));
+                        done += w;
+                }
+        }
+        close(in);
+        /* Whatever the umask; and closed before anyone execs it (ETXTBSY). */
+        ck_assert_msg(fchmod(out, 0755) == 0, "chmod %s: %s", copy, strerror(errno));
+        ck_assert_msg(close(out) == 0, "close %s: %s", copy, strerror(errno));
+        ck_assert_msg(stat(d->dir, &st) == 0 && (st.st_mode & 0755) == 0755, "%s is not open to other uids",
+                      d->dir);
+        return copy;
+}
+
 const char *itest_self_exe(void)
 {
         char self[4096];

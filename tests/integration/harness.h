@@ -282,6 +282,14 @@ struct itest_proc_result {
 void itest_run_proc(uid_t uid, const char *const *argv, const char *const *env, int timeout_ms,
                     struct itest_proc_result *ret);
 
+/* Copies the program at path into the test's dir (d->dir, mode 0755) as
+ * name (NULL: path's own name), mode 0755, and returns the copy's path
+ * (owned by the harness); a second call for the same name returns the
+ * same copy.  For programs a process of another uid must exec: the build
+ * tree may be closed to it (a checkout in root's 0700 home), and a
+ * symbolic link would not open it. */
+const char *itest_stage_exe(struct itest_daemon *d, const char *path, const char *name);
+
 /* Monotonic clock in milliseconds. */
 double itest_now_ms(void);
 

@@ -1268,7 +1268,7 @@ START_TEST(read_only_unrestricted)
         const char *denied = CUDACKPT_ERROR_PERMISSION_DENIED;
         const struct step stranger[] = {
                 { CUDACKPT_METHOD_GET_STATE, root, NULL, "running", NULL },
-                { CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, root, NULL, "running", NULL },
+                { CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, root, NULL, NULL, NULL },
                 { CUDACKPT_METHOD_LOCK, root, denied, NULL, NULL },
                 { CUDACKPT_METHOD_SUSPEND, root, denied, NULL, NULL },
                 { CUDACKPT_METHOD_CHECKPOINT, root, denied, NULL, NULL },

@@ -1,13 +1,22 @@
 /* test_cli.c: cudackptctl run as a process against the daemon: its output
  * (the state word alone, "STATE (D.D ms)" for operations, --json) and its
- * exit statuses, one per error. */
+ * exit statuses, one per error; and started as cuda-checkpoint (the
+ * symlink beside it), the GPU mapping CRIU cannot pass, taken from
+ * CUDACKPT_DEVICE_MAP.
+ *
+ * A process of another uid execs a copy staged in the test's dir, not the
+ * build tree's binary: the tree may be closed to that uid (a checkout in
+ * root's 0700 home run with "make test" as root). */
 #include "harness.h"
 
+#include <errno.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define CTL_TIMEOUT_MS 20000
@@ -19,27 +28,72 @@ static const char *ctl_path(void)
         return p;
 }
 
-/* Runs cudackptctl --socket=SOCK ARGS... (NULL-terminated) as uid. */
-static struct itest_proc_result *ctl_as(uid_t uid, struct itest_daemon *d, const char *first, ...)
+/* Runs path [pre] ARGS... (the NULL-terminated rest of ap) as uid with
+ * environment env (NULL: the harness's). */
+static struct itest_proc_result *run_va(uid_t uid, const char *path, const char *pre, const char *const *env,
+                                        const char *first, va_list ap)
 {
         const char *argv[32];
         size_t n = 0;
-        argv[n++] = ctl_path();
-        if (d)
-                argv[n++] = itest_strdupf("--socket=%s", d->sock);
-        va_list ap;
-        va_start(ap, first);
+        argv[n++] = path;
+        if (pre)
+                argv[n++] = pre;
         for (const char *a = first; a && n < 31; a = va_arg(ap, const char *))
                 argv[n++] = a;
-        va_end(ap);
         argv[n] = NULL;
         struct itest_proc_result *r = itest_keep(calloc(1, sizeof(*r)));
         ck_assert(r);
-        itest_run_proc(uid, argv, NULL, CTL_TIMEOUT_MS, r);
+        itest_run_proc(uid, argv, env, CTL_TIMEOUT_MS, r);
+        return r;
+}
+
+/* Runs cudackptctl --socket=SOCK ARGS... (NULL-terminated) as uid; as
+ * another uid, the copy staged in the test's dir. */
+static struct itest_proc_result *ctl_as(uid_t uid, struct itest_daemon *d, const char *first, ...)
+{
+        const char *path = ctl_path();
+        if (uid != (uid_t)-1) {
+                ck_assert_msg(d, "ctl_as: another uid needs the daemon, to stage cudackptctl in its dir");
+                path = itest_stage_exe(d, path, NULL);
+        }
+        va_list ap;
+        va_start(ap, first);
+        struct itest_proc_result *r =
+                run_va(uid, path, d ? itest_strdupf("--socket=%s", d->sock) : NULL, NULL, first, ap);
+        va_end(ap);
         return r;
 }
 
 #define ctl(d, ...) ctl_as((uid_t)-1, (d), __VA_ARGS__)
+
+/* The cuda-checkpoint symlink the build puts beside cudackptctl. */
+static const char *compat_path(void)
+{
+        const char *ctl = ctl_path();
+        const char *slash = strrchr(ctl, '/');
+        const char *p = itest_strdupf("%.*scuda-checkpoint", slash ? (int)(slash - ctl + 1) : 0, ctl);
+        ck_assert_msg(access(p, X_OK) == 0, "%s: %s", p, strerror(errno));
+        return p;
+}
+
+/* Runs path ARGS... (NULL-terminated) with CUDACKPT_SOCKET=sock and, when
+ * map is not NULL, CUDACKPT_DEVICE_MAP=map in its environment. */
+static struct itest_proc_result *run_map_env(const char *path, const char *sock, const char *map,
+                                             const char *first, ...)
+{
+        const char *env[] = { itest_strdupf(CUDACKPT_SOCKET_ENV "=%s", sock), "PATH=/usr/bin:/bin",
+                              map ? itest_strdupf("CUDACKPT_DEVICE_MAP=%s", map) : NULL, NULL };
+        va_list ap;
+        va_start(ap, first);
+        struct itest_proc_result *r = run_va((uid_t)-1, path, NULL, env, first, ap);
+        va_end(ap);
+        return r;
+}
+
+/* cuda-checkpoint ARGS... against d, with CUDACKPT_DEVICE_MAP=map (NULL: unset). */
+#define compat(d, map, ...) run_map_env(compat_path(), (d)->sock, (map), __VA_ARGS__)
+/* cudackptctl ARGS... against d, the same way. */
+#define ctl_map_env(d, map, ...) run_map_env(ctl_path(), (d)->sock, (map), __VA_ARGS__)
 
 static const char *pidstr(pid_t pid)
 {
@@ -64,6 +118,25 @@ static void assert_run(const struct itest_proc_result *r, int status, const char
                 ck_assert_msg(len > 1 && r->err[len - 1] == '\n' && !memchr(r->err, '\n', len - 1),
                               "stderr on failure is not one line: \"%s\"", r->err);
         }
+}
+
+/* The compat mode's success: exit 0, stdout exactly out, stderr empty. */
+static void assert_compat_ok(const struct itest_proc_result *r, const char *out)
+{
+        ck_assert_msg(r->status == 0 && strcmp(r->out, out) == 0 && r->err[0] == '\0',
+                      "exit status %d, stdout \"%s\", stderr \"%s\"; expected 0, \"%s\", nothing", r->status,
+                      r->out, r->err, out);
+}
+
+/* Its failure: exit 1, nothing on stdout, one line on stderr holding want. */
+static void assert_compat_fails(const struct itest_proc_result *r, const char *want)
+{
+        size_t len = strlen(r->err);
+        ck_assert_msg(r->status == 1 && r->out[0] == '\0', "exit status %d, stdout \"%s\" (stderr \"%s\"); "
+                      "expected 1 and nothing", r->status, r->out, r->err);
+        ck_assert_msg(len > 1 && r->err[len - 1] == '\n' && !memchr(r->err, '\n', len - 1),
+                      "stderr on failure is not one line: \"%s\"", r->err);
+        ck_assert_msg(strstr(r->err, want), "stderr \"%s\" does not say \"%s\"", r->err, want);
 }
 
 static void assert_op_output(const struct itest_proc_result *r, const char *state)
@@ -222,6 +295,182 @@ START_TEST(cli_permission_denied)
 }
 END_TEST
 
+/* ---- cuda-checkpoint and CUDACKPT_DEVICE_MAP ------------------------------ */
+
+#define COMPAT_RESTORE(p) "--action", "restore", "--pid", (p)
+
+/* A daemon with two simulated GPUs, and a target of it on GPU 0, locked
+ * and checkpointed through cuda-checkpoint. */
+static struct itest_daemon *start_two_gpus(void)
+{
+        static const char *const env[] = { "CUDACKPT_SIM_DEVICE_COUNT=2", NULL };
+        struct itest_daemon_opts o = { .env = env };
+        return itest_daemon_start(&o);
+}
+
+static void compat_checkpoint(struct itest_daemon *d, const char *p)
+{
+        assert_compat_ok(compat(d, NULL, "--action", "lock", "--pid", p, NULL), "");
+        assert_compat_ok(compat(d, NULL, "--action", "checkpoint", "--pid", p, NULL), "");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "checkpointed\n");
+}
+
+/* CRIU runs "cuda-checkpoint --action restore --pid P", no --device-map:
+ * the mapping comes from the environment, reaches the daemon and is
+ * obeyed. */
+START_TEST(cli_compat_device_map_env)
+{
+        struct itest_daemon *d = start_two_gpus();
+        const char *p = pidstr(itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_GPUS=0", NULL));
+        compat_checkpoint(d, p);
+        /* Sent: without it this restore would succeed in place.  The
+         * daemon refuses a GPU the machine lacks; nothing changed. */
+        assert_compat_fails(compat(d, ITEST_GPU0 "=" ITEST_GPU_NONE, COMPAT_RESTORE(p), NULL), "InvalidGpuMapping");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "checkpointed\n");
+        assert_compat_ok(compat(d, ITEST_GPU0 "=" ITEST_GPU1, COMPAT_RESTORE(p), NULL), "");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "locked\n");
+        assert_compat_ok(compat(d, NULL, "--action", "unlock", "--pid", p, NULL), "");
+
+        /* Obeyed: the process is on GPU 1 now, and the driver wants every
+         * GPU it used named, so GPU 0 alone is refused, GPU 1 accepted. */
+        compat_checkpoint(d, p);
+        assert_compat_fails(compat(d, ITEST_GPU0 "=" ITEST_GPU1, COMPAT_RESTORE(p), NULL), "InvalidGpuMapping");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "checkpointed\n");
+        assert_compat_ok(compat(d, ITEST_GPU1 "=" ITEST_GPU0, COMPAT_RESTORE(p), NULL), "");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "locked\n");
+}
+END_TEST
+
+/* --device-map on the command line wins over the variable, whole: the two
+ * are not merged, and the variable is then not even read. */
+START_TEST(cli_compat_device_map_option_wins)
+{
+        struct itest_daemon *d = start_two_gpus();
+        const char *p = pidstr(itest_target("CUDACKPT_SIM=1", NULL));
+        compat_checkpoint(d, p);
+        /* Merged, GPU 0 would be named twice; the variable alone is refused. */
+        assert_compat_ok(compat(d, ITEST_GPU0 "=" ITEST_GPU_NONE, COMPAT_RESTORE(p), "--device-map",
+                                ITEST_GPU0 "=" ITEST_GPU1, NULL),
+                         "");
+        assert_compat_ok(compat(d, NULL, "--action", "unlock", "--pid", p, NULL), "");
+        compat_checkpoint(d, p);
+        /* A bad option fails even with a good variable. */
+        assert_compat_fails(compat(d, ITEST_GPU1 "=" ITEST_GPU0, COMPAT_RESTORE(p), "-d",
+                                   ITEST_GPU1 "=" ITEST_GPU_NONE, NULL),
+                            "InvalidGpuMapping");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "checkpointed\n");
+        /* A malformed variable is not read when the option is given. */
+        assert_compat_ok(compat(d, "garbage", COMPAT_RESTORE(p), "-d", ITEST_GPU1 "=" ITEST_GPU0, NULL), "");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "locked\n");
+}
+END_TEST
+
+/* Which commands read it: cuda-checkpoint's restore and toggle; not its
+ * other actions or queries, nor cudackptctl's own commands. */
+START_TEST(cli_compat_device_map_env_scope)
+{
+        struct itest_daemon *d = start_two_gpus();
+        const char *p = pidstr(itest_target("CUDACKPT_SIM=1", NULL));
+        const char *bad = "garbage";
+
+        /* Malformed, it is no error for what does not restore. */
+        assert_compat_ok(compat(d, bad, "--get-state", "--pid", p, NULL), "running\n");
+        struct itest_proc_result *r = compat(d, bad, "--get-restore-tid", "--pid", p, NULL);
+        ck_assert_msg(r->status == 0 && strtol(r->out, NULL, 10) > 0 && r->err[0] == '\0',
+                      "--get-restore-tid: exit status %d, stdout \"%s\", stderr \"%s\"", r->status, r->out, r->err);
+        assert_compat_ok(compat(d, bad, "--action", "lock", "--pid", p, NULL), "");
+        assert_compat_ok(compat(d, bad, "--action", "checkpoint", "--pid", p, NULL), "");
+        /* Empty: no mapping, restored in place. */
+        assert_compat_ok(compat(d, "", COMPAT_RESTORE(p), NULL), "");
+        assert_compat_ok(compat(d, bad, "--action", "unlock", "--pid", p, NULL), "");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "running\n");
+
+        /* --toggle may restore, so a malformed value fails it before the
+         * daemon is asked, even for a running process. */
+        assert_compat_fails(compat(d, bad, "--toggle", "--pid", p, NULL), "CUDACKPT_DEVICE_MAP");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "running\n");
+        /* Toggle of a running process does not restore: the map is unused. */
+        assert_compat_ok(compat(d, ITEST_GPU0 "=" ITEST_GPU_NONE, "--toggle", "--pid", p, NULL), "");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "checkpointed\n");
+        /* Of a checkpointed one it restores with it. */
+        assert_compat_fails(compat(d, ITEST_GPU0 "=" ITEST_GPU_NONE, "--toggle", "--pid", p, NULL),
+                            "InvalidGpuMapping");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "checkpointed\n");
+        assert_compat_ok(compat(d, ITEST_GPU0 "=" ITEST_GPU1, "--toggle", "--pid", p, NULL), "");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "running\n");
+
+        /* cudackptctl's restore and resume take --map only: the process is
+         * on GPU 1, where a mapping from the variable would be refused. */
+        const char *refused = ITEST_GPU1 "=" ITEST_GPU_NONE;
+        assert_op_output(ctl_map_env(d, refused, "suspend", p, NULL), "checkpointed");
+        assert_op_output(ctl_map_env(d, refused, "restore", p, NULL), "locked");
+        assert_op_output(ctl_map_env(d, refused, "unlock", p, NULL), "running");
+        assert_op_output(ctl_map_env(d, bad, "suspend", p, NULL), "checkpointed");
+        assert_op_output(ctl_map_env(d, bad, "resume", p, NULL), "running");
+}
+END_TEST
+
+/* A Unix socket in the test's dir that listens and never answers: a client
+ * that connects shows up as a pending connection. */
+static int listen_silent(struct itest_daemon *d, const char **ret_path)
+{
+        const char *path = itest_strdupf("%s/silent", d->dir);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        ck_assert(strlen(path) < sizeof(sa.sun_path));
+        strcpy(sa.sun_path, path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        ck_assert_msg(fd >= 0, "socket: %s", strerror(errno));
+        ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 16) == 0, "listen %s: %s",
+                      path, strerror(errno));
+        *ret_path = path;
+        return fd;
+}
+
+/* A malformed value fails the restore: exit 1, one line naming the
+ * variable, nothing on stdout, and the daemon is not contacted. */
+START_TEST(cli_compat_device_map_env_malformed)
+{
+        static const char *const malformed[] = {
+                "garbage",
+                " ",
+                ",",
+                "=",
+                ITEST_GPU0 "=",
+                "=" ITEST_GPU1,
+                ITEST_GPU0 "=" ITEST_GPU1 ",",
+                ITEST_GPU0 "=" ITEST_GPU1 ",," ITEST_GPU1 "=" ITEST_GPU0,
+                ITEST_GPU0 "=" ITEST_GPU1 "=" ITEST_GPU0,
+                ITEST_GPU0 "=" ITEST_GPU1 "," ITEST_GPU0 "=" ITEST_GPU0, /* GPU 0 twice */
+                "two\nlines",
+                NULL,
+        };
+        struct itest_daemon *d = start_two_gpus();
+        const char *silent = NULL;
+        int lfd = listen_silent(d, &silent);
+        const char *compat_exe = compat_path();
+        const char *p = pidstr(itest_target("CUDACKPT_SIM=1", NULL));
+
+        for (size_t i = 0; malformed[i]; i++) {
+                struct itest_proc_result *r = run_map_env(compat_exe, silent, malformed[i], COMPAT_RESTORE(p), NULL);
+                assert_compat_fails(r, "CUDACKPT_DEVICE_MAP");
+                r = run_map_env(compat_exe, silent, malformed[i], "--toggle", "--pid", p, NULL);
+                assert_compat_fails(r, "CUDACKPT_DEVICE_MAP");
+                int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                ck_assert_msg(c < 0 && (errno == EAGAIN || errno == EWOULDBLOCK),
+                              "with CUDACKPT_DEVICE_MAP=\"%s\" cuda-checkpoint connected to the daemon's socket",
+                              malformed[i]);
+        }
+        close(lfd);
+
+        /* Against the daemon: the checkpointed process stays as it is. */
+        compat_checkpoint(d, p);
+        assert_compat_fails(compat(d, "garbage", COMPAT_RESTORE(p), NULL), "CUDACKPT_DEVICE_MAP");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "checkpointed\n");
+        assert_compat_ok(compat(d, ITEST_GPU0 "=" ITEST_GPU0, COMPAT_RESTORE(p), NULL), "");
+        assert_compat_ok(compat(d, NULL, "--get-state", "--pid", p, NULL), "locked\n");
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
         Suite *s = suite_create("integration.cli");
@@ -236,6 +485,10 @@ static Suite *cli_suite(void)
         tcase_add_test(tc, cli_driver_unavailable);
         tcase_add_test(tc, cli_usage_and_unreachable);
         tcase_add_test(tc, cli_permission_denied);
+        tcase_add_test(tc, cli_compat_device_map_env);
+        tcase_add_test(tc, cli_compat_device_map_option_wins);
+        tcase_add_test(tc, cli_compat_device_map_env_scope);
+        tcase_add_test(tc, cli_compat_device_map_env_malformed);
         return s;
 }
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 
 static const char *const all_methods[] = {
@@ -123,12 +124,17 @@ END_TEST
 
 /* ---- InvalidState ---------------------------------------------------------- */
 
-static void assert_invalid_state(const cJSON *j, pid_t pid, const char *method, const char *state)
+/* InvalidState names the state the call needed.  It carries the process's
+ * state only when the daemon knows it without asking the driver again (the
+ * step before in the same Suspend or Resume): never a wrong one. */
+static void assert_invalid_state(const cJSON *j, pid_t pid, const char *method, const char *required)
 {
         itest_assert_error(j, CUDACKPT_ERROR_INVALID_STATE);
         itest_assert_int(j, "pid", pid);
         itest_assert_str(j, "method", method);
-        itest_assert_str(j, "state", state);
+        itest_assert_str(j, "required_state", required);
+        ck_assert_msg(!itest_has(j, "state") || strcmp(itest_str(j, "state"), required) != 0,
+                      "InvalidState says the process is in the state it needs: %s", itest_dump(j));
 }
 
 START_TEST(invalid_state_on_running)
@@ -140,18 +146,19 @@ START_TEST(invalid_state_on_running)
         cJSON *j = itest_call(c, CUDACKPT_METHOD_UNLOCK,
                               itest_strdupf("{\"pid\":%d,\"start_time\":%llu}", (int)pid,
                                             (unsigned long long)itest_start_time(pid)));
-        assert_invalid_state(j, pid, "Unlock", "running");
+        assert_invalid_state(j, pid, "Unlock", "locked");
+        itest_assert_absent(j, "state");
         itest_assert_absent(j, "step");
         assert_state_now(c, pid, "running");
 
-        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "Checkpoint", "running");
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "Checkpoint", "locked");
         assert_state_now(c, pid, "running");
-        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_RESTORE, pid), pid, "Restore", "running");
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_RESTORE, pid), pid, "Restore", "checkpointed");
         assert_state_now(c, pid, "running");
 
         /* Resume fails in its restore step and says so. */
         j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid);
-        assert_invalid_state(j, pid, "Resume", "running");
+        assert_invalid_state(j, pid, "Resume", "checkpointed");
         itest_assert_str(j, "step", "restore");
         assert_state_now(c, pid, "running");
 
@@ -160,7 +167,7 @@ START_TEST(invalid_state_on_running)
         cudackpt_reply_init(&r);
         itest_assert_reply_error(cudackpt_unlock(cl, pid, &r), &r, CUDACKPT_ERROR_INVALID_STATE);
         ck_assert_int_eq(r.pid, pid);
-        ck_assert_str_eq(r.state, "running");
+        ck_assert_ptr_null(r.state);
         cudackpt_reply_clear(&r);
 }
 END_TEST
@@ -171,12 +178,12 @@ START_TEST(invalid_state_on_locked)
         pid_t pid = sim_target();
         struct itest_conn *c = itest_connect(d);
         assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
-        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_RESTORE, pid), pid, "Restore", "locked");
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_RESTORE, pid), pid, "Restore", "checkpointed");
         assert_state_now(c, pid, "locked");
-        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "Lock", "locked");
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "Lock", "running");
         assert_state_now(c, pid, "locked");
         cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid);
-        assert_invalid_state(j, pid, "Resume", "locked");
+        assert_invalid_state(j, pid, "Resume", "checkpointed");
         itest_assert_str(j, "step", "restore");
         assert_state_now(c, pid, "locked");
         /* The process is unharmed: the cycle goes on. */
@@ -192,9 +199,8 @@ START_TEST(invalid_state_on_checkpointed)
         pid_t pid = sim_target();
         struct itest_conn *c = itest_connect(d);
         suspend(c, pid);
-        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "Unlock", "checkpointed");
-        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "Checkpoint",
-                             "checkpointed");
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "Unlock", "locked");
+        assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "Checkpoint", "locked");
         assert_state_now(c, pid, "checkpointed");
         assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
 }
@@ -680,6 +686,178 @@ START_TEST(queue_full)
 }
 END_TEST
 
+/* ---- ProcessStopped -------------------------------------------------------- */
+
+/* The state letter of pid's main thread (field 3 of /proc/PID/stat). */
+static char proc_state(pid_t pid)
+{
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "re");
+        ck_assert_msg(f, "%s: %s", path, strerror(errno));
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        ck_assert_msg(p && p[1] == ' ', "bad stat line %s", buf);
+        return p[2];
+}
+
+static void await_proc_state(pid_t pid, char want, bool equal)
+{
+        double deadline = itest_now_ms() + 5000;
+        char st;
+        while (((st = proc_state(pid)) == want) != equal) {
+                ck_assert_msg(itest_now_ms() < deadline, "process %d stays in state %c", (int)pid, st);
+                usleep(1000);
+        }
+}
+
+/* Every call but GetRestoreThreadId on a stopped process would wait in the
+ * driver until it runs again: refused at once, naming the stop. */
+static void assert_stopped(struct itest_conn *c, const char *method, pid_t pid, const char *stop)
+{
+        double t0 = itest_now_ms();
+        cJSON *j = itest_call_pid(c, method, pid);
+        double took = itest_now_ms() - t0;
+        itest_assert_error(j, CUDACKPT_ERROR_PROCESS_STOPPED);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", strrchr(method, '.') + 1);
+        itest_assert_str(j, "stop", stop);
+        ck_assert_msg(took < 2000, "%s on a stopped process took %.0f ms", method, took);
+}
+
+static void assert_restore_tid_answers(struct itest_conn *c, pid_t pid)
+{
+        double t0 = itest_now_ms();
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, pid);
+        double took = itest_now_ms() - t0;
+        itest_assert_ok(j);
+        itest_assert_int(j, "pid", pid);
+        long long tid = 0;
+        ck_assert_msg(itest_int(j, "restore_thread_id", &tid) && tid > 0, "no restore_thread_id in %s",
+                      itest_dump(j));
+        ck_assert_msg(took < 2000, "GetRestoreThreadId on a stopped process took %.0f ms", took);
+}
+
+START_TEST(stopped_target_refused)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = sim_target();
+        struct itest_conn *c = itest_connect(d);
+        assert_state_now(c, pid, "running");
+
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        await_proc_state(pid, 'T', true);
+        assert_restore_tid_answers(c, pid);
+        for (size_t i = 0; all_methods[i]; i++)
+                if (strcmp(all_methods[i], CUDACKPT_METHOD_GET_RESTORE_THREAD_ID) != 0)
+                        assert_stopped(c, all_methods[i], pid, "signal");
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, pid);
+        itest_assert_str(j, "step", "lock");
+        itest_assert_absent(j, "rolled_back");
+        j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid);
+        itest_assert_str(j, "step", "restore");
+
+        /* Nothing was asked of the driver: once running again, the process
+         * is as it was and the cycle works. */
+        ck_assert_int_eq(kill(pid, SIGCONT), 0);
+        await_proc_state(pid, 'T', false);
+        assert_state_now(c, pid, "running");
+        suspend(c, pid);
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
+}
+END_TEST
+
+/* A process stopped while locked, as a dumper would leave it: nothing but
+ * GetRestoreThreadId is made, the state is kept, and Unlock works after
+ * SIGCONT. */
+START_TEST(stopped_while_locked)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = sim_target();
+        struct itest_conn *c = itest_connect(d);
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        await_proc_state(pid, 'T', true);
+        assert_restore_tid_answers(c, pid);
+        assert_stopped(c, CUDACKPT_METHOD_CHECKPOINT, pid, "signal");
+        assert_stopped(c, CUDACKPT_METHOD_UNLOCK, pid, "signal");
+        assert_stopped(c, CUDACKPT_METHOD_GET_STATE, pid, "signal");
+        ck_assert_int_eq(kill(pid, SIGCONT), 0);
+        await_proc_state(pid, 'T', false);
+        assert_state_now(c, pid, "locked");
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
+}
+END_TEST
+
+/* A tracing stop (a debugger's, CRIU's seize) is named "traced". */
+START_TEST(traced_target_refused)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = sim_target();
+        struct itest_conn *c = itest_connect(d);
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        ck_assert_msg(ptrace(PTRACE_SEIZE, pid, NULL, NULL) == 0, "PTRACE_SEIZE: %s", strerror(errno));
+        ck_assert_msg(ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) == 0, "PTRACE_INTERRUPT: %s", strerror(errno));
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, __WALL), pid);
+        ck_assert_msg(WIFSTOPPED(status), "not stopped: status %#x", status);
+        await_proc_state(pid, 't', true);
+        assert_restore_tid_answers(c, pid);
+        assert_stopped(c, CUDACKPT_METHOD_CHECKPOINT, pid, "traced");
+        assert_stopped(c, CUDACKPT_METHOD_GET_STATE, pid, "traced");
+        ck_assert_msg(ptrace(PTRACE_DETACH, pid, NULL, NULL) == 0, "PTRACE_DETACH: %s", strerror(errno));
+        await_proc_state(pid, 't', false);
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "checkpointed");
+        assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
+}
+END_TEST
+
+/* A process stopped after the daemon's check, while its driver call runs,
+ * holds that call: the daemon's log says so once stall_warning_ms has
+ * passed, and the call completes once the process runs again. */
+static bool log_has(const struct itest_daemon *d, const char *needle)
+{
+        char path[160];
+        snprintf(path, sizeof(path), "%s/daemon.log", d->dir);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return false;
+        char line[1024];
+        bool found = false;
+        while (!found && fgets(line, sizeof(line), f))
+                found = strstr(line, needle) != NULL;
+        fclose(f);
+        return found;
+}
+
+START_TEST(stall_warning_names_the_stop)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"stall_warning_ms\": 300}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        /* The lock waits for a 3 s kernel. */
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=3000", NULL);
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        itest_sendf(op, "{\"method\":\"" CUDACKPT_METHOD_LOCK "\",\"parameters\":{\"pid\":%d,\"timeout_ms\":0}}",
+                    (int)pid);
+        itest_await_in_flight(watch, pid, "Lock", 2000);
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        await_proc_state(pid, 'T', true);
+
+        char *needle = itest_strdupf("every thread of process %d is stopped (signal)", (int)pid);
+        double deadline = itest_now_ms() + 5000;
+        while (!log_has(d, needle)) {
+                ck_assert_msg(itest_now_ms() < deadline, "no stall warning in the daemon's log");
+                usleep(10000);
+        }
+        ck_assert_int_eq(kill(pid, SIGCONT), 0);
+        assert_op_ok(itest_recv_within(op, 10000), pid, "locked");
+        assert_op_ok(itest_call_pid(op, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
+}
+END_TEST
+
 static Suite *errors_suite(void)
 {
         Suite *s = suite_create("integration.errors");
@@ -690,6 +868,10 @@ static Suite *errors_suite(void)
         tcase_add_test(tc, invalid_state_on_running);
         tcase_add_test(tc, invalid_state_on_locked);
         tcase_add_test(tc, invalid_state_on_checkpointed);
+        tcase_add_test(tc, stopped_target_refused);
+        tcase_add_test(tc, stopped_while_locked);
+        tcase_add_test(tc, traced_target_refused);
+        tcase_add_test(tc, stall_warning_names_the_stop);
         tcase_add_test(tc, lock_timeout);
         tcase_add_test(tc, suspend_timeout);
         tcase_add_test(tc, lock_waits_for_kernel);

@@ -22,14 +22,44 @@
  * CUDACKPT_SIM_MANAGED=1 (checkpoint fails NOT_SUPPORTED, then UNKNOWN),
  * CUDACKPT_SIM_FAIL=op:CUDA_ERROR_X[:failed],... (op: lock, checkpoint,
  * restore, unlock, getstate, tid; ":failed" leaves the state FAILED),
- * CUDACKPT_SIM_STATE_VALUE=N (GetState reports N).  Numbers are decimal,
- * strictly; a bad value means the default.
+ * CUDACKPT_SIM_STATE_VALUE=N (GetState reports N), CUDACKPT_SIM_STATE=r (the
+ * state slot, below).  Numbers are decimal, strictly; a bad value means the
+ * default.
+ *
+ * The state slot, for following a process through a CRIU dump and restore:
+ * the real driver keeps its state inside the target, so a process restored
+ * by CRIU (same pid, new start time, memory from the image) still reads
+ * "checkpointed".  A target that carries CUDACKPT_SIM_STATE=X, X one letter
+ * of r (running), l (locked), c (checkpointed), f (failed), gets the same:
+ * every state-changing call writes the letter of the state it leaves into
+ * the target's own memory, at env_start (field 50 of /proc/PID/stat) plus
+ * the letter's offset in /proc/PID/environ, with process_vm_writev (failing
+ * quietly: the table alone then holds the state).  When the sim meets a pid
+ * and start time it has no entry for, it takes the state from the slot, so
+ * a restored image reads as it was dumped.  Any other value is no slot.  A
+ * child that a target forks or execs inherits the letter: start children
+ * while it reads r.  The write checks first that the pinned process still
+ * lives, which leaves a window of a few microseconds in which a reused pid
+ * could be written to instead (at an address the new process must map
+ * writable); the tests' pids are not reused that fast.
+ *
+ * Stopped targets: while every live thread of the target is stopped (state
+ * T or t in /proc/PID/task/TID/stat, as under SIGSTOP or CRIU's seize;
+ * threads in Z or X do not count, and at least one thread must be stopped),
+ * every call but GetRestoreThreadId waits until a thread runs again, polling
+ * every SIM_STOPPED_POLL_NS, then goes on as usual; if the target dies
+ * meanwhile the call returns OPERATING_SYSTEM.  Like the real driver's, the
+ * wait has no bound: lock's timeoutMs does not cut it short, and a target
+ * stopped for good keeps the caller forever.  GetRestoreThreadId answers at
+ * once, with a live thread of the target: CRIU lets only that thread run for
+ * the checkpoint and restore, which ends the wait of those calls.
  *
  * Threading: the daemon calls in from many worker threads.  One mutex guards
- * the process table and is never held while an operation "works" (sleeps),
- * so operations on different processes overlap in real time.  Operations on
- * the same process are serialised here too (the daemon does it already),
- * while GetState answers at once with the state before the operation.
+ * the process table and is never held while an operation "works" (sleeps)
+ * or waits for a stopped target, so operations on different processes
+ * overlap in real time.  Operations on the same process are serialised here
+ * too (the daemon does it already), while GetState answers at once with the
+ * state before the operation.
  *
  * Order of checks in every checkpoint call, which tests may rely on:
  *  1. a NULL output pointer or a non-zero reserved field: INVALID_VALUE;
@@ -38,13 +68,18 @@
  *  3. no CUDACKPT_SIM=1 in the target's environment: NOT_INITIALIZED (a
  *     process caught before or inside its exec reads the same way, as a real
  *     one that has not yet initialised CUDA would);
- *  4. the state machine: ILLEGAL_STATE, state unchanged;
- *  5. restore only: a bad GPU mapping: INVALID_VALUE, at once;
- *  6. the work: lock waits out CUDACKPT_SIM_BUSY_MS, checkpoint and restore
+ *  4. all but GetRestoreThreadId: a stopped target is waited for (above);
+ *     OPERATING_SYSTEM if it dies meanwhile.  Lock, checkpoint, restore and
+ *     unlock wait here after an operation already working on the same
+ *     process has ended;
+ *  5. the state machine: ILLEGAL_STATE, state unchanged (the state is the
+ *     table's, or the slot's for a process the table does not know);
+ *  6. restore only: a bad GPU mapping: INVALID_VALUE, at once;
+ *  7. the work: lock waits out CUDACKPT_SIM_BUSY_MS, checkpoint and restore
  *     sleep for the time of the copy;
- *  7. a target that died meanwhile: OPERATING_SYSTEM; managed memory
+ *  8. a target that died meanwhile: OPERATING_SYSTEM; managed memory
  *     (checkpoint): NOT_SUPPORTED; then an injected CUDACKPT_SIM_FAIL result
- *     (getstate and tid: right after step 3). */
+ *     (getstate: right after step 4; tid: right after step 3). */
 
 #include <cuda.h>
 
@@ -54,6 +89,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -61,6 +97,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,6 +115,11 @@
 #define SIM_EXEC_RETRY_NS 500000ull
 /* Largest mapping accepted by restore; a real mapping names a few GPUs. */
 #define SIM_MAX_GPU_PAIRS 4096
+/* How often a call waiting for a stopped target looks again: 1 ms, a scan
+ * of /proc/PID/task that ends at the first thread seen running. */
+#define SIM_STOPPED_POLL_NS 1000000ull
+/* The target's environment variable that holds its state slot. */
+#define SIM_SLOT_NAME "CUDACKPT_SIM_STATE"
 
 /* ---------------------------------------------------------------- errors */
 
@@ -469,6 +511,9 @@ struct sim_config {
         unsigned state_value;
         int n_gpus;
         CUuuid gpus[SIM_MAX_DEVICES];
+        bool slot_set;             /* CUDACKPT_SIM_STATE holds one known letter */
+        size_t slot_offset;        /* that letter's byte offset in /proc/PID/environ */
+        CUprocessState slot_state; /* the state the letter names */
 };
 
 /* The process a call is about, pinned by a /proc/PID directory fd: files
@@ -478,6 +523,7 @@ struct sim_target {
         int pid;
         int proc_fd;
         unsigned long long start_time; /* field 22 of /proc/PID/stat */
+        unsigned long long env_start;  /* field 50: the environment's address in the target, 0 if not shown */
         struct sim_config cfg;
 };
 
@@ -534,15 +580,29 @@ static int sim_read_at(int dir_fd, const char *name, size_t max, char **ret_buf,
         return 0;
 }
 
-/* Reads the state letter and start time from /proc/PID/stat.  comm (field 2)
- * may hold blanks and parentheses, so parsing starts after the LAST ')'. */
-static int sim_read_stat(int proc_fd, char *ret_state, unsigned long long *ret_start_time) {
-        char *buf, *p, *end;
+/* What the sim reads from a stat file. */
+struct sim_stat {
+        char state;                    /* field 3: R, S, D, T, t, Z, X, ... */
+        unsigned long long flags;      /* field 9: the task's PF_* flags */
+        unsigned long long start_time; /* field 22 */
+        unsigned long long env_start;  /* field 50; 0 where the kernel does not show it */
+};
+
+/* The task flag of a thread that has begun to exit (include/linux/sched.h). */
+#define SIM_PF_EXITING 0x4ull
+
+/* Reads the stat file name under dir_fd: "stat" of a /proc/PID directory or
+ * "TID/stat" of its task directory.  env_start reads 0 where the kernel does
+ * not show it (a caller without ptrace access to the target, a kernel before
+ * 3.5).  comm (field 2) may hold blanks and parentheses, so parsing starts
+ * after the LAST ')'. */
+static int sim_read_stat_at(int dir_fd, const char *name, struct sim_stat *ret_stat) {
+        struct sim_stat st = { 0 };
+        char *buf, *p;
         size_t len;
-        unsigned long long start;
         int r;
 
-        r = sim_read_at(proc_fd, "stat", 64 * 1024, &buf, &len);
+        r = sim_read_at(dir_fd, name, 64 * 1024, &buf, &len);
         if (r < 0)
                 return r;
         p = strrchr(buf, ')');
@@ -551,22 +611,41 @@ static int sim_read_stat(int proc_fd, char *ret_state, unsigned long long *ret_s
                 return -EIO;
         }
         p += 2;
-        *ret_state = *p; /* field 3 */
-        /* Skip fields 3..21 to reach field 22. */
-        for (int field = 3; field < 22; field++) {
-                p = strchr(p, ' ');
-                if (!p) {
-                        free(buf);
-                        return -EIO;
+        st.state = *p; /* field 3 */
+        for (int field = 3; field <= 50; field++) {
+                char *end = strchr(p, ' ');
+                size_t flen = end ? (size_t) (end - p) : strcspn(p, "\n");
+
+                if ((field == 9 && sim_parse_ulong(p, flen, ULLONG_MAX, &st.flags) < 0) ||
+                    (field == 22 && sim_parse_ulong(p, flen, ULLONG_MAX, &st.start_time) < 0)) {
+                        r = -EIO;
+                        break;
                 }
-                p++;
+                if (field == 50 && sim_parse_ulong(p, flen, ULLONG_MAX, &st.env_start) < 0)
+                        st.env_start = 0;
+                if (!end) {
+                        if (field < 22)
+                                r = -EIO; /* no start time: not a stat file */
+                        break;            /* an older kernel's shorter line: no env_start */
+                }
+                p = end + 1;
         }
-        end = strchr(p, ' ');
-        r = sim_parse_ulong(p, end ? (size_t) (end - p) : strlen(p), ULLONG_MAX, &start);
         free(buf);
         if (r < 0)
-                return -EIO;
-        *ret_start_time = start;
+                return r;
+        *ret_stat = st;
+        return 0;
+}
+
+/* Reads the state letter and start time from /proc/PID/stat. */
+static int sim_read_stat(int proc_fd, char *ret_state, unsigned long long *ret_start_time) {
+        struct sim_stat st;
+        int r = sim_read_stat_at(proc_fd, "stat", &st);
+
+        if (r < 0)
+                return r;
+        *ret_state = st.state;
+        *ret_start_time = st.start_time;
         return 0;
 }
 
@@ -688,6 +767,33 @@ static int sim_add_fail_item(const char *item, size_t len, void *userdata) {
         return 0;
 }
 
+/* The letters of the state slot, by state. */
+static const struct {
+        CUprocessState state;
+        char letter;
+} sim_slot_letters[] = {
+        { CU_PROCESS_STATE_RUNNING, 'r' },
+        { CU_PROCESS_STATE_LOCKED, 'l' },
+        { CU_PROCESS_STATE_CHECKPOINTED, 'c' },
+        { CU_PROCESS_STATE_FAILED, 'f' },
+};
+
+static int sim_slot_state(char letter, CUprocessState *ret_state) {
+        for (size_t i = 0; i < sizeof(sim_slot_letters) / sizeof(sim_slot_letters[0]); i++)
+                if (sim_slot_letters[i].letter == letter) {
+                        *ret_state = sim_slot_letters[i].state;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+static char sim_slot_letter(CUprocessState state) {
+        for (size_t i = 0; i < sizeof(sim_slot_letters) / sizeof(sim_slot_letters[0]); i++)
+                if (sim_slot_letters[i].state == state)
+                        return sim_slot_letters[i].letter;
+        return '\0';
+}
+
 static void sim_config_parse(const char *env, size_t len, bool is_self, struct sim_config *ret_cfg) {
         struct sim_config cfg = {
                 .mem_mib = 64,
@@ -714,6 +820,14 @@ static void sim_config_parse(const char *env, size_t len, bool is_self, struct s
                         cfg.state_value_set = true;
                         cfg.state_value = (unsigned) n;
                 }
+        }
+
+        /* The slot is the entry getenv() would find, the first one; any value
+         * but one known letter is no slot. */
+        v = sim_environ_get(env, len, SIM_SLOT_NAME);
+        if (v && v[0] != '\0' && v[1] == '\0' && sim_slot_state(v[0], &cfg.slot_state) == 0) {
+                cfg.slot_set = true;
+                cfg.slot_offset = (size_t) (v - env);
         }
 
         v = sim_environ_get(env, len, "CUDACKPT_SIM_GPUS");
@@ -757,7 +871,8 @@ static void sim_target_close(struct sim_target *t) {
  * sim_target_close() releases. */
 static CUresult sim_target_open(int pid, struct sim_target *ret_target) {
         struct sim_target t = { .pid = pid, .proc_fd = -1 };
-        char path[32], state, *env = NULL;
+        char path[32], *env = NULL;
+        struct sim_stat st;
         size_t env_len;
         uid_t euid = geteuid();
 
@@ -768,8 +883,10 @@ static CUresult sim_target_open(int pid, struct sim_target *ret_target) {
         t.proc_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (t.proc_fd < 0)
                 return CUDA_ERROR_OPERATING_SYSTEM;
-        if (sim_read_stat(t.proc_fd, &state, &t.start_time) < 0 || state == 'Z' || state == 'X')
+        if (sim_read_stat_at(t.proc_fd, "stat", &st) < 0 || st.state == 'Z' || st.state == 'X')
                 goto fail;
+        t.start_time = st.start_time;
+        t.env_start = st.env_start;
         if (euid != 0) {
                 /* The driver's own check for callers that are not root. */
                 uid_t uid;
@@ -814,11 +931,10 @@ static bool sim_target_alive(const struct sim_target *t) {
                start == t->start_time;
 }
 
-/* The highest tid in /proc/PID/task: for a single-threaded process the pid. */
-static int sim_target_highest_tid(const struct sim_target *t, int *ret_tid) {
-        int fd, best = -1;
+/* Opens the target's task directory for reading. */
+static int sim_target_open_tasks(const struct sim_target *t, DIR **ret_dir) {
+        int fd;
         DIR *d;
-        struct dirent *de;
 
         fd = openat(t->proc_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
@@ -830,11 +946,46 @@ static int sim_target_highest_tid(const struct sim_target *t, int *ret_tid) {
                 close(fd);
                 return r;
         }
+        *ret_dir = d;
+        return 0;
+}
+
+/* Whether a stat read shows a thread that is gone or on its way out. */
+static bool sim_stat_exiting(const struct sim_stat *st) {
+        return st->state == 'Z' || st->state == 'X' || (st->flags & SIM_PF_EXITING);
+}
+
+/* Whether thread name (its tid as a string) in task dir d lives: it can be
+ * read, and it does not exit. */
+static bool sim_task_live(DIR *d, const char *name, struct sim_stat *ret_stat) {
+        char path[32];
+
+        (void) snprintf(path, sizeof(path), "%s/stat", name);
+        return sim_read_stat_at(dirfd(d), path, ret_stat) == 0 && !sim_stat_exiting(ret_stat);
+}
+
+/* The highest tid of a live thread in /proc/PID/task: for a single-threaded
+ * process the pid.  It must be a thread that can run: CRIU lets only this
+ * one go on while it checkpoints and restores the process, and the calls it
+ * then makes wait until a thread runs (see sim_target_wait_running). */
+static int sim_target_highest_tid(const struct sim_target *t, int *ret_tid) {
+        int best = -1, r;
+        DIR *d;
+        struct dirent *de;
+
+        r = sim_target_open_tasks(t, &d);
+        if (r < 0)
+                return r;
         while ((de = readdir(d))) {
                 unsigned long long tid;
+                struct sim_stat st;
 
-                if (sim_parse_ulong_str(de->d_name, INT_MAX, &tid) == 0 && (int) tid > best)
-                        best = (int) tid;
+                if (sim_parse_ulong_str(de->d_name, INT_MAX, &tid) < 0 || (int) tid <= best)
+                        continue;
+                /* A thread that exits (or exited) meanwhile is no answer. */
+                if (!sim_task_live(d, de->d_name, &st))
+                        continue;
+                best = (int) tid;
         }
         closedir(d);
         if (best < 0)
@@ -843,10 +994,130 @@ static int sim_target_highest_tid(const struct sim_target *t, int *ret_tid) {
         return 0;
 }
 
+/* Whether every live thread of the target is stopped (T: a group stop, as
+ * after SIGSTOP; t: a ptrace stop, as under CRIU's seize; a thread that
+ * exits is not live): 1 if so, 0 if one runs or none is stopped (all
+ * exiting), -errno if it cannot be told.  The
+ * scan ends at the first thread that runs, so a running target costs one
+ * read of its task directory and of one thread's stat. */
+static int sim_target_stopped(const struct sim_target *t) {
+        struct dirent *de;
+        bool stopped = false;
+        DIR *d;
+        int r;
+
+        r = sim_target_open_tasks(t, &d);
+        if (r < 0)
+                return r;
+        while ((de = readdir(d))) {
+                unsigned long long tid;
+                struct sim_stat st;
+
+                if (sim_parse_ulong_str(de->d_name, INT_MAX, &tid) < 0)
+                        continue;
+                if (!sim_task_live(d, de->d_name, &st))
+                        continue; /* gone, or going: does not count */
+                if (st.state != 'T' && st.state != 't') {
+                        stopped = false;
+                        break;
+                }
+                stopped = true;
+        }
+        closedir(d);
+        return stopped;
+}
+
+/* Whether a SIGKILL is pending for the process (ShdPnd: kill()) or for
+ * its main thread (SigPnd: any fatal signal, which the kernel turns into a
+ * SIGKILL for every thread), from /proc/PID/status. */
+static bool sim_target_sigkill_pending(const struct sim_target *t) {
+        static const char *const fields[] = { "\nSigPnd:\t", "\nShdPnd:\t" };
+        bool pending = false;
+        char *buf;
+        size_t len;
+
+        if (sim_read_at(t->proc_fd, "status", 64 * 1024, &buf, &len) < 0)
+                return false;
+        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+                const char *p = strstr(buf, fields[i]);
+                char *end;
+                unsigned long long mask;
+
+                if (!p)
+                        continue;
+                errno = 0;
+                mask = strtoull(p + strlen(fields[i]), &end, 16);
+                if (errno == 0 && *end == '\n' && (mask & (1ull << (SIGKILL - 1))))
+                        pending = true;
+        }
+        free(buf);
+        return pending;
+}
+
+/* Whether the pinned process lives and is not being killed: its main thread
+ * has not begun to exit and no SIGKILL waits for it.  A killed process's
+ * threads are woken to exit, so they read as running for a moment (longer
+ * on a loaded machine) before they exit. */
+static bool sim_target_running_on(const struct sim_target *t) {
+        struct sim_stat st;
+
+        return sim_read_stat_at(t->proc_fd, "stat", &st) == 0 && !sim_stat_exiting(&st) &&
+               st.start_time == t->start_time && !sim_target_sigkill_pending(t);
+}
+
+/* Step 4 of every call but GetRestoreThreadId: as the real driver does, waits
+ * without bound while the target is stopped (the driver needs the target's
+ * own threads to answer), polling; never called with the table lock held.
+ * OPERATING_SYSTEM if the target died while waited for.  A killed target
+ * runs again too, for the moment its threads take to begin their exit, so
+ * after a wait the target must be seen running on (sim_target_running_on)
+ * twice, a poll apart.  A target whose state cannot be told is taken to
+ * run: later steps decide. */
+static CUresult sim_target_wait_running(const struct sim_target *t) {
+        bool waited = false, seen_running = false;
+
+        for (;;) {
+                if (sim_target_stopped(t) > 0) {
+                        seen_running = false;
+                } else {
+                        if (!waited)
+                                return CUDA_SUCCESS;
+                        if (!sim_target_running_on(t))
+                                return CUDA_ERROR_OPERATING_SYSTEM;
+                        if (seen_running)
+                                return CUDA_SUCCESS;
+                        seen_running = true;
+                }
+                waited = true;
+                sim_sleep_ns(SIM_STOPPED_POLL_NS);
+        }
+}
+
+/* Writes the letter of state into the target's state slot, if it has one.
+ * Best effort: without the right to write (or a shown env_start) the table
+ * alone holds the state, as before slots existed. */
+static void sim_slot_write(const struct sim_target *t, CUprocessState state) {
+        char letter = sim_slot_letter(state);
+        struct iovec local = { .iov_base = &letter, .iov_len = 1 }, remote;
+
+        if (!t->cfg.slot_set || t->env_start == 0 || letter == '\0')
+                return;
+        if (t->env_start > UINTPTR_MAX - t->cfg.slot_offset)
+                return;
+        /* process_vm_writev names the target by pid only: make sure the pid
+         * still names the pinned process (see the header on the window). */
+        if (!sim_target_alive(t))
+                return;
+        remote.iov_base = (void *) (uintptr_t) (t->env_start + t->cfg.slot_offset);
+        remote.iov_len = 1;
+        (void) process_vm_writev(t->pid, &local, 1, &remote, 1, 0);
+}
+
 /* ---------------------------------------------------------- process table */
 
 /* The checkpoint state of one target process, as the real driver keeps it
- * inside the target; here it lives in the daemon and dies with it. */
+ * inside the target; here it lives in the daemon and dies with it (a copy
+ * of state lives in the target's slot, if it has one). */
 struct sim_proc {
         struct sim_proc *next;
         int pid;
@@ -924,7 +1195,9 @@ static CUresult sim_proc_acquire(const struct sim_target *t, struct sim_proc **r
                 }
                 p->pid = t->pid;
                 p->start_time = t->start_time;
-                p->state = CU_PROCESS_STATE_RUNNING;
+                /* A process the sim has not seen: as its slot says, running
+                 * without one (or one restored by CRIU: as it was dumped). */
+                p->state = t->cfg.slot_set ? t->cfg.slot_state : CU_PROCESS_STATE_RUNNING;
                 p->next = sim_table;
                 sim_table = p;
                 sim_table_size++;
@@ -938,8 +1211,11 @@ static CUresult sim_proc_acquire(const struct sim_target *t, struct sim_proc **r
         return CUDA_SUCCESS;
 }
 
-/* Ends the operation begun by sim_proc_acquire and sets the entry's state. */
-static void sim_proc_release(struct sim_proc *p, CUprocessState state) {
+/* Ends the operation begun by sim_proc_acquire and sets the entry's state,
+ * in the target's slot too (first, while the entry is still ours: the next
+ * operation on the process must find the slot written). */
+static void sim_proc_release(const struct sim_target *t, struct sim_proc *p, CUprocessState state) {
+        sim_slot_write(t, state);
         pthread_mutex_lock(&sim_table_lock);
         p->state = state;
         p->busy = false;
@@ -948,9 +1224,10 @@ static void sim_proc_release(struct sim_proc *p, CUprocessState state) {
         pthread_mutex_unlock(&sim_table_lock);
 }
 
-/* The state GetState reports: while an operation works, the state before it. */
+/* The state GetState reports: while an operation works, the state before it;
+ * for a process the table does not know, its slot's. */
 static CUprocessState sim_proc_peek_state(const struct sim_target *t) {
-        CUprocessState s = CU_PROCESS_STATE_RUNNING;
+        CUprocessState s = t->cfg.slot_set ? t->cfg.slot_state : CU_PROCESS_STATE_RUNNING;
         struct sim_proc *p;
 
         pthread_mutex_lock(&sim_table_lock);
@@ -1063,12 +1340,16 @@ SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessGetState(int pid, CUprocessState 
         r = sim_target_open(pid, &t);
         if (r != CUDA_SUCCESS)
                 return r;
-        if (t.cfg.fail[SIM_OP_GETSTATE].set)
+        r = sim_target_wait_running(&t);
+        if (r != CUDA_SUCCESS) {
+                /* died while stopped */
+        } else if (t.cfg.fail[SIM_OP_GETSTATE].set) {
                 r = t.cfg.fail[SIM_OP_GETSTATE].code;
-        else if (t.cfg.state_value_set)
+        } else if (t.cfg.state_value_set) {
                 *state = (CUprocessState) t.cfg.state_value;
-        else
+        } else {
                 *state = sim_proc_peek_state(&t);
+        }
         sim_target_close(&t);
         return r;
 }
@@ -1119,8 +1400,11 @@ SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessLock(int pid, CUcheckpointLockArg
         r = sim_proc_acquire(&t, &p);
         if (r != CUDA_SUCCESS)
                 goto out;
+        r = sim_target_wait_running(&t);
         state = p->state;
-        if (state != CU_PROCESS_STATE_RUNNING) {
+        if (r != CUDA_SUCCESS) {
+                /* died while stopped */
+        } else if (state != CU_PROCESS_STATE_RUNNING) {
                 r = CUDA_ERROR_ILLEGAL_STATE;
         } else if (sim_injected(&t, SIM_OP_LOCK, &state, &r)) {
                 /* nothing else happens */
@@ -1136,7 +1420,7 @@ SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessLock(int pid, CUcheckpointLockArg
                 else
                         r = CUDA_ERROR_OPERATING_SYSTEM;
         }
-        sim_proc_release(p, state);
+        sim_proc_release(&t, p, state);
 out:
         sim_target_close(&t);
         return r;
@@ -1156,8 +1440,11 @@ SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessCheckpoint(int pid, CUcheckpointC
         r = sim_proc_acquire(&t, &p);
         if (r != CUDA_SUCCESS)
                 goto out;
+        r = sim_target_wait_running(&t);
         state = p->state;
-        if (state != CU_PROCESS_STATE_LOCKED) {
+        if (r != CUDA_SUCCESS) {
+                /* died while stopped */
+        } else if (state != CU_PROCESS_STATE_LOCKED) {
                 r = CUDA_ERROR_ILLEGAL_STATE;
         } else if (p->managed_broken) {
                 /* What the driver says after a managed-memory checkpoint failed. */
@@ -1174,7 +1461,7 @@ SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessCheckpoint(int pid, CUcheckpointC
                         state = CU_PROCESS_STATE_CHECKPOINTED;
                 }
         }
-        sim_proc_release(p, state);
+        sim_proc_release(&t, p, state);
 out:
         sim_target_close(&t);
         return r;
@@ -1233,8 +1520,11 @@ SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessRestore(int pid, CUcheckpointRest
         r = sim_proc_acquire(&t, &p);
         if (r != CUDA_SUCCESS)
                 goto out;
+        r = sim_target_wait_running(&t);
         state = p->state;
-        if (state != CU_PROCESS_STATE_CHECKPOINTED) {
+        if (r != CUDA_SUCCESS) {
+                /* died while stopped */
+        } else if (state != CU_PROCESS_STATE_CHECKPOINTED) {
                 r = CUDA_ERROR_ILLEGAL_STATE;
         } else {
                 const CUuuid *gpus = p->gpus_remapped ? p->gpus : t.cfg.gpus;
@@ -1256,7 +1546,7 @@ SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessRestore(int pid, CUcheckpointRest
                         }
                 }
         }
-        sim_proc_release(p, state);
+        sim_proc_release(&t, p, state);
 out:
         sim_target_close(&t);
         return r;
@@ -1276,12 +1566,16 @@ SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessUnlock(int pid, CUcheckpointUnloc
         r = sim_proc_acquire(&t, &p);
         if (r != CUDA_SUCCESS)
                 goto out;
+        r = sim_target_wait_running(&t);
         state = p->state;
-        if (state != CU_PROCESS_STATE_LOCKED)
+        if (r != CUDA_SUCCESS) {
+                /* died while stopped */
+        } else if (state != CU_PROCESS_STATE_LOCKED) {
                 r = CUDA_ERROR_ILLEGAL_STATE;
-        else if (!sim_injected(&t, SIM_OP_UNLOCK, &state, &r))
+        } else if (!sim_injected(&t, SIM_OP_UNLOCK, &state, &r)) {
                 state = CU_PROCESS_STATE_RUNNING;
-        sim_proc_release(p, state);
+        }
+        sim_proc_release(&t, p, state);
 out:
         sim_target_close(&t);
         return r;

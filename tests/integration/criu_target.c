@@ -1,0 +1,168 @@
+/* criu_target.c: the process test_criu.c has CRIU dump and restore.
+ *
+ *   criu_target single|tree WATCH_PID RESULT_FILE MIB
+ *
+ * Started by the test with CUDACKPT_SIM=1 (and the simulator's state slot)
+ * in its environment, in a session of its own (the test calls setsid), with
+ * /dev/null on fds 0-2 and a pipe on fd 3: what CRIU can dump without
+ * --shell-job or external files.  It holds no other fd while it waits.
+ *
+ * Each process ("tree" makes the first fork two children first, three
+ * simulated CUDA processes in all) fills MIB MiB with a pattern of its own,
+ * starts a second thread (the sim's restore thread is the highest tid),
+ * writes "PID\n" on fd 3 and closes it: the test reads the pipe to its EOF,
+ * so it learns every pid and knows none holds the pipe any more.  On each
+ * SIGUSR1 it checks the pattern and appends one line to RESULT_FILE,
+ * opened and closed for the write: "ok PID N" or "mismatch PID N at
+ * OFFSET", N counting the checks (so a restored process shows that its
+ * counter came back too).
+ *
+ * The second thread watches WATCH_PID (the test) and ends the process once
+ * it is gone: a restored process is in no process group the test's runner
+ * kills, and no parent-death signal can do it (CRIU restores that signal,
+ * and the restored process's first parent is criu itself, which exits).
+ *
+ * Not linked with the sanitizers: CRIU would have to walk their terabytes
+ * of shadow mappings. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t *buf;
+static size_t n_words;
+static uint64_t seed;
+static unsigned long checks;
+static pid_t watch_pid;
+static const char *result_path;
+
+static uint64_t pattern(size_t i)
+{
+        /* splitmix64 of (seed, index) */
+        uint64_t z = seed + (uint64_t)i * 0x9e3779b97f4a7c15ull;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+}
+
+static int fill(size_t mib, unsigned role)
+{
+        n_words = mib * 1024 * 1024 / sizeof(uint64_t);
+        buf = mmap(NULL, n_words * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (buf == MAP_FAILED)
+                return -1;
+        seed = 0x43524955ull * (role + 1) + 0x5157;
+        for (size_t i = 0; i < n_words; i++)
+                buf[i] = pattern(i);
+        return 0;
+}
+
+static void report(void)
+{
+        char line[128];
+        size_t bad = n_words;
+        for (size_t i = 0; i < n_words; i++)
+                if (buf[i] != pattern(i)) {
+                        bad = i;
+                        break;
+                }
+        checks++;
+        int n;
+        if (bad == n_words)
+                n = snprintf(line, sizeof(line), "ok %d %lu\n", (int)getpid(), checks);
+        else
+                n = snprintf(line, sizeof(line), "mismatch %d %lu at %zu\n", (int)getpid(), checks,
+                             bad * sizeof(uint64_t));
+        int fd = open(result_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return;
+        ssize_t w = write(fd, line, (size_t)n);
+        (void)w;
+        close(fd);
+}
+
+static void *watch(void *arg)
+{
+        (void)arg;
+        const struct timespec tick = { 0, 100 * 1000 * 1000 };
+        for (;;) {
+                if (kill(watch_pid, 0) < 0 && errno == ESRCH)
+                        _exit(0);
+                nanosleep(&tick, NULL);
+        }
+        return NULL;
+}
+
+/* Fill, second thread, "PID\n" on fd 3, then answer SIGUSR1 for ever. */
+static int run(size_t mib, unsigned role)
+{
+        if (fill(mib, role) < 0) {
+                close(3);
+                return 1;
+        }
+        pthread_t th;
+        if (pthread_create(&th, NULL, watch, NULL) != 0) {
+                close(3);
+                return 1;
+        }
+        char line[32];
+        int n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+        if (write(3, line, (size_t)n) != n)
+                return 1;
+        close(3);
+
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGUSR1);
+        for (;;) {
+                int sig = sigwaitinfo(&set, NULL);
+                if (sig == SIGUSR1)
+                        report();
+        }
+}
+
+int main(int argc, char **argv)
+{
+        if (argc != 5 || (strcmp(argv[1], "single") != 0 && strcmp(argv[1], "tree") != 0)) {
+                fprintf(stderr, "usage: %s single|tree WATCH_PID RESULT_FILE MIB\n", argv[0]);
+                return 2;
+        }
+        watch_pid = (pid_t)atoi(argv[2]);
+        result_path = argv[3];
+        size_t mib = (size_t)strtoul(argv[4], NULL, 10);
+        if (watch_pid <= 0 || mib == 0)
+                return 2;
+
+        /* Blocked before any thread or child exists, so every thread of
+         * every process inherits it and only sigwaitinfo() takes it. */
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGUSR1);
+        if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+                return 1;
+
+        unsigned role = 0;
+        if (strcmp(argv[1], "tree") == 0) {
+                for (unsigned i = 1; i <= 2 && role == 0; i++) {
+                        pid_t pid = fork();
+                        if (pid < 0) {
+                                close(3);
+                                return 1;
+                        }
+                        if (pid == 0)
+                                role = i;
+                }
+        }
+        return run(mib, role);
+}
