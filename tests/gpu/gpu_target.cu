@@ -26,7 +26,15 @@
  * --ready-fd=N: once the buffer is filled and verified once, "ready ..." is
  * written to fd N and N is closed, so a parent can wait for it without
  * polling.  Exit status: 0 after --iterations with no mismatch, 1 when a
- * mismatch was seen, 2 on a CUDA or usage error. */
+ * mismatch was seen, 2 on a CUDA or usage error.
+ *
+ * --children=N: before any CUDA call the process forks N children, each of
+ * which becomes an ordinary target of its own (same options, --children
+ * aside) with the status file STATUS.childK (K = 1..N) and the seed
+ * SEED + K, so that a process tree of CUDA processes exists (a parent and N
+ * children, for CRIU's tree dump).  Children do not write --ready-fd (they
+ * close it).  When the parent ends, it sends SIGTERM to its children and
+ * waits for them; its exit status is its own. */
 #include <cuda.h> /* types only: the driver is reached through the runtime */
 #include <cuda_runtime.h>
 
@@ -38,6 +46,8 @@
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -99,6 +109,7 @@ struct gpu_target_opts {
         int device = 0;
         unsigned long long seed = 0x5eed;
         bool quiet = false;
+        unsigned children = 0;
 };
 
 void gpu_target_usage(FILE *f)
@@ -106,7 +117,7 @@ void gpu_target_usage(FILE *f)
         fprintf(f,
                 "usage: cudackpt-gpu-target [--mib=N] [--managed] [--interval-ms=N]\n"
                 "                           [--iterations=N] [--status=FILE] [--ready-fd=N]\n"
-                "                           [--device=N] [--seed=N] [--quiet]\n"
+                "                           [--device=N] [--seed=N] [--quiet] [--children=N]\n"
                 "  --mib=N          GPU memory to hold, MiB (default 1024)\n"
                 "  --managed        use cudaMallocManaged instead of cudaMalloc\n"
                 "  --interval-ms=N  pause between verifications (default 200)\n"
@@ -116,7 +127,9 @@ void gpu_target_usage(FILE *f)
                 "  --device=N       the CUDA device to run on (default 0; runtime order, so\n"
                 "                   CUDA_DEVICE_ORDER=PCI_BUS_ID makes it nvidia-smi's index)\n"
                 "  --seed=N         seed of the pattern (default 0x5eed)\n"
-                "  --quiet          no line per verification on stdout\n");
+                "  --quiet          no line per verification on stdout\n"
+                "  --children=N     first fork N children, each a target of its own with\n"
+                "                   the status file FILE.childK and the seed SEED+K (K = 1..N)\n");
 }
 
 bool gpu_target_parse_ull(const char *s, unsigned long long *ret)
@@ -161,6 +174,9 @@ int gpu_target_parse(int argc, char **argv, gpu_target_opts *o)
                         o->device = (int)v;
                 } else if (strncmp(a, "--seed=", 7) == 0 && gpu_target_parse_ull(a + 7, &v)) {
                         o->seed = v;
+                } else if (strncmp(a, "--children=", 11) == 0 && gpu_target_parse_ull(a + 11, &v) &&
+                           v <= 64) {
+                        o->children = (unsigned)v;
                 } else {
                         fprintf(stderr, "cudackpt-gpu-target: bad argument: %s\n", a);
                         gpu_target_usage(stderr);
@@ -318,6 +334,55 @@ cudaError_t gpu_target_verify_once(const gpu_target_opts &o, gpu_target_state *s
         return cudaSuccess;
 }
 
+/* --children: forks the children before anything touches CUDA (a forked
+ * CUDA context is unusable).  Each child returns with its own options and
+ * *ret_kids untouched (0); the parent returns with the children's pids.
+ * Status file names longer than the buffer fall back to no status file,
+ * with a message. */
+int gpu_target_fork_children(gpu_target_opts *o, pid_t *kids, unsigned *ret_kids)
+{
+        static char child_status[4096];
+        for (unsigned k = 1; k <= o->children; k++) {
+                fflush(stdout);
+                fflush(stderr);
+                pid_t pid = fork();
+                if (pid < 0) {
+                        fprintf(stderr, "cudackpt-gpu-target: fork: %s\n", strerror(errno));
+                        return -errno;
+                }
+                if (pid == 0) {
+                        if (o->status_path) {
+                                if (snprintf(child_status, sizeof(child_status), "%s.child%u", o->status_path,
+                                             k) >= (int)sizeof(child_status)) {
+                                        fprintf(stderr, "cudackpt-gpu-target: status path too long\n");
+                                        o->status_path = nullptr;
+                                } else {
+                                        o->status_path = child_status;
+                                }
+                        }
+                        if (o->ready_fd >= 0) {
+                                close(o->ready_fd);
+                                o->ready_fd = -1;
+                        }
+                        o->seed += k;
+                        o->children = 0;
+                        *ret_kids = 0;
+                        return 0;
+                }
+                kids[(*ret_kids)++] = pid;
+        }
+        return 0;
+}
+
+void gpu_target_end_children(const pid_t *kids, unsigned n)
+{
+        for (unsigned i = 0; i < n; i++)
+                kill(kids[i], SIGTERM);
+        for (unsigned i = 0; i < n; i++)
+                while (waitpid(kids[i], nullptr, 0) < 0 && errno == EINTR) {
+                }
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -325,6 +390,13 @@ int main(int argc, char **argv)
         gpu_target_opts o;
         if (gpu_target_parse(argc, argv, &o) < 0)
                 return 2;
+
+        pid_t kids[64];
+        unsigned n_kids = 0;
+        if (o.children > 0 && gpu_target_fork_children(&o, kids, &n_kids) < 0) {
+                gpu_target_end_children(kids, n_kids);
+                return 2;
+        }
 
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
@@ -349,6 +421,7 @@ int main(int argc, char **argv)
                          (int)getpid(), uuid, device, o.mib << 20, o.managed ? 1 : 0, cudaGetErrorName(err));
                 if (o.status_path)
                         gpu_target_write_status(o.status_path, line);
+                gpu_target_end_children(kids, n_kids);
                 return 2;
         }
 
@@ -400,5 +473,6 @@ int main(int argc, char **argv)
                 rc = 1;
         cudaFree(s.buf);
         cudaFree(s.d_counts);
+        gpu_target_end_children(kids, n_kids);
         return rc;
 }

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# stage-gpu.sh: build here and fill the git-ignored .gpu/ folder with what a
+# GPU machine that lacks this project's build dependencies needs to run the
+# GPU tests (run-gpu-tests.sh, run-criu-tests.sh):
+#
+#   .gpu/cudackptd, .gpu/cudackptctl    built from this tree
+#   .gpu/libuv.so.1, .gpu/libcjson.so.1 the libraries those link that the GPU
+#                                       machine lacks (use LD_LIBRARY_PATH=.gpu)
+#   .gpu/cudackpt-gpu-target            the CUDA target, when nvcc built it here
+#   .gpu/src/gpu_target.cu, .gpu/build-target.sh
+#                                       its source and the nvcc line, to build
+#                                       it there instead (build-target.sh does
+#                                       nothing when the binary runs)
+#   .gpu/criu/                          a copy of the CRIU 4 bundle (wrapper
+#                                       criu, sbin/, lib/, lib/criu plugin)
+#   .gpu/nvidia/cuda-checkpoint         NVIDIA's utility, for comparisons
+#
+# usage: stage-gpu.sh [BUILD_DIR]   (default /tmp/build-gpu; configured with
+#                                    RelWithDebInfo and built when needed)
+# environment: CUDACKPT_CRIU_BUNDLE=/work/shared/criu,
+#              CUDACKPT_NVIDIA_CHECKPOINT=/work/shared/anchors/cuda-checkpoint
+# Run from anywhere; writes <repository root>/.gpu.  Then, on the GPU
+# machine, from the repository root (carry: [".gpu"]):
+#   export LD_LIBRARY_PATH=$PWD/.gpu; bash .gpu/build-target.sh
+#   bash tests/gpu/run-criu-tests.sh --daemon=.gpu/cudackptd --ctl=.gpu/cudackptctl \
+#        --target=.gpu/cudackpt-gpu-target --criu=.gpu/criu/criu \
+#        --nvidia=.gpu/nvidia/cuda-checkpoint
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${1:-/tmp/build-gpu}
+CRIU_BUNDLE=${CUDACKPT_CRIU_BUNDLE:-/work/shared/criu}
+NVIDIA_TOOL=${CUDACKPT_NVIDIA_CHECKPOINT:-/work/shared/anchors/cuda-checkpoint}
+STAGE=$ROOT/.gpu
+LIMIT_MIB=60
+
+if [[ ! -f $BUILD/CMakeCache.txt ]]; then
+        cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+cmake --build "$BUILD" -j"$(nproc)" --target cudackptd cudackptctl
+# The CUDA target exists only where nvcc was found.
+cmake --build "$BUILD" -j"$(nproc)" --target cudackpt-gpu-target 2>/dev/null ||
+        echo "stage-gpu.sh: cudackpt-gpu-target not built here (no nvcc?): build it there with .gpu/build-target.sh"
+
+rm -rf "$STAGE"
+mkdir -p "$STAGE/src" "$STAGE/nvidia"
+install -m 0755 "$BUILD/daemon/cudackptd" "$BUILD/client/cudackptctl" "$STAGE/"
+if [[ -x $BUILD/tests/gpu/cudackpt-gpu-target ]]; then
+        install -m 0755 "$BUILD/tests/gpu/cudackpt-gpu-target" "$STAGE/"
+fi
+
+# The libraries the GPU machine lacks, as the binaries resolve them here.
+for lib in libuv.so.1 libcjson.so.1; do
+        path=$(ldd "$STAGE/cudackptd" "$STAGE/cudackptctl" | awk -v l="$lib" '$1 == l && $3 ~ /^\// { print $3; exit }')
+        [[ -n $path ]] || { echo "stage-gpu.sh: $lib not found by ldd" >&2; exit 1; }
+        cp -L "$path" "$STAGE/$lib"
+done
+
+cp -a "$CRIU_BUNDLE" "$STAGE/criu"
+chmod -R u+w "$STAGE/criu"
+install -m 0755 "$NVIDIA_TOOL" "$STAGE/nvidia/cuda-checkpoint"
+if [[ -f $NVIDIA_TOOL.LICENSE ]]; then cp "$NVIDIA_TOOL.LICENSE" "$STAGE/nvidia/"; fi
+
+cp "$ROOT/tests/gpu/gpu_target.cu" "$STAGE/src/"
+cat >"$STAGE/build-target.sh" <<'EOF'
+#!/usr/bin/env bash
+# Builds .gpu/cudackpt-gpu-target with nvcc unless the staged one runs here.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [[ -x $here/cudackpt-gpu-target ]] && "$here/cudackpt-gpu-target" --help >/dev/null 2>&1; then
+        exit 0
+fi
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+"$nvcc" -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+        -o "$here/cudackpt-gpu-target" "$here/src/gpu_target.cu"
+echo "built $here/cudackpt-gpu-target"
+EOF
+chmod 0755 "$STAGE/build-target.sh"
+
+size=$(du -sm "$STAGE" | cut -f1)
+echo "staged $STAGE: ${size} MiB"
+ls -la "$STAGE"
+if ((size > LIMIT_MIB)); then
+        echo "stage-gpu.sh: .gpu is ${size} MiB, over ${LIMIT_MIB} MiB (the device call carries at most 64 MiB)" >&2
+        exit 1
+fi
