@@ -417,11 +417,6 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 res->error = OPS_PROCESS_GONE;
 }
 
-static const char *stop_name(int stopped)
-{
-        return stopped == TARGET_STOPPED_TRACED ? "traced" : "signal";
-}
-
 static void add_state(cJSON *p, int state)
 {
         char buf[32];
@@ -484,7 +479,7 @@ cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t c
                         cJSON_AddStringToObject(p, "required_state",
                                                 proto_state_string(state_before(r->step), name, sizeof(name)));
                 if (r->error == OPS_PROCESS_STOPPED)
-                        cJSON_AddStringToObject(p, "stop", stop_name(r->stopped));
+                        cJSON_AddStringToObject(p, "stop", target_stop_name(r->stopped));
                 if (m == PROTO_SUSPEND || m == PROTO_RESUME) {
                         if (step_name(r->step))
                                 cJSON_AddStringToObject(p, "step", step_name(r->step));

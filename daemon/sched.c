@@ -379,7 +379,7 @@ static void stall_check_done(uv_work_t *w, int status)
                 log_warning("%s on pid %d has been running for %.1f s: every thread of process %d is stopped "
                             "(%s); the driver call returns once it runs again",
                             proto_method_name(c->method), (int)c->target_pid, (double)c->elapsed_ms / 1000.0,
-                            (int)c->pid, c->stopped == TARGET_STOPPED_TRACED ? "traced" : "signal");
+                            (int)c->pid, target_stop_name(c->stopped));
         else
                 log_warning("%s on pid %d has been running for %.1f s; its process is not stopped",
                             proto_method_name(c->method), (int)c->target_pid, (double)c->elapsed_ms / 1000.0);

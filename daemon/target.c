@@ -283,6 +283,11 @@ int target_stopped(const struct target_identity *id)
         return traced ? TARGET_STOPPED_TRACED : TARGET_STOPPED_SIGNAL;
 }
 
+const char *target_stop_name(int stopped)
+{
+        return stopped == TARGET_STOPPED_TRACED ? "traced" : "signal";
+}
+
 /* The rest of pinning, once id->pidfd names the process: start time, user
  * ids, and the check that they are the pinned process's.  Consumes id. */
 static int pin_pidfd(struct target_identity id, struct target_identity *ret_id)

@@ -52,6 +52,8 @@ int target_alive_settled(const struct target_identity *id, uint64_t exit_wait_ms
 #define TARGET_STOPPED_SIGNAL 1
 #define TARGET_STOPPED_TRACED 2
 int target_stopped(const struct target_identity *id);
+/* The protocol's word for a TARGET_STOPPED_* value: "traced" or "signal". */
+const char *target_stop_name(int stopped);
 /* Re-reads the pinned process's user ids; -ESRCH once it has gone. */
 int target_refresh(struct target_identity *id);
 /* Parses field 22 of a /proc/PID/stat line; exposed for the unit tests. */
