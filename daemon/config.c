@@ -36,6 +36,8 @@ void config_init(struct config *c)
                 .max_cached_targets = 256,
                 .cached_target_idle_ms = 60000,
                 .stall_warning_ms = 30000,
+                .max_group_members = 256,
+                .max_groups_in_flight = 16,
                 .log_level = 6, /* LOG_INFO */
                 .read_only_lane = true,
         };
@@ -126,6 +128,8 @@ static const struct uint_key uint_keys[] = {
         UKEY(max_cached_targets, 0, 65536),
         UKEY(cached_target_idle_ms, 0, 86400000.0),
         UKEY(stall_warning_ms, 0, 86400000.0),
+        UKEY(max_group_members, 1, 65536),
+        UKEY(max_groups_in_flight, 1, 4096),
 };
 
 static void store_uint(struct config *c, const struct uint_key *k, double v)

@@ -32,6 +32,8 @@ struct config {
         unsigned max_cached_targets;  /* idle targets kept pinned for reuse; 0 = none */
         uint64_t cached_target_idle_ms; /* how long an idle target stays cached */
         uint64_t stall_warning_ms;    /* warn about an operation running this long; 0 = never */
+        unsigned max_group_members;   /* processes in one group operation */
+        unsigned max_groups_in_flight; /* group operations and ListProcesses at once */
         int log_level;                /* syslog level */
 
         /* Policy, on top of "root acts on any process, others on their own". */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "group.h"
 #include "cudackpt/protocol.h"
 #include "log.h"
 #include "ops.h"
@@ -296,6 +297,15 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
                 break;
         case PROTO_GET_INTERFACE_DESCRIPTION:
                 reply(c, &call, get_interface_description(&call));
+                break;
+        case PROTO_LOCK_GROUP:
+        case PROTO_CHECKPOINT_GROUP:
+        case PROTO_RESTORE_GROUP:
+        case PROTO_UNLOCK_GROUP:
+        case PROTO_SUSPEND_GROUP:
+        case PROTO_RESUME_GROUP:
+        case PROTO_LIST_PROCESSES:
+                group_call(c, &call);
                 break;
         default:
                 process_call(c, &call);

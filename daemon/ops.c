@@ -80,6 +80,7 @@ static const struct {
         [OPS_DRIVER_UNAVAILABLE] = { CUDACKPT_ERROR_DRIVER_UNAVAILABLE, "DriverUnavailable" },
         [OPS_DRIVER_ERROR] = { CUDACKPT_ERROR_DRIVER_ERROR, "DriverError" },
         [OPS_SHUTTING_DOWN] = { CUDACKPT_ERROR_SHUTTING_DOWN, "ShuttingDown" },
+        [OPS_QUEUE_FULL] = { CUDACKPT_ERROR_QUEUE_FULL, "QueueFull" },
 };
 
 const char *ops_error_name(enum ops_error e)
@@ -229,6 +230,22 @@ static bool step_done(struct run *x, enum ops_step s, CUresult r)
 
 static bool do_lock(struct run *x, uint32_t timeout_ms)
 {
+        /* A group's lock phase has one deadline for all its members: what
+         * is left of it when this member's turn comes. */
+        if (x->req->deadline_ns) {
+                uint64_t now = uv_hrtime();
+                if (now >= x->req->deadline_ns) {
+                        x->res->timeout_ms = timeout_ms;
+                        x->res->step = OPS_STEP_LOCK;
+                        x->res->cu = CUDA_ERROR_NOT_READY;
+                        x->res->error = OPS_TIMEOUT;
+                        learn(x, CU_PROCESS_STATE_RUNNING);
+                        return false;
+                }
+                uint64_t left = (x->req->deadline_ns - now + 999999) / 1000000;
+                if (timeout_ms == 0 || left < timeout_ms)
+                        timeout_ms = (uint32_t)left;
+        }
         x->res->timeout_ms = timeout_ms;
         return may_call(x, OPS_STEP_LOCK) &&
                step_done(x, OPS_STEP_LOCK, driver_lock(x->d, x->t->identity.pid, timeout_ms));
@@ -431,6 +448,21 @@ static double ms(uint64_t ns)
         return round((double)ns / 1000.0) / 1000.0;
 }
 
+int ops_state_before(enum ops_step s)
+{
+        return state_before(s);
+}
+
+int ops_state_after(enum ops_step s)
+{
+        return state_after(s);
+}
+
+enum ops_step ops_first_step(enum proto_method m)
+{
+        return first_step(m);
+}
+
 cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t caller_uid,
                  const struct ops_result *r)
 {
@@ -439,6 +471,11 @@ cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t c
 
         if (!p)
                 return NULL;
+        if (r->error == OPS_QUEUE_FULL) {
+                cJSON_AddNumberToObject(p, "pid", pid);
+                cJSON_AddNumberToObject(p, "limit", r->limit);
+                return proto_error_new(ops_error_name(r->error), p);
+        }
         if (r->error == OPS_OK) {
                 cJSON_AddNumberToObject(p, "pid", pid);
                 add_state(p, r->state);

@@ -33,6 +33,7 @@ enum ops_error {
         OPS_DRIVER_UNAVAILABLE,
         OPS_DRIVER_ERROR,
         OPS_SHUTTING_DOWN,
+        OPS_QUEUE_FULL,         /* a group member's step found its queue full */
 };
 
 enum ops_step {
@@ -56,6 +57,7 @@ struct ops_result {
         int in_flight;          /* GetState answered while this method ran, -1 none */
         int rolled_back;        /* Suspend: -1 not applicable, 0 no, 1 yes */
         uint32_t timeout_ms;    /* the lock timeout that applied */
+        unsigned limit;         /* QueueFull: the limit reached */
         uint64_t start_time;        /* ProcessChanged: what the caller said */
         uint64_t actual_start_time; /* ProcessChanged: what the process has */
         uint64_t duration_ns;   /* time spent in driver calls */
@@ -83,6 +85,13 @@ bool ops_judge(const struct config *cfg, const struct policy_caller *caller, enu
 
 const char *ops_error_name(enum ops_error e);       /* full Varlink name, NULL for OK */
 const char *ops_error_short_name(enum ops_error e); /* "InvalidState", "ok" */
+
+/* The state a step needs and the one its success leaves; -1 for none.
+ * For the group coordinator, which plans its phases with them. */
+int ops_state_before(enum ops_step s);
+int ops_state_after(enum ops_step s);
+/* The first driver call of a method that acts on one process. */
+enum ops_step ops_first_step(enum proto_method m);
 
 cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t caller_uid,
                  const struct ops_result *r);

@@ -26,6 +26,13 @@ static const char *const method_names[PROTO_METHODS] = {
         [PROTO_UNLOCK] = "Unlock",
         [PROTO_SUSPEND] = "Suspend",
         [PROTO_RESUME] = "Resume",
+        [PROTO_LOCK_GROUP] = "LockGroup",
+        [PROTO_CHECKPOINT_GROUP] = "CheckpointGroup",
+        [PROTO_RESTORE_GROUP] = "RestoreGroup",
+        [PROTO_UNLOCK_GROUP] = "UnlockGroup",
+        [PROTO_SUSPEND_GROUP] = "SuspendGroup",
+        [PROTO_RESUME_GROUP] = "ResumeGroup",
+        [PROTO_LIST_PROCESSES] = "ListProcesses",
         [PROTO_GET_INFO] = "GetInfo",
         [PROTO_GET_INTERFACE_DESCRIPTION] = "GetInterfaceDescription",
 };
@@ -37,7 +44,32 @@ const char *proto_method_name(enum proto_method m)
 
 bool proto_method_read_only(enum proto_method m)
 {
-        return m == PROTO_GET_STATE || m == PROTO_GET_RESTORE_THREAD_ID;
+        return m == PROTO_GET_STATE || m == PROTO_GET_RESTORE_THREAD_ID || m == PROTO_LIST_PROCESSES;
+}
+
+bool proto_method_is_group(enum proto_method m)
+{
+        return m >= PROTO_LOCK_GROUP && m <= PROTO_RESUME_GROUP;
+}
+
+enum proto_method proto_group_single(enum proto_method m)
+{
+        switch (m) {
+        case PROTO_LOCK_GROUP:
+                return PROTO_LOCK;
+        case PROTO_CHECKPOINT_GROUP:
+                return PROTO_CHECKPOINT;
+        case PROTO_RESTORE_GROUP:
+                return PROTO_RESTORE;
+        case PROTO_UNLOCK_GROUP:
+                return PROTO_UNLOCK;
+        case PROTO_SUSPEND_GROUP:
+                return PROTO_SUSPEND;
+        case PROTO_RESUME_GROUP:
+                return PROTO_RESUME;
+        default:
+                return m;
+        }
 }
 
 const char *proto_state_string(int state, char *buf, size_t len)
@@ -77,6 +109,15 @@ cJSON *proto_reply_new(cJSON *params)
 cJSON *proto_error_new(const char *name, cJSON *params)
 {
         return message_new(name, params);
+}
+
+cJSON *proto_reply_continues(cJSON *params)
+{
+        cJSON *m = message_new(NULL, params);
+
+        if (m)
+                cJSON_AddTrueToObject(m, "continues");
+        return m;
 }
 
 cJSON *proto_invalid_parameter(const char *parameter)
@@ -131,9 +172,9 @@ static int lookup_method(const char *full, enum proto_method *ret, cJSON **ret_r
         ilen = (size_t)(dot - full);
         if (ilen == strlen(CUDACKPT_INTERFACE) && strncmp(full, CUDACKPT_INTERFACE, ilen) == 0) {
                 first = 0;
-                last = PROTO_PROCESS_METHODS;
+                last = PROTO_INTERFACE_METHODS;
         } else if (ilen == strlen(SERVICE_INTERFACE) && strncmp(full, SERVICE_INTERFACE, ilen) == 0) {
-                first = PROTO_PROCESS_METHODS;
+                first = PROTO_INTERFACE_METHODS;
                 last = PROTO_METHODS;
         } else {
                 cJSON *p = cJSON_CreateObject();
@@ -496,4 +537,212 @@ void proto_request_done(struct proto_request *req)
         free(req->pairs);
         req->pairs = NULL;
         req->n_pairs = 0;
+}
+
+/* ---- groups ---------------------------------------------------------------- */
+
+static int parse_pids(const cJSON *arr, unsigned max_members, struct proto_group_request *req,
+                      cJSON **ret_reply)
+{
+        const cJSON *ref, *item;
+        unsigned n = 0;
+        double v;
+
+        if (!cJSON_IsArray(arr))
+                goto bad;
+        cJSON_ArrayForEach(ref, arr)
+                n++;
+        if (n == 0)
+                goto bad;
+        if (n > max_members) {
+                cJSON *p = cJSON_CreateObject();
+                if (p) {
+                        cJSON_AddNumberToObject(p, "limit", max_members);
+                        cJSON_AddNumberToObject(p, "members", n);
+                }
+                *ret_reply = proto_error_new(CUDACKPT_ERROR_GROUP_TOO_LARGE, p);
+                return -E2BIG;
+        }
+        req->pids = calloc(n, sizeof(*req->pids));
+        if (!req->pids)
+                goto bad;
+        cJSON_ArrayForEach(ref, arr) {
+                struct proto_pid_ref *r = &req->pids[req->n_pids];
+                bool have_pid = false;
+
+                if (!cJSON_IsObject(ref))
+                        goto bad;
+                cJSON_ArrayForEach(item, ref) {
+                        if (has_duplicate_key(ref, item))
+                                goto bad;
+                        if (strcmp(item->string, "pid") == 0) {
+                                if (get_integer(item, 1, INT_MAX, &v) < 0)
+                                        goto bad;
+                                r->pid = (pid_t)v;
+                                have_pid = true;
+                        } else if (strcmp(item->string, "start_time") == 0) {
+                                if (cJSON_IsNull(item))
+                                        continue;
+                                if (get_integer(item, 0, 9007199254740992.0, &v) < 0)
+                                        goto bad;
+                                r->start_time = (uint64_t)v;
+                                r->has_start_time = true;
+                        } else
+                                goto bad;
+                }
+                if (!have_pid)
+                        goto bad;
+                for (unsigned i = 0; i < req->n_pids; i++)
+                        if (req->pids[i].pid == r->pid)
+                                goto bad; /* a member named twice */
+                req->n_pids++;
+        }
+        return 0;
+bad:
+        *ret_reply = proto_invalid_parameter("selector");
+        return -EINVAL;
+}
+
+/* A cgroup v2 path as /proc/PID/cgroup writes it: absolute, no empty, "."
+ * or ".." component; a trailing slash is dropped. */
+static int parse_cgroup(const cJSON *item, struct proto_group_request *req)
+{
+        const char *s = cJSON_IsString(item) ? item->valuestring : NULL;
+        size_t n;
+
+        if (!s || s[0] != '/' || (n = strlen(s)) >= 4096)
+                return -EINVAL;
+        while (n > 1 && s[n - 1] == '/')
+                n--;
+        for (size_t i = 1; i < n;) {
+                size_t j = i;
+                while (j < n && s[j] != '/')
+                        j++;
+                if (j == i || (j - i == 1 && s[i] == '.') || (j - i == 2 && s[i] == '.' && s[i + 1] == '.'))
+                        return -EINVAL;
+                i = j + 1;
+        }
+        req->cgroup = strndup(s, n);
+        return req->cgroup ? 0 : -EINVAL;
+}
+
+static int parse_selector(const cJSON *sel, unsigned max_members, struct proto_group_request *req,
+                          cJSON **ret_reply)
+{
+        const cJSON *item;
+        unsigned given = 0;
+        double v;
+
+        if (!cJSON_IsObject(sel))
+                goto bad;
+        cJSON_ArrayForEach(item, sel) {
+                if (has_duplicate_key(sel, item))
+                        goto bad;
+                if (cJSON_IsNull(item))
+                        continue;
+                if (++given > 1)
+                        goto bad;
+                if (strcmp(item->string, "pids") == 0) {
+                        int r = parse_pids(item, max_members, req, ret_reply);
+                        req->kind = PROTO_SELECT_PIDS;
+                        if (r < 0)
+                                return r;
+                } else if (strcmp(item->string, "cgroup") == 0) {
+                        req->kind = PROTO_SELECT_CGROUP;
+                        if (parse_cgroup(item, req) < 0)
+                                goto bad;
+                } else if (strcmp(item->string, "tree") == 0) {
+                        req->kind = PROTO_SELECT_TREE;
+                        if (get_integer(item, 1, INT_MAX, &v) < 0)
+                                goto bad;
+                        req->tree = (pid_t)v;
+                } else
+                        goto bad;
+        }
+        if (given != 1)
+                goto bad;
+        return 0;
+bad:
+        *ret_reply = proto_invalid_parameter("selector");
+        return -EINVAL;
+}
+
+int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigned max_members,
+                      struct proto_group_request *ret_req, cJSON **ret_reply)
+{
+        struct proto_group_request req = { .kind = PROTO_SELECT_ALL };
+        const bool list = call->method == PROTO_LIST_PROCESSES;
+        const bool takes_timeout = call->method == PROTO_LOCK_GROUP || call->method == PROTO_SUSPEND_GROUP;
+        const bool takes_mapping = call->method == PROTO_RESTORE_GROUP || call->method == PROTO_RESUME_GROUP;
+        const cJSON *item, *selector = NULL;
+        const char *bad = NULL;
+        double v;
+        int r;
+
+        *ret_reply = NULL;
+        if (call->parameters)
+                cJSON_ArrayForEach(item, call->parameters) {
+                        if (has_duplicate_key(call->parameters, item)) {
+                                bad = item->string;
+                                break;
+                        }
+                        if (strcmp(item->string, "selector") == 0) {
+                                if (!(cJSON_IsNull(item) && list))
+                                        selector = item;
+                        } else if (strcmp(item->string, "timeout_ms") == 0 && takes_timeout) {
+                                if (cJSON_IsNull(item))
+                                        continue;
+                                if (get_integer(item, 0, 4294967295.0, &v) < 0) {
+                                        bad = item->string;
+                                        break;
+                                }
+                                req.timeout_ms = (uint32_t)v;
+                                req.has_timeout = true;
+                        } else if (strcmp(item->string, "gpu_mapping") == 0 && takes_mapping) {
+                                struct proto_request tmp = { 0 };
+                                cJSON *err = NULL;
+                                if (cJSON_IsNull(item))
+                                        continue;
+                                if (parse_mapping(item, call->method, max_pairs, &tmp, &err) < 0) {
+                                        /* A group's mapping error names no pid. */
+                                        cJSON_Delete(err);
+                                        proto_request_done(&tmp);
+                                        bad = item->string;
+                                        break;
+                                }
+                                req.pairs = tmp.pairs;
+                                req.n_pairs = tmp.n_pairs;
+                        } else {
+                                bad = item->string;
+                                break;
+                        }
+                }
+        if (bad) {
+                *ret_reply = proto_invalid_parameter(bad);
+                r = -EINVAL;
+                goto fail;
+        }
+        if (!selector && !list) {
+                *ret_reply = proto_invalid_parameter("selector");
+                r = -EINVAL;
+                goto fail;
+        }
+        if (selector) {
+                r = parse_selector(selector, max_members, &req, ret_reply);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret_req = req;
+        return 0;
+fail:
+        proto_group_request_done(&req);
+        return r;
+}
+
+void proto_group_request_done(struct proto_group_request *req)
+{
+        free(req->pids);
+        free(req->cgroup);
+        free(req->pairs);
+        *req = (struct proto_group_request){ 0 };
 }

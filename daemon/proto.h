@@ -25,8 +25,16 @@ enum proto_method {
         PROTO_UNLOCK,
         PROTO_SUSPEND,
         PROTO_RESUME,
-        PROTO_PROCESS_METHODS, /* the ones above act on a process */
-        PROTO_GET_INFO = PROTO_PROCESS_METHODS,
+        PROTO_PROCESS_METHODS, /* the ones above act on one process */
+        PROTO_LOCK_GROUP = PROTO_PROCESS_METHODS,
+        PROTO_CHECKPOINT_GROUP,
+        PROTO_RESTORE_GROUP,
+        PROTO_UNLOCK_GROUP,
+        PROTO_SUSPEND_GROUP,
+        PROTO_RESUME_GROUP,
+        PROTO_LIST_PROCESSES,
+        PROTO_INTERFACE_METHODS, /* the ones above are io.cudackpt.Process's */
+        PROTO_GET_INFO = PROTO_INTERFACE_METHODS,
         PROTO_GET_INTERFACE_DESCRIPTION,
         PROTO_METHODS,
 };
@@ -47,6 +55,34 @@ struct proto_request {
         uint32_t timeout_ms;
         unsigned n_pairs;
         CUcheckpointGpuPair *pairs; /* owned, n_pairs entries */
+        uint64_t deadline_ns;       /* not on the wire: a group's lock deadline
+                                     * (uv_hrtime()), 0 for none */
+};
+
+/* A group's selection: exactly one of the three. */
+enum proto_selector_kind {
+        PROTO_SELECT_ALL,    /* ListProcesses without a selector */
+        PROTO_SELECT_PIDS,
+        PROTO_SELECT_CGROUP,
+        PROTO_SELECT_TREE,
+};
+
+struct proto_pid_ref {
+        pid_t pid;
+        bool has_start_time;
+        uint64_t start_time;
+};
+
+struct proto_group_request {
+        enum proto_selector_kind kind;
+        struct proto_pid_ref *pids; /* owned, n_pids entries, no pid twice */
+        unsigned n_pids;
+        char *cgroup;               /* owned: "/" or "/a/b", no "." or ".." parts */
+        pid_t tree;
+        bool has_timeout;
+        uint32_t timeout_ms;
+        unsigned n_pairs;
+        CUcheckpointGpuPair *pairs; /* owned */
 };
 
 /* 0, or -EPROTO with *ret_reply set to the error to send before closing, or
@@ -58,6 +94,20 @@ void proto_call_done(struct proto_call *call);
 int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                         struct proto_request *ret_req, cJSON **ret_reply);
 void proto_request_done(struct proto_request *req);
+
+/* The parameters of a group method or of ListProcesses.  0; -EINVAL with
+ * *ret_reply set (InvalidParameter); -E2BIG when pids names more than
+ * max_members (*ret_reply: GroupTooLarge). */
+int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigned max_members,
+                      struct proto_group_request *ret_req, cJSON **ret_reply);
+void proto_group_request_done(struct proto_group_request *req);
+
+bool proto_method_is_group(enum proto_method m);   /* LockGroup ... ResumeGroup */
+/* The single-process method a group method repeats (Suspend for
+ * SuspendGroup); m itself otherwise. */
+enum proto_method proto_group_single(enum proto_method m);
+/* {"parameters": params, "continues": true}: one reply of several. */
+cJSON *proto_reply_continues(cJSON *params);
 
 bool proto_method_read_only(enum proto_method m);
 const char *proto_method_name(enum proto_method m); /* "Suspend" */

@@ -15,6 +15,12 @@ static unsigned bucket_of(pid_t pid)
 }
 
 static void on_async(uv_async_t *a);
+
+/* Hands a finished (or cancelled) op to whoever submitted it. */
+static void finish(struct sched *s, struct sched_op *op)
+{
+        (op->done ? op->done : s->done)(s, op);
+}
 static void on_sweep(uv_timer_t *t);
 static void work_cb(uv_work_t *w);
 static void after_work_cb(uv_work_t *w, int status);
@@ -203,7 +209,7 @@ static void answer_waiters(struct sched *s, struct sched_target *t)
                 if (t->running)
                         r->in_flight = (int)t->running->method;
                 (void)ops_judge(s->cfg, op->caller, op->method, &op->req, &snap.owner, snap.start_time, r);
-                s->done(s, op);
+                finish(s, op);
         }
 }
 
@@ -338,7 +344,7 @@ static void after_work_cb(uv_work_t *w, int status)
         t->depth--;
         s->n_ops--;
         s->n_running--;
-        s->done(s, op);
+        finish(s, op);
         start_next(s, t);
 }
 
@@ -545,7 +551,7 @@ unsigned sched_cancel_queued(struct sched *s)
                                                                   .restore_tid = -1,
                                                                   .rolled_back = -1,
                                                                   .in_flight = -1 };
-                                s->done(s, op);
+                                finish(s, op);
                         }
                         if (t->depth == 0)
                                 target_free(s, t);

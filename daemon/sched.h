@@ -31,12 +31,18 @@
 
 struct conn;
 struct sched;
+struct sched_op;
+
+typedef void (*sched_done_fn)(struct sched *s, struct sched_op *op);
 
 struct sched_op {
         struct sched_op *next;       /* queue link */
         struct sched_target *target; /* set by sched_submit */
         struct sched *sched;         /* set by sched_submit */
         struct conn *conn;           /* referenced by the submitter until done */
+        sched_done_fn done;          /* NULL: the scheduler's own done callback */
+        void *ctx;                   /* for done: a group, say */
+        unsigned index;              /* for done: a member of it */
         const struct policy_caller *caller; /* the connection's peer; lives as long as conn */
         enum proto_method method;
         struct proto_request req;    /* owned */
@@ -87,8 +93,6 @@ struct sched_snapshot {
         int last_state;
         enum proto_method running;
 };
-
-typedef void (*sched_done_fn)(struct sched *s, struct sched_op *op);
 
 struct sched {
         uv_loop_t *loop;

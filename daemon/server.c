@@ -2,6 +2,8 @@
  * notification and the orderly shutdown. */
 #include "server.h"
 
+#include "discover.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -326,7 +328,7 @@ static void close_handle(uv_handle_t *h)
 
 void server_maybe_finish(struct server *s)
 {
-        if (!s->shutting_down || s->starting || s->sched.n_running > 0 || s->n_conns > 0)
+        if (!s->shutting_down || s->starting || s->sched.n_running > 0 || s->n_conns > 0 || s->groups.n > 0)
                 return;
         sched_close(&s->sched);
         close_handle((uv_handle_t *)&s->sig_term);
@@ -378,8 +380,11 @@ static void driver_work(uv_work_t *w)
 {
         struct server *s = w->data;
 
-        if (driver_open(&s->drv, s->cfg->driver_path) == 0)
+        if (driver_open(&s->drv, s->cfg->driver_path) == 0) {
                 (void)driver_start(&s->drv);
+                /* The file to look for in targets' maps (discover.h). */
+                (void)discover_lib_of(*(void **)&s->drv.cu_get_state, &s->groups.driver_lib);
+        }
 }
 
 static void driver_ready(uv_work_t *w, int status)

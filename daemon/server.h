@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "group.h"
 #include "sched.h"
 
 #define SERVER_MAX_LISTENERS 16
@@ -30,6 +31,7 @@ struct server {
         const struct config *cfg;
         struct driver drv;
         struct sched sched;
+        struct group_table groups;      /* group operations in flight */
         uv_work_t driver_work;          /* loads the driver off the loop thread */
         uv_pipe_t listeners[SERVER_MAX_LISTENERS];
         unsigned n_listeners;

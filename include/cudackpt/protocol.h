@@ -21,6 +21,13 @@
 #define CUDACKPT_METHOD_UNLOCK "io.cudackpt.Process.Unlock"
 #define CUDACKPT_METHOD_SUSPEND "io.cudackpt.Process.Suspend"
 #define CUDACKPT_METHOD_RESUME "io.cudackpt.Process.Resume"
+#define CUDACKPT_METHOD_LOCK_GROUP "io.cudackpt.Process.LockGroup"
+#define CUDACKPT_METHOD_CHECKPOINT_GROUP "io.cudackpt.Process.CheckpointGroup"
+#define CUDACKPT_METHOD_RESTORE_GROUP "io.cudackpt.Process.RestoreGroup"
+#define CUDACKPT_METHOD_UNLOCK_GROUP "io.cudackpt.Process.UnlockGroup"
+#define CUDACKPT_METHOD_SUSPEND_GROUP "io.cudackpt.Process.SuspendGroup"
+#define CUDACKPT_METHOD_RESUME_GROUP "io.cudackpt.Process.ResumeGroup"
+#define CUDACKPT_METHOD_LIST_PROCESSES "io.cudackpt.Process.ListProcesses"
 
 /* State strings carried in "state".  A driver value this build does not
  * know is reported as "unknown-N" with N the driver's number. */
@@ -28,6 +35,16 @@
 #define CUDACKPT_STATE_LOCKED "locked"
 #define CUDACKPT_STATE_CHECKPOINTED "checkpointed"
 #define CUDACKPT_STATE_FAILED "failed"
+
+/* Phases of a group operation, in GroupFailed and in progress replies. */
+#define CUDACKPT_PHASE_SELECT "select"
+#define CUDACKPT_PHASE_STATE "state"
+#define CUDACKPT_PHASE_LOCK "lock"
+#define CUDACKPT_PHASE_CHECKPOINT "checkpoint"
+#define CUDACKPT_PHASE_RESTORE "restore"
+#define CUDACKPT_PHASE_UNLOCK "unlock"
+/* Why a process of a cgroup or tree selection was skipped. */
+#define CUDACKPT_SKIP_NOT_CUDA "not-cuda"
 
 /* Errors of io.cudackpt.Process. */
 #define CUDACKPT_ERROR_NO_SUCH_PROCESS "io.cudackpt.Process.NoSuchProcess"
@@ -43,6 +60,8 @@
 #define CUDACKPT_ERROR_DRIVER_UNAVAILABLE "io.cudackpt.Process.DriverUnavailable"
 #define CUDACKPT_ERROR_DRIVER_ERROR "io.cudackpt.Process.DriverError"
 #define CUDACKPT_ERROR_QUEUE_FULL "io.cudackpt.Process.QueueFull"
+#define CUDACKPT_ERROR_GROUP_FAILED "io.cudackpt.Process.GroupFailed"
+#define CUDACKPT_ERROR_GROUP_TOO_LARGE "io.cudackpt.Process.GroupTooLarge"
 #define CUDACKPT_ERROR_SHUTTING_DOWN "io.cudackpt.Process.ShuttingDown"
 #define CUDACKPT_ERROR_INVALID_REQUEST "io.cudackpt.Process.InvalidRequest"
 #define CUDACKPT_ERROR_MESSAGE_TOO_LARGE "io.cudackpt.Process.MessageTooLarge"

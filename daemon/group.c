@@ -1,0 +1,1090 @@
+/* group.c: the group coordinator (group.h says how its phases flow). */
+#include "group.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "conn.h"
+#include "cudackpt/protocol.h"
+#include "log.h"
+#include "ops.h"
+#include "policy.h"
+#include "proto.h"
+#include "sched.h"
+#include "server.h"
+#include "target.h"
+
+/* Processes examined by one select work item: /proc reads of a few
+ * thousand processes spread over the pool's threads. */
+#define GROUP_CHUNK 128
+/* Bound on a tree walk, whatever max_group_members says: the walk itself
+ * costs memory before members are counted. */
+#define GROUP_TREE_MAX 65536
+
+enum phase {
+        PH_SELECT,
+        PH_WAIT,
+        PH_STATE,
+        PH_LOCK,
+        PH_CHECKPOINT,
+        PH_RESTORE,
+        PH_UNLOCK,
+        PH_RB_STATE,    /* rollback: learn the states a failure left unknown */
+        PH_RB_RESTORE,
+        PH_RB_UNLOCK,
+        PH_END,
+};
+
+struct member {
+        pid_t pid;
+        uint64_t start_time;
+        int pidfd;              /* the pin, held while the group runs; -1 */
+        uid_t uid;              /* real uid, for ListProcesses */
+        char comm[32];
+        char *cgroup;           /* ListProcesses: owned, NULL when unknown */
+        bool excluded;          /* not part of the selection after all */
+        bool skipped;           /* never initialised CUDA (cgroup, tree) */
+        bool gone;
+        int state;              /* driver state, -1 unknown */
+        int stopped;            /* TARGET_STOPPED_*, ListProcesses */
+        int in_flight;          /* ListProcesses: the op running, -1 none */
+        uint64_t duration_ns;
+        bool failed;
+        enum proto_method err_method;
+        struct ops_result err;
+        bool rb_failed;
+        enum proto_method rb_method;
+        struct ops_result rb_err;
+};
+
+struct chunk {
+        uv_work_t work;
+        struct group *g;
+        size_t first, n;
+};
+
+struct group {
+        struct group *prev, *next;
+        struct server *srv;
+        struct conn *conn;
+        enum proto_method method;
+        bool reply, more;
+        struct proto_group_request req;
+        uint64_t t0;
+        enum phase phase;
+        uv_work_t scan;
+        int scan_error;         /* -errno of the scan itself */
+        pid_t *cand;            /* what the scan found */
+        size_t n_cand;
+        struct member *m;       /* members, by pid once selected */
+        size_t n;
+        unsigned chunks_left;
+        unsigned pending;       /* steps of the phase not yet done */
+        unsigned done, total;   /* for progress replies */
+        bool failed;
+        enum phase failed_phase;
+        size_t failed_at;
+        bool rolled_back;
+        uint64_t deadline_ns;
+};
+
+static struct group_table *table_of(struct server *s)
+{
+        return &s->groups;
+}
+
+static bool listing(const struct group *g)
+{
+        return g->method == PROTO_LIST_PROCESSES;
+}
+
+/* Lock, Checkpoint and Suspend groups pause a job: their failure brings
+ * every member back to running. */
+static bool pausing(const struct group *g)
+{
+        return g->method == PROTO_LOCK_GROUP || g->method == PROTO_CHECKPOINT_GROUP ||
+               g->method == PROTO_SUSPEND_GROUP;
+}
+
+static const char *phase_name(enum phase p)
+{
+        switch (p) {
+        case PH_SELECT:
+        case PH_WAIT:
+                return CUDACKPT_PHASE_SELECT;
+        case PH_STATE:
+        case PH_RB_STATE:
+                return CUDACKPT_PHASE_STATE;
+        case PH_LOCK:
+                return CUDACKPT_PHASE_LOCK;
+        case PH_CHECKPOINT:
+                return CUDACKPT_PHASE_CHECKPOINT;
+        case PH_RESTORE:
+        case PH_RB_RESTORE:
+                return CUDACKPT_PHASE_RESTORE;
+        case PH_UNLOCK:
+        case PH_RB_UNLOCK:
+                return CUDACKPT_PHASE_UNLOCK;
+        default:
+                return "end";
+        }
+}
+
+static void audit(const struct group *g, pid_t pid, const char *method, const char *result,
+                  const char *detail, double ms)
+{
+        struct log_audit a = {
+                .caller_uid = (unsigned)g->conn->caller.uid,
+                .caller_pid = (int)g->conn->caller.pid,
+                .target_pid = (int)pid,
+                .method = method,
+                .result = result,
+                .detail = detail,
+                .duration_ms = ms,
+        };
+        log_audit(&a);
+}
+
+/* ---- replies --------------------------------------------------------------- */
+
+static double ms_of(uint64_t ns)
+{
+        return round((double)ns / 1000.0) / 1000.0;
+}
+
+static void add_state(cJSON *o, int state)
+{
+        char buf[32];
+
+        if (state >= 0)
+                cJSON_AddStringToObject(o, "state", proto_state_string(state, buf, sizeof(buf)));
+}
+
+/* The error name and parameters ops_reply() gives a member's result. */
+static void add_error(const struct group *g, cJSON *o, pid_t pid, enum proto_method m,
+                      const struct ops_result *r, const char *name_key, const char *params_key)
+{
+        cJSON *msg = ops_reply(&g->srv->drv, m, pid, g->conn->caller.uid, r);
+        cJSON *e = msg ? cJSON_GetObjectItemCaseSensitive(msg, "error") : NULL;
+
+        if (cJSON_IsString(e)) {
+                cJSON_AddStringToObject(o, name_key, e->valuestring);
+                if (params_key) {
+                        cJSON *p = cJSON_DetachItemFromObjectCaseSensitive(msg, "parameters");
+                        if (p)
+                                cJSON_AddItemToObject(o, params_key, p);
+                }
+        }
+        cJSON_Delete(msg);
+}
+
+static cJSON *member_json(const struct group *g, const struct member *mb)
+{
+        cJSON *o = cJSON_CreateObject();
+
+        if (!o)
+                return NULL;
+        cJSON_AddNumberToObject(o, "pid", mb->pid);
+        cJSON_AddNumberToObject(o, "start_time", (double)mb->start_time);
+        if (!mb->gone)
+                add_state(o, mb->state);
+        cJSON_AddNumberToObject(o, "duration_ms", ms_of(mb->duration_ns));
+        if (mb->failed)
+                add_error(g, o, mb->pid, mb->err_method, &mb->err, "error", "error_parameters");
+        if (mb->rb_failed)
+                add_error(g, o, mb->pid, mb->rb_method, &mb->rb_err, "rollback_error", NULL);
+        return o;
+}
+
+static void add_members(const struct group *g, cJSON *p)
+{
+        cJSON *members = cJSON_AddArrayToObject(p, "members");
+        cJSON *skipped = cJSON_AddArrayToObject(p, "skipped");
+
+        if (!members || !skipped)
+                return;
+        for (size_t i = 0; i < g->n; i++) {
+                const struct member *mb = &g->m[i];
+                if (mb->excluded)
+                        continue;
+                if (mb->skipped) {
+                        cJSON *o = cJSON_CreateObject();
+                        if (!o)
+                                continue;
+                        cJSON_AddNumberToObject(o, "pid", mb->pid);
+                        cJSON_AddNumberToObject(o, "start_time", (double)mb->start_time);
+                        cJSON_AddStringToObject(o, "reason", CUDACKPT_SKIP_NOT_CUDA);
+                        cJSON_AddItemToArray(skipped, o);
+                } else {
+                        cJSON_AddItemToArray(members, member_json(g, mb));
+                }
+        }
+}
+
+static cJSON *list_reply(const struct group *g)
+{
+        cJSON *p = cJSON_CreateObject(), *arr;
+
+        if (!p)
+                return NULL;
+        arr = cJSON_AddArrayToObject(p, "processes");
+        for (size_t i = 0; arr && i < g->n; i++) {
+                const struct member *mb = &g->m[i];
+                cJSON *o;
+                if (mb->excluded || mb->skipped || mb->gone)
+                        continue;
+                o = cJSON_CreateObject();
+                if (!o)
+                        continue;
+                cJSON_AddNumberToObject(o, "pid", mb->pid);
+                cJSON_AddNumberToObject(o, "uid", mb->uid);
+                cJSON_AddNumberToObject(o, "start_time", (double)mb->start_time);
+                cJSON_AddStringToObject(o, "command", mb->comm);
+                cJSON_AddStringToObject(o, "cgroup", mb->cgroup ? mb->cgroup : "");
+                if (mb->stopped > 0)
+                        cJSON_AddStringToObject(o, "stop", target_stop_name(mb->stopped));
+                else
+                        add_state(o, mb->state);
+                if (mb->in_flight >= 0)
+                        cJSON_AddStringToObject(o, "in_flight", proto_method_name((enum proto_method)mb->in_flight));
+                cJSON_AddItemToArray(arr, o);
+        }
+        return proto_reply_new(p);
+}
+
+static cJSON *final_reply(struct group *g)
+{
+        cJSON *p;
+
+        if (listing(g))
+                return list_reply(g);
+        p = cJSON_CreateObject();
+        if (!p)
+                return NULL;
+        if (!g->failed) {
+                add_members(g, p);
+                cJSON_AddNumberToObject(p, "duration_ms", ms_of(uv_hrtime() - g->t0));
+                return proto_reply_new(p);
+        }
+        const struct member *f = &g->m[g->failed_at];
+        cJSON_AddStringToObject(p, "method", proto_method_name(g->method));
+        cJSON_AddStringToObject(p, "phase", phase_name(g->failed_phase));
+        cJSON_AddNumberToObject(p, "pid", f->pid);
+        add_error(g, p, f->pid, f->err_method, &f->err, "error", "error_parameters");
+        cJSON_AddBoolToObject(p, "rolled_back", g->rolled_back);
+        add_members(g, p);
+        return proto_error_new(CUDACKPT_ERROR_GROUP_FAILED, p);
+}
+
+static void progress(struct group *g, const struct member *mb)
+{
+        cJSON *p, *o;
+
+        if (!g->more || !g->reply || g->conn->closing || listing(g))
+                return;
+        p = cJSON_CreateObject();
+        o = p ? cJSON_AddObjectToObject(p, "progress") : NULL;
+        if (!o) {
+                cJSON_Delete(p);
+                return;
+        }
+        cJSON_AddStringToObject(o, "phase", phase_name(g->phase));
+        cJSON_AddItemToObject(o, "member", member_json(g, mb));
+        cJSON_AddNumberToObject(o, "done", g->done);
+        cJSON_AddNumberToObject(o, "total", g->total);
+        conn_send(g->conn, proto_reply_continues(p));
+}
+
+/* ---- lifetime -------------------------------------------------------------- */
+
+static void start_waiting(struct server *srv);
+
+static void member_drop(struct member *mb)
+{
+        if (mb->pidfd >= 0)
+                close(mb->pidfd);
+        mb->pidfd = -1;
+        free(mb->cgroup);
+        mb->cgroup = NULL;
+}
+
+static void group_free(struct group *g)
+{
+        for (size_t i = 0; i < g->n; i++)
+                member_drop(&g->m[i]);
+        free(g->m);
+        free(g->cand);
+        proto_group_request_done(&g->req);
+        free(g);
+}
+
+/* Answers the call with msg (consumed) and lets go of the group. */
+static void group_end(struct group *g, cJSON *msg)
+{
+        struct server *srv = g->srv;
+        struct group_table *t = table_of(srv);
+        struct conn *c = g->conn;
+
+        g->phase = PH_END;
+        if (g->reply && !c->closing)
+                conn_send(c, msg);
+        else
+                cJSON_Delete(msg);
+        if (g->prev)
+                g->prev->next = g->next;
+        else
+                t->head = g->next;
+        if (g->next)
+                g->next->prev = g->prev;
+        else
+                t->tail = g->prev;
+        t->n--;
+        group_free(g);
+        conn_request_done(c);
+        conn_unref(c);
+        start_waiting(srv);
+        server_maybe_finish(srv);
+}
+
+static void group_finish(struct group *g)
+{
+        unsigned n = 0;
+        char detail[96];
+
+        if (!listing(g)) {
+                for (size_t i = 0; i < g->n; i++)
+                        n += !g->m[i].excluded && !g->m[i].skipped;
+                if (g->failed)
+                        snprintf(detail, sizeof(detail), "%u members, failed in %s%s", n,
+                                 phase_name(g->failed_phase), g->rolled_back ? ", rolled back" : "");
+                else
+                        snprintf(detail, sizeof(detail), "%u members", n);
+                pid_t who = 0;
+                for (size_t i = 0; i < g->n && !who; i++)
+                        if (!g->m[i].excluded && !g->m[i].skipped)
+                                who = g->m[i].pid;
+                audit(g, g->failed ? g->m[g->failed_at].pid : who, proto_method_name(g->method),
+                      g->failed ? ops_error_short_name(g->m[g->failed_at].err.error) : "ok", detail,
+                      ms_of(uv_hrtime() - g->t0));
+        }
+        group_end(g, final_reply(g));
+}
+
+/* ---- phases ---------------------------------------------------------------- */
+
+static void advance(struct group *g);
+static void step_done(struct sched *s, struct sched_op *op);
+
+static enum ops_step step_of(enum phase p)
+{
+        switch (p) {
+        case PH_LOCK:
+                return OPS_STEP_LOCK;
+        case PH_CHECKPOINT:
+                return OPS_STEP_CHECKPOINT;
+        case PH_RESTORE:
+        case PH_RB_RESTORE:
+                return OPS_STEP_RESTORE;
+        case PH_UNLOCK:
+        case PH_RB_UNLOCK:
+                return OPS_STEP_UNLOCK;
+        default:
+                return OPS_STEP_GET_STATE;
+        }
+}
+
+static enum proto_method method_of(enum ops_step s)
+{
+        switch (s) {
+        case OPS_STEP_LOCK:
+                return PROTO_LOCK;
+        case OPS_STEP_CHECKPOINT:
+                return PROTO_CHECKPOINT;
+        case OPS_STEP_RESTORE:
+                return PROTO_RESTORE;
+        case OPS_STEP_UNLOCK:
+                return PROTO_UNLOCK;
+        default:
+                return PROTO_GET_STATE;
+        }
+}
+
+static bool active(const struct member *mb)
+{
+        return !mb->excluded && !mb->skipped && !mb->gone;
+}
+
+/* Whether member mb takes part in phase p. */
+static bool needs(const struct group *g, const struct member *mb, enum phase p)
+{
+        if (!active(mb))
+                return false;
+        switch (p) {
+        case PH_STATE:
+                return true;
+        case PH_RB_STATE:
+                return mb->state < 0;
+        default:
+                (void)g;
+                return mb->state == ops_state_before(step_of(p));
+        }
+}
+
+static void member_fail(struct group *g, size_t i, enum proto_method m, const struct ops_result *r)
+{
+        struct member *mb = &g->m[i];
+
+        mb->failed = true;
+        mb->err_method = m;
+        mb->err = *r;
+}
+
+/* Queues phase p's step of member i; false when its queue refused it
+ * (recorded as the member's failure). */
+static bool submit(struct group *g, size_t i, enum phase p)
+{
+        struct member *mb = &g->m[i];
+        struct sched_op *op = calloc(1, sizeof(*op));
+        enum ops_step st = step_of(p);
+        struct ops_result r = { .error = OPS_QUEUE_FULL, .state = -1, .restore_tid = -1,
+                                .rolled_back = -1, .in_flight = -1 };
+        unsigned limit = 0;
+
+        if (!op)
+                goto refused;
+        op->conn = g->conn;
+        op->caller = &g->conn->caller;
+        op->method = method_of(st);
+        op->reply = true;
+        op->done = step_done;
+        op->ctx = g;
+        op->index = (unsigned)i;
+        op->req.pid = mb->pid;
+        op->req.has_start_time = true;
+        op->req.start_time = mb->start_time;
+        if (st == OPS_STEP_LOCK) {
+                op->req.has_timeout = true;
+                op->req.timeout_ms = g->req.has_timeout ? g->req.timeout_ms : g->srv->cfg->default_lock_timeout_ms;
+                op->req.deadline_ns = g->deadline_ns;
+        }
+        if (p == PH_RESTORE && g->req.n_pairs > 0) {
+                op->req.pairs = calloc(g->req.n_pairs, sizeof(*op->req.pairs));
+                if (!op->req.pairs) {
+                        free(op);
+                        goto refused;
+                }
+                memcpy(op->req.pairs, g->req.pairs, g->req.n_pairs * sizeof(*op->req.pairs));
+                op->req.n_pairs = g->req.n_pairs;
+        }
+        if (sched_submit(&g->srv->sched, op, &limit) == 0) {
+                g->pending++;
+                return true;
+        }
+        proto_request_done(&op->req);
+        free(op);
+refused:
+        r.limit = limit;
+        if (p == PH_RB_RESTORE || p == PH_RB_UNLOCK) {
+                mb->rb_failed = true;
+                mb->rb_method = method_of(st);
+                mb->rb_err = r;
+        } else {
+                member_fail(g, i, method_of(st), &r);
+        }
+        return false;
+}
+
+static void run_phase(struct group *g, enum phase p)
+{
+        g->phase = p;
+        g->done = g->total = 0;
+        for (size_t i = 0; i < g->n; i++)
+                g->total += needs(g, &g->m[i], p);
+        if (p == PH_LOCK) {
+                uint32_t t = g->req.has_timeout ? g->req.timeout_ms : g->srv->cfg->default_lock_timeout_ms;
+                g->deadline_ns = t ? uv_hrtime() + (uint64_t)t * 1000000u : 0;
+        }
+        for (size_t i = 0; i < g->n; i++) {
+                if (!needs(g, &g->m[i], p))
+                        continue;
+                /* ListProcesses answers from an operation in flight, as GetState does. */
+                if (listing(g)) {
+                        struct sched_snapshot snap;
+                        if (sched_running_snapshot(&g->srv->sched, g->m[i].pid, &snap) && snap.known &&
+                            snap.last_state >= 0 && snap.start_time == g->m[i].start_time) {
+                                g->m[i].state = snap.last_state;
+                                g->m[i].in_flight = (int)snap.running;
+                                continue;
+                        }
+                }
+                (void)submit(g, i, p);
+        }
+        if (g->pending == 0)
+                advance(g);
+}
+
+static void record(struct group *g, struct sched_op *op)
+{
+        struct member *mb = &g->m[op->index];
+        const struct ops_result *r = &op->result;
+        enum ops_step st = step_of(g->phase);
+
+        mb->duration_ns += r->duration_ns;
+        if (r->error == OPS_OK) {
+                mb->state = st == OPS_STEP_GET_STATE ? r->state : ops_state_after(st);
+                return;
+        }
+        if (r->error == OPS_PROCESS_GONE || r->error == OPS_NO_SUCH_PROCESS || r->error == OPS_PROCESS_CHANGED)
+                mb->gone = true;
+        else
+                mb->state = r->state;
+        if (listing(g)) {
+                if (r->error == OPS_NOT_CUDA_PROCESS)
+                        mb->skipped = true;
+                if (r->error == OPS_PROCESS_STOPPED)
+                        mb->stopped = r->stopped;
+                return;
+        }
+        if (g->phase == PH_STATE && r->error == OPS_NOT_CUDA_PROCESS && g->req.kind != PROTO_SELECT_PIDS) {
+                mb->skipped = true;
+                return;
+        }
+        if (g->phase >= PH_RB_STATE) {
+                if (g->phase != PH_RB_STATE) {
+                        mb->rb_failed = true;
+                        mb->rb_method = op->method;
+                        mb->rb_err = *r;
+                }
+                return;
+        }
+        member_fail(g, op->index, op->method, r);
+}
+
+static void step_done(struct sched *s, struct sched_op *op)
+{
+        struct group *g = op->ctx;
+        (void)s;
+
+        if (!proto_method_read_only(op->method))
+                audit(g, op->req.pid, proto_method_name(op->method), ops_error_short_name(op->result.error),
+                      proto_method_name(g->method), (double)op->result.duration_ns / 1e6);
+        record(g, op);
+        g->done++;
+        if (g->phase != PH_STATE && g->phase != PH_RB_STATE)
+                progress(g, &g->m[op->index]);
+        proto_request_done(&op->req);
+        free(op);
+        if (--g->pending == 0)
+                advance(g);
+}
+
+static bool phase_failed(const struct group *g, size_t *ret_first)
+{
+        for (size_t i = 0; i < g->n; i++)
+                if (g->m[i].failed) {
+                        *ret_first = i;
+                        return true;
+                }
+        return false;
+}
+
+/* The states each method converges from; any other is InvalidState. */
+static bool state_allowed(enum proto_method m, int st)
+{
+        switch (m) {
+        case PROTO_LOCK_GROUP:
+                return st == CU_PROCESS_STATE_RUNNING || st == CU_PROCESS_STATE_LOCKED;
+        case PROTO_CHECKPOINT_GROUP:
+                return st == CU_PROCESS_STATE_LOCKED || st == CU_PROCESS_STATE_CHECKPOINTED;
+        case PROTO_RESTORE_GROUP:
+                return st == CU_PROCESS_STATE_CHECKPOINTED || st == CU_PROCESS_STATE_LOCKED;
+        case PROTO_UNLOCK_GROUP:
+                return st == CU_PROCESS_STATE_LOCKED || st == CU_PROCESS_STATE_RUNNING;
+        case PROTO_SUSPEND_GROUP:
+        case PROTO_RESUME_GROUP:
+                return st == CU_PROCESS_STATE_RUNNING || st == CU_PROCESS_STATE_LOCKED ||
+                       st == CU_PROCESS_STATE_CHECKPOINTED;
+        default:
+                return false;
+        }
+}
+
+/* The phase after p on the way forward, PH_END after the last. */
+static enum phase next_forward(const struct group *g, enum phase p)
+{
+        switch (g->method) {
+        case PROTO_LOCK_GROUP:
+                return p < PH_LOCK ? PH_LOCK : PH_END;
+        case PROTO_CHECKPOINT_GROUP:
+                return p < PH_CHECKPOINT ? PH_CHECKPOINT : PH_END;
+        case PROTO_SUSPEND_GROUP:
+                return p < PH_LOCK ? PH_LOCK : p < PH_CHECKPOINT ? PH_CHECKPOINT : PH_END;
+        case PROTO_RESTORE_GROUP:
+                return p < PH_RESTORE ? PH_RESTORE : PH_END;
+        case PROTO_UNLOCK_GROUP:
+                return p < PH_UNLOCK ? PH_UNLOCK : PH_END;
+        case PROTO_RESUME_GROUP:
+                return p < PH_RESTORE ? PH_RESTORE : p < PH_UNLOCK ? PH_UNLOCK : PH_END;
+        default:
+                return PH_END;
+        }
+}
+
+static void plan_check(struct group *g)
+{
+        enum proto_method single = proto_group_single(g->method);
+
+        for (size_t i = 0; i < g->n; i++) {
+                struct member *mb = &g->m[i];
+                struct ops_result r = { .error = OPS_INVALID_STATE, .state = mb->state, .restore_tid = -1,
+                                        .rolled_back = -1, .in_flight = -1 };
+                if (!active(mb) || state_allowed(g->method, mb->state))
+                        continue;
+                r.step = ops_first_step(single);
+                member_fail(g, i, single, &r);
+        }
+}
+
+static bool all_running(const struct group *g)
+{
+        for (size_t i = 0; i < g->n; i++)
+                if (active(&g->m[i]) && g->m[i].state != CU_PROCESS_STATE_RUNNING)
+                        return false;
+        return true;
+}
+
+static void advance(struct group *g)
+{
+        size_t first;
+
+        switch (g->phase) {
+        case PH_STATE:
+                if (listing(g)) {
+                        group_finish(g);
+                        return;
+                }
+                if (!phase_failed(g, &first))
+                        plan_check(g);
+                if (phase_failed(g, &first)) {
+                        /* Nothing has changed yet. */
+                        g->failed = true;
+                        g->failed_phase = PH_STATE;
+                        g->failed_at = first;
+                        group_finish(g);
+                        return;
+                }
+                break;
+        case PH_LOCK:
+        case PH_CHECKPOINT:
+        case PH_RESTORE:
+        case PH_UNLOCK:
+                if (phase_failed(g, &first)) {
+                        g->failed = true;
+                        g->failed_phase = g->phase;
+                        g->failed_at = first;
+                        if (pausing(g)) {
+                                run_phase(g, PH_RB_STATE);
+                                return;
+                        }
+                        /* Restoring and unlocking stop where they failed: no
+                         * member unlocked while another is checkpointed. */
+                        group_finish(g);
+                        return;
+                }
+                break;
+        case PH_RB_STATE:
+                run_phase(g, PH_RB_RESTORE);
+                return;
+        case PH_RB_RESTORE:
+                run_phase(g, PH_RB_UNLOCK);
+                return;
+        case PH_RB_UNLOCK:
+                g->rolled_back = all_running(g);
+                group_finish(g);
+                return;
+        default:
+                return;
+        }
+        enum phase next = next_forward(g, g->phase);
+        if (next == PH_END)
+                group_finish(g);
+        else
+                run_phase(g, next);
+}
+
+/* ---- select ---------------------------------------------------------------- */
+
+static bool overlaps(const struct group *a, const struct group *b)
+{
+        for (size_t i = 0; i < a->n; i++) {
+                if (!active(&a->m[i]))
+                        continue;
+                for (size_t j = 0; j < b->n; j++)
+                        if (active(&b->m[j]) && a->m[i].pid == b->m[j].pid)
+                                return true;
+        }
+        return false;
+}
+
+/* Whether an earlier group holds g back: one still selecting (its members
+ * are not known yet) or one sharing a member.  ListProcesses waits for
+ * nobody and holds nobody up. */
+static bool held_back(const struct group *g)
+{
+        if (listing(g))
+                return false;
+        for (const struct group *e = g->prev; e; e = e->prev)
+                if (!listing(e) && (e->phase == PH_SELECT || overlaps(e, g)))
+                        return true;
+        return false;
+}
+
+static void start_waiting(struct server *srv)
+{
+        struct group_table *t = table_of(srv);
+        struct group *g;
+
+        /* Starting a group can end it at once, which calls this again:
+         * the outer loop then looks once more from the start. */
+        if (t->starting) {
+                t->again = true;
+                return;
+        }
+        t->starting = true;
+        do {
+                t->again = false;
+                for (g = t->head; g; g = g->next)
+                        if (g->phase == PH_WAIT && !held_back(g)) {
+                                run_phase(g, PH_STATE);
+                                t->again = true; /* the list may have changed */
+                                break;
+                        }
+        } while (t->again);
+        t->starting = false;
+}
+
+/* Pins and judges the candidates of one chunk (worker thread). */
+static void chunk_work(uv_work_t *w)
+{
+        struct chunk *ch = w->data;
+        struct group *g = ch->g;
+        const struct config *cfg = g->srv->cfg;
+        const struct policy_caller *caller = &g->conn->caller;
+        const bool pids = g->req.kind == PROTO_SELECT_PIDS;
+        const enum proto_method judge_as = listing(g) ? PROTO_GET_STATE : proto_group_single(g->method);
+        const pid_t self = getpid();
+        char cg[DISCOVER_CGROUP_MAX];
+
+        for (size_t i = ch->first; i < ch->first + ch->n; i++) {
+                struct member *mb = &g->m[i];
+                struct target_identity id;
+                struct proto_request req = { .pid = g->cand[i] };
+                struct ops_result r = { .state = -1, .restore_tid = -1, .rolled_back = -1, .in_flight = -1 };
+                uid_t owner;
+                int k;
+
+                *mb = (struct member){ .pid = g->cand[i], .pidfd = -1, .state = -1, .in_flight = -1 };
+                if (pids) {
+                        req.has_start_time = g->req.pids[i].has_start_time;
+                        req.start_time = g->req.pids[i].start_time;
+                } else if (g->cand[i] == self) {
+                        mb->excluded = true;
+                        continue;
+                }
+                cg[0] = '\0';
+                if (g->req.kind == PROTO_SELECT_CGROUP || listing(g)) {
+                        if (discover_cgroup(g->cand[i], cg, sizeof(cg)) < 0 && !pids) {
+                                mb->excluded = true;
+                                continue;
+                        }
+                        if (g->req.kind == PROTO_SELECT_CGROUP && !discover_cgroup_within(cg, g->req.cgroup)) {
+                                mb->excluded = true;
+                                continue;
+                        }
+                }
+                /* A listing shows what the caller may see: a first look at
+                 * the owner spares reading the maps of everyone else's. */
+                if (listing(g) && caller->uid != 0 && discover_owner(g->cand[i], &owner) == 0) {
+                        struct policy_target t = { owner, owner, owner };
+                        if (!policy_allowed(policy_decide(cfg, caller, &t, true))) {
+                                mb->excluded = true;
+                                continue;
+                        }
+                }
+                if (!pids) {
+                        k = discover_maps_driver(g->cand[i], &table_of(g->srv)->driver_lib);
+                        if (k < 0 || (k == 0 && listing(g))) {
+                                mb->excluded = true;
+                                continue;
+                        }
+                        mb->skipped = k == 0;
+                }
+                k = target_open(g->cand[i], &id);
+                if (k < 0) {
+                        if (!pids || listing(g)) {
+                                mb->excluded = true; /* gone since the scan */
+                                continue;
+                        }
+                        r.error = k == -ESRCH ? OPS_NO_SUCH_PROCESS : OPS_PERMISSION_DENIED;
+                        member_fail(g, i, judge_as, &r);
+                        continue;
+                }
+                mb->pid = id.pid;
+                mb->start_time = id.start_time;
+                mb->uid = id.ruid;
+                mb->pidfd = id.pidfd;
+                id.pidfd = -1;
+                {
+                        struct policy_target t = { id.ruid, id.euid, id.suid };
+                        target_close(&id);
+                        if (mb->skipped)
+                                continue; /* not acted on: not judged */
+                        if (id.pid == self) {
+                                r.error = OPS_PERMISSION_DENIED;
+                                member_fail(g, i, judge_as, &r);
+                        } else if (!ops_judge(cfg, caller, judge_as, &req, &t, mb->start_time, &r)) {
+                                if (listing(g))
+                                        mb->excluded = true;
+                                else
+                                        member_fail(g, i, judge_as, &r);
+                        }
+                }
+                if (listing(g) && !mb->excluded) {
+                        (void)discover_comm(mb->pid, mb->comm, sizeof(mb->comm));
+                        mb->cgroup = cg[0] ? strdup(cg) : NULL;
+                }
+        }
+}
+
+static int cmp_member(const void *a, const void *b)
+{
+        const struct member *x = a, *y = b;
+
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static cJSON *too_large(unsigned limit, size_t n)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p) {
+                cJSON_AddNumberToObject(p, "limit", limit);
+                cJSON_AddNumberToObject(p, "members", (double)n);
+        }
+        return proto_error_new(CUDACKPT_ERROR_GROUP_TOO_LARGE, p);
+}
+
+static void selected(struct group *g)
+{
+        size_t n = 0, acting = 0, first;
+
+        /* Compact, sort by pid, merge a process named twice (by a thread id). */
+        for (size_t i = 0; i < g->n; i++) {
+                if (g->m[i].excluded) {
+                        member_drop(&g->m[i]);
+                        continue;
+                }
+                g->m[n++] = g->m[i];
+        }
+        g->n = n;
+        if (n > 1)
+                qsort(g->m, n, sizeof(*g->m), cmp_member);
+        n = 0;
+        for (size_t i = 0; i < g->n; i++) {
+                if (n > 0 && g->m[n - 1].pid == g->m[i].pid && !g->m[i].failed && !g->m[n - 1].failed) {
+                        member_drop(&g->m[i]);
+                        continue;
+                }
+                g->m[n++] = g->m[i];
+        }
+        g->n = n;
+        if (g->srv->shutting_down) {
+                group_end(g, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
+                return;
+        }
+        if (phase_failed(g, &first)) {
+                g->failed = true;
+                g->failed_phase = PH_SELECT;
+                g->failed_at = first;
+                group_finish(g);
+                return;
+        }
+        for (size_t i = 0; i < g->n; i++)
+                acting += active(&g->m[i]);
+        if (!listing(g) && acting > g->srv->cfg->max_group_members) {
+                audit(g, 0, proto_method_name(g->method), "GroupTooLarge", NULL, 0);
+                group_end(g, too_large(g->srv->cfg->max_group_members, acting));
+                return;
+        }
+        g->phase = PH_WAIT;
+        start_waiting(g->srv); /* g, and any that waited for g's selection */
+}
+
+static void chunk_done(uv_work_t *w, int status)
+{
+        struct chunk *ch = w->data;
+        struct group *g = ch->g;
+
+        (void)status;
+        free(ch);
+        if (--g->chunks_left == 0)
+                selected(g);
+}
+
+/* What the selector names, before any process is looked at (worker). */
+static void scan_work(uv_work_t *w)
+{
+        struct group *g = w->data;
+        size_t n;
+
+        switch (g->req.kind) {
+        case PROTO_SELECT_PIDS:
+                n = g->req.n_pids;
+                g->cand = calloc(n, sizeof(*g->cand));
+                if (!g->cand) {
+                        g->scan_error = -ENOMEM;
+                        return;
+                }
+                for (size_t i = 0; i < n; i++)
+                        g->cand[i] = g->req.pids[i].pid;
+                g->n_cand = n;
+                break;
+        case PROTO_SELECT_TREE:
+                g->scan_error = discover_tree(g->req.tree, GROUP_TREE_MAX, &g->cand, &g->n_cand);
+                break;
+        default:
+                g->scan_error = discover_all(&g->cand, &g->n_cand);
+                break;
+        }
+}
+
+static void scan_done(uv_work_t *w, int status)
+{
+        struct group *g = w->data;
+
+        (void)status;
+        if (g->scan_error == -ESRCH) {
+                /* The root of a tree has gone. */
+                g->m = calloc(1, sizeof(*g->m));
+                if (g->m) {
+                        struct ops_result r = { .error = OPS_NO_SUCH_PROCESS, .state = -1, .restore_tid = -1,
+                                                .rolled_back = -1, .in_flight = -1 };
+                        g->n = 1;
+                        g->m[0] = (struct member){ .pid = g->req.tree, .pidfd = -1, .state = -1,
+                                                   .in_flight = -1, .gone = true };
+                        member_fail(g, 0, proto_group_single(g->method), &r);
+                        g->failed = true;
+                        g->failed_phase = PH_SELECT;
+                        g->failed_at = 0;
+                        group_finish(g);
+                        return;
+                }
+        }
+        if (g->scan_error == -E2BIG) {
+                group_end(g, too_large(g->srv->cfg->max_group_members, GROUP_TREE_MAX));
+                return;
+        }
+        if (g->scan_error < 0) {
+                log_error("%s: cannot read the selection: %s", proto_method_name(g->method),
+                          strerror(-g->scan_error));
+                conn_close(g->conn);
+                group_end(g, NULL);
+                return;
+        }
+        g->n = g->n_cand;
+        g->m = calloc(g->n ? g->n : 1, sizeof(*g->m));
+        if (!g->m) {
+                conn_close(g->conn);
+                group_end(g, NULL);
+                return;
+        }
+        if (g->n == 0) {
+                selected(g);
+                return;
+        }
+        for (size_t first = 0; first < g->n; first += GROUP_CHUNK) {
+                struct chunk *ch = calloc(1, sizeof(*ch));
+                size_t cnt = g->n - first < GROUP_CHUNK ? g->n - first : GROUP_CHUNK;
+                if (!ch) {
+                        /* Examine what is left here, on the loop: out of memory is
+                         * no state to be fast in. */
+                        struct chunk tmp = { .g = g, .first = first, .n = g->n - first };
+                        tmp.work.data = &tmp;
+                        chunk_work(&tmp.work);
+                        break;
+                }
+                ch->g = g;
+                ch->first = first;
+                ch->n = cnt;
+                ch->work.data = ch;
+                g->chunks_left++;
+                (void)uv_queue_work(g->srv->loop, &ch->work, chunk_work, chunk_done);
+        }
+        if (g->chunks_left == 0)
+                selected(g);
+}
+
+void group_call(struct conn *c, const struct proto_call *call)
+{
+        struct server *srv = c->server;
+        struct group_table *t = table_of(srv);
+        struct group *g;
+        cJSON *err = NULL;
+
+        g = calloc(1, sizeof(*g));
+        if (!g) {
+                conn_close(c);
+                return;
+        }
+        if (proto_parse_group(call, srv->cfg->max_gpu_pairs, srv->cfg->max_group_members, &g->req, &err) < 0) {
+                if (!call->oneway)
+                        conn_send(c, err);
+                else
+                        cJSON_Delete(err);
+                free(g);
+                return;
+        }
+        g->srv = srv;
+        g->conn = c;
+        g->method = call->method;
+        g->reply = !call->oneway;
+        g->more = call->more;
+        g->t0 = uv_hrtime();
+        if (srv->shutting_down || t->n >= srv->cfg->max_groups_in_flight) {
+                cJSON *msg;
+                if (srv->shutting_down) {
+                        msg = proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL);
+                } else {
+                        cJSON *p = cJSON_CreateObject();
+                        if (p)
+                                cJSON_AddNumberToObject(p, "limit", srv->cfg->max_groups_in_flight);
+                        msg = proto_error_new(CUDACKPT_ERROR_QUEUE_FULL, p);
+                        audit(g, 0, proto_method_name(g->method), "QueueFull", "groups in flight", 0);
+                }
+                if (g->reply)
+                        conn_send(c, msg);
+                else
+                        cJSON_Delete(msg);
+                proto_group_request_done(&g->req);
+                free(g);
+                return;
+        }
+        g->phase = PH_SELECT;
+        g->prev = t->tail;
+        if (t->tail)
+                t->tail->next = g;
+        else
+                t->head = g;
+        t->tail = g;
+        t->n++;
+        conn_ref(c);
+        c->busy = true;
+        g->scan.data = g;
+        (void)uv_queue_work(srv->loop, &g->scan, scan_work, scan_done);
+}

@@ -1,0 +1,49 @@
+/* group.h: operations on groups of processes, and ListProcesses.
+ *
+ * A group is the set of processes one selector names (pids, a cgroup, a
+ * process tree).  The coordinator lives on the loop thread and moves a
+ * group through phases; each phase fans out over the members and waits
+ * for all of them (the barrier) before the next one starts:
+ *
+ *   select      the selection is read from /proc and every member pinned
+ *               (pidfd, start time) and authorised, on worker threads, in
+ *               chunks run in parallel; one refusal ends the group here
+ *   (wait)      groups sharing a member run one after the other
+ *   state       GetState of every member, through the per-process queues;
+ *               the plan follows from the states (convergence)
+ *   lock, checkpoint / restore, unlock
+ *               the method's steps, each member's through its own queue
+ *               (sched.c), so they never overlap another operation on it
+ *   rollback    after a failure of LockGroup, CheckpointGroup or
+ *               SuspendGroup: restore then unlock, back to running
+ *
+ * ListProcesses is the select and state phases of a group without the
+ * rest.  Every driver call goes through sched_submit() as a single call
+ * would; the coordinator itself never blocks and never calls the driver.
+ *
+ * Ownership: a group holds a reference on its connection until it has
+ * answered; a client that goes away does not stop it. */
+#ifndef CUDACKPT_GROUP_H
+#define CUDACKPT_GROUP_H
+
+#include <stdbool.h>
+
+#include "discover.h"
+
+struct conn;
+struct group;
+struct proto_call;
+
+/* Every group in flight, in arrival order (server.c owns one). */
+struct group_table {
+        struct group *head, *tail;
+        unsigned n;
+        bool starting, again;           /* start_waiting() is running; look again */
+        struct discover_lib driver_lib; /* the loaded driver's file */
+};
+
+/* Takes a call of a group method or of ListProcesses: answers it at once
+ * (a parameter error, a limit) or starts the group.  Loop thread. */
+void group_call(struct conn *c, const struct proto_call *call);
+
+#endif
