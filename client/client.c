@@ -202,8 +202,11 @@ static int client_json_strdup(const cJSON *params, const char *key, char **ret) 
         return *ret ? 0 : -ENOMEM;
 }
 
-/* Decode one reply message (len bytes, NUL excluded) into *ret_reply. */
-static int client_decode_reply(const char *msg, size_t len, cudackpt_reply *ret_reply) {
+/* Decode one reply message (len bytes, NUL excluded) into *ret_reply.
+ * ret_continues NULL: a call without "more", for which a reply with
+ * "continues": true is out of protocol.  Otherwise *ret_continues says
+ * whether more replies follow this one. */
+static int client_decode_reply(const char *msg, size_t len, cudackpt_reply *ret_reply, int *ret_continues) {
         cudackpt_reply reply;
         const cJSON *error, *params, *continues, *item;
         cJSON *root;
@@ -217,12 +220,17 @@ static int client_decode_reply(const char *msg, size_t len, cudackpt_reply *ret_
         if (!cJSON_IsObject(root))
                 goto out;
 
-        /* We never ask for "more", so a "continues" reply is out of protocol. */
+        /* Only a call with "more" may be answered with "continues": true,
+         * and never by an error: an error ends the call. */
         continues = cJSON_GetObjectItemCaseSensitive(root, "continues");
-        if (continues && !cJSON_IsFalse(continues))
+        if (continues && !cJSON_IsBool(continues))
+                goto out;
+        if (cJSON_IsTrue(continues) && !ret_continues)
                 goto out;
 
         error = cJSON_GetObjectItemCaseSensitive(root, "error");
+        if (error && cJSON_IsTrue(continues))
+                goto out;
         if (error) {
                 if (!cJSON_IsString(error) || !error->valuestring || !*error->valuestring)
                         goto out;
@@ -267,6 +275,8 @@ static int client_decode_reply(const char *msg, size_t len, cudackpt_reply *ret_
 
         *ret_reply = reply;
         cudackpt_reply_init(&reply);
+        if (ret_continues)
+                *ret_continues = cJSON_IsTrue(continues);
         r = 0;
 out:
         cudackpt_reply_clear(&reply);
@@ -370,8 +380,12 @@ static void client_buf_consume(cudackpt_client *c, size_t len) {
         }
 }
 
-/* Send one serialised request and read its reply. */
-static int client_transact(cudackpt_client *c, const char *request, cudackpt_reply *ret_reply) {
+/* Send one serialised request and read its reply.  more: the request
+ * asked for "more", so replies with "continues": true may come first;
+ * each is handed to fn (when not NULL) and dropped.  One deadline covers
+ * the request and every reply. */
+static int client_transact(cudackpt_client *c, const char *request, int more, cudackpt_progress_fn fn,
+                           void *ctx, cudackpt_reply *ret_reply) {
         int64_t deadline_ms = c->timeout_ms > 0 ? client_now_ms() + c->timeout_ms : -1;
         size_t len = 0;
         int r;
@@ -383,16 +397,29 @@ static int client_transact(cudackpt_client *c, const char *request, cudackpt_rep
         r = client_send_all(c, request, strlen(request) + 1, deadline_ms);
         if (r < 0)
                 goto broken;
-        r = client_recv_message(c, deadline_ms, &len);
-        if (r < 0)
-                goto broken;
-        r = client_decode_reply(c->buf, len, ret_reply);
-        client_buf_consume(c, len + 1);
-        if (r == -ENOMEM)
-                return r; /* the stream itself is still in step */
-        if (r < 0)
-                goto broken;
-        return 0;
+        for (;;) {
+                cudackpt_reply reply;
+                int continues = 0;
+
+                r = client_recv_message(c, deadline_ms, &len);
+                if (r < 0)
+                        goto broken;
+                cudackpt_reply_init(&reply);
+                r = client_decode_reply(c->buf, len, &reply, more ? &continues : NULL);
+                client_buf_consume(c, len + 1);
+                if (r == -ENOMEM && !more)
+                        return r; /* the stream itself is still in step */
+                if (r < 0)
+                        goto broken; /* with more, the rest of this call's replies would follow */
+                if (!continues) {
+                        *ret_reply = reply;
+                        return 0;
+                }
+                r = fn ? fn(ctx, reply.parameters_json) : 0;
+                cudackpt_reply_clear(&reply);
+                if (r < 0)
+                        goto broken; /* the replies still to come are never read */
+        }
 
 broken:
         /* A partial write, or a reply we could not read whole, leaves the
@@ -401,9 +428,10 @@ broken:
         return r;
 }
 
-/* Serialise {"method": method, "parameters": params} (takes params) and transact. */
-static int client_call_object(cudackpt_client *c, const char *method, cJSON *params,
-                              cudackpt_reply *ret_reply) {
+/* Serialise {"method": method, "parameters": params[, "more": true]}
+ * (takes params) and transact. */
+static int client_call_object_more(cudackpt_client *c, const char *method, cJSON *params, int more,
+                                   cudackpt_progress_fn fn, void *ctx, cudackpt_reply *ret_reply) {
         cJSON *call;
         char *text;
         int r;
@@ -425,17 +453,27 @@ static int client_call_object(cudackpt_client *c, const char *method, cJSON *par
                 cJSON_Delete(call);
                 return -ENOMEM;
         }
+        if (more && !cJSON_AddTrueToObject(call, "more")) {
+                cJSON_Delete(call);
+                return -ENOMEM;
+        }
         text = cJSON_PrintUnformatted(call);
         cJSON_Delete(call);
         if (!text)
                 return -ENOMEM;
-        r = client_transact(c, text, ret_reply);
+        r = client_transact(c, text, more, fn, ctx, ret_reply);
         cJSON_free(text);
         return r;
 }
 
-CUDACKPT_EXPORT int cudackpt_call(cudackpt_client *c, const char *method, const char *parameters_json,
-                                  cudackpt_reply *ret_reply) {
+static int client_call_object(cudackpt_client *c, const char *method, cJSON *params,
+                              cudackpt_reply *ret_reply) {
+        return client_call_object_more(c, method, params, 0, NULL, NULL, ret_reply);
+}
+
+/* parameters_json parsed: NULL stays NULL ({}); -EINVAL when it is not one
+ * JSON object. */
+static int client_parse_params(const char *parameters_json, cJSON **ret_params) {
         cJSON *params = NULL;
 
         if (parameters_json) {
@@ -446,7 +484,30 @@ CUDACKPT_EXPORT int cudackpt_call(cudackpt_client *c, const char *method, const 
                         return -EINVAL;
                 }
         }
+        *ret_params = params;
+        return 0;
+}
+
+CUDACKPT_EXPORT int cudackpt_call(cudackpt_client *c, const char *method, const char *parameters_json,
+                                  cudackpt_reply *ret_reply) {
+        cJSON *params = NULL;
+        int r;
+
+        r = client_parse_params(parameters_json, &params);
+        if (r < 0)
+                return r;
         return client_call_object(c, method, params, ret_reply);
+}
+
+CUDACKPT_EXPORT int cudackpt_call_more(cudackpt_client *c, const char *method, const char *parameters_json,
+                                       cudackpt_progress_fn fn, void *ctx, cudackpt_reply *ret_reply) {
+        cJSON *params = NULL;
+        int r;
+
+        r = client_parse_params(parameters_json, &params);
+        if (r < 0)
+                return r;
+        return client_call_object_more(c, method, params, 1, fn, ctx, ret_reply);
 }
 
 /* ---- Typed methods ----------------------------------------------------------- */
@@ -583,6 +644,7 @@ CUDACKPT_EXPORT int cudackpt_error_exit_code(const char *error_name) {
                 { CUDACKPT_ERROR_PROCESS_CHANGED, CUDACKPT_EXIT_PROCESS_CHANGED },
                 { CUDACKPT_ERROR_PROCESS_STOPPED, CUDACKPT_EXIT_PROCESS_STOPPED },
                 { CUDACKPT_ERROR_QUEUE_FULL, CUDACKPT_EXIT_QUEUE_FULL },
+                { CUDACKPT_ERROR_GROUP_TOO_LARGE, CUDACKPT_EXIT_GROUP_TOO_LARGE },
                 { CUDACKPT_ERROR_SHUTTING_DOWN, CUDACKPT_EXIT_SHUTTING_DOWN },
                 { CUDACKPT_ERROR_INVALID_REQUEST, CUDACKPT_EXIT_PROTOCOL },
                 { CUDACKPT_ERROR_MESSAGE_TOO_LARGE, CUDACKPT_EXIT_PROTOCOL },
@@ -600,4 +662,24 @@ CUDACKPT_EXPORT int cudackpt_error_exit_code(const char *error_name) {
         if (strncmp(error_name, varlink_prefix, sizeof(varlink_prefix) - 1) == 0)
                 return CUDACKPT_EXIT_PROTOCOL;
         return CUDACKPT_EXIT_FAILURE;
+}
+
+CUDACKPT_EXPORT int cudackpt_reply_exit_code(const cudackpt_reply *r) {
+        const cJSON *inner;
+        cJSON *params;
+        int code = CUDACKPT_EXIT_FAILURE;
+
+        if (!r || !r->error)
+                return CUDACKPT_EXIT_OK;
+        if (strcmp(r->error, CUDACKPT_ERROR_GROUP_FAILED) != 0)
+                return cudackpt_error_exit_code(r->error);
+        /* The status of the member's own error; a GroupFailed nested in a
+         * GroupFailed is out of protocol and has none. */
+        params = r->parameters_json ? cJSON_Parse(r->parameters_json) : NULL;
+        inner = cJSON_GetObjectItemCaseSensitive(params, "error");
+        if (cJSON_IsString(inner) && inner->valuestring && *inner->valuestring &&
+            strcmp(inner->valuestring, CUDACKPT_ERROR_GROUP_FAILED) != 0)
+                code = cudackpt_error_exit_code(inner->valuestring);
+        cJSON_Delete(params);
+        return code;
 }

@@ -9,6 +9,9 @@
 
 #include <cudackpt/client.h>
 
+#include <cJSON.h>
+
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -63,6 +66,57 @@ int ctl_call_failure_exit_code(int r);
 /* {"error": NAME, "parameters": {...}} for r, as one line of JSON; the
  * caller frees it.  NULL when out of memory. */
 char *ctl_error_json(const cudackpt_reply *r);
+
+/* ---- group.c ---- */
+
+/* Which processes a group form or ps acts on. */
+typedef enum ctl_selector_kind {
+        CTL_SELECT_NONE,
+        CTL_SELECT_PIDS,        /* --pids PID[:START_TIME][,...] */
+        CTL_SELECT_CGROUP,      /* --cgroup PATH */
+        CTL_SELECT_TREE,        /* --tree PID */
+} ctl_selector_kind;
+
+typedef struct ctl_selector {
+        ctl_selector_kind kind;
+        const char *arg;        /* the option's argument, as given */
+        cJSON *json;            /* the protocol's Selector object, owned */
+} ctl_selector;
+
+/* "--pids", "--cgroup", "--tree" ("" for CTL_SELECT_NONE). */
+const char *ctl_selector_option(ctl_selector_kind kind);
+
+/* Parse the argument of a selector option into *sel (replacing what it
+ * held).  -EINVAL for a malformed argument (an empty list or item, a bad
+ * pid or start time, a cgroup path that is not absolute or has an empty,
+ * "." or ".." component), -EEXIST for a pid listed twice, -ENOMEM.  sel
+ * is unchanged on failure. */
+int ctl_selector_parse(ctl_selector *sel, ctl_selector_kind kind, const char *arg);
+void ctl_selector_done(ctl_selector *sel);
+
+/* One group operation. */
+typedef struct ctl_group {
+        const char *prefix;             /* "cudackptctl: suspend --pids 1,2: ", for errors */
+        const char *method;             /* CUDACKPT_METHOD_*_GROUP */
+        const ctl_selector *selector;
+        long long lock_timeout;         /* timeout_ms, -1 for the daemon's default */
+        const char *const *map;         /* gpu_mapping as ctl_map holds it, or NULL */
+        bool json;                      /* print the reply's parameters as JSON */
+        bool progress;                  /* ask for progress and show it on stderr */
+        bool progress_tty;              /* ... rewriting a line per phase in place */
+} ctl_group;
+
+/* Run g and print its result; returns the exit status. */
+int ctl_group_run(cudackpt_client *client, const ctl_group *g);
+
+/* ps: ListProcesses. */
+typedef struct ctl_ps {
+        const char *prefix;             /* "cudackptctl: ps: " */
+        const ctl_selector *selector;   /* NULL or CTL_SELECT_NONE: every process */
+        bool json;                      /* a JSON list of the daemon's objects */
+} ctl_ps;
+
+int ctl_ps_run(cudackpt_client *client, const ctl_ps *p);
 
 /* ---- compat.c ---- */
 

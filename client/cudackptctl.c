@@ -4,6 +4,8 @@
  * its result: a bare value for scripts ("running", a tid), "STATE (D.D ms)"
  * for operations, or with --json the reply's parameters.  Errors go to
  * stderr as one line and map to distinct exit statuses (see --help).
+ * The operations also take a set of processes (--pids, --cgroup, --tree)
+ * in place of the PID, and ps lists CUDA processes: see group.c.
  *
  * Started under the name "cuda-checkpoint" (a symlink), it speaks the
  * command line of NVIDIA's utility instead, for CRIU's CUDA plugin: see
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef CUDACKPT_VERSION
 #error "CUDACKPT_VERSION must be defined by the build"
@@ -37,6 +40,7 @@ typedef enum ctl_command_id {
         CTL_SUSPEND,
         CTL_RESUME,
         CTL_INFO,
+        CTL_PS,
 } ctl_command_id;
 
 /* What each command takes. */
@@ -44,24 +48,29 @@ enum {
         CTL_TAKES_PID = 1 << 0,
         CTL_TAKES_LOCK_TIMEOUT = 1 << 1,
         CTL_TAKES_MAP = 1 << 2,
+        CTL_TAKES_GROUP = 1 << 3,     /* a selector in place of the PID */
+        CTL_TAKES_SELECTOR = 1 << 4,  /* an optional selector (ps) */
 };
 
 typedef struct ctl_command {
         const char *name;
         ctl_command_id id;
         unsigned flags;
+        const char *group_method;     /* with CTL_TAKES_GROUP */
 } ctl_command;
 
 static const ctl_command ctl_commands[] = {
-        { "state", CTL_STATE, CTL_TAKES_PID },
-        { "restore-tid", CTL_RESTORE_TID, CTL_TAKES_PID },
-        { "lock", CTL_LOCK, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT },
-        { "checkpoint", CTL_CHECKPOINT, CTL_TAKES_PID },
-        { "restore", CTL_RESTORE, CTL_TAKES_PID | CTL_TAKES_MAP },
-        { "unlock", CTL_UNLOCK, CTL_TAKES_PID },
-        { "suspend", CTL_SUSPEND, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT },
-        { "resume", CTL_RESUME, CTL_TAKES_PID | CTL_TAKES_MAP },
-        { "info", CTL_INFO, 0 },
+        { "state", CTL_STATE, CTL_TAKES_PID, NULL },
+        { "restore-tid", CTL_RESTORE_TID, CTL_TAKES_PID, NULL },
+        { "lock", CTL_LOCK, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT | CTL_TAKES_GROUP, CUDACKPT_METHOD_LOCK_GROUP },
+        { "checkpoint", CTL_CHECKPOINT, CTL_TAKES_PID | CTL_TAKES_GROUP, CUDACKPT_METHOD_CHECKPOINT_GROUP },
+        { "restore", CTL_RESTORE, CTL_TAKES_PID | CTL_TAKES_MAP | CTL_TAKES_GROUP, CUDACKPT_METHOD_RESTORE_GROUP },
+        { "unlock", CTL_UNLOCK, CTL_TAKES_PID | CTL_TAKES_GROUP, CUDACKPT_METHOD_UNLOCK_GROUP },
+        { "suspend", CTL_SUSPEND, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT | CTL_TAKES_GROUP,
+          CUDACKPT_METHOD_SUSPEND_GROUP },
+        { "resume", CTL_RESUME, CTL_TAKES_PID | CTL_TAKES_MAP | CTL_TAKES_GROUP, CUDACKPT_METHOD_RESUME_GROUP },
+        { "info", CTL_INFO, 0, NULL },
+        { "ps", CTL_PS, CTL_TAKES_SELECTOR, NULL },
 };
 
 /* The parsed command line. */
@@ -73,6 +82,9 @@ typedef struct ctl_args {
         ctl_map map;              /* every --map, merged */
         const ctl_command *command;
         int pid;                  /* when the command takes one */
+        ctl_selector selector;    /* --pids, --cgroup or --tree; CTL_SELECT_NONE when not given */
+        int progress;             /* --progress 1, --no-progress 0, else -1: on a terminal */
+        char *prefix;             /* "cudackptctl: COMMAND ...: ", for errors */
 } ctl_args;
 
 static void ctl_help(void) {
@@ -92,7 +104,22 @@ static void ctl_help(void) {
                "  resume PID                 restore, then unlock\n"
                "  info                       print the daemon's vendor, product, version, url\n"
                "                             and interfaces\n"
+               "  ps [SELECTOR]              list the CUDA processes you may act on (or those of\n"
+               "                             SELECTOR): PID, USER, STATE, CGROUP, COMMAND\n"
                "Operations print the new state and the time taken: \"checkpointed (812.3 ms)\".\n"
+               "\n"
+               "Groups: lock, checkpoint, restore, unlock, suspend and resume take a SELECTOR in\n"
+               "place of the PID and act on every process of it together: every member locked\n"
+               "before any is checkpointed, restored before any is unlocked.  If one fails,\n"
+               "lock, checkpoint and suspend bring every member back to running; restore and\n"
+               "resume unlock none.  They print each member's state and the total time.\n"
+               "  --pids=PID[:START][,...]   these processes; START pins one to its start time\n"
+               "                             (field 22 of /proc/PID/stat)\n"
+               "  --cgroup=PATH              the CUDA processes of a cgroup v2 and below it, as\n"
+               "                             /proc/PID/cgroup names it (/kubepods/pod42)\n"
+               "  --tree=PID                 the CUDA processes among PID and its descendants\n"
+               "  --progress, --no-progress  show each member's progress on stderr, or not\n"
+               "                             (default: when stderr is a terminal)\n"
                "\n"
                "Options:\n"
                "  --socket=PATH              the daemon's socket\n"
@@ -128,6 +155,9 @@ static void ctl_help(void) {
                "  23 protocol error (InvalidRequest, MessageTooLarge, InvalidParameter,\n"
                "     MethodNotFound, ...)\n"
                "  24 ProcessStopped (every thread of the process is stopped)\n"
+               "  25 GroupTooLarge (the selection holds more processes than the daemon allows)\n"
+               "  A group that failed (GroupFailed) exits with the status of the error of its\n"
+               "  failing member.  A selection with no CUDA process succeeds.\n"
                "\n"
                "cuda-checkpoint compatibility:\n"
                "  Started as \"cuda-checkpoint\" (through a symlink of that name), this program\n"
@@ -158,13 +188,29 @@ static const ctl_command *ctl_find_command(const char *name) {
 
 /* Fill *a from argv.  Returns -1 to go on, else the exit status. */
 static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
-        enum { OPT_SOCKET = 0x100, OPT_JSON, OPT_TIMEOUT, OPT_LOCK_TIMEOUT, OPT_MAP };
+        enum {
+                OPT_SOCKET = 0x100,
+                OPT_JSON,
+                OPT_TIMEOUT,
+                OPT_LOCK_TIMEOUT,
+                OPT_MAP,
+                OPT_PIDS,
+                OPT_CGROUP,
+                OPT_TREE,
+                OPT_PROGRESS,
+                OPT_NO_PROGRESS,
+        };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, OPT_SOCKET },
                 { "json", no_argument, NULL, OPT_JSON },
                 { "timeout", required_argument, NULL, OPT_TIMEOUT },
                 { "lock-timeout", required_argument, NULL, OPT_LOCK_TIMEOUT },
                 { "map", required_argument, NULL, OPT_MAP },
+                { "pids", required_argument, NULL, OPT_PIDS },
+                { "cgroup", required_argument, NULL, OPT_CGROUP },
+                { "tree", required_argument, NULL, OPT_TREE },
+                { "progress", no_argument, NULL, OPT_PROGRESS },
+                { "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { NULL, 0, NULL, 0 },
@@ -172,6 +218,7 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
         const char *positional[3] = { NULL };
         size_t n_positional = 0;
         bool saw_lock_timeout = false, saw_map = false;
+        ctl_selector_kind kind;
         unsigned long long v;
         int c, r;
 
@@ -220,6 +267,37 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                                                        optarg);
                         saw_map = true;
                         break;
+                case OPT_PIDS:
+                case OPT_CGROUP:
+                case OPT_TREE:
+                        kind = c == OPT_PIDS ? CTL_SELECT_PIDS : c == OPT_CGROUP ? CTL_SELECT_CGROUP : CTL_SELECT_TREE;
+                        if (a->selector.kind != CTL_SELECT_NONE)
+                                return ctl_usage_error("%s and %s: give one of --pids, --cgroup and --tree, once",
+                                                       ctl_selector_option(a->selector.kind),
+                                                       ctl_selector_option(kind));
+                        r = ctl_selector_parse(&a->selector, kind, optarg);
+                        if (r == -ENOMEM) {
+                                fputs(CTL_NAME ": out of memory\n", stderr);
+                                return CUDACKPT_EXIT_FAILURE;
+                        }
+                        if (r == -EEXIST)
+                                return ctl_usage_error("invalid --pids '%s': a pid is listed twice", optarg);
+                        if (r < 0 && kind == CTL_SELECT_PIDS)
+                                return ctl_usage_error("invalid --pids '%s': expected PID[:START_TIME][,...], "
+                                                       "pids 1..2147483647", optarg);
+                        if (r < 0 && kind == CTL_SELECT_CGROUP)
+                                return ctl_usage_error("invalid --cgroup '%s': expected an absolute cgroup path "
+                                                       "without empty, '.' or '..' components", optarg);
+                        if (r < 0)
+                                return ctl_usage_error("invalid --tree '%s': expected a number 1..2147483647",
+                                                       optarg);
+                        break;
+                case OPT_PROGRESS:
+                        a->progress = 1;
+                        break;
+                case OPT_NO_PROGRESS:
+                        a->progress = 0;
+                        break;
                 case 'h':
                         ctl_help();
                         return CUDACKPT_EXIT_OK;
@@ -230,7 +308,8 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                         return ctl_usage_error("option '%s' needs an argument", argv[optind - 1]);
                 default:
                         /* getopt sets optopt to a known option given an argument it does not take. */
-                        if (optopt == 'h' || optopt == 'V' || optopt == OPT_JSON)
+                        if (optopt == 'h' || optopt == 'V' || optopt == OPT_JSON || optopt == OPT_PROGRESS ||
+                            optopt == OPT_NO_PROGRESS)
                                 return ctl_usage_error("option '%s' takes no argument", argv[optind - 1]);
                         return ctl_usage_error("unknown option '%s'", argv[optind - 1]);
                 }
@@ -247,7 +326,19 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
         a->command = ctl_find_command(positional[0]);
         if (!a->command)
                 return ctl_usage_error("unknown command '%s'", positional[0]);
-        if (a->command->flags & CTL_TAKES_PID) {
+        if (a->selector.kind != CTL_SELECT_NONE) {
+                const char *opt = ctl_selector_option(a->selector.kind);
+
+                if (!(a->command->flags & (CTL_TAKES_GROUP | CTL_TAKES_SELECTOR)))
+                        return ctl_usage_error("%s is for lock, checkpoint, restore, unlock, suspend, resume "
+                                               "and ps, not %s", opt, a->command->name);
+                if (n_positional > 1 && (a->command->flags & CTL_TAKES_GROUP))
+                        return ctl_usage_error("%s takes a PID or %s, not both", a->command->name, opt);
+                if (n_positional > 1)
+                        return ctl_usage_error("unexpected argument '%s'", positional[1]);
+        } else if (a->command->flags & CTL_TAKES_PID) {
+                if (n_positional < 2 && (a->command->flags & CTL_TAKES_GROUP))
+                        return ctl_usage_error("%s needs a PID, or --pids, --cgroup or --tree", a->command->name);
                 if (n_positional < 2)
                         return ctl_usage_error("%s needs a PID", a->command->name);
                 if (n_positional > 2)
@@ -261,15 +352,42 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 return ctl_usage_error("--lock-timeout is for lock and suspend, not %s", a->command->name);
         if (saw_map && !(a->command->flags & CTL_TAKES_MAP))
                 return ctl_usage_error("--map is for restore and resume, not %s", a->command->name);
+        if (a->progress >= 0 && a->selector.kind == CTL_SELECT_NONE)
+                return ctl_usage_error("--%s is for the group forms (--pids, --cgroup, --tree)",
+                                       a->progress ? "progress" : "no-progress");
+        if (a->progress >= 0 && !(a->command->flags & CTL_TAKES_GROUP))
+                return ctl_usage_error("--%s is for group operations, not %s",
+                                       a->progress ? "progress" : "no-progress", a->command->name);
         return -1;
 }
 
-/* "cudackptctl: suspend 1234: " */
-static void ctl_error_prefix(const ctl_args *a) {
-        if (a->command->flags & CTL_TAKES_PID)
-                fprintf(stderr, CTL_NAME ": %s %d: ", a->command->name, a->pid);
+/* "cudackptctl: suspend 1234: ", "cudackptctl: suspend --cgroup /pod42: " */
+static int ctl_make_prefix(ctl_args *a) {
+        char *copy = NULL;
+        int k;
+
+        if (a->selector.kind != CTL_SELECT_NONE) {
+                copy = strdup(a->selector.arg);
+                if (!copy)
+                        return -ENOMEM;
+                /* The argument may come from anywhere (a script's variable). */
+                ctl_sanitize(copy);
+                k = asprintf(&a->prefix, CTL_NAME ": %s %s %s: ", a->command->name,
+                             ctl_selector_option(a->selector.kind), copy);
+                free(copy);
+        } else if (a->command->flags & CTL_TAKES_PID)
+                k = asprintf(&a->prefix, CTL_NAME ": %s %d: ", a->command->name, a->pid);
         else
-                fprintf(stderr, CTL_NAME ": %s: ", a->command->name);
+                k = asprintf(&a->prefix, CTL_NAME ": %s: ", a->command->name);
+        if (k < 0) {
+                a->prefix = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static void ctl_error_prefix(const ctl_args *a) {
+        fputs(a->prefix, stderr);
 }
 
 static int ctl_malformed(const ctl_args *a, const char *what) {
@@ -369,6 +487,8 @@ static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *
                 return cudackpt_resume(client, a->pid, map, reply);
         case CTL_INFO:
                 return cudackpt_call(client, "org.varlink.service.GetInfo", NULL, reply);
+        case CTL_PS:
+                break; /* ctl_ps_run() */
         }
         return -EINVAL;
 }
@@ -380,6 +500,10 @@ static int ctl_run(const ctl_args *a) {
         int r, status;
 
         cudackpt_reply_init(&reply);
+        if (!a->prefix) {
+                fputs(CTL_NAME ": out of memory\n", stderr);
+                return CUDACKPT_EXIT_FAILURE;
+        }
         r = cudackpt_client_connect(path, &client);
         if (r < 0) {
                 ctl_error_prefix(a);
@@ -390,6 +514,31 @@ static int ctl_run(const ctl_args *a) {
         }
         /* Cannot fail: timeout_ms was parsed as 0..INT_MAX. */
         (void) cudackpt_client_set_timeout(client, a->timeout_ms);
+
+        if (a->command->id == CTL_PS) {
+                ctl_ps ps = { .prefix = a->prefix, .selector = &a->selector, .json = a->json };
+
+                status = ctl_ps_run(client, &ps);
+                cudackpt_client_free(client);
+                return status;
+        }
+        if (a->selector.kind != CTL_SELECT_NONE) {
+                bool tty = isatty(STDERR_FILENO);
+                ctl_group g = {
+                        .prefix = a->prefix,
+                        .method = a->command->group_method,
+                        .selector = &a->selector,
+                        .lock_timeout = a->lock_timeout,
+                        .map = (const char *const *) a->map.items,
+                        .json = a->json,
+                        .progress = a->progress < 0 ? tty : a->progress > 0,
+                        .progress_tty = tty,
+                };
+
+                status = ctl_group_run(client, &g);
+                cudackpt_client_free(client);
+                return status;
+        }
 
         r = ctl_call(client, a, &reply);
         if (r < 0) {
@@ -408,7 +557,7 @@ static int ctl_run(const ctl_args *a) {
                                 puts(text);
                         free(text);
                 }
-                status = cudackpt_error_exit_code(reply.error);
+                status = cudackpt_reply_exit_code(&reply);
         } else
                 status = ctl_print_result(a, &reply);
 
@@ -418,7 +567,7 @@ static int ctl_run(const ctl_args *a) {
 }
 
 int main(int argc, char **argv) {
-        ctl_args args = { .lock_timeout = -1 };
+        ctl_args args = { .lock_timeout = -1, .progress = -1 };
         const char *base;
         int status;
 
@@ -430,9 +579,13 @@ int main(int argc, char **argv) {
         }
 
         status = ctl_parse_args(argc, argv, &args);
-        if (status < 0)
+        if (status < 0) {
+                (void) ctl_make_prefix(&args); /* ctl_run() says when it failed */
                 status = ctl_run(&args);
+        }
         ctl_map_done(&args.map);
+        ctl_selector_done(&args.selector);
+        free(args.prefix);
 
         /* Output that could not be written (a full disk, a closed pipe) is a failure. */
         if (fflush(stdout) != 0 && status == CUDACKPT_EXIT_OK)

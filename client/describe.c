@@ -89,9 +89,45 @@ static void describe_tail(FILE *f, const cJSON *params, int with_state) {
 
 /* ---- Errors ---------------------------------------------------------------- */
 
+static int describe_known(FILE *f, const char *name, const cJSON *params, int nested);
+
+/* "Name: sentence" of one error (a member's, inside GroupFailed). */
+static void describe_inner(FILE *f, const char *name, const cJSON *params) {
+        const char *dot = strrchr(name, '.');
+
+        fputs(dot && dot[1] ? dot + 1 : name, f);
+        fputs(": ", f);
+        if (!describe_known(f, name, params, 1))
+                fputs("(no description)", f);
+}
+
+/* GroupFailed: where it failed, the member's own error, what became of
+ * the others. */
+static void describe_group_failed(FILE *f, const cJSON *params) {
+        const char *phase = describe_str(params, "phase"), *inner = describe_str(params, "error");
+        const cJSON *inner_params = cJSON_GetObjectItemCaseSensitive(params, "error_parameters");
+        int rolled_back;
+        long long n;
+
+        fputs("the group failed", f);
+        if (phase)
+                fprintf(f, " in the %s phase", phase);
+        if (describe_int(params, "pid", &n))
+                fprintf(f, " at pid %lld", n);
+        if (inner) {
+                fputs(": ", f);
+                describe_inner(f, inner, cJSON_IsObject(inner_params) ? inner_params : NULL);
+        }
+        if (phase && (strcmp(phase, CUDACKPT_PHASE_SELECT) == 0 || strcmp(phase, CUDACKPT_PHASE_STATE) == 0))
+                fputs("; nothing was changed", f);
+        else if (describe_bool(params, "rolled_back", &rolled_back))
+                fputs(rolled_back ? "; every member was brought back to running" : "; not rolled back", f);
+}
+
 /* The sentence for one error of io.cudackpt.Process or org.varlink.service;
- * returns 0 when the name is not one of them. */
-static int describe_known(FILE *f, const char *name, const cJSON *params) {
+ * returns 0 when the name is not one of them.  nested: inside a
+ * GroupFailed, which does not nest. */
+static int describe_known(FILE *f, const char *name, const cJSON *params, int nested) {
         const char *s = NULL;
         long long n, m;
 
@@ -154,10 +190,21 @@ static int describe_known(FILE *f, const char *name, const cJSON *params) {
                         fprintf(f, " (%lld)", n);
                 describe_tail(f, params, 1);
         } else if (IS(CUDACKPT_ERROR_QUEUE_FULL)) {
-                fputs("too many operations are queued", f);
+                /* Without a pid: the limit of groups in flight. */
+                fputs(describe_int(params, "pid", &n) ? "too many operations are queued"
+                                                      : "too many group operations are in flight", f);
                 if (describe_int(params, "limit", &n))
                         fprintf(f, " (limit %lld)", n);
-        } else if (IS(CUDACKPT_ERROR_SHUTTING_DOWN))
+        } else if (IS(CUDACKPT_ERROR_GROUP_TOO_LARGE)) {
+                if (describe_int(params, "members", &n))
+                        fprintf(f, "the selection holds %lld processes", n);
+                else
+                        fputs("the selection holds too many processes", f);
+                if (describe_int(params, "limit", &m))
+                        fprintf(f, ", more than the limit of %lld", m);
+        } else if (IS(CUDACKPT_ERROR_GROUP_FAILED) && !nested)
+                describe_group_failed(f, params);
+        else if (IS(CUDACKPT_ERROR_SHUTTING_DOWN))
                 fputs("the daemon is shutting down", f);
         else if (IS(CUDACKPT_ERROR_INVALID_REQUEST)) {
                 s = describe_str(params, "reason");
@@ -196,7 +243,7 @@ char *ctl_describe_error(const cudackpt_reply *r) {
                 cJSON_Delete(params);
                 return NULL;
         }
-        known = describe_known(f, name, params);
+        known = describe_known(f, name, params, 0);
         cJSON_Delete(params);
         if (fclose(f) != 0) {
                 free(sentence);

@@ -76,7 +76,10 @@ CUDACKPT_EXPORT void cudackpt_client_free(cudackpt_client *c);
 /* Limit each later call (sending the request and reading the whole reply)
  * to timeout_ms milliseconds; 0 (the default) waits without limit.  A call
  * that runs out of time returns -ETIMEDOUT; the daemon still carries out
- * the operation.  Returns -EINVAL for a negative timeout. */
+ * the operation.  For cudackpt_call_more() the limit covers the whole
+ * call, every progress reply and the progress callbacks included, not
+ * each reply: a server cannot stretch a call without end by sending
+ * progress.  Returns -EINVAL for a negative timeout. */
 CUDACKPT_EXPORT int cudackpt_client_set_timeout(cudackpt_client *c, int timeout_ms);
 
 /* Set every field of *r to its "absent" value.  Call it on a reply before
@@ -94,6 +97,26 @@ CUDACKPT_EXPORT void cudackpt_reply_clear(cudackpt_reply *r);
  * so strings in it are escaped correctly. */
 CUDACKPT_EXPORT int cudackpt_call(cudackpt_client *c, const char *method, const char *parameters_json,
                                   cudackpt_reply *ret_reply);
+
+/* Called by cudackpt_call_more() for each reply that says more replies
+ * follow ("continues": true), with that reply's parameters object as JSON
+ * text (valid only during the call; "{}" when absent).  Return 0 to go
+ * on, or a negative errno value to stop: cudackpt_call_more() then
+ * returns that value at once, and since the call's remaining replies are
+ * never read, the client is left unusable (-ENOTCONN afterwards). */
+typedef int (*cudackpt_progress_fn)(void *ctx, const char *parameters_json);
+
+/* Call any method with "more": true, for methods that report progress
+ * (the Group methods of io.cudackpt.Process): each reply with
+ * "continues": true goes to fn (NULL: read and dropped), and the last
+ * reply, or an error, is decoded into *ret_reply as by cudackpt_call().
+ * Every reply is held to CUDACKPT_CLIENT_MAX_REPLY_BYTES (-EMSGSIZE); an
+ * error reply that says "continues": true is -EPROTO.  The timeout of
+ * cudackpt_client_set_timeout() bounds the whole call.  A failure after
+ * the request was sent (-EMSGSIZE, -EPROTO, -ETIMEDOUT, -ENOMEM, an
+ * error of fn, ...) leaves the client unusable. */
+CUDACKPT_EXPORT int cudackpt_call_more(cudackpt_client *c, const char *method, const char *parameters_json,
+                                       cudackpt_progress_fn fn, void *ctx, cudackpt_reply *ret_reply);
 
 /* io.cudackpt.Process.GetState: fills pid, state and, while another
  * operation on the process runs, in_flight. */
@@ -141,14 +164,25 @@ CUDACKPT_EXPORT int cudackpt_resume(cudackpt_client *c, int pid, const char *con
 #define CUDACKPT_EXIT_SHUTTING_DOWN 22
 #define CUDACKPT_EXIT_PROTOCOL 23           /* InvalidRequest, MessageTooLarge, Varlink errors */
 #define CUDACKPT_EXIT_PROCESS_STOPPED 24
+#define CUDACKPT_EXIT_GROUP_TOO_LARGE 25
+/* A GroupFailed has no status of its own: it exits with that of the
+ * failing member's error (cudackpt_reply_exit_code()). */
 
 /* Exit status cudackptctl uses for a Varlink error name: CUDACKPT_EXIT_OK
  * for NULL, CUDACKPT_EXIT_* of the error for the errors of
  * io.cudackpt.Process, CUDACKPT_EXIT_PERMISSION_DENIED for
  * org.varlink.service.PermissionDenied, CUDACKPT_EXIT_PROTOCOL for
  * InvalidRequest, MessageTooLarge and the other org.varlink.service errors,
- * CUDACKPT_EXIT_FAILURE for any other name. */
+ * CUDACKPT_EXIT_FAILURE for any other name, GroupFailed included (its
+ * status is in its parameters: use cudackpt_reply_exit_code()). */
 CUDACKPT_EXPORT int cudackpt_error_exit_code(const char *error_name);
+
+/* Exit status cudackptctl uses for a reply: CUDACKPT_EXIT_OK for a
+ * success (or NULL), for GroupFailed the status of the member error it
+ * carries (parameters.error; CUDACKPT_EXIT_FAILURE when that is missing,
+ * not a string, or itself GroupFailed), else
+ * cudackpt_error_exit_code(r->error). */
+CUDACKPT_EXPORT int cudackpt_reply_exit_code(const cudackpt_reply *r);
 
 #ifdef __cplusplus
 }

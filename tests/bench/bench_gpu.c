@@ -11,12 +11,25 @@
  *               one after another, and direct driver calls from N threads
  *   contention  GetState latency of an idle process while N checkpoints run
  *   size        suspend/resume time and GB/s against GPU memory size
- *   all         all of the above
+ *   group       suspend+resume of N processes three ways, side by side:
+ *               one SuspendGroup+ResumeGroup, N single Suspend/Resume on N
+ *               connections at once, direct driver calls from N threads
+ *   list        ListProcesses with --processes processes on the machine (idle
+ *               `sleep`s added up to that count, plus N CUDA targets) against
+ *               a scan of /proc calling cuCheckpointProcessGetState on every
+ *               pid from a pool of --pool threads
+ *   all         getstate exec multi contention size (not group, list)
+ * --sim=PATH runs on the simulator instead (libcudackpt-sim.so as the driver of
+ * the daemon and of the direct calls; --target a stand-in such as
+ * cudackpt-gpu-standin, started with CUDACKPT_SIM=1, CUDACKPT_SIM_MEM_MIB and
+ * LD_PRELOAD of the simulator), to dry-run group and list without a GPU.
  * Timing never makes it fail; a failed operation or corrupted target data
  * does (exit 1).  libcuda is loaded with dlopen, never linked. */
+#include <cjson/cJSON.h>
 #include <cuda.h>
 #include <cudackpt/client.h>
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -56,6 +70,11 @@ typedef struct bench_gpu_cfg {
         long cycles;
         long sizes[BENCH_GPU_MAX_SIZES];
         int nsizes;
+        const char *sim_path; /* --sim: the simulator stands in for the driver */
+        long processes;       /* list: processes on the machine to measure with */
+        long list_runs;       /* list: timed calls of each kind */
+        long pool;            /* list: threads of the baseline */
+        long warmup;          /* group: untimed cycles first */
         char *workdir;
 } bench_gpu_cfg;
 
@@ -180,11 +199,16 @@ static int bench_gpu_targets_start(const bench_gpu_cfg *cfg, const char *tag, in
                 snprintf(status_arg, sizeof(status_arg), "--status=%s", t[i].status_path);
                 char *argv[] = {(char *)cfg->target_path, mib_arg, interval_arg, status_arg,
                                 "--ready-fd=3", "--quiet", NULL};
+                /* On the simulator: a CUDA process of mib MiB that maps "the driver". */
+                char sim_mem[64], sim_preload[PATH_MAX + 16];
+                snprintf(sim_mem, sizeof(sim_mem), "CUDACKPT_SIM_MEM_MIB=%ld", mib);
+                snprintf(sim_preload, sizeof(sim_preload), "LD_PRELOAD=%s", cfg->sim_path ? cfg->sim_path : "");
+                const char *const sim_env[] = {"CUDACKPT_SIM=1", sim_mem, sim_preload, NULL};
                 if (pipe2(p, O_CLOEXEC) < 0) {
                         r = -errno;
                         break;
                 }
-                r = bench_spawn(argv, NULL, t[i].log_path, p[1], &t[i].pid);
+                r = bench_spawn(argv, cfg->sim_path ? sim_env : NULL, t[i].log_path, p[1], &t[i].pid);
                 close(p[1]);
                 if (r < 0) {
                         close(p[0]);
@@ -1199,12 +1223,612 @@ out_daemon:
         return r;
 }
 
+/* ------------------------------------------------------------------------
+ * 6. A group of N: SuspendGroup+ResumeGroup vs N single calls vs direct
+ * ------------------------------------------------------------------------ */
+/* {"selector":{"pids":[{"pid":A},...]}}, malloc()ed. */
+static char *bench_gpu_pids_selector(const bench_gpu_target *t, int n)
+{
+        cJSON *root = cJSON_CreateObject(), *sel = cJSON_AddObjectToObject(root, "selector");
+        cJSON *pids = sel ? cJSON_AddArrayToObject(sel, "pids") : NULL;
+        char *text = NULL;
+        for (int i = 0; pids && i < n; i++) {
+                cJSON *ref = cJSON_CreateObject();
+                if (!ref || !cJSON_AddNumberToObject(ref, "pid", t[i].pid) || !cJSON_AddItemToArray(pids, ref)) {
+                        cJSON_Delete(ref);
+                        pids = NULL;
+                }
+        }
+        if (pids)
+                text = cJSON_PrintUnformatted(root);
+        cJSON_Delete(root);
+        return text;
+}
+
+/* One group call; 0 when it succeeded with n members, each in state want.
+ * *ret_daemon_ms: the reply's duration_ms. */
+static int bench_gpu_group_call(cudackpt_client *c, const char *method, const char *params, int n, const char *want,
+                                double *ret_daemon_ms, char *err, size_t errlen)
+{
+        cudackpt_reply reply;
+        cudackpt_reply_init(&reply);
+        int r = cudackpt_call(c, method, params, &reply);
+        if (r < 0) {
+                snprintf(err, errlen, "%s: transport error %s", method, strerror(-r));
+                return -EIO;
+        }
+        if (reply.error) {
+                snprintf(err, errlen, "%s: %s %.400s", method, reply.error, reply.parameters_json);
+                cudackpt_reply_clear(&reply);
+                return -EIO;
+        }
+        cJSON *p = cJSON_Parse(reply.parameters_json);
+        const cJSON *members = cJSON_GetObjectItemCaseSensitive(p, "members");
+        const cJSON *dur = cJSON_GetObjectItemCaseSensitive(p, "duration_ms");
+        const cJSON *m;
+        int count = 0, bad = 0;
+        cJSON_ArrayForEach(m, members)
+        {
+                const cJSON *st = cJSON_GetObjectItemCaseSensitive(m, "state");
+                count++;
+                if (!cJSON_IsString(st) || strcmp(st->valuestring, want) != 0)
+                        bad++;
+        }
+        r = 0;
+        if (count != n || bad) {
+                snprintf(err, errlen, "%s: %d members, %d not %s: %.400s", method, count, bad, want,
+                         reply.parameters_json);
+                r = -EIO;
+        }
+        *ret_daemon_ms = cJSON_IsNumber(dur) ? dur->valuedouble : -1;
+        cJSON_Delete(p);
+        cudackpt_reply_clear(&reply);
+        return r;
+}
+
+static void bench_gpu_minmed(double *v, size_t n, double *ret_min, double *ret_med)
+{
+        bench_stats st;
+        bench_stats_compute(v, n, &st);
+        *ret_min = st.min;
+        *ret_med = st.p50;
+}
+
+static int bench_gpu_group(const bench_gpu_cfg *cfg)
+{
+        enum { M_GROUP, M_PARALLEL, M_DIRECT, M_COUNT };
+        const char *names[M_COUNT] = {"SuspendGroup + ResumeGroup (1 call each)",
+                                      "N x Suspend/Resume, N connections at once",
+                                      "direct driver calls, N threads"};
+        const char *keys[M_COUNT] = {"group", "single-parallel", "direct"};
+        bench_daemon d;
+        bench_gpu_driver drv;
+        bench_gpu_target t[BENCH_GPU_MAX_PROCS];
+        bench_gpu_worker w[BENCH_GPU_MAX_PROCS];
+        pthread_barrier_t start;
+        cudackpt_client *c = NULL;
+        char *params = NULL;
+        int n = (int)cfg->procs, r;
+        long R = cfg->repeats;
+        double *tot[M_COUNT], *sus[M_COUNT], *res[M_COUNT], *dsus, *dres;
+        int ok = 1;
+
+        printf("\n== 6. Suspend+resume of a group of %d x %ld MiB processes, three ways (%ld repeats,"
+               " %ld warm-up) ==\n",
+               n, cfg->proc_mib, R, cfg->warmup);
+        if ((r = bench_gpu_driver_load(cfg, &drv)) < 0)
+                return r;
+        if ((r = bench_gpu_daemon_start(cfg, &d)) < 0)
+                return r;
+        uint64_t ts = bench_now_ns();
+        if ((r = bench_gpu_targets_start(cfg, "group", n, cfg->proc_mib, t)) < 0)
+                goto out_daemon;
+        printf("  %d targets ready in %.1f s\n", n, bench_gpu_ms(bench_now_ns() - ts) / 1e3);
+        for (int m = 0; m < M_COUNT; m++) {
+                tot[m] = calloc((size_t)R, sizeof(double));
+                sus[m] = calloc((size_t)R, sizeof(double));
+                res[m] = calloc((size_t)R, sizeof(double));
+                if (!tot[m] || !sus[m] || !res[m])
+                        ok = 0;
+        }
+        dsus = calloc((size_t)R, sizeof(double));
+        dres = calloc((size_t)R, sizeof(double));
+        params = bench_gpu_pids_selector(t, n);
+        if (!ok || !dsus || !dres || !params || bench_gpu_connect(&d, &c) < 0) {
+                r = -ENOMEM;
+                goto out_free;
+        }
+
+        /* Warm-up cycles (the first checkpoint of a process touches fresh
+         * host memory), then the repeats; the methods take turns going first
+         * so that drift hits all alike. */
+        for (long rep = -cfg->warmup; rep < R && r == 0; rep++) {
+                for (int k = 0; k < M_COUNT && r == 0; k++) {
+                        int m = (int)((k + (rep < 0 ? 0 : rep)) % M_COUNT);
+                        double total = 0, s_ms = 0, r_ms = 0, ds = -1, dr = -1;
+                        char err[1024];
+                        if (rep < 0 && m != M_GROUP)
+                                continue; /* one warm-up is one group cycle */
+                        if (m == M_GROUP) {
+                                uint64_t t0 = bench_now_ns();
+                                r = bench_gpu_group_call(c, CUDACKPT_METHOD_SUSPEND_GROUP, params, n,
+                                                         CUDACKPT_STATE_CHECKPOINTED, &ds, err, sizeof(err));
+                                uint64_t t1 = bench_now_ns();
+                                if (r == 0)
+                                        r = bench_gpu_group_call(c, CUDACKPT_METHOD_RESUME_GROUP, params, n,
+                                                                 CUDACKPT_STATE_RUNNING, &dr, err, sizeof(err));
+                                uint64_t t2 = bench_now_ns();
+                                if (r < 0) {
+                                        bench_gpu_fail("%s", err);
+                                        break;
+                                }
+                                total = bench_gpu_ms(t2 - t0);
+                                s_ms = bench_gpu_ms(t1 - t0);
+                                r_ms = bench_gpu_ms(t2 - t1);
+                        } else {
+                                total = bench_gpu_parallel(m == M_PARALLEL ? BENCH_GPU_DAEMON : BENCH_GPU_DIRECT, &d,
+                                                           &drv, t, n, w, &start);
+                                if (total < 0) {
+                                        r = -EIO;
+                                        break;
+                                }
+                                /* The slowest process's halves. */
+                                for (int i = 0; i < n; i++) {
+                                        if (w[i].suspend_ms > s_ms)
+                                                s_ms = w[i].suspend_ms;
+                                        if (w[i].resume_ms > r_ms)
+                                                r_ms = w[i].resume_ms;
+                                }
+                        }
+                        if (bench_gpu_all_running(&drv, t, n) < 0) {
+                                r = -EIO;
+                                break;
+                        }
+                        if (rep < 0) {
+                                printf("  warm-up: group cycle %.2f s\n", total / 1e3);
+                                continue;
+                        }
+                        tot[m][rep] = total;
+                        sus[m][rep] = s_ms;
+                        res[m][rep] = r_ms;
+                        if (m == M_GROUP) {
+                                dsus[rep] = ds;
+                                dres[rep] = dr;
+                        }
+                }
+                if (rep >= 0 && r == 0)
+                        printf("  repeat %ld: group %.2f s, %d single calls at once %.2f s, direct %.2f s\n", rep + 1,
+                               tot[M_GROUP][rep] / 1e3, n, tot[M_PARALLEL][rep] / 1e3, tot[M_DIRECT][rep] / 1e3);
+        }
+        for (int i = 0; i < n; i++)
+                if (bench_gpu_target_check(&t[i]) < 0)
+                        r = -EIO;
+        if (r == 0) {
+                double mn[M_COUNT], md[M_COUNT];
+                printf("  %-44s %9s %9s %13s %13s\n", "method (wall, all N)", "min s", "median s", "suspend s",
+                       "resume s");
+                for (int m = 0; m < M_COUNT; m++) {
+                        double smin, smed, rmin, rmed;
+                        bench_gpu_minmed(tot[m], (size_t)R, &mn[m], &md[m]);
+                        bench_gpu_minmed(sus[m], (size_t)R, &smin, &smed);
+                        bench_gpu_minmed(res[m], (size_t)R, &rmin, &rmed);
+                        printf("  %-44s %9.3f %9.3f %13.3f %13.3f\n", names[m], mn[m] / 1e3, md[m] / 1e3, smed / 1e3,
+                               rmed / 1e3);
+                        printf("RESULT bench=group mode=%s procs=%d mib=%ld repeats=%ld min_s=%.3f median_s=%.3f "
+                               "suspend_s=%.3f resume_s=%.3f\n",
+                               keys[m], n, cfg->proc_mib, R, mn[m] / 1e3, md[m] / 1e3, smed / 1e3, rmed / 1e3);
+                }
+                double dmin, dmed, rmin, rmed;
+                bench_gpu_minmed(dsus, (size_t)R, &dmin, &dmed);
+                bench_gpu_minmed(dres, (size_t)R, &rmin, &rmed);
+                printf("  (suspend/resume s: the slowest process for the per-process methods; the daemon's own"
+                       " group duration_ms: suspend %.1f ms, resume %.1f ms, medians)\n",
+                       dmed, rmed);
+                double ratio = md[M_DIRECT] > 0 ? md[M_GROUP] / md[M_DIRECT] : 0;
+                double ratio_min = mn[M_DIRECT] > 0 ? mn[M_GROUP] / mn[M_DIRECT] : 0;
+                double ratio_par = md[M_DIRECT] > 0 ? md[M_PARALLEL] / md[M_DIRECT] : 0;
+                printf("  group / direct: x%.3f at the median, x%.3f at the minimum (goal <= x1.1: %s);"
+                       " single calls at once / direct: x%.3f\n",
+                       ratio, ratio_min, ratio <= 1.1 ? "met" : "MISSED", ratio_par);
+                printf("  data check: all %d targets verified their buffers intact\n", n);
+                printf("RESULT bench=group ratio_group_direct=%.3f ratio_group_direct_min=%.3f "
+                       "ratio_parallel_direct=%.3f daemon_suspend_ms=%.1f daemon_resume_ms=%.1f data_ok=1\n",
+                       ratio, ratio_min, ratio_par, dmed, rmed);
+                printf("SUMMARY | %d x %ld MiB suspend+resume: SuspendGroup+ResumeGroup | min %.2f s, median %.2f s |"
+                       " |\n",
+                       n, cfg->proc_mib, mn[M_GROUP] / 1e3, md[M_GROUP] / 1e3);
+                printf("SUMMARY | the same: %d single Suspend/Resume on %d connections at once | min %.2f s, median"
+                       " %.2f s (x%.3f of direct) | |\n",
+                       n, n, mn[M_PARALLEL] / 1e3, md[M_PARALLEL] / 1e3, ratio_par);
+                printf("SUMMARY | the same: direct driver calls from %d threads | min %.2f s, median %.2f s | |\n", n,
+                       mn[M_DIRECT] / 1e3, md[M_DIRECT] / 1e3);
+                printf("SUMMARY | group / direct | x%.3f (median), x%.3f (min) | <= x1.1: **%s** |\n", ratio,
+                       ratio_min, ratio <= 1.1 ? "met" : "missed");
+        }
+out_free:
+        cudackpt_client_free(c);
+        free(params);
+        for (int m = 0; m < M_COUNT; m++) {
+                free(tot[m]);
+                free(sus[m]);
+                free(res[m]);
+        }
+        free(dsus);
+        free(dres);
+        bench_gpu_targets_stop(t, n);
+out_daemon:
+        bench_gpu_daemon_stop(&d);
+        return r;
+}
+
+/* ------------------------------------------------------------------------
+ * 7. ListProcesses vs a /proc scan with GetState on every pid
+ * ------------------------------------------------------------------------ */
+static long bench_gpu_count_procs(void)
+{
+        DIR *dir = opendir("/proc");
+        struct dirent *de;
+        long n = 0;
+        if (!dir)
+                return -errno;
+        while ((de = readdir(dir)))
+                if (de->d_name[0] >= '1' && de->d_name[0] <= '9')
+                        n++;
+        closedir(dir);
+        return n;
+}
+
+/* The baseline's pool: each run, the main thread scans /proc into pids,
+ * the workers take pids off a shared index and ask the driver for each
+ * one's state, skipping stopped processes (the driver would wait for them
+ * without end) and zombies. */
+typedef struct bench_gpu_scan {
+        const bench_gpu_driver *drv;
+        pthread_barrier_t go, end;
+        pid_t *pids;
+        size_t npids, cap;
+        atomic_size_t next;
+        atomic_long found, skipped, calls;
+        pid_t *cuda; /* found[i]: pids whose GetState succeeded (unordered) */
+        atomic_int quit;
+} bench_gpu_scan;
+
+/* The state letter of /proc/PID/stat, or 0. */
+static char bench_gpu_proc_state(pid_t pid)
+{
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        ssize_t len = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (len <= 0)
+                return 0;
+        buf[len] = '\0';
+        char *paren = strrchr(buf, ')');
+        return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+static void *bench_gpu_scan_main(void *arg)
+{
+        bench_gpu_scan *s = arg;
+        for (;;) {
+                pthread_barrier_wait(&s->go);
+                if (atomic_load(&s->quit))
+                        return NULL;
+                for (;;) {
+                        size_t i = atomic_fetch_add(&s->next, 1);
+                        if (i >= s->npids)
+                                break;
+                        char st = bench_gpu_proc_state(s->pids[i]);
+                        if (st == 0 || st == 'T' || st == 't' || st == 'Z' || st == 'X') {
+                                atomic_fetch_add(&s->skipped, 1);
+                                continue;
+                        }
+                        CUprocessState ps;
+                        atomic_fetch_add(&s->calls, 1);
+                        if (s->drv->get_state((int)s->pids[i], &ps) == CUDA_SUCCESS)
+                                s->cuda[atomic_fetch_add(&s->found, 1)] = s->pids[i];
+                }
+                pthread_barrier_wait(&s->end);
+        }
+}
+
+/* One baseline run: scan, then the pool; 0 or -errno. */
+static int bench_gpu_scan_run(bench_gpu_scan *s)
+{
+        DIR *dir = opendir("/proc");
+        struct dirent *de;
+        pid_t self = getpid();
+        if (!dir)
+                return -errno;
+        s->npids = 0;
+        while ((de = readdir(dir))) {
+                char *end;
+                long v = strtol(de->d_name, &end, 10);
+                if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end || v == self)
+                        continue;
+                if (s->npids == s->cap) {
+                        size_t cap = s->cap ? s->cap * 2 : 4096;
+                        pid_t *p = realloc(s->pids, cap * sizeof(*p)), *q = realloc(s->cuda, cap * sizeof(*q));
+                        if (p)
+                                s->pids = p;
+                        if (q)
+                                s->cuda = q;
+                        if (!p || !q) {
+                                closedir(dir);
+                                return -ENOMEM;
+                        }
+                        s->cap = cap;
+                }
+                s->pids[s->npids++] = (pid_t)v;
+        }
+        closedir(dir);
+        atomic_store(&s->next, 0);
+        atomic_store(&s->found, 0);
+        atomic_store(&s->skipped, 0);
+        atomic_store(&s->calls, 0);
+        pthread_barrier_wait(&s->go);
+        pthread_barrier_wait(&s->end);
+        return 0;
+}
+
+/* 0 when every target pid is in pids[0..n). */
+static int bench_gpu_has_targets(const pid_t *pids, size_t n, const bench_gpu_target *t, int nt, const char *who)
+{
+        for (int i = 0; i < nt; i++) {
+                size_t j = 0;
+                while (j < n && pids[j] != t[i].pid)
+                        j++;
+                if (j == n) {
+                        bench_gpu_fail("%s did not find target %d", who, (int)t[i].pid);
+                        return -ENOENT;
+                }
+        }
+        return 0;
+}
+
+/* One ListProcesses call: the pids listed into *pids (grown as needed);
+ * every target must be listed "running". */
+static int bench_gpu_list_call(cudackpt_client *c, const bench_gpu_target *t, int nt, pid_t **pids, size_t *cap,
+                               size_t *ret_n)
+{
+        cudackpt_reply reply;
+        size_t n = 0;
+        int r;
+        cudackpt_reply_init(&reply);
+        r = cudackpt_call(c, CUDACKPT_METHOD_LIST_PROCESSES, NULL, &reply);
+        if (r < 0 || reply.error) {
+                bench_gpu_fail("ListProcesses: %s %.400s", r < 0 ? strerror(-r) : reply.error,
+                               r < 0 ? "" : reply.parameters_json);
+                cudackpt_reply_clear(&reply);
+                return -EIO;
+        }
+        cJSON *p = cJSON_Parse(reply.parameters_json);
+        const cJSON *procs = cJSON_GetObjectItemCaseSensitive(p, "processes"), *x;
+        r = cJSON_IsArray(procs) ? 0 : -EPROTO;
+        cJSON_ArrayForEach(x, procs)
+        {
+                const cJSON *pid = cJSON_GetObjectItemCaseSensitive(x, "pid");
+                const cJSON *st = cJSON_GetObjectItemCaseSensitive(x, "state");
+                if (!cJSON_IsNumber(pid)) {
+                        r = -EPROTO;
+                        continue;
+                }
+                for (int i = 0; i < nt; i++)
+                        if (t[i].pid == (pid_t)pid->valueint &&
+                            (!cJSON_IsString(st) || strcmp(st->valuestring, CUDACKPT_STATE_RUNNING) != 0)) {
+                                bench_gpu_fail("ListProcesses: target %d listed as %.200s", (int)t[i].pid,
+                                               reply.parameters_json);
+                                r = -EIO;
+                        }
+                if (n == *cap) {
+                        size_t nc = *cap ? *cap * 2 : 64;
+                        pid_t *np = realloc(*pids, nc * sizeof(*np));
+                        if (!np) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        *pids = np;
+                        *cap = nc;
+                }
+                (*pids)[n++] = (pid_t)pid->valueint;
+        }
+        if (r == -EPROTO)
+                bench_gpu_fail("ListProcesses: unexpected reply %.400s", reply.parameters_json);
+        cJSON_Delete(p);
+        cudackpt_reply_clear(&reply);
+        if (r == 0)
+                r = bench_gpu_has_targets(*pids, n, t, nt, "ListProcesses");
+        if (r == 0)
+                *ret_n = n;
+        return r;
+}
+
+/* Prints up to 8 pids of a[] that are not in b[], with their command names. */
+static void bench_gpu_list_diff(const char *what, const pid_t *a, size_t na, const pid_t *b, size_t nb)
+{
+        int shown = 0;
+        for (size_t i = 0; i < na; i++) {
+                size_t j = 0;
+                while (j < nb && b[j] != a[i])
+                        j++;
+                if (j < nb)
+                        continue;
+                char path[64], comm[64] = "?";
+                snprintf(path, sizeof(path), "/proc/%d/comm", (int)a[i]);
+                FILE *f = fopen(path, "re");
+                if (f) {
+                        if (fgets(comm, sizeof(comm), f))
+                                comm[strcspn(comm, "\n")] = '\0';
+                        fclose(f);
+                }
+                if (shown++ == 0)
+                        printf("  %s:", what);
+                if (shown <= 8)
+                        printf(" %d (%s)", (int)a[i], comm);
+        }
+        if (shown)
+                printf("%s\n", shown > 8 ? " ..." : "");
+}
+
+static int bench_gpu_list(const bench_gpu_cfg *cfg)
+{
+        bench_daemon d;
+        bench_gpu_driver drv;
+        bench_gpu_target t[BENCH_GPU_MAX_PROCS];
+        bench_gpu_scan scan;
+        pthread_t *pool = NULL;
+        pid_t *sleepers = NULL, *listed = NULL;
+        size_t listed_cap = 0, listed_n = 0;
+        long nsleep = 0, started = 0, before;
+        int n = (int)cfg->procs, r = 0, threads = 0;
+        long runs = cfg->list_runs;
+        double *lat_list = NULL, *lat_scan = NULL;
+        cudackpt_client *c = NULL;
+
+        memset(&scan, 0, sizeof(scan));
+        printf("\n== 7. ListProcesses with %ld processes on the machine (%d CUDA targets) vs a /proc scan with"
+               " GetState from %ld threads (%ld runs each) ==\n",
+               cfg->processes, n, cfg->pool, runs);
+        /* The idle processes first: a fork of this process maps the driver
+         * until it execs, once the driver is loaded here. */
+        before = bench_gpu_count_procs();
+        nsleep = cfg->processes - before - n;
+        if (nsleep < 0)
+                nsleep = 0;
+        bench_raise_nofile(4096);
+        sleepers = calloc((size_t)nsleep + 1, sizeof(*sleepers));
+        if (!sleepers)
+                return -ENOMEM;
+        uint64_t t0 = bench_now_ns();
+        for (long i = 0; i < nsleep; i++) {
+                char *argv[] = {"sleep", "100000", NULL};
+                int e = bench_spawn(argv, NULL, NULL, -1, &sleepers[i]);
+                if (e < 0) {
+                        bench_gpu_fail("cannot start idle process %ld of %ld: %s", i + 1, nsleep, strerror(-e));
+                        r = e;
+                        break;
+                }
+                started++;
+        }
+        printf("  %ld idle sleep processes started in %.1f s (%ld processes there before)\n", started,
+               bench_gpu_ms(bench_now_ns() - t0) / 1e3, before);
+        if (r < 0)
+                goto out_sleepers;
+        if ((r = bench_gpu_driver_load(cfg, &drv)) < 0)
+                goto out_sleepers;
+        if ((r = bench_gpu_daemon_start(cfg, &d)) < 0)
+                goto out_sleepers;
+        if ((r = bench_gpu_targets_start(cfg, "list", n, cfg->idle_mib, t)) < 0)
+                goto out_daemon;
+        long total = bench_gpu_count_procs();
+        printf("  processes in /proc now: %ld\n", total);
+        lat_list = calloc((size_t)runs, sizeof(double));
+        lat_scan = calloc((size_t)runs, sizeof(double));
+        scan.drv = &drv;
+        if (!lat_list || !lat_scan || bench_gpu_connect(&d, &c) < 0 ||
+            pthread_barrier_init(&scan.go, NULL, (unsigned)cfg->pool + 1) != 0) {
+                r = -ENOMEM;
+                goto out_targets;
+        }
+        pthread_barrier_init(&scan.end, NULL, (unsigned)cfg->pool + 1);
+        pool = calloc((size_t)cfg->pool, sizeof(*pool));
+        if (!pool)
+                abort();
+        for (; threads < cfg->pool; threads++)
+                if (pthread_create(&pool[threads], NULL, bench_gpu_scan_main, &scan) != 0)
+                        abort(); /* the barriers count every thread */
+
+        /* Two untimed calls of each, then the two kinds take turns. */
+        long found = 0, calls = 0, skipped = 0;
+        for (long i = -2; i < runs && r == 0; i++) {
+                uint64_t a = bench_now_ns();
+                if ((r = bench_gpu_list_call(c, t, n, &listed, &listed_cap, &listed_n)) < 0)
+                        break;
+                uint64_t b = bench_now_ns();
+                if ((r = bench_gpu_scan_run(&scan)) < 0) {
+                        bench_gpu_fail("baseline scan: %s", strerror(-r));
+                        break;
+                }
+                uint64_t e = bench_now_ns();
+                found = atomic_load(&scan.found);
+                calls = atomic_load(&scan.calls);
+                skipped = atomic_load(&scan.skipped);
+                if ((r = bench_gpu_has_targets(scan.cuda, (size_t)found, t, n, "the baseline")) < 0)
+                        break;
+                if (i >= 0) {
+                        lat_list[i] = bench_gpu_ms(b - a);
+                        lat_scan[i] = bench_gpu_ms(e - b);
+                }
+        }
+        for (int i = 0; i < n; i++)
+                if (bench_gpu_target_check(&t[i]) < 0)
+                        r = -EIO;
+        if (r == 0) {
+                bench_stats sl, ss;
+                bench_stats_compute(lat_list, (size_t)runs, &sl);
+                bench_stats_compute(lat_scan, (size_t)runs, &ss);
+                double speed = sl.p50 > 0 ? ss.p50 / sl.p50 : 0;
+                printf("  %-52s %9s %9s %9s %9s\n", "", "min ms", "p50 ms", "p90 ms", "max ms");
+                printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n", "ListProcesses through the daemon", sl.min, sl.p50, sl.p90,
+                       sl.max);
+                printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n", "baseline: /proc scan + GetState per pid, pool", ss.min,
+                       ss.p50, ss.p90, ss.max);
+                printf("  ListProcesses listed %zu CUDA processes; the baseline found %ld (%ld driver calls, %ld"
+                       " stopped/zombie/gone skipped) among %ld processes\n",
+                       listed_n, found, calls, skipped, total);
+                bench_gpu_list_diff("found by the baseline, not listed", scan.cuda, (size_t)found, listed, listed_n);
+                bench_gpu_list_diff("listed, not found by the baseline", listed, listed_n, scan.cuda, (size_t)found);
+                printf("  speed-up x%.1f at the median (goals: ListProcesses < 20 ms: %s; >= x5: %s)\n", speed,
+                       sl.p50 < 20 ? "met" : "MISSED", speed >= 5 ? "met" : "MISSED");
+                printf("RESULT bench=list processes=%ld cuda_listed=%zu cuda_baseline=%ld runs=%ld list_min_ms=%.3f "
+                       "list_p50_ms=%.3f list_p90_ms=%.3f scan_min_ms=%.3f scan_p50_ms=%.3f scan_p90_ms=%.3f "
+                       "pool=%ld speedup=%.2f\n",
+                       total, listed_n, found, runs, sl.min, sl.p50, sl.p90, ss.min, ss.p50, ss.p90, cfg->pool, speed);
+                printf("SUMMARY | ListProcesses, %ld processes (%zu CUDA) | min %.2f ms, median %.2f ms | < 20 ms:"
+                       " **%s** |\n",
+                       total, listed_n, sl.min, sl.p50, sl.p50 < 20 ? "met" : "missed");
+                printf("SUMMARY | baseline: /proc scan + cuCheckpointProcessGetState per pid, %ld threads | min %.2f"
+                       " ms, median %.2f ms | |\n",
+                       cfg->pool, ss.min, ss.p50);
+                printf("SUMMARY | ListProcesses speed-up over the baseline | x%.1f (median) | >= x5: **%s** |\n",
+                       speed, speed >= 5 ? "met" : "missed");
+        }
+        atomic_store(&scan.quit, 1);
+        pthread_barrier_wait(&scan.go);
+        for (int i = 0; i < threads; i++)
+                pthread_join(pool[i], NULL);
+        pthread_barrier_destroy(&scan.go);
+        pthread_barrier_destroy(&scan.end);
+out_targets:
+        free(pool);
+        free(scan.pids);
+        free(scan.cuda);
+        free(listed);
+        free(lat_list);
+        free(lat_scan);
+        cudackpt_client_free(c);
+        bench_gpu_targets_stop(t, n);
+out_daemon:
+        bench_gpu_daemon_stop(&d);
+out_sleepers:
+        for (long i = 0; i < started; i++)
+                kill(sleepers[i], SIGKILL);
+        for (long i = 0; i < started; i++)
+                while (waitpid(sleepers[i], NULL, 0) < 0 && errno == EINTR)
+                        ;
+        free(sleepers);
+        return r;
+}
+
 /* ------------------------------------------------------------------------ */
 static void bench_gpu_usage(FILE *f)
 {
         fprintf(f,
                 "usage: cudackpt-bench-gpu COMMAND [OPTIONS]\n"
-                "commands: getstate | exec | multi | contention | size | all\n"
+                "commands: getstate | exec | multi | contention | size | group | list | all\n"
                 "  --daemon=PATH           cudackptd (required)\n"
                 "  --ctl=PATH              cudackptctl (exec)\n"
                 "  --target=PATH           cudackpt-gpu-target (required)\n"
@@ -1219,7 +1843,13 @@ static void bench_gpu_usage(FILE *f)
                 "  --cycles=N              suspend+resume cycles per process in contention (1)\n"
                 "  --sizes=LIST            MiB sizes for size (1024,4096,16384,65536)\n"
                 "  --interval-ms=N         targets' verification interval (1000)\n"
-                "  --log-level=LEVEL       daemon log level (warning)\n");
+                "  --log-level=LEVEL       daemon log level (warning)\n"
+                "  --warmup=N              group: untimed group cycles first (1)\n"
+                "  --processes=N           list: processes on the machine, idle sleeps added (2000)\n"
+                "  --list-runs=N           list: timed calls of each kind (20)\n"
+                "  --pool=N                list: threads of the /proc+GetState baseline (16)\n"
+                "  --sim=PATH              the simulator (libcudackpt-sim.so) instead of the driver;\n"
+                "                          --target then names a stand-in (cudackpt-gpu-standin)\n");
 }
 
 int main(int argc, char **argv)
@@ -1237,6 +1867,10 @@ int main(int argc, char **argv)
                 .cycles = 1,
                 .sizes = {1024, 4096, 16384, 65536},
                 .nsizes = 4,
+                .processes = 2000,
+                .list_runs = 20,
+                .pool = 16,
+                .warmup = 1,
         };
         const char *cmd;
         int r = 0;
@@ -1280,6 +1914,16 @@ int main(int argc, char **argv)
                         bad = bench_parse_long(v + 1, 1, 1000, &cfg.cycles) < 0;
                 } else if (strncmp(a, "--interval-ms=", 14) == 0) {
                         bad = bench_parse_long(v + 1, 0, 3600000, &cfg.interval_ms) < 0;
+                } else if (strncmp(a, "--sim=", 6) == 0) {
+                        cfg.sim_path = v + 1;
+                } else if (strncmp(a, "--processes=", 12) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 1000000, &cfg.processes) < 0;
+                } else if (strncmp(a, "--list-runs=", 12) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 100000, &cfg.list_runs) < 0;
+                } else if (strncmp(a, "--pool=", 7) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 1024, &cfg.pool) < 0;
+                } else if (strncmp(a, "--warmup=", 9) == 0) {
+                        bad = bench_parse_long(v + 1, 0, 100, &cfg.warmup) < 0;
                 } else if (strncmp(a, "--sizes=", 8) == 0) {
                         cfg.nsizes = bench_parse_list(v + 1, cfg.sizes, BENCH_GPU_MAX_SIZES);
                         bad = cfg.nsizes < 0;
@@ -1296,6 +1940,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "cudackpt-bench-gpu: --daemon, --target (and for exec --ctl) are required\n");
                 return 2;
         }
+        if (cfg.sim_path)
+                cfg.driver_path = cfg.sim_path;
         setvbuf(stdout, NULL, _IOLBF, 0);
         signal(SIGPIPE, SIG_IGN);
         if ((r = bench_make_workdir("cudackpt-bench-gpu", &cfg.workdir)) < 0) {
@@ -1323,6 +1969,14 @@ int main(int argc, char **argv)
         if (all || strcmp(cmd, "size") == 0) {
                 known = 1;
                 bench_gpu_size(&cfg);
+        }
+        if (strcmp(cmd, "group") == 0) {
+                known = 1;
+                bench_gpu_group(&cfg);
+        }
+        if (strcmp(cmd, "list") == 0) {
+                known = 1;
+                bench_gpu_list(&cfg);
         }
         if (!known) {
                 fprintf(stderr, "cudackpt-bench-gpu: unknown command %s\n", cmd);

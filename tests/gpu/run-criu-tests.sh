@@ -163,12 +163,8 @@ if [[ $SIM == 1 ]]; then
         DRIVER_VERSION=sim
         export CRIU_FAULT=138
 else
-        [[ -e /dev/nvidiactl ]] || skip "no NVIDIA GPU (/dev/nvidiactl does not exist)"
-        command -v nvidia-smi >/dev/null 2>&1 || skip "nvidia-smi not found"
-        timeout 60 nvidia-smi -L >/dev/null 2>&1 || skip "nvidia-smi -L failed (no usable GPU or driver)"
-        DRIVER_VERSION=$(timeout 60 nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | sed -n 1p)
-        [[ ${DRIVER_VERSION%%.*} =~ ^[0-9]+$ ]] || skip "cannot read the driver version from nvidia-smi"
-        ((${DRIVER_VERSION%%.*} >= 580)) || skip "driver $DRIVER_VERSION is older than 580"
+        . "$(dirname "${BASH_SOURCE[0]}")/gpu-preflight.sh"
+        gpu_preflight
         [[ -d /proc/driver/nvidia/gpus ]] || skip "/proc/driver/nvidia/gpus missing: CRIU's CUDA plugin would disable itself"
         have_libcuda() {
                 local d

@@ -7,6 +7,9 @@
 #   .gpu/libuv.so.1, .gpu/libcjson.so.1 the libraries those link that the GPU
 #                                       machine lacks (use LD_LIBRARY_PATH=.gpu)
 #   .gpu/cudackpt-gpu-target            the CUDA target, when nvcc built it here
+#   .gpu/cudackpt-bench-gpu             the GPU benchmarks (tests/bench/run-gpu.sh;
+#                                       group and list for issue 11)
+#   .gpu/cudackpt-bench-d2h             the copy-rate benchmark, when nvcc built it
 #   .gpu/src/gpu_target.cu, .gpu/build-target.sh
 #                                       its source and the nvcc line, to build
 #                                       it there instead (build-target.sh does
@@ -20,7 +23,10 @@
 # environment: CUDACKPT_CRIU_BUNDLE=/work/shared/criu,
 #              CUDACKPT_NVIDIA_CHECKPOINT=/work/shared/anchors/cuda-checkpoint
 # Run from anywhere; writes <repository root>/.gpu.  Then, on the GPU
-# machine, from the repository root (carry: [".gpu"]):
+# machine, from the repository root (carry: [".gpu"]), issue 11's group
+# tests and benchmarks in one command (see its header):
+#   bash tests/gpu/run-group-gpu.sh
+# or the CRIU tests:
 #   export LD_LIBRARY_PATH=$PWD/.gpu; bash .gpu/build-target.sh
 #   bash tests/gpu/run-criu-tests.sh --daemon=.gpu/cudackptd --ctl=.gpu/cudackptctl \
 #        --target=.gpu/cudackpt-gpu-target --criu=.gpu/criu/criu \
@@ -37,21 +43,25 @@ LIMIT_MIB=60
 if [[ ! -f $BUILD/CMakeCache.txt ]]; then
         cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
-cmake --build "$BUILD" -j"$(nproc)" --target cudackptd cudackptctl
+cmake --build "$BUILD" -j"$(nproc)" --target cudackptd cudackptctl cudackpt-bench-gpu
 # The CUDA target exists only where nvcc was found.
 cmake --build "$BUILD" -j"$(nproc)" --target cudackpt-gpu-target 2>/dev/null ||
         echo "stage-gpu.sh: cudackpt-gpu-target not built here (no nvcc?): build it there with .gpu/build-target.sh"
+cmake --build "$BUILD" -j"$(nproc)" --target cudackpt-bench-d2h 2>/dev/null || true
 
 rm -rf "$STAGE"
 mkdir -p "$STAGE/src" "$STAGE/nvidia"
-install -m 0755 "$BUILD/daemon/cudackptd" "$BUILD/client/cudackptctl" "$STAGE/"
+install -m 0755 "$BUILD/daemon/cudackptd" "$BUILD/client/cudackptctl" "$BUILD/tests/bench/cudackpt-bench-gpu" "$STAGE/"
 if [[ -x $BUILD/tests/gpu/cudackpt-gpu-target ]]; then
         install -m 0755 "$BUILD/tests/gpu/cudackpt-gpu-target" "$STAGE/"
+fi
+if [[ -x $BUILD/tests/bench/cudackpt-bench-d2h ]]; then
+        install -m 0755 "$BUILD/tests/bench/cudackpt-bench-d2h" "$STAGE/"
 fi
 
 # The libraries the GPU machine lacks, as the binaries resolve them here.
 for lib in libuv.so.1 libcjson.so.1; do
-        path=$(ldd "$STAGE/cudackptd" "$STAGE/cudackptctl" | awk -v l="$lib" '$1 == l && $3 ~ /^\// { print $3; exit }')
+        path=$(ldd "$STAGE/cudackptd" "$STAGE/cudackptctl" "$STAGE/cudackpt-bench-gpu" | awk -v l="$lib" '$1 == l && $3 ~ /^\// { print $3; exit }')
         [[ -n $path ]] || { echo "stage-gpu.sh: $lib not found by ldd" >&2; exit 1; }
         cp -L "$path" "$STAGE/$lib"
 done

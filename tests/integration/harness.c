@@ -1160,3 +1160,195 @@ int itest_ready_and_wait(void)
         for (;;)
                 pause();
 }
+
+/* ---- groups, process trees, other uids ------------------------------------ */
+
+/* The sanitizer runtime this program runs with (a sanitizer build links
+ * the simulator with it too), or NULL: /proc/self/maps names it. */
+static const char *itest_sanitizer_runtime(void)
+{
+        FILE *f = fopen("/proc/self/maps", "re");
+        char line[4096];
+        const char *found = NULL;
+        while (f && !found && fgets(line, sizeof(line), f)) {
+                char *path = strchr(line, '/');
+                if (!path)
+                        continue;
+                path[strcspn(path, "\n")] = '\0';
+                const char *base = strrchr(path, '/') + 1;
+                if (strncmp(base, "libasan.so", 10) == 0 || strncmp(base, "libtsan.so", 10) == 0)
+                        found = itest_strdupf("%s", path);
+        }
+        if (f)
+                fclose(f);
+        return found;
+}
+
+const char *itest_sim_preload(void)
+{
+        const char *sim = itest_need_env("CUDACKPT_TEST_SIM");
+        /* A sanitizer runtime must come first in a process's libraries:
+         * a sanitizer build's simulator needs it preloaded before it. */
+        const char *rt = itest_sanitizer_runtime();
+        if (rt)
+                return itest_strdupf("LD_PRELOAD=%s:%s", rt, sim);
+        return itest_strdupf("LD_PRELOAD=%s", sim);
+}
+
+size_t itest_children(pid_t pid, pid_t *ret, size_t max)
+{
+        char path[64];
+        size_t n = 0;
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        DIR *dir = opendir(path);
+        struct dirent *e;
+        while (dir && (e = readdir(dir))) {
+                int tid = atoi(e->d_name);
+                if (tid <= 0)
+                        continue;
+                char cpath[96];
+                snprintf(cpath, sizeof(cpath), "/proc/%d/task/%d/children", (int)pid, tid);
+                FILE *f = fopen(cpath, "re");
+                if (!f)
+                        continue;
+                long v;
+                while (n < max && fscanf(f, "%ld", &v) == 1)
+                        ret[n++] = (pid_t)v;
+                fclose(f);
+        }
+        if (dir)
+                closedir(dir);
+        return n;
+}
+
+cJSON *itest_await_state(struct itest_conn *c, pid_t pid, const char *state, int timeout_ms)
+{
+        double deadline = itest_now_ms() + timeout_ms;
+        cJSON *j = NULL;
+        do {
+                j = itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, (int)pid);
+                itest_assert_ok(j);
+                const char *s = itest_str(j, "state");
+                if (s && strcmp(s, state) == 0 && !itest_has(j, "in_flight"))
+                        return j;
+                if (itest_now_ms() >= deadline)
+                        break;
+                if (itest_n_kept && itest_kept[itest_n_kept - 1].p == j) {
+                        cJSON_Delete(j);
+                        itest_n_kept--;
+                }
+                /* The state changes at the end of a driver call: look often,
+                 * not in a tight loop. */
+                usleep(2000);
+        } while (true);
+        ck_abort_msg("pid %d did not reach state %s with nothing in flight within %d ms; last %s", (int)pid,
+                     state, timeout_ms, itest_dump(j));
+}
+
+const cJSON *itest_get(const cJSON *reply, const char *key)
+{
+        const cJSON *p = itest_params(reply);
+        return cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, key) : NULL;
+}
+
+int itest_raw_call(const char *sock, const char *json, int timeout_ms, cJSON **ret_reply, char *msg,
+                   size_t msg_size)
+{
+        *ret_reply = NULL;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (fd < 0 || strlen(sock) >= sizeof(sa.sun_path)) {
+                snprintf(msg, msg_size, "socket: %s", strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                return -1;
+        }
+        strcpy(sa.sun_path, sock);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                snprintf(msg, msg_size, "connect %s: %s", sock, strerror(errno));
+                close(fd);
+                return -1;
+        }
+        size_t len = strlen(json) + 1;
+        for (size_t done = 0; done < len;) {
+                ssize_t w = send(fd, json + done, len - done, MSG_NOSIGNAL);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0) {
+                        snprintf(msg, msg_size, "send: %s", strerror(errno));
+                        close(fd);
+                        return -1;
+                }
+                done += (size_t)w;
+        }
+        char *buf = NULL;
+        size_t n = 0, cap = 0;
+        double deadline = itest_now_ms() + timeout_ms;
+        for (;;) {
+                if (n && memchr(buf, '\0', n))
+                        break;
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int r = poll(&p, 1, itest_left_ms(deadline));
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0) {
+                        snprintf(msg, msg_size, "no reply to %s within %d ms", json, timeout_ms);
+                        goto fail;
+                }
+                if (cap - n < 65536) {
+                        char *b = realloc(buf, cap + 131072);
+                        if (!b) {
+                                snprintf(msg, msg_size, "out of memory");
+                                goto fail;
+                        }
+                        buf = b;
+                        cap += 131072;
+                }
+                ssize_t k = recv(fd, buf + n, cap - n, 0);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0) {
+                        snprintf(msg, msg_size, "connection closed before the reply to %s", json);
+                        goto fail;
+                }
+                n += (size_t)k;
+        }
+        close(fd);
+        *ret_reply = cJSON_Parse(buf);
+        free(buf);
+        if (!cJSON_IsObject(*ret_reply)) {
+                cJSON_Delete(*ret_reply);
+                *ret_reply = NULL;
+                snprintf(msg, msg_size, "the reply to %s is not a JSON object", json);
+                return -1;
+        }
+        return 0;
+fail:
+        free(buf);
+        close(fd);
+        return -1;
+}
+
+char itest_proc_state(pid_t pid)
+{
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "re");
+        ck_assert_msg(f, "%s: %s", path, strerror(errno));
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        ck_assert_msg(p && p[1] == ' ', "bad stat line %s", buf);
+        return p[2];
+}
+
+void itest_await_proc_state(pid_t pid, char want, bool equal)
+{
+        double deadline = itest_now_ms() + 5000;
+        char st;
+        while (((st = itest_proc_state(pid)) == want) != equal) {
+                ck_assert_msg(itest_now_ms() < deadline, "process %d stays in state %c", (int)pid, st);
+                usleep(1000);
+        }
+}

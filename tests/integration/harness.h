@@ -290,6 +290,34 @@ void itest_run_proc(uid_t uid, const char *const *argv, const char *const *env, 
  * symbolic link would not open it. */
 const char *itest_stage_exe(struct itest_daemon *d, const char *path, const char *name);
 
+/* ---- groups, process trees, other uids (test_groups) --------------------- */
+
+/* "LD_PRELOAD=<CUDACKPT_TEST_SIM>" (owned by the harness): a target whose
+ * environment holds it maps the daemon's driver library, as a real CUDA
+ * process maps libcuda.so, which is what cgroup and tree selections and
+ * ListProcesses look for.  In a sanitizer build the sanitizer's runtime
+ * comes first in the list (it must be the first library loaded). */
+const char *itest_sim_preload(void);
+/* The children of pid, from /proc/PID/task/TID/children of every thread;
+ * at most max.  Returns how many were found (0 when pid is gone). */
+size_t itest_children(pid_t pid, pid_t *ret, size_t max);
+/* Calls GetState on c until the process is in state, with no operation in
+ * flight; asserts that happens within timeout_ms.  Returns that reply. */
+cJSON *itest_await_state(struct itest_conn *c, pid_t pid, const char *state, int timeout_ms);
+
+/* The state letter of pid's main thread (field 3 of /proc/PID/stat). */
+char itest_proc_state(pid_t pid);
+
+/* Waits (5 s at most) until pid's state letter is want (equal) or is not. */
+void itest_await_proc_state(pid_t pid, char want, bool equal);
+/* The parameter key of a reply (any JSON type), NULL when absent. */
+const cJSON *itest_get(const cJSON *reply, const char *key);
+/* One Varlink call on a fresh connection to sock, without a single
+ * ck_assert (for itest_run_as() children): 0 and the parsed reply
+ * (caller frees), or -1 with why in msg. */
+int itest_raw_call(const char *sock, const char *json, int timeout_ms, cJSON **ret_reply, char *msg,
+                   size_t msg_size);
+
 /* Monotonic clock in milliseconds. */
 double itest_now_ms(void);
 

@@ -688,31 +688,6 @@ END_TEST
 
 /* ---- ProcessStopped -------------------------------------------------------- */
 
-/* The state letter of pid's main thread (field 3 of /proc/PID/stat). */
-static char proc_state(pid_t pid)
-{
-        char path[64], buf[512];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        FILE *f = fopen(path, "re");
-        ck_assert_msg(f, "%s: %s", path, strerror(errno));
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        const char *p = strrchr(buf, ')');
-        ck_assert_msg(p && p[1] == ' ', "bad stat line %s", buf);
-        return p[2];
-}
-
-static void await_proc_state(pid_t pid, char want, bool equal)
-{
-        double deadline = itest_now_ms() + 5000;
-        char st;
-        while (((st = proc_state(pid)) == want) != equal) {
-                ck_assert_msg(itest_now_ms() < deadline, "process %d stays in state %c", (int)pid, st);
-                usleep(1000);
-        }
-}
-
 /* Every call but GetRestoreThreadId on a stopped process would wait in the
  * driver until it runs again: refused at once, naming the stop. */
 static void assert_stopped(struct itest_conn *c, const char *method, pid_t pid, const char *stop)
@@ -748,7 +723,7 @@ START_TEST(stopped_target_refused)
         assert_state_now(c, pid, "running");
 
         ck_assert_int_eq(kill(pid, SIGSTOP), 0);
-        await_proc_state(pid, 'T', true);
+        itest_await_proc_state(pid, 'T', true);
         assert_restore_tid_answers(c, pid);
         for (size_t i = 0; all_methods[i]; i++)
                 if (strcmp(all_methods[i], CUDACKPT_METHOD_GET_RESTORE_THREAD_ID) != 0)
@@ -762,7 +737,7 @@ START_TEST(stopped_target_refused)
         /* Nothing was asked of the driver: once running again, the process
          * is as it was and the cycle works. */
         ck_assert_int_eq(kill(pid, SIGCONT), 0);
-        await_proc_state(pid, 'T', false);
+        itest_await_proc_state(pid, 'T', false);
         assert_state_now(c, pid, "running");
         suspend(c, pid);
         assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
@@ -779,13 +754,13 @@ START_TEST(stopped_while_locked)
         struct itest_conn *c = itest_connect(d);
         assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
         ck_assert_int_eq(kill(pid, SIGSTOP), 0);
-        await_proc_state(pid, 'T', true);
+        itest_await_proc_state(pid, 'T', true);
         assert_restore_tid_answers(c, pid);
         assert_stopped(c, CUDACKPT_METHOD_CHECKPOINT, pid, "signal");
         assert_stopped(c, CUDACKPT_METHOD_UNLOCK, pid, "signal");
         assert_stopped(c, CUDACKPT_METHOD_GET_STATE, pid, "signal");
         ck_assert_int_eq(kill(pid, SIGCONT), 0);
-        await_proc_state(pid, 'T', false);
+        itest_await_proc_state(pid, 'T', false);
         assert_state_now(c, pid, "locked");
         assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
 }
@@ -803,12 +778,12 @@ START_TEST(traced_target_refused)
         int status;
         ck_assert_int_eq(waitpid(pid, &status, __WALL), pid);
         ck_assert_msg(WIFSTOPPED(status), "not stopped: status %#x", status);
-        await_proc_state(pid, 't', true);
+        itest_await_proc_state(pid, 't', true);
         assert_restore_tid_answers(c, pid);
         assert_stopped(c, CUDACKPT_METHOD_CHECKPOINT, pid, "traced");
         assert_stopped(c, CUDACKPT_METHOD_GET_STATE, pid, "traced");
         ck_assert_msg(ptrace(PTRACE_DETACH, pid, NULL, NULL) == 0, "PTRACE_DETACH: %s", strerror(errno));
-        await_proc_state(pid, 't', false);
+        itest_await_proc_state(pid, 't', false);
         assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "checkpointed");
         assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
 }
@@ -844,7 +819,7 @@ START_TEST(stall_warning_names_the_stop)
                     (int)pid);
         itest_await_in_flight(watch, pid, "Lock", 2000);
         ck_assert_int_eq(kill(pid, SIGSTOP), 0);
-        await_proc_state(pid, 'T', true);
+        itest_await_proc_state(pid, 'T', true);
 
         char *needle = itest_strdupf("every thread of process %d is stopped (signal)", (int)pid);
         double deadline = itest_now_ms() + 5000;

@@ -276,6 +276,30 @@ static bool is_socket_file(const char *path)
         return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
+static bool is_listening(const char *path)
+{
+        char line[PATH_MAX + 128];
+        bool found = false;
+        FILE *f = fopen("/proc/net/unix", "re");
+
+        if (!f)
+                return true; /* nothing to check against: let connect() say */
+        while (!found && fgets(line, sizeof(line), f)) {
+                unsigned long flags;
+                int off = 0;
+                char *name;
+
+                /* Num RefCount Protocol Flags Type St Inode Path */
+                if (sscanf(line, "%*s %*s %*s %lx %*s %*s %*s %n", &flags, &off) < 1 || off == 0)
+                        continue;
+                name = line + off;
+                name[strcspn(name, "\n")] = '\0';
+                found = (flags & 0x10000) && strcmp(name, path) == 0;
+        }
+        fclose(f);
+        return found;
+}
+
 void sdt_wait_socket_file(const char *path, int timeout_ms)
 {
         int64_t deadline = sdt_now_ms() + timeout_ms;
@@ -302,6 +326,14 @@ void sdt_wait_socket_file(const char *path, int timeout_ms)
                         ;
         }
         close(fd);
+        /* The file appears at bind(); a connect() before listen() is refused.
+         * No file event marks listen(), so await the listening entry in
+         * /proc/net/unix (flag __SO_ACCEPTCON, 0x10000). */
+        while (!is_listening(path)) {
+                SDT_CHECK(remaining(deadline) > 0, "%s was not listening within %d ms", path,
+                          timeout_ms);
+                poll(NULL, 0, 2);
+        }
 }
 
 int sdt_connect(const char *path)

@@ -118,7 +118,7 @@ int main(int argc, char **argv)
                                       driver_opt, socket_opt, NULL };
         sdt_spawn(daemon_argv, &(struct sdt_spawn_opts){ .log_path = logp }, &daemon_);
 
-        /* systemd-socket-activate binds, then execs the daemon in place on the
+        /* systemd-socket-activate binds and listens, then execs the daemon in place on the
          * first connection, as systemd does for an Accept=no socket. */
         sdt_wait_socket_file(sock, TIMEOUT_MS);
         fd = sdt_connect(sock);

@@ -1,0 +1,842 @@
+/* group.c: cudackptctl's group forms and ps.
+ *
+ * A selector (--pids, --cgroup, --tree) names a set of processes; the
+ * group forms of lock, checkpoint, restore, unlock, suspend and resume send
+ * it to the daemon's Group methods, and ps to ListProcesses.  While a
+ * group runs, the daemon's progress replies ("more") are shown on stderr:
+ * on a terminal one line per phase, rewritten in place; otherwise one
+ * plain line per event.  The result is a table of the members (stdout on
+ * success, stderr with the error on GroupFailed).
+ *
+ * Everything from the daemon is treated as hostile: only typed fields of
+ * the right type are used, and every string is sanitised before it is
+ * shown. */
+#include "ctl.h"
+
+#include <cJSON.h>
+
+#include <errno.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+/* Start times are exact integers in a double up to 2^53, as the daemon takes them. */
+#define GROUP_START_TIME_MAX 9007199254740992ULL
+
+/* ---- Selectors ------------------------------------------------------------- */
+
+/* One "PID" or "PID:START_TIME" of a --pids list, appended to arr. */
+static int group_add_ref(cJSON *arr, char *item) {
+        unsigned long long start = 0;
+        char *colon = strchr(item, ':');
+        const cJSON *ref;
+        cJSON *o;
+        int pid, r;
+
+        if (colon)
+                *colon = '\0';
+        r = ctl_parse_pid(item, &pid);
+        if (r < 0)
+                return -EINVAL;
+        if (colon && ctl_parse_uint(colon + 1, GROUP_START_TIME_MAX, &start) < 0)
+                return -EINVAL;
+        cJSON_ArrayForEach(ref, arr) {
+                const cJSON *p = cJSON_GetObjectItemCaseSensitive(ref, "pid");
+
+                if (cJSON_IsNumber(p) && p->valuedouble == pid)
+                        return -EEXIST;
+        }
+        o = cJSON_CreateObject();
+        if (!o || !cJSON_AddNumberToObject(o, "pid", pid) ||
+            (colon && !cJSON_AddNumberToObject(o, "start_time", (double) start)) ||
+            !cJSON_AddItemToArray(arr, o)) {
+                cJSON_Delete(o);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* {"pids": [{"pid": N[, "start_time": T]}, ...]} from "N[:T][,N[:T]...]". */
+static int group_parse_pids(const char *arg, cJSON *sel) {
+        char *copy, *item, *next;
+        cJSON *arr;
+        int r = 0;
+
+        if (!*arg)
+                return -EINVAL;
+        arr = cJSON_AddArrayToObject(sel, "pids");
+        copy = strdup(arg);
+        if (!arr || !copy) {
+                free(copy);
+                return -ENOMEM;
+        }
+        /* strtok_r would merge ",," into one separator; an empty item must be an error. */
+        for (item = copy; item && r >= 0; item = next) {
+                char *comma = strchr(item, ',');
+
+                next = comma ? comma + 1 : NULL;
+                if (comma)
+                        *comma = '\0';
+                r = group_add_ref(arr, item);
+        }
+        free(copy);
+        return r;
+}
+
+/* An absolute cgroup path without empty, "." or ".." components (a
+ * trailing slash is allowed), as the daemon takes it. */
+static int group_check_cgroup(const char *path) {
+        size_t n = strlen(path);
+
+        if (path[0] != '/' || n >= 4096)
+                return -EINVAL;
+        while (n > 1 && path[n - 1] == '/')
+                n--;
+        for (size_t i = 1; i < n;) {
+                size_t j = i;
+
+                while (j < n && path[j] != '/')
+                        j++;
+                if (j == i || (j - i == 1 && path[i] == '.') ||
+                    (j - i == 2 && path[i] == '.' && path[i + 1] == '.'))
+                        return -EINVAL;
+                i = j + 1;
+        }
+        return 0;
+}
+
+const char *ctl_selector_option(ctl_selector_kind kind) {
+        switch (kind) {
+        case CTL_SELECT_PIDS:
+                return "--pids";
+        case CTL_SELECT_CGROUP:
+                return "--cgroup";
+        case CTL_SELECT_TREE:
+                return "--tree";
+        case CTL_SELECT_NONE:
+                break;
+        }
+        return "";
+}
+
+int ctl_selector_parse(ctl_selector *sel, ctl_selector_kind kind, const char *arg) {
+        cJSON *o;
+        int pid, r = 0;
+
+        if (!arg || kind == CTL_SELECT_NONE)
+                return -EINVAL;
+        o = cJSON_CreateObject();
+        if (!o)
+                return -ENOMEM;
+        switch (kind) {
+        case CTL_SELECT_PIDS:
+                r = group_parse_pids(arg, o);
+                break;
+        case CTL_SELECT_CGROUP:
+                r = group_check_cgroup(arg);
+                if (r >= 0 && !cJSON_AddStringToObject(o, "cgroup", arg))
+                        r = -ENOMEM;
+                break;
+        case CTL_SELECT_TREE:
+                r = ctl_parse_pid(arg, &pid) < 0 ? -EINVAL : 0;
+                if (r >= 0 && !cJSON_AddNumberToObject(o, "tree", pid))
+                        r = -ENOMEM;
+                break;
+        case CTL_SELECT_NONE:
+                break;
+        }
+        if (r < 0) {
+                cJSON_Delete(o);
+                return r;
+        }
+        ctl_selector_done(sel);
+        sel->kind = kind;
+        sel->arg = arg;
+        sel->json = o;
+        return 0;
+}
+
+void ctl_selector_done(ctl_selector *sel) {
+        if (!sel)
+                return;
+        cJSON_Delete(sel->json);
+        *sel = (ctl_selector) { .kind = CTL_SELECT_NONE };
+}
+
+/* ---- Reading replies --------------------------------------------------------- */
+
+static const char *group_str(const cJSON *o, const char *key) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
+
+        return cJSON_IsString(item) && item->valuestring ? item->valuestring : NULL;
+}
+
+/* An integral number within [0, max]. */
+static bool group_uint(const cJSON *o, const char *key, double max, long long *ret) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
+        double d;
+
+        if (!cJSON_IsNumber(item))
+                return false;
+        d = item->valuedouble;
+        if (!isfinite(d) || d != floor(d) || d < 0 || d > max)
+                return false;
+        *ret = (long long) d;
+        return true;
+}
+
+static double group_ms(const cJSON *o, const char *key) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
+
+        if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) || item->valuedouble < 0 ||
+            item->valuedouble > 1e15)
+                return -1;
+        return item->valuedouble;
+}
+
+/* Columns a sanitised s takes: one per UTF-8 code point. */
+static size_t group_width(const char *s) {
+        size_t n = 0;
+
+        for (; s && *s; s++)
+                n += ((unsigned char) *s & 0xc0) != 0x80;
+        return n;
+}
+
+/* s sanitised, then padded with spaces to width columns. */
+static void group_put_cell(FILE *f, const char *s, size_t width) {
+        ctl_fputs_safe(s, f);
+        for (size_t w = group_width(s); w < width; w++)
+                putc(' ', f);
+}
+
+/* "Name: sentence" of a member's error (name, parameters object or
+ * NULL), as ctl_describe_error() words it; the caller frees it. */
+static char *group_describe_member_error(const char *name, const cJSON *params) {
+        cudackpt_reply r;
+        char *json = cJSON_IsObject(params) ? cJSON_PrintUnformatted(params) : NULL, *text;
+
+        cudackpt_reply_init(&r);
+        r.error = (char *) name;
+        r.parameters_json = json ? json : (char *) "{}";
+        text = ctl_describe_error(&r);
+        cJSON_free(json);
+        return text;
+}
+
+/* The short name of an error: what follows its interface. */
+static const char *group_short_name(const char *name) {
+        const char *dot = strrchr(name, '.');
+
+        return dot && dot[1] ? dot + 1 : name;
+}
+
+/* ---- Progress ---------------------------------------------------------------- */
+
+/* A member's error stays in every later report of it (the rollback
+ * phases' too), so each is shown once, when it first appears: these are
+ * the members already shown failed (error) or failed to roll back
+ * (rollback_error). */
+typedef struct group_seen {
+        long long *pids;
+        size_t n, size;
+} group_seen;
+
+typedef struct group_progress {
+        FILE *f;
+        bool tty;               /* rewrite one line per phase in place */
+        bool line_open;         /* a line is on the terminal without its newline */
+        char phase[32];         /* the phase of that line */
+        size_t cols;            /* the terminal's width */
+        group_seen failed, rollback_failed;
+} group_progress;
+
+/* Whether pid is in s; adds it when not (as long as memory lasts). */
+static bool group_seen_check(group_seen *s, long long pid) {
+        long long *p;
+
+        for (size_t i = 0; i < s->n; i++)
+                if (s->pids[i] == pid)
+                        return true;
+        if (s->n == s->size) {
+                size_t size = s->size ? s->size * 2 : 16;
+
+                p = realloc(s->pids, size * sizeof(*p));
+                if (!p)
+                        return false;
+                s->pids = p;
+                s->size = size;
+        }
+        s->pids[s->n++] = pid;
+        return false;
+}
+
+static void group_seen_done(group_seen *s) {
+        free(s->pids);
+        *s = (group_seen) { 0 };
+}
+
+/* One event as text: "lock 3/8: 4242 locked (12.3 ms)",
+ * "checkpoint 1/8: 4243 failed: NotSupported: ..." the first time the
+ * member's error shows, "unlock 2/8: 4243 rollback failed: ..." the first
+ * time its rollback error does.  NULL when out of memory. */
+static char *group_progress_text(group_progress *p, const char *phase, const cJSON *member, long long done,
+                                 long long total, bool *ret_failed) {
+        const char *state = group_str(member, "state"), *error = group_str(member, "error");
+        const char *rollback = group_str(member, "rollback_error");
+        double ms = group_ms(member, "duration_ms");
+        char *text = NULL, *desc = NULL;
+        size_t size = 0;
+        long long pid = 0;
+        bool have_pid;
+        FILE *f;
+
+        f = open_memstream(&text, &size);
+        if (!f)
+                return NULL;
+        fputs(phase, f);
+        if (total > 0)
+                fprintf(f, " %lld/%lld", done, total);
+        fputs(":", f);
+        have_pid = group_uint(member, "pid", 2147483647.0, &pid);
+        if (have_pid)
+                fprintf(f, " %lld", pid);
+        /* Without a pid every error is news. */
+        if (error && !(have_pid && group_seen_check(&p->failed, pid))) {
+                desc = group_describe_member_error(error, cJSON_GetObjectItemCaseSensitive(member,
+                                                                                          "error_parameters"));
+                fprintf(f, " failed: %s", desc ? desc : group_short_name(error));
+                free(desc);
+                *ret_failed = true;
+        } else if (rollback && !(have_pid && group_seen_check(&p->rollback_failed, pid))) {
+                fprintf(f, " rollback failed: %s", group_short_name(rollback));
+                *ret_failed = true;
+        } else
+                fprintf(f, " %s", state ? state : "done");
+        if (ms >= 0)
+                fprintf(f, " (%.1f ms)", ms);
+        if (fclose(f) != 0) {
+                free(text);
+                return NULL;
+        }
+        ctl_sanitize(text);
+        return text;
+}
+
+/* Ends the line being rewritten, keeping it on the screen. */
+static void group_progress_end_line(group_progress *p) {
+        if (!p->line_open)
+                return;
+        fputc('\n', p->f);
+        p->line_open = false;
+        p->phase[0] = '\0';
+}
+
+/* cudackpt_progress_fn: one progress reply of the daemon. */
+static int group_on_progress(void *ctx, const char *parameters_json) {
+        group_progress *p = ctx;
+        cJSON *params = cJSON_Parse(parameters_json);
+        const cJSON *progress = cJSON_GetObjectItemCaseSensitive(params, "progress");
+        const cJSON *member = cJSON_GetObjectItemCaseSensitive(progress, "member");
+        const char *phase = group_str(progress, "phase");
+        long long done = 0, total = 0;
+        bool failed = false;
+        char *text;
+
+        /* Not a progress report we understand: nothing to show, not fatal. */
+        if (!phase || !cJSON_IsObject(member) || strlen(phase) >= sizeof(p->phase))
+                goto out;
+        if (!group_uint(progress, "done", 1e9, &done) || !group_uint(progress, "total", 1e9, &total))
+                done = total = 0;
+        text = group_progress_text(p, phase, member, done, total, &failed);
+        if (!text)
+                goto out;
+        if (!p->tty) {
+                fprintf(p->f, "%s\n", text);
+        } else {
+                /* A new phase keeps the last line of the one before. */
+                if (p->line_open && strcmp(p->phase, phase) != 0)
+                        group_progress_end_line(p);
+                if (failed) {
+                        /* A failure stays on the screen, above the line being rewritten. */
+                        fprintf(p->f, "\r\033[K%s\n", text);
+                        p->line_open = false;
+                } else {
+                        /* Cut to the terminal's width: a wrapped line cannot be rewritten. */
+                        size_t len = strlen(text), max = p->cols > 1 ? p->cols - 1 : 79;
+
+                        if (len > max) {
+                                /* Not inside a UTF-8 sequence. */
+                                while (max > 0 && ((unsigned char) text[max] & 0xc0) == 0x80)
+                                        max--;
+                                text[max] = '\0';
+                        }
+                        fprintf(p->f, "\r\033[K%s", text);
+                        p->line_open = true;
+                        snprintf(p->phase, sizeof(p->phase), "%s", phase);
+                        if (total > 0 && done >= total)
+                                group_progress_end_line(p);
+                }
+        }
+        fflush(p->f);
+        free(text);
+out:
+        cJSON_Delete(params);
+        return 0;
+}
+
+/* ---- Results ----------------------------------------------------------------- */
+
+/* The skipped processes, one line per reason in order of appearance:
+ * "skipped, not CUDA processes: 12, 13".  Nothing when there are none. */
+static void group_print_skipped(FILE *f, const cJSON *params) {
+        const cJSON *skipped = cJSON_GetObjectItemCaseSensitive(params, "skipped"), *s, *t;
+
+        if (!cJSON_IsArray(skipped))
+                return;
+        cJSON_ArrayForEach(s, skipped) {
+                const char *reason = group_str(s, "reason");
+                bool seen = false, first = true;
+
+                for (t = skipped->child; t && t != s; t = t->next) {
+                        const char *other = group_str(t, "reason");
+                        long long pid;
+
+                        if (group_uint(t, "pid", 2147483647.0, &pid) &&
+                            ((!reason && !other) || (reason && other && strcmp(reason, other) == 0))) {
+                                seen = true;
+                                break;
+                        }
+                }
+                if (seen)
+                        continue;
+                /* The first entry of this reason: the line of all of them. */
+                for (t = s; t; t = t->next) {
+                        const char *other = group_str(t, "reason");
+                        long long pid;
+
+                        if (!group_uint(t, "pid", 2147483647.0, &pid) ||
+                            !((!reason && !other) || (reason && other && strcmp(reason, other) == 0)))
+                                continue;
+                        if (first) {
+                                if (reason && strcmp(reason, CUDACKPT_SKIP_NOT_CUDA) == 0)
+                                        fputs("skipped, not CUDA processes: ", f);
+                                else {
+                                        fputs("skipped (", f);
+                                        ctl_fputs_safe(reason ? reason : "no reason given", f);
+                                        fputs("): ", f);
+                                }
+                        }
+                        fprintf(f, "%s%lld", first ? "" : ", ", pid);
+                        first = false;
+                }
+                if (!first)
+                        fputc('\n', f);
+        }
+}
+
+/* The members table: PID STATE TIME, and with errors ERROR.  Returns the
+ * number of members; *ret_state is the state they all share (NULL when
+ * they differ or none has one). */
+static size_t group_print_members(FILE *f, const cJSON *members, bool with_errors, const char **ret_state) {
+        size_t n = 0, w_pid = 3, w_state = 5, w_time = 4;
+        const char *common = NULL;
+        bool mixed = false;
+        const cJSON *m;
+        char buf[64];
+
+        cJSON_ArrayForEach(m, members) {
+                const char *state = group_str(m, "state");
+                double ms = group_ms(m, "duration_ms");
+                long long pid;
+
+                if (!group_uint(m, "pid", 2147483647.0, &pid))
+                        continue;
+                n++;
+                snprintf(buf, sizeof(buf), "%lld", pid);
+                if (strlen(buf) > w_pid)
+                        w_pid = strlen(buf);
+                if (!state)
+                        state = "unknown";
+                if (group_width(state) > w_state)
+                        w_state = group_width(state);
+                if (ms >= 0 && (size_t) snprintf(buf, sizeof(buf), "%.1f ms", ms) > w_time)
+                        w_time = strlen(buf);
+                if (!common)
+                        common = state;
+                else if (strcmp(common, state) != 0)
+                        mixed = true;
+        }
+        *ret_state = mixed || !common || strcmp(common, "unknown") == 0 ? NULL : common;
+        if (n == 0)
+                return 0;
+
+        fprintf(f, "%*s  ", (int) w_pid, "PID");
+        group_put_cell(f, "STATE", w_state);
+        fputs("  ", f);
+        if (with_errors) {
+                group_put_cell(f, "TIME", w_time);
+                fputs("  ERROR\n", f);
+        } else
+                fputs("TIME\n", f);
+        cJSON_ArrayForEach(m, members) {
+                const char *state = group_str(m, "state"), *error = group_str(m, "error");
+                const char *rollback = group_str(m, "rollback_error");
+                double ms = group_ms(m, "duration_ms");
+                long long pid;
+
+                if (!group_uint(m, "pid", 2147483647.0, &pid))
+                        continue;
+                fprintf(f, "%*lld  ", (int) w_pid, pid);
+                group_put_cell(f, state ? state : "unknown", w_state);
+                fputs("  ", f);
+                if (ms >= 0)
+                        snprintf(buf, sizeof(buf), "%.1f ms", ms);
+                else
+                        snprintf(buf, sizeof(buf), "-");
+                if (!with_errors) {
+                        fprintf(f, "%s\n", buf);
+                        continue;
+                }
+                group_put_cell(f, buf, w_time);
+                fputs("  ", f);
+                if (error) {
+                        char *desc = group_describe_member_error(
+                                error, cJSON_GetObjectItemCaseSensitive(m, "error_parameters"));
+
+                        if (desc)
+                                fputs(desc, f);
+                        else
+                                ctl_fputs_safe(group_short_name(error), f);
+                        free(desc);
+                }
+                if (rollback) {
+                        fputs(error ? "; rollback failed: " : "rollback failed: ", f);
+                        ctl_fputs_safe(group_short_name(rollback), f);
+                }
+                if (!error && !rollback)
+                        fputs("-", f);
+                fputc('\n', f);
+        }
+        return n;
+}
+
+/* A successful group reply, on stdout. */
+static int group_print_success(const ctl_group *g, const cudackpt_reply *reply) {
+        cJSON *params = cJSON_Parse(reply->parameters_json);
+        const cJSON *members = cJSON_GetObjectItemCaseSensitive(params, "members");
+        const char *state = NULL;
+        double ms;
+        size_t n;
+
+        if (!cJSON_IsObject(params) || (members && !cJSON_IsArray(members))) {
+                cJSON_Delete(params);
+                fprintf(stderr, "%sinvalid reply from cudackptd: no members\n", g->prefix);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        n = group_print_members(stdout, members, false, &state);
+        group_print_skipped(stdout, params);
+        ms = group_ms(params, "duration_ms");
+        if (n == 0)
+                fputs("no CUDA process matched", stdout);
+        else {
+                printf("%zu process%s", n, n == 1 ? "" : "es");
+                if (state) {
+                        putchar(' ');
+                        ctl_fputs_safe(state, stdout);
+                }
+        }
+        if (ms >= 0)
+                printf(" (%.1f ms)", ms);
+        putchar('\n');
+        cJSON_Delete(params);
+        return CUDACKPT_EXIT_OK;
+}
+
+/* An error reply: one line on stderr; for GroupFailed, without --json,
+ * every member's state and error below it. */
+static void group_print_error(const ctl_group *g, const cudackpt_reply *reply) {
+        char *text = ctl_describe_error(reply);
+
+        fprintf(stderr, "%s%s\n", g->prefix, text ? text : "error");
+        free(text);
+        if (g->json) {
+                text = ctl_error_json(reply);
+                if (text)
+                        puts(text);
+                free(text);
+                return;
+        }
+        if (strcmp(reply->error, CUDACKPT_ERROR_GROUP_FAILED) == 0) {
+                cJSON *params = cJSON_Parse(reply->parameters_json);
+                const cJSON *members = cJSON_GetObjectItemCaseSensitive(params, "members");
+                const char *state;
+
+                if (cJSON_IsArray(members))
+                        (void) group_print_members(stderr, members, true, &state);
+                group_print_skipped(stderr, params);
+                cJSON_Delete(params);
+        }
+}
+
+/* The parameters of a Group call: selector, timeout_ms, gpu_mapping. */
+static char *group_params(const ctl_group *g) {
+        cJSON *params = cJSON_CreateObject(), *sel = cJSON_Duplicate(g->selector->json, 1), *map;
+        char *text = NULL, *copy = NULL;
+
+        if (!params || !sel || !cJSON_AddItemToObject(params, "selector", sel)) {
+                cJSON_Delete(sel);
+                goto out;
+        }
+        if (g->lock_timeout >= 0 && !cJSON_AddNumberToObject(params, "timeout_ms", (double) g->lock_timeout))
+                goto out;
+        if (g->map && g->map[0]) {
+                map = cJSON_AddObjectToObject(params, "gpu_mapping");
+                if (!map)
+                        goto out;
+                /* ctl_map_add() refused an old UUID named twice. */
+                for (size_t i = 0; g->map[i] && g->map[i + 1]; i += 2)
+                        if (!cJSON_AddStringToObject(map, g->map[i], g->map[i + 1]))
+                                goto out;
+        }
+        text = cJSON_PrintUnformatted(params);
+        copy = text ? strdup(text) : NULL;
+out:
+        cJSON_free(text);
+        cJSON_Delete(params);
+        return copy;
+}
+
+int ctl_group_run(cudackpt_client *client, const ctl_group *g) {
+        group_progress progress = { .f = stderr };
+        cudackpt_reply reply;
+        char *params;
+        int r, status;
+
+        params = group_params(g);
+        if (!params) {
+                fprintf(stderr, "%sout of memory\n", g->prefix);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        cudackpt_reply_init(&reply);
+        if (g->progress) {
+                struct winsize ws;
+
+                progress.tty = g->progress_tty;
+                progress.cols = 80;
+                if (progress.tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+                        progress.cols = ws.ws_col;
+                r = cudackpt_call_more(client, g->method, params, group_on_progress, &progress, &reply);
+                group_progress_end_line(&progress);
+                group_seen_done(&progress.failed);
+                group_seen_done(&progress.rollback_failed);
+        } else
+                r = cudackpt_call(client, g->method, params, &reply);
+        free(params);
+
+        if (r < 0) {
+                fprintf(stderr, "%s%s\n", g->prefix, ctl_describe_call_failure(r));
+                return ctl_call_failure_exit_code(r);
+        }
+        if (reply.error) {
+                group_print_error(g, &reply);
+                status = cudackpt_reply_exit_code(&reply);
+        } else if (g->json) {
+                puts(reply.parameters_json);
+                status = CUDACKPT_EXIT_OK;
+        } else
+                status = group_print_success(g, &reply);
+        cudackpt_reply_clear(&reply);
+        return status;
+}
+
+/* ---- ps ---------------------------------------------------------------------- */
+
+/* What ps shows of one process. */
+typedef struct ps_row {
+        long long pid;
+        char *user;     /* name, or the uid in digits */
+        char *state;    /* "locked", "stopped(signal)", "locked [Suspend]" */
+        const char *cgroup;
+        const char *command;
+} ps_row;
+
+static char *ps_user(const cJSON *o) {
+        const struct passwd *pw;
+        long long uid;
+        char *s = NULL;
+
+        if (!group_uint(o, "uid", 4294967295.0, &uid))
+                return strdup("?");
+        pw = getpwuid((uid_t) uid);
+        if (pw && pw->pw_name && *pw->pw_name)
+                return strdup(pw->pw_name);
+        return asprintf(&s, "%lld", uid) < 0 ? NULL : s;
+}
+
+static char *ps_state(const cJSON *o) {
+        const char *state = group_str(o, "state"), *stop = group_str(o, "stop");
+        const char *in_flight = group_str(o, "in_flight");
+        char *s = NULL, *base = NULL;
+        int k;
+
+        if (stop)
+                k = asprintf(&base, "stopped(%s)", stop);
+        else
+                k = asprintf(&base, "%s", state ? state : "unknown");
+        if (k < 0)
+                return NULL;
+        if (!in_flight)
+                return base;
+        k = asprintf(&s, "%s [%s]", base, in_flight);
+        free(base);
+        return k < 0 ? NULL : s;
+}
+
+static int ps_print_table(const ctl_ps *p, const cJSON *processes) {
+        size_t n = 0, w_pid = 3, w_user = 4, w_state = 5, w_cgroup = 6;
+        ps_row *rows;
+        const cJSON *o;
+        int status = CUDACKPT_EXIT_OK;
+
+        rows = calloc((size_t) cJSON_GetArraySize(processes) + 1, sizeof(*rows));
+        if (!rows)
+                goto oom;
+        cJSON_ArrayForEach(o, processes) {
+                ps_row *row = &rows[n];
+                char buf[32];
+
+                if (!group_uint(o, "pid", 2147483647.0, &row->pid))
+                        continue;
+                row->user = ps_user(o);
+                row->state = ps_state(o);
+                n++;
+                if (!row->user || !row->state)
+                        goto oom;
+                row->cgroup = group_str(o, "cgroup");
+                row->command = group_str(o, "command");
+                if (!row->cgroup || !*row->cgroup)
+                        row->cgroup = "-";
+                if (!row->command)
+                        row->command = "?";
+                snprintf(buf, sizeof(buf), "%lld", row->pid);
+                if (strlen(buf) > w_pid)
+                        w_pid = strlen(buf);
+                if (group_width(row->user) > w_user)
+                        w_user = group_width(row->user);
+                if (group_width(row->state) > w_state)
+                        w_state = group_width(row->state);
+                if (group_width(row->cgroup) > w_cgroup)
+                        w_cgroup = group_width(row->cgroup);
+        }
+        if (n == 0) {
+                puts(p->selector && p->selector->kind != CTL_SELECT_NONE ? "no CUDA process matched"
+                                                                         : "no CUDA process found");
+                goto out;
+        }
+        printf("%*s  ", (int) w_pid, "PID");
+        group_put_cell(stdout, "USER", w_user);
+        fputs("  ", stdout);
+        group_put_cell(stdout, "STATE", w_state);
+        fputs("  ", stdout);
+        group_put_cell(stdout, "CGROUP", w_cgroup);
+        fputs("  COMMAND\n", stdout);
+        for (size_t i = 0; i < n; i++) {
+                printf("%*lld  ", (int) w_pid, rows[i].pid);
+                group_put_cell(stdout, rows[i].user, w_user);
+                fputs("  ", stdout);
+                group_put_cell(stdout, rows[i].state, w_state);
+                fputs("  ", stdout);
+                group_put_cell(stdout, rows[i].cgroup, w_cgroup);
+                fputs("  ", stdout);
+                ctl_fputs_safe(rows[i].command, stdout);
+                putchar('\n');
+        }
+        goto out;
+oom:
+        fprintf(stderr, "%sout of memory\n", p->prefix);
+        status = CUDACKPT_EXIT_FAILURE;
+out:
+        for (size_t i = 0; rows && i < n; i++) {
+                free(rows[i].user);
+                free(rows[i].state);
+        }
+        free(rows);
+        return status;
+}
+
+int ctl_ps_run(cudackpt_client *client, const ctl_ps *p) {
+        cJSON *params = NULL, *processes;
+        cudackpt_reply reply;
+        char *text = NULL, *copy = NULL;
+        int r, status;
+
+        if (p->selector && p->selector->kind != CTL_SELECT_NONE) {
+                cJSON *sel = cJSON_Duplicate(p->selector->json, 1);
+
+                params = cJSON_CreateObject();
+                if (!params || !sel || !cJSON_AddItemToObject(params, "selector", sel)) {
+                        cJSON_Delete(sel);
+                        cJSON_Delete(params);
+                        params = NULL;
+                        goto oom;
+                }
+                text = cJSON_PrintUnformatted(params);
+                copy = text ? strdup(text) : NULL;
+                cJSON_free(text);
+                cJSON_Delete(params);
+                params = NULL;
+                if (!copy)
+                        goto oom;
+        }
+        cudackpt_reply_init(&reply);
+        r = cudackpt_call(client, CUDACKPT_METHOD_LIST_PROCESSES, copy, &reply);
+        free(copy);
+        if (r < 0) {
+                fprintf(stderr, "%s%s\n", p->prefix, ctl_describe_call_failure(r));
+                return ctl_call_failure_exit_code(r);
+        }
+        if (reply.error) {
+                text = ctl_describe_error(&reply);
+                fprintf(stderr, "%s%s\n", p->prefix, text ? text : "error");
+                free(text);
+                if (p->json) {
+                        text = ctl_error_json(&reply);
+                        if (text)
+                                puts(text);
+                        free(text);
+                }
+                status = cudackpt_reply_exit_code(&reply);
+                cudackpt_reply_clear(&reply);
+                return status;
+        }
+
+        params = cJSON_Parse(reply.parameters_json);
+        cudackpt_reply_clear(&reply);
+        processes = cJSON_GetObjectItemCaseSensitive(params, "processes");
+        if (!cJSON_IsArray(processes)) {
+                cJSON_Delete(params);
+                fprintf(stderr, "%sinvalid reply from cudackptd: no processes\n", p->prefix);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        if (p->json) {
+                /* The daemon's objects as they are, as one JSON list. */
+                text = cJSON_PrintUnformatted(processes);
+                if (text)
+                        puts(text);
+                cJSON_free(text);
+                status = text ? CUDACKPT_EXIT_OK : CUDACKPT_EXIT_FAILURE;
+        } else
+                status = ps_print_table(p, processes);
+        cJSON_Delete(params);
+        return status;
+
+oom:
+        fprintf(stderr, "%sout of memory\n", p->prefix);
+        return CUDACKPT_EXIT_FAILURE;
+}
