@@ -6,12 +6,42 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+/* PROCMAP_QUERY (Linux 6.11, <linux/fs.h>): one mapping of a maps file
+ * descriptor by address, with its file's device and inode and, on request,
+ * its path.  Defined here for older headers; the layout is the kernel's ABI. */
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+        uint64_t size;
+        uint64_t query_flags;
+        uint64_t query_addr;
+        uint64_t vma_start;
+        uint64_t vma_end;
+        uint64_t vma_flags;
+        uint64_t vma_page_size;
+        uint64_t vma_offset;
+        uint64_t inode;
+        uint32_t dev_major;
+        uint32_t dev_minor;
+        uint32_t vma_name_size;
+        uint32_t build_id_size;
+        uint64_t vma_name_addr;
+        uint64_t build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_EXECUTABLE 0x04
+#define PROCMAP_QUERY_COVERING_OR_NEXT_VMA 0x10
+#define PROCMAP_QUERY_FILE_BACKED_VMA 0x20
+#endif
 
 int discover_lib_of(const void *symbol, struct discover_lib *ret)
 {
@@ -30,6 +60,11 @@ int discover_lib_of(const void *symbol, struct discover_lib *ret)
         return 0;
 }
 
+static bool lib_is(const struct discover_lib *lib, unsigned maj, unsigned min, unsigned long long ino)
+{
+        return lib && lib->known && maj == lib->major && min == lib->minor && ino == lib->ino;
+}
+
 static bool is_libcuda(const char *path, size_t len)
 {
         const char *base = path;
@@ -46,16 +81,16 @@ static bool line_is_driver(const char *line, size_t len, const struct discover_l
         unsigned maj, min;
         unsigned long long ino;
         int path_at = -1;
-        char tmp[256];
+        char tmp[256], perms[8];
         size_t n = len < sizeof(tmp) - 1 ? len : sizeof(tmp) - 1;
 
         memcpy(tmp, line, n);
         tmp[n] = '\0';
-        if (sscanf(tmp, "%*s %*s %*s %x:%x %llu %n", &maj, &min, &ino, &path_at) < 3)
+        if (sscanf(tmp, "%*s %7s %*s %x:%x %llu %n", perms, &maj, &min, &ino, &path_at) < 4)
                 return false;
-        if (ino == 0)
-                return false;
-        if (lib && lib->known && maj == lib->major && min == lib->minor && ino == lib->ino)
+        if (ino == 0 || strlen(perms) < 3 || perms[2] != 'x')
+                return false; /* only code counts: a data file is no driver */
+        if (lib_is(lib, maj, min, ino))
                 return true;
         if (path_at < 0 || (size_t)path_at >= len)
                 return false;
@@ -76,17 +111,42 @@ bool discover_maps_text_has_driver(const char *text, size_t len, const struct di
         return false;
 }
 
-int discover_maps_driver(pid_t pid, const struct discover_lib *lib)
+/* The executable file mappings only, one ioctl each (about three in a
+ * plain process): no text is formatted, and no path unless asked. */
+static int maps_query(int fd, const struct discover_lib *lib)
 {
-        char path[64], buf[65536];
+        char name[4096];
+        uint64_t addr = 0;
+
+        for (;;) {
+                struct procmap_query q = {
+                        .size = sizeof(q),
+                        .query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA | PROCMAP_QUERY_FILE_BACKED_VMA |
+                                       PROCMAP_QUERY_VMA_EXECUTABLE,
+                        .query_addr = addr,
+                        .vma_name_addr = (uint64_t)(uintptr_t)name,
+                        .vma_name_size = sizeof(name),
+                };
+                if (ioctl(fd, PROCMAP_QUERY, &q) < 0)
+                        return errno == ENOENT ? 0 : -errno; /* ENOENT: no mapping above addr */
+                if (lib_is(lib, q.dev_major, q.dev_minor, (unsigned long long)q.inode))
+                        return 1;
+                if (q.vma_name_size > 0 && q.vma_name_size <= sizeof(name) &&
+                    is_libcuda(name, strnlen(name, q.vma_name_size)))
+                        return 1;
+                if (q.vma_end <= addr)
+                        return 0; /* no progress: never loop */
+                addr = q.vma_end;
+        }
+}
+
+static int maps_text(int fd, const struct discover_lib *lib)
+{
+        char buf[65536];
         size_t keep = 0;
         ssize_t k;
-        int fd, r = 0;
+        int r = 0;
 
-        snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
         /* Whole lines only: a line cut by the buffer is carried over. */
         while ((k = read(fd, buf + keep, sizeof(buf) - keep)) > 0) {
                 size_t len = keep + (size_t)k, whole;
@@ -103,8 +163,37 @@ int discover_maps_driver(pid_t pid, const struct discover_lib *lib)
         }
         if (k < 0)
                 r = -errno;
+        return r;
+}
+
+/* Cleared on the first kernel without PROCMAP_QUERY: the text from then on. */
+static atomic_bool query_works = true;
+
+int discover_maps_driver_how(pid_t pid, const struct discover_lib *lib, enum discover_maps_how how)
+{
+        char path[64];
+        int fd, r = -ENOTTY;
+
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (how != DISCOVER_MAPS_TEXT && atomic_load_explicit(&query_works, memory_order_relaxed)) {
+                r = maps_query(fd, lib);
+                /* ENOTTY: no such ioctl; EINVAL: a kernel that knows it
+                 * but not these flags. */
+                if ((r == -ENOTTY || r == -EINVAL) && how == DISCOVER_MAPS_ANY)
+                        atomic_store_explicit(&query_works, false, memory_order_relaxed);
+        }
+        if ((r == -ENOTTY || r == -EINVAL) && how != DISCOVER_MAPS_QUERY)
+                r = maps_text(fd, lib);
         close(fd);
         return r;
+}
+
+int discover_maps_driver(pid_t pid, const struct discover_lib *lib)
+{
+        return discover_maps_driver_how(pid, lib, DISCOVER_MAPS_ANY);
 }
 
 static int read_file(const char *path, char *buf, size_t size, size_t *ret_len)

@@ -30,10 +30,17 @@ struct discover_lib {
 /* The file behind the loaded library that defines symbol (dladdr). */
 int discover_lib_of(const void *symbol, struct discover_lib *ret);
 
-/* 1 when pid maps the driver library, 0 when not (kernel threads, plain
- * processes), -errno when its maps cannot be read (gone, or not ours). */
+/* 1 when pid maps the driver library as code, 0 when not (kernel threads,
+ * plain processes), -errno when its maps cannot be read (gone, or not ours).
+ * Asks the kernel with PROCMAP_QUERY where it can (Linux 6.11: a few
+ * ioctls on the executable file mappings, several times cheaper than the
+ * text, which costs most of a scan of /proc), else reads the text. */
 int discover_maps_driver(pid_t pid, const struct discover_lib *lib);
-/* The test above on the text of a maps file; for the unit tests. */
+/* The same by one way only, for the tests: DISCOVER_MAPS_QUERY gives
+ * -ENOTTY or -EINVAL on a kernel without the ioctl. */
+enum discover_maps_how { DISCOVER_MAPS_ANY, DISCOVER_MAPS_QUERY, DISCOVER_MAPS_TEXT };
+int discover_maps_driver_how(pid_t pid, const struct discover_lib *lib, enum discover_maps_how how);
+/* The test on the text of a maps file; for the unit tests. */
 bool discover_maps_text_has_driver(const char *text, size_t len, const struct discover_lib *lib);
 
 /* The cgroup v2 path of pid: the "0::" line of /proc/PID/cgroup. */

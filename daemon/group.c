@@ -777,6 +777,7 @@ static void chunk_work(uv_work_t *w)
         const struct config *cfg = g->srv->cfg;
         const struct policy_caller *caller = &g->conn->caller;
         const bool pids = g->req.kind == PROTO_SELECT_PIDS;
+        const bool by_cgroup = g->req.kind == PROTO_SELECT_CGROUP;
         const enum proto_method judge_as = listing(g) ? PROTO_GET_STATE : proto_group_single(g->method);
         const pid_t self = getpid();
         char cg[DISCOVER_CGROUP_MAX];
@@ -797,16 +798,14 @@ static void chunk_work(uv_work_t *w)
                         mb->excluded = true;
                         continue;
                 }
+                /* Cheapest test first: the cgroup (when it selects), the
+                 * owner, then the maps; a listing reads the cgroup of the
+                 * few CUDA processes last. */
                 cg[0] = '\0';
-                if (g->req.kind == PROTO_SELECT_CGROUP || listing(g)) {
-                        if (discover_cgroup(g->cand[i], cg, sizeof(cg)) < 0 && !pids) {
-                                mb->excluded = true;
-                                continue;
-                        }
-                        if (g->req.kind == PROTO_SELECT_CGROUP && !discover_cgroup_within(cg, g->req.cgroup)) {
-                                mb->excluded = true;
-                                continue;
-                        }
+                if (by_cgroup && (discover_cgroup(g->cand[i], cg, sizeof(cg)) < 0 ||
+                                  !discover_cgroup_within(cg, g->req.cgroup))) {
+                        mb->excluded = true;
+                        continue;
                 }
                 /* A listing shows what the caller may see: a first look at
                  * the owner spares reading the maps of everyone else's. */
@@ -857,6 +856,8 @@ static void chunk_work(uv_work_t *w)
                 }
                 if (listing(g) && !mb->excluded) {
                         (void)discover_comm(mb->pid, mb->comm, sizeof(mb->comm));
+                        if (!by_cgroup && discover_cgroup(mb->pid, cg, sizeof(cg)) < 0)
+                                cg[0] = '\0';
                         mb->cgroup = cg[0] ? strdup(cg) : NULL;
                 }
         }

@@ -5,6 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,6 +130,80 @@ START_TEST(test_maps)
         ck_assert(discover_maps_text_has_driver(same_file, strlen(same_file), &sim));
         ck_assert(!discover_maps_text_has_driver(other_dev, strlen(other_dev), &sim));
         ck_assert(!discover_maps_text_has_driver(lookalike, strlen(lookalike), &sim));
+        /* Only code counts: the driver's file mapped as data is not CUDA. */
+        static const char data_only[] =
+                "7f10-7f20 r--p 00000000 08:02 3000   /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+                "7f30-7f40 rw-p 00000000 fd:01 424242 /opt/x/libcudackpt-sim.so\n";
+        ck_assert(!discover_maps_text_has_driver(data_only, strlen(data_only), &sim));
+}
+END_TEST
+
+/* A file named like the driver, mapped here as data and then as code. */
+static void *map_named(const char *dir, bool exec, struct discover_lib *ret)
+{
+        char path[4096];
+        struct stat st;
+        void *p;
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/libcuda.so.1", dir);
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(ftruncate(fd, 4096), 0);
+        ck_assert_int_eq(fstat(fd, &st), 0);
+        *ret = (struct discover_lib){ .known = true, .major = major(st.st_dev), .minor = minor(st.st_dev),
+                                      .ino = (unsigned long long)st.st_ino };
+        p = mmap(NULL, 4096, PROT_READ | (exec ? PROT_EXEC : 0), MAP_PRIVATE, fd, 0);
+        close(fd);
+        return p;
+}
+
+/* Both ways of reading the maps (the PROCMAP_QUERY ioctl and the text)
+ * agree on this very process, by file and by name. */
+START_TEST(test_maps_live)
+{
+        static const enum discover_maps_how hows[] = { DISCOVER_MAPS_QUERY, DISCOVER_MAPS_TEXT, DISCOVER_MAPS_ANY };
+        struct discover_lib libc_lib, file, none = { .known = true, .major = 0, .minor = 0, .ino = 1 };
+        char dir[] = "discover-XXXXXX";
+        bool query = true;
+        void *p;
+
+        ck_assert_int_eq(discover_lib_of((const void *)&printf, &libc_lib), 0);
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        for (size_t i = 0; i < sizeof(hows) / sizeof(hows[0]); i++) {
+                int r = discover_maps_driver_how(getpid(), &libc_lib, hows[i]);
+                if (hows[i] == DISCOVER_MAPS_QUERY && (r == -ENOTTY || r == -EINVAL)) {
+                        query = false; /* a kernel before 6.11 */
+                        fprintf(stderr, "test_maps_live: no PROCMAP_QUERY here, the text only\n");
+                        continue;
+                }
+                ck_assert_int_eq(r, 1);
+                ck_assert_int_eq(discover_maps_driver_how(getpid(), &none, hows[i]), 0);
+        }
+        p = map_named(dir, false, &file);
+        ck_assert(p != MAP_FAILED);
+        for (size_t i = query ? 0 : 1; i < sizeof(hows) / sizeof(hows[0]); i++) {
+                ck_assert_int_eq(discover_maps_driver_how(getpid(), &file, hows[i]), 0);
+                ck_assert_int_eq(discover_maps_driver_how(getpid(), NULL, hows[i]), 0);
+        }
+        munmap(p, 4096);
+        p = map_named(dir, true, &file);
+        if (p == MAP_FAILED) {
+                fprintf(stderr, "test_maps_live: %s is mounted noexec: the code mapping not tried\n", dir);
+        } else {
+                for (size_t i = query ? 0 : 1; i < sizeof(hows) / sizeof(hows[0]); i++) {
+                        ck_assert_int_eq(discover_maps_driver_how(getpid(), &file, hows[i]), 1);
+                        ck_assert_int_eq(discover_maps_driver_how(getpid(), NULL, hows[i]), 1); /* by name */
+                }
+                munmap(p, 4096);
+        }
+        ck_assert_int_eq(discover_maps_driver_how(0x3ffffff0, NULL, DISCOVER_MAPS_ANY), -ENOENT);
+        {
+                char path[4096];
+                snprintf(path, sizeof(path), "%s/libcuda.so.1", dir);
+                unlink(path);
+                rmdir(dir);
+        }
 }
 END_TEST
 
@@ -196,6 +274,7 @@ int main(void)
         tcase_add_test(tc, test_selectors);
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_maps);
+        tcase_add_test(tc, test_maps_live);
         tcase_add_test(tc, test_cgroups_and_self);
         tcase_add_test(tc, test_tree);
         suite_add_tcase(s, tc);
