@@ -142,12 +142,30 @@ def short(name):
     return name.rsplit(".", 1)[-1] if name else "(success)"
 
 
+def sim_preload(sim):
+    """LD_PRELOAD for a target that maps the simulator.  A sanitizer build's
+    simulator needs its sanitizer runtime first in the process's libraries
+    (else the runtime aborts the target at start), so that runtime, as the
+    dynamic linker resolves it for the simulator, is preloaded before it."""
+    try:
+        out = subprocess.run(["ldd", sim], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] == "=>" and parts[2].startswith("/") and \
+                parts[0].startswith(("libasan.so", "libtsan.so")):
+            return parts[2] + ":" + sim
+    return sim
+
+
 # --------------------------------------------------------------------------
 # The run: daemon, targets, helpers
 # --------------------------------------------------------------------------
 class Run:
     def __init__(self, daemon, target, sim):
         self.daemon, self.target, self.sim = daemon, target, sim
+        self.preload = sim_preload(sim) if sim else ""
         self.work = tempfile.mkdtemp(prefix="cudackpt-group-tests.")
         os.chmod(self.work, 0o755)
         self.sock = os.path.join(self.work, "cudackptd.sock")
@@ -244,7 +262,7 @@ class Scenario:
         status = os.path.join(self.dir, tag + ".status")
         env = dict(os.environ)
         if self.run.sim:
-            env.update(CUDACKPT_SIM="1", CUDACKPT_SIM_MEM_MIB=str(mib), LD_PRELOAD=self.run.sim)
+            env.update(CUDACKPT_SIM="1", CUDACKPT_SIM_MEM_MIB=str(mib), LD_PRELOAD=self.run.preload)
             if "--managed" in extra:
                 env["CUDACKPT_SIM_MANAGED"] = "1"
         log = open(os.path.join(self.dir, tag + ".log"), "wb")
@@ -507,7 +525,7 @@ def scenario_group_cgroup(sc):
     pids = [sc.start_target("c%d" % i, TEST_MIB) for i in range(3)]
     plain = sc.start_plain("plain")
     # On the simulator also one that maps the driver but never initialises it.
-    mapped = sc.start_plain("mapped", {"LD_PRELOAD": sc.run.sim}) if sc.run.sim else None
+    mapped = sc.start_plain("mapped", {"LD_PRELOAD": sc.run.preload}) if sc.run.sim else None
     for p in pids:
         sc.wait_verified(p, 1)
     others = [plain] + ([mapped] if mapped else [])
