@@ -48,6 +48,7 @@
 #include <uv.h>
 
 #include "bench_common.h"
+#include "discover.h"
 
 #define BENCH_GPU_MAX_PROCS 64
 #define BENCH_GPU_MAX_SIZES 32
@@ -1490,6 +1491,9 @@ typedef struct bench_gpu_scan {
         atomic_size_t next;
         atomic_long found, skipped, calls;
         pid_t *cuda; /* found[i]: pids whose GetState succeeded (unordered) */
+        /* Set: the workers run the daemon's own test (discover_maps_driver)
+         * instead of state + GetState, for the breakdown of its time. */
+        const struct discover_lib *maps;
         atomic_int quit;
 } bench_gpu_scan;
 
@@ -1521,6 +1525,11 @@ static void *bench_gpu_scan_main(void *arg)
                         size_t i = atomic_fetch_add(&s->next, 1);
                         if (i >= s->npids)
                                 break;
+                        if (s->maps) {
+                                if (discover_maps_driver(s->pids[i], s->maps) == 1)
+                                        s->cuda[atomic_fetch_add(&s->found, 1)] = s->pids[i];
+                                continue;
+                        }
                         char st = bench_gpu_proc_state(s->pids[i]);
                         if (st == 0 || st == 'T' || st == 't' || st == 'Z' || st == 'X') {
                                 atomic_fetch_add(&s->skipped, 1);
@@ -1535,8 +1544,8 @@ static void *bench_gpu_scan_main(void *arg)
         }
 }
 
-/* One baseline run: scan, then the pool; 0 or -errno. */
-static int bench_gpu_scan_run(bench_gpu_scan *s)
+/* The /proc scan alone: every pid but this process's into s->pids. */
+static int bench_gpu_scan_proc(bench_gpu_scan *s)
 {
         DIR *dir = opendir("/proc");
         struct dirent *de;
@@ -1565,13 +1574,75 @@ static int bench_gpu_scan_run(bench_gpu_scan *s)
                 s->pids[s->npids++] = (pid_t)v;
         }
         closedir(dir);
+        return 0;
+}
+
+/* The pool over the pids of the last scan. */
+static void bench_gpu_scan_pool(bench_gpu_scan *s)
+{
         atomic_store(&s->next, 0);
         atomic_store(&s->found, 0);
         atomic_store(&s->skipped, 0);
         atomic_store(&s->calls, 0);
         pthread_barrier_wait(&s->go);
         pthread_barrier_wait(&s->end);
-        return 0;
+}
+
+/* One baseline run: scan, then the pool; 0 or -errno. */
+static int bench_gpu_scan_run(bench_gpu_scan *s)
+{
+        int r = bench_gpu_scan_proc(s);
+
+        if (r == 0)
+                bench_gpu_scan_pool(s);
+        return r;
+}
+
+/* Where ListProcesses's time goes, on the same machine: the /proc scan
+ * alone, and the daemon's test of one process (open its maps, PROCMAP_QUERY
+ * over its executable file mappings) over every pid from one thread and
+ * from the pool; medians of runs. */
+static void bench_gpu_list_parts(bench_gpu_scan *s, const struct discover_lib *lib, long runs, long pool)
+{
+        double *a = calloc((size_t)runs, sizeof(double)), *b = calloc((size_t)runs, sizeof(double)),
+               *c = calloc((size_t)runs, sizeof(double));
+        bench_stats sa, sb, sc;
+        size_t n = 0;
+
+        if (!a || !b || !c)
+                goto out;
+        s->maps = lib;
+        for (long i = 0; i < runs; i++) {
+                uint64_t t0 = bench_now_ns();
+                if (bench_gpu_scan_proc(s) < 0)
+                        goto out;
+                uint64_t t1 = bench_now_ns();
+                n = 0;
+                for (size_t k = 0; k < s->npids; k++)
+                        n += discover_maps_driver(s->pids[k], lib) == 1;
+                uint64_t t2 = bench_now_ns();
+                bench_gpu_scan_pool(s);
+                uint64_t t3 = bench_now_ns();
+                a[i] = bench_gpu_ms(t1 - t0);
+                b[i] = bench_gpu_ms(t2 - t1);
+                c[i] = bench_gpu_ms(t3 - t2);
+        }
+        bench_stats_compute(a, (size_t)runs, &sa);
+        bench_stats_compute(b, (size_t)runs, &sb);
+        bench_stats_compute(c, (size_t)runs, &sc);
+        printf("  where ListProcesses's time goes (p50 of %ld runs, %zu processes, %zu map the driver):\n", runs,
+               s->npids, n);
+        printf("    /proc scan alone                                  %9.2f ms\n", sa.p50);
+        printf("    maps test of every process, 1 thread              %9.2f ms (%.2f us a process)\n", sb.p50,
+               s->npids ? sb.p50 * 1e3 / (double)s->npids : 0.0);
+        printf("    maps test of every process, %2ld threads            %9.2f ms\n", pool, sc.p50);
+        printf("RESULT bench=list-parts scan_ms=%.3f maps_1_ms=%.3f maps_pool_ms=%.3f pool=%ld processes=%zu\n",
+               sa.p50, sb.p50, sc.p50, pool, s->npids);
+out:
+        s->maps = NULL;
+        free(a);
+        free(b);
+        free(c);
 }
 
 /* 0 when every target pid is in pids[0..n). */
@@ -1766,6 +1837,11 @@ static int bench_gpu_list(const bench_gpu_cfg *cfg)
         for (int i = 0; i < n; i++)
                 if (bench_gpu_target_check(&t[i]) < 0)
                         r = -EIO;
+        if (r == 0) {
+                struct discover_lib lib;
+                if (discover_lib_of(drv.get_state, &lib) == 0)
+                        bench_gpu_list_parts(&scan, &lib, runs, cfg->pool);
+        }
         if (r == 0) {
                 bench_stats sl, ss;
                 bench_stats_compute(lat_list, (size_t)runs, &sl);
