@@ -32,6 +32,7 @@ void conn_unref(struct conn *c)
         server_conn_gone(c->server, c);
         if (c->caller.has_pidfd)
                 close(c->caller.pidfd);
+        pidns_done(&c->caller.pidns);
         free(c->buf);
         free(c);
 }

@@ -237,6 +237,47 @@ int discover_cgroup(pid_t pid, char *buf, size_t size)
         return -ENOENT;
 }
 
+static bool same_ns(const char *a, const char *b)
+{
+        struct stat x, y;
+
+        return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+int discover_cgroup_ns_root(pid_t pid, char *buf, size_t size)
+{
+        char path[64], line[8192];
+        FILE *f;
+        int r = -ENOENT;
+
+        snprintf(path, sizeof(path), "/proc/%d/ns/cgroup", (int)pid);
+        if (pid <= 0 || same_ns(path, "/proc/self/ns/cgroup")) {
+                buf[0] = '\0';
+                return 0;
+        }
+        snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS...] - FSTYPE SOURCE SUPER" */
+        while (r == -ENOENT && fgets(line, sizeof(line), f)) {
+                char root[DISCOVER_CGROUP_MAX];
+                const char *dash = strstr(line, " - cgroup2 ");
+                if (!dash || sscanf(line, "%*s %*s %*s %4095s", root) != 1 || root[0] != '/' || strchr(root, '\\'))
+                        continue;
+                if (strcmp(root, "/") == 0)
+                        root[0] = '\0';
+                if (strlen(root) >= size)
+                        r = -ENAMETOOLONG;
+                else {
+                        strcpy(buf, root);
+                        r = 0;
+                }
+        }
+        fclose(f);
+        return r;
+}
+
 bool discover_cgroup_within(const char *path, const char *sel)
 {
         size_t n = strlen(sel);

@@ -45,6 +45,12 @@ bool discover_maps_text_has_driver(const char *text, size_t len, const struct di
 
 /* The cgroup v2 path of pid: the "0::" line of /proc/PID/cgroup. */
 int discover_cgroup(pid_t pid, char *buf, size_t size);
+/* The root of pid's cgroup namespace as this process's cgroup paths write
+ * it: "" when pid shares this process's cgroup namespace.  Otherwise the
+ * root of pid's cgroup2 mount in its mountinfo (the kernel writes it in the
+ * reader's namespace; a container mounts its namespace's root there), "/"
+ * counting as "" again; -ENOENT when pid has no cgroup2 mount. */
+int discover_cgroup_ns_root(pid_t pid, char *buf, size_t size);
 /* Whether cgroup path is sel or below it ("/a/b" is within "/a", "/ab" is not). */
 bool discover_cgroup_within(const char *path, const char *sel);
 

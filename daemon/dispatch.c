@@ -2,6 +2,7 @@
 #include "dispatch.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "cudackpt/protocol.h"
 #include "log.h"
 #include "ops.h"
+#include "pidns.h"
 #include "proto.h"
 #include "server.h"
 #include "uuid.h"
@@ -147,7 +149,7 @@ static bool refuse_now(struct conn *c, const struct proto_call *call, const stru
         if (ops_judge(c->server->cfg, &c->caller, call->method, req, &snap->owner, snap->start_time, &r))
                 return false;
         audit(c, call->method, req->pid, ops_error_short_name(r.error), NULL, 0);
-        reply(c, call, ops_reply(&c->server->drv, call->method, req->pid, c->caller.uid, &r));
+        reply(c, call, ops_reply(&c->server->drv, call->method, req->caller_pid, c->caller.uid, &r));
         return true;
 }
 
@@ -167,8 +169,31 @@ static bool answer_state_now(struct conn *c, const struct proto_call *call,
                 return true;
         r = (struct ops_result){ .error = OPS_OK, .state = snap.last_state, .restore_tid = -1,
                                  .rolled_back = -1, .in_flight = (int)snap.running };
-        reply(c, call, ops_reply(&c->server->drv, call->method, req->pid, c->caller.uid, &r));
+        reply(c, call, ops_reply(&c->server->drv, call->method, req->caller_pid, c->caller.uid, &r));
         return true;
+}
+
+/* The caller's pid into the daemon's (pidns.h).  A pid the caller cannot
+ * see is answered as one that does not exist.  True when req may go on. */
+static bool translate_pid(struct conn *c, const struct proto_call *call, struct proto_request *req)
+{
+        struct ops_result r = { .state = -1, .restore_tid = -1, .rolled_back = -1, .in_flight = -1 };
+        char why[64];
+        int k = pidns_to_daemon(&c->caller.pidns, req->caller_pid, &req->pid);
+
+        if (k == 0)
+                return true;
+        if (k == -EOPNOTSUPP) {
+                r.error = OPS_PERMISSION_DENIED;
+                snprintf(r.detail, sizeof(r.detail), "%s", PIDNS_UNSUPPORTED_REASON);
+                snprintf(why, sizeof(why), "pid namespaces cannot be translated");
+        } else {
+                r.error = OPS_NO_SUCH_PROCESS;
+                snprintf(why, sizeof(why), "pid %d not in the caller's pid namespace", (int)req->caller_pid);
+        }
+        audit(c, call->method, 0, ops_error_short_name(r.error), why, 0);
+        reply(c, call, ops_reply(&c->server->drv, call->method, req->caller_pid, c->caller.uid, &r));
+        return false;
 }
 
 /* Every new GPU of a mapping must be one this machine has.  The old ones
@@ -185,7 +210,7 @@ static cJSON *check_mapping(const struct driver *d, const struct proto_call *cal
                 uuid_format(&req->pairs[i].newUuid, u);
                 p = cJSON_CreateObject();
                 if (p) {
-                        cJSON_AddNumberToObject(p, "pid", req->pid);
+                        cJSON_AddNumberToObject(p, "pid", req->caller_pid);
                         cJSON_AddStringToObject(p, "method", proto_method_name(call->method));
                         cJSON_AddStringToObject(p, "reason", "no GPU with this UUID on this machine");
                         cJSON_AddStringToObject(p, "uuid", u);
@@ -214,6 +239,8 @@ static void process_call(struct conn *c, struct proto_call *call)
                 reply(c, call, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
                 goto out;
         }
+        if (!translate_pid(c, call, &req))
+                goto out;
         if (call->method == PROTO_GET_STATE) {
                 if (answer_state_now(c, call, &req))
                         goto out;
@@ -254,7 +281,7 @@ static void process_call(struct conn *c, struct proto_call *call)
         if (r < 0) {
                 cJSON *p = cJSON_CreateObject();
                 if (p) {
-                        cJSON_AddNumberToObject(p, "pid", req.pid);
+                        cJSON_AddNumberToObject(p, "pid", req.caller_pid);
                         cJSON_AddNumberToObject(p, "limit", limit);
                 }
                 audit(c, call->method, req.pid, "QueueFull", NULL, 0);
@@ -333,7 +360,7 @@ void dispatch_op_done(struct sched *s, struct sched_op *op)
                       (double)r->duration_ns / 1e6);
         if (op->reply && !c->closing) {
                 msg = op->cancelled ? simple_error(CUDACKPT_ERROR_SHUTTING_DOWN, 0, NULL)
-                                    : ops_reply(s->drv, op->method, op->req.pid, c->caller.uid, r);
+                                    : ops_reply(s->drv, op->method, op->req.caller_pid, c->caller.uid, r);
                 conn_send(c, msg);
         }
         struct server *srv = c->server;

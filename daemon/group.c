@@ -14,6 +14,7 @@
 #include "cudackpt/protocol.h"
 #include "log.h"
 #include "ops.h"
+#include "pidns.h"
 #include "policy.h"
 #include "proto.h"
 #include "sched.h"
@@ -42,7 +43,8 @@ enum phase {
 };
 
 struct member {
-        pid_t pid;
+        pid_t pid;              /* in the daemon's pid namespace */
+        pid_t vpid;             /* as the caller sees it: what replies say */
         uint64_t start_time;
         int pidfd;              /* the pin, held while the group runs; -1 */
         uid_t uid;              /* real uid, for ListProcesses */
@@ -92,6 +94,11 @@ struct group {
         size_t failed_at;
         bool rolled_back;
         uint64_t deadline_ns;
+        /* The root of the caller's cgroup namespace in ours ("" when it
+         * is ours), and a cgroup selector in ours (owned). */
+        char cgroup_root[DISCOVER_CGROUP_MAX];
+        bool cgroup_hidden;     /* that root is not known: no paths shown */
+        char *cgroup_sel;
 };
 
 static struct group_table *table_of(struct server *s)
@@ -190,15 +197,15 @@ static cJSON *member_json(const struct group *g, const struct member *mb)
 
         if (!o)
                 return NULL;
-        cJSON_AddNumberToObject(o, "pid", mb->pid);
+        cJSON_AddNumberToObject(o, "pid", mb->vpid);
         cJSON_AddNumberToObject(o, "start_time", (double)mb->start_time);
         if (!mb->gone)
                 add_state(o, mb->state);
         cJSON_AddNumberToObject(o, "duration_ms", ms_of(mb->duration_ns));
         if (mb->failed)
-                add_error(g, o, mb->pid, mb->err_method, &mb->err, "error", "error_parameters");
+                add_error(g, o, mb->vpid, mb->err_method, &mb->err, "error", "error_parameters");
         if (mb->rb_failed)
-                add_error(g, o, mb->pid, mb->rb_method, &mb->rb_err, "rollback_error", NULL);
+                add_error(g, o, mb->vpid, mb->rb_method, &mb->rb_err, "rollback_error", NULL);
         return o;
 }
 
@@ -217,7 +224,7 @@ static void add_members(const struct group *g, cJSON *p)
                         cJSON *o = cJSON_CreateObject();
                         if (!o)
                                 continue;
-                        cJSON_AddNumberToObject(o, "pid", mb->pid);
+                        cJSON_AddNumberToObject(o, "pid", mb->vpid);
                         cJSON_AddNumberToObject(o, "start_time", (double)mb->start_time);
                         cJSON_AddStringToObject(o, "reason", CUDACKPT_SKIP_NOT_CUDA);
                         cJSON_AddItemToArray(skipped, o);
@@ -242,7 +249,7 @@ static cJSON *list_reply(const struct group *g)
                 o = cJSON_CreateObject();
                 if (!o)
                         continue;
-                cJSON_AddNumberToObject(o, "pid", mb->pid);
+                cJSON_AddNumberToObject(o, "pid", mb->vpid);
                 cJSON_AddNumberToObject(o, "uid", mb->uid);
                 cJSON_AddNumberToObject(o, "start_time", (double)mb->start_time);
                 cJSON_AddStringToObject(o, "command", mb->comm);
@@ -275,8 +282,8 @@ static cJSON *final_reply(struct group *g)
         const struct member *f = &g->m[g->failed_at];
         cJSON_AddStringToObject(p, "method", proto_method_name(g->method));
         cJSON_AddStringToObject(p, "phase", phase_name(g->failed_phase));
-        cJSON_AddNumberToObject(p, "pid", f->pid);
-        add_error(g, p, f->pid, f->err_method, &f->err, "error", "error_parameters");
+        cJSON_AddNumberToObject(p, "pid", f->vpid);
+        add_error(g, p, f->vpid, f->err_method, &f->err, "error", "error_parameters");
         cJSON_AddBoolToObject(p, "rolled_back", g->rolled_back);
         add_members(g, p);
         return proto_error_new(CUDACKPT_ERROR_GROUP_FAILED, p);
@@ -321,6 +328,7 @@ static void group_free(struct group *g)
         free(g->m);
         free(g->cand);
         proto_group_request_done(&g->req);
+        free(g->cgroup_sel);
         free(g);
 }
 
@@ -769,6 +777,21 @@ static void start_waiting(struct server *srv)
         t->starting = false;
 }
 
+/* A cgroup path of ours as the caller's cgroup namespace shows it; NULL
+ * for one outside that namespace. */
+static char *cgroup_for_caller(const struct group *g, const char *path)
+{
+        size_t n = strlen(g->cgroup_root);
+
+        if (g->cgroup_hidden)
+                return NULL;
+        if (n == 0)
+                return strdup(path);
+        if (!discover_cgroup_within(path, g->cgroup_root))
+                return NULL;
+        return strdup(path[n] ? path + n : "/");
+}
+
 /* Pins and judges the candidates of one chunk (worker thread). */
 static void chunk_work(uv_work_t *w)
 {
@@ -790,11 +813,13 @@ static void chunk_work(uv_work_t *w)
                 uid_t owner;
                 int k;
 
-                *mb = (struct member){ .pid = g->cand[i], .pidfd = -1, .state = -1, .in_flight = -1 };
+                *mb = (struct member){ .pid = g->cand[i], .vpid = pids ? g->req.pids[i].pid : g->cand[i],
+                                       .pidfd = -1, .state = -1, .in_flight = -1 };
                 if (pids) {
                         req.has_start_time = g->req.pids[i].has_start_time;
                         req.start_time = g->req.pids[i].start_time;
-                } else if (g->cand[i] == self) {
+                } else if (g->cand[i] == self || pidns_to_caller(&caller->pidns, g->cand[i], &mb->vpid) < 0) {
+                        /* The daemon, or a process the caller cannot see. */
                         mb->excluded = true;
                         continue;
                 }
@@ -803,7 +828,7 @@ static void chunk_work(uv_work_t *w)
                  * few CUDA processes last. */
                 cg[0] = '\0';
                 if (by_cgroup && (discover_cgroup(g->cand[i], cg, sizeof(cg)) < 0 ||
-                                  !discover_cgroup_within(cg, g->req.cgroup))) {
+                                  !discover_cgroup_within(cg, g->cgroup_sel))) {
                         mb->excluded = true;
                         continue;
                 }
@@ -834,6 +859,8 @@ static void chunk_work(uv_work_t *w)
                         member_fail(g, i, judge_as, &r);
                         continue;
                 }
+                if (id.pid != mb->pid) /* a thread id named its process */
+                        (void)pidns_to_caller(&caller->pidns, id.pid, &mb->vpid);
                 mb->pid = id.pid;
                 mb->start_time = id.start_time;
                 mb->uid = id.ruid;
@@ -858,7 +885,7 @@ static void chunk_work(uv_work_t *w)
                         (void)discover_comm(mb->pid, mb->comm, sizeof(mb->comm));
                         if (!by_cgroup && discover_cgroup(mb->pid, cg, sizeof(cg)) < 0)
                                 cg[0] = '\0';
-                        mb->cgroup = cg[0] ? strdup(cg) : NULL;
+                        mb->cgroup = cg[0] ? cgroup_for_caller(g, cg) : NULL;
                 }
         }
 }
@@ -942,8 +969,12 @@ static void chunk_done(uv_work_t *w, int status)
 static void scan_work(uv_work_t *w)
 {
         struct group *g = w->data;
+        const struct pidns *ns = &g->conn->caller.pidns;
+        pid_t root;
         size_t n;
 
+        /* Pids the caller names are turned into ours here; one it cannot
+         * see becomes -1, which no process has (NoSuchProcess). */
         switch (g->req.kind) {
         case PROTO_SELECT_PIDS:
                 n = g->req.n_pids;
@@ -953,16 +984,38 @@ static void scan_work(uv_work_t *w)
                         return;
                 }
                 for (size_t i = 0; i < n; i++)
-                        g->cand[i] = g->req.pids[i].pid;
+                        if (pidns_to_daemon(ns, g->req.pids[i].pid, &g->cand[i]) < 0)
+                                g->cand[i] = -1;
                 g->n_cand = n;
-                break;
+                return;
         case PROTO_SELECT_TREE:
-                g->scan_error = discover_tree(g->req.tree, GROUP_TREE_MAX, &g->cand, &g->n_cand);
-                break;
+                if (pidns_to_daemon(ns, g->req.tree, &root) < 0)
+                        g->scan_error = -ESRCH;
+                else
+                        g->scan_error = discover_tree(root, GROUP_TREE_MAX, &g->cand, &g->n_cand);
+                return;
         default:
-                g->scan_error = discover_all(&g->cand, &g->n_cand);
                 break;
         }
+        /* Cgroup paths in and out are the caller's cgroup namespace's. */
+        if (discover_cgroup_ns_root(g->conn->caller.pid, g->cgroup_root, sizeof(g->cgroup_root)) < 0) {
+                if (g->req.kind == PROTO_SELECT_CGROUP) {
+                        g->scan_error = -EREMOTE;
+                        return;
+                }
+                g->cgroup_hidden = true;
+        }
+        if (g->req.kind == PROTO_SELECT_CGROUP) {
+                const char *sel = g->req.cgroup;
+                if (g->cgroup_root[0] && strcmp(sel, "/") == 0)
+                        sel = "";
+                if (asprintf(&g->cgroup_sel, "%s%s", g->cgroup_root, sel) < 0) {
+                        g->cgroup_sel = NULL;
+                        g->scan_error = -ENOMEM;
+                        return;
+                }
+        }
+        g->scan_error = discover_all(&g->cand, &g->n_cand);
 }
 
 static void scan_done(uv_work_t *w, int status)
@@ -977,7 +1030,7 @@ static void scan_done(uv_work_t *w, int status)
                         struct ops_result r = { .error = OPS_NO_SUCH_PROCESS, .state = -1, .restore_tid = -1,
                                                 .rolled_back = -1, .in_flight = -1 };
                         g->n = 1;
-                        g->m[0] = (struct member){ .pid = g->req.tree, .pidfd = -1, .state = -1,
+                        g->m[0] = (struct member){ .pid = -1, .vpid = g->req.tree, .pidfd = -1, .state = -1,
                                                    .in_flight = -1, .gone = true };
                         member_fail(g, 0, proto_group_single(g->method), &r);
                         g->failed = true;
@@ -989,6 +1042,15 @@ static void scan_done(uv_work_t *w, int status)
         }
         if (g->scan_error == -E2BIG) {
                 group_end(g, too_large(g->srv->cfg->max_group_members, GROUP_TREE_MAX));
+                return;
+        }
+        if (g->scan_error == -EREMOTE) {
+                cJSON *p = cJSON_CreateObject();
+                if (p)
+                        cJSON_AddStringToObject(p, "reason", "the caller's cgroup namespace is not the daemon's, "
+                                                             "and no cgroup2 mount of the caller shows its root");
+                audit(g, 0, proto_method_name(g->method), "PermissionDenied", "cgroup namespace unknown", 0);
+                group_end(g, proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p));
                 return;
         }
         if (g->scan_error < 0) {
@@ -1057,6 +1119,20 @@ void group_call(struct conn *c, const struct proto_call *call)
         g->reply = !call->oneway;
         g->more = call->more;
         g->t0 = uv_hrtime();
+        if (c->caller.pidns.unsupported) {
+                cJSON *p = cJSON_CreateObject();
+                if (p)
+                        cJSON_AddStringToObject(p, "reason", PIDNS_UNSUPPORTED_REASON);
+                audit(g, 0, proto_method_name(g->method), "PermissionDenied", "pid namespaces cannot be translated",
+                      0);
+                if (g->reply)
+                        conn_send(c, proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p));
+                else
+                        cJSON_Delete(p);
+                proto_group_request_done(&g->req);
+                free(g);
+                return;
+        }
         if (srv->shutting_down || t->n >= srv->cfg->max_groups_in_flight) {
                 cJSON *msg;
                 if (srv->shutting_down) {

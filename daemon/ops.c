@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "cudackpt/protocol.h"
+#include "pidns.h"
 #include "sched.h"
 #include "target.h"
 
@@ -392,8 +393,12 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
         case PROTO_GET_RESTORE_THREAD_ID:
                 /* The one call that answers while the process is stopped:
                  * CRIU makes it with every thread seized. */
-                (void)step_done(&x, OPS_STEP_GET_RESTORE_TID,
-                                driver_get_restore_tid(d, t->identity.pid, &res->restore_tid));
+                /* The thread id goes back as the caller sees it; a thread
+                 * that ended meanwhile cannot be named. */
+                if (step_done(&x, OPS_STEP_GET_RESTORE_TID,
+                              driver_get_restore_tid(d, t->identity.pid, &res->restore_tid)) &&
+                    pidns_to_caller(&caller->pidns, res->restore_tid, &res->restore_tid) < 0)
+                        res->error = OPS_PROCESS_GONE;
                 break;
         case PROTO_LOCK:
                 (void)do_lock(&x, req->has_timeout ? req->timeout_ms : cfg->default_lock_timeout_ms);
@@ -497,6 +502,8 @@ cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t c
         case OPS_PERMISSION_DENIED:
                 cJSON_AddNumberToObject(p, "pid", pid);
                 cJSON_AddNumberToObject(p, "caller_uid", caller_uid);
+                if (r->detail[0])
+                        cJSON_AddStringToObject(p, "reason", r->detail);
                 break;
         case OPS_NO_SUCH_PROCESS:
         case OPS_NOT_CUDA_PROCESS:

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "pidns.h"
 
 #define POLICY_MAX_GROUPS 256
 
@@ -23,6 +24,7 @@ struct policy_caller {
         pid_t pid;
         bool has_pidfd;         /* pidfd below is valid (owned by the connection) */
         int pidfd;              /* the peer process, pinned */
+        struct pidns pidns;     /* the peer's pid namespace (owned by the connection) */
         size_t n_groups;
         gid_t groups[POLICY_MAX_GROUPS];
 };

@@ -488,7 +488,7 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                         case P_PID:
                                 if (get_integer(item, 1, INT_MAX, &v) < 0)
                                         goto bad;
-                                req.pid = (pid_t)v;
+                                req.pid = req.caller_pid = (pid_t)v;
                                 have_pid = true;
                                 break;
                         case P_START:

@@ -48,7 +48,8 @@ struct proto_call {
 };
 
 struct proto_request {
-        pid_t pid;
+        pid_t pid;                  /* in the daemon's pid namespace once dispatched */
+        pid_t caller_pid;           /* as the caller wrote it: what replies say */
         bool has_start_time;
         uint64_t start_time;
         bool has_timeout;

@@ -89,6 +89,7 @@ static void read_peer(int fd, struct policy_caller *caller)
         caller->has_pidfd = caller->pid > 0 &&
                             getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0;
         caller->pidfd = caller->has_pidfd ? pidfd : -1;
+        pidns_of_peer(caller->pid, caller->pidfd, &caller->pidns);
 }
 
 static void on_refused_closed(uv_handle_t *h)
@@ -147,6 +148,7 @@ static void on_connection(uv_stream_t *listener, int status)
                             (unsigned)c->caller.uid, (int)c->caller.pid, s->cfg->max_connections_per_uid);
                 if (c->caller.has_pidfd)
                         close(c->caller.pidfd);
+                pidns_done(&c->caller.pidns);
                 uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
                 return;
         }

@@ -1,0 +1,433 @@
+/* test_namespaces.c: callers in other pid namespaces (containers), against
+ * the real daemon on the simulator.
+ *
+ * Each test makes real namespaces with unshare(2): a child of the test
+ * unshares a pid namespace (and, for the rootless test, a user namespace
+ * first, as an unprivileged uid) and forks the namespace's pid 1, which
+ * starts its own simulated CUDA processes, talks Varlink to the daemon
+ * and reports what it saw through a pipe (no ck_assert there: a forked
+ * child's failure is its message).  The test then checks, from the host,
+ * that the right processes were acted on and the others were not.
+ *
+ * Rules checked (docs/protocol.md, "Pid namespaces"): pids in requests and
+ * replies are the caller's; a process the caller's namespace cannot see is
+ * NoSuchProcess, exactly as a pid that does not exist; thread ids, group
+ * members and ListProcesses are translated the same way.  Needs root (to
+ * make pid namespaces); skips otherwise. */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define NS_MAX_TARGETS 4
+
+/* What runs as pid 1 of a namespace: 0, or why it failed in msg. */
+struct ns_ctx {
+        const char *sock;
+        pid_t host_target;           /* a host CUDA process the caller must not see */
+        pid_t seen[NS_MAX_TARGETS];  /* what the namespace started, in its pids */
+        int n_seen;
+};
+typedef int (*ns_fn)(struct ns_ctx *x, char *msg, size_t size);
+
+static int ns_fail(char *msg, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int ns_fail(char *msg, size_t size, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, size, fmt, ap);
+        va_end(ap);
+        return -1;
+}
+
+/* A simulated CUDA process started from inside the namespace: its pid
+ * there, or -1. */
+static pid_t ns_target(void)
+{
+        const char *preload = itest_sim_preload();
+        pid_t pid = fork();
+
+        if (pid == 0) {
+                char *argv[] = { "sleep", "1000", NULL };
+                char *env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", (char *)preload, "PATH=/usr/bin:/bin",
+                                NULL };
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                execve("/bin/sleep", argv, env);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* One call; 0 with the reply (caller frees), or -1 with why in msg. */
+static int call(struct ns_ctx *x, const char *method, const char *params, cJSON **ret, char *msg, size_t size)
+{
+        char *json = itest_strdupf("{\"method\":\"io.cudackpt.Process.%s\",\"parameters\":%s}", method, params);
+        int r = itest_raw_call(x->sock, json, ITEST_REPLY_TIMEOUT_MS, ret, msg, size);
+
+        free(json);
+        return r;
+}
+
+/* Calls method on pid and checks the reply: error (NULL: success) and, on
+ * success, state (NULL: not checked) and "pid" == pid. */
+static int expect(struct ns_ctx *x, const char *method, pid_t pid, const char *error, const char *state, char *msg,
+                  size_t size)
+{
+        char params[64];
+        cJSON *rep = NULL;
+        const cJSON *p;
+        int r = 0;
+
+        snprintf(params, sizeof(params), "{\"pid\":%d}", (int)pid);
+        if (call(x, method, params, &rep, msg, size) < 0)
+                return -1;
+        const char *got = itest_error(rep);
+        if ((error == NULL) != (got == NULL) || (error && strcmp(got, error) != 0))
+                r = ns_fail(msg, size, "%s(%d) in the namespace: wanted %s, got %s", method, (int)pid,
+                         error ? error : "success", itest_dump(rep));
+        else if (!error && state && (!itest_str(rep, "state") || strcmp(itest_str(rep, "state"), state) != 0))
+                r = ns_fail(msg, size, "%s(%d): wanted state %s: %s", method, (int)pid, state, itest_dump(rep));
+        else if ((p = itest_get(rep, "pid")) && (!cJSON_IsNumber(p) || p->valuedouble != (double)pid))
+                r = ns_fail(msg, size, "%s(%d): the reply names another pid: %s", method, (int)pid, itest_dump(rep));
+        cJSON_Delete(rep);
+        return r;
+}
+
+/* Runs fn as pid 1 of a new pid namespace, depth namespaces down (2: a
+ * namespace inside a namespace), as uid (with a user namespace mapping
+ * root to it when userns) or as root.  The namespace's targets are
+ * reported in x->seen (their pids in the namespace); host_pids gets their
+ * pids on the host.  Returns fn's result with its message. */
+struct ns_run {
+        int depth;
+        bool userns;
+        uid_t uid;
+};
+
+static int write_file(const char *path, const char *text)
+{
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        ssize_t n;
+
+        if (fd < 0)
+                return -errno;
+        n = write(fd, text, strlen(text));
+        close(fd);
+        return n == (ssize_t)strlen(text) ? 0 : -EIO;
+}
+
+static int enter(const struct ns_run *how, bool first, char *msg, size_t size)
+{
+        if (first && how->userns) {
+                char map[64];
+                /* Changing uids made this process undumpable, which makes
+                 * its /proc files root's: it could not write its maps. */
+                prctl(PR_SET_DUMPABLE, 1);
+                if (unshare(CLONE_NEWUSER) < 0)
+                        return ns_fail(msg, size, "unshare(CLONE_NEWUSER) as uid %u: %s", (unsigned)how->uid,
+                                    strerror(errno));
+                snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)how->uid);
+                if (write_file("/proc/self/setgroups", "deny") < 0 || write_file("/proc/self/uid_map", map) < 0)
+                        return ns_fail(msg, size, "cannot write the uid map: %s", strerror(errno));
+                snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)how->uid);
+                if (write_file("/proc/self/gid_map", map) < 0)
+                        return ns_fail(msg, size, "cannot write the gid map: %s", strerror(errno));
+        }
+        if (unshare(CLONE_NEWPID) < 0)
+                return ns_fail(msg, size, "unshare(CLONE_NEWPID): %s", strerror(errno));
+        return 0;
+}
+
+/* The body of the namespace's pid 1 (or of the intermediate level). */
+static int ns_level(const struct ns_run *how, int level, ns_fn fn, struct ns_ctx *x, char *msg, size_t size)
+{
+        int p[2], st, r;
+        pid_t pid;
+
+        if (enter(how, level == 1, msg, size) < 0)
+                return -1;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return ns_fail(msg, size, "pipe: %s", strerror(errno));
+        pid = fork();
+        if (pid < 0)
+                return ns_fail(msg, size, "fork: %s", strerror(errno));
+        if (pid == 0) {
+                char m[2048] = "";
+                close(p[0]);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (level < how->depth)
+                        r = ns_level(how, level + 1, fn, x, m, sizeof(m));
+                else if (getpid() != 1)
+                        r = ns_fail(m, sizeof(m), "pid %d, not 1, in the new namespace", (int)getpid());
+                else
+                        r = fn(x, m, sizeof(m));
+                ssize_t w = write(p[1], m, strlen(m));
+                (void)w;
+                _exit(r == 0 ? 0 : 1);
+        }
+        close(p[1]);
+        ssize_t n = read(p[0], msg, size - 1);
+        msg[n > 0 ? n : 0] = '\0';
+        close(p[0]);
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                return msg[0] ? -1 : ns_fail(msg, size, "the namespace's pid 1 %s", itest_describe_status(st));
+        return 0;
+}
+
+static int ns_run_as(void *ctx, char *msg, size_t size);
+
+struct ns_job {
+        const struct ns_run *how;
+        ns_fn fn;
+        struct ns_ctx *x;
+};
+
+static int ns_run_as(void *ctx, char *msg, size_t size)
+{
+        struct ns_job *j = ctx;
+
+        return ns_level(j->how, 1, j->fn, j->x, msg, size);
+}
+
+static void run_in_ns(const struct ns_run *how, ns_fn fn, struct ns_ctx *x)
+{
+        char msg[2048];
+        struct ns_job j = { how, fn, x };
+        int r;
+
+        if (how->uid != 0)
+                r = itest_run_as(how->uid, ns_run_as, &j, msg, sizeof(msg));
+        else
+                r = ns_level(how, 1, fn, x, msg, sizeof(msg));
+        ck_assert_msg(r == 0, "in the namespace: %s", msg);
+}
+
+/* ---- what the namespace's pid 1 does --------------------------------------- */
+
+/* Its own target by its namespace pid, a whole cycle; the host's target,
+ * the host's pid 1 and the daemon refused as if they did not exist. */
+static int own_cycle_host_hidden(struct ns_ctx *x, char *msg, size_t size)
+{
+        pid_t t = ns_target();
+
+        if (t <= 1)
+                return ns_fail(msg, size, "cannot start a target in the namespace (%d)", (int)t);
+        if (expect(x, "GetState", t, NULL, "running", msg, size) < 0 ||
+            expect(x, "Suspend", t, NULL, "checkpointed", msg, size) < 0 ||
+            expect(x, "GetState", t, NULL, "checkpointed", msg, size) < 0 ||
+            expect(x, "Resume", t, NULL, "running", msg, size) < 0)
+                return -1;
+        /* The host's process, by its host pid: no such process here. */
+        if (expect(x, "GetState", x->host_target, CUDACKPT_ERROR_NO_SUCH_PROCESS, NULL, msg, size) < 0 ||
+            expect(x, "Suspend", x->host_target, CUDACKPT_ERROR_NO_SUCH_PROCESS, NULL, msg, size) < 0 ||
+            expect(x, "Lock", x->host_target, CUDACKPT_ERROR_NO_SUCH_PROCESS, NULL, msg, size) < 0)
+                return -1;
+        /* Pid 1 is this namespace's (this process: no CUDA), not the host's init. */
+        if (expect(x, "GetState", 1, CUDACKPT_ERROR_NOT_CUDA_PROCESS, NULL, msg, size) < 0)
+                return -1;
+        /* The thread id comes back in the namespace's pids: a one-thread
+         * sleep's restore thread is itself. */
+        {
+                cJSON *rep = NULL;
+                char params[64];
+                long long tid = 0;
+                snprintf(params, sizeof(params), "{\"pid\":%d}", (int)t);
+                if (call(x, "GetRestoreThreadId", params, &rep, msg, size) < 0)
+                        return -1;
+                bool ok = !itest_error(rep) && itest_int(rep, "restore_thread_id", &tid) && tid == t;
+                if (!ok)
+                        ns_fail(msg, size, "GetRestoreThreadId(%d): %s", (int)t, itest_dump(rep));
+                cJSON_Delete(rep);
+                if (!ok)
+                        return -1;
+        }
+        x->seen[x->n_seen++] = t;
+        return 0;
+}
+
+/* Members and ListProcesses in the namespace's pids; the host's process
+ * is neither listed nor reachable through a group. */
+static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
+{
+        pid_t a = ns_target(), b = ns_target();
+        char params[256];
+        cJSON *rep = NULL;
+        const cJSON *arr, *e;
+        int seen = 0;
+
+        if (a <= 1 || b <= 1)
+                return ns_fail(msg, size, "cannot start targets in the namespace");
+        /* A pids group with a pid from outside: NoSuchProcess for that member. */
+        snprintf(params, sizeof(params), "{\"selector\":{\"pids\":[{\"pid\":%d},{\"pid\":%d}]}}", (int)a,
+                 (int)x->host_target);
+        if (call(x, "SuspendGroup", params, &rep, msg, size) < 0)
+                return -1;
+        if (!itest_error(rep) || strcmp(itest_error(rep), CUDACKPT_ERROR_GROUP_FAILED) != 0 ||
+            !strstr(itest_dump(rep), "NoSuchProcess")) {
+                ns_fail(msg, size, "SuspendGroup %s with a host pid: %s", params, itest_dump(rep));
+                cJSON_Delete(rep);
+                return -1;
+        }
+        cJSON_Delete(rep);
+        /* The tree of this namespace's pid 1: both targets, by their pids here. */
+        if (call(x, "SuspendGroup", "{\"selector\":{\"tree\":1}}", &rep, msg, size) < 0)
+                return -1;
+        arr = itest_get(rep, "members");
+        cJSON_ArrayForEach(e, arr) {
+                const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
+                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == a) ? 1 : 0;
+                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == b) ? 2 : 0;
+        }
+        if (itest_error(rep) || seen != 3 || cJSON_GetArraySize(arr) != 2) {
+                ns_fail(msg, size, "SuspendGroup {tree: 1} (targets %d, %d): %s", (int)a, (int)b, itest_dump(rep));
+                cJSON_Delete(rep);
+                return -1;
+        }
+        cJSON_Delete(rep);
+        if (expect(x, "GetState", a, NULL, "checkpointed", msg, size) < 0 ||
+            expect(x, "GetState", b, NULL, "checkpointed", msg, size) < 0)
+                return -1;
+        snprintf(params, sizeof(params), "{\"selector\":{\"pids\":[{\"pid\":%d},{\"pid\":%d}]}}", (int)a, (int)b);
+        if (call(x, "ResumeGroup", params, &rep, msg, size) < 0)
+                return -1;
+        if (itest_error(rep)) {
+                ns_fail(msg, size, "ResumeGroup: %s", itest_dump(rep));
+                cJSON_Delete(rep);
+                return -1;
+        }
+        cJSON_Delete(rep);
+        /* ListProcesses: exactly the two targets, by their pids here. */
+        if (call(x, "ListProcesses", "{}", &rep, msg, size) < 0)
+                return -1;
+        arr = itest_get(rep, "processes");
+        seen = 0;
+        cJSON_ArrayForEach(e, arr) {
+                const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
+                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == a) ? 1 : 0;
+                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == b) ? 2 : 0;
+        }
+        if (itest_error(rep) || seen != 3 || cJSON_GetArraySize(arr) != 2) {
+                ns_fail(msg, size, "ListProcesses in the namespace (targets %d, %d): %s", (int)a, (int)b,
+                     itest_dump(rep));
+                cJSON_Delete(rep);
+                return -1;
+        }
+        cJSON_Delete(rep);
+        x->seen[x->n_seen++] = a;
+        x->seen[x->n_seen++] = b;
+        return 0;
+}
+
+/* ---- the tests -------------------------------------------------------------- */
+
+static pid_t host_target(void)
+{
+        return itest_target(itest_sim_preload(), "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", NULL);
+}
+
+/* The host's view after the namespace is done: its target untouched. */
+static void host_untouched(struct itest_daemon *d, pid_t host)
+{
+        struct itest_conn *c = itest_connect(d);
+        cJSON *r = itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, host);
+        ck_assert_msg(!itest_error(r) && strcmp(itest_str(r, "state"), "running") == 0, "host target: %s",
+                      itest_dump(r));
+        itest_conn_close(c);
+}
+
+START_TEST(own_process_by_namespace_pid)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct ns_ctx x = { .sock = d->sock, .host_target = host_target() };
+        const struct ns_run how = { .depth = 1 };
+
+        run_in_ns(&how, own_cycle_host_hidden, &x);
+        host_untouched(d, x.host_target);
+}
+END_TEST
+
+START_TEST(nested_namespace)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct ns_ctx x = { .sock = d->sock, .host_target = host_target() };
+        const struct ns_run how = { .depth = 2 };
+
+        run_in_ns(&how, own_cycle_host_hidden, &x);
+        host_untouched(d, x.host_target);
+}
+END_TEST
+
+START_TEST(groups_and_list_in_namespace)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct ns_ctx x = { .sock = d->sock, .host_target = host_target() };
+        const struct ns_run how = { .depth = 1 };
+
+        run_in_ns(&how, groups_and_list, &x);
+        host_untouched(d, x.host_target);
+}
+END_TEST
+
+/* An unprivileged uid that makes its own user and pid namespace (rootless
+ * containers): root in there, ITEST_OTHER_UID to the daemon. */
+START_TEST(rootless_user_namespace)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct ns_ctx x = { .sock = d->sock, .host_target = host_target() };
+        const struct ns_run how = { .depth = 1, .userns = true, .uid = ITEST_OTHER_UID };
+
+        run_in_ns(&how, own_cycle_host_hidden, &x);
+        host_untouched(d, x.host_target);
+}
+END_TEST
+
+/* The host sees what the namespace did by host pids, and a caller in the
+ * daemon's own namespace is served by host pids as before. */
+START_TEST(host_caller_unchanged)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t t = host_target();
+        struct itest_conn *c = itest_connect(d);
+        cJSON *r = itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, t);
+        long long pid = 0;
+
+        ck_assert_msg(!itest_error(r) && itest_int(r, "pid", &pid) && pid == t, "%s", itest_dump(r));
+        r = itest_call_pid(c, CUDACKPT_METHOD_RESUME, t);
+        ck_assert_msg(!itest_error(r), "%s", itest_dump(r));
+        itest_conn_close(c);
+}
+END_TEST
+
+static Suite *namespaces_suite(void)
+{
+        Suite *s = suite_create("integration.namespaces");
+        TCase *tc = itest_tcase(s, "namespaces", 60);
+        tcase_add_test(tc, own_process_by_namespace_pid);
+        tcase_add_test(tc, nested_namespace);
+        tcase_add_test(tc, groups_and_list_in_namespace);
+        tcase_add_test(tc, rootless_user_namespace);
+        tcase_add_test(tc, host_caller_unchanged);
+        return s;
+}
+
+int main(void)
+{
+        if (geteuid() != 0) {
+                fprintf(stderr, "integration.namespaces: skipped, needs root to make pid namespaces\n");
+                return 77;
+        }
+        return itest_main(namespaces_suite());
+}
