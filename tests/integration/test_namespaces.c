@@ -52,20 +52,32 @@ static int ns_fail(char *msg, size_t size, const char *fmt, ...)
 }
 
 /* A simulated CUDA process started from inside the namespace: its pid
- * there, or -1. */
+ * there, or -1.  Returns once it has exec'd (the simulator reads its
+ * environment, which is the parent's until then): the end of a close-on-exec
+ * pipe says so. */
 static pid_t ns_target(void)
 {
         const char *preload = itest_sim_preload();
-        pid_t pid = fork();
+        int p[2];
+        char c;
+        pid_t pid;
 
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -1;
+        pid = fork();
         if (pid == 0) {
                 char *argv[] = { "sleep", "1000", NULL };
                 char *env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", (char *)preload, "PATH=/usr/bin:/bin",
                                 NULL };
+                close(p[0]);
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 execve("/bin/sleep", argv, env);
                 _exit(127);
         }
+        close(p[1]);
+        while (pid > 0 && read(p[0], &c, 1) < 0 && errno == EINTR)
+                ;
+        close(p[0]);
         return pid;
 }
 
