@@ -698,6 +698,11 @@ static void hog(struct itest_daemon *d, struct itest_conn *other, const char *ms
         for (int i = 0; i < n; i++)
                 memcpy(buf + one * (size_t)i, msg, one);
         struct itest_conn *h = itest_connect(d);
+        /* A small send buffer fills at once whatever the daemon's pace: with
+         * the default one (over 200 KiB) a fast daemon could read enough to
+         * hit max_write_queue_bytes before the hog's send ever blocked. */
+        int sndbuf = 4096;
+        ck_assert(setsockopt(h->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) == 0);
         int served = 0, rc = 0;
         double deadline = itest_now_ms() + 10000;
         while (off < len) {

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "config.h"
 
 static char path[64];
@@ -108,6 +110,74 @@ START_TEST(test_refused)
 }
 END_TEST
 
+static char *slurp(const char *file)
+{
+        FILE *f = fopen(file, "r");
+        ck_assert_msg(f, "%s: %s", file, strerror(errno));
+        static char buf[1 << 16];
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        return strdup(buf);
+}
+
+/* systemd/cudackptd.json lists every key that docs/configuration.md
+ * documents, no other, each at the daemon's built-in default. */
+START_TEST(test_shipped_file)
+{
+        char *json = slurp(CUDACKPT_SHIPPED_CONFIG), *doc = slurp(CUDACKPT_CONFIG_DOC);
+        cJSON *j = cJSON_Parse(json);
+        ck_assert_msg(cJSON_IsObject(j), "%s is not a JSON object", CUDACKPT_SHIPPED_CONFIG);
+        int documented = 0;
+        for (char *line = strstr(doc, "\n| `"); line; line = strstr(line + 1, "\n| `")) {
+                char key[64];
+                if (sscanf(line, "\n| `%63[a-z_]`", key) != 1)
+                        continue;
+                documented++;
+                ck_assert_msg(cJSON_GetObjectItemCaseSensitive(j, key), "%s lacks the documented key \"%s\"",
+                              CUDACKPT_SHIPPED_CONFIG, key);
+        }
+        ck_assert_int_eq(cJSON_GetArraySize(j), documented);
+        cJSON_Delete(j);
+
+        struct config d, c;
+        char *err = NULL;
+        config_init(&d);
+        config_init(&c);
+        ck_assert_msg(config_load_file(&c, CUDACKPT_SHIPPED_CONFIG, true, &err) == 0, "%s", err ? err : "");
+#define SAME(f) ck_assert_msg(c.f == d.f, "%s: " #f " is not the default", CUDACKPT_SHIPPED_CONFIG)
+        SAME(socket_mode);
+        SAME(workers);
+        SAME(max_message_bytes);
+        SAME(max_write_queue_bytes);
+        SAME(max_connections);
+        SAME(max_connections_per_uid);
+        SAME(idle_timeout_ms);
+        SAME(max_queue_per_pid);
+        SAME(max_queue_total);
+        SAME(default_lock_timeout_ms);
+        SAME(exit_wait_ms);
+        SAME(max_gpu_pairs);
+        SAME(max_cached_targets);
+        SAME(cached_target_idle_ms);
+        SAME(stall_warning_ms);
+        SAME(max_group_members);
+        SAME(max_groups_in_flight);
+        SAME(log_level);
+        SAME(n_operator_gids);
+        SAME(operators_may_act_on_root);
+        SAME(read_only_unrestricted);
+        SAME(read_only_lane);
+#undef SAME
+        ck_assert_str_eq(c.socket_path, d.socket_path);
+        ck_assert_str_eq(c.driver_path, d.driver_path);
+        config_done(&c);
+        config_done(&d);
+        free(json);
+        free(doc);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("config");
@@ -118,6 +188,7 @@ int main(void)
         tcase_add_test(tc, test_defaults_and_missing);
         tcase_add_test(tc, test_values);
         tcase_add_test(tc, test_refused);
+        tcase_add_test(tc, test_shipped_file);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
