@@ -104,6 +104,7 @@ typedef struct ctl_group {
         bool json;                      /* print the reply's parameters as JSON */
         bool progress;                  /* ask for progress and show it on stderr */
         bool progress_tty;              /* ... rewriting a line per phase in place */
+        long long lease_ms;             /* lock, suspend: lease_ms, -1 for none */
 } ctl_group;
 
 /* Run g and print its result; returns the exit status. */
@@ -117,6 +118,41 @@ typedef struct ctl_ps {
 } ctl_ps;
 
 int ctl_ps_run(cudackpt_client *client, const ctl_ps *p);
+
+/* ---- watch.c ---- */
+
+/* watch: the Watch stream, one line per event until the daemon closes it. */
+typedef struct ctl_watch {
+        const char *prefix;             /* "cudackptctl: watch: " */
+        const ctl_selector *selector;   /* NULL or CTL_SELECT_NONE: every process */
+        bool json;                      /* each event as one line of JSON */
+} ctl_watch;
+
+int ctl_watch_run(cudackpt_client *client, const ctl_watch *w);
+
+/* metrics: GetMetrics's text on stdout, or into output (written beside it
+ * and renamed over it, for node_exporter's textfile collector). */
+int ctl_metrics_run(cudackpt_client *client, const char *prefix, const char *output);
+
+/* ---- lease.c ---- */
+
+/* lock or suspend of one PID with a lease, and --hold. */
+typedef struct ctl_lease_op {
+        const char *prefix;
+        const char *method;             /* CUDACKPT_METHOD_LOCK or _SUSPEND */
+        const char *undo_method;        /* CUDACKPT_METHOD_UNLOCK or _RESUME */
+        int pid;
+        long long lock_timeout;         /* -1: the daemon's default */
+        long long lease_ms;             /* -1: none */
+        bool hold;                      /* lease_on_close, held until command ends or a signal */
+        char **command;                 /* NULL-terminated, or NULL: hold until SIGINT/SIGTERM/SIGHUP */
+        bool json;
+} ctl_lease_op;
+
+int ctl_lease_run(cudackpt_client *client, const ctl_lease_op *o);
+
+/* release LEASE, renew LEASE MS. */
+int ctl_lease_manage(cudackpt_client *client, const char *prefix, long long lease, long long renew_ms, bool json);
 
 /* ---- compat.c ---- */
 

@@ -41,6 +41,10 @@ typedef enum ctl_command_id {
         CTL_RESUME,
         CTL_INFO,
         CTL_PS,
+        CTL_WATCH,
+        CTL_METRICS,
+        CTL_RELEASE,
+        CTL_RENEW,
 } ctl_command_id;
 
 /* What each command takes. */
@@ -50,6 +54,8 @@ enum {
         CTL_TAKES_MAP = 1 << 2,
         CTL_TAKES_GROUP = 1 << 3,     /* a selector in place of the PID */
         CTL_TAKES_SELECTOR = 1 << 4,  /* an optional selector (ps) */
+        CTL_TAKES_LEASE = 1 << 5,     /* --lease-ms, --hold (lock, suspend) */
+        CTL_TAKES_LEASE_ID = 1 << 6,  /* a lease id in place of the PID */
 };
 
 typedef struct ctl_command {
@@ -62,15 +68,20 @@ typedef struct ctl_command {
 static const ctl_command ctl_commands[] = {
         { "state", CTL_STATE, CTL_TAKES_PID, NULL },
         { "restore-tid", CTL_RESTORE_TID, CTL_TAKES_PID, NULL },
-        { "lock", CTL_LOCK, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT | CTL_TAKES_GROUP, CUDACKPT_METHOD_LOCK_GROUP },
+        { "lock", CTL_LOCK, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT | CTL_TAKES_GROUP | CTL_TAKES_LEASE,
+          CUDACKPT_METHOD_LOCK_GROUP },
         { "checkpoint", CTL_CHECKPOINT, CTL_TAKES_PID | CTL_TAKES_GROUP, CUDACKPT_METHOD_CHECKPOINT_GROUP },
         { "restore", CTL_RESTORE, CTL_TAKES_PID | CTL_TAKES_MAP | CTL_TAKES_GROUP, CUDACKPT_METHOD_RESTORE_GROUP },
         { "unlock", CTL_UNLOCK, CTL_TAKES_PID | CTL_TAKES_GROUP, CUDACKPT_METHOD_UNLOCK_GROUP },
-        { "suspend", CTL_SUSPEND, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT | CTL_TAKES_GROUP,
+        { "suspend", CTL_SUSPEND, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT | CTL_TAKES_GROUP | CTL_TAKES_LEASE,
           CUDACKPT_METHOD_SUSPEND_GROUP },
         { "resume", CTL_RESUME, CTL_TAKES_PID | CTL_TAKES_MAP | CTL_TAKES_GROUP, CUDACKPT_METHOD_RESUME_GROUP },
         { "info", CTL_INFO, 0, NULL },
         { "ps", CTL_PS, CTL_TAKES_SELECTOR, NULL },
+        { "watch", CTL_WATCH, CTL_TAKES_SELECTOR, NULL },
+        { "metrics", CTL_METRICS, 0, NULL },
+        { "release", CTL_RELEASE, CTL_TAKES_LEASE_ID, NULL },
+        { "renew", CTL_RENEW, CTL_TAKES_LEASE_ID, NULL },
 };
 
 /* The parsed command line. */
@@ -84,6 +95,11 @@ typedef struct ctl_args {
         int pid;                  /* when the command takes one */
         ctl_selector selector;    /* --pids, --cgroup or --tree; CTL_SELECT_NONE when not given */
         int progress;             /* --progress 1, --no-progress 0, else -1: on a terminal */
+        long long lease_ms;       /* --lease-ms, -1 when not given */
+        bool hold;                /* --hold */
+        char **command_argv;      /* --hold: what follows "--", NULL-terminated; NULL: none */
+        long long lease;          /* release, renew: the lease id */
+        const char *output;       /* metrics --output */
         char *prefix;             /* "cudackptctl: COMMAND ...: ", for errors */
 } ctl_args;
 
@@ -199,6 +215,9 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 OPT_TREE,
                 OPT_PROGRESS,
                 OPT_NO_PROGRESS,
+                OPT_LEASE_MS,
+                OPT_HOLD,
+                OPT_OUTPUT,
         };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, OPT_SOCKET },
@@ -211,6 +230,9 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 { "tree", required_argument, NULL, OPT_TREE },
                 { "progress", no_argument, NULL, OPT_PROGRESS },
                 { "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+                { "lease-ms", required_argument, NULL, OPT_LEASE_MS },
+                { "hold", no_argument, NULL, OPT_HOLD },
+                { "output", required_argument, NULL, OPT_OUTPUT },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { NULL, 0, NULL, 0 },
@@ -298,6 +320,20 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 case OPT_NO_PROGRESS:
                         a->progress = 0;
                         break;
+                case OPT_LEASE_MS:
+                        if (ctl_parse_uint(optarg, 4294967295ULL, &v) < 0 || v == 0)
+                                return ctl_usage_error("invalid --lease-ms '%s': expected milliseconds, "
+                                                       "1..4294967295", optarg);
+                        a->lease_ms = (long long) v;
+                        break;
+                case OPT_HOLD:
+                        a->hold = true;
+                        break;
+                case OPT_OUTPUT:
+                        if (!*optarg)
+                                return ctl_usage_error("--output needs a path");
+                        a->output = optarg;
+                        break;
                 case 'h':
                         ctl_help();
                         return CUDACKPT_EXIT_OK;
@@ -309,12 +345,16 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 default:
                         /* getopt sets optopt to a known option given an argument it does not take. */
                         if (optopt == 'h' || optopt == 'V' || optopt == OPT_JSON || optopt == OPT_PROGRESS ||
-                            optopt == OPT_NO_PROGRESS)
+                            optopt == OPT_NO_PROGRESS || optopt == OPT_HOLD)
                                 return ctl_usage_error("option '%s' takes no argument", argv[optind - 1]);
                         return ctl_usage_error("unknown option '%s'", argv[optind - 1]);
                 }
         }
-        /* After "--" the rest is positional. */
+        /* After "--" the rest is positional, or with --hold the command to run. */
+        if (a->hold && optind < argc) {
+                a->command_argv = argv + optind;
+                optind = argc;
+        }
         for (; optind < argc; optind++) {
                 if (n_positional == sizeof(positional) / sizeof(positional[0]))
                         return ctl_usage_error("unexpected argument '%s'", argv[optind]);
@@ -346,8 +386,22 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 if (ctl_parse_pid(positional[1], &a->pid) < 0)
                         return ctl_usage_error("invalid PID '%s': expected a number 1..2147483647",
                                                positional[1]);
+        } else if (a->command->flags & CTL_TAKES_LEASE_ID) {
+                if (n_positional != 2)
+                        return ctl_usage_error("%s needs a LEASE (the id lock or suspend printed)", a->command->name);
+                if (ctl_parse_uint(positional[1], 9007199254740992ULL, &v) < 0 || v == 0)
+                        return ctl_usage_error("invalid LEASE '%s': expected a number", positional[1]);
+                a->lease = (long long) v;
         } else if (n_positional > 1)
                 return ctl_usage_error("unexpected argument '%s'", positional[1]);
+        if (a->command->id == CTL_RENEW && a->lease_ms < 0)
+                return ctl_usage_error("renew needs --lease-ms");
+        if ((a->lease_ms >= 0 || a->hold) && !(a->command->flags & CTL_TAKES_LEASE) && a->command->id != CTL_RENEW)
+                return ctl_usage_error("--lease-ms and --hold are for lock and suspend, not %s", a->command->name);
+        if (a->hold && a->selector.kind != CTL_SELECT_NONE)
+                return ctl_usage_error("--hold takes a PID, not %s", ctl_selector_option(a->selector.kind));
+        if (a->output && a->command->id != CTL_METRICS)
+                return ctl_usage_error("--output is for metrics, not %s", a->command->name);
         if (saw_lock_timeout && !(a->command->flags & CTL_TAKES_LOCK_TIMEOUT))
                 return ctl_usage_error("--lock-timeout is for lock and suspend, not %s", a->command->name);
         if (saw_map && !(a->command->flags & CTL_TAKES_MAP))
@@ -488,7 +542,11 @@ static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *
         case CTL_INFO:
                 return cudackpt_call(client, "org.varlink.service.GetInfo", NULL, reply);
         case CTL_PS:
-                break; /* ctl_ps_run() */
+        case CTL_WATCH:
+        case CTL_METRICS:
+        case CTL_RELEASE:
+        case CTL_RENEW:
+                break; /* run in ctl_run() */
         }
         return -EINVAL;
 }
@@ -515,6 +573,39 @@ static int ctl_run(const ctl_args *a) {
         /* Cannot fail: timeout_ms was parsed as 0..INT_MAX. */
         (void) cudackpt_client_set_timeout(client, a->timeout_ms);
 
+        if (a->command->id == CTL_WATCH) {
+                ctl_watch w = { .prefix = a->prefix, .selector = &a->selector, .json = a->json };
+
+                status = ctl_watch_run(client, &w);
+                cudackpt_client_free(client);
+                return status;
+        }
+        if (a->command->id == CTL_METRICS || a->command->id == CTL_RELEASE || a->command->id == CTL_RENEW) {
+                status = a->command->id == CTL_METRICS
+                                 ? ctl_metrics_run(client, a->prefix, a->output)
+                                 : ctl_lease_manage(client, a->prefix, a->lease,
+                                                    a->command->id == CTL_RENEW ? a->lease_ms : -1, a->json);
+                cudackpt_client_free(client);
+                return status;
+        }
+        if (a->selector.kind == CTL_SELECT_NONE && (a->lease_ms > 0 || a->hold)) {
+                bool lock = a->command->id == CTL_LOCK;
+                ctl_lease_op o = {
+                        .prefix = a->prefix,
+                        .method = lock ? CUDACKPT_METHOD_LOCK : CUDACKPT_METHOD_SUSPEND,
+                        .undo_method = lock ? CUDACKPT_METHOD_UNLOCK : CUDACKPT_METHOD_RESUME,
+                        .pid = a->pid,
+                        .lock_timeout = a->lock_timeout,
+                        .lease_ms = a->lease_ms,
+                        .hold = a->hold,
+                        .command = a->command_argv,
+                        .json = a->json,
+                };
+
+                status = ctl_lease_run(client, &o);
+                cudackpt_client_free(client);
+                return status;
+        }
         if (a->command->id == CTL_PS) {
                 ctl_ps ps = { .prefix = a->prefix, .selector = &a->selector, .json = a->json };
 
@@ -533,6 +624,7 @@ static int ctl_run(const ctl_args *a) {
                         .json = a->json,
                         .progress = a->progress < 0 ? tty : a->progress > 0,
                         .progress_tty = tty,
+                        .lease_ms = a->lease_ms,
                 };
 
                 status = ctl_group_run(client, &g);
@@ -567,7 +659,7 @@ static int ctl_run(const ctl_args *a) {
 }
 
 int main(int argc, char **argv) {
-        ctl_args args = { .lock_timeout = -1, .progress = -1 };
+        ctl_args args = { .lock_timeout = -1, .progress = -1, .lease_ms = -1 };
         const char *base;
         int status;
 

@@ -202,6 +202,10 @@ static int describe_known(FILE *f, const char *name, const cJSON *params, int ne
                         fputs("the selection holds too many processes", f);
                 if (describe_int(params, "limit", &m))
                         fprintf(f, ", more than the limit of %lld", m);
+        } else if (IS(CUDACKPT_ERROR_NO_SUCH_LEASE)) {
+                fputs("no such lease", f);
+                if (describe_int(params, "lease", &n))
+                        fprintf(f, " (%lld): it has ended, or it is not yours", n);
         } else if (IS(CUDACKPT_ERROR_GROUP_FAILED) && !nested)
                 describe_group_failed(f, params);
         else if (IS(CUDACKPT_ERROR_SHUTTING_DOWN))

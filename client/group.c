@@ -553,6 +553,12 @@ static int group_print_success(const ctl_group *g, const cudackpt_reply *reply) 
         }
         if (ms >= 0)
                 printf(" (%.1f ms)", ms);
+        {
+                const cJSON *lease = cJSON_GetObjectItemCaseSensitive(params, "lease");
+                const cJSON *id = cJSON_IsObject(lease) ? cJSON_GetObjectItemCaseSensitive(lease, "id") : NULL;
+                if (cJSON_IsNumber(id))
+                        printf(", lease %.0f", id->valuedouble);
+        }
         putchar('\n');
         cJSON_Delete(params);
         return CUDACKPT_EXIT_OK;
@@ -594,6 +600,8 @@ static char *group_params(const ctl_group *g) {
                 goto out;
         }
         if (g->lock_timeout >= 0 && !cJSON_AddNumberToObject(params, "timeout_ms", (double) g->lock_timeout))
+                goto out;
+        if (g->lease_ms > 0 && !cJSON_AddNumberToObject(params, "lease_ms", (double) g->lease_ms))
                 goto out;
         if (g->map && g->map[0]) {
                 map = cJSON_AddObjectToObject(params, "gpu_mapping");

@@ -38,6 +38,7 @@ void config_init(struct config *c)
                 .stall_warning_ms = 30000,
                 .max_group_members = 256,
                 .max_groups_in_flight = 16,
+                .watch_scan_ms = 1000,
                 .log_level = 6, /* LOG_INFO */
                 .read_only_lane = true,
         };
@@ -130,6 +131,7 @@ static const struct uint_key uint_keys[] = {
         UKEY(stall_warning_ms, 0, 86400000.0),
         UKEY(max_group_members, 1, 65536),
         UKEY(max_groups_in_flight, 1, 4096),
+        UKEY(watch_scan_ms, 0, 3600000),
 };
 
 static void store_uint(struct config *c, const struct uint_key *k, double v)

@@ -34,6 +34,7 @@ struct config {
         uint64_t stall_warning_ms;    /* warn about an operation running this long; 0 = never */
         unsigned max_group_members;   /* processes in one group operation */
         unsigned max_groups_in_flight; /* group operations and ListProcesses at once */
+        uint64_t watch_scan_ms;       /* while watchers exist, look for CUDA processes this often; 0 = never */
         int log_level;                /* syslog level */
 
         /* Policy, on top of "root acts on any process, others on their own". */

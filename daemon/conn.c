@@ -9,6 +9,7 @@
 #include "cudackpt/protocol.h"
 #include "dispatch.h"
 #include "log.h"
+#include "metrics.h"
 #include "proto.h"
 #include "server.h"
 
@@ -47,6 +48,7 @@ void conn_close(struct conn *c)
         if (c->closing)
                 return;
         c->closing = true;
+        server_conn_closing(c->server, c);
         uv_close((uv_handle_t *)&c->pipe, on_handle_closed);
         if (c->server->cfg->idle_timeout_ms > 0)
                 uv_close((uv_handle_t *)&c->idle, on_handle_closed);
@@ -63,10 +65,12 @@ static void on_idle(uv_timer_t *t)
 
         if (c->closing)
                 return;
-        if (c->busy || idle < timeout) {
-                uv_timer_start(&c->idle, on_idle, c->busy ? timeout : timeout - idle, 0);
+        /* A connection whose closing would undo its leases is never idle. */
+        if (c->busy || c->leases > 0 || idle < timeout) {
+                uv_timer_start(&c->idle, on_idle, c->busy || c->leases > 0 ? timeout : timeout - idle, 0);
                 return;
         }
+        metrics_count(&c->server->metrics, METRICS_CUT_IDLE);
         log_debug("Closing connection of uid %u idle for %llu ms", (unsigned)c->caller.uid,
                   (unsigned long long)timeout);
         conn_close(c);
@@ -148,6 +152,7 @@ void conn_send(struct conn *c, cJSON *msg)
         }
         if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) >
             c->server->cfg->max_write_queue_bytes) {
+                metrics_count(&c->server->metrics, METRICS_CUT_SLOW_READER);
                 log_warning("Disconnecting uid %u pid %d: %zu bytes of replies unread (limit %zu)",
                             (unsigned)c->caller.uid, (int)c->caller.pid,
                             uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe),
@@ -169,6 +174,7 @@ static void send_too_large(struct conn *c)
 
         if (p)
                 cJSON_AddNumberToObject(p, "max_bytes", (double)c->server->cfg->max_message_bytes);
+        metrics_count(&c->server->metrics, METRICS_CUT_MESSAGE_TOO_LARGE);
         log_notice("Disconnecting uid %u pid %d: message over %zu bytes", (unsigned)c->caller.uid,
                    (int)c->caller.pid, c->server->cfg->max_message_bytes);
         conn_send(c, proto_error_new(CUDACKPT_ERROR_MESSAGE_TOO_LARGE, p));

@@ -37,6 +37,8 @@ struct conn {
         bool close_after_write;    /* close once queued replies are written */
         bool reading;
         bool read_eof;             /* the client sent all it will send */
+        unsigned leases;           /* on-close leases it holds: never idle */
+        struct watcher *watcher;   /* Watch made it a watcher (watch.h) */
         char *buf;                 /* received bytes not yet handled */
         size_t len, cap;
 };

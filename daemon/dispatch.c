@@ -9,12 +9,15 @@
 #include "conn.h"
 #include "group.h"
 #include "cudackpt/protocol.h"
+#include "lease.h"
 #include "log.h"
+#include "metrics.h"
 #include "ops.h"
 #include "pidns.h"
 #include "proto.h"
 #include "server.h"
 #include "uuid.h"
+#include "watch.h"
 
 #ifndef CUDACKPT_VERSION
 #define CUDACKPT_VERSION "0"
@@ -122,6 +125,16 @@ static cJSON *simple_error(const char *name, pid_t pid, const char *method)
         return proto_error_new(name, p);
 }
 
+/* Audits and counts a call answered before it reached a worker. */
+static void audit(const struct conn *c, enum proto_method m, pid_t pid, const char *result,
+                  const char *detail, double duration_ms);
+
+static void audit_early(struct conn *c, enum proto_method m, pid_t pid, const char *result, const char *detail)
+{
+        audit(c, m, pid, result, detail, 0);
+        metrics_op(&c->server->metrics, m, result, 0);
+}
+
 static void audit(const struct conn *c, enum proto_method m, pid_t pid, const char *result,
                   const char *detail, double duration_ms)
 {
@@ -148,7 +161,7 @@ static bool refuse_now(struct conn *c, const struct proto_call *call, const stru
 
         if (ops_judge(c->server->cfg, &c->caller, call->method, req, &snap->owner, snap->start_time, &r))
                 return false;
-        audit(c, call->method, req->pid, ops_error_short_name(r.error), NULL, 0);
+        audit_early(c, call->method, req->pid, ops_error_short_name(r.error), NULL);
         reply(c, call, ops_reply(&c->server->drv, call->method, req->caller_pid, c->caller.uid, &r));
         return true;
 }
@@ -169,6 +182,7 @@ static bool answer_state_now(struct conn *c, const struct proto_call *call,
                 return true;
         r = (struct ops_result){ .error = OPS_OK, .state = snap.last_state, .restore_tid = -1,
                                  .rolled_back = -1, .in_flight = (int)snap.running };
+        metrics_op(&c->server->metrics, call->method, "ok", 0);
         reply(c, call, ops_reply(&c->server->drv, call->method, req->caller_pid, c->caller.uid, &r));
         return true;
 }
@@ -191,7 +205,7 @@ static bool translate_pid(struct conn *c, const struct proto_call *call, struct 
                 r.error = OPS_NO_SUCH_PROCESS;
                 snprintf(why, sizeof(why), "pid %d not in the caller's pid namespace", (int)req->caller_pid);
         }
-        audit(c, call->method, 0, ops_error_short_name(r.error), why, 0);
+        audit_early(c, call->method, 0, ops_error_short_name(r.error), why);
         reply(c, call, ops_reply(&c->server->drv, call->method, req->caller_pid, c->caller.uid, &r));
         return false;
 }
@@ -251,7 +265,7 @@ static void process_call(struct conn *c, struct proto_call *call)
         if (req.n_pairs > 0 && s->drv.available) {
                 err = check_mapping(&s->drv, call, &req);
                 if (err) {
-                        audit(c, call->method, req.pid, "InvalidGpuMapping", "unknown new GPU", 0);
+                        audit_early(c, call->method, req.pid, "InvalidGpuMapping", "unknown new GPU");
                         reply(c, call, err);
                         goto out;
                 }
@@ -284,7 +298,7 @@ static void process_call(struct conn *c, struct proto_call *call)
                         cJSON_AddNumberToObject(p, "pid", req.caller_pid);
                         cJSON_AddNumberToObject(p, "limit", limit);
                 }
-                audit(c, call->method, req.pid, "QueueFull", NULL, 0);
+                audit_early(c, call->method, req.pid, "QueueFull", NULL);
                 reply(c, call, r == -EAGAIN ? proto_error_new(CUDACKPT_ERROR_QUEUE_FULL, p) : NULL);
                 free(op);
                 goto out;
@@ -305,6 +319,7 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
 
         r = proto_parse_call(msg, len, &call, &err);
         if (r == -EPROTO) {
+                metrics_count(&c->server->metrics, METRICS_CUT_INVALID_REQUEST);
                 log_debug("Disconnecting uid %u pid %d: not a Varlink call", (unsigned)c->caller.uid,
                           (int)c->caller.pid);
                 conn_send(c, err);
@@ -334,11 +349,43 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
         case PROTO_LIST_PROCESSES:
                 group_call(c, &call);
                 break;
+        case PROTO_RELEASE_LEASE:
+        case PROTO_RENEW_LEASE:
+                lease_call(c, &call);
+                break;
+        case PROTO_WATCH:
+                watch_call(c, &call);
+                break;
+        case PROTO_GET_METRICS:
+                if (call.parameters && call.parameters->child) {
+                        reply(c, &call, proto_invalid_parameter(call.parameters->child->string));
+                } else {
+                        char *text = server_metrics_text(c->server);
+                        cJSON *p = text ? cJSON_CreateObject() : NULL;
+                        if (p)
+                                cJSON_AddStringToObject(p, "text", text);
+                        free(text);
+                        reply(c, &call, p ? proto_reply_new(p) : NULL);
+                }
+                break;
         default:
                 process_call(c, &call);
                 break;
         }
         proto_call_done(&call);
+}
+
+static void grant_lease(struct conn *c, struct sched_op *op, cJSON *msg)
+{
+        struct sched_target *t = op->target;
+        struct lease_member m = { .pid = op->req.pid, .vpid = op->req.caller_pid };
+
+        uv_mutex_lock(&t->lock);
+        m.pid = t->known ? t->watch_pid : op->req.pid;
+        m.start_time = t->start_time;
+        m.uid = t->owner.ruid;
+        uv_mutex_unlock(&t->lock);
+        lease_grant(c->server, c, op->method, &op->req.lease, &m, 1, msg);
 }
 
 void dispatch_op_done(struct sched *s, struct sched_op *op)
@@ -358,12 +405,19 @@ void dispatch_op_done(struct sched *s, struct sched_op *op)
                 audit(c, op->method, op->req.pid, ops_error_short_name(r->error),
                       c->closing ? "client gone" : c->read_eof ? "client hung up" : NULL,
                       (double)r->duration_ns / 1e6);
-        if (op->reply && !c->closing) {
-                msg = op->cancelled ? simple_error(CUDACKPT_ERROR_SHUTTING_DOWN, 0, NULL)
-                                    : ops_reply(s->drv, op->method, op->req.caller_pid, c->caller.uid, r);
-                conn_send(c, msg);
-        }
         struct server *srv = c->server;
+
+        metrics_op(&srv->metrics, op->method, op->cancelled ? "ShuttingDown" : ops_error_short_name(r->error),
+                   uv_hrtime() - op->queued_ns);
+        msg = op->cancelled ? simple_error(CUDACKPT_ERROR_SHUTTING_DOWN, 0, NULL)
+                            : ops_reply(s->drv, op->method, op->req.caller_pid, c->caller.uid, r);
+        /* A lease is granted whether or not its client is still there. */
+        if (r->error == OPS_OK && op->req.lease.wanted && !op->cancelled)
+                grant_lease(c, op, msg);
+        if (op->reply && !c->closing)
+                conn_send(c, msg);
+        else
+                cJSON_Delete(msg);
 
         proto_request_done(&op->req);
         free(op);

@@ -19,6 +19,8 @@
 #include "proto.h"
 #include "sched.h"
 #include "server.h"
+#include "lease.h"
+#include "metrics.h"
 #include "target.h"
 
 /* Processes examined by one select work item: /proc reads of a few
@@ -74,7 +76,11 @@ struct chunk {
 struct group {
         struct group *prev, *next;
         struct server *srv;
-        struct conn *conn;
+        struct conn *conn;      /* NULL for the daemon's own groups */
+        const struct policy_caller *caller; /* the connection's, or the daemon's */
+        group_end_fn on_end;    /* the daemon's own groups: who takes the reply */
+        void *end_ctx;
+        bool lenient;           /* members gone or changed are left out, not errors */
         enum proto_method method;
         bool reply, more;
         struct proto_group_request req;
@@ -147,8 +153,8 @@ static void audit(const struct group *g, pid_t pid, const char *method, const ch
                   const char *detail, double ms)
 {
         struct log_audit a = {
-                .caller_uid = (unsigned)g->conn->caller.uid,
-                .caller_pid = (int)g->conn->caller.pid,
+                .caller_uid = (unsigned)g->caller->uid,
+                .caller_pid = (int)g->caller->pid,
                 .target_pid = (int)pid,
                 .method = method,
                 .result = result,
@@ -177,7 +183,7 @@ static void add_state(cJSON *o, int state)
 static void add_error(const struct group *g, cJSON *o, pid_t pid, enum proto_method m,
                       const struct ops_result *r, const char *name_key, const char *params_key)
 {
-        cJSON *msg = ops_reply(&g->srv->drv, m, pid, g->conn->caller.uid, r);
+        cJSON *msg = ops_reply(&g->srv->drv, m, pid, g->caller->uid, r);
         cJSON *e = msg ? cJSON_GetObjectItemCaseSensitive(msg, "error") : NULL;
 
         if (cJSON_IsString(e)) {
@@ -293,7 +299,7 @@ static void progress(struct group *g, const struct member *mb)
 {
         cJSON *p, *o;
 
-        if (!g->more || !g->reply || g->conn->closing || listing(g))
+        if (!g->conn || !g->more || !g->reply || g->conn->closing || listing(g))
                 return;
         p = cJSON_CreateObject();
         o = p ? cJSON_AddObjectToObject(p, "progress") : NULL;
@@ -309,6 +315,8 @@ static void progress(struct group *g, const struct member *mb)
 }
 
 /* ---- lifetime -------------------------------------------------------------- */
+
+static bool active(const struct member *mb);
 
 static void start_waiting(struct server *srv);
 
@@ -340,7 +348,9 @@ static void group_end(struct group *g, cJSON *msg)
         struct conn *c = g->conn;
 
         g->phase = PH_END;
-        if (g->reply && !c->closing)
+        if (!c)
+                g->on_end(g->end_ctx, msg);
+        else if (g->reply && !c->closing)
                 conn_send(c, msg);
         else
                 cJSON_Delete(msg);
@@ -354,10 +364,33 @@ static void group_end(struct group *g, cJSON *msg)
                 t->tail = g->prev;
         t->n--;
         group_free(g);
-        conn_request_done(c);
-        conn_unref(c);
+        if (c) {
+                conn_request_done(c);
+                conn_unref(c);
+        }
         start_waiting(srv);
         server_maybe_finish(srv);
+}
+
+/* A LockGroup or SuspendGroup that asked for a lease and succeeded. */
+static void grant_lease(struct group *g, cJSON *msg)
+{
+        struct lease_member *lm = calloc(g->n ? g->n : 1, sizeof(*lm));
+        size_t n = 0;
+
+        if (!lm) {
+                /* No lease can be kept: nothing may stay paused unguarded. */
+                log_error("%s: out of memory for the lease; its members stay as they are",
+                          proto_method_name(g->method));
+                return;
+        }
+        for (size_t i = 0; i < g->n; i++)
+                if (active(&g->m[i]))
+                        lm[n++] = (struct lease_member){ .pid = g->m[i].pid, .vpid = g->m[i].vpid,
+                                                         .start_time = g->m[i].start_time,
+                                                         .uid = g->m[i].uid };
+        lease_grant(g->srv, g->conn, g->method, &g->req.lease, lm, n, msg);
+        free(lm);
 }
 
 static void group_finish(struct group *g)
@@ -377,11 +410,17 @@ static void group_finish(struct group *g)
                 for (size_t i = 0; i < g->n && !who; i++)
                         if (!g->m[i].excluded && !g->m[i].skipped)
                                 who = g->m[i].pid;
-                audit(g, g->failed ? g->m[g->failed_at].pid : who, proto_method_name(g->method),
-                      g->failed ? ops_error_short_name(g->m[g->failed_at].err.error) : "ok", detail,
-                      ms_of(uv_hrtime() - g->t0));
+                if (g->conn)
+                        audit(g, g->failed ? g->m[g->failed_at].pid : who, proto_method_name(g->method),
+                              g->failed ? ops_error_short_name(g->m[g->failed_at].err.error) : "ok", detail,
+                              ms_of(uv_hrtime() - g->t0));
         }
-        group_end(g, final_reply(g));
+        if (g->conn)
+                metrics_op(&g->srv->metrics, g->method, g->failed ? "GroupFailed" : "ok", uv_hrtime() - g->t0);
+        cJSON *msg = final_reply(g);
+        if (!g->failed && g->conn && g->req.lease.wanted)
+                grant_lease(g, msg);
+        group_end(g, msg);
 }
 
 /* ---- phases ---------------------------------------------------------------- */
@@ -467,7 +506,8 @@ static bool submit(struct group *g, size_t i, enum phase p)
         if (!op)
                 goto refused;
         op->conn = g->conn;
-        op->caller = &g->conn->caller;
+        op->caller = g->caller;
+        op->parent = g->method;
         op->method = method_of(st);
         op->reply = true;
         op->done = step_done;
@@ -559,7 +599,8 @@ static void record(struct group *g, struct sched_op *op)
                         mb->stopped = r->stopped;
                 return;
         }
-        if (g->phase == PH_STATE && r->error == OPS_NOT_CUDA_PROCESS && g->req.kind != PROTO_SELECT_PIDS) {
+        if (g->phase == PH_STATE && r->error == OPS_NOT_CUDA_PROCESS &&
+            (g->req.kind != PROTO_SELECT_PIDS || g->lenient)) {
                 mb->skipped = true;
                 return;
         }
@@ -798,7 +839,7 @@ static void chunk_work(uv_work_t *w)
         struct chunk *ch = w->data;
         struct group *g = ch->g;
         const struct config *cfg = g->srv->cfg;
-        const struct policy_caller *caller = &g->conn->caller;
+        const struct policy_caller *caller = g->caller;
         const bool pids = g->req.kind == PROTO_SELECT_PIDS;
         const bool by_cgroup = g->req.kind == PROTO_SELECT_CGROUP;
         const enum proto_method judge_as = listing(g) ? PROTO_GET_STATE : proto_group_single(g->method);
@@ -851,7 +892,7 @@ static void chunk_work(uv_work_t *w)
                 }
                 k = target_open(g->cand[i], &id);
                 if (k < 0) {
-                        if (!pids || listing(g)) {
+                        if (!pids || listing(g) || g->lenient) {
                                 mb->excluded = true; /* gone since the scan */
                                 continue;
                         }
@@ -875,7 +916,7 @@ static void chunk_work(uv_work_t *w)
                                 r.error = OPS_PERMISSION_DENIED;
                                 member_fail(g, i, judge_as, &r);
                         } else if (!ops_judge(cfg, caller, judge_as, &req, &t, mb->start_time, &r)) {
-                                if (listing(g))
+                                if (listing(g) || (g->lenient && r.error == OPS_PROCESS_CHANGED))
                                         mb->excluded = true;
                                 else
                                         member_fail(g, i, judge_as, &r);
@@ -969,7 +1010,7 @@ static void chunk_done(uv_work_t *w, int status)
 static void scan_work(uv_work_t *w)
 {
         struct group *g = w->data;
-        const struct pidns *ns = &g->conn->caller.pidns;
+        const struct pidns *ns = &g->caller->pidns;
         pid_t root;
         size_t n;
 
@@ -998,7 +1039,7 @@ static void scan_work(uv_work_t *w)
                 break;
         }
         /* Cgroup paths in and out are the caller's cgroup namespace's. */
-        if (discover_cgroup_ns_root(g->conn->caller.pid, g->cgroup_root, sizeof(g->cgroup_root)) < 0) {
+        if (discover_cgroup_ns_root(g->caller->pid, g->cgroup_root, sizeof(g->cgroup_root)) < 0) {
                 if (g->req.kind == PROTO_SELECT_CGROUP) {
                         g->scan_error = -EREMOTE;
                         return;
@@ -1056,14 +1097,16 @@ static void scan_done(uv_work_t *w, int status)
         if (g->scan_error < 0) {
                 log_error("%s: cannot read the selection: %s", proto_method_name(g->method),
                           strerror(-g->scan_error));
-                conn_close(g->conn);
+                if (g->conn)
+                        conn_close(g->conn);
                 group_end(g, NULL);
                 return;
         }
         g->n = g->n_cand;
         g->m = calloc(g->n ? g->n : 1, sizeof(*g->m));
         if (!g->m) {
-                conn_close(g->conn);
+                if (g->conn)
+                        conn_close(g->conn);
                 group_end(g, NULL);
                 return;
         }
@@ -1093,6 +1136,23 @@ static void scan_done(uv_work_t *w, int status)
                 selected(g);
 }
 
+/* Puts g at the end of the table and starts its selection. */
+static void start_select(struct group *g)
+{
+        struct group_table *t = table_of(g->srv);
+
+        g->phase = PH_SELECT;
+        g->prev = t->tail;
+        if (t->tail)
+                t->tail->next = g;
+        else
+                t->head = g;
+        t->tail = g;
+        t->n++;
+        g->scan.data = g;
+        (void)uv_queue_work(g->srv->loop, &g->scan, scan_work, scan_done);
+}
+
 void group_call(struct conn *c, const struct proto_call *call)
 {
         struct server *srv = c->server;
@@ -1115,6 +1175,7 @@ void group_call(struct conn *c, const struct proto_call *call)
         }
         g->srv = srv;
         g->conn = c;
+        g->caller = &c->caller;
         g->method = call->method;
         g->reply = !call->oneway;
         g->more = call->more;
@@ -1152,16 +1213,28 @@ void group_call(struct conn *c, const struct proto_call *call)
                 free(g);
                 return;
         }
-        g->phase = PH_SELECT;
-        g->prev = t->tail;
-        if (t->tail)
-                t->tail->next = g;
-        else
-                t->head = g;
-        t->tail = g;
-        t->n++;
         conn_ref(c);
         c->busy = true;
-        g->scan.data = g;
-        (void)uv_queue_work(srv->loop, &g->scan, scan_work, scan_done);
+        start_select(g);
+}
+
+int group_start_internal(struct server *srv, enum proto_method m, const struct policy_caller *caller,
+                         struct proto_group_request *req, group_end_fn on_end, void *ctx)
+{
+        struct group *g = calloc(1, sizeof(*g));
+
+        if (!g)
+                return -ENOMEM;
+        g->srv = srv;
+        g->caller = caller;
+        g->on_end = on_end;
+        g->end_ctx = ctx;
+        g->lenient = true;
+        g->method = m;
+        g->reply = true;
+        g->req = *req;
+        *req = (struct proto_group_request){ 0 };
+        g->t0 = uv_hrtime();
+        start_select(g);
+        return 0;
 }

@@ -28,11 +28,21 @@
 
 #include <stdbool.h>
 
+#include <cjson/cJSON.h>
+
 #include "discover.h"
+#include "proto.h"
 
 struct conn;
 struct group;
+struct policy_caller;
 struct proto_call;
+struct proto_group_request;
+struct server;
+
+/* Takes the final reply of a group the daemon started itself (consumed;
+ * NULL when it could not be made). */
+typedef void (*group_end_fn)(void *ctx, cJSON *msg);
 
 /* Every group in flight, in arrival order (server.c owns one). */
 struct group_table {
@@ -45,5 +55,12 @@ struct group_table {
 /* Takes a call of a group method or of ListProcesses: answers it at once
  * (a parameter error, a limit) or starts the group.  Loop thread. */
 void group_call(struct conn *c, const struct proto_call *call);
+
+/* Starts a group of the daemon's own (a lease's undo): the caller is
+ * caller (which must outlive it), req is taken over, members gone or
+ * changed since are left out rather than failing it, and the final reply
+ * goes to on_end.  0 or -ENOMEM. */
+int group_start_internal(struct server *srv, enum proto_method m, const struct policy_caller *caller,
+                         struct proto_group_request *req, group_end_fn on_end, void *ctx);
 
 #endif

@@ -33,6 +33,10 @@ static const char *const method_names[PROTO_METHODS] = {
         [PROTO_SUSPEND_GROUP] = "SuspendGroup",
         [PROTO_RESUME_GROUP] = "ResumeGroup",
         [PROTO_LIST_PROCESSES] = "ListProcesses",
+        [PROTO_RELEASE_LEASE] = "ReleaseLease",
+        [PROTO_RENEW_LEASE] = "RenewLease",
+        [PROTO_WATCH] = "Watch",
+        [PROTO_GET_METRICS] = "GetMetrics",
         [PROTO_GET_INFO] = "GetInfo",
         [PROTO_GET_INTERFACE_DESCRIPTION] = "GetInterfaceDescription",
 };
@@ -443,14 +447,42 @@ static int parse_mapping(const cJSON *obj, enum proto_method m, unsigned max_pai
         return 0;
 }
 
-enum { P_PID = 1, P_START = 2, P_TIMEOUT = 4, P_MAPPING = 8 };
+enum { P_PID = 1, P_START = 2, P_TIMEOUT = 4, P_MAPPING = 8, P_LEASE_MS = 16, P_LEASE_CLOSE = 32 };
+
+/* lease_ms and lease_on_close, the same for single and group calls.  1 when
+ * item is one of them (parsed into *lease), 0 when it is not, -EINVAL when
+ * its value is bad. */
+static int parse_lease_item(const cJSON *item, struct proto_lease *lease)
+{
+        double v;
+
+        if (strcmp(item->string, "lease_ms") == 0) {
+                if (cJSON_IsNull(item))
+                        return 1;
+                if (get_integer(item, 1, 4294967295.0, &v) < 0)
+                        return -EINVAL;
+                lease->ms = (uint32_t)v;
+                lease->wanted = true;
+                return 1;
+        }
+        if (strcmp(item->string, "lease_on_close") == 0) {
+                if (cJSON_IsNull(item))
+                        return 1;
+                if (!cJSON_IsBool(item))
+                        return -EINVAL;
+                lease->on_close = cJSON_IsTrue(item);
+                lease->wanted = lease->wanted || lease->on_close;
+                return 1;
+        }
+        return 0;
+}
 
 static unsigned allowed_params(enum proto_method m)
 {
         switch (m) {
         case PROTO_LOCK:
         case PROTO_SUSPEND:
-                return P_PID | P_START | P_TIMEOUT;
+                return P_PID | P_START | P_TIMEOUT | P_LEASE_MS | P_LEASE_CLOSE;
         case PROTO_RESTORE:
         case PROTO_RESUME:
                 return P_PID | P_START | P_MAPPING;
@@ -475,6 +507,8 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                                          : strcmp(item->string, "start_time") == 0  ? P_START
                                          : strcmp(item->string, "timeout_ms") == 0  ? P_TIMEOUT
                                          : strcmp(item->string, "gpu_mapping") == 0 ? P_MAPPING
+                                         : strcmp(item->string, "lease_ms") == 0    ? P_LEASE_MS
+                                         : strcmp(item->string, "lease_on_close") == 0 ? P_LEASE_CLOSE
                                                                                     : 0;
                         if (!(which & allowed) || has_duplicate_key(call->parameters, item)) {
                                 *ret_reply = proto_invalid_parameter(item->string);
@@ -505,6 +539,11 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                                 break;
                         case P_MAPPING:
                                 mapping = item; /* checked once pid is known */
+                                break;
+                        case P_LEASE_MS:
+                        case P_LEASE_CLOSE:
+                                if (parse_lease_item(item, &req.lease) < 0)
+                                        goto bad;
                                 break;
                         }
                         continue;
@@ -671,7 +710,7 @@ int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigne
                       struct proto_group_request *ret_req, cJSON **ret_reply)
 {
         struct proto_group_request req = { .kind = PROTO_SELECT_ALL };
-        const bool list = call->method == PROTO_LIST_PROCESSES;
+        const bool list = call->method == PROTO_LIST_PROCESSES || call->method == PROTO_WATCH;
         const bool takes_timeout = call->method == PROTO_LOCK_GROUP || call->method == PROTO_SUSPEND_GROUP;
         const bool takes_mapping = call->method == PROTO_RESTORE_GROUP || call->method == PROTO_RESUME_GROUP;
         const cJSON *item, *selector = NULL;
@@ -698,6 +737,11 @@ int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigne
                                 }
                                 req.timeout_ms = (uint32_t)v;
                                 req.has_timeout = true;
+                        } else if (takes_timeout && parse_lease_item(item, &req.lease) != 0) {
+                                if (parse_lease_item(item, &req.lease) < 0) {
+                                        bad = item->string;
+                                        break;
+                                }
                         } else if (strcmp(item->string, "gpu_mapping") == 0 && takes_mapping) {
                                 struct proto_request tmp = { 0 };
                                 cJSON *err = NULL;
@@ -737,6 +781,38 @@ int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigne
 fail:
         proto_group_request_done(&req);
         return r;
+}
+
+int proto_parse_lease_call(const struct proto_call *call, uint64_t *ret_id, uint32_t *ret_ms, cJSON **ret_reply)
+{
+        const bool renew = call->method == PROTO_RENEW_LEASE;
+        bool have_id = false, have_ms = false;
+        const cJSON *item;
+        double v;
+
+        *ret_ms = 0;
+        if (call->parameters)
+                cJSON_ArrayForEach(item, call->parameters) {
+                        if (has_duplicate_key(call->parameters, item))
+                                goto bad;
+                        if (strcmp(item->string, "lease") == 0 && get_integer(item, 1, 9007199254740992.0, &v) == 0) {
+                                *ret_id = (uint64_t)v;
+                                have_id = true;
+                        } else if (renew && strcmp(item->string, "lease_ms") == 0 &&
+                                   get_integer(item, 1, 4294967295.0, &v) == 0) {
+                                *ret_ms = (uint32_t)v;
+                                have_ms = true;
+                        } else {
+                        bad:
+                                *ret_reply = proto_invalid_parameter(item->string);
+                                return -EINVAL;
+                        }
+                }
+        if (!have_id || (renew && !have_ms)) {
+                *ret_reply = proto_invalid_parameter(have_id ? "lease_ms" : "lease");
+                return -EINVAL;
+        }
+        return 0;
 }
 
 void proto_group_request_done(struct proto_group_request *req)

@@ -33,6 +33,10 @@ enum proto_method {
         PROTO_SUSPEND_GROUP,
         PROTO_RESUME_GROUP,
         PROTO_LIST_PROCESSES,
+        PROTO_RELEASE_LEASE,
+        PROTO_RENEW_LEASE,
+        PROTO_WATCH,
+        PROTO_GET_METRICS,
         PROTO_INTERFACE_METHODS, /* the ones above are io.cudackpt.Process's */
         PROTO_GET_INFO = PROTO_INTERFACE_METHODS,
         PROTO_GET_INTERFACE_DESCRIPTION,
@@ -47,6 +51,13 @@ struct proto_call {
         bool more;                /* the peer accepts several replies (we send one) */
 };
 
+/* The lease a Lock or Suspend (single or group) asks for (lease.h). */
+struct proto_lease {
+        bool wanted;                /* lease_ms or lease_on_close given */
+        uint32_t ms;                /* undo this long after the reply; 0 = no expiry */
+        bool on_close;              /* undo when the connection closes */
+};
+
 struct proto_request {
         pid_t pid;                  /* in the daemon's pid namespace once dispatched */
         pid_t caller_pid;           /* as the caller wrote it: what replies say */
@@ -58,6 +69,7 @@ struct proto_request {
         CUcheckpointGpuPair *pairs; /* owned, n_pairs entries */
         uint64_t deadline_ns;       /* not on the wire: a group's lock deadline
                                      * (uv_hrtime()), 0 for none */
+        struct proto_lease lease;   /* Lock, Suspend */
 };
 
 /* A group's selection: exactly one of the three. */
@@ -84,6 +96,7 @@ struct proto_group_request {
         uint32_t timeout_ms;
         unsigned n_pairs;
         CUcheckpointGpuPair *pairs; /* owned */
+        struct proto_lease lease;   /* LockGroup, SuspendGroup */
 };
 
 /* 0, or -EPROTO with *ret_reply set to the error to send before closing, or
@@ -102,6 +115,10 @@ void proto_request_done(struct proto_request *req);
 int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigned max_members,
                       struct proto_group_request *ret_req, cJSON **ret_reply);
 void proto_group_request_done(struct proto_group_request *req);
+
+/* ReleaseLease's lease and RenewLease's lease and lease_ms (0 for
+ * ReleaseLease).  0, or -EINVAL with *ret_reply set. */
+int proto_parse_lease_call(const struct proto_call *call, uint64_t *ret_id, uint32_t *ret_ms, cJSON **ret_reply);
 
 bool proto_method_is_group(enum proto_method m);   /* LockGroup ... ResumeGroup */
 /* The single-process method a group method repeats (Suspend for

@@ -179,6 +179,10 @@ void sched_publish(struct sched_target *t, const struct target_identity *id, int
         wake = t->want_wake && t->known && t->last_state >= 0;
         if (wake)
                 t->want_wake = false;
+        if (id && t->want_id_wake) {
+                t->want_id_wake = false;
+                wake = true;
+        }
         uv_mutex_unlock(&t->lock);
         if (wake)
                 uv_async_send(&t->sched->async);
@@ -213,14 +217,37 @@ static void answer_waiters(struct sched *s, struct sched_target *t)
         }
 }
 
+/* Reports the start of t's running op once its process is known. */
+static void report_start(struct sched *s, struct sched_target *t)
+{
+        struct sched_op *op = t->running;
+        bool known;
+
+        if (!op || op->start_reported || proto_method_read_only(op->method) || !s->hooks.started ||
+            !s->report_starts)
+                return;
+        uv_mutex_lock(&t->lock);
+        known = t->known;
+        if (!known)
+                t->want_id_wake = true;
+        uv_mutex_unlock(&t->lock);
+        if (!known)
+                return;
+        op->start_reported = true;
+        s->hooks.started(s->hooks.ctx, op);
+}
+
 static void on_async(uv_async_t *a)
 {
         struct sched *s = a->data;
 
         for (unsigned b = 0; b < SCHED_BUCKETS; b++)
-                for (struct sched_target *t = s->buckets[b]; t; t = t->next_in_bucket)
+                for (struct sched_target *t = s->buckets[b]; t; t = t->next_in_bucket) {
                         if (t->waiters)
                                 answer_waiters(s, t);
+                        if (t->running && !t->running->start_reported)
+                                report_start(s, t);
+                }
 }
 
 int sched_wait_state(struct sched *s, struct sched_op *op)
@@ -344,6 +371,16 @@ static void after_work_cb(uv_work_t *w, int status)
         t->depth--;
         s->n_ops--;
         s->n_running--;
+        if (!proto_method_read_only(op->method)) {
+                t->running = op; /* as report_start() looks for it */
+                report_start(s, t);
+                t->running = NULL;
+                uv_mutex_lock(&t->lock);
+                t->want_id_wake = false;
+                uv_mutex_unlock(&t->lock);
+                if (s->hooks.finished)
+                        s->hooks.finished(s->hooks.ctx, op);
+        }
         finish(s, op);
         start_next(s, t);
 }
@@ -472,8 +509,10 @@ static void start_next(struct sched *s, struct sched_target *t)
         op->stall_warned = false;
         uv_mutex_lock(&t->lock);
         t->watch_status_fd = -1; /* until this op has pinned its process */
+        op->state_before = t->known ? t->last_state : -1;
         uv_mutex_unlock(&t->lock);
         stall_watch_arm(s);
+        report_start(s, t);
         op->work.data = op;
         if (proto_method_read_only(op->method) && lane_submit(&s->lane, &op->work) == 0)
                 return;

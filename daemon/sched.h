@@ -54,6 +54,9 @@ struct sched_op {
         uint64_t dispatched_ms;      /* uv_now() when handed to a thread (loop only) */
         uint64_t seq;                /* which dispatch this is, for the stall watch */
         bool stall_warned;           /* the stall watch has looked at it (loop only) */
+        enum proto_method parent;    /* the group method it is a step of; 0 for none */
+        int state_before;            /* the state known when it started, -1 unknown (loop only) */
+        bool start_reported;         /* hooks.started was called (loop only) */
         uv_work_t work;              /* data points back to the sched */
         struct ops_result result;    /* written by the worker, read in done */
 };
@@ -79,6 +82,7 @@ struct sched_target {
                                        * it is pinned: for the stall watch to dup */
         pid_t watch_pid;              /* the running op's process */
         bool want_wake;               /* waiters exist: wake the loop on publish */
+        bool want_id_wake;            /* a start to report: wake the loop once pinned */
         /* The cache of idle targets (loop thread only). */
         bool cached;                  /* on the LRU list below, depth == 0 */
         struct sched_target *lru_prev, *lru_next; /* most recently used first */
@@ -94,8 +98,19 @@ struct sched_snapshot {
         enum proto_method running;
 };
 
+/* Told of every mutating operation on the loop thread: once it runs with
+ * its process known (started), and when it has ended (finished, before the
+ * done callback).  Read-only calls are not reported. */
+struct sched_hooks {
+        void (*started)(void *ctx, const struct sched_op *op);
+        void (*finished)(void *ctx, const struct sched_op *op);
+        void *ctx;
+};
+
 struct sched {
         uv_loop_t *loop;
+        struct sched_hooks hooks;
+        bool report_starts;     /* call hooks.started (someone watches) */
         const struct config *cfg;
         const struct driver *drv;
         sched_done_fn done;

@@ -124,6 +124,7 @@ static void on_connection(uv_stream_t *listener, int status)
         if (s->shutting_down)
                 return;
         if (s->n_conns >= s->cfg->max_connections) {
+                metrics_count(&s->metrics, METRICS_REFUSED_MAX_CONNECTIONS);
                 refuse(s, listener, "too many connections in total", (uid_t)-1, s->cfg->max_connections);
                 return;
         }
@@ -144,6 +145,7 @@ static void on_connection(uv_stream_t *listener, int status)
         read_peer(fd, &c->caller);
         u = uid_slot(s, c->caller.uid, true);
         if (!u || u->count >= s->cfg->max_connections_per_uid) {
+                metrics_count(&s->metrics, METRICS_REFUSED_MAX_PER_UID);
                 log_warning("Refusing connection from uid %u pid %d: too many connections of this uid (limit %u)",
                             (unsigned)c->caller.uid, (int)c->caller.pid, s->cfg->max_connections_per_uid);
                 if (c->caller.has_pidfd)
@@ -153,6 +155,7 @@ static void on_connection(uv_stream_t *listener, int status)
                 return;
         }
         u->count++;
+        metrics_count(&s->metrics, METRICS_CONNECTIONS_ACCEPTED);
         c->next = s->conns;
         if (s->conns)
                 s->conns->prev = c;
@@ -328,10 +331,59 @@ static void close_handle(uv_handle_t *h)
                 uv_close(h, NULL);
 }
 
+void server_conn_closing(struct server *s, struct conn *c)
+{
+        watch_conn_closed(s, c);
+        lease_conn_closed(s, c);
+}
+
+char *server_metrics_text(struct server *s)
+{
+        struct metrics_gauges g = {
+                .connections = s->n_conns,
+                .running = s->sched.n_running,
+                .queued = s->sched.n_ops - s->sched.n_running,
+                .groups = s->groups.n,
+                .leases = s->leases.n,
+                .leased_processes = s->leases.n_members,
+                .watchers = s->watch.n,
+                .workers = s->cfg->workers,
+                .driver = s->drv.available,
+                .simulated = s->drv.simulated,
+                .driver_version = s->drv.version,
+                .gpus = s->drv.n_devices,
+        };
+
+        return metrics_text(&s->metrics, &g);
+}
+
+static void on_op_started(void *ctx, const struct sched_op *op)
+{
+        watch_op_started(ctx, op);
+}
+
+static void on_op_finished(void *ctx, const struct sched_op *op)
+{
+        struct server *s = ctx;
+        uint64_t start_time = 0;
+        pid_t pid = op->req.pid;
+
+        uv_mutex_lock(&op->target->lock);
+        if (op->target->known) {
+                start_time = op->target->start_time;
+                pid = op->target->watch_pid;
+        }
+        uv_mutex_unlock(&op->target->lock);
+        watch_op_finished(s, op);
+        lease_op_finished(s, pid, start_time, op->method, &op->result);
+}
+
 void server_maybe_finish(struct server *s)
 {
         if (!s->shutting_down || s->starting || s->sched.n_running > 0 || s->n_conns > 0 || s->groups.n > 0)
                 return;
+        lease_close(s);
+        watch_close(s);
         sched_close(&s->sched);
         close_handle((uv_handle_t *)&s->sig_term);
         close_handle((uv_handle_t *)&s->sig_int);
@@ -357,10 +409,12 @@ static void begin_shutdown(struct server *s)
                 free(s->bound_path);
                 s->bound_path = NULL;
         }
+        /* Leases are not undone by a stopping daemon: it says which it leaves. */
+        lease_shutdown(s);
         (void)sched_cancel_queued(&s->sched);
         for (c = s->conns; c; c = next) {
                 next = c->next;
-                if (!c->busy)
+                if (!c->busy || c->watcher)
                         conn_close(c);
         }
         server_maybe_finish(s);
@@ -440,6 +494,10 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         r = sched_init(&s->sched, loop, cfg, &s->drv, dispatch_op_done);
         if (r < 0)
                 return r;
+        s->sched.hooks = (struct sched_hooks){ .started = on_op_started, .finished = on_op_finished, .ctx = s };
+        metrics_init(&s->metrics);
+        lease_init(s);
+        watch_init(s);
         s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
         if (sd_watchdog_enabled(0, &usec) > 0)
                 s->watchdog_usec = usec;

@@ -15,7 +15,10 @@
 #include "config.h"
 #include "driver.h"
 #include "group.h"
+#include "lease.h"
+#include "metrics.h"
 #include "sched.h"
+#include "watch.h"
 
 #define SERVER_MAX_LISTENERS 16
 
@@ -32,6 +35,9 @@ struct server {
         struct driver drv;
         struct sched sched;
         struct group_table groups;      /* group operations in flight */
+        struct lease_table leases;      /* leases held (lease.h) */
+        struct watch_table watch;       /* watchers (watch.h) */
+        struct metrics metrics;
         uv_work_t driver_work;          /* loads the driver off the loop thread */
         uv_pipe_t listeners[SERVER_MAX_LISTENERS];
         unsigned n_listeners;
@@ -56,6 +62,10 @@ void server_done(struct server *s);
 
 /* For conn.c and dispatch.c. */
 void server_conn_gone(struct server *s, struct conn *c);
+/* c has begun to close (conn_close). */
+void server_conn_closing(struct server *s, struct conn *c);
+/* GetMetrics's text (malloc'ed), NULL when out of memory. */
+char *server_metrics_text(struct server *s);
 void server_maybe_finish(struct server *s);
 
 #endif

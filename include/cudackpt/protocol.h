@@ -28,6 +28,10 @@
 #define CUDACKPT_METHOD_SUSPEND_GROUP "io.cudackpt.Process.SuspendGroup"
 #define CUDACKPT_METHOD_RESUME_GROUP "io.cudackpt.Process.ResumeGroup"
 #define CUDACKPT_METHOD_LIST_PROCESSES "io.cudackpt.Process.ListProcesses"
+#define CUDACKPT_METHOD_RELEASE_LEASE "io.cudackpt.Process.ReleaseLease"
+#define CUDACKPT_METHOD_RENEW_LEASE "io.cudackpt.Process.RenewLease"
+#define CUDACKPT_METHOD_WATCH "io.cudackpt.Process.Watch"
+#define CUDACKPT_METHOD_GET_METRICS "io.cudackpt.Process.GetMetrics"
 
 /* State strings carried in "state".  A driver value this build does not
  * know is reported as "unknown-N" with N the driver's number. */
@@ -65,11 +69,13 @@
 #define CUDACKPT_ERROR_SHUTTING_DOWN "io.cudackpt.Process.ShuttingDown"
 #define CUDACKPT_ERROR_INVALID_REQUEST "io.cudackpt.Process.InvalidRequest"
 #define CUDACKPT_ERROR_MESSAGE_TOO_LARGE "io.cudackpt.Process.MessageTooLarge"
+#define CUDACKPT_ERROR_NO_SUCH_LEASE "io.cudackpt.Process.NoSuchLease"
 
 /* Standard Varlink errors the daemon uses. */
 #define CUDACKPT_VARLINK_INTERFACE_NOT_FOUND "org.varlink.service.InterfaceNotFound"
 #define CUDACKPT_VARLINK_METHOD_NOT_FOUND "org.varlink.service.MethodNotFound"
 #define CUDACKPT_VARLINK_INVALID_PARAMETER "org.varlink.service.InvalidParameter"
 #define CUDACKPT_VARLINK_PERMISSION_DENIED "org.varlink.service.PermissionDenied"
+#define CUDACKPT_VARLINK_EXPECTED_MORE "org.varlink.service.ExpectedMore"
 
 #endif

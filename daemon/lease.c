@@ -1,0 +1,433 @@
+/* lease.c: granting, ending and undoing leases (lease.h). */
+#include "lease.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "cudackpt/protocol.h"
+#include "group.h"
+#include "log.h"
+#include "metrics.h"
+#include "server.h"
+#include "watch.h"
+
+struct lease {
+        struct lease *prev, *next;
+        struct server *srv;
+        uint64_t id;
+        struct conn *conn;              /* on_close: the holder; NULL once it closed */
+        bool on_close;
+        uint32_t ms;                    /* 0: no expiry */
+        uint64_t expires;               /* uv_now() deadline; 0: none */
+        uid_t uid;                      /* who took it */
+        pid_t caller_pid;
+        enum proto_method method;
+        struct lease_member *m;         /* owned */
+        size_t n;
+        bool undoing;                   /* its undo group runs */
+        const char *why;                /* what set the undo off */
+};
+
+static struct lease_table *table_of(struct server *s)
+{
+        return &s->leases;
+}
+
+static const char *const reason_names[] = {
+        [METRICS_LEASES_RELEASED] = "released",     [METRICS_LEASES_FINISHED] = "finished",
+        [METRICS_LEASES_EXPIRED] = "expired",       [METRICS_LEASES_CLOSED] = "closed",
+        [METRICS_LEASES_EXITED] = "exited",         [METRICS_LEASES_SUPERSEDED] = "superseded",
+        [METRICS_LEASES_NOT_HONOURED] = "not-honoured",
+};
+
+static void audit(const struct lease *l, const char *result, const char *detail)
+{
+        struct log_audit a = {
+                .caller_uid = (unsigned)l->uid,
+                .caller_pid = (int)l->caller_pid,
+                .target_pid = l->n > 0 ? (int)l->m[0].pid : 0,
+                .method = "Lease",
+                .result = result,
+                .detail = detail,
+        };
+        log_audit(&a);
+}
+
+static void member_event(struct server *s, const struct lease *l, const struct lease_member *mb, const char *type,
+                         const char *reason, const char *undo)
+{
+        struct watch_event e = WATCH_EVENT_INIT(type);
+
+        e.pid = mb->pid;
+        e.start_time = mb->start_time;
+        e.owner = (struct policy_target){ mb->uid, mb->uid, mb->uid };
+        e.method = l->method;
+        e.caller_uid = (long long)l->uid;
+        e.lease = l->id;
+        e.reason = reason;
+        e.undo = undo;
+        watch_emit(s, &e);
+}
+
+/* ---- the table ------------------------------------------------------------- */
+
+static void arm(struct server *s);
+
+static void unlink_lease(struct server *s, struct lease *l)
+{
+        struct lease_table *t = table_of(s);
+
+        if (l->prev)
+                l->prev->next = l->next;
+        else
+                t->head = l->next;
+        if (l->next)
+                l->next->prev = l->prev;
+        t->n--;
+        t->n_members -= (unsigned)l->n;
+        if (l->conn)
+                l->conn->leases--;
+        free(l->m);
+        free(l);
+        arm(s);
+}
+
+/* Ends l without an undo. */
+static void end_lease(struct server *s, struct lease *l, enum metrics_counter why)
+{
+        char detail[96];
+
+        snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s", l->id, reason_names[why]);
+        audit(l, reason_names[why], detail);
+        metrics_count(&s->metrics, why);
+        unlink_lease(s, l);
+}
+
+/* Drops member i of l; the lease ends (for why) with its last member. */
+static void drop_member(struct server *s, struct lease *l, size_t i, enum metrics_counter why)
+{
+        member_event(s, l, &l->m[i], WATCH_LEASE_ENDED, reason_names[why], NULL);
+        l->m[i] = l->m[--l->n];
+        table_of(s)->n_members--;
+        if (l->n == 0)
+                end_lease(s, l, why);
+}
+
+static struct lease *find_member(struct server *s, pid_t pid, size_t *ret_i)
+{
+        for (struct lease *l = table_of(s)->head; l; l = l->next)
+                for (size_t i = 0; i < l->n; i++)
+                        if (l->m[i].pid == pid) {
+                                *ret_i = i;
+                                return l;
+                        }
+        return NULL;
+}
+
+/* ---- undo ------------------------------------------------------------------ */
+
+static void undo_done(void *ctx, cJSON *msg)
+{
+        struct lease *l = ctx;
+        struct server *s = l->srv;
+        const cJSON *err = msg ? cJSON_GetObjectItemCaseSensitive(msg, "error") : NULL;
+        bool ok = msg && !err;
+        char detail[160];
+
+        if (ok) {
+                snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: %zu processes back to running", l->id,
+                         l->why, l->n);
+                log_info("Lease %" PRIu64 " of uid %u (%s): undone, %zu processes running again", l->id,
+                         (unsigned)l->uid, l->why, l->n);
+        } else {
+                const cJSON *p = msg ? cJSON_GetObjectItemCaseSensitive(msg, "parameters") : NULL;
+                const cJSON *phase = p ? cJSON_GetObjectItemCaseSensitive(p, "phase") : NULL;
+                const cJSON *e = p ? cJSON_GetObjectItemCaseSensitive(p, "error") : NULL;
+                const cJSON *pid = p ? cJSON_GetObjectItemCaseSensitive(p, "pid") : NULL;
+                snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: undo failed", l->id, l->why);
+                log_error("Lease %" PRIu64 " of uid %u (%s): the undo failed%s%s%s%s, pid %d: %s; not retried, "
+                          "its processes stay as they are",
+                          l->id, (unsigned)l->uid, l->why, cJSON_IsString(phase) ? " in " : "",
+                          cJSON_IsString(phase) ? phase->valuestring : "", cJSON_IsString(e) ? ": " : "",
+                          cJSON_IsString(e) ? e->valuestring : "", cJSON_IsNumber(pid) ? pid->valueint : 0,
+                          cJSON_IsString(err) ? err->valuestring : "no reply");
+        }
+        audit(l, ok ? "undone" : "UndoFailed", detail);
+        metrics_count(&s->metrics, ok ? METRICS_UNDOS_OK : METRICS_UNDOS_FAILED);
+        for (size_t i = 0; i < l->n; i++)
+                member_event(s, l, &l->m[i], WATCH_LEASE_ENDED, l->why, ok ? "ok" : "failed");
+        cJSON_Delete(msg);
+        unlink_lease(s, l);
+}
+
+/* Brings l's processes back to running: ResumeGroup of the daemon's own
+ * on exactly the processes leased (pinned by start time). */
+static void undo(struct server *s, struct lease *l, enum metrics_counter why)
+{
+        struct proto_group_request req = { .kind = PROTO_SELECT_PIDS };
+
+        if (l->undoing)
+                return;
+        l->undoing = true;
+        l->why = reason_names[why];
+        metrics_count(&s->metrics, why);
+        if (l->conn) {
+                l->conn->leases--;
+                l->conn = NULL;
+        }
+        log_notice("Lease %" PRIu64 " of uid %u pid %d on %zu processes %s: undoing its %s", l->id,
+                   (unsigned)l->uid, (int)l->caller_pid, l->n,
+                   why == METRICS_LEASES_EXPIRED ? "expired" : "lost its connection", proto_method_name(l->method));
+        req.pids = calloc(l->n ? l->n : 1, sizeof(*req.pids));
+        if (req.pids) {
+                for (size_t i = 0; i < l->n; i++)
+                        req.pids[i] = (struct proto_pid_ref){ .pid = l->m[i].pid, .has_start_time = true,
+                                                              .start_time = l->m[i].start_time };
+                req.n_pids = (unsigned)l->n;
+        }
+        if (!req.pids || group_start_internal(s, PROTO_RESUME_GROUP, &table_of(s)->self, &req, undo_done, l) < 0) {
+                proto_group_request_done(&req);
+                undo_done(l, NULL);
+        }
+        arm(s);
+}
+
+static void on_timer(uv_timer_t *timer)
+{
+        struct server *s = timer->data;
+        uint64_t now = uv_now(s->loop);
+        struct lease *l, *next;
+
+        for (l = table_of(s)->head; l; l = next) {
+                next = l->next;
+                if (!l->undoing && l->expires && l->expires <= now)
+                        undo(s, l, METRICS_LEASES_EXPIRED);
+        }
+        arm(s);
+}
+
+static void arm(struct server *s)
+{
+        struct lease_table *t = table_of(s);
+        uint64_t first = 0, now = uv_now(s->loop);
+
+        for (struct lease *l = t->head; l; l = l->next)
+                if (!l->undoing && l->expires && (!first || l->expires < first))
+                        first = l->expires;
+        if (!first) {
+                uv_timer_stop(&t->timer);
+                return;
+        }
+        uv_timer_start(&t->timer, on_timer, first > now ? first - now : 0, 0);
+}
+
+/* ---- the API --------------------------------------------------------------- */
+
+void lease_init(struct server *s)
+{
+        struct lease_table *t = table_of(s);
+
+        t->next_id = 1;
+        uv_timer_init(s->loop, &t->timer);
+        t->timer.data = s;
+        /* The undo's caller: root in the daemon's own pid namespace. */
+        t->self = (struct policy_caller){ .uid = 0, .gid = 0, .pid = getpid(), .pidfd = -1 };
+}
+
+void lease_close(struct server *s)
+{
+        if (!uv_is_closing((uv_handle_t *)&table_of(s)->timer))
+                uv_close((uv_handle_t *)&table_of(s)->timer, NULL);
+}
+
+void lease_grant(struct server *s, struct conn *c, enum proto_method m, const struct proto_lease *want,
+                 const struct lease_member *members, size_t n, cJSON *reply)
+{
+        struct lease_table *t = table_of(s);
+        struct lease *l;
+        cJSON *p = reply ? cJSON_GetObjectItemCaseSensitive(reply, "parameters") : NULL, *o;
+
+        if (s->shutting_down) {
+                /* Its connection is about to close and nothing would undo it. */
+                for (size_t i = 0; i < n; i++)
+                        log_warning("Lease asked by uid %u pid %d (%s) not honoured: the daemon is stopping; "
+                                    "process %d stays as it is",
+                                    (unsigned)c->caller.uid, (int)c->caller.pid, proto_method_name(m),
+                                    (int)members[i].pid);
+                metrics_count(&s->metrics, METRICS_LEASES_NOT_HONOURED);
+                return;
+        }
+        l = calloc(1, sizeof(*l));
+        if (l)
+                l->m = calloc(n ? n : 1, sizeof(*l->m));
+        if (!l || !l->m) {
+                free(l);
+                log_error("%s by uid %u: out of memory for its lease; its processes stay as they are",
+                          proto_method_name(m), (unsigned)c->caller.uid);
+                return;
+        }
+        /* A process belongs to one lease: the newest. */
+        for (size_t i = 0; i < n; i++) {
+                size_t k;
+                struct lease *old = find_member(s, members[i].pid, &k);
+                if (old && !old->undoing)
+                        drop_member(s, old, k, METRICS_LEASES_SUPERSEDED);
+        }
+        memcpy(l->m, members, n * sizeof(*l->m));
+        l->n = n;
+        l->srv = s;
+        l->id = t->next_id++;
+        l->uid = c->caller.uid;
+        l->caller_pid = c->caller.pid;
+        l->method = m;
+        l->on_close = want->on_close;
+        l->ms = want->ms;
+        l->expires = want->ms ? uv_now(s->loop) + want->ms : 0;
+        l->next = t->head;
+        if (t->head)
+                t->head->prev = l;
+        t->head = l;
+        t->n++;
+        t->n_members += (unsigned)n;
+        if (l->on_close) {
+                l->conn = c;
+                c->leases++;
+        }
+        metrics_count(&s->metrics, METRICS_LEASES_GRANTED);
+        {
+                char detail[96];
+                snprintf(detail, sizeof(detail), "lease %" PRIu64 " on %zu processes%s, %u ms", l->id, n,
+                         l->on_close ? " until the connection closes" : "", (unsigned)l->ms);
+                audit(l, "granted", detail);
+        }
+        for (size_t i = 0; i < n; i++)
+                member_event(s, l, &l->m[i], WATCH_LEASE_TAKEN, NULL, NULL);
+        o = p ? cJSON_AddObjectToObject(p, "lease") : NULL;
+        if (o) {
+                cJSON_AddNumberToObject(o, "id", (double)l->id);
+                if (l->ms)
+                        cJSON_AddNumberToObject(o, "lease_ms", l->ms);
+                cJSON_AddBoolToObject(o, "on_close", l->on_close);
+        }
+        if (n == 0)
+                end_lease(s, l, METRICS_LEASES_FINISHED); /* nothing to guard */
+        else if (l->on_close && c->closing)
+                undo(s, l, METRICS_LEASES_CLOSED); /* the holder is already gone */
+        else
+                arm(s);
+}
+
+void lease_op_finished(struct server *s, pid_t pid, uint64_t start_time, enum proto_method m,
+                       const struct ops_result *r)
+{
+        size_t i;
+        struct lease *l;
+
+        if (table_of(s)->n == 0 || proto_method_read_only(m))
+                return;
+        l = find_member(s, pid, &i);
+        if (!l || l->undoing)
+                return;
+        if (start_time && l->m[i].start_time != start_time) {
+                drop_member(s, l, i, METRICS_LEASES_EXITED); /* the pid names another process now */
+                return;
+        }
+        if (r->error == OPS_PROCESS_GONE || r->error == OPS_NO_SUCH_PROCESS)
+                drop_member(s, l, i, METRICS_LEASES_EXITED);
+        else if (r->state == CU_PROCESS_STATE_RUNNING)
+                drop_member(s, l, i, METRICS_LEASES_FINISHED);
+}
+
+void lease_conn_closed(struct server *s, struct conn *c)
+{
+        struct lease *l, *next;
+
+        if (c->leases == 0 || s->shutting_down)
+                return;
+        for (l = table_of(s)->head; l; l = next) {
+                next = l->next;
+                if (l->conn == c)
+                        undo(s, l, METRICS_LEASES_CLOSED);
+        }
+}
+
+void lease_shutdown(struct server *s)
+{
+        struct lease *l, *next;
+
+        for (l = table_of(s)->head; l; l = next) {
+                next = l->next;
+                if (l->undoing)
+                        continue;
+                for (size_t i = 0; i < l->n; i++)
+                        log_warning("Lease %" PRIu64 " of uid %u pid %d (%s) not honoured: the daemon is stopping; "
+                                    "process %d stays as it is",
+                                    l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method),
+                                    (int)l->m[i].pid);
+                end_lease(s, l, METRICS_LEASES_NOT_HONOURED);
+        }
+}
+
+/* Whether caller may release or renew l: its taker, root, or one who may
+ * unlock every process of it. */
+static bool may_manage(const struct server *s, const struct policy_caller *caller, const struct lease *l)
+{
+        if (caller->uid == l->uid || caller->uid == 0)
+                return true;
+        for (size_t i = 0; i < l->n; i++) {
+                struct policy_target t = { l->m[i].uid, l->m[i].uid, l->m[i].uid };
+                if (!policy_allowed(policy_decide(s->cfg, caller, &t, false)))
+                        return false;
+        }
+        return l->n > 0;
+}
+
+void lease_call(struct conn *c, const struct proto_call *call)
+{
+        struct server *s = c->server;
+        struct lease *l;
+        cJSON *err = NULL, *p, *msg;
+        uint64_t id;
+        uint32_t ms;
+
+        if (proto_parse_lease_call(call, &id, &ms, &err) < 0) {
+                msg = err;
+                goto reply;
+        }
+        for (l = table_of(s)->head; l; l = l->next)
+                if (l->id == id)
+                        break;
+        if (!l || l->undoing || !may_manage(s, &c->caller, l)) {
+                /* Another's lease is answered as one that does not exist. */
+                p = cJSON_CreateObject();
+                if (p)
+                        cJSON_AddNumberToObject(p, "lease", (double)id);
+                msg = proto_error_new(CUDACKPT_ERROR_NO_SUCH_LEASE, p);
+                goto reply;
+        }
+        p = cJSON_CreateObject();
+        if (p)
+                cJSON_AddNumberToObject(p, "lease", (double)id);
+        msg = proto_reply_new(p);
+        if (call->method == PROTO_RELEASE_LEASE) {
+                for (size_t i = 0; i < l->n; i++)
+                        member_event(s, l, &l->m[i], WATCH_LEASE_ENDED, reason_names[METRICS_LEASES_RELEASED], NULL);
+                end_lease(s, l, METRICS_LEASES_RELEASED);
+        } else {
+                l->ms = ms;
+                l->expires = uv_now(s->loop) + ms;
+                if (p)
+                        cJSON_AddNumberToObject(p, "lease_ms", ms);
+                arm(s);
+        }
+reply:
+        if (call->oneway)
+                cJSON_Delete(msg);
+        else
+                conn_send(c, msg);
+}

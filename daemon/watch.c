@@ -1,0 +1,421 @@
+/* watch.c: watchers, the events they get, and the scan that finds CUDA
+ * processes appearing and exiting (watch.h). */
+#include "watch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "cudackpt/protocol.h"
+#include "discover.h"
+#include "log.h"
+#include "metrics.h"
+#include "pidns.h"
+#include "sched.h"
+#include "server.h"
+#include "target.h"
+
+struct watcher {
+        struct watcher *prev, *next;
+        struct conn *conn;
+        struct proto_group_request sel; /* kind ALL or PIDS; pids in the daemon's namespace */
+};
+
+/* A CUDA process a scan found. */
+struct watch_proc {
+        pid_t pid;
+        uint64_t start_time;
+        struct policy_target owner;
+        char comm[32];
+};
+
+struct scan {
+        uv_work_t work;
+        struct server *srv;
+        struct watch_proc *procs;
+        size_t n;
+        int error;
+};
+
+static struct watch_table *table_of(struct server *s)
+{
+        return &s->watch;
+}
+
+bool watch_active(const struct server *s)
+{
+        return s->watch.n > 0;
+}
+
+/* ---- sending --------------------------------------------------------------- */
+
+static bool selected(const struct watcher *w, const struct watch_event *e)
+{
+        if (w->sel.kind != PROTO_SELECT_PIDS)
+                return true;
+        for (unsigned i = 0; i < w->sel.n_pids; i++) {
+                const struct proto_pid_ref *r = &w->sel.pids[i];
+                if (r->pid == e->pid && (!r->has_start_time || !e->start_time || r->start_time == e->start_time))
+                        return true;
+        }
+        return false;
+}
+
+static cJSON *event_json(const struct watch_event *e, pid_t vpid)
+{
+        cJSON *p = cJSON_CreateObject(), *o = p ? cJSON_AddObjectToObject(p, "event") : NULL;
+        struct timespec ts;
+        char buf[32];
+
+        if (!o) {
+                cJSON_Delete(p);
+                return NULL;
+        }
+        clock_gettime(CLOCK_REALTIME, &ts);
+        cJSON_AddStringToObject(o, "type", e->type);
+        cJSON_AddNumberToObject(o, "time", (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6);
+        if (vpid > 0)
+                cJSON_AddNumberToObject(o, "pid", vpid);
+        if (e->start_time)
+                cJSON_AddNumberToObject(o, "start_time", (double)e->start_time);
+        if (e->method < PROTO_METHODS)
+                cJSON_AddStringToObject(o, "method", proto_method_name(e->method));
+        if (e->group < PROTO_METHODS)
+                cJSON_AddStringToObject(o, "group", proto_method_name(e->group));
+        if (e->result)
+                cJSON_AddStringToObject(o, "result", e->result);
+        if (e->state >= 0)
+                cJSON_AddStringToObject(o, "state", proto_state_string(e->state, buf, sizeof(buf)));
+        if (e->duration_ms >= 0)
+                cJSON_AddNumberToObject(o, "duration_ms", e->duration_ms);
+        if (e->caller_uid >= 0)
+                cJSON_AddNumberToObject(o, "caller_uid", (double)e->caller_uid);
+        if (e->lease)
+                cJSON_AddNumberToObject(o, "lease", (double)e->lease);
+        if (e->reason)
+                cJSON_AddStringToObject(o, "reason", e->reason);
+        if (e->undo)
+                cJSON_AddStringToObject(o, "undo", e->undo);
+        if (e->command)
+                cJSON_AddStringToObject(o, "command", e->command);
+        if (e->owner.ruid != (uid_t)-1 && e->pid > 0)
+                cJSON_AddNumberToObject(o, "uid", e->owner.ruid);
+        if (e->bytes >= 0)
+                cJSON_AddNumberToObject(o, "bytes", (double)e->bytes);
+        if (e->total_bytes >= 0)
+                cJSON_AddNumberToObject(o, "total_bytes", (double)e->total_bytes);
+        return proto_reply_continues(p);
+}
+
+void watch_emit(struct server *s, const struct watch_event *e)
+{
+        struct watcher *w, *next;
+
+        for (w = table_of(s)->head; w; w = next) {
+                const struct policy_caller *caller = &w->conn->caller;
+                pid_t vpid = 0;
+                next = w->next; /* conn_send may cut w off */
+                if (w->conn->closing || !selected(w, e))
+                        continue;
+                if (e->pid > 0 && (pidns_to_caller(&caller->pidns, e->pid, &vpid) < 0 ||
+                                   !policy_allowed(policy_decide(s->cfg, caller, &e->owner, true))))
+                        continue;
+                metrics_count(&s->metrics, METRICS_WATCH_EVENTS);
+                conn_send(w->conn, event_json(e, vpid));
+        }
+}
+
+/* ---- operations ------------------------------------------------------------ */
+
+static struct watch_event op_event(const struct sched_op *op, const char *type)
+{
+        struct watch_event e = WATCH_EVENT_INIT(type);
+        struct sched_target *t = op->target;
+
+        uv_mutex_lock(&t->lock);
+        e.pid = t->known ? t->watch_pid : op->req.pid;
+        e.start_time = t->start_time;
+        e.owner = t->owner;
+        uv_mutex_unlock(&t->lock);
+        if (e.pid <= 0)
+                e.pid = op->req.pid;
+        e.method = op->method;
+        e.group = proto_method_is_group(op->parent) ? op->parent : PROTO_METHODS;
+        e.caller_uid = (long long)op->caller->uid;
+        return e;
+}
+
+void watch_op_started(struct server *s, const struct sched_op *op)
+{
+        struct watch_event e;
+
+        if (!watch_active(s))
+                return;
+        e = op_event(op, WATCH_STARTED);
+        watch_emit(s, &e);
+}
+
+void watch_op_finished(struct server *s, const struct sched_op *op)
+{
+        const struct ops_result *r = &op->result;
+        struct watch_event e;
+
+        if (!watch_active(s) || !op->start_reported)
+                return;
+        e = op_event(op, WATCH_FINISHED);
+        e.result = ops_error_short_name(r->error);
+        e.state = r->state;
+        e.duration_ms = (double)(op->finished_ns - op->started_ns) / 1e6;
+        watch_emit(s, &e);
+        if (r->state >= 0 && r->state != op->state_before) {
+                e.type = WATCH_STATE;
+                e.result = NULL;
+                e.duration_ms = -1;
+                watch_emit(s, &e);
+        }
+}
+
+/* ---- the scan -------------------------------------------------------------- */
+
+static int cmp_proc(const void *a, const void *b)
+{
+        const struct watch_proc *x = a, *y = b;
+
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static void scan_work(uv_work_t *w)
+{
+        struct scan *sc = w->data;
+        const struct discover_lib *lib = &sc->srv->groups.driver_lib;
+        pid_t *pids = NULL, self = getpid();
+        size_t n = 0;
+
+        sc->error = discover_all(&pids, &n);
+        if (sc->error < 0)
+                return;
+        sc->procs = calloc(n ? n : 1, sizeof(*sc->procs));
+        if (!sc->procs) {
+                sc->error = -ENOMEM;
+                free(pids);
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct target_identity id;
+                struct watch_proc *p = &sc->procs[sc->n];
+                if (pids[i] == self || discover_maps_driver(pids[i], lib) <= 0 || target_open(pids[i], &id) < 0)
+                        continue;
+                p->pid = id.pid;
+                p->start_time = id.start_time;
+                p->owner = (struct policy_target){ id.ruid, id.euid, id.suid };
+                target_close(&id);
+                if (discover_comm(p->pid, p->comm, sizeof(p->comm)) < 0)
+                        p->comm[0] = '\0';
+                sc->n++;
+        }
+        free(pids);
+        qsort(sc->procs, sc->n, sizeof(*sc->procs), cmp_proc);
+}
+
+static void proc_event(struct server *s, const struct watch_proc *p, const char *type)
+{
+        struct watch_event e = WATCH_EVENT_INIT(type);
+
+        e.pid = p->pid;
+        e.start_time = p->start_time;
+        e.owner = p->owner;
+        e.command = p->comm;
+        watch_emit(s, &e);
+}
+
+static void scan_arm(struct server *s);
+
+static void scan_done(uv_work_t *w, int status)
+{
+        struct scan *sc = w->data;
+        struct server *s = sc->srv;
+        struct watch_table *t = table_of(s);
+
+        (void)status;
+        t->scanning = false;
+        if (sc->error < 0) {
+                log_warning("Watch: cannot scan /proc: %s", strerror(-sc->error));
+                free(sc->procs);
+                free(sc);
+                scan_arm(s);
+                return;
+        }
+        if (t->n > 0 && t->have_baseline) {
+                /* Both ascending by pid: one merge. */
+                size_t i = 0, j = 0;
+                while (i < t->n_procs || j < sc->n) {
+                        const struct watch_proc *o = i < t->n_procs ? &t->procs[i] : NULL;
+                        const struct watch_proc *nw = j < sc->n ? &sc->procs[j] : NULL;
+                        if (o && (!nw || o->pid < nw->pid)) {
+                                proc_event(s, o, WATCH_EXITED);
+                                i++;
+                        } else if (nw && (!o || nw->pid < o->pid)) {
+                                proc_event(s, nw, WATCH_APPEARED);
+                                j++;
+                        } else {
+                                if (o->start_time != nw->start_time) {
+                                        proc_event(s, o, WATCH_EXITED);
+                                        proc_event(s, nw, WATCH_APPEARED);
+                                }
+                                i++;
+                                j++;
+                        }
+                }
+        }
+        free(t->procs);
+        t->procs = sc->procs;
+        t->n_procs = sc->n;
+        t->have_baseline = t->n > 0;
+        free(sc);
+        scan_arm(s);
+}
+
+static void on_scan_timer(uv_timer_t *timer)
+{
+        struct server *s = timer->data;
+        struct watch_table *t = table_of(s);
+        struct scan *sc;
+
+        if (t->n == 0 || t->scanning || s->shutting_down)
+                return;
+        sc = calloc(1, sizeof(*sc));
+        if (!sc) {
+                scan_arm(s);
+                return;
+        }
+        sc->srv = s;
+        sc->work.data = sc;
+        t->scanning = true;
+        (void)uv_queue_work(s->loop, &sc->work, scan_work, scan_done);
+}
+
+/* The next scan, while watchers exist (the first one at once). */
+static void scan_arm(struct server *s)
+{
+        struct watch_table *t = table_of(s);
+        uint64_t period = s->cfg->watch_scan_ms;
+
+        if (t->n == 0 || period == 0 || t->scanning || s->shutting_down) {
+                if (t->n == 0) {
+                        free(t->procs);
+                        t->procs = NULL;
+                        t->n_procs = 0;
+                        t->have_baseline = false;
+                }
+                return;
+        }
+        uv_timer_start(&t->scan_timer, on_scan_timer, t->have_baseline ? period : 0, 0);
+}
+
+/* ---- watchers -------------------------------------------------------------- */
+
+void watch_init(struct server *s)
+{
+        struct watch_table *t = table_of(s);
+
+        uv_timer_init(s->loop, &t->scan_timer);
+        t->scan_timer.data = s;
+}
+
+void watch_close(struct server *s)
+{
+        struct watch_table *t = table_of(s);
+
+        if (!uv_is_closing((uv_handle_t *)&t->scan_timer))
+                uv_close((uv_handle_t *)&t->scan_timer, NULL);
+        free(t->procs);
+        t->procs = NULL;
+        t->n_procs = 0;
+}
+
+void watch_call(struct conn *c, const struct proto_call *call)
+{
+        struct server *s = c->server;
+        struct watch_table *t = table_of(s);
+        struct watcher *w;
+        cJSON *err = NULL;
+
+        if (call->oneway)
+                return;
+        if (!call->more) {
+                conn_send(c, proto_error_new(CUDACKPT_VARLINK_EXPECTED_MORE, NULL));
+                return;
+        }
+        if (s->shutting_down) {
+                conn_send(c, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
+                return;
+        }
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                conn_close(c);
+                return;
+        }
+        if (proto_parse_group(call, 0, s->cfg->max_group_members, &w->sel, &err) < 0 ||
+            (w->sel.kind != PROTO_SELECT_ALL && w->sel.kind != PROTO_SELECT_PIDS)) {
+                if (!err)
+                        err = proto_invalid_parameter("selector");
+                conn_send(c, err);
+                proto_group_request_done(&w->sel);
+                free(w);
+                return;
+        }
+        /* The caller's pids into ours; one it cannot see matches nothing. */
+        for (unsigned i = 0; i < w->sel.n_pids; i++)
+                if (pidns_to_daemon(&c->caller.pidns, w->sel.pids[i].pid, &w->sel.pids[i].pid) < 0)
+                        w->sel.pids[i].pid = -1;
+        w->conn = c;
+        c->watcher = w;
+        conn_ref(c);
+        c->busy = true; /* serves nothing else until it closes */
+        w->next = t->head;
+        if (t->head)
+                t->head->prev = w;
+        t->head = w;
+        t->n++;
+        s->sched.report_starts = true;
+        {
+                cJSON *p = cJSON_CreateObject(), *o = p ? cJSON_AddObjectToObject(p, "event") : NULL;
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                if (o) {
+                        cJSON_AddStringToObject(o, "type", "watching");
+                        cJSON_AddNumberToObject(o, "time", (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6);
+                }
+                conn_send(c, proto_reply_continues(p));
+        }
+        if (t->n == 1)
+                scan_arm(s);
+}
+
+void watch_conn_closed(struct server *s, struct conn *c)
+{
+        struct watch_table *t = table_of(s);
+        struct watcher *w = c->watcher;
+
+        if (!w)
+                return;
+        c->watcher = NULL;
+        if (w->prev)
+                w->prev->next = w->next;
+        else
+                t->head = w->next;
+        if (w->next)
+                w->next->prev = w->prev;
+        t->n--;
+        proto_group_request_done(&w->sel);
+        free(w);
+        if (t->n == 0) {
+                uv_timer_stop(&t->scan_timer);
+                s->sched.report_starts = false;
+        }
+        c->busy = false;
+        conn_unref(c);
+}
