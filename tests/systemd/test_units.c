@@ -78,7 +78,7 @@ static bool in_path(const char *name)
 static int verify(const char *analyze, const char *unitdir, const char *mansrc)
 {
         char man[PATH_MAX], sub[PATH_MAX + 16], from[PATH_MAX], to[PATH_MAX + 32];
-        char sock[PATH_MAX], svc[PATH_MAX], env_manpath[PATH_MAX + 16];
+        char sock[PATH_MAX], svc[PATH_MAX], msvc[PATH_MAX], mtimer[PATH_MAX], env_manpath[PATH_MAX + 16];
         static const char *const pages[][2] = { { "man8", "cudackptd.8" },
                                                 { "man1", "cudackptctl.1" } };
         bool have_man = in_path("man");
@@ -97,9 +97,11 @@ static int verify(const char *analyze, const char *unitdir, const char *mansrc)
         snprintf(env_manpath, sizeof(env_manpath), "MANPATH=%s", man);
         snprintf(sock, sizeof(sock), "%s/cudackptd.socket", unitdir);
         snprintf(svc, sizeof(svc), "%s/cudackptd.service", unitdir);
+        snprintf(msvc, sizeof(msvc), "%s/cudackpt-metrics.service", unitdir);
+        snprintf(mtimer, sizeof(mtimer), "%s/cudackpt-metrics.timer", unitdir);
         const char *env[] = { env_manpath, NULL };
         /* Without man(1) the Documentation= check cannot run; the rest can. */
-        const char *argv[] = { analyze, "verify", have_man ? "--man=yes" : "--man=no", sock, svc,
+        const char *argv[] = { analyze, "verify", have_man ? "--man=yes" : "--man=no", sock, svc, msvc, mtimer,
                                NULL };
         out = run(argv, env, &status);
         fputs(out, stdout);
@@ -107,7 +109,7 @@ static int verify(const char *analyze, const char *unitdir, const char *mansrc)
                   "systemd-analyze verify failed (status 0x%x)", status);
         SDT_CHECK(out[strspn(out, " \n")] == '\0', "systemd-analyze verify complained");
         free(out);
-        printf("ok: systemd-analyze verify accepts both units%s\n",
+        printf("ok: systemd-analyze verify accepts the four units%s\n",
                have_man ? " and finds their man pages" : " (man pages not checked: no man)");
         return 0;
 }

@@ -163,6 +163,7 @@ START_TEST(test_shipped_file)
         SAME(stall_warning_ms);
         SAME(max_group_members);
         SAME(max_groups_in_flight);
+        SAME(watch_scan_ms);
         SAME(log_level);
         SAME(n_operator_gids);
         SAME(operators_may_act_on_root);
