@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# run-lease-gpu.sh: a client holding a lease on a suspended CUDA process is
+# killed (SIGKILL); the daemon brings the process back to running, data
+# intact.  Then a lease_ms that expires, and a watcher that saw it all.
+#
+# For the GPU machine (binaries staged by stage-gpu.sh in .gpu/, carried):
+#   bash tests/gpu/run-lease-gpu.sh [MIB]     (default 4096)
+# Prints PASS/FAIL lines, the timings, and "N passed, N failed".
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+DIR=${GPU_DIR:-$ROOT/.gpu}
+MIB=${1:-4096}
+export LD_LIBRARY_PATH=$DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+[[ -x $DIR/cudackpt-gpu-target ]] || bash "$DIR/build-target.sh" || exit 2
+WORK=$(mktemp -d /tmp/cudackpt-lease-gpu.XXXXXX)
+SOCK=$WORK/sock
+CTL=$DIR/cudackptctl
+export CUDACKPT_SOCKET=$SOCK
+pass=0 failed=0
+ok() { echo "PASS $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; failed=$((failed + 1)); }
+cleanup() { kill "$DPID" "$T" "$W" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+st() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" "$WORK/t.status" 2>/dev/null; }
+wait_iter() { for _ in $(seq 2400); do i=$(st iter); [[ -n $i && $i -ge $1 ]] && return 0; sleep 0.05; done; return 1; }
+await_state() { # STATE SECONDS: prints the seconds it took
+        local t0=$(date +%s.%N)
+        for _ in $(seq $(($2 * 50))); do
+                [[ $("$CTL" state "$T" 2>/dev/null) == "$1" ]] && { awk -v a="$(date +%s.%N)" -v b="$t0" "BEGIN{printf \"%.2f\", a - b}"; return 0; }
+                sleep 0.02
+        done
+        return 1
+}
+
+"$DIR/cudackptd" --socket="$SOCK" --driver=libcuda.so.1 >"$WORK/daemon.log" 2>&1 &
+DPID=$!
+for _ in $(seq 300); do "$CTL" info >/dev/null 2>&1 && break; sleep 0.1; done
+"$DIR/cudackpt-gpu-target" --mib="$MIB" --status="$WORK/t.status" --quiet &
+T=$!
+wait_iter 1 || { bad "the target never verified its data"; exit 1; }
+"$CTL" --json watch --pids="$T" >"$WORK/watch.out" 2>&1 &
+W=$!
+
+# 1. Suspend under --hold, the holder killed.
+"$CTL" suspend --hold "$T" -- sleep 600 >"$WORK/hold.out" 2>&1 &
+H=$!
+took=$(await_state checkpointed 120) && ok "suspended under --hold in ${took}s: $(head -1 "$WORK/hold.out")" ||
+        bad "never checkpointed: $(cat "$WORK/hold.out")"
+kill -9 "$H"
+pkill -f "^sleep 600$" 2>/dev/null
+took=$(await_state running 120) && ok "running again ${took}s after the holder was killed" || bad "not running again"
+before=$(st iter)
+wait_iter $((before + 2)) && v=$(cat "$WORK/t.status")
+[[ ${v:-} == *" total_mismatches=0 "* && ${v:-} == *" error=none"* ]] && ok "data intact: $v" || bad "data: ${v:-none}"
+
+# 2. A lease_ms that expires.
+out=$("$CTL" suspend --lease-ms=2000 "$T") && ok "suspend --lease-ms=2000: $out" || bad "suspend: $out"
+took=$(await_state running 120) && ok "running again ${took}s after the reply (lease 2 s, then the restore)" ||
+        bad "lease never undone"
+before=$(st iter)
+wait_iter $((before + 2)) && v=$(cat "$WORK/t.status")
+[[ ${v:-} == *" total_mismatches=0 "* && ${v:-} == *" error=none"* ]] && ok "data intact: $v" || bad "data: ${v:-none}"
+
+sleep 0.5
+grep -c '"type":"lease-ended"' "$WORK/watch.out" | grep -qx 2 && ok "the watcher saw both leases end" ||
+        bad "watch: $(grep lease "$WORK/watch.out")"
+grep '"type":"lease-ended"' "$WORK/watch.out"
+grep -E '"type":"finished"' "$WORK/watch.out" | sed -n 's/.*"method":"\([A-Za-z]*\)".*"duration_ms":\([0-9.]*\).*/\1 \2 ms/p'
+grep -E 'Lease|lease' "$WORK/daemon.log" | tail -n 8
+"$CTL" metrics | grep -E '^cudackpt_(lease|leases)'
+echo "$pass passed, $failed failed"
+((failed == 0))
