@@ -134,6 +134,15 @@ int ctl_watch_run(cudackpt_client *client, const ctl_watch *w);
  * and renamed over it, for node_exporter's textfile collector). */
 int ctl_metrics_run(cudackpt_client *client, const char *prefix, const char *output);
 
+/* ---- progress.c ---- */
+
+/* Shows the progress of the checkpoint or restore of pid on stderr (a line
+ * rewritten in place when tty) until ctl_progress_stop(), from a Watch on a
+ * connection of its own.  -errno when it cannot watch (then no progress). */
+typedef struct ctl_progress ctl_progress;
+int ctl_progress_start(const char *socket_path, int pid, bool tty, ctl_progress **ret);
+void ctl_progress_stop(ctl_progress *p); /* accepts NULL */
+
 /* ---- lease.c ---- */
 
 /* lock or suspend of one PID with a lease, and --hold. */

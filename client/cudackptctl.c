@@ -11,6 +11,7 @@
  * command line of NVIDIA's utility instead, for CRIU's CUDA plugin: see
  * compat.c. */
 #include "ctl.h"
+#include "doctor.h"
 
 #include <cJSON.h>
 
@@ -45,6 +46,7 @@ typedef enum ctl_command_id {
         CTL_METRICS,
         CTL_RELEASE,
         CTL_RENEW,
+        CTL_DOCTOR,
 } ctl_command_id;
 
 /* What each command takes. */
@@ -82,6 +84,7 @@ static const ctl_command ctl_commands[] = {
         { "metrics", CTL_METRICS, 0, NULL },
         { "release", CTL_RELEASE, CTL_TAKES_LEASE_ID, NULL },
         { "renew", CTL_RENEW, CTL_TAKES_LEASE_ID, NULL },
+        { "doctor", CTL_DOCTOR, 0, NULL },
 };
 
 /* The parsed command line. */
@@ -100,6 +103,7 @@ typedef struct ctl_args {
         char **command_argv;      /* --hold: what follows "--", NULL-terminated; NULL: none */
         long long lease;          /* release, renew: the lease id */
         const char *output;       /* metrics --output */
+        const char *driver;       /* doctor --driver */
         char *prefix;             /* "cudackptctl: COMMAND ...: ", for errors */
 } ctl_args;
 
@@ -122,6 +126,11 @@ static void ctl_help(void) {
                "                             and interfaces\n"
                "  ps [SELECTOR]              list the CUDA processes you may act on (or those of\n"
                "                             SELECTOR): PID, USER, STATE, CGROUP, COMMAND\n"
+               "  doctor                     check this node: the CUDA driver, persistence mode,\n"
+               "                             the daemon, kernel features, cgroups, CRIU and\n"
+               "                             transparent huge pages; one line each: ok, warn,\n"
+               "                             fail or skip, what was found and what to do.  Exit\n"
+               "                             status 1 when a check failed, else 0\n"
                "  watch [--pids=...]         follow operations, states, leases and CUDA processes\n"
                "                             appearing and exiting, one line per event\n"
                "  metrics [--output=PATH]    print the daemon's Prometheus metrics (or write\n"
@@ -140,7 +149,9 @@ static void ctl_help(void) {
                "  --cgroup=PATH              the CUDA processes of a cgroup v2 and below it, as\n"
                "                             /proc/PID/cgroup names it (/kubepods/pod42)\n"
                "  --tree=PID                 the CUDA processes among PID and its descendants\n"
-               "  --progress, --no-progress  show each member's progress on stderr, or not\n"
+               "  --progress, --no-progress  show each member's progress on stderr, or not (and\n"
+               "                             for one PID, how much memory a checkpoint or\n"
+               "                             restore has moved)\n"
                "                             (default: when stderr is a terminal)\n"
                "\n"
                "Options:\n"
@@ -156,6 +167,8 @@ static void ctl_help(void) {
                "  --map=OLD=NEW[,OLD=NEW...] restore, resume: restore onto other GPUs, mapping\n"
                "                             each old GPU UUID to a new one (GPU-xxxxxxxx-xxxx-\n"
                "                             xxxx-xxxx-xxxxxxxxxxxx); may be repeated\n"
+               "  --driver=PATH              doctor: the CUDA driver library to check (default\n"
+               "                             libcuda.so.1)\n"
                "  --lease-ms=MS              lock, suspend: undo the operation (back to running)\n"
                "                             MS ms after the reply unless released first\n"
                "  --hold                     lock, suspend of a PID: hold a lease while COMMAND\n"
@@ -229,6 +242,7 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 OPT_LEASE_MS,
                 OPT_HOLD,
                 OPT_OUTPUT,
+                OPT_DRIVER,
         };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, OPT_SOCKET },
@@ -244,6 +258,7 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 { "lease-ms", required_argument, NULL, OPT_LEASE_MS },
                 { "hold", no_argument, NULL, OPT_HOLD },
                 { "output", required_argument, NULL, OPT_OUTPUT },
+                { "driver", required_argument, NULL, OPT_DRIVER },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { NULL, 0, NULL, 0 },
@@ -345,6 +360,11 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                                 return ctl_usage_error("--output needs a path");
                         a->output = optarg;
                         break;
+                case OPT_DRIVER:
+                        if (!*optarg)
+                                return ctl_usage_error("--driver needs a path");
+                        a->driver = optarg;
+                        break;
                 case 'h':
                         ctl_help();
                         return CUDACKPT_EXIT_OK;
@@ -413,16 +433,21 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 return ctl_usage_error("--hold takes a PID, not %s", ctl_selector_option(a->selector.kind));
         if (a->output && a->command->id != CTL_METRICS)
                 return ctl_usage_error("--output is for metrics, not %s", a->command->name);
+        if (a->driver && a->command->id != CTL_DOCTOR)
+                return ctl_usage_error("--driver is for doctor, not %s", a->command->name);
         if (saw_lock_timeout && !(a->command->flags & CTL_TAKES_LOCK_TIMEOUT))
                 return ctl_usage_error("--lock-timeout is for lock and suspend, not %s", a->command->name);
         if (saw_map && !(a->command->flags & CTL_TAKES_MAP))
                 return ctl_usage_error("--map is for restore and resume, not %s", a->command->name);
-        if (a->progress >= 0 && a->selector.kind == CTL_SELECT_NONE)
-                return ctl_usage_error("--%s is for the group forms (--pids, --cgroup, --tree)",
-                                       a->progress ? "progress" : "no-progress");
         if (a->progress >= 0 && !(a->command->flags & CTL_TAKES_GROUP))
-                return ctl_usage_error("--%s is for group operations, not %s",
+                return ctl_usage_error("--%s is for operations, not %s",
                                        a->progress ? "progress" : "no-progress", a->command->name);
+        /* Of one PID, only a checkpoint or restore has progress to show. */
+        if (a->progress >= 0 && a->selector.kind == CTL_SELECT_NONE &&
+            (a->command->id == CTL_LOCK || a->command->id == CTL_UNLOCK))
+                return ctl_usage_error("--%s is for checkpoint, restore, suspend and resume of a PID, "
+                                       "and for the group forms",
+                                       a->progress ? "progress" : "no-progress");
         return -1;
 }
 
@@ -557,6 +582,7 @@ static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *
         case CTL_METRICS:
         case CTL_RELEASE:
         case CTL_RENEW:
+        case CTL_DOCTOR:
                 break; /* run in ctl_run() */
         }
         return -EINVAL;
@@ -572,6 +598,16 @@ static int ctl_run(const ctl_args *a) {
         if (!a->prefix) {
                 fputs(CTL_NAME ": out of memory\n", stderr);
                 return CUDACKPT_EXIT_FAILURE;
+        }
+        if (a->command->id == CTL_DOCTOR) {
+                ctl_doctor d = {
+                        .socket = a->socket,
+                        .driver = a->driver,
+                        .json = a->json,
+                        .timeout_ms = a->timeout_ms,
+                };
+
+                return ctl_doctor_run(&d);
         }
         r = cudackpt_client_connect(path, &client);
         if (r < 0) {
@@ -643,7 +679,14 @@ static int ctl_run(const ctl_args *a) {
                 return status;
         }
 
+        /* A checkpoint or restore of a GPU's memory takes seconds: show how far it is. */
+        ctl_progress *progress = NULL;
+        if ((a->command->id == CTL_SUSPEND || a->command->id == CTL_RESUME || a->command->id == CTL_CHECKPOINT ||
+             a->command->id == CTL_RESTORE) &&
+            (a->progress > 0 || (a->progress < 0 && isatty(STDERR_FILENO))))
+                (void)ctl_progress_start(path, a->pid, isatty(STDERR_FILENO), &progress);
         r = ctl_call(client, a, &reply);
+        ctl_progress_stop(progress);
         if (r < 0) {
                 ctl_error_prefix(a);
                 fprintf(stderr, "%s\n", ctl_describe_call_failure(r));

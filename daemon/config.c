@@ -39,6 +39,7 @@ void config_init(struct config *c)
                 .max_group_members = 256,
                 .max_groups_in_flight = 16,
                 .watch_scan_ms = 1000,
+                .progress_interval_ms = 500,
                 .log_level = 6, /* LOG_INFO */
                 .read_only_lane = true,
         };
@@ -132,6 +133,7 @@ static const struct uint_key uint_keys[] = {
         UKEY(max_group_members, 1, 65536),
         UKEY(max_groups_in_flight, 1, 4096),
         UKEY(watch_scan_ms, 0, 3600000),
+        UKEY(progress_interval_ms, 0, 3600000),
 };
 
 static void store_uint(struct config *c, const struct uint_key *k, double v)

@@ -35,6 +35,7 @@ struct config {
         unsigned max_group_members;   /* processes in one group operation */
         unsigned max_groups_in_flight; /* group operations and ListProcesses at once */
         uint64_t watch_scan_ms;       /* while watchers exist, look for CUDA processes this often; 0 = never */
+        uint64_t progress_interval_ms; /* while watchers exist, sample checkpoints this often; 0 = never */
         int log_level;                /* syslog level */
 
         /* Policy, on top of "root acts on any process, others on their own". */

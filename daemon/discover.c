@@ -1,6 +1,8 @@
 /* discover.c: /proc scans for group selectors and ListProcesses. */
 #include "discover.h"
 
+#include "kernel-abi.h"
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -16,32 +18,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-/* PROCMAP_QUERY (Linux 6.11, <linux/fs.h>): one mapping of a maps file
- * descriptor by address, with its file's device and inode and, on request,
- * its path.  Defined here for older headers; the layout is the kernel's ABI. */
-#ifndef PROCMAP_QUERY
-struct procmap_query {
-        uint64_t size;
-        uint64_t query_flags;
-        uint64_t query_addr;
-        uint64_t vma_start;
-        uint64_t vma_end;
-        uint64_t vma_flags;
-        uint64_t vma_page_size;
-        uint64_t vma_offset;
-        uint64_t inode;
-        uint32_t dev_major;
-        uint32_t dev_minor;
-        uint32_t vma_name_size;
-        uint32_t build_id_size;
-        uint64_t vma_name_addr;
-        uint64_t build_id_addr;
-};
-#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
-#define PROCMAP_QUERY_VMA_EXECUTABLE 0x04
-#define PROCMAP_QUERY_COVERING_OR_NEXT_VMA 0x10
-#define PROCMAP_QUERY_FILE_BACKED_VMA 0x20
-#endif
 
 int discover_lib_of(const void *symbol, struct discover_lib *ret)
 {

@@ -252,17 +252,67 @@ static bool do_lock(struct run *x, uint32_t timeout_ms)
                step_done(x, OPS_STEP_LOCK, driver_lock(x->d, x->t->identity.pid, timeout_ms));
 }
 
+/* Progress (watch.h): while someone watches, a checkpoint or restore
+ * notes the process's resident memory as it begins, which the loop's
+ * sampler compares with later readings, and a checkpoint what it moved,
+ * which is the next restore's (and checkpoint's) total.  One read of the
+ * pinned status file each; nothing when nobody watches. */
+static void progress_begin(struct run *x, enum ops_step step)
+{
+        struct sched_target *t = x->t;
+        uint64_t rss;
+
+        if (!atomic_load(&t->sched->want_progress) || target_rss(&t->identity, &rss) < 0)
+                return;
+        uv_mutex_lock(&t->lock);
+        if (t->ckpt_start_time != t->identity.start_time)
+                t->ckpt_bytes = -1; /* measured on another process */
+        t->progress_step = (int)step;
+        t->rss_start = rss;
+        t->total_bytes = t->ckpt_bytes;
+        uv_mutex_unlock(&t->lock);
+}
+
+static void progress_end(struct run *x, enum ops_step step, bool ok)
+{
+        struct sched_target *t = x->t;
+        uint64_t rss;
+        bool measure;
+
+        uv_mutex_lock(&t->lock);
+        measure = t->progress_step == (int)step && step == OPS_STEP_CHECKPOINT && ok;
+        t->progress_step = 0;
+        uv_mutex_unlock(&t->lock);
+        if (!measure || target_rss(&t->identity, &rss) < 0)
+                return;
+        uv_mutex_lock(&t->lock);
+        t->ckpt_bytes = rss > t->rss_start ? (int64_t)(rss - t->rss_start) : 0;
+        t->ckpt_start_time = t->identity.start_time;
+        uv_mutex_unlock(&t->lock);
+}
+
 static bool do_checkpoint(struct run *x)
 {
-        return may_call(x, OPS_STEP_CHECKPOINT) &&
-               step_done(x, OPS_STEP_CHECKPOINT, driver_checkpoint(x->d, x->t->identity.pid));
+        bool ok;
+
+        if (!may_call(x, OPS_STEP_CHECKPOINT))
+                return false;
+        progress_begin(x, OPS_STEP_CHECKPOINT);
+        ok = step_done(x, OPS_STEP_CHECKPOINT, driver_checkpoint(x->d, x->t->identity.pid));
+        progress_end(x, OPS_STEP_CHECKPOINT, ok);
+        return ok;
 }
 
 static bool do_restore(struct run *x)
 {
-        return may_call(x, OPS_STEP_RESTORE) &&
-               step_done(x, OPS_STEP_RESTORE,
-                         driver_restore(x->d, x->t->identity.pid, x->req->pairs, x->req->n_pairs));
+        bool ok;
+
+        if (!may_call(x, OPS_STEP_RESTORE))
+                return false;
+        progress_begin(x, OPS_STEP_RESTORE);
+        ok = step_done(x, OPS_STEP_RESTORE, driver_restore(x->d, x->t->identity.pid, x->req->pairs, x->req->n_pairs));
+        progress_end(x, OPS_STEP_RESTORE, ok);
+        return ok;
 }
 
 static bool do_unlock(struct run *x)

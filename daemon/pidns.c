@@ -10,18 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* <linux/nsfs.h> (Linux 6.7) and <linux/pidfd.h> (Linux 6.11); defined here
- * for older headers, the values are the kernel's ABI. */
-#define PIDNS_NSIO 0xb7
-#ifndef NS_GET_PID_FROM_PIDNS
-#define NS_GET_PID_FROM_PIDNS _IOR(PIDNS_NSIO, 0x6, int)
-#endif
-#ifndef NS_GET_PID_IN_PIDNS
-#define NS_GET_PID_IN_PIDNS _IOR(PIDNS_NSIO, 0x8, int)
-#endif
-#ifndef PIDFD_GET_PID_NAMESPACE
-#define PIDFD_GET_PID_NAMESPACE _IO(0xFF, 5)
-#endif
+#include "kernel-abi.h"
+
 
 /* The daemon's own pid namespace, read once. */
 static struct stat own_ns;

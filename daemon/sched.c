@@ -121,6 +121,8 @@ static struct sched_target *target_new(struct sched *s, pid_t pid)
         t->identity.status_fd = -1;
         t->last_state = -1;
         t->watch_status_fd = -1;
+        t->ckpt_bytes = -1;
+        t->total_bytes = -1;
         t->next_in_bucket = s->buckets[b];
         s->buckets[b] = t;
         s->n_targets++;
@@ -552,6 +554,21 @@ int sched_submit(struct sched *s, struct sched_op *op, unsigned *ret_limit)
         s->n_ops++;
         start_next(s, t);
         return 0;
+}
+
+uint64_t sched_running_seq(struct sched *s, pid_t pid)
+{
+        struct sched_target *t = find_target(s, pid);
+
+        return t && t->running ? t->running->seq : 0;
+}
+
+void sched_for_each_running(struct sched *s, void (*fn)(void *ctx, struct sched_target *t), void *ctx)
+{
+        for (unsigned b = 0; b < SCHED_BUCKETS; b++)
+                for (struct sched_target *t = s->buckets[b]; t; t = t->next_in_bucket)
+                        if (t->running)
+                                fn(ctx, t);
 }
 
 bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *ret)

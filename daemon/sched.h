@@ -17,6 +17,7 @@
 #ifndef CUDACKPT_SCHED_H
 #define CUDACKPT_SCHED_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -83,6 +84,12 @@ struct sched_target {
         pid_t watch_pid;              /* the running op's process */
         bool want_wake;               /* waiters exist: wake the loop on publish */
         bool want_id_wake;            /* a start to report: wake the loop once pinned */
+        /* Progress of the running checkpoint or restore (progress.c), under lock. */
+        int progress_step;            /* OPS_STEP_CHECKPOINT or _RESTORE with a baseline; 0 none */
+        uint64_t rss_start;           /* VmRSS when that step began */
+        int64_t total_bytes;          /* what it should move; -1 unknown */
+        int64_t ckpt_bytes;           /* what this process's last checkpoint moved; -1 unknown */
+        uint64_t ckpt_start_time;     /* ... of the process with this start time */
         /* The cache of idle targets (loop thread only). */
         bool cached;                  /* on the LRU list below, depth == 0 */
         struct sched_target *lru_prev, *lru_next; /* most recently used first */
@@ -111,6 +118,7 @@ struct sched {
         uv_loop_t *loop;
         struct sched_hooks hooks;
         bool report_starts;     /* call hooks.started (someone watches) */
+        atomic_bool want_progress; /* workers take progress baselines (someone watches) */
         const struct config *cfg;
         const struct driver *drv;
         sched_done_fn done;
@@ -158,6 +166,11 @@ void sched_done(struct sched *s); /* no ops may remain */
  * process under another target (a thread id of it). */
 void sched_process_enter(struct sched *s, pid_t pid);
 void sched_process_leave(struct sched *s, pid_t pid);
+
+/* The seq of the op running on pid's target now, 0 when none. */
+uint64_t sched_running_seq(struct sched *s, pid_t pid);
+/* Calls fn for every target whose op runs now (loop thread). */
+void sched_for_each_running(struct sched *s, void (*fn)(void *ctx, struct sched_target *t), void *ctx);
 
 /* Called by the worker to publish progress (ops.c). */
 void sched_publish(struct sched_target *t, const struct target_identity *id, int state);

@@ -20,6 +20,7 @@
 
 #include "conn.h"
 #include "dispatch.h"
+#include "kernel-abi.h"
 #include "log.h"
 
 static struct server_uid_count *uid_slot(struct server *s, uid_t uid, bool create)
@@ -56,10 +57,6 @@ void server_conn_gone(struct server *s, struct conn *c)
         s->n_conns--;
         server_maybe_finish(s);
 }
-
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77 /* Linux 6.5; older headers lack it */
-#endif
 
 static void read_peer(int fd, struct policy_caller *caller)
 {

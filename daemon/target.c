@@ -185,19 +185,46 @@ int target_alive_settled(const struct target_identity *id, uint64_t exit_wait_ms
         return await_exit(id, exit_wait_ms > INT32_MAX ? INT32_MAX : (int)exit_wait_ms);
 }
 
+/* The pinned status file's text.  Once the process has gone it reads as
+ * ESRCH (or empty): it never shows another process. */
+static ssize_t read_status(const struct target_identity *id, char *buf, size_t size)
+{
+        ssize_t n;
+
+        if (id->status_fd < 0)
+                return -ESRCH;
+        n = read_fd(id->status_fd, buf, size);
+        if (n <= 0)
+                return n == 0 || n == -ESRCH || n == -ENOENT ? -ESRCH : n;
+        return n;
+}
+
 int target_refresh(struct target_identity *id)
 {
         char buf[4096];
         ssize_t n;
 
-        if (id->status_fd < 0)
-                return -ESRCH;
-        n = read_fd(id->status_fd, buf, sizeof(buf));
-        /* Once the process has gone its status file reads as ESRCH (or
-         * empty); it never shows another process. */
-        if (n <= 0)
-                return n == 0 || n == -ESRCH || n == -ENOENT ? -ESRCH : (int)n;
+        n = read_status(id, buf, sizeof(buf));
+        if (n < 0)
+                return (int)n;
         return target_parse_uids(buf, &id->ruid, &id->euid, &id->suid);
+}
+
+int target_rss(const struct target_identity *id, uint64_t *ret_bytes)
+{
+        char buf[4096];
+        unsigned long long kb;
+        const char *p;
+        ssize_t n;
+
+        n = read_status(id, buf, sizeof(buf));
+        if (n < 0)
+                return (int)n;
+        p = strstr(buf, "\nVmRSS:");
+        if (!p || sscanf(p + strlen("\nVmRSS:"), "%llu kB", &kb) != 1)
+                return -ENODATA; /* a zombie, or a kernel thread */
+        *ret_bytes = (uint64_t)kb * 1024;
+        return 0;
 }
 
 /* The state letter of a thread: field 3 of its stat line, or 0. */
@@ -231,13 +258,11 @@ int target_stopped(const struct target_identity *id)
         DIR *dir;
         int fd;
 
-        if (id->status_fd < 0)
-                return -ESRCH;
         /* Almost always the answer is in the main thread's State: line: a
          * process whose main thread runs or sleeps is not stopped. */
-        n = read_fd(id->status_fd, buf, sizeof(buf));
-        if (n <= 0)
-                return n == 0 || n == -ESRCH || n == -ENOENT ? -ESRCH : (int)n;
+        n = read_status(id, buf, sizeof(buf));
+        if (n < 0)
+                return (int)n;
         p = strstr(buf, "\nState:");
         if (!p)
                 return -EINVAL;

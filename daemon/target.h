@@ -56,6 +56,9 @@ int target_stopped(const struct target_identity *id);
 const char *target_stop_name(int stopped);
 /* Re-reads the pinned process's user ids; -ESRCH once it has gone. */
 int target_refresh(struct target_identity *id);
+/* The process's resident memory (VmRSS of its pinned status file), in
+ * bytes: it grows as a checkpoint writes GPU memory into the process. */
+int target_rss(const struct target_identity *id, uint64_t *ret_bytes);
 /* Parses field 22 of a /proc/PID/stat line; exposed for the unit tests. */
 int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, char *ret_state);
 /* Parses field 9, the kernel's flags of the task. */

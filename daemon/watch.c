@@ -3,6 +3,7 @@
 #include "watch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -101,6 +102,8 @@ static cJSON *event_json(const struct watch_event *e, pid_t vpid)
                 cJSON_AddStringToObject(o, "undo", e->undo);
         if (e->command)
                 cJSON_AddStringToObject(o, "command", e->command);
+        if (e->step)
+                cJSON_AddStringToObject(o, "step", e->step);
         if (e->owner.ruid != (uid_t)-1 && e->pid > 0)
                 cJSON_AddNumberToObject(o, "uid", e->owner.ruid);
         if (e->bytes >= 0)
@@ -176,6 +179,96 @@ void watch_op_finished(struct server *s, const struct sched_op *op)
                 e.duration_ms = -1;
                 watch_emit(s, &e);
         }
+}
+
+/* ---- progress -------------------------------------------------------------- */
+
+/* One reading of a running checkpoint's or restore's process (a worker
+ * reads it: the loop reads no /proc). */
+struct sample {
+        uv_work_t work;
+        struct server *srv;
+        struct watch_event e;
+        int step;
+        pid_t target;           /* the op's target and which op it was */
+        uint64_t seq;
+        int status_fd;          /* owned, a dup of the op's */
+        uint64_t rss_start, rss;
+        int error;
+};
+
+static void sample_work(uv_work_t *w)
+{
+        struct sample *sm = w->data;
+        struct target_identity id = { .pid = sm->e.pid, .pidfd = -1, .status_fd = sm->status_fd };
+
+        sm->error = target_rss(&id, &sm->rss);
+}
+
+static void sample_done(uv_work_t *w, int status)
+{
+        struct sample *sm = w->data;
+        struct server *s = sm->srv;
+
+        (void)status;
+        table_of(s)->sampling--;
+        close(sm->status_fd);
+        /* A reading that comes back after its op has ended says nothing new. */
+        if (sm->error == 0 && sched_running_seq(&s->sched, sm->target) == sm->seq) {
+                uint64_t moved = sm->step == OPS_STEP_CHECKPOINT ? (sm->rss > sm->rss_start ? sm->rss - sm->rss_start : 0)
+                                                                 : (sm->rss_start > sm->rss ? sm->rss_start - sm->rss : 0);
+                sm->e.bytes = (int64_t)moved;
+                watch_emit(s, &sm->e);
+        }
+        free(sm);
+}
+
+static void sample_one(void *ctx, struct sched_target *t)
+{
+        struct server *s = ctx;
+        struct sample *sm;
+        int fd = -1;
+
+        if (!t->running->start_reported)
+                return;
+        sm = calloc(1, sizeof(*sm));
+        if (!sm)
+                return;
+        sm->e = WATCH_EVENT_INIT(WATCH_PROGRESS);
+        uv_mutex_lock(&t->lock);
+        if (t->progress_step && t->watch_status_fd >= 0) {
+                fd = fcntl(t->watch_status_fd, F_DUPFD_CLOEXEC, 3);
+                sm->step = t->progress_step;
+                sm->rss_start = t->rss_start;
+                sm->e.total_bytes = t->total_bytes;
+                sm->e.pid = t->watch_pid;
+                sm->e.start_time = t->start_time;
+                sm->e.owner = t->owner;
+        }
+        uv_mutex_unlock(&t->lock);
+        if (fd < 0) {
+                free(sm);
+                return;
+        }
+        sm->srv = s;
+        sm->status_fd = fd;
+        sm->target = t->pid;
+        sm->seq = t->running->seq;
+        sm->e.method = t->running->method;
+        sm->e.group = proto_method_is_group(t->running->parent) ? t->running->parent : PROTO_METHODS;
+        sm->e.step = sm->step == OPS_STEP_CHECKPOINT ? "checkpoint" : "restore";
+        sm->work.data = sm;
+        table_of(s)->sampling++;
+        (void)uv_queue_work(s->loop, &sm->work, sample_work, sample_done);
+}
+
+static void on_progress_timer(uv_timer_t *timer)
+{
+        struct server *s = timer->data;
+
+        /* A pool too busy to have read the last ones is not given more. */
+        if (table_of(s)->sampling == 0 && s->sched.n_running > 0)
+                sched_for_each_running(&s->sched, sample_one, s);
 }
 
 /* ---- the scan -------------------------------------------------------------- */
@@ -323,6 +416,8 @@ void watch_init(struct server *s)
 
         uv_timer_init(s->loop, &t->scan_timer);
         t->scan_timer.data = s;
+        uv_timer_init(s->loop, &t->progress_timer);
+        t->progress_timer.data = s;
 }
 
 void watch_close(struct server *s)
@@ -331,6 +426,8 @@ void watch_close(struct server *s)
 
         if (!uv_is_closing((uv_handle_t *)&t->scan_timer))
                 uv_close((uv_handle_t *)&t->scan_timer, NULL);
+        if (!uv_is_closing((uv_handle_t *)&t->progress_timer))
+                uv_close((uv_handle_t *)&t->progress_timer, NULL);
         free(t->procs);
         t->procs = NULL;
         t->n_procs = 0;
@@ -381,6 +478,10 @@ void watch_call(struct conn *c, const struct proto_call *call)
         t->head = w;
         t->n++;
         s->sched.report_starts = true;
+        atomic_store(&s->sched.want_progress, true);
+        if (t->n == 1 && s->cfg->progress_interval_ms > 0)
+                uv_timer_start(&t->progress_timer, on_progress_timer, s->cfg->progress_interval_ms,
+                               s->cfg->progress_interval_ms);
         {
                 cJSON *p = cJSON_CreateObject(), *o = p ? cJSON_AddObjectToObject(p, "event") : NULL;
                 struct timespec ts;
@@ -414,7 +515,9 @@ void watch_conn_closed(struct server *s, struct conn *c)
         free(w);
         if (t->n == 0) {
                 uv_timer_stop(&t->scan_timer);
+                uv_timer_stop(&t->progress_timer);
                 s->sched.report_starts = false;
+                atomic_store(&s->sched.want_progress, false);
         }
         c->busy = false;
         conn_unref(c);

@@ -53,6 +53,7 @@ struct watch_event {
         const char *reason;             /* lease-ended: why; NULL */
         const char *undo;               /* lease-ended: "ok", "failed", NULL when not undone */
         const char *command;            /* appeared: comm; NULL */
+        const char *step;               /* progress: "checkpoint" or "restore" */
         int64_t bytes, total_bytes;     /* progress; < 0: unknown */
 };
 
@@ -65,7 +66,7 @@ struct watch_table {
         struct watch_proc *procs;       /* the last scan: CUDA processes by pid */
         size_t n_procs;
         uv_timer_t progress_timer;      /* samples checkpoints and restores */
-        bool sampling;
+        unsigned sampling;              /* progress samples on worker threads */
 };
 
 /* An event with the fields that do not apply at their "none" values. */

@@ -1352,3 +1352,50 @@ void itest_await_proc_state(pid_t pid, char want, bool equal)
                 usleep(1000);
         }
 }
+
+/* A server on path that answers one connection: it saves the request
+ * (up to its NUL) in request_file, sends each of replies with its NUL and
+ * closes.  Returns its pid, to wait for. */
+pid_t itest_fake_server(const char *path, const char *const *replies, const char *request_file)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        ck_assert(strlen(path) < sizeof(sa.sun_path));
+        strcpy(sa.sun_path, path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_msg(fd >= 0, "socket: %s", strerror(errno));
+        ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 4) == 0, "listen %s: %s",
+                      path, strerror(errno));
+        pid_t pid = fork();
+        ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+        if (pid == 0) {
+                char buf[4096];
+                size_t len = 0;
+                int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+                if (c < 0)
+                        _exit(1);
+                while (len < sizeof(buf) && !memchr(buf, '\0', len)) {
+                        ssize_t n = read(c, buf + len, sizeof(buf) - len);
+                        if (n <= 0)
+                                _exit(1);
+                        len += (size_t)n;
+                }
+                FILE *f = fopen(request_file, "we");
+                if (!f || fputs(buf, f) < 0 || fclose(f) != 0)
+                        _exit(1);
+                for (size_t i = 0; replies[i]; i++)
+                        if (send(c, replies[i], strlen(replies[i]) + 1, MSG_NOSIGNAL) < 0)
+                                _exit(1);
+                close(c);
+                _exit(0);
+        }
+        close(fd);
+        return pid;
+}
+
+void itest_await_fake_server(pid_t pid)
+{
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the fake server: %s",
+                      itest_describe_status(status));
+}

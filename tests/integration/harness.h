@@ -318,6 +318,13 @@ const cJSON *itest_get(const cJSON *reply, const char *key);
 int itest_raw_call(const char *sock, const char *json, int timeout_ms, cJSON **ret_reply, char *msg,
                    size_t msg_size);
 
+/* A server on path that answers one connection: it saves the request (up
+ * to its NUL) in request_file, sends each of replies (NULL-terminated)
+ * with its NUL and closes.  Returns its pid, for itest_await_fake_server(),
+ * which asserts it exited 0. */
+pid_t itest_fake_server(const char *path, const char *const *replies, const char *request_file);
+void itest_await_fake_server(pid_t pid);
+
 /* Monotonic clock in milliseconds. */
 double itest_now_ms(void);
 

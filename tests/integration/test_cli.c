@@ -804,53 +804,6 @@ START_TEST(cli_group_progress)
 }
 END_TEST
 
-/* A server on path that answers one connection: it saves the request
- * (up to its NUL) in request_file, sends each of replies with its NUL and
- * closes.  Returns its pid, to wait for. */
-static pid_t fake_server(const char *path, const char *const *replies, const char *request_file)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        ck_assert(strlen(path) < sizeof(sa.sun_path));
-        strcpy(sa.sun_path, path);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_msg(fd >= 0, "socket: %s", strerror(errno));
-        ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 4) == 0, "listen %s: %s",
-                      path, strerror(errno));
-        pid_t pid = fork();
-        ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
-        if (pid == 0) {
-                char buf[4096];
-                size_t len = 0;
-                int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
-                if (c < 0)
-                        _exit(1);
-                while (len < sizeof(buf) && !memchr(buf, '\0', len)) {
-                        ssize_t n = read(c, buf + len, sizeof(buf) - len);
-                        if (n <= 0)
-                                _exit(1);
-                        len += (size_t)n;
-                }
-                FILE *f = fopen(request_file, "we");
-                if (!f || fputs(buf, f) < 0 || fclose(f) != 0)
-                        _exit(1);
-                for (size_t i = 0; replies[i]; i++)
-                        if (send(c, replies[i], strlen(replies[i]) + 1, MSG_NOSIGNAL) < 0)
-                                _exit(1);
-                close(c);
-                _exit(0);
-        }
-        close(fd);
-        return pid;
-}
-
-static void await_fake_server(pid_t pid)
-{
-        int status = 0;
-        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the fake server: %s",
-                      itest_describe_status(status));
-}
-
 static char *read_text(const char *path)
 {
         static char buf[4096];
@@ -879,10 +832,10 @@ START_TEST(cli_group_hostile_server)
                 "\"duration_ms\":2.0}}",
                 NULL,
         };
-        pid_t srv = fake_server(sock, evil, req);
+        pid_t srv = itest_fake_server(sock, evil, req);
         struct itest_proc_result *r =
                 ctl(NULL, itest_strdupf("--socket=%s", sock), "--progress", "lock", "--pids=7", NULL);
-        await_fake_server(srv);
+        itest_await_fake_server(srv);
         ck_assert_msg(r->status == 0, "exit status %d (stdout \"%s\", stderr \"%s\")", r->status, r->out, r->err);
         cJSON *j = itest_keep_json(cJSON_Parse(read_text(req)));
         const cJSON *more = cJSON_GetObjectItemCaseSensitive(j, "more");
@@ -901,9 +854,9 @@ START_TEST(cli_group_hostile_server)
 
         /* Without --progress off a terminal: no "more". */
         static const char *const plain[] = { "{\"parameters\":{\"members\":[],\"skipped\":[]}}", NULL };
-        srv = fake_server(itest_strdupf("%s/fake2", d->dir), plain, req);
+        srv = itest_fake_server(itest_strdupf("%s/fake2", d->dir), plain, req);
         r = ctl(NULL, itest_strdupf("--socket=%s/fake2", d->dir), "unlock", "--tree=1", NULL);
-        await_fake_server(srv);
+        itest_await_fake_server(srv);
         assert_run(r, 0, "no CUDA process matched\n");
         j = itest_keep_json(cJSON_Parse(read_text(req)));
         ck_assert_msg(!cJSON_GetObjectItemCaseSensitive(j, "more"), "request \"%s\"", read_text(req));
@@ -914,9 +867,9 @@ START_TEST(cli_group_hostile_server)
                 CUDACKPT_ERROR_NOT_SUPPORTED "\"},\"continues\":true}",
                 NULL,
         };
-        srv = fake_server(itest_strdupf("%s/fake3", d->dir), bad, req);
+        srv = itest_fake_server(itest_strdupf("%s/fake3", d->dir), bad, req);
         r = ctl(NULL, itest_strdupf("--socket=%s/fake3", d->dir), "--progress", "suspend", "--pids=7", NULL);
-        await_fake_server(srv);
+        itest_await_fake_server(srv);
         assert_run(r, 1, "");
         assert_has("stderr", r->err, "invalid reply from cudackptd");
 }
@@ -953,7 +906,7 @@ START_TEST(cli_group_usage)
         assert_run(ctl(d, "lock", "--cgroup=/a/../b", NULL), 2, "");
         assert_run(ctl(d, "lock", "--cgroup=/a//b", NULL), 2, "");
         assert_run(ctl(d, "lock", "--cgroup=", NULL), 2, "");
-        /* --progress only with a group; options where they belong. */
+        /* --progress not with lock of a PID; options where they belong. */
         assert_run(ctl(d, "--progress", "lock", p, NULL), 2, "");
         assert_run(ctl(d, "--no-progress", "ps", NULL), 2, "");
         assert_run(ctl(d, "checkpoint", pids, "--lock-timeout=5", NULL), 2, "");

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -500,6 +501,296 @@ START_TEST(watch_slow_watcher_cut)
 }
 END_TEST
 
+/* ---- progress ---------------------------------------------------------------- */
+
+/* --itest-grow MIB_PER_S: a target whose resident memory grows at that
+ * rate (up to 1 GiB), as a real one's does while the driver checkpoints
+ * it; the simulator moves no memory. */
+static int grow_mode(char **argv)
+{
+        size_t cap = (size_t)1 << 30, step = (size_t)1 << 20, done = 0;
+        long rate = strtol(argv[2], NULL, 10);
+        char *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+        if (p == MAP_FAILED || rate <= 0 || write(3, "r", 1) != 1)
+                return 1;
+        close(3);
+        for (;;) {
+                if (done + step <= cap) {
+                        memset(p + done, 1, step);
+                        done += step;
+                }
+                usleep((useconds_t)(1000000 / rate));
+        }
+}
+
+static const cJSON *ev_num(const cJSON *e, const char *key)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, key);
+        return cJSON_IsNumber(v) ? v : NULL;
+}
+
+/* Collects the progress events of one Suspend of pid until its finished
+ * event; returns how many, the last bytes and total_bytes (-1 absent). */
+static int suspend_progress(struct itest_conn *c, struct itest_conn *w, pid_t pid, double *ret_bytes,
+                            double *ret_total)
+{
+        int n = 0;
+        double last = -1;
+
+        itest_sendf(c, "{\"method\":\"" CUDACKPT_METHOD_SUSPEND "\",\"parameters\":{\"pid\":%d}}", (int)pid);
+        *ret_total = -1;
+        for (int i = 0; i < 1000; i++) {
+                const cJSON *e = next_event(w, 10000), *b, *t;
+                if (strcmp(ev_str(e, "type"), "finished") == 0 && strcmp(ev_str(e, "method"), "Suspend") == 0)
+                        break;
+                /* The Resume before may have reported its restore. */
+                if (strcmp(ev_str(e, "type"), "progress") != 0 || strcmp(ev_str(e, "method"), "Resume") == 0)
+                        continue;
+                ck_assert_msg(strcmp(ev_str(e, "step"), "checkpoint") == 0 && strcmp(ev_str(e, "method"), "Suspend") == 0 &&
+                                      (b = ev_num(e, "bytes")) && b->valuedouble >= last,
+                              "progress %s after %.0f bytes", cJSON_PrintUnformatted(e), last);
+                last = b->valuedouble;
+                t = ev_num(e, "total_bytes");
+                *ret_total = t ? t->valuedouble : -1;
+                n++;
+        }
+        itest_assert_state(itest_recv(c), pid, "checkpointed");
+        *ret_bytes = last;
+        return n;
+}
+
+/* A watcher sees a long checkpoint's progress: the resident memory it
+ * gained, growing; from the second checkpoint on, against what the first
+ * one moved. */
+START_TEST(watch_progress)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"progress_interval_ms\":100}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        const char *argv[] = { itest_self_exe(), "--itest-grow", "200", NULL };
+        /* Checkpoints of 1.5 s. */
+        const char *env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=384", "CUDACKPT_SIM_CKPT_MIBPS=256", NULL };
+        pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
+        struct itest_conn *c = itest_connect(d);
+        struct itest_conn *w = watcher(d, itest_strdupf("{\"pids\":[{\"pid\":%d}]}", (int)pid));
+        double bytes, total;
+        int n;
+
+        itest_assert_state(state_of(c, pid), pid, "running");
+        n = suspend_progress(c, w, pid, &bytes, &total);
+        ck_assert_msg(n >= 3 && bytes >= 50.0 * 1024 * 1024, "%d progress events, the last at %.0f bytes", n, bytes);
+        ck_assert_msg(total < 0, "a first checkpoint's total is unknown, got %.0f", total);
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
+        n = suspend_progress(c, w, pid, &bytes, &total);
+        ck_assert_msg(n >= 3 && total >= 100.0 * 1024 * 1024, "%d progress events against %.0f bytes", n, total);
+        printf("progress: %d events, %.0f MiB of %.0f MiB\n", n, bytes / 1048576, total / 1048576);
+}
+END_TEST
+
+/* ---- cudackptctl -------------------------------------------------------------- */
+
+static const char *ctl_path(void)
+{
+        const char *p = getenv("CUDACKPT_TEST_CTL");
+
+        ck_assert_msg(p && *p, "CUDACKPT_TEST_CTL is not set: run the integration tests through ctest");
+        return p;
+}
+
+static void run_ctl(struct itest_daemon *d, struct itest_proc_result *r, const char *const *args)
+{
+        const char *argv[16] = { ctl_path(), itest_strdupf("--socket=%s", d->sock) };
+        size_t n = 2;
+
+        for (; args[n - 2] && n < 15; n++)
+                argv[n] = args[n - 2];
+        argv[n] = NULL;
+        itest_run_proc((uid_t)-1, argv, NULL, 20000, r);
+}
+
+/* Starts cudackptctl with args in the background, stdout to *ret_out_fd
+ * (a pipe's reading end) when not NULL. */
+static pid_t spawn_ctl(struct itest_daemon *d, const char *const *args, int *ret_out_fd)
+{
+        int p[2] = { -1, -1 };
+        pid_t pid;
+
+        if (ret_out_fd)
+                ck_assert(pipe(p) == 0);
+        pid = fork();
+        ck_assert(pid >= 0);
+        if (pid == 0) {
+                const char *argv[16] = { ctl_path(), itest_strdupf("--socket=%s", d->sock) };
+                size_t n = 2;
+                for (; args[n - 2] && n < 15; n++)
+                        argv[n] = args[n - 2];
+                argv[n] = NULL;
+                if (ret_out_fd) {
+                        dup2(p[1], 1);
+                        close(p[0]);
+                        close(p[1]);
+                }
+                execv(argv[0], (char *const *)argv);
+                _exit(127);
+        }
+        if (ret_out_fd) {
+                close(p[1]);
+                *ret_out_fd = p[0];
+        }
+        return pid;
+}
+
+START_TEST(cli_hold_command)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = sim_target();
+        struct itest_proc_result r;
+        const char *args[] = { "suspend", "--hold", itest_strdupf("%d", (int)pid), "--", "sh", "-c",
+                               itest_strdupf("test \"$(%s --socket=%s state %d)\" = checkpointed && exit 3", ctl_path(),
+                                             d->sock, (int)pid),
+                               NULL };
+
+        run_ctl(d, &r, args);
+        ck_assert_msg(r.status == 3, "exit %d (the command's 3 expected); out %s err %s", r.status, r.out, r.err);
+        ck_assert_msg(strstr(r.out, "checkpointed (") && strstr(r.out, ", lease 1\nrunning ("), "out: %s", r.out);
+        itest_assert_state(state_of(c, pid), pid, "running");
+}
+END_TEST
+
+START_TEST(cli_hold_killed)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = sim_target();
+        const char *args[] = { "lock", "--hold", itest_strdupf("%d", (int)pid), NULL };
+        pid_t h = spawn_ctl(d, args, NULL);
+
+        itest_await_state(c, pid, "locked", 10000);
+        kill_holder(h);
+        itest_await_state(c, pid, "running", 1000);
+}
+END_TEST
+
+/* Without a command, --hold lasts until a signal, then undoes it itself. */
+START_TEST(cli_hold_signal)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = sim_target();
+        const char *args[] = { "suspend", "--hold", itest_strdupf("%d", (int)pid), NULL };
+        int out, st;
+        pid_t h = spawn_ctl(d, args, &out);
+        char buf[512];
+        ssize_t n = 0, k;
+
+        itest_await_state(c, pid, "checkpointed", 10000);
+        ck_assert(kill(h, SIGTERM) == 0);
+        ck_assert(waitpid(h, &st, 0) == h);
+        while (n < (ssize_t)sizeof(buf) - 1 && (k = read(out, buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
+                n += k;
+        buf[n > 0 ? n : 0] = '\0';
+        close(out);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x, out %s", st, buf);
+        ck_assert_msg(strstr(buf, "\nrunning ("), "out: %s", buf);
+        itest_assert_state(state_of(c, pid), pid, "running");
+}
+END_TEST
+
+START_TEST(cli_release_and_metrics)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = sim_target();
+        struct itest_proc_result r;
+        long long id = 0;
+        const char *lock[] = { "lock", "--lease-ms=600000", itest_strdupf("%d", (int)pid), NULL };
+
+        run_ctl(d, &r, lock);
+        ck_assert_msg(r.status == 0 && sscanf(r.out, "locked (%*f ms), lease %lld", &id) == 1, "out %s", r.out);
+        const char *release[] = { "release", itest_strdupf("%lld", id), NULL };
+        run_ctl(d, &r, release);
+        ck_assert_msg(r.status == 0 && strstr(r.out, "released"), "out %s err %s", r.out, r.err);
+        run_ctl(d, &r, release);
+        ck_assert_msg(r.status == 1 && strstr(r.err, "NoSuchLease: no such lease"), "status %d err %s", r.status, r.err);
+        const char *metrics[] = { "metrics", itest_strdupf("--output=%s/m.prom", d->dir), NULL };
+        run_ctl(d, &r, metrics);
+        ck_assert_msg(r.status == 0, "err %s", r.err);
+        FILE *f = fopen(itest_strdupf("%s/m.prom", d->dir), "r");
+        char line[256];
+        bool granted = false;
+        ck_assert(f);
+        while (fgets(line, sizeof(line), f))
+                granted = granted || strcmp(line, "cudackpt_leases_granted_total 1\n") == 0;
+        fclose(f);
+        ck_assert_msg(granted, "no cudackpt_leases_granted_total 1 in the file");
+        const char *bad[] = { "state", "--lease-ms=5", itest_strdupf("%d", (int)pid), NULL };
+        run_ctl(d, &r, bad);
+        ck_assert_int_eq(r.status, 2);
+}
+END_TEST
+
+START_TEST(cli_watch_json)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = sim_target();
+        const char *args[] = { "--json", "watch", itest_strdupf("--pids=%d", (int)pid), NULL };
+        int out;
+        pid_t w = spawn_ctl(d, args, &out);
+        char buf[8192];
+        size_t n = 0;
+
+        /* The watch is set up once the daemon counts a watcher. */
+        for (int i = 0;; i++) {
+                const char *text = itest_str(itest_call(c, CUDACKPT_METHOD_GET_METRICS, NULL), "text");
+                if (strstr(text, "\ncudackpt_watchers 1\n"))
+                        break;
+                ck_assert_msg(i < 500, "the watcher never connected");
+                usleep(10000);
+        }
+        itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid));
+        itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid));
+        while (n < sizeof(buf) - 1 && !strstr(buf, "\"method\":\"Unlock\",\"result\":\"ok\"")) {
+                struct pollfd p = { .fd = out, .events = POLLIN };
+                ck_assert_msg(poll(&p, 1, 5000) == 1, "no event line; got %s", buf);
+                ssize_t k = read(out, buf + n, sizeof(buf) - 1 - n);
+                ck_assert(k > 0);
+                n += (size_t)k;
+                buf[n] = '\0';
+        }
+        ck_assert_msg(strncmp(buf, "{\"type\":\"watching\",", strlen("{\"type\":\"watching\",")) == 0, "first line: %s", buf);
+        kill_holder(w);
+        close(out);
+}
+END_TEST
+
+/* --progress off a terminal: a line per progress event on stderr. */
+START_TEST(cli_progress)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"progress_interval_ms\":100}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        const char *argv[] = { itest_self_exe(), "--itest-grow", "200", NULL };
+        const char *env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=384", "CUDACKPT_SIM_CKPT_MIBPS=256", NULL };
+        pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
+        struct itest_proc_result r;
+        const char *args[] = { "--progress", "suspend", itest_strdupf("%d", (int)pid), NULL };
+        const char *resume[] = { "resume", itest_strdupf("%d", (int)pid), NULL };
+        char want[64];
+        int lines = 0;
+
+        run_ctl(d, &r, args);
+        ck_assert_msg(r.status == 0 && strncmp(r.out, "checkpointed (", 14) == 0, "out %s err %s", r.out, r.err);
+        snprintf(want, sizeof(want), "checkpoint of %d: ", (int)pid);
+        for (const char *p = r.err; (p = strstr(p, want)); p++)
+                lines++;
+        ck_assert_msg(lines >= 3, "%d progress lines: %s", lines, r.err);
+        run_ctl(d, &r, resume);
+        ck_assert_int_eq(r.status, 0);
+        run_ctl(d, &r, args);
+        ck_assert_msg(strstr(r.err, " GiB of ") && strstr(r.err, "%)\n"), "no total in %s", r.err);
+}
+END_TEST
+
 static Suite *leases_suite(void)
 {
         Suite *s = suite_create("integration.leases");
@@ -521,10 +812,20 @@ static Suite *leases_suite(void)
         tcase_add_test(tc, watch_appear_exit);
         tcase_add_test(tc, watch_needs_more);
         tcase_add_test(tc, watch_slow_watcher_cut);
+        tcase_add_test(tc, watch_progress);
+        tc = itest_tcase(s, "cli", 60);
+        tcase_add_test(tc, cli_hold_command);
+        tcase_add_test(tc, cli_hold_killed);
+        tcase_add_test(tc, cli_hold_signal);
+        tcase_add_test(tc, cli_release_and_metrics);
+        tcase_add_test(tc, cli_watch_json);
+        tcase_add_test(tc, cli_progress);
         return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+        if (argc >= 3 && strcmp(argv[1], "--itest-grow") == 0)
+                return grow_mode(argv);
         return itest_main(leases_suite());
 }

@@ -164,6 +164,7 @@ START_TEST(test_shipped_file)
         SAME(max_group_members);
         SAME(max_groups_in_flight);
         SAME(watch_scan_ms);
+        SAME(progress_interval_ms);
         SAME(log_level);
         SAME(n_operator_gids);
         SAME(operators_may_act_on_root);
