@@ -131,7 +131,7 @@ static void ctl_help(void) {
                "                             transparent huge pages; one line each: ok, warn,\n"
                "                             fail or skip, what was found and what to do.  Exit\n"
                "                             status 1 when a check failed, else 0\n"
-               "  watch [--pids=...]         follow operations, states, leases and CUDA processes\n"
+               "  watch [SELECTOR]           follow operations, states, leases and CUDA processes\n"
                "                             appearing and exiting, one line per event\n"
                "  metrics [--output=PATH]    print the daemon's Prometheus metrics (or write\n"
                "                             PATH, replacing it whole)\n"

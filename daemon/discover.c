@@ -394,6 +394,25 @@ int discover_owner(pid_t pid, uid_t *ret_uid)
         return 0;
 }
 
+int discover_ppid(pid_t pid, pid_t *ret_ppid)
+{
+        char path[64], buf[1024];
+        const char *p;
+        size_t len;
+        int ppid, r;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        r = read_file(path, buf, sizeof(buf), &len);
+        if (r < 0)
+                return r;
+        /* The command may hold anything, ')' included: the last one ends it. */
+        p = strrchr(buf, ')');
+        if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1 || ppid < 0)
+                return -EINVAL;
+        *ret_ppid = ppid;
+        return 0;
+}
+
 int discover_comm(pid_t pid, char *buf, size_t size)
 {
         char path[64];

@@ -61,6 +61,9 @@ int discover_all(pid_t **ret_pids, size_t *ret_n);
 int discover_tree(pid_t root, size_t max, pid_t **ret_pids, size_t *ret_n);
 /* The effective uid owning /proc/PID, a cheap first look at the owner. */
 int discover_owner(pid_t pid, uid_t *ret_uid);
+/* The parent of pid (field 4 of /proc/PID/stat); 0 for pid 1 and the
+ * kernel's threads. */
+int discover_ppid(pid_t pid, pid_t *ret_ppid);
 /* The command name (comm), sanitised to printable ASCII. */
 int discover_comm(pid_t pid, char *buf, size_t size);
 

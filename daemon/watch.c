@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,9 +23,18 @@
 
 struct watcher {
         struct watcher *prev, *next;
-        struct conn *conn;
-        struct proto_group_request sel; /* kind ALL or PIDS; pids in the daemon's namespace */
+        struct conn *conn;              /* NULL once closed during its set-up */
+        struct proto_group_request sel; /* pids and tree in the daemon's namespace */
+        char *cgroup_sel;               /* a cgroup selector in ours (owned) */
+        bool ready;                     /* set up: events flowing */
+        pid_t conn_pid;                 /* the caller, for its cgroup namespace */
+        bool setup_pending;             /* setup is on a worker: it frees a closed watcher */
+        uv_work_t setup;                /* reads a cgroup selector's namespace root */
+        int setup_error;
 };
+
+/* How deep a scan follows a CUDA process's parents, for tree selectors. */
+#define WATCH_MAX_ANCESTORS 64
 
 /* A CUDA process a scan found. */
 struct watch_proc {
@@ -31,6 +42,9 @@ struct watch_proc {
         uint64_t start_time;
         struct policy_target owner;
         char comm[32];
+        char *cgroup;                   /* owned; NULL when unknown */
+        pid_t *ancestors;               /* owned: parent, its parent, ... up to 1 */
+        size_t n_ancestors;
 };
 
 struct scan {
@@ -53,16 +67,49 @@ bool watch_active(const struct server *s)
 
 /* ---- sending --------------------------------------------------------------- */
 
-static bool selected(const struct watcher *w, const struct watch_event *e)
+static int cmp_proc(const void *a, const void *b);
+
+/* What the last scan knows of the process of e. */
+static const struct watch_proc *proc_of(const struct server *s, const struct watch_event *e)
 {
-        if (w->sel.kind != PROTO_SELECT_PIDS)
-                return true;
-        for (unsigned i = 0; i < w->sel.n_pids; i++) {
-                const struct proto_pid_ref *r = &w->sel.pids[i];
-                if (r->pid == e->pid && (!r->has_start_time || !e->start_time || r->start_time == e->start_time))
+        const struct watch_table *t = &s->watch;
+        struct watch_proc key = { .pid = e->pid };
+        const struct watch_proc *p;
+
+        if (e->proc)
+                return e->proc;
+        p = t->n_procs ? bsearch(&key, t->procs, t->n_procs, sizeof(*t->procs), cmp_proc) : NULL;
+        return p && (!e->start_time || p->start_time == e->start_time) ? p : NULL;
+}
+
+/* Cgroup and tree selections follow the scan: a process is in them from
+ * the first scan that finds it there. */
+static bool selected(const struct server *s, const struct watcher *w, const struct watch_event *e)
+{
+        const struct watch_proc *p;
+
+        switch (w->sel.kind) {
+        case PROTO_SELECT_PIDS:
+                for (unsigned i = 0; i < w->sel.n_pids; i++) {
+                        const struct proto_pid_ref *r = &w->sel.pids[i];
+                        if (r->pid == e->pid && (!r->has_start_time || !e->start_time || r->start_time == e->start_time))
+                                return true;
+                }
+                return false;
+        case PROTO_SELECT_CGROUP:
+                p = proc_of(s, e);
+                return p && p->cgroup && discover_cgroup_within(p->cgroup, w->cgroup_sel);
+        case PROTO_SELECT_TREE:
+                if (e->pid == w->sel.tree)
                         return true;
+                p = proc_of(s, e);
+                for (size_t i = 0; p && i < p->n_ancestors; i++)
+                        if (p->ancestors[i] == w->sel.tree)
+                                return true;
+                return false;
+        default:
+                return true;
         }
-        return false;
 }
 
 static cJSON *event_json(const struct watch_event *e, pid_t vpid)
@@ -121,7 +168,7 @@ void watch_emit(struct server *s, const struct watch_event *e)
                 const struct policy_caller *caller = &w->conn->caller;
                 pid_t vpid = 0;
                 next = w->next; /* conn_send may cut w off */
-                if (w->conn->closing || !selected(w, e))
+                if (!w->ready || w->conn->closing || !selected(s, w, e))
                         continue;
                 if (e->pid > 0 && (pidns_to_caller(&caller->pidns, e->pid, &vpid) < 0 ||
                                    !policy_allowed(policy_decide(s->cfg, caller, &e->owner, true))))
@@ -285,6 +332,7 @@ static void scan_work(uv_work_t *w)
         struct scan *sc = w->data;
         const struct discover_lib *lib = &sc->srv->groups.driver_lib;
         pid_t *pids = NULL, self = getpid();
+        char cg[DISCOVER_CGROUP_MAX];
         size_t n = 0;
 
         sc->error = discover_all(&pids, &n);
@@ -307,16 +355,34 @@ static void scan_work(uv_work_t *w)
                 target_close(&id);
                 if (discover_comm(p->pid, p->comm, sizeof(p->comm)) < 0)
                         p->comm[0] = '\0';
+                if (discover_cgroup(p->pid, cg, sizeof(cg)) == 0)
+                        p->cgroup = strdup(cg);
+                p->ancestors = calloc(WATCH_MAX_ANCESTORS, sizeof(*p->ancestors));
+                for (pid_t q = p->pid; p->ancestors && p->n_ancestors < WATCH_MAX_ANCESTORS;) {
+                        if (discover_ppid(q, &q) < 0 || q <= 0)
+                                break;
+                        p->ancestors[p->n_ancestors++] = q;
+                }
                 sc->n++;
         }
         free(pids);
         qsort(sc->procs, sc->n, sizeof(*sc->procs), cmp_proc);
 }
 
+static void procs_free(struct watch_proc *procs, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(procs[i].cgroup);
+                free(procs[i].ancestors);
+        }
+        free(procs);
+}
+
 static void proc_event(struct server *s, const struct watch_proc *p, const char *type)
 {
         struct watch_event e = WATCH_EVENT_INIT(type);
 
+        e.proc = p;
         e.pid = p->pid;
         e.start_time = p->start_time;
         e.owner = p->owner;
@@ -336,36 +402,37 @@ static void scan_done(uv_work_t *w, int status)
         t->scanning = false;
         if (sc->error < 0) {
                 log_warning("Watch: cannot scan /proc: %s", strerror(-sc->error));
-                free(sc->procs);
+                procs_free(sc->procs, sc->n);
                 free(sc);
                 scan_arm(s);
                 return;
         }
-        if (t->n > 0 && t->have_baseline) {
-                /* Both ascending by pid: one merge. */
+        /* Both ascending by pid: two merges, the exits judged by what the
+         * old scan knew of them, the arrivals by the new. */
+        struct watch_proc *olds = t->procs, *news = sc->procs;
+        size_t n_old = t->n_procs, n_new = sc->n;
+        bool diff = t->n > 0 && t->have_baseline;
+        for (int pass = 0; pass < 2; pass++) {
                 size_t i = 0, j = 0;
-                while (i < t->n_procs || j < sc->n) {
-                        const struct watch_proc *o = i < t->n_procs ? &t->procs[i] : NULL;
-                        const struct watch_proc *nw = j < sc->n ? &sc->procs[j] : NULL;
-                        if (o && (!nw || o->pid < nw->pid)) {
+                if (pass == 1) {
+                        /* The new scan is the truth from here. */
+                        t->procs = news;
+                        t->n_procs = n_new;
+                }
+                while (diff && (i < n_old || j < n_new)) {
+                        const struct watch_proc *o = i < n_old ? &olds[i] : NULL;
+                        const struct watch_proc *nw = j < n_new ? &news[j] : NULL;
+                        bool gone = o && (!nw || o->pid < nw->pid), came = nw && (!o || nw->pid < o->pid);
+                        bool changed = !gone && !came && o->start_time != nw->start_time;
+                        if (pass == 0 && (gone || changed))
                                 proc_event(s, o, WATCH_EXITED);
-                                i++;
-                        } else if (nw && (!o || nw->pid < o->pid)) {
+                        if (pass == 1 && (came || changed))
                                 proc_event(s, nw, WATCH_APPEARED);
-                                j++;
-                        } else {
-                                if (o->start_time != nw->start_time) {
-                                        proc_event(s, o, WATCH_EXITED);
-                                        proc_event(s, nw, WATCH_APPEARED);
-                                }
-                                i++;
-                                j++;
-                        }
+                        i += !came;
+                        j += !gone;
                 }
         }
-        free(t->procs);
-        t->procs = sc->procs;
-        t->n_procs = sc->n;
+        procs_free(olds, n_old);
         t->have_baseline = t->n > 0;
         free(sc);
         scan_arm(s);
@@ -398,7 +465,7 @@ static void scan_arm(struct server *s)
 
         if (t->n == 0 || period == 0 || t->scanning || s->shutting_down) {
                 if (t->n == 0) {
-                        free(t->procs);
+                        procs_free(t->procs, t->n_procs);
                         t->procs = NULL;
                         t->n_procs = 0;
                         t->have_baseline = false;
@@ -428,9 +495,87 @@ void watch_close(struct server *s)
                 uv_close((uv_handle_t *)&t->scan_timer, NULL);
         if (!uv_is_closing((uv_handle_t *)&t->progress_timer))
                 uv_close((uv_handle_t *)&t->progress_timer, NULL);
-        free(t->procs);
+        procs_free(t->procs, t->n_procs);
         t->procs = NULL;
         t->n_procs = 0;
+}
+
+/* The watcher is set up: it gets events from now on. */
+static void watcher_ready(struct server *s, struct watcher *w)
+{
+        struct watch_table *t = table_of(s);
+        cJSON *p = cJSON_CreateObject(), *o = p ? cJSON_AddObjectToObject(p, "event") : NULL;
+        struct timespec ts;
+
+        w->ready = true;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        if (o) {
+                cJSON_AddStringToObject(o, "type", "watching");
+                cJSON_AddNumberToObject(o, "time", (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6);
+        }
+        conn_send(w->conn, proto_reply_continues(p));
+        if (t->n == 1)
+                scan_arm(s);
+}
+
+static void watcher_free(struct watcher *w)
+{
+        proto_group_request_done(&w->sel);
+        free(w->cgroup_sel);
+        free(w);
+}
+
+/* A cgroup selector is the caller's cgroup namespace's (worker thread). */
+static void setup_work(uv_work_t *work)
+{
+        struct watcher *w = work->data;
+        char root[DISCOVER_CGROUP_MAX];
+        const char *sel = w->sel.cgroup;
+
+        if (discover_cgroup_ns_root(w->conn_pid, root, sizeof(root)) < 0) {
+                w->setup_error = -EREMOTE;
+                return;
+        }
+        if (root[0] && strcmp(sel, "/") == 0)
+                sel = "";
+        if (asprintf(&w->cgroup_sel, "%s%s", root, sel) < 0) {
+                w->cgroup_sel = NULL;
+                w->setup_error = -ENOMEM;
+        }
+}
+
+static void setup_done(uv_work_t *work, int status)
+{
+        struct watcher *w = work->data;
+        struct conn *c = w->conn;
+        cJSON *p;
+
+        (void)status;
+        w->setup_pending = false;
+        if (!c) {
+                watcher_free(w); /* closed meanwhile */
+                return;
+        }
+        if (w->setup_error == 0) {
+                watcher_ready(c->server, w);
+                return;
+        }
+        p = cJSON_CreateObject();
+        if (p && w->setup_error == -EREMOTE)
+                cJSON_AddStringToObject(p, "reason", "the caller's cgroup namespace is not the daemon's, "
+                                                     "and no cgroup2 mount of the caller shows its root");
+        conn_send(c, w->setup_error == -EREMOTE ? proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p) : NULL);
+        cJSON_Delete(w->setup_error == -EREMOTE ? NULL : p);
+        conn_close_after_write(c);
+}
+
+static cJSON *no_such_process(pid_t pid)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p)
+                cJSON_AddNumberToObject(p, "pid", pid);
+        return proto_error_new(CUDACKPT_ERROR_NO_SUCH_PROCESS, p);
 }
 
 void watch_call(struct conn *c, const struct proto_call *call)
@@ -455,20 +600,28 @@ void watch_call(struct conn *c, const struct proto_call *call)
                 conn_close(c);
                 return;
         }
-        if (proto_parse_group(call, 0, s->cfg->max_group_members, &w->sel, &err) < 0 ||
-            (w->sel.kind != PROTO_SELECT_ALL && w->sel.kind != PROTO_SELECT_PIDS)) {
-                if (!err)
-                        err = proto_invalid_parameter("selector");
+        if (proto_parse_group(call, 0, s->cfg->max_group_members, &w->sel, &err) < 0) {
                 conn_send(c, err);
-                proto_group_request_done(&w->sel);
-                free(w);
+                watcher_free(w);
                 return;
         }
         /* The caller's pids into ours; one it cannot see matches nothing. */
         for (unsigned i = 0; i < w->sel.n_pids; i++)
                 if (pidns_to_daemon(&c->caller.pidns, w->sel.pids[i].pid, &w->sel.pids[i].pid) < 0)
                         w->sel.pids[i].pid = -1;
+        /* A tree's root must exist, as for a group. */
+        if (w->sel.kind == PROTO_SELECT_TREE) {
+                pid_t root;
+                if (pidns_to_daemon(&c->caller.pidns, w->sel.tree, &root) < 0 ||
+                    (kill(root, 0) < 0 && errno == ESRCH)) {
+                        conn_send(c, no_such_process(w->sel.tree));
+                        watcher_free(w);
+                        return;
+                }
+                w->sel.tree = root;
+        }
         w->conn = c;
+        w->conn_pid = c->caller.pid;
         c->watcher = w;
         conn_ref(c);
         c->busy = true; /* serves nothing else until it closes */
@@ -482,18 +635,13 @@ void watch_call(struct conn *c, const struct proto_call *call)
         if (t->n == 1 && s->cfg->progress_interval_ms > 0)
                 uv_timer_start(&t->progress_timer, on_progress_timer, s->cfg->progress_interval_ms,
                                s->cfg->progress_interval_ms);
-        {
-                cJSON *p = cJSON_CreateObject(), *o = p ? cJSON_AddObjectToObject(p, "event") : NULL;
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                if (o) {
-                        cJSON_AddStringToObject(o, "type", "watching");
-                        cJSON_AddNumberToObject(o, "time", (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6);
-                }
-                conn_send(c, proto_reply_continues(p));
+        if (w->sel.kind == PROTO_SELECT_CGROUP) {
+                w->setup.data = w;
+                w->setup_pending = true;
+                (void)uv_queue_work(s->loop, &w->setup, setup_work, setup_done);
+                return;
         }
-        if (t->n == 1)
-                scan_arm(s);
+        watcher_ready(s, w);
 }
 
 void watch_conn_closed(struct server *s, struct conn *c)
@@ -511,8 +659,9 @@ void watch_conn_closed(struct server *s, struct conn *c)
         if (w->next)
                 w->next->prev = w->prev;
         t->n--;
-        proto_group_request_done(&w->sel);
-        free(w);
+        w->conn = NULL;
+        if (!w->setup_pending)
+                watcher_free(w); /* else setup_done() frees it */
         if (t->n == 0) {
                 uv_timer_stop(&t->scan_timer);
                 uv_timer_stop(&t->progress_timer);

@@ -3,8 +3,9 @@
  *
  * A Watch call (with "more": true) makes its connection a watcher until it
  * closes: every event of a process it may see (its pid namespace and the
- * policy, as for ListProcesses) and that its selector names (pids, or all)
- * is sent as one reply with "continues": true.  Events come from the
+ * policy, as for ListProcesses) and that its selector names (pids, a
+ * cgroup or a process tree as the last scan saw them, or all) is sent as
+ * one reply with "continues": true.  Events come from the
  * loop thread as things happen (an operation starting and ending, a state
  * reached, a lease taken or ended) and from a scan of /proc on a worker
  * thread every watch_scan_ms while watchers exist (CUDA processes appearing
@@ -54,6 +55,7 @@ struct watch_event {
         const char *undo;               /* lease-ended: "ok", "failed", NULL when not undone */
         const char *command;            /* appeared: comm; NULL */
         const char *step;               /* progress: "checkpoint" or "restore" */
+        const struct watch_proc *proc;  /* appeared, exited: the scan's entry */
         int64_t bytes, total_bytes;     /* progress; < 0: unknown */
 };
 

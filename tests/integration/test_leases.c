@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -458,8 +460,11 @@ START_TEST(watch_needs_more)
         struct itest_conn *c = itest_connect(d);
 
         itest_assert_error(itest_call(c, CUDACKPT_METHOD_WATCH, NULL), CUDACKPT_VARLINK_EXPECTED_MORE);
-        itest_sendf(c, "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{\"selector\":{\"tree\":1}},\"more\":true}");
+        itest_sendf(c, "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{\"selector\":{\"bogus\":1}},\"more\":true}");
         itest_assert_error(itest_recv(c), CUDACKPT_VARLINK_INVALID_PARAMETER);
+        itest_sendf(c, "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{\"selector\":{\"tree\":%d}},\"more\":true}",
+                    (int)itest_dead_pid());
+        itest_assert_error(itest_recv(c), CUDACKPT_ERROR_NO_SUCH_PROCESS);
 }
 END_TEST
 
@@ -471,6 +476,98 @@ static bool slow_reader_cut(struct itest_conn *c)
         ck_assert_msg(text, "%s", itest_dump(j));
         return strstr(text, "cudackpt_disconnects_total{reason=\"slow_reader\"} 1") != NULL;
 }
+
+/* Lock and Unlock inside and outside a selection until the watcher has
+ * an event of inside (cgroup and tree selections follow the scan, every
+ * 50 ms here); none may be of outside. */
+static void assert_selection(struct itest_conn *c, struct itest_conn *w, pid_t inside, pid_t outside)
+{
+        bool seen = false;
+
+        for (int round = 0; round < 200 && !seen; round++) {
+                itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, outside));
+                itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, outside));
+                itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, inside));
+                itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, inside));
+                struct pollfd p = { .fd = w->fd, .events = POLLIN };
+                while (itest_conn_readable(w) || poll(&p, 1, round < 5 ? 20 : 50) == 1) {
+                        const cJSON *e = next_event(w, 1000);
+                        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
+                        ck_assert_msg(cJSON_IsNumber(pid) && pid->valueint == inside, "event of another process: %s",
+                                      cJSON_PrintUnformatted(e));
+                        seen = true;
+                        if (!itest_conn_readable(w) && poll(&p, 1, 50) != 1)
+                                break;
+                }
+        }
+        ck_assert_msg(seen, "no event of the selection");
+}
+
+START_TEST(watch_tree)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":50}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        struct itest_conn *c = itest_connect(d);
+        pid_t in = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+        pid_t out = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+        struct itest_conn *w = watcher(d, itest_strdupf("{\"tree\":%d}", (int)in));
+
+        assert_selection(c, w, in, out);
+        /* The test itself is the parent of both: its tree holds both. */
+        struct itest_conn *all = watcher(d, itest_strdupf("{\"tree\":%d}", (int)getpid()));
+        bool seen_in = false, seen_out = false;
+        for (int round = 0; round < 200 && !(seen_in && seen_out); round++) {
+                itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, round % 2 ? in : out));
+                itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, round % 2 ? in : out));
+                struct pollfd p = { .fd = all->fd, .events = POLLIN };
+                while (itest_conn_readable(all) || poll(&p, 1, 20) == 1) {
+                        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(next_event(all, 1000), "pid");
+                        seen_in = seen_in || (cJSON_IsNumber(pid) && pid->valueint == in);
+                        seen_out = seen_out || (cJSON_IsNumber(pid) && pid->valueint == out);
+                }
+        }
+        ck_assert_msg(seen_in && seen_out, "the test's tree: in %d, out %d", seen_in, seen_out);
+}
+END_TEST
+
+static void move_to(const char *dir, pid_t pid)
+{
+        FILE *f = fopen(itest_strdupf("%s/cgroup.procs", dir), "we");
+
+        ck_assert_msg(f && fprintf(f, "%d\n", (int)pid) > 0 && fclose(f) == 0, "move %d to %s: %s", (int)pid, dir,
+                      strerror(errno));
+}
+
+START_TEST(watch_cgroup)
+{
+        if (itest_need_root())
+                return;
+        char *mnt = itest_strdupf("/tmp/itest-cg2-%d-XXXXXX", (int)getpid());
+        ck_assert(mkdtemp(mnt));
+        if (mount("none", mnt, "cgroup2", 0, NULL) < 0) {
+                fprintf(stderr, "watch_cgroup: skipped, cannot mount cgroup2: %s\n", strerror(errno));
+                rmdir(mnt);
+                return;
+        }
+        struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":50}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        struct itest_conn *c = itest_connect(d);
+        const char *name = itest_strdupf("itest-watch-%d", (int)getpid());
+        const char *top = itest_strdupf("%s/%s", mnt, name);
+        pid_t in = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+        pid_t out = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+
+        ck_assert_msg(mkdir(top, 0755) == 0, "mkdir %s: %s", top, strerror(errno));
+        move_to(top, in);
+        struct itest_conn *w = watcher(d, itest_strdupf("{\"cgroup\":\"/%s\"}", name));
+        assert_selection(c, w, in, out);
+        itest_conn_close(w);
+        move_to(mnt, in);
+        ck_assert_msg(rmdir(top) == 0, "rmdir %s: %s", top, strerror(errno));
+        ck_assert_msg(umount(mnt) == 0, "umount %s: %s", mnt, strerror(errno));
+        rmdir(mnt);
+}
+END_TEST
 
 /* A watcher that never reads is cut off; operations go on meanwhile. */
 START_TEST(watch_slow_watcher_cut)
@@ -813,6 +910,8 @@ static Suite *leases_suite(void)
         tcase_add_test(tc, watch_needs_more);
         tcase_add_test(tc, watch_slow_watcher_cut);
         tcase_add_test(tc, watch_progress);
+        tcase_add_test(tc, watch_tree);
+        tcase_add_test(tc, watch_cgroup);
         tc = itest_tcase(s, "cli", 60);
         tcase_add_test(tc, cli_hold_command);
         tcase_add_test(tc, cli_hold_killed);
