@@ -105,6 +105,9 @@ typedef struct ctl_group {
         bool progress;                  /* ask for progress and show it on stderr */
         bool progress_tty;              /* ... rewriting a line per phase in place */
         long long lease_ms;             /* lock, suspend: lease_ms, -1 for none */
+        bool lease_on_close;            /* lock, suspend: a lease held by this connection */
+        cJSON **ret_members;            /* on success, when not NULL: a Selector of exactly the
+                                         * members, pinned by start time (NULL when none) */
 } ctl_group;
 
 /* Run g and print its result; returns the exit status. */
@@ -159,6 +162,13 @@ typedef struct ctl_lease_op {
 } ctl_lease_op;
 
 int ctl_lease_run(cudackpt_client *client, const ctl_lease_op *o);
+
+/* --hold: ctl_hold_signals() before the operation makes SIGINT, SIGTERM
+ * and SIGHUP end the hold rather than the client; ctl_hold_wait() then
+ * runs command (passing such a signal on to it) or, without one, waits for
+ * such a signal.  Returns the command's exit status (0 without one). */
+void ctl_hold_signals(void);
+int ctl_hold_wait(const char *prefix, char **command);
 
 /* release LEASE, renew LEASE MS. */
 int ctl_lease_manage(cudackpt_client *client, const char *prefix, long long lease, long long renew_ms, bool json);

@@ -171,9 +171,9 @@ static void ctl_help(void) {
                "                             libcuda.so.1)\n"
                "  --lease-ms=MS              lock, suspend: undo the operation (back to running)\n"
                "                             MS ms after the reply unless released first\n"
-               "  --hold                     lock, suspend of a PID: hold a lease while COMMAND\n"
-               "                             (after --) runs, or until SIGINT/SIGTERM, then\n"
-               "                             unlock or resume; killed, the daemon undoes it\n"
+               "  --hold                     lock, suspend (a PID or a group): hold a lease while\n"
+               "                             COMMAND (after --) runs, or until SIGINT/SIGTERM,\n"
+               "                             then unlock or resume; killed, the daemon undoes it\n"
                "  -h, --help                 show this help\n"
                "  -V, --version              show the version\n"
                "Options may also follow the command.\n"
@@ -429,8 +429,6 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 return ctl_usage_error("renew needs --lease-ms");
         if ((a->lease_ms >= 0 || a->hold) && !(a->command->flags & CTL_TAKES_LEASE) && a->command->id != CTL_RENEW)
                 return ctl_usage_error("--lease-ms and --hold are for lock and suspend, not %s", a->command->name);
-        if (a->hold && a->selector.kind != CTL_SELECT_NONE)
-                return ctl_usage_error("--hold takes a PID, not %s", ctl_selector_option(a->selector.kind));
         if (a->output && a->command->id != CTL_METRICS)
                 return ctl_usage_error("--output is for metrics, not %s", a->command->name);
         if (a->driver && a->command->id != CTL_DOCTOR)
@@ -674,7 +672,34 @@ static int ctl_run(const ctl_args *a) {
                         .lease_ms = a->lease_ms,
                 };
 
+                if (!a->hold) {
+                        status = ctl_group_run(client, &g);
+                        cudackpt_client_free(client);
+                        return status;
+                }
+                /* --hold: the lease lives as long as this connection; the
+                 * undo is made here on exactly the members, so its result shows. */
+                cJSON *members = NULL;
+                g.lease_on_close = true;
+                g.ret_members = &members;
+                ctl_hold_signals();
                 status = ctl_group_run(client, &g);
+                if (status == CUDACKPT_EXIT_OK) {
+                        int held = ctl_hold_wait(a->prefix, a->command_argv);
+                        ctl_selector undo_sel = { .kind = CTL_SELECT_PIDS, .arg = a->selector.arg, .json = members };
+                        ctl_group u = g;
+                        u.method = a->command->id == CTL_LOCK ? CUDACKPT_METHOD_UNLOCK_GROUP
+                                                              : CUDACKPT_METHOD_RESUME_GROUP;
+                        u.selector = &undo_sel;
+                        u.lock_timeout = -1;
+                        u.lease_ms = -1;
+                        u.lease_on_close = false;
+                        u.ret_members = NULL;
+                        status = members ? ctl_group_run(client, &u) : CUDACKPT_EXIT_OK;
+                        if (status == CUDACKPT_EXIT_OK)
+                                status = held;
+                }
+                cJSON_Delete(members);
                 cudackpt_client_free(client);
                 return status;
         }

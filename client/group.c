@@ -603,6 +603,8 @@ static char *group_params(const ctl_group *g) {
                 goto out;
         if (g->lease_ms > 0 && !cJSON_AddNumberToObject(params, "lease_ms", (double) g->lease_ms))
                 goto out;
+        if (g->lease_on_close && !cJSON_AddTrueToObject(params, "lease_on_close"))
+                goto out;
         if (g->map && g->map[0]) {
                 map = cJSON_AddObjectToObject(params, "gpu_mapping");
                 if (!map)
@@ -618,6 +620,36 @@ out:
         cJSON_free(text);
         cJSON_Delete(params);
         return copy;
+}
+
+/* {"pids": [{"pid": P, "start_time": S}, ...]} of a reply's members;
+ * NULL when it has none. */
+static cJSON *group_members_selector(const cudackpt_reply *reply) {
+        cJSON *params = cJSON_Parse(reply->parameters_json), *sel = NULL, *pids, *ref;
+        const cJSON *members = cJSON_GetObjectItemCaseSensitive(params, "members"), *m;
+        long long pid, start;
+
+        if (!cJSON_IsArray(members) || cJSON_GetArraySize(members) == 0)
+                goto out;
+        sel = cJSON_CreateObject();
+        pids = sel ? cJSON_AddArrayToObject(sel, "pids") : NULL;
+        if (!pids)
+                goto fail;
+        cJSON_ArrayForEach(m, members) {
+                if (!group_uint(m, "pid", 2147483647.0, &pid) || !group_uint(m, "start_time", 9007199254740992.0, &start))
+                        goto fail;
+                ref = cJSON_CreateObject();
+                if (!ref || !cJSON_AddItemToArray(pids, ref) || !cJSON_AddNumberToObject(ref, "pid", (double) pid) ||
+                    !cJSON_AddNumberToObject(ref, "start_time", (double) start))
+                        goto fail;
+        }
+        goto out;
+fail:
+        cJSON_Delete(sel);
+        sel = NULL;
+out:
+        cJSON_Delete(params);
+        return sel;
 }
 
 int ctl_group_run(cudackpt_client *client, const ctl_group *g) {
@@ -659,6 +691,8 @@ int ctl_group_run(cudackpt_client *client, const ctl_group *g) {
                 status = CUDACKPT_EXIT_OK;
         } else
                 status = group_print_success(g, &reply);
+        if (status == CUDACKPT_EXIT_OK && g->ret_members)
+                *g->ret_members = group_members_selector(&reply);
         cudackpt_reply_clear(&reply);
         return status;
 }

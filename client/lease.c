@@ -86,6 +86,30 @@ static int run_command(const char *prefix, char **command)
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+void ctl_hold_signals(void)
+{
+        /* Until the undo: a stop ends the hold, not the client. */
+        struct sigaction sa = { .sa_handler = on_stop };
+
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+}
+
+int ctl_hold_wait(const char *prefix, char **command)
+{
+        sigset_t none;
+
+        fflush(stdout);
+        if (command)
+                return run_command(prefix, command);
+        sigemptyset(&none);
+        while (!stop_signal)
+                sigsuspend(&none);
+        return CUDACKPT_EXIT_OK;
+}
+
 int ctl_lease_run(cudackpt_client *client, const ctl_lease_op *o)
 {
         cJSON *params = cJSON_CreateObject();
@@ -109,14 +133,8 @@ int ctl_lease_run(cudackpt_client *client, const ctl_lease_op *o)
                 fprintf(stderr, "%sout of memory\n", o->prefix);
                 return CUDACKPT_EXIT_FAILURE;
         }
-        if (o->hold) {
-                /* Until the undo below: a stop ends the hold, not the client. */
-                struct sigaction sa = { .sa_handler = on_stop };
-                sigemptyset(&sa.sa_mask);
-                sigaction(SIGINT, &sa, NULL);
-                sigaction(SIGTERM, &sa, NULL);
-                sigaction(SIGHUP, &sa, NULL);
-        }
+        if (o->hold)
+                ctl_hold_signals();
         r = cudackpt_call(client, o->method, text, &reply);
         cJSON_free(text);
         if (r < 0 || reply.error) {
@@ -128,15 +146,7 @@ int ctl_lease_run(cudackpt_client *client, const ctl_lease_op *o)
         cudackpt_reply_clear(&reply);
         if (!o->hold)
                 return CUDACKPT_EXIT_OK;
-        fflush(stdout);
-        if (o->command) {
-                held = run_command(o->prefix, o->command);
-        } else {
-                sigset_t none;
-                sigemptyset(&none);
-                while (!stop_signal)
-                        sigsuspend(&none);
-        }
+        held = ctl_hold_wait(o->prefix, o->command);
         /* The hold is over: undo it here, so the result is seen (were this
          * client killed instead, the daemon would undo it itself). */
         cudackpt_reply_init(&reply);

@@ -317,6 +317,39 @@ START_TEST(lease_holder_never_idle)
 }
 END_TEST
 
+static char *daemon_log(struct itest_daemon *d)
+{
+        static char buf[65536];
+        FILE *f = fopen(itest_strdupf("%s/daemon.log", d->dir), "re");
+        size_t n;
+
+        ck_assert(f);
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        return buf;
+}
+
+/* A stopping daemon undoes no lease: it says which it leaves, and they
+ * stay as they are. */
+START_TEST(lease_not_honoured_at_stop)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = sim_target();
+        char *log;
+
+        (void)lease_id(itest_call(c, CUDACKPT_METHOD_SUSPEND,
+                                  itest_strdupf("{\"pid\":%d,\"lease_ms\":600000,\"lease_on_close\":true}", (int)pid)));
+        itest_daemon_stop(d);
+        log = daemon_log(d);
+        ck_assert_msg(strstr(log, itest_strdupf("not honoured: the daemon is stopping; process %d stays as it is",
+                                                (int)pid)),
+                      "log: %s", log);
+        ck_assert_msg(!strstr(log, "undoing") && !strstr(log, "method=Restore"), "log: %s", log);
+}
+END_TEST
+
 /* ---- Watch ------------------------------------------------------------------- */
 
 static struct itest_conn *watcher(struct itest_daemon *d, const char *selector)
@@ -769,6 +802,32 @@ START_TEST(cli_hold_killed)
 }
 END_TEST
 
+/* A group under --hold: a killed client's members all run again; with a
+ * command, the members are resumed once it ends. */
+START_TEST(cli_hold_group)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = sim_target(), b = sim_target();
+        const char *pids = itest_strdupf("--pids=%d,%d", (int)a, (int)b);
+        const char *args[] = { "suspend", "--hold", pids, NULL };
+        pid_t h = spawn_ctl(d, args, NULL);
+
+        itest_await_state(c, a, "checkpointed", 10000);
+        itest_await_state(c, b, "checkpointed", 10000);
+        kill_holder(h);
+        itest_await_state(c, a, "running", 1000);
+        itest_await_state(c, b, "running", 1000);
+
+        struct itest_proc_result r;
+        const char *cmd[] = { "lock", "--hold", pids, "--", "sh", "-c", "exit 5", NULL };
+        run_ctl(d, &r, cmd);
+        ck_assert_msg(r.status == 5 && strstr(r.out, "2 processes locked") && strstr(r.out, "2 processes running"),
+                      "exit %d, out %s err %s", r.status, r.out, r.err);
+        itest_assert_state(state_of(c, a), a, "running");
+}
+END_TEST
+
 /* Without a command, --hold lasts until a signal, then undoes it itself. */
 START_TEST(cli_hold_signal)
 {
@@ -903,6 +962,7 @@ static Suite *leases_suite(void)
         tcase_add_test(tc, group_lease_killed_holder);
         tcase_add_test(tc, group_lease_expires);
         tcase_add_test(tc, lease_holder_never_idle);
+        tcase_add_test(tc, lease_not_honoured_at_stop);
         tc = itest_tcase(s, "watch", 60);
         tcase_add_test(tc, watch_cycle_in_order);
         tcase_add_test(tc, watch_lease_events);
@@ -916,6 +976,7 @@ static Suite *leases_suite(void)
         tcase_add_test(tc, cli_hold_command);
         tcase_add_test(tc, cli_hold_killed);
         tcase_add_test(tc, cli_hold_signal);
+        tcase_add_test(tc, cli_hold_group);
         tcase_add_test(tc, cli_release_and_metrics);
         tcase_add_test(tc, cli_watch_json);
         tcase_add_test(tc, cli_progress);
