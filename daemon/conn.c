@@ -93,11 +93,8 @@ static void on_written(uv_write_t *req, int status)
 
 void conn_send(struct conn *c, cJSON *msg)
 {
-        struct write_req *w;
         size_t len;
-        uv_buf_t b;
         char *data;
-        int n;
 
         if (!msg) {
                 /* Out of memory building the reply: the client cannot be told. */
@@ -112,6 +109,19 @@ void conn_send(struct conn *c, cJSON *msg)
         cJSON_Delete(msg);
         if (!data) {
                 conn_close(c);
+                return;
+        }
+        conn_send_bytes(c, data, len);
+}
+
+void conn_send_bytes(struct conn *c, char *data, size_t len)
+{
+        struct write_req *w;
+        uv_buf_t b;
+        int n;
+
+        if (c->closing) {
+                free(data);
                 return;
         }
         b = uv_buf_init(data, (unsigned)len);

@@ -52,6 +52,9 @@ void conn_unref(struct conn *c);
 /* Queues msg (consumed) for writing.  Cuts the connection if the client
  * leaves more than max_write_queue_bytes unread. */
 void conn_send(struct conn *c, cJSON *msg);
+/* The same for a message already serialised: data (malloc'ed, taken over)
+ * holds len bytes, each message with its NUL terminator. */
+void conn_send_bytes(struct conn *c, char *data, size_t len);
 /* Closes the connection once the replies queued so far are written (at
  * once when none wait). */
 void conn_close_after_write(struct conn *c);

@@ -29,9 +29,15 @@ struct watcher {
         bool ready;                     /* set up: events flowing */
         pid_t conn_pid;                 /* the caller, for its cgroup namespace */
         bool setup_pending;             /* setup is on a worker: it frees a closed watcher */
+        char *out;                      /* events of this loop turn, not yet written */
+        size_t out_len, out_cap;
         uv_work_t setup;                /* reads a cgroup selector's namespace root */
         int setup_error;
 };
+
+/* A watcher's events of one loop turn are written together, or at once
+ * when they reach this much. */
+#define WATCH_FLUSH_BYTES 65536
 
 /* How deep a scan follows a CUDA process's parents, for tree selectors. */
 #define WATCH_MAX_ANCESTORS 64
@@ -68,6 +74,7 @@ bool watch_active(const struct server *s)
 /* ---- sending --------------------------------------------------------------- */
 
 static int cmp_proc(const void *a, const void *b);
+static void on_flush(uv_check_t *check);
 
 /* What the last scan knows of the process of e. */
 static const struct watch_proc *proc_of(const struct server *s, const struct watch_event *e)
@@ -160,22 +167,98 @@ static cJSON *event_json(const struct watch_event *e, pid_t vpid)
         return proto_reply_continues(p);
 }
 
+/* Hands w's pending output to its connection, which cuts it off once
+ * max_write_queue_bytes wait unread, as for any slow reader. */
+static void flush_one(struct watcher *w)
+{
+        char *data = w->out;
+        size_t len = w->out_len;
+
+        w->out = NULL;
+        w->out_len = w->out_cap = 0;
+        conn_send_bytes(w->conn, data, len);
+}
+
+/* Appends an event to w's pending output, written at the end of this turn
+ * of the loop (on_flush), or at once past WATCH_FLUSH_BYTES. */
+static void queue_bytes(struct server *s, struct watcher *w, const char *data, size_t len)
+{
+        size_t need = w->out_len + len;
+
+        if (need > w->out_cap) {
+                size_t cap = w->out_cap ? w->out_cap : 1024;
+                char *nb;
+                while (cap < need)
+                        cap *= 2;
+                nb = realloc(w->out, cap);
+                if (!nb) {
+                        conn_close(w->conn);
+                        return;
+                }
+                w->out = nb;
+                w->out_cap = cap;
+        }
+        memcpy(w->out + w->out_len, data, len);
+        w->out_len = need;
+        if (w->out_len >= WATCH_FLUSH_BYTES)
+                flush_one(w);
+        else if (!uv_is_active((uv_handle_t *)&table_of(s)->flush))
+                uv_check_start(&table_of(s)->flush, on_flush);
+}
+
+/* The events of one loop turn, one write per watcher. */
+static void on_flush(uv_check_t *check)
+{
+        struct server *s = check->data;
+        struct watcher *w, *next;
+
+        uv_check_stop(check);
+        for (w = table_of(s)->head; w; w = next) {
+                next = w->next; /* a failed write may cut w off */
+                if (w->out_len > 0 && w->conn)
+                        flush_one(w);
+        }
+}
+
+/* The event is serialised once for the watchers in the daemon's pid
+ * namespace, and once per watcher for the others (their pid differs). */
 void watch_emit(struct server *s, const struct watch_event *e)
 {
         struct watcher *w, *next;
+        char *shared = NULL;
+        size_t shared_len = 0;
 
         for (w = table_of(s)->head; w; w = next) {
-                const struct policy_caller *caller = &w->conn->caller;
+                const struct policy_caller *caller;
                 pid_t vpid = 0;
-                next = w->next; /* conn_send may cut w off */
-                if (!w->ready || w->conn->closing || !selected(s, w, e))
+                next = w->next; /* queue_bytes may cut w off */
+                if (!w->ready || !w->conn || w->conn->closing || !selected(s, w, e))
                         continue;
+                caller = &w->conn->caller;
                 if (e->pid > 0 && (pidns_to_caller(&caller->pidns, e->pid, &vpid) < 0 ||
                                    !policy_allowed(policy_decide(s->cfg, caller, &e->owner, true))))
                         continue;
                 metrics_count(&s->metrics, METRICS_WATCH_EVENTS);
-                conn_send(w->conn, event_json(e, vpid));
+                if (caller->pidns.other) {
+                        cJSON *msg = event_json(e, vpid);
+                        size_t len = 0;
+                        char *data = msg ? proto_serialize(msg, &len) : NULL;
+                        cJSON_Delete(msg);
+                        if (data)
+                                queue_bytes(s, w, data, len);
+                        free(data);
+                        continue;
+                }
+                if (!shared) {
+                        cJSON *msg = event_json(e, vpid);
+                        shared = msg ? proto_serialize(msg, &shared_len) : NULL;
+                        cJSON_Delete(msg);
+                        if (!shared)
+                                return;
+                }
+                queue_bytes(s, w, shared, shared_len);
         }
+        free(shared);
 }
 
 /* ---- operations ------------------------------------------------------------ */
@@ -485,6 +568,8 @@ void watch_init(struct server *s)
         t->scan_timer.data = s;
         uv_timer_init(s->loop, &t->progress_timer);
         t->progress_timer.data = s;
+        uv_check_init(s->loop, &t->flush);
+        t->flush.data = s;
 }
 
 void watch_close(struct server *s)
@@ -495,6 +580,8 @@ void watch_close(struct server *s)
                 uv_close((uv_handle_t *)&t->scan_timer, NULL);
         if (!uv_is_closing((uv_handle_t *)&t->progress_timer))
                 uv_close((uv_handle_t *)&t->progress_timer, NULL);
+        if (!uv_is_closing((uv_handle_t *)&t->flush))
+                uv_close((uv_handle_t *)&t->flush, NULL);
         procs_free(t->procs, t->n_procs);
         t->procs = NULL;
         t->n_procs = 0;
@@ -520,6 +607,7 @@ static void watcher_ready(struct server *s, struct watcher *w)
 
 static void watcher_free(struct watcher *w)
 {
+        free(w->out);
         proto_group_request_done(&w->sel);
         free(w->cgroup_sel);
         free(w);

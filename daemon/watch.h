@@ -68,6 +68,7 @@ struct watch_table {
         struct watch_proc *procs;       /* the last scan: CUDA processes by pid */
         size_t n_procs;
         uv_timer_t progress_timer;      /* samples checkpoints and restores */
+        uv_check_t flush;               /* writes each watcher's events once per loop turn */
         unsigned sampling;              /* progress samples on worker threads */
 };
 

@@ -18,7 +18,10 @@
  *               `sleep`s added up to that count, plus N CUDA targets) against
  *               a scan of /proc calling cuCheckpointProcessGetState on every
  *               pid from a pool of --pool threads
- *   all         getstate exec multi contention size (not group, list)
+ *   watchers    GetState latency with --watchers Watch streams open against
+ *               none, idle and with a Lock/Unlock loop on a second target
+ *               (bench_watch.h; two --idle-mib targets)
+ *   all         getstate exec multi contention size (not group, list, watchers)
  * --sim=PATH runs on the simulator instead (libcudackpt-sim.so as the driver of
  * the daemon and of the direct calls; --target a stand-in such as
  * cudackpt-gpu-standin, started with CUDACKPT_SIM=1, CUDACKPT_SIM_MEM_MIB and
@@ -48,6 +51,7 @@
 #include <uv.h>
 
 #include "bench_common.h"
+#include "bench_watch.h"
 #include "discover.h"
 
 #define BENCH_GPU_MAX_PROCS 64
@@ -76,6 +80,9 @@ typedef struct bench_gpu_cfg {
         long list_runs;       /* list: timed calls of each kind */
         long pool;            /* list: threads of the baseline */
         long warmup;          /* group: untimed cycles first */
+        long watchers;        /* watchers: Watch connections */
+        long watch_rounds;    /* watchers: rounds of the four blocks */
+        long watch_rate;      /* watchers: Lock/Unlock cycles per second, 0 back to back */
         char *workdir;
 } bench_gpu_cfg;
 
@@ -1899,18 +1906,60 @@ out_sleepers:
         return r;
 }
 
+/* ------------------------------------------------------------------------
+ * 8. GetState with Watch streams open
+ * ------------------------------------------------------------------------ */
+static int bench_gpu_watchers(const bench_gpu_cfg *cfg)
+{
+        bench_daemon d;
+        bench_gpu_target t[2];
+        int r;
+
+        /* Both ends of every watcher live in this process tree (the daemon
+         * inherits the limit); the default max_connections_per_uid is 1024. */
+        long nofile = bench_raise_nofile(2 * cfg->watchers + 1024);
+        if (nofile < cfg->watchers + 256)
+                printf("warning: RLIMIT_NOFILE is %ld; %ld watchers may not fit\n", nofile, cfg->watchers);
+        if ((r = bench_gpu_daemon_start(cfg, &d)) < 0)
+                return r;
+        if ((r = bench_gpu_targets_start(cfg, "watch", 2, cfg->idle_mib, t)) < 0)
+                goto out_daemon;
+        bench_watch_cfg wc = {
+                .socket_path = d.socket_path,
+                .tag = "gpu",
+                .probe_pid = (int)t[0].pid,
+                .load_pid = (int)t[1].pid,
+                .watchers = cfg->watchers,
+                .calls = cfg->calls,
+                .rounds = cfg->watch_rounds,
+                .warmup = 200,
+                .load_rate = cfg->watch_rate,
+        };
+        if (bench_watch_run(&wc) < 0) {
+                bench_gpu_failures++; /* its ERROR lines are printed */
+                r = -EIO;
+        }
+        for (int i = 0; i < 2; i++)
+                if (bench_gpu_target_check(&t[i]) < 0)
+                        r = -EIO;
+        bench_gpu_targets_stop(t, 2);
+out_daemon:
+        bench_gpu_daemon_stop(&d);
+        return r;
+}
+
 /* ------------------------------------------------------------------------ */
 static void bench_gpu_usage(FILE *f)
 {
         fprintf(f,
                 "usage: cudackpt-bench-gpu COMMAND [OPTIONS]\n"
-                "commands: getstate | exec | multi | contention | size | group | list | all\n"
+                "commands: getstate | exec | multi | contention | size | group | list | watchers | all\n"
                 "  --daemon=PATH           cudackptd (required)\n"
                 "  --ctl=PATH              cudackptctl (exec)\n"
                 "  --target=PATH           cudackpt-gpu-target (required)\n"
                 "  --driver=PATH           libcuda for the daemon and the direct calls (libcuda.so.1)\n"
                 "  --cuda-checkpoint=PATH  NVIDIA's utility (default: searched in PATH)\n"
-                "  --calls=N               GetState calls (10000)\n"
+                "  --calls=N               GetState calls (10000; watchers: per condition)\n"
                 "  --runs=N                process runs for exec (50)\n"
                 "  --repeats=N             repeats of multi and size (3)\n"
                 "  --procs=N               processes for multi and contention (4)\n"
@@ -1924,6 +1973,9 @@ static void bench_gpu_usage(FILE *f)
                 "  --processes=N           list: processes on the machine, idle sleeps added (2000)\n"
                 "  --list-runs=N           list: timed calls of each kind (20)\n"
                 "  --pool=N                list: threads of the /proc+GetState baseline (16)\n"
+                "  --watchers=N            watchers: Watch connections (100)\n"
+                "  --watch-rounds=N        watchers: rounds of four alternating blocks (6)\n"
+                "  --watch-rate=N          watchers: Lock/Unlock cycles per second, 0 back to back (100)\n"
                 "  --sim=PATH              the simulator (libcudackpt-sim.so) instead of the driver;\n"
                 "                          --target then names a stand-in (cudackpt-gpu-standin)\n");
 }
@@ -1947,6 +1999,9 @@ int main(int argc, char **argv)
                 .list_runs = 20,
                 .pool = 16,
                 .warmup = 1,
+                .watchers = 100,
+                .watch_rounds = 6,
+                .watch_rate = 100,
         };
         const char *cmd;
         int r = 0;
@@ -2000,6 +2055,12 @@ int main(int argc, char **argv)
                         bad = bench_parse_long(v + 1, 1, 1024, &cfg.pool) < 0;
                 } else if (strncmp(a, "--warmup=", 9) == 0) {
                         bad = bench_parse_long(v + 1, 0, 100, &cfg.warmup) < 0;
+                } else if (strncmp(a, "--watchers=", 11) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 100000, &cfg.watchers) < 0;
+                } else if (strncmp(a, "--watch-rounds=", 15) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 1000, &cfg.watch_rounds) < 0;
+                } else if (strncmp(a, "--watch-rate=", 13) == 0) {
+                        bad = bench_parse_long(v + 1, 0, 1000000, &cfg.watch_rate) < 0;
                 } else if (strncmp(a, "--sizes=", 8) == 0) {
                         cfg.nsizes = bench_parse_list(v + 1, cfg.sizes, BENCH_GPU_MAX_SIZES);
                         bad = cfg.nsizes < 0;
@@ -2053,6 +2114,10 @@ int main(int argc, char **argv)
         if (strcmp(cmd, "list") == 0) {
                 known = 1;
                 bench_gpu_list(&cfg);
+        }
+        if (strcmp(cmd, "watchers") == 0) {
+                known = 1;
+                bench_gpu_watchers(&cfg);
         }
         if (!known) {
                 fprintf(stderr, "cudackpt-bench-gpu: unknown command %s\n", cmd);

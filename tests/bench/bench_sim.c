@@ -7,6 +7,10 @@
  * and the daemon's resident memory (VmRSS) idle and with 1000 open
  * connections.  The driver costs nothing here, so the numbers are the
  * daemon's: parsing, queueing, the pidfd/procfs checks and the reply.
+ * Then GetState latency on one connection with --watchers Watch streams open
+ * against none, with and without a Lock/Unlock loop on another target
+ * (bench_watch.h).  --only= picks the parts: getstate (the levels), rss (the
+ * open connections), watchers.
  * Prints a report and "RESULT key=value ..." lines; timing never fails it,
  * a failed request does (exit 1). */
 #include <cjson/cJSON.h>
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_watch.h"
 
 #define BENCH_SIM_MAX_LEVELS 16
 #define BENCH_SIM_MAX_TARGETS 1024
@@ -41,6 +46,11 @@ typedef struct bench_sim_cfg {
         long idle_conns;
         long client_threads; /* 0: a thread per client; N: N threads multiplexing them */
         const char *config_extra; /* more "key": value pairs for the daemon's configuration */
+        int run_getstate, run_rss, run_watchers; /* --only */
+        long watchers;       /* watchers: Watch connections */
+        long watch_calls;    /* watchers: timed GetState calls per condition */
+        long watch_rounds;   /* watchers: rounds of the four blocks */
+        long watch_rate;     /* watchers: Lock/Unlock cycles per second, 0 back to back */
 } bench_sim_cfg;
 
 typedef struct bench_sim_client {
@@ -508,6 +518,8 @@ static void bench_sim_usage(FILE *f)
         fprintf(f, "usage: cudackpt-bench-sim --daemon=PATH --sim=PATH [--clients=1,16,256] [--seconds-ms=2000]\n"
                    "                          [--max-requests=1000000] [--targets=16] [--idle-conns=1000]\n"
                    "                          [--client-threads=1] [--config-extra=TEXT] [--log-level=warning]\n"
+                   "                          [--only=getstate,rss,watchers] [--watchers=100] [--watch-calls=12000]\n"
+                   "                          [--watch-rounds=6] [--watch-rate=100]\n"
                    "  --clients=LIST     concurrency levels: connections, each with one request in flight\n"
                    "  --config-extra=TEXT more \"key\": value pairs for the daemon's configuration\n"
                    "  --client-threads=N threads driving them through epoll (default 1); 0: one thread\n"
@@ -515,7 +527,13 @@ static void bench_sim_usage(FILE *f)
                    "  --seconds-ms=N     duration of each level\n"
                    "  --max-requests=N   bound on the requests of each level (shared by its clients)\n"
                    "  --targets=N        simulated CUDA processes the clients spread over\n"
-                   "  --idle-conns=N     connections held open for the memory measurement\n");
+                   "  --idle-conns=N     connections held open for the memory measurement\n"
+                   "  --only=LIST        parts to run: getstate (the levels), rss (idle connections),\n"
+                   "                     watchers (GetState with Watch streams open); default all\n"
+                   "  --watchers=N       Watch connections of the watchers part\n"
+                   "  --watch-calls=N    its timed GetState calls per condition (over all rounds)\n"
+                   "  --watch-rounds=N   its rounds, each of four alternating blocks\n"
+                   "  --watch-rate=N     its Lock/Unlock loop's cycles per second (0: back to back)\n");
 }
 
 int main(int argc, char **argv)
@@ -529,6 +547,13 @@ int main(int argc, char **argv)
                 .targets = 16,
                 .idle_conns = 1000,
                 .client_threads = 1,
+                .run_getstate = 1,
+                .run_rss = 1,
+                .run_watchers = 1,
+                .watchers = 100,
+                .watch_calls = 12000,
+                .watch_rounds = 6,
+                .watch_rate = 100,
         };
         char *workdir = NULL, config_path[512];
         pid_t pids[BENCH_SIM_MAX_TARGETS];
@@ -567,6 +592,29 @@ int main(int argc, char **argv)
                         bad = bench_parse_long(v + 1, 0, 64, &cfg.client_threads) < 0;
                 } else if (strncmp(a, "--idle-conns=", 13) == 0) {
                         bad = bench_parse_long(v + 1, 0, 100000, &cfg.idle_conns) < 0;
+                } else if (strncmp(a, "--only=", 7) == 0) {
+                        char list[256], *save = NULL;
+                        cfg.run_getstate = cfg.run_rss = cfg.run_watchers = 0;
+                        snprintf(list, sizeof(list), "%s", v + 1);
+                        for (char *w = strtok_r(list, ", ", &save); w && !bad; w = strtok_r(NULL, ", ", &save)) {
+                                if (strcmp(w, "getstate") == 0)
+                                        cfg.run_getstate = 1;
+                                else if (strcmp(w, "rss") == 0)
+                                        cfg.run_rss = 1;
+                                else if (strcmp(w, "watchers") == 0)
+                                        cfg.run_watchers = 1;
+                                else
+                                        bad = 1;
+                        }
+                        bad = bad || !(cfg.run_getstate || cfg.run_rss || cfg.run_watchers);
+                } else if (strncmp(a, "--watchers=", 11) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 100000, &cfg.watchers) < 0;
+                } else if (strncmp(a, "--watch-calls=", 14) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 100000000, &cfg.watch_calls) < 0;
+                } else if (strncmp(a, "--watch-rounds=", 15) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 1000, &cfg.watch_rounds) < 0;
+                } else if (strncmp(a, "--watch-rate=", 13) == 0) {
+                        bad = bench_parse_long(v + 1, 0, 1000000, &cfg.watch_rate) < 0;
                 } else {
                         bad = 1;
                 }
@@ -591,6 +639,8 @@ int main(int argc, char **argv)
                         maxc = cfg.levels[k];
         if (cfg.idle_conns > maxc)
                 maxc = cfg.idle_conns;
+        if (cfg.run_watchers && cfg.watchers + 2 > maxc)
+                maxc = cfg.watchers + 2;
         long nofile = bench_raise_nofile(2 * maxc + 1024);
         if (nofile < maxc + 256)
                 printf("warning: RLIMIT_NOFILE is %ld; %ld connections may not fit\n", nofile, maxc);
@@ -659,7 +709,9 @@ int main(int argc, char **argv)
                 cudackpt_client_free(c);
         }
 
-        if (!failed) {
+        /* Each part runs when the set-up worked, whatever the parts before found. */
+        int ready = !failed;
+        if (ready && cfg.run_getstate) {
                 printf("== 6. GetState through cudackptd on the simulated driver (%ld targets, %ld ms per level,"
                        " at most %ld requests; %s) ==\n",
                        cfg.targets, cfg.seconds_ms, cfg.max_requests,
@@ -671,8 +723,32 @@ int main(int argc, char **argv)
                 for (int k = 0; k < cfg.nlevels; k++)
                         if (bench_sim_level(&cfg, &d, pids, cfg.levels[k]) < 0)
                                 failed = 1;
-                if (cfg.idle_conns > 0 && bench_sim_idle_conns(&cfg, &d, pids, rss_idle) < 0)
+        }
+        if (ready && cfg.run_rss && cfg.idle_conns > 0 && bench_sim_idle_conns(&cfg, &d, pids, rss_idle) < 0)
+                failed = 1;
+        if (ready && cfg.run_watchers) {
+                /* The Lock/Unlock loop gets a target of its own. */
+                char *targv[] = {"sleep", "100000", NULL};
+                pid_t load_pid = 0;
+                if ((r = bench_spawn(targv, target_env, NULL, -1, &load_pid)) < 0) {
+                        printf("ERROR: cannot start sleep: %s\n", strerror(-r));
                         failed = 1;
+                } else {
+                        bench_watch_cfg wc = {
+                                .socket_path = d.socket_path,
+                                .tag = "sim",
+                                .probe_pid = (int)pids[0],
+                                .load_pid = (int)load_pid,
+                                .watchers = cfg.watchers,
+                                .calls = cfg.watch_calls,
+                                .rounds = cfg.watch_rounds,
+                                .warmup = 200,
+                                .load_rate = cfg.watch_rate,
+                        };
+                        if (bench_watch_run(&wc) < 0)
+                                failed = 1;
+                        bench_kill(load_pid);
+                }
         }
 
         for (long i = 0; i < started; i++)

@@ -2,7 +2,7 @@
 # run-gpu.sh: all GPU benchmarks of cudackptd in one go, and a report.
 #
 # Runs cudackpt-bench-gpu (getstate, exec, multi, contention, size, group,
-# list) and cudackpt-bench-d2h, each under a timeout, prints their reports,
+# list, watchers) and cudackpt-bench-d2h, each under a timeout, prints their reports,
 # then a summary of every "RESULT ..." line and, for group and list, a
 # markdown table (their "SUMMARY | ... |" lines) for docs/performance.md.  Numbers only: timing never fails it;
 # exit 1 only when a benchmark reported an error (a failed operation or
@@ -11,7 +11,7 @@
 # usage: run-gpu.sh --daemon=PATH --ctl=PATH --target=PATH --bench=PATH [--d2h=PATH]
 #   (or CUDACKPTD, CUDACKPTCTL, CUDACKPT_GPU_TARGET, CUDACKPT_BENCH_GPU, CUDACKPT_BENCH_D2H)
 # Environment:
-#   BENCH_ONLY="getstate exec multi contention size d2h group list"   which to run (default all)
+#   BENCH_ONLY="getstate exec multi contention size d2h group list watchers"   which to run (default all)
 #   BENCH_CALLS=10000      GetState calls (getstate; contention baseline uses 1/5)
 #   BENCH_RUNS=50          process runs (exec)
 #   BENCH_REPEATS=3        repeats (multi, size)
@@ -24,14 +24,19 @@
 #   BENCH_LIST_PROCESSES=2000  list: processes on the machine (idle sleeps added);
 #                          BENCH_LIST_TARGETS=8 CUDA targets of BENCH_LIST_MIB=64;
 #                          BENCH_LIST_RUNS=20; BENCH_LIST_POOL=16 baseline threads
+#   BENCH_WATCHERS=100     watchers: Watch streams open; BENCH_WATCH_ROUNDS=6 rounds of
+#                          4 alternating blocks, BENCH_CALLS GetState calls per
+#                          condition; BENCH_WATCH_RATE=100 Lock/Unlock cycles/s of the
+#                          load on a second target (0: back to back)
 #   BENCH_SIM=PATH         libcudackpt-sim.so: run on the simulator, no GPU checks
-#                          (--target then names cudackpt-gpu-standin; group/list only)
+#                          (--target then names cudackpt-gpu-standin; group/list/watchers only)
 #   BENCH_DRIVER=libcuda.so.1
 #   BENCH_TIMEOUT=900      seconds per benchmark
 #   BENCH_OUT=FILE         also write the whole report to FILE
 # Rough duration on one H200 with the defaults: getstate 5 s, exec 5 s,
 # multi 90 s, contention 15 s, size 4-5 min (64 GiB dominates), d2h 20 s,
-# group (8 x 2 GiB, 1 warm-up + 3 x 3 cycles) about 1-1.5 min, list 15 s.
+# group (8 x 2 GiB, 1 warm-up + 3 x 3 cycles) about 1-1.5 min, list 15 s,
+# watchers 10-20 s.
 # A quick run: BENCH_PROC_MIB=512 BENCH_SIZES=256,1024 BENCH_REPEATS=1.
 set -euo pipefail
 
@@ -51,7 +56,7 @@ for arg in "$@"; do
         *) echo "run-gpu.sh: unknown argument $arg" >&2; exit 2 ;;
         esac
 done
-ONLY=${BENCH_ONLY:-getstate exec multi contention size d2h group list}
+ONLY=${BENCH_ONLY:-getstate exec multi contention size d2h group list watchers}
 CALLS=${BENCH_CALLS:-10000}
 RUNS=${BENCH_RUNS:-50}
 REPEATS=${BENCH_REPEATS:-3}
@@ -71,6 +76,9 @@ LIST_TARGETS=${BENCH_LIST_TARGETS:-8}
 LIST_MIB=${BENCH_LIST_MIB:-64}
 LIST_RUNS=${BENCH_LIST_RUNS:-20}
 LIST_POOL=${BENCH_LIST_POOL:-16}
+WATCHERS=${BENCH_WATCHERS:-100}
+WATCH_ROUNDS=${BENCH_WATCH_ROUNDS:-6}
+WATCH_RATE=${BENCH_WATCH_RATE:-100}
 SIM=${BENCH_SIM:-}
 
 nogpu() {
@@ -123,7 +131,8 @@ echo "  daemon:  $DAEMON ($("$DAEMON" --version 2>/dev/null | head -n1 || echo '
 echo "  cuda-checkpoint: $(command -v cuda-checkpoint || echo 'not on PATH')"
 echo "  settings: calls=$CALLS runs=$RUNS repeats=$REPEATS procs=$PROCS proc_mib=$PROC_MIB sizes=$SIZES d2h_mib=$D2H_MIB"
 echo "            group ${GROUP_PROCS}x${GROUP_MIB} MiB repeats=$GROUP_REPEATS warmup=$GROUP_WARMUP;" \
-        "list processes=$LIST_PROCESSES targets=${LIST_TARGETS}x${LIST_MIB} MiB runs=$LIST_RUNS pool=$LIST_POOL"
+        "list processes=$LIST_PROCESSES targets=${LIST_TARGETS}x${LIST_MIB} MiB runs=$LIST_RUNS pool=$LIST_POOL;" \
+        "watchers $WATCHERS rounds=$WATCH_ROUNDS rate=$WATCH_RATE/s"
 
 ERRORS=0
 COMMON=(--daemon="$DAEMON" --ctl="$CTL" --target="$TARGET" --driver="$DRIVER" --calls="$CALLS"
@@ -153,6 +162,10 @@ for b in $ONLY; do
         list)
                 run list "$BENCH" list "${COMMON[@]}" --procs="$LIST_TARGETS" --idle-mib="$LIST_MIB" \
                         --processes="$LIST_PROCESSES" --list-runs="$LIST_RUNS" --pool="$LIST_POOL"
+                ;;
+        watchers)
+                run watchers "$BENCH" watchers "${COMMON[@]}" --watchers="$WATCHERS" \
+                        --watch-rounds="$WATCH_ROUNDS" --watch-rate="$WATCH_RATE"
                 ;;
         d2h)
                 if [[ -n $D2H && -x $D2H ]]; then
