@@ -139,7 +139,7 @@ int ctl_metrics_run(cudackpt_client *client, const char *prefix, const char *out
 
 /* ---- progress.c ---- */
 
-/* Shows the progress of the checkpoint or restore of pid on stderr (a line
+/* Shows the progress of the checkpoint of pid on stderr (a line
  * rewritten in place when tty) until ctl_progress_stop(), from a Watch on a
  * connection of its own.  -errno when it cannot watch (then no progress). */
 typedef struct ctl_progress ctl_progress;

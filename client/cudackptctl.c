@@ -150,8 +150,8 @@ static void ctl_help(void) {
                "                             /proc/PID/cgroup names it (/kubepods/pod42)\n"
                "  --tree=PID                 the CUDA processes among PID and its descendants\n"
                "  --progress, --no-progress  show each member's progress on stderr, or not (and\n"
-               "                             for one PID, how much memory a checkpoint or\n"
-               "                             restore has moved)\n"
+               "                             for one PID, how much memory a checkpoint has\n"
+               "                             moved)\n"
                "                             (default: when stderr is a terminal)\n"
                "\n"
                "Options:\n"
@@ -706,8 +706,7 @@ static int ctl_run(const ctl_args *a) {
 
         /* A checkpoint or restore of a GPU's memory takes seconds: show how far it is. */
         ctl_progress *progress = NULL;
-        if ((a->command->id == CTL_SUSPEND || a->command->id == CTL_RESUME || a->command->id == CTL_CHECKPOINT ||
-             a->command->id == CTL_RESTORE) &&
+        if ((a->command->id == CTL_SUSPEND || a->command->id == CTL_CHECKPOINT) &&
             (a->progress > 0 || (a->progress < 0 && isatty(STDERR_FILENO))))
                 (void)ctl_progress_start(path, a->pid, isatty(STDERR_FILENO), &progress);
         r = ctl_call(client, a, &reply);

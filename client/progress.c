@@ -1,5 +1,5 @@
-/* progress.c: the progress line of suspend, resume, checkpoint and restore
- * of one PID.
+/* progress.c: the progress line of suspend and checkpoint of one PID (a
+ * restore has none to show: the driver releases the memory at its end).
  *
  * While the operation's call waits on its own connection, a thread holds a
  * second one with Watch on that pid and writes each progress event to
@@ -47,8 +47,7 @@ static void show(struct ctl_progress *p, const cJSON *e)
         char line[160];
         int n;
 
-        if (!cJSON_IsString(step) || !cJSON_IsNumber(bytes) ||
-            (strcmp(step->valuestring, "checkpoint") != 0 && strcmp(step->valuestring, "restore") != 0))
+        if (!cJSON_IsString(step) || !cJSON_IsNumber(bytes) || strcmp(step->valuestring, "checkpoint") != 0)
                 return;
         n = snprintf(line, sizeof(line), "%s of %d: %.2f GiB", step->valuestring, p->pid, gib(bytes->valuedouble));
         if (cJSON_IsNumber(total) && total->valuedouble > 0 && n > 0 && (size_t)n < sizeof(line))

@@ -252,11 +252,11 @@ static bool do_lock(struct run *x, uint32_t timeout_ms)
                step_done(x, OPS_STEP_LOCK, driver_lock(x->d, x->t->identity.pid, timeout_ms));
 }
 
-/* Progress (watch.h): while someone watches, a checkpoint or restore
- * notes the process's resident memory as it begins, which the loop's
- * sampler compares with later readings, and a checkpoint what it moved,
- * which is the next restore's (and checkpoint's) total.  One read of the
- * pinned status file each; nothing when nobody watches. */
+/* Progress (watch.h): while someone watches, a checkpoint notes the
+ * process's resident memory as it begins, which the loop's sampler
+ * compares with later readings, and as it ends what it moved, the next
+ * checkpoint's total.  One read of the pinned status file each; nothing
+ * when nobody watches. */
 static void progress_begin(struct run *x, enum ops_step step)
 {
         struct sched_target *t = x->t;
@@ -280,7 +280,7 @@ static void progress_end(struct run *x, enum ops_step step, bool ok)
         bool measure;
 
         uv_mutex_lock(&t->lock);
-        measure = t->progress_step == (int)step && step == OPS_STEP_CHECKPOINT && ok;
+        measure = t->progress_step == (int)step && ok;
         t->progress_step = 0;
         uv_mutex_unlock(&t->lock);
         if (!measure || target_rss(&t->identity, &rss) < 0)
@@ -303,16 +303,13 @@ static bool do_checkpoint(struct run *x)
         return ok;
 }
 
+/* A restore has no progress to show: the driver releases the process's
+ * host memory at its end, not as it goes (measured on the H200). */
 static bool do_restore(struct run *x)
 {
-        bool ok;
-
-        if (!may_call(x, OPS_STEP_RESTORE))
-                return false;
-        progress_begin(x, OPS_STEP_RESTORE);
-        ok = step_done(x, OPS_STEP_RESTORE, driver_restore(x->d, x->t->identity.pid, x->req->pairs, x->req->n_pairs));
-        progress_end(x, OPS_STEP_RESTORE, ok);
-        return ok;
+        return may_call(x, OPS_STEP_RESTORE) &&
+               step_done(x, OPS_STEP_RESTORE,
+                         driver_restore(x->d, x->t->identity.pid, x->req->pairs, x->req->n_pairs));
 }
 
 static bool do_unlock(struct run *x)

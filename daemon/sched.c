@@ -556,11 +556,11 @@ int sched_submit(struct sched *s, struct sched_op *op, unsigned *ret_limit)
         return 0;
 }
 
-uint64_t sched_running_seq(struct sched *s, pid_t pid)
+struct sched_target *sched_running_target(struct sched *s, pid_t pid, uint64_t seq)
 {
         struct sched_target *t = find_target(s, pid);
 
-        return t && t->running ? t->running->seq : 0;
+        return t && t->running && t->running->seq == seq ? t : NULL;
 }
 
 void sched_for_each_running(struct sched *s, void (*fn)(void *ctx, struct sched_target *t), void *ctx)

@@ -85,11 +85,13 @@ struct sched_target {
         bool want_wake;               /* waiters exist: wake the loop on publish */
         bool want_id_wake;            /* a start to report: wake the loop once pinned */
         /* Progress of the running checkpoint or restore (progress.c), under lock. */
-        int progress_step;            /* OPS_STEP_CHECKPOINT or _RESTORE with a baseline; 0 none */
+        int progress_step;            /* OPS_STEP_CHECKPOINT with a baseline; 0 none */
         uint64_t rss_start;           /* VmRSS when that step began */
         int64_t total_bytes;          /* what it should move; -1 unknown */
         int64_t ckpt_bytes;           /* what this process's last checkpoint moved; -1 unknown */
         uint64_t ckpt_start_time;     /* ... of the process with this start time */
+        uint64_t progress_seq;        /* the op progress_peak belongs to (loop only) */
+        uint64_t progress_peak;       /* the most it has reported moved (loop only) */
         /* The cache of idle targets (loop thread only). */
         bool cached;                  /* on the LRU list below, depth == 0 */
         struct sched_target *lru_prev, *lru_next; /* most recently used first */
@@ -167,8 +169,8 @@ void sched_done(struct sched *s); /* no ops may remain */
 void sched_process_enter(struct sched *s, pid_t pid);
 void sched_process_leave(struct sched *s, pid_t pid);
 
-/* The seq of the op running on pid's target now, 0 when none. */
-uint64_t sched_running_seq(struct sched *s, pid_t pid);
+/* The target of pid while the op with this seq runs on it, else NULL. */
+struct sched_target *sched_running_target(struct sched *s, pid_t pid, uint64_t seq);
 /* Calls fn for every target whose op runs now (loop thread). */
 void sched_for_each_running(struct sched *s, void (*fn)(void *ctx, struct sched_target *t), void *ctx);
 

@@ -337,16 +337,26 @@ static void sample_work(uv_work_t *w)
 
 static void sample_done(uv_work_t *w, int status)
 {
+        struct sched_target *t;
         struct sample *sm = w->data;
         struct server *s = sm->srv;
 
         (void)status;
         table_of(s)->sampling--;
         close(sm->status_fd);
-        /* A reading that comes back after its op has ended says nothing new. */
-        if (sm->error == 0 && sched_running_seq(&s->sched, sm->target) == sm->seq) {
-                uint64_t moved = sm->step == OPS_STEP_CHECKPOINT ? (sm->rss > sm->rss_start ? sm->rss - sm->rss_start : 0)
-                                                                 : (sm->rss_start > sm->rss ? sm->rss_start - sm->rss : 0);
+        /* A reading that comes back after its op has ended says nothing new;
+         * one a little below the last (the driver frees some memory as it
+         * finishes) repeats the last: the progress never goes back. */
+        t = sm->error == 0 ? sched_running_target(&s->sched, sm->target, sm->seq) : NULL;
+        if (t) {
+                uint64_t moved = sm->rss > sm->rss_start ? sm->rss - sm->rss_start : 0;
+                if (t->progress_seq != sm->seq) {
+                        t->progress_seq = sm->seq;
+                        t->progress_peak = 0;
+                }
+                if (moved < t->progress_peak)
+                        moved = t->progress_peak;
+                t->progress_peak = moved;
                 sm->e.bytes = (int64_t)moved;
                 watch_emit(s, &sm->e);
         }
@@ -386,7 +396,7 @@ static void sample_one(void *ctx, struct sched_target *t)
         sm->seq = t->running->seq;
         sm->e.method = t->running->method;
         sm->e.group = proto_method_is_group(t->running->parent) ? t->running->parent : PROTO_METHODS;
-        sm->e.step = sm->step == OPS_STEP_CHECKPOINT ? "checkpoint" : "restore";
+        sm->e.step = "checkpoint";
         sm->work.data = sm;
         table_of(s)->sampling++;
         (void)uv_queue_work(s->loop, &sm->work, sample_work, sample_done);

@@ -7,18 +7,8 @@
 #   bash tests/gpu/run-lease-gpu.sh [MIB]     (default 4096)
 # Prints PASS/FAIL lines, the timings, and "N passed, N failed".
 set -uo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DIR=${GPU_DIR:-$ROOT/.gpu}
 MIB=${1:-4096}
-export LD_LIBRARY_PATH=$DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-[[ -x $DIR/cudackpt-gpu-target ]] || bash "$DIR/build-target.sh" || exit 2
-WORK=$(mktemp -d /tmp/cudackpt-lease-gpu.XXXXXX)
-SOCK=$WORK/sock
-CTL=$DIR/cudackptctl
-export CUDACKPT_SOCKET=$SOCK
-pass=0 failed=0
-ok() { echo "PASS $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; failed=$((failed + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 cleanup() { kill "$DPID" "$T" "$W" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 st() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" "$WORK/t.status" 2>/dev/null; }
@@ -32,9 +22,7 @@ await_state() { # STATE SECONDS: prints the seconds it took
         return 1
 }
 
-"$DIR/cudackptd" --socket="$SOCK" --driver=libcuda.so.1 >"$WORK/daemon.log" 2>&1 &
-DPID=$!
-for _ in $(seq 300); do "$CTL" info >/dev/null 2>&1 && break; sleep 0.1; done
+start_daemon || { bad "the daemon did not start"; exit 1; }
 "$DIR/cudackpt-gpu-target" --mib="$MIB" --status="$WORK/t.status" --quiet &
 T=$!
 wait_iter 1 || { bad "the target never verified its data"; exit 1; }
