@@ -345,8 +345,8 @@ START_TEST(lease_not_honoured_at_stop)
         log = daemon_log(d);
         ck_assert_msg(strstr(log, itest_strdupf("not honoured: the daemon is stopping; process %d stays as it is",
                                                 (int)pid)),
-                      "log: %s", log);
-        ck_assert_msg(!strstr(log, "undoing") && !strstr(log, "method=Restore"), "log: %s", log);
+                      "log: %.3000s", log);
+        ck_assert_msg(!strstr(log, "undoing") && !strstr(log, "method=Restore"), "log: %.3000s", log);
 }
 END_TEST
 
@@ -628,6 +628,46 @@ START_TEST(watch_slow_watcher_cut)
         }
         ck_assert_msg(got < cycles * 6, "got %d of %d events, yet cut off", got, cycles * 6);
         printf("watcher cut off after %d cycles, %d events read\n", cycles, got);
+}
+END_TEST
+
+static int count(const char *hay, const char *needle)
+{
+        int n = 0;
+
+        for (const char *p = hay; (p = strstr(p, needle)); p++)
+                n++;
+        return n;
+}
+
+/* An undo that fails is logged, reported to watchers and counted, once:
+ * the process stays as the failure left it. */
+START_TEST(lease_undo_fails_once)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=restore:CUDA_ERROR_UNKNOWN", NULL);
+        struct itest_conn *w = watcher(d, itest_strdupf("{\"pids\":[{\"pid\":%d}]}", (int)pid));
+        bool ended = false;
+
+        (void)lease_id(itest_call(c, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"lease_ms\":100}", (int)pid)));
+        for (int i = 0; i < 64 && !ended; i++) {
+                const cJSON *e = next_event(w, 5000);
+                if (strcmp(ev_str(e, "type"), "lease-ended") == 0) {
+                        ck_assert_msg(strcmp(ev_str(e, "reason"), "expired") == 0 && strcmp(ev_str(e, "undo"), "failed") == 0,
+                                      "%s", cJSON_PrintUnformatted(e));
+                        ended = true;
+                }
+        }
+        ck_assert(ended);
+        barrier(c, 300);
+        itest_assert_state(state_of(c, pid), pid, "checkpointed");
+        const char *text = itest_str(itest_call(c, CUDACKPT_METHOD_GET_METRICS, NULL), "text");
+        ck_assert_msg(strstr(text, "cudackpt_lease_undos_total{result=\"failed\"} 1\n"), "%s", text);
+        char *log = daemon_log(d);
+        ck_assert_msg(strstr(log, "the undo failed in restore: io.cudackpt.Process.DriverError"), "no undo failure logged");
+        int restores = count(log, itest_strdupf("method=Restore target_pid=%d ", (int)pid));
+        ck_assert_msg(restores == 1, "%d restores of the process (one undo, never retried)", restores);
 }
 END_TEST
 
@@ -963,6 +1003,7 @@ static Suite *leases_suite(void)
         tcase_add_test(tc, group_lease_expires);
         tcase_add_test(tc, lease_holder_never_idle);
         tcase_add_test(tc, lease_not_honoured_at_stop);
+        tcase_add_test(tc, lease_undo_fails_once);
         tc = itest_tcase(s, "watch", 60);
         tcase_add_test(tc, watch_cycle_in_order);
         tcase_add_test(tc, watch_lease_events);
