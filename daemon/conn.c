@@ -255,6 +255,13 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
         if (c->closing)
                 return;
+        /* A watcher's stream is its only call: what it sends after is
+         * dropped, and its hang-up ends the stream. */
+        if (c->watcher && nread != 0) {
+                if (nread < 0)
+                        conn_close(c);
+                return;
+        }
         if (nread == UV_EOF) {
                 /* The replies to what was sent are still owed: a request in
                  * flight completes, buffered ones are served, then it closes. */
@@ -292,7 +299,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
 static void update_reading(struct conn *c)
 {
-        bool want = !c->close_after_write && !c->read_eof && !holds_message(c);
+        bool want = !c->close_after_write && !c->read_eof && (c->watcher || !holds_message(c));
 
         if (want == c->reading)
                 return;

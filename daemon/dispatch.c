@@ -377,15 +377,12 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
 
 static void grant_lease(struct conn *c, struct sched_op *op, cJSON *msg)
 {
-        struct sched_target *t = op->target;
-        struct lease_member m = { .pid = op->req.pid, .vpid = op->req.caller_pid };
+        const struct ops_result *r = &op->result;
+        struct lease_member m = { .pid = r->pinned_pid, .vpid = op->req.caller_pid,
+                                  .start_time = r->pinned_start_time, .uid = r->pinned_owner.ruid };
 
-        uv_mutex_lock(&t->lock);
-        m.pid = t->known ? t->watch_pid : op->req.pid;
-        m.start_time = t->start_time;
-        m.uid = t->owner.ruid;
-        uv_mutex_unlock(&t->lock);
-        lease_grant(c->server, c, op->method, &op->req.lease, &m, 1, msg);
+        if (r->pinned) /* a success pinned it */
+                lease_grant(c->server, c, op->method, &op->req.lease, &m, 1, msg);
 }
 
 void dispatch_op_done(struct sched *s, struct sched_op *op)

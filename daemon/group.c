@@ -164,6 +164,13 @@ static void audit(const struct group *g, pid_t pid, const char *method, const ch
         log_audit(&a);
 }
 
+/* A call of a client answered without running (result: a static string). */
+static void count_refusal(const struct group *g, const char *result)
+{
+        if (g->conn)
+                metrics_op(&g->srv->metrics, g->method, result, uv_hrtime() - g->t0);
+}
+
 /* ---- replies --------------------------------------------------------------- */
 
 static double ms_of(uint64_t ns)
@@ -974,6 +981,7 @@ static void selected(struct group *g)
         }
         g->n = n;
         if (g->srv->shutting_down) {
+                count_refusal(g, "ShuttingDown");
                 group_end(g, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
                 return;
         }
@@ -988,6 +996,7 @@ static void selected(struct group *g)
                 acting += active(&g->m[i]);
         if (!listing(g) && acting > g->srv->cfg->max_group_members) {
                 audit(g, 0, proto_method_name(g->method), "GroupTooLarge", NULL, 0);
+                count_refusal(g, "GroupTooLarge");
                 group_end(g, too_large(g->srv->cfg->max_group_members, acting));
                 return;
         }
@@ -1082,6 +1091,7 @@ static void scan_done(uv_work_t *w, int status)
                 }
         }
         if (g->scan_error == -E2BIG) {
+                count_refusal(g, "GroupTooLarge");
                 group_end(g, too_large(g->srv->cfg->max_group_members, GROUP_TREE_MAX));
                 return;
         }
@@ -1091,6 +1101,7 @@ static void scan_done(uv_work_t *w, int status)
                         cJSON_AddStringToObject(p, "reason", "the caller's cgroup namespace is not the daemon's, "
                                                              "and no cgroup2 mount of the caller shows its root");
                 audit(g, 0, proto_method_name(g->method), "PermissionDenied", "cgroup namespace unknown", 0);
+                count_refusal(g, "PermissionDenied");
                 group_end(g, proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p));
                 return;
         }
@@ -1184,6 +1195,7 @@ void group_call(struct conn *c, const struct proto_call *call)
                 cJSON *p = cJSON_CreateObject();
                 if (p)
                         cJSON_AddStringToObject(p, "reason", PIDNS_UNSUPPORTED_REASON);
+                count_refusal(g, "PermissionDenied");
                 audit(g, 0, proto_method_name(g->method), "PermissionDenied", "pid namespaces cannot be translated",
                       0);
                 if (g->reply)
@@ -1204,6 +1216,7 @@ void group_call(struct conn *c, const struct proto_call *call)
                                 cJSON_AddNumberToObject(p, "limit", srv->cfg->max_groups_in_flight);
                         msg = proto_error_new(CUDACKPT_ERROR_QUEUE_FULL, p);
                         audit(g, 0, proto_method_name(g->method), "QueueFull", "groups in flight", 0);
+                        count_refusal(g, "QueueFull");
                 }
                 if (g->reply)
                         conn_send(c, msg);

@@ -31,6 +31,7 @@ struct lease {
         size_t n;
         bool undoing;                   /* its undo group runs */
         const char *why;                /* what set the undo off */
+        enum metrics_counter why_counter;
 };
 
 static struct lease_table *table_of(struct server *s)
@@ -139,6 +140,23 @@ static void undo_done(void *ctx, cJSON *msg)
         bool ok = msg && !err;
         char detail[160];
 
+        /* A daemon that stops while an undo waits ends it unmade: the stop's
+         * rule, not the undo's failure. */
+        if (!ok && cJSON_IsString(err) && strcmp(err->valuestring, CUDACKPT_ERROR_SHUTTING_DOWN) == 0) {
+                for (size_t i = 0; i < l->n; i++)
+                        log_warning("Lease %" PRIu64 " of uid %u pid %d (%s) not honoured: the daemon is stopping "
+                                    "before its undo ran; process %d stays as it is",
+                                    l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method),
+                                    (int)l->m[i].pid);
+                snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: not honoured, the daemon is stopping", l->id,
+                         l->why);
+                audit(l, reason_names[METRICS_LEASES_NOT_HONOURED], detail);
+                metrics_count(&s->metrics, METRICS_LEASES_NOT_HONOURED);
+                cJSON_Delete(msg);
+                unlink_lease(s, l);
+                return;
+        }
+        metrics_count(&s->metrics, l->why_counter);
         if (ok) {
                 snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: %zu processes back to running", l->id,
                          l->why, l->n);
@@ -175,7 +193,7 @@ static void undo(struct server *s, struct lease *l, enum metrics_counter why)
                 return;
         l->undoing = true;
         l->why = reason_names[why];
-        metrics_count(&s->metrics, why);
+        l->why_counter = why; /* counted when the undo ends */
         if (l->conn) {
                 l->conn->leases--;
                 l->conn = NULL;
@@ -259,8 +277,7 @@ void lease_grant(struct server *s, struct conn *c, enum proto_method m, const st
                                     "process %d stays as it is",
                                     (unsigned)c->caller.uid, (int)c->caller.pid, proto_method_name(m),
                                     (int)members[i].pid);
-                metrics_count(&s->metrics, METRICS_LEASES_NOT_HONOURED);
-                return;
+                return; /* never granted: not counted as ended */
         }
         l = calloc(1, sizeof(*l));
         if (l)
@@ -277,6 +294,12 @@ void lease_grant(struct server *s, struct conn *c, enum proto_method m, const st
                 struct lease *old = find_member(s, members[i].pid, &k);
                 if (old && !old->undoing)
                         drop_member(s, old, k, METRICS_LEASES_SUPERSEDED);
+                else if (old)
+                        /* Queued first, that undo will run after this call
+                         * and bring the process back, ending this lease. */
+                        log_warning("Process %d: lease %" PRIu64 " is being undone; the new %s's lease ends when "
+                                    "that undo brings it back to running",
+                                    (int)members[i].pid, old->id, proto_method_name(m));
         }
         memcpy(l->m, members, n * sizeof(*l->m));
         l->n = n;

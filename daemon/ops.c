@@ -405,6 +405,11 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                 res->error = r == -ESRCH ? OPS_NO_SUCH_PROCESS : OPS_PERMISSION_DENIED;
                 return;
         }
+        /* This operation's own process, whatever an earlier one had pinned. */
+        res->pinned = true;
+        res->pinned_pid = t->identity.pid;
+        res->pinned_start_time = t->identity.start_time;
+        res->pinned_owner = (struct policy_target){ t->identity.ruid, t->identity.euid, t->identity.suid };
         /* Locking the daemon would stop the one process that can unlock it;
          * checked on the pinned process, so a thread id of the daemon is
          * refused too. */

@@ -61,6 +61,10 @@ struct ops_result {
         uint64_t start_time;        /* ProcessChanged: what the caller said */
         uint64_t actual_start_time; /* ProcessChanged: what the process has */
         uint64_t duration_ns;   /* time spent in driver calls */
+        bool pinned;            /* the process was pinned: the three below are its */
+        pid_t pinned_pid;       /* the process (a thread id's process) */
+        uint64_t pinned_start_time;
+        struct policy_target pinned_owner;
         char detail[512];       /* DriverUnavailable reason */
 };
 

@@ -362,17 +362,11 @@ static void on_op_started(void *ctx, const struct sched_op *op)
 static void on_op_finished(void *ctx, const struct sched_op *op)
 {
         struct server *s = ctx;
-        uint64_t start_time = 0;
-        pid_t pid = op->req.pid;
 
-        uv_mutex_lock(&op->target->lock);
-        if (op->target->known) {
-                start_time = op->target->start_time;
-                pid = op->target->watch_pid;
-        }
-        uv_mutex_unlock(&op->target->lock);
         watch_op_finished(s, op);
-        lease_op_finished(s, pid, start_time, op->method, &op->result);
+        /* Only an operation that reached its process says anything of it. */
+        if (op->result.pinned)
+                lease_op_finished(s, op->result.pinned_pid, op->result.pinned_start_time, op->method, &op->result);
 }
 
 void server_maybe_finish(struct server *s)

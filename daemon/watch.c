@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -31,12 +32,14 @@ struct watcher {
         bool setup_pending;             /* setup is on a worker: it frees a closed watcher */
         char *out;                      /* events of this loop turn, not yet written */
         size_t out_len, out_cap;
+        bool cut;                       /* too much unread: on_flush closes it */
+        ino_t ns;                       /* its pid namespace when another than ours, else 0 */
         uv_work_t setup;                /* reads a cgroup selector's namespace root */
         int setup_error;
 };
 
-/* A watcher's events of one loop turn are written together, or at once
- * when they reach this much. */
+/* A watcher's events of one loop turn are written together; past
+ * max_write_queue_bytes and this much in one turn, it is cut off. */
 #define WATCH_FLUSH_BYTES 65536
 
 /* How deep a scan follows a CUDA process's parents, for tree selectors. */
@@ -51,6 +54,15 @@ struct watch_proc {
         char *cgroup;                   /* owned; NULL when unknown */
         pid_t *ancestors;               /* owned: parent, its parent, ... up to 1 */
         size_t n_ancestors;
+        /* Its pid in the pid namespaces of watchers of other namespaces,
+         * taken while it lived: once it has exited the kernel cannot tell. */
+        struct watch_vpid *vpids;       /* owned */
+        size_t n_vpids;
+};
+
+struct watch_vpid {
+        ino_t ns;
+        pid_t vpid;
 };
 
 struct scan {
@@ -180,11 +192,19 @@ static void flush_one(struct watcher *w)
 }
 
 /* Appends an event to w's pending output, written at the end of this turn
- * of the loop (on_flush), or at once past WATCH_FLUSH_BYTES. */
+ * of the loop (on_flush).  Never closes a connection itself: it runs in
+ * the middle of the lease table's and the scheduler's updates.  A watcher
+ * with more pending than max_write_queue_bytes is cut by on_flush. */
 static void queue_bytes(struct server *s, struct watcher *w, const char *data, size_t len)
 {
         size_t need = w->out_len + len;
 
+        if (w->cut)
+                return;
+        if (need > s->cfg->max_write_queue_bytes + WATCH_FLUSH_BYTES) {
+                w->cut = true;
+                goto arm;
+        }
         if (need > w->out_cap) {
                 size_t cap = w->out_cap ? w->out_cap : 1024;
                 char *nb;
@@ -192,17 +212,16 @@ static void queue_bytes(struct server *s, struct watcher *w, const char *data, s
                         cap *= 2;
                 nb = realloc(w->out, cap);
                 if (!nb) {
-                        conn_close(w->conn);
-                        return;
+                        w->cut = true;
+                        goto arm;
                 }
                 w->out = nb;
                 w->out_cap = cap;
         }
         memcpy(w->out + w->out_len, data, len);
         w->out_len = need;
-        if (w->out_len >= WATCH_FLUSH_BYTES)
-                flush_one(w);
-        else if (!uv_is_active((uv_handle_t *)&table_of(s)->flush))
+arm:
+        if (!uv_is_active((uv_handle_t *)&table_of(s)->flush))
                 uv_check_start(&table_of(s)->flush, on_flush);
 }
 
@@ -215,9 +234,36 @@ static void on_flush(uv_check_t *check)
         uv_check_stop(check);
         for (w = table_of(s)->head; w; w = next) {
                 next = w->next; /* a failed write may cut w off */
-                if (w->out_len > 0 && w->conn)
+                if (!w->conn)
+                        continue;
+                if (w->cut) {
+                        metrics_count(&s->metrics, METRICS_CUT_SLOW_READER);
+                        log_warning("Disconnecting watcher uid %u pid %d: over %zu bytes of events unread",
+                                    (unsigned)w->conn->caller.uid, (int)w->conn->caller.pid,
+                                    s->cfg->max_write_queue_bytes);
+                        conn_close(w->conn);
+                } else if (w->out_len > 0) {
                         flush_one(w);
+                }
         }
+}
+
+/* pid (ours) as w's caller sees it; a process that has exited by the last
+ * scan's note.  False when w may not see it. */
+static bool vpid_for(const struct server *s, const struct watcher *w, const struct watch_event *e, pid_t *ret)
+{
+        const struct watch_proc *p;
+
+        if (pidns_to_caller(&w->conn->caller.pidns, e->pid, ret) == 0)
+                return true;
+        if (!w->ns || !(p = proc_of(s, e)))
+                return false;
+        for (size_t k = 0; k < p->n_vpids; k++)
+                if (p->vpids[k].ns == w->ns) {
+                        *ret = p->vpids[k].vpid;
+                        return true;
+                }
+        return false;
 }
 
 /* The event is serialised once for the watchers in the daemon's pid
@@ -235,7 +281,7 @@ void watch_emit(struct server *s, const struct watch_event *e)
                 if (!w->ready || !w->conn || w->conn->closing || !selected(s, w, e))
                         continue;
                 caller = &w->conn->caller;
-                if (e->pid > 0 && (pidns_to_caller(&caller->pidns, e->pid, &vpid) < 0 ||
+                if (e->pid > 0 && (!vpid_for(s, w, e, &vpid) ||
                                    !policy_allowed(policy_decide(s->cfg, caller, &e->owner, true))))
                         continue;
                 metrics_count(&s->metrics, METRICS_WATCH_EVENTS);
@@ -299,6 +345,11 @@ void watch_op_finished(struct server *s, const struct sched_op *op)
         if (!watch_active(s) || !op->start_reported)
                 return;
         e = op_event(op, WATCH_FINISHED);
+        if (r->pinned) { /* what this operation pinned, not what an earlier one knew */
+                e.pid = r->pinned_pid;
+                e.start_time = r->pinned_start_time;
+                e.owner = r->pinned_owner;
+        }
         e.result = ops_error_short_name(r->error);
         e.state = r->state;
         e.duration_ms = (double)(op->finished_ns - op->started_ns) / 1e6;
@@ -467,9 +518,36 @@ static void procs_free(struct watch_proc *procs, size_t n)
         for (size_t i = 0; i < n; i++) {
                 free(procs[i].cgroup);
                 free(procs[i].ancestors);
+                free(procs[i].vpids);
         }
         free(procs);
 }
+
+/* Notes the pid of every process of the scan in the namespace of every
+ * watcher of another one (loop thread: one ioctl each). */
+static void note_vpids(struct server *s, struct watch_proc *procs, size_t n)
+{
+        for (struct watcher *w = table_of(s)->head; w; w = w->next) {
+                if (!w->ns || !w->conn)
+                        continue;
+                for (size_t i = 0; i < n; i++) {
+                        struct watch_proc *p = &procs[i];
+                        struct watch_vpid *nv;
+                        pid_t vpid;
+                        bool have = false;
+                        for (size_t k = 0; k < p->n_vpids && !have; k++)
+                                have = p->vpids[k].ns == w->ns;
+                        if (have || pidns_to_caller(&w->conn->caller.pidns, p->pid, &vpid) < 0)
+                                continue;
+                        nv = realloc(p->vpids, (p->n_vpids + 1) * sizeof(*nv));
+                        if (!nv)
+                                continue;
+                        p->vpids = nv;
+                        p->vpids[p->n_vpids++] = (struct watch_vpid){ .ns = w->ns, .vpid = vpid };
+                }
+        }
+}
+
 
 static void proc_event(struct server *s, const struct watch_proc *p, const char *type)
 {
@@ -500,6 +578,12 @@ static void scan_done(uv_work_t *w, int status)
                 scan_arm(s);
                 return;
         }
+        if (t->n == 0) {
+                /* The last watcher left while it ran. */
+                procs_free(sc->procs, sc->n);
+                free(sc);
+                return;
+        }
         /* Both ascending by pid: two merges, the exits judged by what the
          * old scan knew of them, the arrivals by the new. */
         struct watch_proc *olds = t->procs, *news = sc->procs;
@@ -511,6 +595,7 @@ static void scan_done(uv_work_t *w, int status)
                         /* The new scan is the truth from here. */
                         t->procs = news;
                         t->n_procs = n_new;
+                        note_vpids(s, news, n_new);
                 }
                 while (diff && (i < n_old || j < n_new)) {
                         const struct watch_proc *o = i < n_old ? &olds[i] : NULL;
@@ -611,7 +696,9 @@ static void watcher_ready(struct server *s, struct watcher *w)
                 cJSON_AddNumberToObject(o, "time", (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6);
         }
         conn_send(w->conn, proto_reply_continues(p));
-        if (t->n == 1)
+        /* The first watcher ready starts the scans (one set up before it may
+         * still wait for its cgroup's root). */
+        if (!t->scanning && !uv_is_active((uv_handle_t *)&t->scan_timer))
                 scan_arm(s);
 }
 
@@ -658,13 +745,18 @@ static void setup_done(uv_work_t *work, int status)
                 watcher_ready(c->server, w);
                 return;
         }
+        /* Sending may close c, and with it free w: nothing of w after. */
+        if (w->setup_error != -EREMOTE) {
+                conn_close(c); /* out of memory: the client cannot be told */
+                return;
+        }
         p = cJSON_CreateObject();
-        if (p && w->setup_error == -EREMOTE)
+        if (p)
                 cJSON_AddStringToObject(p, "reason", "the caller's cgroup namespace is not the daemon's, "
                                                      "and no cgroup2 mount of the caller shows its root");
-        conn_send(c, w->setup_error == -EREMOTE ? proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p) : NULL);
-        cJSON_Delete(w->setup_error == -EREMOTE ? NULL : p);
-        conn_close_after_write(c);
+        conn_send(c, proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p));
+        if (!c->closing)
+                conn_close_after_write(c);
 }
 
 static cJSON *no_such_process(pid_t pid)
@@ -707,6 +799,15 @@ void watch_call(struct conn *c, const struct proto_call *call)
         for (unsigned i = 0; i < w->sel.n_pids; i++)
                 if (pidns_to_daemon(&c->caller.pidns, w->sel.pids[i].pid, &w->sel.pids[i].pid) < 0)
                         w->sel.pids[i].pid = -1;
+        /* Cgroup and tree selections follow the scans: none, none selected. */
+        if ((w->sel.kind == PROTO_SELECT_CGROUP || w->sel.kind == PROTO_SELECT_TREE) && s->cfg->watch_scan_ms == 0) {
+                cJSON *p = cJSON_CreateObject();
+                if (p)
+                        cJSON_AddStringToObject(p, "parameter", "selector");
+                conn_send(c, proto_error_new(CUDACKPT_VARLINK_INVALID_PARAMETER, p));
+                watcher_free(w);
+                return;
+        }
         /* A tree's root must exist, as for a group. */
         if (w->sel.kind == PROTO_SELECT_TREE) {
                 pid_t root;
@@ -720,6 +821,11 @@ void watch_call(struct conn *c, const struct proto_call *call)
         }
         w->conn = c;
         w->conn_pid = c->caller.pid;
+        if (c->caller.pidns.other) {
+                struct stat st;
+                if (c->caller.pidns.fd >= 0 && fstat(c->caller.pidns.fd, &st) == 0)
+                        w->ns = st.st_ino;
+        }
         c->watcher = w;
         conn_ref(c);
         c->busy = true; /* serves nothing else until it closes */
@@ -761,6 +867,11 @@ void watch_conn_closed(struct server *s, struct conn *c)
         if (!w->setup_pending)
                 watcher_free(w); /* else setup_done() frees it */
         if (t->n == 0) {
+                /* What the scans knew is no baseline for a later watcher. */
+                procs_free(t->procs, t->n_procs);
+                t->procs = NULL;
+                t->n_procs = 0;
+                t->have_baseline = false;
                 uv_timer_stop(&t->scan_timer);
                 uv_timer_stop(&t->progress_timer);
                 s->sched.report_starts = false;

@@ -24,7 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -343,6 +346,86 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
         return 0;
 }
 
+/* The next event on a Watch connection fd within 5 s: its type and pid, or
+ * -1 with why in msg.  buf/len keep what was read past it. */
+static int next_ns_event(int fd, char *buf, size_t *len, size_t cap, char *type, size_t type_size, long *pid,
+                         char *msg, size_t size)
+{
+        char *nul;
+
+        while (!(nul = memchr(buf, '\0', *len))) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                ssize_t k;
+                if (*len == cap || poll(&p, 1, 5000) != 1)
+                        return ns_fail(msg, size, "no event within 5 s");
+                k = read(fd, buf + *len, cap - *len);
+                if (k <= 0)
+                        return ns_fail(msg, size, "the watch ended");
+                *len += (size_t)k;
+        }
+        cJSON *j = cJSON_Parse(buf);
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "parameters"), "event");
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "type"), *p = cJSON_GetObjectItemCaseSensitive(e, "pid");
+        snprintf(type, type_size, "%s", cJSON_IsString(t) ? t->valuestring : "?");
+        *pid = cJSON_IsNumber(p) ? (long)p->valuedouble : -1;
+        cJSON_Delete(j);
+        *len -= (size_t)(nul + 1 - buf);
+        memmove(buf, nul + 1, *len);
+        return 0;
+}
+
+/* A watcher in the namespace sees its own processes appear, act and exit
+ * by their pids there (an exited one too, though the kernel no longer
+ * translates its pid), and nothing of the host's. */
+static int watch_in_namespace(struct ns_ctx *x, char *msg, size_t size)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        static char buf[65536];
+        size_t len = 0;
+        char type[32];
+        long pid;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const char *req = "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{},\"more\":true}";
+        bool appeared = false, started = false, exited = false;
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", x->sock);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            send(fd, req, strlen(req) + 1, MSG_NOSIGNAL) < 0)
+                return ns_fail(msg, size, "cannot watch: %s", strerror(errno));
+        if (next_ns_event(fd, buf, &len, sizeof(buf), type, sizeof(type), &pid, msg, size) < 0)
+                return -1;
+        if (strcmp(type, "watching") != 0)
+                return ns_fail(msg, size, "first event %s", type);
+        /* After the first scan (its baseline): every 100 ms here. */
+        usleep(300 * 1000);
+        pid_t a = ns_target();
+        if (a <= 1)
+                return ns_fail(msg, size, "cannot start a target in the namespace");
+        while (!appeared) {
+                if (next_ns_event(fd, buf, &len, sizeof(buf), type, sizeof(type), &pid, msg, size) < 0)
+                        return -1;
+                if (pid != a)
+                        return ns_fail(msg, size, "an event of pid %ld, not %d: %s", pid, (int)a, type);
+                appeared = strcmp(type, "appeared") == 0;
+        }
+        if (expect(x, "Lock", a, NULL, "locked", msg, size) < 0 || expect(x, "Unlock", a, NULL, "running", msg, size) < 0)
+                return -1;
+        kill(a, SIGKILL);
+        waitpid(a, NULL, 0);
+        while (!exited) {
+                if (next_ns_event(fd, buf, &len, sizeof(buf), type, sizeof(type), &pid, msg, size) < 0)
+                        return -1;
+                if (pid != a)
+                        return ns_fail(msg, size, "an event of pid %ld, not %d: %s", pid, (int)a, type);
+                started = started || strcmp(type, "started") == 0;
+                exited = strcmp(type, "exited") == 0;
+        }
+        close(fd);
+        if (!started)
+                return ns_fail(msg, size, "no started event of pid %d", (int)a);
+        return 0;
+}
+
 /* ---- the tests -------------------------------------------------------------- */
 
 static pid_t host_target(void)
@@ -367,6 +450,22 @@ START_TEST(own_process_by_namespace_pid)
         const struct ns_run how = { .depth = 1 };
 
         run_in_ns(&how, own_cycle_host_hidden, &x);
+        host_untouched(d, x.host_target);
+}
+END_TEST
+
+START_TEST(watch_by_namespace_pid)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":100}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        struct ns_ctx x = { .sock = d->sock, .host_target = host_target() };
+        const struct ns_run how = { .depth = 1 };
+        struct itest_conn *c = itest_connect(d);
+
+        /* The host's process acts meanwhile: the namespace must not hear of it. */
+        itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, x.host_target));
+        run_in_ns(&how, watch_in_namespace, &x);
+        itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, x.host_target));
         host_untouched(d, x.host_target);
 }
 END_TEST
@@ -429,6 +528,7 @@ static Suite *namespaces_suite(void)
         TCase *tc = itest_tcase(s, "namespaces", 60);
         tcase_add_test(tc, own_process_by_namespace_pid);
         tcase_add_test(tc, nested_namespace);
+        tcase_add_test(tc, watch_by_namespace_pid);
         tcase_add_test(tc, groups_and_list_in_namespace);
         tcase_add_test(tc, rootless_user_namespace);
         tcase_add_test(tc, host_caller_unchanged);
