@@ -501,6 +501,49 @@ START_TEST(watch_needs_more)
 }
 END_TEST
 
+static bool metric_is(struct itest_conn *c, const char *line)
+{
+        const char *text = itest_str(itest_call(c, CUDACKPT_METHOD_GET_METRICS, NULL), "text");
+
+        ck_assert(text);
+        return strstr(text, line) != NULL;
+}
+
+/* A watcher's hang-up ends it, even with no event to send; one that hangs
+ * up while its cgroup selector is still being read is let go too. */
+START_TEST(watch_hangup)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"workers\":1}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = sim_target();
+        pid_t slow = itest_target(SIM, "CUDACKPT_SIM_MEM_MIB=256", "CUDACKPT_SIM_CKPT_MIBPS=256", NULL);
+        struct itest_conn *w = watcher(d, itest_strdupf("{\"pids\":[{\"pid\":%d}]}", (int)pid));
+        struct itest_conn *busy = itest_connect(d);
+
+        ck_assert(metric_is(c, "\ncudackpt_watchers 1\n"));
+        itest_conn_close(w);
+        for (int i = 0; !metric_is(c, "\ncudackpt_watchers 0\n"); i++) {
+                ck_assert_msg(i < 200, "the watcher outlived its client");
+                usleep(10000);
+        }
+        /* The one worker checkpoints for a second: the cgroup's root is read
+         * after the client has gone. */
+        itest_sendf(busy, "{\"method\":\"" CUDACKPT_METHOD_SUSPEND "\",\"parameters\":{\"pid\":%d}}", (int)slow);
+        itest_await_in_flight(c, slow, "Suspend", 5000);
+        w = itest_connect(d);
+        itest_send(w, "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{\"selector\":{\"cgroup\":\"/\"}},"
+                      "\"more\":true}");
+        itest_conn_close(w);
+        itest_assert_state(itest_recv(busy), slow, "checkpointed");
+        for (int i = 0; !metric_is(c, "\ncudackpt_watchers 0\n"); i++) {
+                ck_assert_msg(i < 200, "the watcher outlived its client");
+                usleep(10000);
+        }
+        itest_assert_state(state_of(c, pid), pid, "running");
+}
+END_TEST
+
 static bool slow_reader_cut(struct itest_conn *c)
 {
         cJSON *j = itest_call(c, CUDACKPT_METHOD_GET_METRICS, NULL);
@@ -1012,6 +1055,7 @@ static Suite *leases_suite(void)
         tcase_add_test(tc, watch_slow_watcher_cut);
         tcase_add_test(tc, watch_progress);
         tcase_add_test(tc, watch_tree);
+        tcase_add_test(tc, watch_hangup);
         tcase_add_test(tc, watch_cgroup);
         tc = itest_tcase(s, "cli", 60);
         tcase_add_test(tc, cli_hold_command);
