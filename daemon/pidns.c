@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "kernel-abi.h"
+#include "target.h"
 
 
 /* The daemon's own pid namespace, read once. */
@@ -33,13 +33,6 @@ static bool is_own_ns(int fd)
 
 /* Whether the pidfd's process still lives: then what was opened through
  * its pid belonged to it. */
-static bool pidfd_alive(int pidfd)
-{
-        struct pollfd p = { .fd = pidfd, .events = POLLIN };
-
-        return poll(&p, 1, 0) == 0;
-}
-
 static int open_ns(pid_t pid, int pidfd)
 {
         char path[64];
@@ -56,7 +49,7 @@ static int open_ns(pid_t pid, int pidfd)
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        if (pidfd >= 0 && !pidfd_alive(pidfd)) {
+        if (pidfd >= 0 && target_pidfd_wait(pidfd, 0) != 1) {
                 close(fd);
                 return -ESRCH;
         }

@@ -145,10 +145,15 @@ int target_parse_tgid(const char *status_text, pid_t *ret_tgid)
  * though its pid is still held. */
 static int await_exit(const struct target_identity *id, int timeout_ms)
 {
-        struct pollfd p = { .fd = id->pidfd, .events = POLLIN };
+        return target_pidfd_wait(id->pidfd, timeout_ms);
+}
+
+int target_pidfd_wait(int pidfd, int timeout_ms)
+{
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
         int r;
 
-        if (id->pidfd < 0)
+        if (pidfd < 0)
                 return 0;
         do
                 r = poll(&p, 1, timeout_ms);

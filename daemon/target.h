@@ -35,6 +35,9 @@ int target_open(pid_t pid, struct target_identity *ret_id);
  * process.  pidfd is duplicated, not taken. */
 int target_open_pidfd(pid_t pid, int pidfd, struct target_identity *ret_id);
 void target_close(struct target_identity *id);
+/* Waits up to timeout_ms for the process of pidfd to exit: 1 while it
+ * lives (zombies count as gone), 0 once gone or for pidfd -1. */
+int target_pidfd_wait(int pidfd, int timeout_ms);
 /* 1 while the pinned process lives (zombies count as gone), 0 once gone. */
 int target_alive(const struct target_identity *id);
 /* target_alive() for a driver call that has just failed.  A process's exit
