@@ -30,8 +30,7 @@ struct lease {
         struct lease_member *m;         /* owned */
         size_t n;
         bool undoing;                   /* its undo group runs */
-        const char *why;                /* what set the undo off */
-        enum metrics_counter why_counter;
+        enum metrics_counter why;       /* what set the undo off; counted when it ends */
 };
 
 static struct lease_table *table_of(struct server *s)
@@ -138,6 +137,7 @@ static void undo_done(void *ctx, cJSON *msg)
         struct server *s = l->srv;
         const cJSON *err = msg ? cJSON_GetObjectItemCaseSensitive(msg, "error") : NULL;
         bool ok = msg && !err;
+        const char *why = reason_names[l->why];
         char detail[160];
 
         /* A daemon that stops while an undo waits ends it unmade: the stop's
@@ -149,28 +149,28 @@ static void undo_done(void *ctx, cJSON *msg)
                                     l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method),
                                     (int)l->m[i].pid);
                 snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: not honoured, the daemon is stopping", l->id,
-                         l->why);
+                         why);
                 audit(l, reason_names[METRICS_LEASES_NOT_HONOURED], detail);
                 metrics_count(&s->metrics, METRICS_LEASES_NOT_HONOURED);
                 cJSON_Delete(msg);
                 unlink_lease(s, l);
                 return;
         }
-        metrics_count(&s->metrics, l->why_counter);
+        metrics_count(&s->metrics, l->why);
         if (ok) {
                 snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: %zu processes back to running", l->id,
-                         l->why, l->n);
+                         why, l->n);
                 log_info("Lease %" PRIu64 " of uid %u (%s): undone, %zu processes running again", l->id,
-                         (unsigned)l->uid, l->why, l->n);
+                         (unsigned)l->uid, why, l->n);
         } else {
                 const cJSON *p = msg ? cJSON_GetObjectItemCaseSensitive(msg, "parameters") : NULL;
                 const cJSON *phase = p ? cJSON_GetObjectItemCaseSensitive(p, "phase") : NULL;
                 const cJSON *e = p ? cJSON_GetObjectItemCaseSensitive(p, "error") : NULL;
                 const cJSON *pid = p ? cJSON_GetObjectItemCaseSensitive(p, "pid") : NULL;
-                snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: undo failed", l->id, l->why);
+                snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: undo failed", l->id, why);
                 log_error("Lease %" PRIu64 " of uid %u (%s): the undo failed%s%s%s%s, pid %d: %s; not retried, "
                           "its processes stay as they are",
-                          l->id, (unsigned)l->uid, l->why, cJSON_IsString(phase) ? " in " : "",
+                          l->id, (unsigned)l->uid, why, cJSON_IsString(phase) ? " in " : "",
                           cJSON_IsString(phase) ? phase->valuestring : "", cJSON_IsString(e) ? ": " : "",
                           cJSON_IsString(e) ? e->valuestring : "", cJSON_IsNumber(pid) ? pid->valueint : 0,
                           cJSON_IsString(err) ? err->valuestring : "no reply");
@@ -178,7 +178,7 @@ static void undo_done(void *ctx, cJSON *msg)
         audit(l, ok ? "undone" : "UndoFailed", detail);
         metrics_count(&s->metrics, ok ? METRICS_UNDOS_OK : METRICS_UNDOS_FAILED);
         for (size_t i = 0; i < l->n; i++)
-                member_event(s, l, &l->m[i], WATCH_LEASE_ENDED, l->why, ok ? "ok" : "failed");
+                member_event(s, l, &l->m[i], WATCH_LEASE_ENDED, why, ok ? "ok" : "failed");
         cJSON_Delete(msg);
         unlink_lease(s, l);
 }
@@ -192,8 +192,7 @@ static void undo(struct server *s, struct lease *l, enum metrics_counter why)
         if (l->undoing)
                 return;
         l->undoing = true;
-        l->why = reason_names[why];
-        l->why_counter = why; /* counted when the undo ends */
+        l->why = why;
         if (l->conn) {
                 l->conn->leases--;
                 l->conn = NULL;

@@ -257,7 +257,7 @@ static bool do_lock(struct run *x, uint32_t timeout_ms)
  * compares with later readings, and as it ends what it moved, the next
  * checkpoint's total.  One read of the pinned status file each; nothing
  * when nobody watches. */
-static void progress_begin(struct run *x, enum ops_step step)
+static void progress_begin(struct run *x)
 {
         struct sched_target *t = x->t;
         uint64_t rss;
@@ -267,21 +267,21 @@ static void progress_begin(struct run *x, enum ops_step step)
         uv_mutex_lock(&t->lock);
         if (t->ckpt_start_time != t->identity.start_time)
                 t->ckpt_bytes = -1; /* measured on another process */
-        t->progress_step = (int)step;
+        t->in_checkpoint = true;
         t->rss_start = rss;
         t->total_bytes = t->ckpt_bytes;
         uv_mutex_unlock(&t->lock);
 }
 
-static void progress_end(struct run *x, enum ops_step step, bool ok)
+static void progress_end(struct run *x, bool ok)
 {
         struct sched_target *t = x->t;
         uint64_t rss;
         bool measure;
 
         uv_mutex_lock(&t->lock);
-        measure = t->progress_step == (int)step && ok;
-        t->progress_step = 0;
+        measure = t->in_checkpoint && ok;
+        t->in_checkpoint = false;
         uv_mutex_unlock(&t->lock);
         if (!measure || target_rss(&t->identity, &rss) < 0)
                 return;
@@ -297,9 +297,9 @@ static bool do_checkpoint(struct run *x)
 
         if (!may_call(x, OPS_STEP_CHECKPOINT))
                 return false;
-        progress_begin(x, OPS_STEP_CHECKPOINT);
+        progress_begin(x);
         ok = step_done(x, OPS_STEP_CHECKPOINT, driver_checkpoint(x->d, x->t->identity.pid));
-        progress_end(x, OPS_STEP_CHECKPOINT, ok);
+        progress_end(x, ok);
         return ok;
 }
 

@@ -219,13 +219,12 @@ static void answer_waiters(struct sched *s, struct sched_target *t)
         }
 }
 
-/* Reports the start of t's running op once its process is known. */
-static void report_start(struct sched *s, struct sched_target *t)
+/* Reports the start of op, t's running one, once its process is known. */
+static void report_start(struct sched *s, struct sched_target *t, struct sched_op *op)
 {
-        struct sched_op *op = t->running;
         bool known;
 
-        if (!op || op->start_reported || proto_method_read_only(op->method) || !s->hooks.started ||
+        if (op->start_reported || proto_method_read_only(op->method) || !s->hooks.started ||
             !s->report_starts)
                 return;
         uv_mutex_lock(&t->lock);
@@ -248,7 +247,7 @@ static void on_async(uv_async_t *a)
                         if (t->waiters)
                                 answer_waiters(s, t);
                         if (t->running && !t->running->start_reported)
-                                report_start(s, t);
+                                report_start(s, t, t->running);
                 }
 }
 
@@ -369,14 +368,13 @@ static void after_work_cb(uv_work_t *w, int status)
                 if (!t->tail)
                         t->tail = wt;
         }
+        if (!proto_method_read_only(op->method))
+                report_start(s, t, op); /* its process is known now, if ever */
         t->running = NULL;
         t->depth--;
         s->n_ops--;
         s->n_running--;
         if (!proto_method_read_only(op->method)) {
-                t->running = op; /* as report_start() looks for it */
-                report_start(s, t);
-                t->running = NULL;
                 uv_mutex_lock(&t->lock);
                 t->want_id_wake = false;
                 uv_mutex_unlock(&t->lock);
@@ -514,7 +512,7 @@ static void start_next(struct sched *s, struct sched_target *t)
         op->state_before = t->known ? t->last_state : -1;
         uv_mutex_unlock(&t->lock);
         stall_watch_arm(s);
-        report_start(s, t);
+        report_start(s, t, op);
         op->work.data = op;
         if (proto_method_read_only(op->method) && lane_submit(&s->lane, &op->work) == 0)
                 return;

@@ -84,8 +84,8 @@ struct sched_target {
         pid_t watch_pid;              /* the running op's process */
         bool want_wake;               /* waiters exist: wake the loop on publish */
         bool want_id_wake;            /* a start to report: wake the loop once pinned */
-        /* Progress of the running checkpoint or restore (progress.c), under lock. */
-        int progress_step;            /* OPS_STEP_CHECKPOINT with a baseline; 0 none */
+        /* Progress of the running checkpoint (ops.c, watch.c), under lock. */
+        bool in_checkpoint;           /* a checkpoint runs, rss_start its baseline */
         uint64_t rss_start;           /* VmRSS when that step began */
         int64_t total_bytes;          /* what it should move; -1 unknown */
         int64_t ckpt_bytes;           /* what this process's last checkpoint moved; -1 unknown */

@@ -370,7 +370,6 @@ struct sample {
         uv_work_t work;
         struct server *srv;
         struct watch_event e;
-        int step;
         pid_t target;           /* the op's target and which op it was */
         uint64_t seq;
         int status_fd;          /* owned, a dup of the op's */
@@ -427,9 +426,8 @@ static void sample_one(void *ctx, struct sched_target *t)
                 return;
         sm->e = WATCH_EVENT_INIT(WATCH_PROGRESS);
         uv_mutex_lock(&t->lock);
-        if (t->progress_step && t->watch_status_fd >= 0) {
+        if (t->in_checkpoint && t->watch_status_fd >= 0) {
                 fd = fcntl(t->watch_status_fd, F_DUPFD_CLOEXEC, 3);
-                sm->step = t->progress_step;
                 sm->rss_start = t->rss_start;
                 sm->e.total_bytes = t->total_bytes;
                 sm->e.pid = t->watch_pid;
@@ -686,16 +684,10 @@ void watch_close(struct server *s)
 static void watcher_ready(struct server *s, struct watcher *w)
 {
         struct watch_table *t = table_of(s);
-        cJSON *p = cJSON_CreateObject(), *o = p ? cJSON_AddObjectToObject(p, "event") : NULL;
-        struct timespec ts;
+        struct watch_event e = WATCH_EVENT_INIT("watching");
 
         w->ready = true;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        if (o) {
-                cJSON_AddStringToObject(o, "type", "watching");
-                cJSON_AddNumberToObject(o, "time", (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6);
-        }
-        conn_send(w->conn, proto_reply_continues(p));
+        conn_send(w->conn, event_json(&e, 0));
         /* The first watcher ready starts the scans (one set up before it may
          * still wait for its cgroup's root). */
         if (!t->scanning && !uv_is_active((uv_handle_t *)&t->scan_timer))

@@ -194,7 +194,7 @@ static size_t itest_base_env(const char **env, size_t max)
         return n;
 }
 
-static const char *itest_need_env(const char *name)
+const char *itest_need_env(const char *name)
 {
         const char *v = getenv(name);
         ck_assert_msg(v && *v, "%s is not set: run the integration tests through ctest", name);

@@ -325,6 +325,10 @@ int itest_raw_call(const char *sock, const char *json, int timeout_ms, cJSON **r
 pid_t itest_fake_server(const char *path, const char *const *replies, const char *request_file);
 void itest_await_fake_server(pid_t pid);
 
+/* The value of an environment variable ctest sets (a path of the build);
+ * asserts it is set. */
+const char *itest_need_env(const char *name);
+
 /* Monotonic clock in milliseconds. */
 double itest_now_ms(void);
 

@@ -26,9 +26,7 @@
 
 static const char *ctl_path(void)
 {
-        const char *p = getenv("CUDACKPT_TEST_CTL");
-        ck_assert_msg(p && *p, "CUDACKPT_TEST_CTL is not set: run the integration tests through ctest");
-        return p;
+        return itest_need_env("CUDACKPT_TEST_CTL");
 }
 
 /* Runs path [pre] ARGS... (the NULL-terminated rest of ap) as uid with

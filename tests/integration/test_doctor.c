@@ -51,13 +51,6 @@ struct doctor_run {
         struct check_line lines[N_CHECKS];
 };
 
-static const char *env_path(const char *name)
-{
-        const char *p = getenv(name);
-        ck_assert_msg(p && *p, "%s is not set: run the integration tests through ctest", name);
-        return p;
-}
-
 /* The harness's environment for a child (PATH, the sanitizers' options),
  * plus extra ("K=V", NULL-terminated; may be NULL). */
 static const char *const *child_env(const char *const *extra)
@@ -93,7 +86,7 @@ static struct doctor_run *doctor_env(const char *const *env, const char *first, 
         bool json = false;
         va_list ap;
 
-        argv[n++] = env_path("CUDACKPT_TEST_CTL");
+        argv[n++] = itest_need_env("CUDACKPT_TEST_CTL");
         argv[n++] = "doctor";
         va_start(ap, first);
         for (const char *a = first; a && n < 15; a = va_arg(ap, const char *)) {
@@ -210,7 +203,7 @@ static void assert_machine_checks(const struct doctor_run *r)
 START_TEST(doctor_simulator_and_daemon)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        struct doctor_run *r = doctor(itest_strdupf("--driver=%s", env_path("CUDACKPT_TEST_SIM")),
+        struct doctor_run *r = doctor(itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM")),
                                       itest_strdupf("--socket=%s", d->sock), NULL);
 
         assert_verdict(r, "driver", "ok");
@@ -223,7 +216,7 @@ START_TEST(doctor_simulator_and_daemon)
 
         /* The socket from the environment. */
         const char *env[] = { itest_strdupf(CUDACKPT_SOCKET_ENV "=%s", d->sock), NULL };
-        r = doctor_env(child_env(env), itest_strdupf("--driver=%s", env_path("CUDACKPT_TEST_SIM")), NULL);
+        r = doctor_env(child_env(env), itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM")), NULL);
         assert_verdict(r, "daemon", "ok");
         assert_says(r, "daemon", d->sock);
 }
@@ -235,7 +228,7 @@ START_TEST(doctor_no_daemon)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         const char *sock = itest_strdupf("%s/nobody-listens", d->dir);
-        struct doctor_run *r = doctor(itest_strdupf("--driver=%s", env_path("CUDACKPT_TEST_SIM")),
+        struct doctor_run *r = doctor(itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM")),
                                       itest_strdupf("--socket=%s", sock), NULL);
 
         assert_verdict(r, "daemon", "fail");
@@ -272,7 +265,7 @@ END_TEST
 START_TEST(doctor_driver_versions)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        const char *driver = itest_strdupf("--driver=%s", env_path("CUDACKPT_TEST_SIM"));
+        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
         const char *socket = itest_strdupf("--socket=%s", d->sock);
         const char *v128[] = { "CUDACKPT_SIM_DRIVER_VERSION=12080", NULL };
         const char *v124[] = { "CUDACKPT_SIM_DRIVER_VERSION=12040", NULL };
@@ -296,7 +289,7 @@ END_TEST
 START_TEST(doctor_json)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        const char *driver = itest_strdupf("--driver=%s", env_path("CUDACKPT_TEST_SIM"));
+        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
         const char *socket = itest_strdupf("--socket=%s", d->sock);
         struct doctor_run *text = doctor(driver, socket, NULL);
         struct doctor_run *r = doctor("--json", driver, socket, NULL);
@@ -367,7 +360,7 @@ static void await_fake_server(struct itest_daemon *d, pid_t pid)
 START_TEST(doctor_other_servers)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        const char *driver = itest_strdupf("--driver=%s", env_path("CUDACKPT_TEST_SIM"));
+        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
         const char *sock = itest_strdupf("%s/fake", d->dir);
 
         pid_t srv = fake_server(d, sock, "{\"parameters\":{\"vendor\":\"cudackpt\",\"product\":\"cudackptd\","

@@ -804,20 +804,28 @@ END_TEST
 
 static const char *ctl_path(void)
 {
-        const char *p = getenv("CUDACKPT_TEST_CTL");
+        return itest_need_env("CUDACKPT_TEST_CTL");
+}
 
-        ck_assert_msg(p && *p, "CUDACKPT_TEST_CTL is not set: run the integration tests through ctest");
-        return p;
+/* cudackptctl --socket=D's args... into argv (NULL-terminated). */
+static void ctl_argv(struct itest_daemon *d, const char *const *args, const char *argv[16])
+{
+        size_t n = 0;
+
+        argv[n++] = ctl_path();
+        argv[n++] = itest_strdupf("--socket=%s", d->sock);
+        for (; args[n - 2]; n++) {
+                ck_assert(n < 15);
+                argv[n] = args[n - 2];
+        }
+        argv[n] = NULL;
 }
 
 static void run_ctl(struct itest_daemon *d, struct itest_proc_result *r, const char *const *args)
 {
-        const char *argv[16] = { ctl_path(), itest_strdupf("--socket=%s", d->sock) };
-        size_t n = 2;
+        const char *argv[16];
 
-        for (; args[n - 2] && n < 15; n++)
-                argv[n] = args[n - 2];
-        argv[n] = NULL;
+        ctl_argv(d, args, argv);
         itest_run_proc((uid_t)-1, argv, NULL, 20000, r);
 }
 
@@ -825,19 +833,16 @@ static void run_ctl(struct itest_daemon *d, struct itest_proc_result *r, const c
  * (a pipe's reading end) when not NULL. */
 static pid_t spawn_ctl(struct itest_daemon *d, const char *const *args, int *ret_out_fd)
 {
+        const char *argv[16];
         int p[2] = { -1, -1 };
         pid_t pid;
 
+        ctl_argv(d, args, argv);
         if (ret_out_fd)
                 ck_assert(pipe(p) == 0);
         pid = fork();
         ck_assert(pid >= 0);
         if (pid == 0) {
-                const char *argv[16] = { ctl_path(), itest_strdupf("--socket=%s", d->sock) };
-                size_t n = 2;
-                for (; args[n - 2] && n < 15; n++)
-                        argv[n] = args[n - 2];
-                argv[n] = NULL;
                 if (ret_out_fd) {
                         dup2(p[1], 1);
                         close(p[0]);
