@@ -9,10 +9,6 @@
 set -uo pipefail
 MIB=${1:-4096}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
-cleanup() { kill "$DPID" "$T" "$W" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
-st() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" "$WORK/t.status" 2>/dev/null; }
-wait_iter() { for _ in $(seq 2400); do i=$(st iter); [[ -n $i && $i -ge $1 ]] && return 0; sleep 0.05; done; return 1; }
 await_state() { # STATE SECONDS: prints the seconds it took
         local t0=$(date +%s.%N)
         for _ in $(seq $(($2 * 50))); do
@@ -23,11 +19,7 @@ await_state() { # STATE SECONDS: prints the seconds it took
 }
 
 start_daemon || { bad "the daemon did not start"; exit 1; }
-"$DIR/cudackpt-gpu-target" --mib="$MIB" --status="$WORK/t.status" --quiet &
-T=$!
-wait_iter 1 || { bad "the target never verified its data"; exit 1; }
-"$CTL" --json watch --pids="$T" >"$WORK/watch.out" 2>&1 &
-W=$!
+start_target_watched "$MIB"
 
 # 1. Suspend under --hold, the holder killed.
 "$CTL" suspend --hold "$T" -- sleep 600 >"$WORK/hold.out" 2>&1 &
@@ -37,17 +29,13 @@ took=$(await_state checkpointed 120) && ok "suspended under --hold in ${took}s: 
 kill -9 "$H"
 pkill -f "^sleep 600$" 2>/dev/null
 took=$(await_state running 120) && ok "running again ${took}s after the holder was killed" || bad "not running again"
-before=$(st iter)
-wait_iter $((before + 2)) && v=$(cat "$WORK/t.status")
-[[ ${v:-} == *" total_mismatches=0 "* && ${v:-} == *" error=none"* ]] && ok "data intact: $v" || bad "data: ${v:-none}"
+check_intact
 
 # 2. A lease_ms that expires.
 out=$("$CTL" suspend --lease-ms=2000 "$T") && ok "suspend --lease-ms=2000: $out" || bad "suspend: $out"
 took=$(await_state running 120) && ok "running again ${took}s after the reply (lease 2 s, then the restore)" ||
         bad "lease never undone"
-before=$(st iter)
-wait_iter $((before + 2)) && v=$(cat "$WORK/t.status")
-[[ ${v:-} == *" total_mismatches=0 "* && ${v:-} == *" error=none"* ]] && ok "data intact: $v" || bad "data: ${v:-none}"
+check_intact
 
 sleep 0.5
 grep -c '"type":"lease-ended"' "$WORK/watch.out" | grep -qx 2 && ok "the watcher saw both leases end" ||

@@ -8,28 +8,18 @@
 set -uo pipefail
 MIB=${1:-16384}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
-cleanup() { kill "$DPID" "$T" "$W" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
-wait_iter() { for _ in $(seq 2400); do i=$(sed -n 's/.*iter=\([0-9]*\).*/\1/p' "$WORK/t.status" 2>/dev/null)
-        [[ -n $i && $i -ge $1 ]] && return 0; sleep 0.05; done; return 1; }
 gib() { awk -v b="$1" 'BEGIN{printf "%.2f", b / 1073741824}'; }
 
 start_daemon || { bad "the daemon did not start"; exit 1; }
-"$DIR/cudackpt-gpu-target" --mib="$MIB" --status="$WORK/t.status" --quiet &
-T=$!
-wait_iter 1 || { bad "the target never verified its data"; exit 1; }
-"$CTL" --json watch --pids="$T" >"$WORK/watch.out" 2>&1 &
-W=$!
+start_target_watched "$MIB"
 sleep 0.5
 
 "$CTL" --progress suspend "$T" >"$WORK/s1.out" 2>"$WORK/s1.err" && ok "suspend 1: $(cat "$WORK/s1.out")" || bad "suspend 1"
 "$CTL" --progress resume "$T" >"$WORK/r1.out" 2>"$WORK/r1.err" && ok "resume 1: $(cat "$WORK/r1.out")" || bad "resume 1"
-wait_iter $(( $(sed -n 's/.*iter=\([0-9]*\).*/\1/p' "$WORK/t.status") + 2 ))
+wait_iter $(($(st iter) + 2))
 "$CTL" --progress suspend "$T" >"$WORK/s2.out" 2>"$WORK/s2.err" && ok "suspend 2: $(cat "$WORK/s2.out")" || bad "suspend 2"
 "$CTL" --progress resume "$T" >"$WORK/r2.out" 2>"$WORK/r2.err" && ok "resume 2: $(cat "$WORK/r2.out")" || bad "resume 2"
-before=$(sed -n 's/.*iter=\([0-9]*\).*/\1/p' "$WORK/t.status")
-wait_iter $((before + 2)) && v=$(cat "$WORK/t.status")
-[[ ${v:-} == *" total_mismatches=0 "* && ${v:-} == *" error=none"* ]] && ok "data intact" || bad "data: ${v:-none}"
+check_intact
 sleep 0.3
 
 # The checkpoint's progress: bytes growing towards the GPU memory held.
