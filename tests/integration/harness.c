@@ -503,6 +503,58 @@ static int itest_become(uid_t uid)
 
 /* Forks and execs path; with ready, fd 3 of the child is a pipe whose
  * first byte (or EOF) the parent waits for after the exec. */
+/* Reads /proc/PID/NAME whole into buf (NUL-terminated): its length, or
+ * -errno. */
+static ssize_t itest_read_proc(pid_t pid, const char *name, char *buf, size_t size)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        size_t n = 0;
+        ssize_t k;
+        while (n < size - 1 && ((k = read(fd, buf + n, size - 1 - n)) > 0 || (k < 0 && errno == EINTR)))
+                if (k > 0)
+                        n += (size_t)k;
+        close(fd);
+        buf[n] = '\0';
+        return (ssize_t)n;
+}
+
+bool itest_await_exec(pid_t pid, const char *const *env)
+{
+        const size_t size = 1 << 16;
+        char *buf = malloc(size);
+        bool over = false;
+        const char *lib = NULL;
+        if (!buf)
+                return false;
+        for (const char *const *e = env; *e; e++)
+                if (strncmp(*e, "LD_PRELOAD=", 11) == 0)
+                        lib = strrchr(*e, '/'); /* maps names the real path: the file name */
+        if (lib)
+                lib++;
+        for (int i = 0; i < 10000 && !over; i++) {
+                ssize_t n = itest_read_proc(pid, "environ", buf, size);
+                if (n == -EACCES) {
+                        over = true; /* nothing to await by */
+                        break;
+                }
+                over = n > 0;
+                if (over && lib) {
+                        n = itest_read_proc(pid, "maps", buf, size);
+                        over = n == -EACCES || (n > 0 && memmem(buf, (size_t)n, lib, strlen(lib)));
+                }
+                if (n < 0 && n != -EACCES)
+                        break;
+                if (!over)
+                        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+        }
+        free(buf);
+        return over;
+}
+
 static pid_t itest_spawn_target(uid_t uid, const char *path, const char *const *argv, const char *const *env,
                                 bool ready)
 {
@@ -556,6 +608,9 @@ static pid_t itest_spawn_target(uid_t uid, const char *path, const char *const *
                 ck_abort_msg("starting target %s as uid %d failed: %s", path, (int)uid, strerror(-err));
         }
         itest_targets[itest_n_targets++] = pid;
+        if (!ready)
+                ck_assert_msg(itest_await_exec(pid, env), "target %s (pid %d) did not finish its exec", path,
+                              (int)pid);
         if (ready) {
                 struct pollfd pf = { .fd = r[0], .events = POLLIN };
                 int k = poll(&pf, 1, ITEST_READY_TIMEOUT_MS);

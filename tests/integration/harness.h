@@ -90,8 +90,7 @@ int itest_main(Suite *s);
 
 /* Starts /bin/sleep 3600 with exactly the given environment ("K=V"...,
  * NULL-terminated), as uid/gid `uid` when uid != (uid_t)-1, and returns
- * once it has exec'd (so /proc/PID/environ is the given one).  Killed and
- * reaped at teardown. */
+ * once its exec is over (itest_await_exec).  Killed and reaped at teardown. */
 pid_t itest_target_env(uid_t uid, const char *const *env);
 /* Variadic forms: itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", NULL). */
 pid_t itest_target(const char *first, ...) __attribute__((sentinel));
@@ -113,6 +112,13 @@ int itest_hold_uids(char **argv);
 /* For a helper-mode target: says "ready" on fd 3 (itest_target_exec waits
  * for it) and waits to be killed; returns 1 only when fd 3 fails. */
 int itest_ready_and_wait(void);
+/* Waits until pid's exec, already begun (a close-on-exec pipe saw EOF), is
+ * over: /proc/PID/environ holds its new environment, which the kernel sets up
+ * a little after that EOF, and a library that env preloads (LD_PRELOAD=) is
+ * mapped.  A loaded machine can take many milliseconds for either, during
+ * which the process is rightly no CUDA process yet.  Safe outside Check (no
+ * assertions); false if pid died or 10 s went by. */
+bool itest_await_exec(pid_t pid, const char *const *env);
 /* SIGKILL and reap now. */
 void itest_target_kill(pid_t pid);
 /* A pid that belonged to a child that has been reaped, so no process has it. */

@@ -1921,8 +1921,8 @@ static Suite *groups_suite(void)
 
 /* ---- --itest-tree ----------------------------------------------------------------- */
 
-/* Forks one child for spec and returns once it has exec'd ("node": once it
- * has said ready itself). */
+/* Forks one child for spec and returns once it has exec'd and its
+ * environment is readable ("node": once it has said ready itself). */
 static pid_t tree_child(const char *self, const char *spec, const char *preload)
 {
         static char sim[] = SIM, small[] = SMALL;
@@ -1977,6 +1977,8 @@ static pid_t tree_child(const char *self, const char *spec, const char *preload)
         close(p[0]);
         /* EOF: the exec closed the pipe; a node writes a byte after its own. */
         if (node && n != 1)
+                return -1;
+        if (!node && !itest_await_exec(pid, (const char *const *)env))
                 return -1;
         return pid;
 }
