@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # Debian packages the build and the tests need.  The CUDA Toolkit (headers
 # only, 12.8 or newer) comes from NVIDIA, not Debian: see README.md.
-DEB_PACKAGES = cmake make gcc pkg-config libuv1-dev libcjson-dev libsystemd-dev check systemd podman runc busybox-static python3-yaml python3-prometheus-client
+DEB_PACKAGES = cmake make gcc pkg-config libuv1-dev libcjson-dev libsystemd-dev check systemd podman runc busybox-static python3-yaml python3-prometheus-client clang libbpf-dev
 
 .PHONY: all deps configure build run test check-sanitize bench bench-sim clean install fuzz
 
@@ -51,7 +51,11 @@ run: build
 	echo "Socket: $(SOCKET)  (try: CUDACKPT_SOCKET=$(SOCKET) $(BUILD)/client/cudackptctl info)"; \
 	exec $(BUILD)/daemon/cudackptd --socket=$(SOCKET) --driver=$$driver
 
+# The process index's tests need tracefs where the kernel has no BPF
+# trampolines (systemd mounts it at boot; a bare machine may not have).
 test: build
+	@if [ "$$(id -u)" = 0 ] && [ -d /sys/kernel/tracing ] && ! mountpoint -q /sys/kernel/tracing; then \
+		mount -t tracefs nodev /sys/kernel/tracing || true; fi
 	cd $(BUILD) && ctest --output-on-failure --timeout 600
 
 # The whole suite under ASan+UBSan, then the scheduling tests under TSan.

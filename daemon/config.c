@@ -40,6 +40,7 @@ void config_init(struct config *c)
                 .max_groups_in_flight = 16,
                 .watch_scan_ms = 1000,
                 .progress_interval_ms = 500,
+                .process_index_max = 65536,
                 .log_level = 6, /* LOG_INFO */
                 .read_only_lane = true,
         };
@@ -134,6 +135,7 @@ static const struct uint_key uint_keys[] = {
         UKEY(max_groups_in_flight, 1, 4096),
         UKEY(watch_scan_ms, 0, 3600000),
         UKEY(progress_interval_ms, 0, 3600000),
+        UKEY(process_index_max, 0, 4194304),
 };
 
 static void store_uint(struct config *c, const struct uint_key *k, double v)

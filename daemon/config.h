@@ -36,6 +36,7 @@ struct config {
         unsigned max_groups_in_flight; /* group operations and ListProcesses at once */
         uint64_t watch_scan_ms;       /* while watchers exist, look for CUDA processes this often; 0 = never */
         uint64_t progress_interval_ms; /* while watchers exist, sample checkpoints this often; 0 = never */
+        unsigned process_index_max;   /* processes the BPF process index holds; 0 = no index */
         int log_level;                /* syslog level */
 
         /* Policy, on top of "root acts on any process, others on their own". */

@@ -33,6 +33,8 @@ int discover_lib_of(const void *symbol, struct discover_lib *ret)
         ret->major = major(st.st_dev);
         ret->minor = minor(st.st_dev);
         ret->ino = (unsigned long long)st.st_ino;
+        if (strlen(info.dli_fname) < sizeof(ret->path))
+                strcpy(ret->path, info.dli_fname);
         return 0;
 }
 

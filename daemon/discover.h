@@ -25,6 +25,7 @@ struct discover_lib {
         bool known;
         unsigned major, minor; /* as /proc/PID/maps writes the device */
         unsigned long long ino;
+        char path[4096];       /* as loaded; "" when too long */
 };
 
 /* The file behind the loaded library that defines symbol (dladdr). */

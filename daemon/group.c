@@ -16,6 +16,7 @@
 #include "ops.h"
 #include "pidns.h"
 #include "policy.h"
+#include "procindex.h"
 #include "proto.h"
 #include "sched.h"
 #include "server.h"
@@ -1065,7 +1066,34 @@ static void scan_work(uv_work_t *w)
                         return;
                 }
         }
-        g->scan_error = discover_all(&g->cand, &g->n_cand);
+        /* A listing wants CUDA processes only; a group by cgroup also
+         * reports the others it skips, so it reads every process. */
+        if (listing(g))
+                g->scan_error = group_candidates(g->srv, &g->cand, &g->n_cand);
+        else
+                g->scan_error = discover_all(&g->cand, &g->n_cand);
+}
+
+int group_candidates(struct server *srv, pid_t **ret_pids, size_t *ret_n)
+{
+        struct group_table *t = table_of(srv);
+        struct procindex *ix = atomic_load(&t->index);
+
+        if (ix && !atomic_load(&t->index_lost)) {
+                int r = procindex_candidates(ix, ret_pids, ret_n);
+                if (r == 0) {
+                        atomic_fetch_add(&t->scans_index, 1);
+                        return 0;
+                }
+                if (r == -EOVERFLOW && !atomic_exchange(&t->index_lost, true))
+                        log_warning("The process index is full (process_index_max %u) and has missed a process: "
+                                    "ListProcesses and Watch scan /proc from now on",
+                                    srv->cfg->process_index_max);
+                else if (r != -EOVERFLOW)
+                        log_debug("The process index failed (%s): scanning /proc", strerror(-r));
+        }
+        atomic_fetch_add(&t->scans_proc, 1);
+        return discover_all(ret_pids, ret_n);
 }
 
 static void scan_done(uv_work_t *w, int status)

@@ -26,6 +26,7 @@
 #ifndef CUDACKPT_GROUP_H
 #define CUDACKPT_GROUP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include <cjson/cJSON.h>
@@ -50,7 +51,17 @@ struct group_table {
         unsigned n;
         bool starting, again;           /* start_waiting() is running; look again */
         struct discover_lib driver_lib; /* the loaded driver's file */
+        /* The process index (procindex.h): set once on the loop thread when
+         * it is ready, read by workers; NULL meanwhile or without one. */
+        struct procindex *_Atomic index;
+        atomic_bool index_lost;         /* it missed a process: scans from then on */
+        atomic_ulong scans_index, scans_proc; /* candidate lists from each */
 };
+
+/* The processes that may be CUDA processes, for ListProcesses and Watch's
+ * scans: the index's when there is one, else every process in /proc;
+ * ascending, *ret_pids malloc()ed.  Worker threads. */
+int group_candidates(struct server *srv, pid_t **ret_pids, size_t *ret_n);
 
 /* Takes a call of a group method or of ListProcesses: answers it at once
  * (a parameter error, a limit) or starts the group.  Loop thread. */

@@ -208,6 +208,16 @@ char *metrics_text(const struct metrics *m, const struct metrics_gauges *g)
                 static const enum metrics_counter c[] = { METRICS_WATCH_EVENTS };
                 counters(&t, m, "cudackpt_watch_events_total", "Events sent to watchers.", NULL, c, NULL, 1);
         }
+        gauge(&t, "cudackpt_process_index",
+              "1 when ListProcesses and Watch read the BPF process index, 0 when they scan /proc.",
+              g->process_index);
+        gauge(&t, "cudackpt_process_index_processes",
+              "Processes that may map the driver, as the process index last listed them.",
+              (double)g->index_processes);
+        family(&t, "cudackpt_process_scans_total", "counter",
+               "Lists of candidate CUDA processes read, by where from: the process index or /proc.");
+        put(&t, "cudackpt_process_scans_total{source=\"index\"} %llu\n", (unsigned long long)g->scans_index);
+        put(&t, "cudackpt_process_scans_total{source=\"proc\"} %llu\n", (unsigned long long)g->scans_proc);
         if (t.oom) {
                 free(t.buf);
                 return NULL;

@@ -73,6 +73,9 @@ struct metrics_gauges {
         bool simulated;
         int driver_version;     /* 13000 for 13.0 */
         unsigned gpus;
+        bool process_index;     /* the BPF process index is in use */
+        uint64_t index_processes; /* processes it held at its last reading */
+        uint64_t scans_index, scans_proc; /* candidate lists read from each */
 };
 
 void metrics_init(struct metrics *m);

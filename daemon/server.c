@@ -22,6 +22,7 @@
 #include "dispatch.h"
 #include "kernel-abi.h"
 #include "log.h"
+#include "procindex.h"
 
 static struct server_uid_count *uid_slot(struct server *s, uid_t uid, bool create)
 {
@@ -349,7 +350,15 @@ char *server_metrics_text(struct server *s)
                 .simulated = s->drv.simulated,
                 .driver_version = s->drv.version,
                 .gpus = s->drv.n_devices,
+                .scans_index = atomic_load(&s->groups.scans_index),
+                .scans_proc = atomic_load(&s->groups.scans_proc),
         };
+        struct procindex *ix = atomic_load(&s->groups.index);
+
+        if (ix) {
+                g.process_index = !atomic_load(&s->groups.index_lost);
+                g.index_processes = procindex_last_size(ix);
+        }
 
         return metrics_text(&s->metrics, &g);
 }
@@ -371,7 +380,8 @@ static void on_op_finished(void *ctx, const struct sched_op *op)
 
 void server_maybe_finish(struct server *s)
 {
-        if (!s->shutting_down || s->starting || s->sched.n_running > 0 || s->n_conns > 0 || s->groups.n > 0)
+        if (!s->shutting_down || s->starting || s->index_opening || s->sched.n_running > 0 || s->n_conns > 0 ||
+            s->groups.n > 0)
                 return;
         lease_close(s);
         watch_close(s);
@@ -434,6 +444,49 @@ static void driver_work(uv_work_t *w)
         }
 }
 
+static void index_work(uv_work_t *w)
+{
+        struct server *s = w->data;
+
+        if (procindex_open(&s->groups.driver_lib, s->cfg->process_index_max, &s->index_opened, s->index_why,
+                           sizeof(s->index_why)) < 0)
+                s->index_opened = NULL;
+}
+
+static void index_ready(uv_work_t *w, int status)
+{
+        struct server *s = w->data;
+        struct procindex *ix = s->index_opened;
+
+        (void)status;
+        s->index_opening = false;
+        if (ix && s->shutting_down) {
+                procindex_free(ix);
+        } else if (ix) {
+                atomic_store(&s->groups.index, ix);
+                log_info("Process index ready (BPF, mmaps seen by %s): ListProcesses and Watch read only the "
+                         "processes that may map the driver", procindex_hook(ix));
+        } else {
+                log_info("No process index (%s): ListProcesses and Watch scan /proc", s->index_why);
+        }
+        s->index_opened = NULL;
+        server_maybe_finish(s);
+}
+
+/* After the driver: the index looks for the file the driver was loaded from. */
+static void index_start(struct server *s)
+{
+        if (s->cfg->process_index_max == 0) {
+                log_info("No process index (process_index_max is 0): ListProcesses and Watch scan /proc");
+                return;
+        }
+        if (!s->groups.driver_lib.known)
+                return;
+        s->index_work.data = s;
+        if (uv_queue_work(s->loop, &s->index_work, index_work, index_ready) == 0)
+                s->index_opening = true;
+}
+
 static void driver_ready(uv_work_t *w, int status)
 {
         struct server *s = w->data;
@@ -464,6 +517,7 @@ static void driver_ready(uv_work_t *w, int status)
                 begin_shutdown(s);
                 return;
         }
+        index_start(s);
         if (s->notify) {
                 sd_notify(0, "READY=1");
                 notify_status(s);
@@ -515,6 +569,7 @@ int server_run(struct server *s)
 
 void server_done(struct server *s)
 {
+        procindex_free(atomic_load(&s->groups.index));
         sched_done(&s->sched);
         driver_close(&s->drv);
         free(s->uids);

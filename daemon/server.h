@@ -39,6 +39,10 @@ struct server {
         struct watch_table watch;       /* watchers (watch.h) */
         struct metrics metrics;
         uv_work_t driver_work;          /* loads the driver off the loop thread */
+        uv_work_t index_work;           /* opens the process index off it */
+        struct procindex *index_opened; /* index_work's result, and why not */
+        char index_why[512];
+        bool index_opening;
         uv_pipe_t listeners[SERVER_MAX_LISTENERS];
         unsigned n_listeners;
         char *bound_path;               /* socket we bound ourselves, unlinked at exit */

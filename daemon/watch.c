@@ -477,7 +477,7 @@ static void scan_work(uv_work_t *w)
         char cg[DISCOVER_CGROUP_MAX];
         size_t n = 0;
 
-        sc->error = discover_all(&pids, &n);
+        sc->error = group_candidates(sc->srv, &pids, &n);
         if (sc->error < 0)
                 return;
         sc->procs = calloc(n ? n : 1, sizeof(*sc->procs));

@@ -1203,7 +1203,8 @@ END_TEST
 START_TEST(overlapping_groups)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t a = itest_target(SIM, SLOW_CKPT_MEM, SLOW_CKPT_RATE, NULL);
+        /* A 4 s checkpoint: a loaded machine may take a while to see it run. */
+        pid_t a = itest_target(SIM, "CUDACKPT_SIM_MEM_MIB=512", SLOW_CKPT_RATE, NULL);
         pid_t b = sim_target(), cc = sim_target();
         struct itest_conn *c1 = itest_connect(d);
         struct itest_conn *c2 = itest_connect(d);

@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,6 +82,24 @@ static pid_t ns_target(void)
         while (pid > 0 && read(p[0], &c, 1) < 0 && errno == EINTR)
                 ;
         close(p[0]);
+        /* The exec has begun; await its end through the pid this /proc (the
+         * host's) knows it by, which its pidfd's fdinfo gives. */
+        if (pid > 0) {
+                const char *env[] = { preload, NULL };
+                char path[64], buf[1024];
+                int pfd = (int)syscall(SYS_pidfd_open, pid, 0), fd;
+                ssize_t n = -1;
+                snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pfd);
+                if (pfd >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+                        n = read(fd, buf, sizeof(buf) - 1);
+                        close(fd);
+                }
+                if (pfd >= 0)
+                        close(pfd);
+                const char *host = n > 0 ? (buf[n] = '\0', strstr(buf, "\nPid:")) : NULL;
+                if (!host || !itest_await_exec((pid_t)atoi(host + 5), env))
+                        return -1;
+        }
         return pid;
 }
 
