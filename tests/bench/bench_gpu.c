@@ -166,11 +166,12 @@ static int bench_gpu_driver_load(const bench_gpu_cfg *cfg, bench_gpu_driver *ret
         return 0;
 }
 
-static int bench_gpu_daemon_start(const bench_gpu_cfg *cfg, bench_daemon *ret_daemon)
+static int bench_gpu_daemon_start_with(const bench_gpu_cfg *cfg, const char *config_path, bench_daemon *ret_daemon)
 {
         bench_daemon_opts o = {
                 .daemon_path = cfg->daemon_path,
                 .driver_path = cfg->driver_path,
+                .config_path = config_path,
                 .log_level = cfg->log_level,
                 .workdir = cfg->workdir,
                 .ready_timeout_ms = 60000,
@@ -180,6 +181,34 @@ static int bench_gpu_daemon_start(const bench_gpu_cfg *cfg, bench_daemon *ret_da
                 bench_gpu_fail("cudackptd did not become ready (%s); log in %s/cudackptd.log", strerror(-r),
                                cfg->workdir);
         return r;
+}
+
+static int bench_gpu_daemon_start(const bench_gpu_cfg *cfg, bench_daemon *ret_daemon)
+{
+        return bench_gpu_daemon_start_with(cfg, NULL, ret_daemon);
+}
+
+/* Waits (5 s at most) for the daemon's process index, which it opens after
+ * READY=1, through GetMetrics; says which: 1 with an index, 0 without. */
+static int bench_gpu_await_index(const bench_daemon *d)
+{
+        cudackpt_client *c = NULL;
+        int have = 0;
+        if (cudackpt_client_connect(d->socket_path, &c) < 0)
+                return 0;
+        for (int i = 0; i < 500 && !have; i++) {
+                cudackpt_reply r;
+                cudackpt_reply_init(&r);
+                if (cudackpt_call(c, "io.cudackpt.Process.GetMetrics", NULL, &r) == 0 && !r.error &&
+                    strstr(r.parameters_json, "cudackpt_process_index 1"))
+                        have = 1;
+                cudackpt_reply_clear(&r);
+                if (!have)
+                        usleep(10000);
+        }
+        cudackpt_client_free(c);
+        printf("  daemon: %s\n", have ? "process index ready" : "no process index within 5 s: /proc scans");
+        return have;
 }
 
 static void bench_gpu_daemon_stop(bench_daemon *d)
@@ -1751,6 +1780,22 @@ static void bench_gpu_list_diff(const char *what, const pid_t *a, size_t na, con
                 printf("%s\n", shown > 8 ? " ..." : "");
 }
 
+/* Times runs ListProcesses calls (after two untimed ones) into lat. */
+static int bench_gpu_list_only(cudackpt_client *c, const bench_gpu_target *t, int nt, long runs, double *lat)
+{
+        pid_t *listed = NULL;
+        size_t cap = 0, n = 0;
+        int r = 0;
+        for (long i = -2; i < runs && r == 0; i++) {
+                uint64_t a = bench_now_ns();
+                r = bench_gpu_list_call(c, t, nt, &listed, &cap, &n);
+                if (i >= 0)
+                        lat[i] = bench_gpu_ms(bench_now_ns() - a);
+        }
+        free(listed);
+        return r;
+}
+
 static int bench_gpu_list(const bench_gpu_cfg *cfg)
 {
         bench_daemon d;
@@ -1763,8 +1808,9 @@ static int bench_gpu_list(const bench_gpu_cfg *cfg)
         long nsleep = 0, started = 0, before;
         int n = (int)cfg->procs, r = 0, threads = 0;
         long runs = cfg->list_runs;
-        double *lat_list = NULL, *lat_scan = NULL;
+        double *lat_list = NULL, *lat_scan = NULL, *lat_noindex = NULL;
         cudackpt_client *c = NULL;
+        int have_index = 0;
 
         memset(&scan, 0, sizeof(scan));
         printf("\n== 7. ListProcesses with %ld processes on the machine (%d CUDA targets) vs a /proc scan with"
@@ -1799,14 +1845,16 @@ static int bench_gpu_list(const bench_gpu_cfg *cfg)
                 goto out_sleepers;
         if ((r = bench_gpu_daemon_start(cfg, &d)) < 0)
                 goto out_sleepers;
+        have_index = bench_gpu_await_index(&d);
         if ((r = bench_gpu_targets_start(cfg, "list", n, cfg->idle_mib, t)) < 0)
                 goto out_daemon;
         long total = bench_gpu_count_procs();
         printf("  processes in /proc now: %ld\n", total);
         lat_list = calloc((size_t)runs, sizeof(double));
         lat_scan = calloc((size_t)runs, sizeof(double));
+        lat_noindex = calloc((size_t)runs, sizeof(double));
         scan.drv = &drv;
-        if (!lat_list || !lat_scan || bench_gpu_connect(&d, &c) < 0 ||
+        if (!lat_list || !lat_scan || !lat_noindex || bench_gpu_connect(&d, &c) < 0 ||
             pthread_barrier_init(&scan.go, NULL, (unsigned)cfg->pool + 1) != 0) {
                 r = -ENOMEM;
                 goto out_targets;
@@ -1849,14 +1897,36 @@ static int bench_gpu_list(const bench_gpu_cfg *cfg)
                 if (discover_lib_of(drv.get_state, &lib) == 0)
                         bench_gpu_list_parts(&scan, &lib, runs, cfg->pool);
         }
+        /* The same daemon without its process index: every process in /proc. */
         if (r == 0) {
-                bench_stats sl, ss;
+                char path[PATH_MAX];
+                FILE *f;
+                snprintf(path, sizeof(path), "%s/noindex.json", cfg->workdir);
+                cudackpt_client_free(c);
+                c = NULL;
+                bench_gpu_daemon_stop(&d);
+                if (!(f = fopen(path, "w")) || fputs("{\"process_index_max\": 0}\n", f) < 0 || fclose(f) != 0) {
+                        r = -EIO;
+                        goto out_targets;
+                }
+                if ((r = bench_gpu_daemon_start_with(cfg, path, &d)) < 0)
+                        goto out_targets;
+                if ((r = bench_gpu_connect(&d, &c)) == 0)
+                        r = bench_gpu_list_only(c, t, n, runs, lat_noindex);
+        }
+        if (r == 0) {
+                bench_stats sl, ss, sn;
                 bench_stats_compute(lat_list, (size_t)runs, &sl);
                 bench_stats_compute(lat_scan, (size_t)runs, &ss);
+                bench_stats_compute(lat_noindex, (size_t)runs, &sn);
                 double speed = sl.p50 > 0 ? ss.p50 / sl.p50 : 0;
                 printf("  %-52s %9s %9s %9s %9s\n", "", "min ms", "p50 ms", "p90 ms", "max ms");
-                printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n", "ListProcesses through the daemon", sl.min, sl.p50, sl.p90,
-                       sl.max);
+                printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n",
+                       have_index ? "ListProcesses through the daemon (process index)"
+                                  : "ListProcesses through the daemon (no index)",
+                       sl.min, sl.p50, sl.p90, sl.max);
+                printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n", "ListProcesses, process_index_max 0 (/proc)", sn.min,
+                       sn.p50, sn.p90, sn.max);
                 printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n", "baseline: /proc scan + GetState per pid, pool", ss.min,
                        ss.p50, ss.p90, ss.max);
                 printf("  ListProcesses listed %zu CUDA processes; the baseline found %ld (%ld driver calls, %ld"
@@ -1868,8 +1938,9 @@ static int bench_gpu_list(const bench_gpu_cfg *cfg)
                        sl.p50 < 20 ? "met" : "MISSED", speed >= 5 ? "met" : "MISSED");
                 printf("RESULT bench=list processes=%ld cuda_listed=%zu cuda_baseline=%ld runs=%ld list_min_ms=%.3f "
                        "list_p50_ms=%.3f list_p90_ms=%.3f scan_min_ms=%.3f scan_p50_ms=%.3f scan_p90_ms=%.3f "
-                       "pool=%ld speedup=%.2f\n",
-                       total, listed_n, found, runs, sl.min, sl.p50, sl.p90, ss.min, ss.p50, ss.p90, cfg->pool, speed);
+                       "pool=%ld speedup=%.2f index=%d noindex_min_ms=%.3f noindex_p50_ms=%.3f\n",
+                       total, listed_n, found, runs, sl.min, sl.p50, sl.p90, ss.min, ss.p50, ss.p90, cfg->pool, speed,
+                       have_index, sn.min, sn.p50);
                 printf("SUMMARY | ListProcesses, %ld processes (%zu CUDA) | min %.2f ms, median %.2f ms | < 20 ms:"
                        " **%s** |\n",
                        total, listed_n, sl.min, sl.p50, sl.p50 < 20 ? "met" : "missed");
@@ -1892,6 +1963,7 @@ out_targets:
         free(listed);
         free(lat_list);
         free(lat_scan);
+        free(lat_noindex);
         cudackpt_client_free(c);
         bench_gpu_targets_stop(t, n);
 out_daemon:

@@ -5,7 +5,7 @@
 #
 #   .gpu/cudackptd, .gpu/cudackptctl    built from this tree
 #   .gpu/libuv.so.1, .gpu/libcjson.so.1 the libraries those link that the GPU
-#                                       machine lacks (use LD_LIBRARY_PATH=.gpu)
+#   .gpu/libbpf.so.1, .gpu/libelf.so.1  machine lacks (use LD_LIBRARY_PATH=.gpu)
 #   .gpu/cudackpt-gpu-target            the CUDA target, when nvcc built it here
 #   .gpu/cudackpt-bench-gpu             the GPU benchmarks (tests/bench/run-gpu.sh;
 #                                       group and list for issue 11)
@@ -59,7 +59,12 @@ if [[ -x $BUILD/tests/bench/cudackpt-bench-d2h ]]; then
         install -m 0755 "$BUILD/tests/bench/cudackpt-bench-d2h" "$STAGE/"
 fi
 
-# The libraries the GPU machine lacks, as the binaries resolve them here.
+# The libraries the GPU machine lacks, as the binaries resolve them here
+# (libbpf and libelf: the process index, when the daemon was built with it).
+for lib in libbpf.so.1 libelf.so.1; do
+        path=$(ldd "$STAGE/cudackptd" | awk -v l="$lib" '$1 == l && $3 ~ /^\// { print $3; exit }')
+        if [[ -n $path ]]; then cp -L "$path" "$STAGE/$lib"; fi
+done
 for lib in libuv.so.1 libcjson.so.1; do
         path=$(ldd "$STAGE/cudackptd" "$STAGE/cudackptctl" "$STAGE/cudackpt-bench-gpu" | awk -v l="$lib" '$1 == l && $3 ~ /^\// { print $3; exit }')
         [[ -n $path ]] || { echo "stage-gpu.sh: $lib not found by ldd" >&2; exit 1; }
