@@ -706,7 +706,39 @@ typedef struct ps_row {
         char *state;    /* "locked", "stopped(signal)", "locked [Suspend]" */
         const char *cgroup;
         const char *command;
+        char *gpu_mem;  /* "1.5 GiB", "3.0 GiB (2 GPUs)", "-"; NULL: no "gpus" */
 } ps_row;
+
+/* The GPU memory column of one process: its "gpus" summed (NVML's view: a
+ * checkpointed process holds none). */
+static char *ps_gpu_mem(const cJSON *o) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "gpus"), *g;
+        double bytes = 0;
+        int n = 0, k;
+        char *s = NULL;
+
+        if (!cJSON_IsArray(arr))
+                return NULL;
+        cJSON_ArrayForEach(g, arr) {
+                const cJSON *b = cJSON_GetObjectItemCaseSensitive(g, "memory_bytes");
+                n++;
+                if (cJSON_IsNumber(b) && b->valuedouble > 0)
+                        bytes += b->valuedouble;
+        }
+        if (n == 0)
+                return strdup("-");
+        if (bytes >= 1024.0 * 1024 * 1024)
+                k = asprintf(&s, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+        else
+                k = asprintf(&s, "%.0f MiB", bytes / (1024.0 * 1024));
+        if (k >= 0 && n > 1) {
+                char *t = NULL;
+                k = asprintf(&t, "%s (%d GPUs)", s, n);
+                free(s);
+                s = t;
+        }
+        return k < 0 ? NULL : s;
+}
 
 static char *ps_user(const cJSON *o) {
         const struct passwd *pw;
@@ -741,7 +773,8 @@ static char *ps_state(const cJSON *o) {
 }
 
 static int ps_print_table(const ctl_ps *p, const cJSON *processes) {
-        size_t n = 0, w_pid = 3, w_user = 4, w_state = 5, w_cgroup = 6;
+        size_t n = 0, w_pid = 3, w_user = 4, w_state = 5, w_cgroup = 6, w_gpu = 7;
+        bool gpus = false;
         ps_row *rows;
         const cJSON *o;
         int status = CUDACKPT_EXIT_OK;
@@ -766,6 +799,12 @@ static int ps_print_table(const ctl_ps *p, const cJSON *processes) {
                         row->cgroup = "-";
                 if (!row->command)
                         row->command = "?";
+                row->gpu_mem = ps_gpu_mem(o);
+                if (row->gpu_mem) {
+                        gpus = true;
+                        if (group_width(row->gpu_mem) > w_gpu)
+                                w_gpu = group_width(row->gpu_mem);
+                }
                 snprintf(buf, sizeof(buf), "%lld", row->pid);
                 if (strlen(buf) > w_pid)
                         w_pid = strlen(buf);
@@ -787,6 +826,10 @@ static int ps_print_table(const ctl_ps *p, const cJSON *processes) {
         group_put_cell(stdout, "STATE", w_state);
         fputs("  ", stdout);
         group_put_cell(stdout, "CGROUP", w_cgroup);
+        if (gpus) {
+                fputs("  ", stdout);
+                group_put_cell(stdout, "GPU MEM", w_gpu);
+        }
         fputs("  COMMAND\n", stdout);
         for (size_t i = 0; i < n; i++) {
                 printf("%*lld  ", (int) w_pid, rows[i].pid);
@@ -796,6 +839,10 @@ static int ps_print_table(const ctl_ps *p, const cJSON *processes) {
                 fputs("  ", stdout);
                 group_put_cell(stdout, rows[i].cgroup, w_cgroup);
                 fputs("  ", stdout);
+                if (gpus) {
+                        group_put_cell(stdout, rows[i].gpu_mem ? rows[i].gpu_mem : "?", w_gpu);
+                        fputs("  ", stdout);
+                }
                 ctl_fputs_safe(rows[i].command, stdout);
                 putchar('\n');
         }
@@ -807,6 +854,7 @@ out:
         for (size_t i = 0; rows && i < n; i++) {
                 free(rows[i].user);
                 free(rows[i].state);
+                free(rows[i].gpu_mem);
         }
         free(rows);
         return status;

@@ -22,6 +22,7 @@ void config_init(struct config *c)
                 .socket_path = strdup(CUDACKPT_DEFAULT_SOCKET),
                 .socket_mode = 0666,
                 .driver_path = strdup("libcuda.so.1"),
+                .nvml_path = strdup("libnvidia-ml.so.1"),
                 .workers = 16,
                 .max_message_bytes = 65536,
                 .max_write_queue_bytes = 1024 * 1024,
@@ -50,7 +51,8 @@ void config_done(struct config *c)
 {
         free(c->socket_path);
         free(c->driver_path);
-        c->socket_path = c->driver_path = NULL;
+        free(c->nvml_path);
+        c->socket_path = c->driver_path = c->nvml_path = NULL;
 }
 
 int config_set_string(char **field, const char *value)
@@ -176,6 +178,13 @@ static int apply_key(struct config *c, const cJSON *item, char *why, size_t whyl
                 }
                 return config_set_string(key[0] == 's' ? &c->socket_path : &c->driver_path,
                                          item->valuestring);
+        }
+        if (strcmp(key, "nvml") == 0) {
+                if (!cJSON_IsString(item)) {
+                        snprintf(why, whylen, "\"nvml\" must be a string (\"\" for none)");
+                        return -EINVAL;
+                }
+                return config_set_string(&c->nvml_path, item->valuestring);
         }
         if (strcmp(key, "socket_mode") == 0) {
                 char *end;

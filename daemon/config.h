@@ -18,6 +18,7 @@ struct config {
         char *socket_path;            /* where to bind when no socket is passed */
         unsigned socket_mode;         /* permission bits of a socket we bind */
         char *driver_path;            /* libcuda.so.1 or a compatible library */
+        char *nvml_path;              /* libnvidia-ml.so.1, for ListProcesses's GPU use; "" = none */
         unsigned workers;             /* worker threads running driver calls */
         size_t max_message_bytes;     /* largest request accepted, NUL included */
         size_t max_write_queue_bytes; /* unread replies before a slow reader is cut */

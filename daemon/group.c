@@ -107,6 +107,9 @@ struct group {
         char cgroup_root[DISCOVER_CGROUP_MAX];
         bool cgroup_hidden;     /* that root is not known: no paths shown */
         char *cgroup_sel;
+        struct gpumem_use *use; /* ListProcesses: NVML's GPU memory by pid */
+        size_t n_use;
+        bool have_use;          /* NVML answered: "gpus" in every entry */
 };
 
 static struct group_table *table_of(struct server *s)
@@ -249,6 +252,24 @@ static void add_members(const struct group *g, cJSON *p)
         }
 }
 
+/* "gpus": the GPUs pid holds memory on now, as NVML says (none when it is
+ * checkpointed). */
+static void add_gpus(const struct group *g, cJSON *o, pid_t pid)
+{
+        cJSON *arr = cJSON_AddArrayToObject(o, "gpus");
+
+        for (size_t i = 0; arr && i < g->n_use; i++) {
+                const struct gpumem_use *u = &g->use[i];
+                cJSON *e;
+                if (u->pid != pid || !(e = cJSON_CreateObject()))
+                        continue;
+                cJSON_AddStringToObject(e, "uuid", g->srv->gpumem.uuid[u->gpu]);
+                if (u->bytes != GPUMEM_NO_BYTES)
+                        cJSON_AddNumberToObject(e, "memory_bytes", (double)u->bytes);
+                cJSON_AddItemToArray(arr, e);
+        }
+}
+
 static cJSON *list_reply(const struct group *g)
 {
         cJSON *p = cJSON_CreateObject(), *arr;
@@ -275,6 +296,8 @@ static cJSON *list_reply(const struct group *g)
                         add_state(o, mb->state);
                 if (mb->in_flight >= 0)
                         cJSON_AddStringToObject(o, "in_flight", proto_method_name((enum proto_method)mb->in_flight));
+                if (g->have_use)
+                        add_gpus(g, o, mb->pid);
                 cJSON_AddItemToArray(arr, o);
         }
         return proto_reply_new(p);
@@ -346,6 +369,7 @@ static void group_free(struct group *g)
         free(g->cand);
         proto_group_request_done(&g->req);
         free(g->cgroup_sel);
+        free(g->use);
         free(g);
 }
 
@@ -1030,6 +1054,10 @@ static void scan_work(uv_work_t *w)
         pid_t root;
         size_t n;
 
+        /* A listing shows the GPU memory of each process (NVML): one call
+         * per GPU, whatever the selection. */
+        if (listing(g))
+                g->have_use = gpumem_usage(&g->srv->gpumem, &g->use, &g->n_use) == 0;
         /* Pids the caller names are turned into ours here; one it cannot
          * see becomes -1, which no process has (NoSuchProcess). */
         switch (g->req.kind) {

@@ -442,6 +442,7 @@ static void driver_work(uv_work_t *w)
                 /* The file to look for in targets' maps (discover.h). */
                 (void)discover_lib_of(*(void **)&s->drv.cu_get_state, &s->groups.driver_lib);
         }
+        (void)gpumem_open(&s->gpumem, s->cfg->nvml_path);
 }
 
 static void index_work(uv_work_t *w)
@@ -504,6 +505,11 @@ static void driver_ready(uv_work_t *w, int status)
         else
                 log_error("No usable CUDA driver: %s; every operation will fail with DriverUnavailable",
                           s->drv.reason);
+        if (s->gpumem.available)
+                log_info("NVML from %s, %u GPU(s): ListProcesses shows the GPU memory of each process",
+                         s->cfg->nvml_path, s->gpumem.n_gpus);
+        else
+                log_info("No NVML (%s): ListProcesses shows no GPU memory", s->gpumem.reason);
 
         if (s->shutting_down) {
                 server_maybe_finish(s);
@@ -570,6 +576,7 @@ int server_run(struct server *s)
 void server_done(struct server *s)
 {
         procindex_free(atomic_load(&s->groups.index));
+        gpumem_close(&s->gpumem);
         sched_done(&s->sched);
         driver_close(&s->drv);
         free(s->uids);

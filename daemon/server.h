@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "gpumem.h"
 #include "group.h"
 #include "lease.h"
 #include "metrics.h"
@@ -33,6 +34,7 @@ struct server {
         uv_loop_t *loop;
         const struct config *cfg;
         struct driver drv;
+        struct gpumem gpumem;           /* NVML, for ListProcesses (gpumem.h) */
         struct sched sched;
         struct group_table groups;      /* group operations in flight */
         struct lease_table leases;      /* leases held (lease.h) */

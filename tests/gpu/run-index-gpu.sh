@@ -49,6 +49,18 @@ out=$("$CTL" suspend "$T" 2>&1) && ok "suspend: $out" || bad "suspend: $out"
 out=$(listed "$T=checkpointed" "$T2=running") && ok "listed checkpointed (no device file held): $out" ||
         bad "ps after suspend: $out"
 ls -l /proc/"$T"/fd 2>/dev/null | grep -c nvidia | { read -r n; echo "  device files held by the checkpointed process: $n"; }
+# NVML's GPU memory: the running one holds at least MIB on the GPU, the
+# checkpointed one none.
+out=$("$CTL" --json ps | python3 -c '
+import json, sys
+mib, ck, run = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+p = {e["pid"]: e for e in json.load(sys.stdin)}
+g_run, g_ck = p[run].get("gpus"), p[ck].get("gpus")
+ok = g_run and len(g_run) == 1 and g_run[0]["uuid"].startswith("GPU-") and \
+     g_run[0].get("memory_bytes", 0) >= mib << 20 and g_ck == []
+print(("ok " if ok else "") + json.dumps({"running": g_run, "checkpointed": g_ck}))
+sys.exit(0 if ok else 1)' "$MIB" "$T" "$T2") && ok "gpus from NVML: $out" || bad "gpus: $out"
+"$CTL" ps
 out=$("$CTL" resume "$T" 2>&1) && ok "resume: $out" || bad "resume: $out"
 check_intact
 

@@ -1607,6 +1607,63 @@ START_TEST(list_processes)
 }
 END_TEST
 
+/* The GPUs of entry e as "UUID=BYTES,..." ("" for none; NULL: no "gpus"). */
+static const char *gpus_of(const cJSON *e)
+{
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(e, "gpus"), *g;
+        if (!arr)
+                return NULL;
+        ck_assert_msg(cJSON_IsArray(arr), "gpus is not an array");
+        char *s = itest_strdupf("%s", "");
+        cJSON_ArrayForEach(g, arr) {
+                const cJSON *u = cJSON_GetObjectItemCaseSensitive(g, "uuid");
+                const cJSON *b = cJSON_GetObjectItemCaseSensitive(g, "memory_bytes");
+                ck_assert_msg(cJSON_IsString(u) && cJSON_IsNumber(b), "a gpus entry without uuid or memory_bytes");
+                s = itest_strdupf("%s%s%s=%.0f", s, *s ? "," : "", u->valuestring, b->valuedouble);
+        }
+        return s;
+}
+
+/* With NVML (the simulator's), each entry has the GPUs its process holds
+ * memory on; a checkpointed one holds none.  Without NVML, no "gpus". */
+START_TEST(list_processes_gpus)
+{
+        static const char *const env[] = { "CUDACKPT_SIM_DEVICE_COUNT=2", NULL };
+        struct itest_daemon_opts o = {
+                .config_json = itest_strdupf("{\"nvml\":\"%s\"}", itest_need_env("CUDACKPT_TEST_SIM")),
+                .env = env,
+        };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        struct itest_conn *c = itest_connect(d);
+        pid_t on0 = mapped_target(), ckpt = mapped_target();
+        pid_t on1 = itest_target(itest_sim_preload(), SIM, "CUDACKPT_SIM_MEM_MIB=16", "CUDACKPT_SIM_GPUS=1", NULL);
+        op_ok(c, CUDACKPT_METHOD_SUSPEND, ckpt, "checkpointed");
+
+        cJSON *j = list(c, NULL);
+        const char *want0 = ITEST_GPU0 "=8388608", *want1 = ITEST_GPU1 "=16777216";
+        const char *g0 = gpus_of(assert_listed(j, on0, 0, "running"));
+        const char *g1 = gpus_of(assert_listed(j, on1, 0, "running"));
+        const char *gc = gpus_of(assert_listed(j, ckpt, 0, "checkpointed"));
+        ck_assert_msg(g0 && streq(g0, want0), "gpus of %d: %s, want %s", (int)on0, g0 ? g0 : "(none)", want0);
+        ck_assert_msg(g1 && streq(g1, want1), "gpus of %d: %s, want %s", (int)on1, g1 ? g1 : "(none)", want1);
+        ck_assert_msg(gc && streq(gc, ""), "gpus of checkpointed %d: %s, want none", (int)ckpt, gc ? gc : "(no key)");
+        /* A selection too. */
+        j = list(c, sel_pids(1, &on1));
+        g1 = gpus_of(assert_listed(j, on1, 0, "running"));
+        ck_assert_msg(g1 && streq(g1, want1), "gpus of %d by pid: %s", (int)on1, g1 ? g1 : "(none)");
+        /* Back from the checkpoint, on its GPU again. */
+        op_ok(c, CUDACKPT_METHOD_RESUME, ckpt, "running");
+        gc = gpus_of(assert_listed(list(c, NULL), ckpt, 0, "running"));
+        ck_assert_msg(gc && streq(gc, ITEST_GPU0 "=8388608"), "gpus of resumed %d: %s", (int)ckpt, gc ? gc : "-");
+        itest_daemon_stop(d);
+
+        struct itest_daemon_opts none = { .config_json = "{\"nvml\":\"\"}" };
+        d = itest_daemon_start(&none);
+        c = itest_connect(d);
+        ck_assert_msg(!gpus_of(assert_listed(list(c, NULL), on0, 0, "running")), "gpus without NVML");
+}
+END_TEST
+
 START_TEST(list_processes_selectors)
 {
         struct itest_daemon *d = itest_daemon_start_default();
@@ -1911,6 +1968,7 @@ static Suite *groups_suite(void)
         tcase_add_test(tc, tree_selector);
         tcase_add_test(tc, cgroup_selector);
         tcase_add_test(tc, list_processes);
+        tcase_add_test(tc, list_processes_gpus);
         tcase_add_test(tc, list_processes_selectors);
         tcase_add_test(tc, list_processes_in_flight);
         tcase_add_test(tc, list_processes_stopped);

@@ -1,0 +1,51 @@
+/* gpumem.h: which GPUs each process uses and how much of their memory,
+ * from NVML (libnvidia-ml.so.1), for ListProcesses.
+ *
+ * NVML comes with the driver and, like it, is loaded at run time (dlopen),
+ * so the daemon starts where it is missing and lists processes without
+ * their GPUs.  It knows the processes that hold GPU memory now: running,
+ * locked ones, not checkpointed ones (which hold none).  It answers from
+ * the kernel module without involving the target processes, so a stopped
+ * process cannot make it wait.  The "nvml" setting names the library ("" =
+ * none); the tests point it at the simulator, which has both APIs.
+ *
+ * gpumem_open() loads and initialises (a worker or the start);
+ * gpumem_usage() is thread-safe (NVML is), for the workers. */
+#ifndef CUDACKPT_GPUMEM_H
+#define CUDACKPT_GPUMEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define GPUMEM_MAX_GPUS 64
+#define GPUMEM_UUID_MAX 96
+#define GPUMEM_NO_BYTES UINT64_MAX /* NVML could not say */
+
+struct gpumem_use {
+        pid_t pid;          /* as NVML gives it: the initial pid namespace's */
+        unsigned gpu;       /* index into gpumem.uuid */
+        uint64_t bytes;     /* or GPUMEM_NO_BYTES */
+};
+
+struct gpumem {
+        void *lib;
+        bool available;
+        char reason[256];   /* why not, when !available */
+        unsigned n_gpus;
+        char uuid[GPUMEM_MAX_GPUS][GPUMEM_UUID_MAX];
+        void *device[GPUMEM_MAX_GPUS];
+        int (*get_processes)(void *device, unsigned *count, void *infos);
+        int (*shutdown)(void);
+};
+
+/* Loads path and asks for the GPUs; 0, or -errno with g->reason set (the
+ * daemon goes on without). */
+int gpumem_open(struct gpumem *g, const char *path);
+void gpumem_close(struct gpumem *g);
+/* Every (process, GPU) pair with GPU memory now, sorted by pid; *ret is
+ * malloc()ed.  -ENODEV without NVML. */
+int gpumem_usage(const struct gpumem *g, struct gpumem_use **ret, size_t *ret_n);
+
+#endif
