@@ -72,6 +72,7 @@ struct chunk {
         uv_work_t work;
         struct group *g;
         size_t first, n;
+        bool nvml;              /* a listing's GPU memory instead (gpumem.h) */
 };
 
 struct group {
@@ -883,6 +884,10 @@ static void chunk_work(uv_work_t *w)
         const pid_t self = getpid();
         char cg[DISCOVER_CGROUP_MAX];
 
+        if (ch->nvml) {
+                g->have_use = gpumem_usage(&g->srv->gpumem, &g->use, &g->n_use) == 0;
+                return;
+        }
         for (size_t i = ch->first; i < ch->first + ch->n; i++) {
                 struct member *mb = &g->m[i];
                 struct target_identity id;
@@ -1054,10 +1059,6 @@ static void scan_work(uv_work_t *w)
         pid_t root;
         size_t n;
 
-        /* A listing shows the GPU memory of each process (NVML): one call
-         * per GPU, whatever the selection. */
-        if (listing(g))
-                g->have_use = gpumem_usage(&g->srv->gpumem, &g->use, &g->n_use) == 0;
         /* Pids the caller names are turned into ours here; one it cannot
          * see becomes -1, which no process has (NoSuchProcess). */
         switch (g->req.kind) {
@@ -1188,6 +1189,18 @@ static void scan_done(uv_work_t *w, int status)
         if (g->n == 0) {
                 selected(g);
                 return;
+        }
+        /* A listing shows each process's GPU memory: NVML is asked (one call
+         * per GPU) beside the chunks, before the state phase. */
+        if (listing(g) && g->srv->gpumem.available) {
+                struct chunk *ch = calloc(1, sizeof(*ch));
+                if (ch) {
+                        ch->g = g;
+                        ch->nvml = true;
+                        ch->work.data = ch;
+                        g->chunks_left++;
+                        (void)uv_queue_work(g->srv->loop, &ch->work, chunk_work, chunk_done);
+                }
         }
         /* Spread over the workers: a few candidates (the process index's)
          * cost tens of microseconds each in /proc, and they are examined at
