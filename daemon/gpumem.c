@@ -6,11 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The parts of nvml.h used here (its ABI, stable across versions). */
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL)
+
+/* The inode of the initial pid namespace (PROC_PID_INIT_INO), fixed in the
+ * kernel: NVML names processes by their pids there. */
+#define INITIAL_PID_NS_INO 0xEFFFFFFCu
 
 /* nvmlProcessInfo_t as nvmlDeviceGetComputeRunningProcesses_v3 fills it. */
 struct nvml_process_info {
@@ -42,6 +47,12 @@ int gpumem_open(struct gpumem *g, const char *path)
         if (!path || !path[0]) {
                 snprintf(g->reason, sizeof(g->reason), "\"nvml\" is empty");
                 return -ENOENT;
+        }
+        struct stat st;
+        if (stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != INITIAL_PID_NS_INO) {
+                snprintf(g->reason, sizeof(g->reason),
+                         "the daemon is not in the initial pid namespace, whose pids NVML gives");
+                return -EREMOTE;
         }
         g->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!g->lib) {
@@ -109,6 +120,7 @@ int gpumem_usage(const struct gpumem *g, struct gpumem_use **ret, size_t *ret_n)
 {
         struct gpumem_use *all = NULL;
         size_t n = 0;
+        unsigned answered = 0;
 
         *ret = NULL;
         *ret_n = 0;
@@ -137,6 +149,7 @@ int gpumem_usage(const struct gpumem *g, struct gpumem_use **ret, size_t *ret_n)
                         free(info);
                         continue; /* this GPU says nothing (lost, reset): the others still count */
                 }
+                answered++;
                 void *p = realloc(all, (n + count + 1) * sizeof(*all));
                 if (!p) {
                         free(info);
@@ -153,6 +166,10 @@ int gpumem_usage(const struct gpumem *g, struct gpumem_use **ret, size_t *ret_n)
                                                  : (uint64_t)info[i].used_gpu_memory,
                         };
                 free(info);
+        }
+        if (answered == 0 && g->n_gpus > 0) {
+                free(all);
+                return -EIO; /* no GPU answered: nothing is known, not "none" */
         }
         if (n > 1)
                 qsort(all, n, sizeof(*all), cmp_use);

@@ -9,6 +9,9 @@
  * process cannot make it wait.  The "nvml" setting names the library ("" =
  * none); the tests point it at the simulator, which has both APIs.
  *
+ * NVML names processes by their pids in the initial pid namespace: a daemon
+ * elsewhere (a container without the host's pids) does without it.
+ *
  * gpumem_open() loads and initialises (a worker or the start);
  * gpumem_usage() is thread-safe (NVML is), for the workers. */
 #ifndef CUDACKPT_GPUMEM_H

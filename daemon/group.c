@@ -1192,7 +1192,7 @@ static void scan_done(uv_work_t *w, int status)
         }
         /* A listing shows each process's GPU memory: NVML is asked (one call
          * per GPU) beside the chunks, before the state phase. */
-        if (listing(g) && g->srv->gpumem.available) {
+        if (listing(g) && g->srv->gpumem_on) {
                 struct chunk *ch = calloc(1, sizeof(*ch));
                 if (ch) {
                         ch->g = g;

@@ -8,7 +8,9 @@
  *  - a process is removed when it execs (its mappings are gone; a new image
  *    that maps the driver is added again) and when its last thread exits.
  * The set is a superset: user space checks each entry's maps before using
- * it.  An entry that could not be added (the map full) is counted in
+ * it.  Not seen: a process sharing its memory with one that maps the driver
+ * without being its thread or its child (clone(CLONE_VM) of an unrelated
+ * one), and 32-bit programs' mmap2 (CUDA has none).  An entry that could not be added (the map full) is counted in
  * `lost`, and user space stops trusting the set.
  *
  * Types are declared here with only the fields used; CO-RE relocates them
@@ -159,16 +161,17 @@ SEC("tracepoint/syscalls/sys_enter_mmap")
 int procindex_mmap_tp(struct sys_enter_mmap_args *a)
 {
         struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+        __u32 fd = (__u32)a->fd; /* as the kernel takes it (fget) */
         struct fdtable *fdt;
         struct file **fds, *file = NULL;
 
-        if ((a->flags & MAP_ANONYMOUS) || a->fd > 0x7fffffff)
+        if (a->flags & MAP_ANONYMOUS)
                 return 0;
         fdt = BPF_CORE_READ(t, files, fdt);
-        if (!fdt || a->fd >= BPF_CORE_READ(fdt, max_fds))
+        if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
                 return 0;
         fds = BPF_CORE_READ(fdt, fd);
-        if (!fds || bpf_probe_read_kernel(&file, sizeof(file), &fds[a->fd]) < 0 || !file)
+        if (!fds || bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) < 0 || !file)
                 return 0;
         if (is_driver(file))
                 add((__u32)(bpf_get_current_pid_tgid() >> 32));

@@ -133,40 +133,59 @@ static int load(struct procindex *ix, const struct discover_lib *lib, int mmap_p
         return 0;
 }
 
+static void mark_lost(struct procindex *ix)
+{
+        uint32_t k = 0;
+        uint64_t lost = 1;
+
+        (void)bpf_map_update_elem(ix->lost_fd, &k, &lost, BPF_ANY);
+}
+
+/* Passes of the first scans at most; past them the index is not trusted. */
+#define SEED_MAX_PASSES 8
+
 /* Adds every process that maps the driver now; the kernel adds those that
- * map it from the attach on, and the children of those in the index.  The
- * second pass finds the children forked, during the first, by processes
- * it had not reached yet (they exist by the second pass; any later fork
- * of theirs comes after their parent was added). */
+ * map it from the attach on, and the children of those in the index.  A
+ * pass adds what its /proc listing shows; a child forked meanwhile by a
+ * process the pass had not added yet is missed by both, so passes go on
+ * until one adds nothing: then every process that existed when it began
+ * was in the index already, and the kernel saw every fork since.  A maps
+ * read that fails for another reason than the process being gone adds it
+ * anyway (an entry too many costs a test; one too few, a process). */
 static int seed(struct procindex *ix, const struct discover_lib *lib)
 {
         const uint8_t one = 1;
         pid_t self = getpid();
 
-        for (int pass = 0; pass < 2; pass++) {
+        for (int pass = 0; pass < SEED_MAX_PASSES; pass++) {
                 pid_t *pids = NULL;
-                size_t n = 0;
+                size_t n = 0, added = 0;
                 int r = discover_all(&pids, &n);
                 if (r < 0)
                         return r;
                 for (size_t i = 0; i < n; i++) {
                         uint32_t key = (uint32_t)pids[i];
-                        if (pids[i] == self || discover_maps_driver(pids[i], lib) <= 0)
+                        int k = pids[i] == self ? 0 : discover_maps_driver(pids[i], lib);
+                        if (k == 0 || k == -ENOENT || k == -ESRCH)
                                 continue;
-                        if (bpf_map_update_elem(ix->procs_fd, &key, &one, BPF_NOEXIST) == 0 || errno == EEXIST)
+                        if (bpf_map_update_elem(ix->procs_fd, &key, &one, BPF_NOEXIST) == 0) {
+                                added++;
+                                continue;
+                        }
+                        if (errno == EEXIST)
                                 continue;
                         if (errno != E2BIG) {
                                 r = -errno;
                                 free(pids);
                                 return r;
                         }
-                        /* Full: counted as the kernel side counts. */
-                        uint32_t k = 0;
-                        uint64_t lost = 1;
-                        (void)bpf_map_update_elem(ix->lost_fd, &k, &lost, BPF_ANY);
+                        mark_lost(ix); /* full: counted as the kernel side counts */
                 }
                 free(pids);
+                if (added == 0)
+                        return 0;
         }
+        mark_lost(ix);
         return 0;
 }
 
@@ -235,6 +254,17 @@ int procindex_open(const struct discover_lib *lib, unsigned max_entries, struct 
                 r = seed(ix, lib);
                 if (r < 0)
                         snprintf(why, why_len, "cannot fill the index: %s", strerror(-r));
+        }
+        if (r == 0) {
+                /* Reading it needs BPF_MAP_LOOKUP_BATCH (Linux 5.6). */
+                pid_t *pids = NULL;
+                size_t n = 0;
+                r = procindex_candidates(ix, &pids, &n);
+                free(pids);
+                if (r == -EOVERFLOW)
+                        r = 0; /* full already: the callers scan, and say why */
+                else if (r < 0)
+                        snprintf(why, why_len, "cannot read the index: %s", strerror(-r));
         }
         if (r < 0) {
                 procindex_free(ix);

@@ -380,8 +380,8 @@ static void on_op_finished(void *ctx, const struct sched_op *op)
 
 void server_maybe_finish(struct server *s)
 {
-        if (!s->shutting_down || s->starting || s->index_opening || s->sched.n_running > 0 || s->n_conns > 0 ||
-            s->groups.n > 0)
+        if (!s->shutting_down || s->starting || s->index_opening || s->gpumem_opening || s->sched.n_running > 0 ||
+            s->n_conns > 0 || s->groups.n > 0)
                 return;
         lease_close(s);
         watch_close(s);
@@ -442,7 +442,6 @@ static void driver_work(uv_work_t *w)
                 /* The file to look for in targets' maps (discover.h). */
                 (void)discover_lib_of(*(void **)&s->drv.cu_get_state, &s->groups.driver_lib);
         }
-        (void)gpumem_open(&s->gpumem, s->cfg->nvml_path);
 }
 
 static void index_work(uv_work_t *w)
@@ -474,6 +473,29 @@ static void index_ready(uv_work_t *w, int status)
         server_maybe_finish(s);
 }
 
+static void gpumem_work(uv_work_t *w)
+{
+        struct server *s = w->data;
+
+        (void)gpumem_open(&s->gpumem, s->cfg->nvml_path);
+}
+
+static void gpumem_ready(uv_work_t *w, int status)
+{
+        struct server *s = w->data;
+
+        (void)status;
+        s->gpumem_opening = false;
+        if (s->gpumem.available)
+                log_info("NVML from %s, %u GPU(s): ListProcesses shows the GPU memory of each process",
+                         s->cfg->nvml_path, s->gpumem.n_gpus);
+        else
+                log_info("No NVML (%s): ListProcesses shows no GPU memory", s->gpumem.reason);
+        /* From now on the listings read it (group.c, on the loop thread). */
+        s->gpumem_on = s->gpumem.available;
+        server_maybe_finish(s);
+}
+
 /* After the driver: the index looks for the file the driver was loaded from. */
 static void index_start(struct server *s)
 {
@@ -481,8 +503,10 @@ static void index_start(struct server *s)
                 log_info("No process index (process_index_max is 0): ListProcesses and Watch scan /proc");
                 return;
         }
-        if (!s->groups.driver_lib.known)
+        if (!s->groups.driver_lib.known) {
+                log_info("No process index (the driver's file is not known): ListProcesses and Watch scan /proc");
                 return;
+        }
         s->index_work.data = s;
         if (uv_queue_work(s->loop, &s->index_work, index_work, index_ready) == 0)
                 s->index_opening = true;
@@ -505,11 +529,6 @@ static void driver_ready(uv_work_t *w, int status)
         else
                 log_error("No usable CUDA driver: %s; every operation will fail with DriverUnavailable",
                           s->drv.reason);
-        if (s->gpumem.available)
-                log_info("NVML from %s, %u GPU(s): ListProcesses shows the GPU memory of each process",
-                         s->cfg->nvml_path, s->gpumem.n_gpus);
-        else
-                log_info("No NVML (%s): ListProcesses shows no GPU memory", s->gpumem.reason);
 
         if (s->shutting_down) {
                 server_maybe_finish(s);
@@ -524,6 +543,9 @@ static void driver_ready(uv_work_t *w, int status)
                 return;
         }
         index_start(s);
+        s->gpumem_work.data = s;
+        if (uv_queue_work(s->loop, &s->gpumem_work, gpumem_work, gpumem_ready) == 0)
+                s->gpumem_opening = true;
         if (s->notify) {
                 sd_notify(0, "READY=1");
                 notify_status(s);

@@ -34,7 +34,9 @@ struct server {
         uv_loop_t *loop;
         const struct config *cfg;
         struct driver drv;
-        struct gpumem gpumem;           /* NVML, for ListProcesses (gpumem.h) */
+        struct gpumem gpumem;           /* NVML, for ListProcesses (gpumem.h): opened */
+        uv_work_t gpumem_work;          /* on a worker after READY=1, */
+        bool gpumem_opening, gpumem_on; /* then read by listings (loop thread's flag) */
         struct sched sched;
         struct group_table groups;      /* group operations in flight */
         struct lease_table leases;      /* leases held (lease.h) */

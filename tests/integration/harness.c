@@ -522,6 +522,42 @@ static ssize_t itest_read_proc(pid_t pid, const char *name, char *buf, size_t si
         return (ssize_t)n;
 }
 
+const char *itest_daemon_log(const struct itest_daemon *d)
+{
+        char path[160];
+        snprintf(path, sizeof(path), "%s/daemon.log", d->dir);
+        FILE *f = fopen(path, "re");
+        ck_assert_msg(f, "open %s: %s", path, strerror(errno));
+        size_t cap = 1 << 16, n = 0;
+        char *buf = malloc(cap);
+        ck_assert(buf);
+        for (size_t k; (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+                n += k;
+                if (n + 1 == cap) {
+                        buf = realloc(buf, cap *= 2);
+                        ck_assert(buf);
+                }
+        }
+        fclose(f);
+        buf[n] = '\0';
+        return itest_keep(buf);
+}
+
+const char *itest_await_log(const struct itest_daemon *d, const char *text, int timeout_ms)
+{
+        for (double t0 = itest_now_ms();;) {
+                const char *log = itest_daemon_log(d), *at = strstr(log, text);
+                if (at) {
+                        while (at > log && at[-1] != '\n')
+                                at--;
+                        return itest_strdupf("%.*s", (int)strcspn(at, "\n"), at);
+                }
+                ck_assert_msg(itest_now_ms() - t0 < timeout_ms, "the daemon did not log \"%s\" within %d ms", text,
+                              timeout_ms);
+                nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+        }
+}
+
 bool itest_await_exec(pid_t pid, const char *const *env)
 {
         const size_t size = 1 << 16;

@@ -74,6 +74,11 @@ bool itest_daemon_exited(struct itest_daemon *d);
 int itest_daemon_await_exit(struct itest_daemon *d, int timeout_ms);
 /* Prints the daemon's log to stderr. */
 void itest_daemon_print_log(const struct itest_daemon *d);
+/* The daemon's log so far, whole (kept until teardown). */
+const char *itest_daemon_log(const struct itest_daemon *d);
+/* Waits until the log holds text, which it returns the line of (kept);
+ * fails after timeout_ms. */
+const char *itest_await_log(const struct itest_daemon *d, const char *text, int timeout_ms);
 
 /* Checked fixtures: add to every TCase with tcase_add_checked_fixture(). */
 void itest_setup(void);

@@ -1635,6 +1635,7 @@ START_TEST(list_processes_gpus)
         };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d);
+        itest_await_log(d, "NVML from", 10000);
         pid_t on0 = mapped_target(), ckpt = mapped_target();
         pid_t on1 = itest_target(itest_sim_preload(), SIM, "CUDACKPT_SIM_MEM_MIB=16", "CUDACKPT_SIM_GPUS=1", NULL);
         op_ok(c, CUDACKPT_METHOD_SUSPEND, ckpt, "checkpointed");
@@ -1660,6 +1661,7 @@ START_TEST(list_processes_gpus)
         struct itest_daemon_opts none = { .config_json = "{\"nvml\":\"\"}" };
         d = itest_daemon_start(&none);
         c = itest_connect(d);
+        itest_await_log(d, "No NVML", 10000);
         ck_assert_msg(!gpus_of(assert_listed(list(c, NULL), on0, 0, "running")), "gpus without NVML");
 }
 END_TEST

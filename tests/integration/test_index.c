@@ -48,26 +48,13 @@ static pid_t helper(const char *mode)
 
 /* ---- the daemon's index, read from outside -------------------------------- */
 
-static char *read_log(struct itest_daemon *d)
-{
-        char *path = itest_strdupf("%s/daemon.log", d->dir);
-        FILE *f = fopen(path, "r");
-        ck_assert_msg(f, "open %s: %s", path, strerror(errno));
-        char *buf = itest_keep(calloc(1, 1 << 20));
-        ck_assert(buf);
-        size_t n = fread(buf, 1, (1 << 20) - 1, f);
-        buf[n] = '\0';
-        fclose(f);
-        return buf;
-}
-
 /* Waits for the daemon to say whether it has an index: true when it has;
  * false (the test should end, skipped) when it has none and none is
  * required; fails when one is required. */
 static bool await_index(struct itest_daemon *d)
 {
         for (double t0 = itest_now_ms(); itest_now_ms() - t0 < 20000;) {
-                const char *log = read_log(d);
+                const char *log = itest_daemon_log(d);
                 if (strstr(log, "Process index ready"))
                         return true;
                 const char *no = strstr(log, "No process index");
@@ -168,6 +155,9 @@ static double metric(struct itest_conn *c, const char *name)
 START_TEST(index_follows_processes)
 {
         pid_t before = mapped_target();
+        /* A CUDA process and the child it forked, both before the daemon. */
+        pid_t old_forker = helper("--itest-forker"), old_kids[2];
+        ck_assert_msg(itest_children(old_forker, old_kids, 2) == 1, "the first forker has no child");
         struct itest_daemon *d = itest_daemon_start_default();
         if (!await_index(d))
                 return;
@@ -177,6 +167,9 @@ START_TEST(index_follows_processes)
 
         /* The first scans. */
         ck_assert_msg(indexed(map, before), "a process mapping the driver before the start is not in the index");
+        ck_assert_msg(indexed(map, old_forker) && indexed(map, old_kids[0]),
+                      "a forker (%d) or its child (%d) from before the start is not in the index", (int)old_forker,
+                      (int)old_kids[0]);
         ck_assert_msg(!indexed(map, d->pid), "the daemon is in its own index");
 
         /* The mmap hook. */
@@ -228,7 +221,7 @@ START_TEST(index_full_scans_proc)
                 ck_assert_msg(listed(j, p[i]), "pid %d is not listed with a full index: %s", (int)p[i], itest_dump(j));
         ck_assert_msg(metric(c, "cudackpt_process_index") == 0, "a full index is still used");
         ck_assert_msg(metric(c, "cudackpt_process_scans_total{source=\"proc\"}") >= 1, "no /proc scan");
-        ck_assert_msg(strstr(read_log(d), "The process index is full"), "no warning of the full index");
+        ck_assert_msg(strstr(itest_daemon_log(d), "The process index is full"), "no warning of the full index");
 }
 END_TEST
 
@@ -242,7 +235,7 @@ START_TEST(index_off)
         ck_assert_msg(listed(j, p), "pid %d is not listed without an index: %s", (int)p, itest_dump(j));
         ck_assert_msg(metric(c, "cudackpt_process_index") == 0, "an index with process_index_max 0");
         ck_assert_msg(metric(c, "cudackpt_process_scans_total{source=\"proc\"}") == 1, "no /proc scan");
-        ck_assert_msg(strstr(read_log(d), "No process index (process_index_max is 0)"), "the log does not say so");
+        ck_assert_msg(strstr(itest_daemon_log(d), "No process index (process_index_max is 0)"), "the log does not say so");
 }
 END_TEST
 
