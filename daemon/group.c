@@ -72,7 +72,6 @@ struct chunk {
         uv_work_t work;
         struct group *g;
         size_t first, n;
-        bool nvml;              /* a listing's GPU memory instead (gpumem.h) */
 };
 
 struct group {
@@ -884,10 +883,6 @@ static void chunk_work(uv_work_t *w)
         const pid_t self = getpid();
         char cg[DISCOVER_CGROUP_MAX];
 
-        if (ch->nvml) {
-                g->have_use = gpumem_usage(&g->srv->gpumem, &g->use, &g->n_use) == 0;
-                return;
-        }
         for (size_t i = ch->first; i < ch->first + ch->n; i++) {
                 struct member *mb = &g->m[i];
                 struct target_identity id;
@@ -1038,6 +1033,15 @@ static void selected(struct group *g)
         }
         g->phase = PH_WAIT;
         start_waiting(g->srv); /* g, and any that waited for g's selection */
+}
+
+/* A listing's GPU memory (gpumem.h), beside the chunks (worker thread). */
+static void usage_work(uv_work_t *w)
+{
+        struct chunk *ch = w->data;
+        struct group *g = ch->g;
+
+        g->have_use = gpumem_usage(&g->srv->gpumem, &g->use, &g->n_use) == 0;
 }
 
 static void chunk_done(uv_work_t *w, int status)
@@ -1196,10 +1200,9 @@ static void scan_done(uv_work_t *w, int status)
                 struct chunk *ch = calloc(1, sizeof(*ch));
                 if (ch) {
                         ch->g = g;
-                        ch->nvml = true;
                         ch->work.data = ch;
                         g->chunks_left++;
-                        (void)uv_queue_work(g->srv->loop, &ch->work, chunk_work, chunk_done);
+                        (void)uv_queue_work(g->srv->loop, &ch->work, usage_work, chunk_done);
                 }
         }
         /* Spread over the workers: a few candidates (the process index's)
