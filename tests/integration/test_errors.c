@@ -792,21 +792,6 @@ END_TEST
 /* A process stopped after the daemon's check, while its driver call runs,
  * holds that call: the daemon's log says so once stall_warning_ms has
  * passed, and the call completes once the process runs again. */
-static bool log_has(const struct itest_daemon *d, const char *needle)
-{
-        char path[160];
-        snprintf(path, sizeof(path), "%s/daemon.log", d->dir);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return false;
-        char line[1024];
-        bool found = false;
-        while (!found && fgets(line, sizeof(line), f))
-                found = strstr(line, needle) != NULL;
-        fclose(f);
-        return found;
-}
-
 START_TEST(stall_warning_names_the_stop)
 {
         struct itest_daemon_opts o = { .config_json = "{\"stall_warning_ms\": 300}" };
@@ -821,12 +806,7 @@ START_TEST(stall_warning_names_the_stop)
         ck_assert_int_eq(kill(pid, SIGSTOP), 0);
         itest_await_proc_state(pid, 'T', true);
 
-        char *needle = itest_strdupf("every thread of process %d is stopped (signal)", (int)pid);
-        double deadline = itest_now_ms() + 5000;
-        while (!log_has(d, needle)) {
-                ck_assert_msg(itest_now_ms() < deadline, "no stall warning in the daemon's log");
-                usleep(10000);
-        }
+        itest_await_log(d, itest_strdupf("every thread of process %d is stopped (signal)", (int)pid), 5000);
         ck_assert_int_eq(kill(pid, SIGCONT), 0);
         assert_op_ok(itest_recv_within(op, 10000), pid, "locked");
         assert_op_ok(itest_call_pid(op, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");

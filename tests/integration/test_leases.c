@@ -317,19 +317,6 @@ START_TEST(lease_holder_never_idle)
 }
 END_TEST
 
-static char *daemon_log(struct itest_daemon *d)
-{
-        static char buf[65536];
-        FILE *f = fopen(itest_strdupf("%s/daemon.log", d->dir), "re");
-        size_t n;
-
-        ck_assert(f);
-        n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        return buf;
-}
-
 /* A stopping daemon undoes no lease: it says which it leaves, and they
  * stay as they are. */
 START_TEST(lease_not_honoured_at_stop)
@@ -337,12 +324,12 @@ START_TEST(lease_not_honoured_at_stop)
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
         pid_t pid = sim_target();
-        char *log;
+        const char *log;
 
         (void)lease_id(itest_call(c, CUDACKPT_METHOD_SUSPEND,
                                   itest_strdupf("{\"pid\":%d,\"lease_ms\":600000,\"lease_on_close\":true}", (int)pid)));
         itest_daemon_stop(d);
-        log = daemon_log(d);
+        log = itest_daemon_log(d);
         ck_assert_msg(strstr(log, itest_strdupf("not honoured: the daemon is stopping; process %d stays as it is",
                                                 (int)pid)),
                       "log: %.3000s", log);
@@ -707,7 +694,7 @@ START_TEST(lease_undo_fails_once)
         itest_assert_state(state_of(c, pid), pid, "checkpointed");
         const char *text = itest_str(itest_call(c, CUDACKPT_METHOD_GET_METRICS, NULL), "text");
         ck_assert_msg(strstr(text, "cudackpt_lease_undos_total{result=\"failed\"} 1\n"), "%s", text);
-        char *log = daemon_log(d);
+        const char *log = itest_daemon_log(d);
         ck_assert_msg(strstr(log, "the undo failed in restore: io.cudackpt.Process.DriverError"), "no undo failure logged");
         int restores = count(log, itest_strdupf("method=Restore target_pid=%d ", (int)pid));
         ck_assert_msg(restores == 1, "%d restores of the process (one undo, never retried)", restores);
