@@ -20,13 +20,18 @@ struct config {
         char *driver_path;            /* libcuda.so.1 or a compatible library */
         char *nvml_path;              /* libnvidia-ml.so.1, for ListProcesses's GPU use; "" = none */
         unsigned workers;             /* worker threads running driver calls */
+        unsigned workers_per_uid;     /* ... that one unprivileged uid's operations may hold */
+        unsigned workers_reserved;    /* ... that only privileged callers may hold */
         size_t max_message_bytes;     /* largest request accepted, NUL included */
         size_t max_write_queue_bytes; /* unread replies before a slow reader is cut */
         unsigned max_connections;     /* connections in total */
         unsigned max_connections_per_uid;
+        unsigned max_connections_reserved; /* of max_connections, for privileged callers */
         uint64_t idle_timeout_ms;     /* close connections idle this long; 0 = never */
         unsigned max_queue_per_pid;   /* operations queued or running for one pid */
         unsigned max_queue_total;     /* operations queued or running in all */
+        unsigned max_queue_per_uid;   /* ... for one unprivileged uid */
+        unsigned max_queue_reserved;  /* ... of max_queue_total, for privileged callers */
         uint32_t default_lock_timeout_ms; /* Lock/Suspend without timeout_ms; 0 = no limit */
         uint64_t exit_wait_ms;        /* after a failed call, wait this long for an exiting target */
         unsigned max_gpu_pairs;       /* entries of a gpu_mapping */
@@ -35,6 +40,16 @@ struct config {
         uint64_t stall_warning_ms;    /* warn about an operation running this long; 0 = never */
         unsigned max_group_members;   /* processes in one group operation */
         unsigned max_groups_in_flight; /* group operations and ListProcesses at once */
+        unsigned max_groups_per_uid;  /* ... for one unprivileged uid */
+        unsigned max_groups_reserved; /* ... of max_groups_in_flight, for privileged callers */
+        unsigned max_leases;          /* leases held in all */
+        unsigned max_leases_per_uid;  /* ... taken by one unprivileged uid */
+        unsigned max_leases_reserved; /* ... of max_leases, for privileged callers */
+        unsigned max_watchers;        /* Watch streams in all */
+        unsigned max_watchers_per_uid; /* ... for one unprivileged uid */
+        unsigned max_watchers_reserved; /* ... of max_watchers, for privileged callers */
+        size_t max_watcher_bytes;     /* memory one watcher's unsent events may take */
+        size_t max_watch_bytes;       /* memory all watchers' unsent events may take */
         uint64_t watch_scan_ms;       /* while watchers exist, look for CUDA processes this often; 0 = never */
         uint64_t progress_interval_ms; /* while watchers exist, sample checkpoints this often; 0 = never */
         unsigned process_index_max;   /* processes the BPF process index holds; 0 = no index */

@@ -14,6 +14,10 @@
 #include "server.h"
 
 #define READ_CHUNK 65536
+/* A client that sends requests without reading the replies: past this many
+ * unwritten bytes its requests wait (and, once one waits whole, reading
+ * stops), so its replies cost the daemon at most this much. */
+#define WRITE_HIGH_WATER 65536
 
 struct write_req {
         uv_write_t req;
@@ -76,6 +80,13 @@ static void on_idle(uv_timer_t *t)
         conn_close(c);
 }
 
+static void process(struct conn *c);
+
+static bool backlogged(struct conn *c)
+{
+        return uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) >= WRITE_HIGH_WATER;
+}
+
 static void on_written(uv_write_t *req, int status)
 {
         struct write_req *w = (struct write_req *)req;
@@ -88,6 +99,10 @@ static void on_written(uv_write_t *req, int status)
         else if (c->close_after_write && !c->closing &&
                  uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) == 0)
                 conn_close(c);
+        else if (c->drain_cb && !c->closing && !conn_write_pending(c))
+                c->drain_cb(c);
+        else if (!c->closing && !c->busy && c->len > 0 && !backlogged(c))
+                process(c); /* requests that waited for their replies to be read */
         conn_unref(c);
 }
 
@@ -171,6 +186,11 @@ void conn_send_bytes(struct conn *c, char *data, size_t len)
         }
 }
 
+bool conn_write_pending(struct conn *c)
+{
+        return uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) > 0;
+}
+
 void conn_close_after_write(struct conn *c)
 {
         c->close_after_write = true;
@@ -219,7 +239,7 @@ static void process(struct conn *c)
         size_t max = c->server->cfg->max_message_bytes;
 
         conn_ref(c); /* dispatch may close c */
-        while (!c->closing && !c->busy && !c->close_after_write && c->len > 0) {
+        while (!c->closing && !c->busy && !c->close_after_write && c->len > 0 && !backlogged(c)) {
                 char *nul = memchr(c->buf, '\0', c->len);
                 size_t n;
 
@@ -241,7 +261,7 @@ static void process(struct conn *c)
                 memmove(c->buf, c->buf + n + 1, c->len);
         }
         /* All that a client that hung up sent has been answered. */
-        if (!c->closing && !c->busy && c->read_eof && !c->close_after_write)
+        if (!c->closing && !c->busy && c->read_eof && !c->close_after_write && !(c->len > 0 && backlogged(c)))
                 conn_close_after_write(c);
         if (!c->closing)
                 update_reading(c);

@@ -6,7 +6,10 @@
  * floods); a client's hang-up is thus seen at once, and the usual client,
  * which waits for each reply, costs no extra system calls.  A client that
  * shuts down its sending side still gets the replies to what it sent.
- * Every limit (message size, unread replies, idle time) is enforced here.
+ * A client that sends without reading its replies is served only while
+ * fewer than 64 KiB of them wait unwritten: its further requests wait, so
+ * it costs the daemon that much at most.  Every limit (message size,
+ * unread replies, idle time) is enforced here.
  *
  * Lifetime: the server creates a connection at accept; conn_close() starts
  * closing it; it is freed when its handles are closed and the last
@@ -39,6 +42,7 @@ struct conn {
         bool read_eof;             /* the client sent all it will send */
         unsigned leases;           /* on-close leases it holds: never idle */
         struct watcher *watcher;   /* Watch made it a watcher (watch.h) */
+        void (*drain_cb)(struct conn *c); /* called when queued writes are all written */
         char *buf;                 /* received bytes not yet handled */
         size_t len, cap;
 };
@@ -55,6 +59,8 @@ void conn_send(struct conn *c, cJSON *msg);
 /* The same for a message already serialised: data (malloc'ed, taken over)
  * holds len bytes, each message with its NUL terminator. */
 void conn_send_bytes(struct conn *c, char *data, size_t len);
+/* Whether written bytes still wait in the queue (the socket is full). */
+bool conn_write_pending(struct conn *c);
 /* Closes the connection once the replies queued so far are written (at
  * once when none wait). */
 void conn_close_after_write(struct conn *c);

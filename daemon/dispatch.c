@@ -234,6 +234,21 @@ static cJSON *check_mapping(const struct driver *d, const struct proto_call *cal
         return NULL;
 }
 
+/* QueueFull for a limit of the shares (share.h); pid 0 for none. */
+static cJSON *queue_full(pid_t pid, const struct share_refusal *why)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p) {
+                if (pid > 0)
+                        cJSON_AddNumberToObject(p, "pid", pid);
+                cJSON_AddNumberToObject(p, "limit", why->limit);
+                if (why->key)
+                        cJSON_AddStringToObject(p, "resource", why->key);
+        }
+        return proto_error_new(CUDACKPT_ERROR_QUEUE_FULL, p);
+}
+
 static void process_call(struct conn *c, struct proto_call *call)
 {
         struct server *s = c->server;
@@ -241,7 +256,7 @@ static void process_call(struct conn *c, struct proto_call *call)
         struct sched_snapshot snap;
         struct sched_op *op;
         cJSON *err = NULL;
-        unsigned limit = 0;
+        struct share_refusal limit = { 0 };
         int r;
 
         if (proto_parse_request(call, s->cfg->max_gpu_pairs, &req, &err) < 0) {
@@ -255,6 +270,11 @@ static void process_call(struct conn *c, struct proto_call *call)
         }
         if (!translate_pid(c, call, &req))
                 goto out;
+        if (req.lease.wanted && !lease_admit(s, &c->caller, &limit)) {
+                audit_early(c, call->method, req.pid, "QueueFull", limit.key);
+                reply(c, call, queue_full(req.caller_pid, &limit));
+                goto out;
+        }
         if (call->method == PROTO_GET_STATE) {
                 if (answer_state_now(c, call, &req))
                         goto out;
@@ -293,13 +313,8 @@ static void process_call(struct conn *c, struct proto_call *call)
         }
         r = sched_submit(&s->sched, op, &limit);
         if (r < 0) {
-                cJSON *p = cJSON_CreateObject();
-                if (p) {
-                        cJSON_AddNumberToObject(p, "pid", req.caller_pid);
-                        cJSON_AddNumberToObject(p, "limit", limit);
-                }
-                audit_early(c, call->method, req.pid, "QueueFull", NULL);
-                reply(c, call, r == -EAGAIN ? proto_error_new(CUDACKPT_ERROR_QUEUE_FULL, p) : NULL);
+                audit_early(c, call->method, req.pid, "QueueFull", limit.key);
+                reply(c, call, r == -EAGAIN ? queue_full(req.caller_pid, &limit) : NULL);
                 free(op);
                 goto out;
         }
@@ -379,7 +394,7 @@ static void grant_lease(struct conn *c, struct sched_op *op, cJSON *msg)
 {
         const struct ops_result *r = &op->result;
         struct lease_member m = { .pid = r->pinned_pid, .vpid = op->req.caller_pid,
-                                  .start_time = r->pinned_start_time, .uid = r->pinned_owner.ruid };
+                                  .start_time = r->pinned_start_time, .owner = r->pinned_owner };
 
         if (r->pinned) /* a success pinned it */
                 lease_grant(c->server, c, op->method, &op->req.lease, &m, 1, msg);

@@ -10,6 +10,7 @@
 
 #include <uv.h>
 
+#include "access.h"
 #include "conn.h"
 #include "cudackpt/protocol.h"
 #include "log.h"
@@ -50,10 +51,12 @@ struct member {
         pid_t vpid;             /* as the caller sees it: what replies say */
         uint64_t start_time;
         int pidfd;              /* the pin, held while the group runs; -1 */
-        uid_t uid;              /* real uid, for ListProcesses */
+        struct policy_target owner; /* its uids */
         char comm[32];
         char *cgroup;           /* ListProcesses: owned, NULL when unknown */
         bool excluded;          /* not part of the selection after all */
+        bool hidden;            /* a CUDA process the caller may not know of (access.h):
+                                 * counted in a refusal, never named */
         bool skipped;           /* never initialised CUDA (cgroup, tree) */
         bool gone;
         int state;              /* driver state, -1 unknown */
@@ -82,6 +85,7 @@ struct group {
         group_end_fn on_end;    /* the daemon's own groups: who takes the reply */
         void *end_ctx;
         bool lenient;           /* members gone or changed are left out, not errors */
+        bool holds_slot;        /* counted in the table's slots share */
         enum proto_method method;
         bool reply, more;
         struct proto_group_request req;
@@ -236,7 +240,7 @@ static void add_members(const struct group *g, cJSON *p)
                 return;
         for (size_t i = 0; i < g->n; i++) {
                 const struct member *mb = &g->m[i];
-                if (mb->excluded)
+                if (mb->excluded || mb->hidden)
                         continue;
                 if (mb->skipped) {
                         cJSON *o = cJSON_CreateObject();
@@ -286,7 +290,7 @@ static cJSON *list_reply(const struct group *g)
                 if (!o)
                         continue;
                 cJSON_AddNumberToObject(o, "pid", mb->vpid);
-                cJSON_AddNumberToObject(o, "uid", mb->uid);
+                cJSON_AddNumberToObject(o, "uid", mb->owner.ruid);
                 cJSON_AddNumberToObject(o, "start_time", (double)mb->start_time);
                 cJSON_AddStringToObject(o, "command", mb->comm);
                 cJSON_AddStringToObject(o, "cgroup", mb->cgroup ? mb->cgroup : "");
@@ -317,11 +321,31 @@ static cJSON *final_reply(struct group *g)
                 cJSON_AddNumberToObject(p, "duration_ms", ms_of(uv_hrtime() - g->t0));
                 return proto_reply_new(p);
         }
-        const struct member *f = &g->m[g->failed_at];
+        /* The first failure the caller may know of; hidden members only
+         * as a count. */
+        const struct member *f = NULL;
+        unsigned hidden = 0;
+        for (size_t i = 0; i < g->n; i++) {
+                hidden += g->m[i].hidden;
+                if (!f && g->m[i].failed && !g->m[i].hidden)
+                        f = &g->m[i];
+        }
         cJSON_AddStringToObject(p, "method", proto_method_name(g->method));
         cJSON_AddStringToObject(p, "phase", phase_name(g->failed_phase));
-        cJSON_AddNumberToObject(p, "pid", f->vpid);
-        add_error(g, p, f->vpid, f->err_method, &f->err, "error", "error_parameters");
+        if (f) {
+                cJSON_AddNumberToObject(p, "pid", f->vpid);
+                add_error(g, p, f->vpid, f->err_method, &f->err, "error", "error_parameters");
+        } else {
+                cJSON *ep = cJSON_CreateObject();
+                cJSON_AddStringToObject(p, "error", CUDACKPT_ERROR_PERMISSION_DENIED);
+                if (ep) {
+                        cJSON_AddNumberToObject(ep, "caller_uid", g->caller->uid);
+                        cJSON_AddNumberToObject(ep, "refused", hidden);
+                        cJSON_AddItemToObject(p, "error_parameters", ep);
+                }
+        }
+        if (hidden)
+                cJSON_AddNumberToObject(p, "refused", hidden);
         cJSON_AddBoolToObject(p, "rolled_back", g->rolled_back);
         add_members(g, p);
         return proto_error_new(CUDACKPT_ERROR_GROUP_FAILED, p);
@@ -396,6 +420,8 @@ static void group_end(struct group *g, cJSON *msg)
         else
                 t->tail = g->prev;
         t->n--;
+        if (g->holds_slot)
+                share_give(&t->slots, g->caller->uid, access_privileged(srv->cfg, g->caller));
         group_free(g);
         if (c) {
                 conn_request_done(c);
@@ -421,7 +447,7 @@ static void grant_lease(struct group *g, cJSON *msg)
                 if (active(&g->m[i]))
                         lm[n++] = (struct lease_member){ .pid = g->m[i].pid, .vpid = g->m[i].vpid,
                                                          .start_time = g->m[i].start_time,
-                                                         .uid = g->m[i].uid };
+                                                         .owner = g->m[i].owner };
         lease_grant(g->srv, g->conn, g->method, &g->req.lease, lm, n, msg);
         free(lm);
 }
@@ -538,7 +564,7 @@ static bool submit(struct group *g, size_t i, enum phase p)
         enum ops_step st = step_of(p);
         struct ops_result r = { .error = OPS_QUEUE_FULL, .state = -1, .restore_tid = -1,
                                 .rolled_back = -1, .in_flight = -1 };
-        unsigned limit = 0;
+        struct share_refusal limit = { 0 };
 
         if (!op)
                 goto refused;
@@ -574,7 +600,8 @@ static bool submit(struct group *g, size_t i, enum phase p)
         proto_request_done(&op->req);
         free(op);
 refused:
-        r.limit = limit;
+        r.limit = limit.limit;
+        r.limit_key = limit.key;
         if (p == PH_RB_RESTORE || p == PH_RB_UNLOCK) {
                 mb->rb_failed = true;
                 mb->rb_method = method_of(st);
@@ -941,12 +968,22 @@ static void chunk_work(uv_work_t *w)
                         (void)pidns_to_caller(&caller->pidns, id.pid, &mb->vpid);
                 mb->pid = id.pid;
                 mb->start_time = id.start_time;
-                mb->uid = id.ruid;
+                mb->owner = (struct policy_target){ id.ruid, id.euid, id.suid };
                 mb->pidfd = id.pidfd;
                 id.pidfd = -1;
                 {
                         struct policy_target t = { id.ruid, id.euid, id.suid };
                         target_close(&id);
+                        if (!pids && !access_may_read(cfg, caller, &t)) {
+                                /* Another's process met by a tree or cgroup:
+                                 * the caller learns how many, not which. */
+                                mb->excluded = mb->skipped;
+                                mb->hidden = !mb->skipped;
+                                r.error = OPS_PERMISSION_DENIED;
+                                if (mb->hidden)
+                                        member_fail(g, i, judge_as, &r);
+                                continue;
+                        }
                         if (mb->skipped)
                                 continue; /* not acted on: not judged */
                         if (id.pid == self) {
@@ -1250,10 +1287,43 @@ static void start_select(struct group *g)
         (void)uv_queue_work(g->srv->loop, &g->scan, scan_work, scan_done);
 }
 
+/* A slot of the caller's share of groups in flight, and for a lease its
+ * share of leases; false when refused (answered). */
+static bool admit(struct group *g, struct conn *c)
+{
+        struct server *srv = g->srv;
+        struct share_refusal why = { 0 };
+        cJSON *msg, *p;
+
+        if (srv->shutting_down) {
+                msg = proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL);
+                goto refuse;
+        }
+        if (!(g->req.lease.wanted && !lease_admit(srv, &c->caller, &why)) &&
+            share_take(&table_of(srv)->slots, c->caller.uid, access_privileged(srv->cfg, &c->caller), &why) == 0) {
+                g->holds_slot = true;
+                return true;
+        }
+        p = cJSON_CreateObject();
+        if (p) {
+                cJSON_AddNumberToObject(p, "limit", why.limit);
+                if (why.key)
+                        cJSON_AddStringToObject(p, "resource", why.key);
+        }
+        msg = proto_error_new(CUDACKPT_ERROR_QUEUE_FULL, p);
+        audit(g, 0, proto_method_name(g->method), "QueueFull", why.key, 0);
+        count_refusal(g, "QueueFull");
+refuse:
+        if (g->reply)
+                conn_send(c, msg);
+        else
+                cJSON_Delete(msg);
+        return false;
+}
+
 void group_call(struct conn *c, const struct proto_call *call)
 {
         struct server *srv = c->server;
-        struct group_table *t = table_of(srv);
         struct group *g;
         cJSON *err = NULL;
 
@@ -1292,22 +1362,7 @@ void group_call(struct conn *c, const struct proto_call *call)
                 free(g);
                 return;
         }
-        if (srv->shutting_down || t->n >= srv->cfg->max_groups_in_flight) {
-                cJSON *msg;
-                if (srv->shutting_down) {
-                        msg = proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL);
-                } else {
-                        cJSON *p = cJSON_CreateObject();
-                        if (p)
-                                cJSON_AddNumberToObject(p, "limit", srv->cfg->max_groups_in_flight);
-                        msg = proto_error_new(CUDACKPT_ERROR_QUEUE_FULL, p);
-                        audit(g, 0, proto_method_name(g->method), "QueueFull", "groups in flight", 0);
-                        count_refusal(g, "QueueFull");
-                }
-                if (g->reply)
-                        conn_send(c, msg);
-                else
-                        cJSON_Delete(msg);
+        if (!admit(g, c)) {
                 proto_group_request_done(&g->req);
                 free(g);
                 return;

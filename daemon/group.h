@@ -33,6 +33,7 @@
 
 #include "discover.h"
 #include "proto.h"
+#include "share.h"
 
 struct conn;
 struct group;
@@ -49,6 +50,8 @@ typedef void (*group_end_fn)(void *ctx, cJSON *msg);
 struct group_table {
         struct group *head, *tail;
         unsigned n;
+        struct share slots;             /* callers' groups and listings, by uid (the
+                                         * daemon's own take none) */
         bool starting, again;           /* start_waiting() is running; look again */
         struct discover_lib driver_lib; /* the loaded driver's file */
         /* The process index (procindex.h): set once on the loop thread when

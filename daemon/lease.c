@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "conn.h"
 #include "cudackpt/protocol.h"
 #include "group.h"
@@ -25,6 +26,7 @@ struct lease {
         uint32_t ms;                    /* 0: no expiry */
         uint64_t expires;               /* uv_now() deadline; 0: none */
         uid_t uid;                      /* who took it */
+        bool privileged;                /* ... with a reserve in the share (access.h) */
         pid_t caller_pid;
         enum proto_method method;
         struct lease_member *m;         /* owned */
@@ -65,11 +67,12 @@ static void member_event(struct server *s, const struct lease *l, const struct l
 
         e.pid = mb->pid;
         e.start_time = mb->start_time;
-        e.owner = (struct policy_target){ mb->uid, mb->uid, mb->uid };
+        e.owner = mb->owner;
         e.method = l->method;
         e.caller_uid = (long long)l->uid;
         e.lease = l->id;
         e.reason = reason;
+        e.gone = reason && strcmp(reason, reason_names[METRICS_LEASES_EXITED]) == 0;
         e.undo = undo;
         watch_emit(s, &e);
 }
@@ -90,6 +93,7 @@ static void unlink_lease(struct server *s, struct lease *l)
                 l->next->prev = l->prev;
         t->n--;
         t->n_members -= (unsigned)l->n;
+        share_give(&t->share, l->uid, l->privileged);
         if (l->conn)
                 l->conn->leases--;
         free(l->m);
@@ -249,7 +253,10 @@ void lease_init(struct server *s)
 {
         struct lease_table *t = table_of(s);
 
+        static const char *const keys[] = { "max_leases", "max_leases_per_uid", "max_leases_reserved" };
+
         t->next_id = 1;
+        share_init(&t->share, keys, s->cfg->max_leases, s->cfg->max_leases_per_uid, s->cfg->max_leases_reserved);
         uv_timer_init(s->loop, &t->timer);
         t->timer.data = s;
         /* The undo's caller: root in the daemon's own pid namespace. */
@@ -305,7 +312,12 @@ void lease_grant(struct server *s, struct conn *c, enum proto_method m, const st
         l->srv = s;
         l->id = t->next_id++;
         l->uid = c->caller.uid;
+        l->privileged = access_privileged(s->cfg, &c->caller);
         l->caller_pid = c->caller.pid;
+        /* Admitted when the call came (lease_admit): counted even if calls
+         * that came together took the share meanwhile, since nothing may
+         * stay paused unguarded. */
+        share_take_anyway(&t->share, l->uid, l->privileged);
         l->method = m;
         l->on_close = want->on_close;
         l->ms = want->ms;
@@ -395,18 +407,48 @@ void lease_shutdown(struct server *s)
         }
 }
 
-/* Whether caller may release or renew l: its taker, root, or one who may
- * unlock every process of it. */
+/* Whether caller may release or renew l (access.h has the rule). */
 static bool may_manage(const struct server *s, const struct policy_caller *caller, const struct lease *l)
 {
-        if (caller->uid == l->uid || caller->uid == 0)
-                return true;
-        for (size_t i = 0; i < l->n; i++) {
-                struct policy_target t = { l->m[i].uid, l->m[i].uid, l->m[i].uid };
-                if (!policy_allowed(policy_decide(s->cfg, caller, &t, false)))
-                        return false;
-        }
-        return l->n > 0;
+        struct access_proc procs[16] = { { 0 } }, *p = procs;
+        bool ok;
+
+        if (l->n > 16 && !(p = calloc(l->n, sizeof(*p))))
+                return false;
+        for (size_t i = 0; i < l->n; i++)
+                p[i] = (struct access_proc){ .pid = l->m[i].pid, .owner = l->m[i].owner };
+        ok = access_may_manage_lease(s->cfg, caller, l->uid, p, l->n);
+        if (p != procs)
+                free(p);
+        return ok;
+}
+
+bool lease_admit(struct server *s, const struct policy_caller *caller, struct share_refusal *ret)
+{
+        return share_check(&table_of(s)->share, caller->uid, access_privileged(s->cfg, caller), ret) == SHARE_OK;
+}
+
+/* The audit line of a release or renewal names who did it, and whose
+ * lease it was. */
+static void audit_managed(const struct conn *c, const struct lease *l, const char *what, uint32_t ms)
+{
+        char detail[160];
+        struct log_audit a = {
+                .caller_uid = (unsigned)c->caller.uid,
+                .caller_pid = (int)c->caller.pid,
+                .target_pid = l->n > 0 ? (int)l->m[0].pid : 0,
+                .method = what,
+                .result = "ok",
+                .detail = detail,
+        };
+
+        if (ms)
+                snprintf(detail, sizeof(detail), "lease %" PRIu64 " of uid %u pid %d on %zu processes, now %u ms",
+                         l->id, (unsigned)l->uid, (int)l->caller_pid, l->n, (unsigned)ms);
+        else
+                snprintf(detail, sizeof(detail), "lease %" PRIu64 " of uid %u pid %d on %zu processes", l->id,
+                         (unsigned)l->uid, (int)l->caller_pid, l->n);
+        log_audit(&a);
 }
 
 void lease_call(struct conn *c, const struct proto_call *call)
@@ -436,6 +478,7 @@ void lease_call(struct conn *c, const struct proto_call *call)
         if (p)
                 cJSON_AddNumberToObject(p, "lease", (double)id);
         msg = proto_reply_new(p);
+        audit_managed(c, l, proto_method_name(call->method), call->method == PROTO_RELEASE_LEASE ? 0 : ms);
         if (call->method == PROTO_RELEASE_LEASE) {
                 for (size_t i = 0; i < l->n; i++)
                         member_event(s, l, &l->m[i], WATCH_LEASE_ENDED, reason_names[METRICS_LEASES_RELEASED], NULL);

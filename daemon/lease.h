@@ -31,6 +31,7 @@
 #include "ops.h"
 #include "policy.h"
 #include "proto.h"
+#include "share.h"
 
 struct conn;
 struct lease;
@@ -40,7 +41,7 @@ struct lease_member {
         pid_t pid;              /* in the daemon's pid namespace */
         pid_t vpid;             /* as the taker named it */
         uint64_t start_time;
-        uid_t uid;              /* the owner's real uid */
+        struct policy_target owner; /* its uids when the lease was taken */
 };
 
 struct lease_table {
@@ -48,6 +49,7 @@ struct lease_table {
         unsigned n;                     /* held, undoing ones included */
         unsigned n_members;
         uint64_t next_id;
+        struct share share;             /* held, by the takers' uids */
         uv_timer_t timer;               /* the nearest expiry */
         struct policy_caller self;      /* the daemon, as the caller of undos */
 };
@@ -55,6 +57,10 @@ struct lease_table {
 void lease_init(struct server *s);
 /* Closes the timer; the loop must run once more. */
 void lease_close(struct server *s);
+
+/* Whether caller may take one more lease now (checked when a call that
+ * asks for one arrives); if not, *ret says which limit is in the way. */
+bool lease_admit(struct server *s, const struct policy_caller *caller, struct share_refusal *ret);
 
 /* A Lock, Suspend, LockGroup or SuspendGroup that asked for want has
  * succeeded on these processes: grants the lease and adds "lease" to the

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "sched.h"
 #include "server.h"
 
 #ifndef CUDACKPT_VERSION
@@ -119,8 +120,9 @@ int main(int argc, char **argv)
         raise_nofile(&cfg);
 
         /* libuv sizes its pool from this on first use; a driver call that takes
-         * 30 s must not hold up another process's. */
-        snprintf(nbuf, sizeof(nbuf), "%u", cfg.workers);
+         * 30 s must not hold up another process's, and driver calls (at most
+         * workers at once, sched.h) never hold up the /proc and NVML work. */
+        snprintf(nbuf, sizeof(nbuf), "%u", cfg.workers + SCHED_HOUSEKEEPING_THREADS);
         setenv("UV_THREADPOOL_SIZE", nbuf, 1);
         signal(SIGPIPE, SIG_IGN);
 

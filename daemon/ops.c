@@ -531,6 +531,8 @@ cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t c
         if (r->error == OPS_QUEUE_FULL) {
                 cJSON_AddNumberToObject(p, "pid", pid);
                 cJSON_AddNumberToObject(p, "limit", r->limit);
+                if (r->limit_key)
+                        cJSON_AddStringToObject(p, "resource", r->limit_key);
                 return proto_error_new(ops_error_name(r->error), p);
         }
         if (r->error == OPS_OK) {

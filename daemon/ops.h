@@ -58,6 +58,7 @@ struct ops_result {
         int rolled_back;        /* Suspend: -1 not applicable, 0 no, 1 yes */
         uint32_t timeout_ms;    /* the lock timeout that applied */
         unsigned limit;         /* QueueFull: the limit reached */
+        const char *limit_key;  /* QueueFull: its configuration key (static) */
         uint64_t start_time;        /* ProcessChanged: what the caller said */
         uint64_t actual_start_time; /* ProcessChanged: what the process has */
         uint64_t duration_ns;   /* time spent in driver calls */

@@ -12,7 +12,7 @@ static bool caller_in_group(const struct policy_caller *caller, gid_t gid)
         return false;
 }
 
-static bool caller_is_operator(const struct config *c, const struct policy_caller *caller)
+bool policy_is_operator(const struct config *c, const struct policy_caller *caller)
 {
         for (size_t i = 0; i < c->n_operator_gids; i++)
                 if (caller_in_group(caller, c->operator_gids[i]))
@@ -31,7 +31,7 @@ enum policy_verdict policy_decide(const struct config *c, const struct policy_ca
                 return POLICY_ALLOW_OWNER;
         if (read_only && c->read_only_unrestricted)
                 return POLICY_ALLOW_READ;
-        if (caller_is_operator(c, caller)) {
+        if (policy_is_operator(c, caller)) {
                 bool root_target = t->ruid == 0 || t->euid == 0 || t->suid == 0;
                 if (!root_target || c->operators_may_act_on_root)
                         return POLICY_ALLOW_OPERATOR;

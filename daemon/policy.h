@@ -44,6 +44,9 @@ enum policy_verdict {
 enum policy_verdict policy_decide(const struct config *c, const struct policy_caller *caller,
                                   const struct policy_target *t, bool read_only);
 
+/* Whether caller is in one of the operator groups. */
+bool policy_is_operator(const struct config *c, const struct policy_caller *caller);
+
 static inline bool policy_allowed(enum policy_verdict v)
 {
         return v != POLICY_DENY;

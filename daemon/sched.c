@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "log.h"
 
 static unsigned bucket_of(pid_t pid)
@@ -19,6 +20,10 @@ static void on_async(uv_async_t *a);
 /* Hands a finished (or cancelled) op to whoever submitted it. */
 static void finish(struct sched *s, struct sched_op *op)
 {
+        if (op->holds_queue) {
+                op->holds_queue = false;
+                share_give(&s->queue, op->caller->uid, op->privileged);
+        }
         (op->done ? op->done : s->done)(s, op);
 }
 static void on_sweep(uv_timer_t *t);
@@ -34,6 +39,11 @@ int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
                 return -ENOMEM;
         uv_mutex_init(&s->busy_lock);
         uv_cond_init(&s->busy_cond);
+        static const char *const queue_keys[] = { "max_queue_total", "max_queue_per_uid", "max_queue_reserved" };
+        static const char *const worker_keys[] = { "workers", "workers_per_uid", "workers_reserved" };
+
+        share_init(&s->queue, queue_keys, cfg->max_queue_total, cfg->max_queue_per_uid, cfg->max_queue_reserved);
+        share_init(&s->workers, worker_keys, cfg->workers, cfg->workers_per_uid, cfg->workers_reserved);
         s->loop = loop;
         s->cfg = cfg;
         s->drv = drv;
@@ -151,6 +161,8 @@ static void target_free(struct sched *s, struct sched_target *t)
         struct sched_target **p = &s->buckets[bucket_of(t->pid)];
 
         lru_unlink(s, t);
+        if (t->awaits_worker)
+                s->n_awaiting--;
         while (*p != t)
                 p = &(*p)->next_in_bucket;
         *p = t->next_in_bucket;
@@ -267,6 +279,7 @@ int sched_wait_state(struct sched *s, struct sched_op *op)
                 return -EALREADY;
         op->target = t;
         op->sched = s;
+        op->queued_ns = now_ns();
         op->state_waiter = true;
         op->next = t->waiters;
         t->waiters = op;
@@ -286,6 +299,7 @@ static void work_cb(uv_work_t *w)
 }
 
 static void start_next(struct sched *s, struct sched_target *t);
+static void admit_awaiting(struct sched *s);
 static void stall_watch_arm(struct sched *s);
 
 static uint64_t sweep_period(const struct sched *s)
@@ -381,8 +395,13 @@ static void after_work_cb(uv_work_t *w, int status)
                 if (s->hooks.finished)
                         s->hooks.finished(s->hooks.ctx, op);
         }
+        if (op->holds_worker) {
+                op->holds_worker = false;
+                share_give(&s->workers, op->caller->uid, op->privileged);
+        }
         finish(s, op);
         start_next(s, t);
+        admit_awaiting(s);
 }
 
 /* ---- The stall watch ------------------------------------------------------
@@ -498,6 +517,26 @@ static void start_next(struct sched *s, struct sched_target *t)
                         target_release(s, t);
                 return;
         }
+        /* A worker thread only within its caller's share: one uid's calls
+         * that the driver holds for long never take every thread. */
+        if (!op->holds_worker) {
+                struct share_refusal why;
+                if (share_take(&s->workers, op->caller->uid, op->privileged, &why) < 0) {
+                        if (!t->awaits_worker) {
+                                log_debug("%s on pid %d waits for the worker share of uid %u (%s %u)",
+                                          proto_method_name(op->method), (int)t->pid, (unsigned)op->caller->uid,
+                                          why.key, why.limit);
+                                t->awaits_worker = true;
+                                s->n_awaiting++;
+                        }
+                        return;
+                }
+                op->holds_worker = true;
+        }
+        if (t->awaits_worker) {
+                t->awaits_worker = false;
+                s->n_awaiting--;
+        }
         t->head = op->next;
         if (!t->head)
                 t->tail = NULL;
@@ -520,22 +559,52 @@ static void start_next(struct sched *s, struct sched_target *t)
         (void)uv_queue_work(s->loop, &op->work, work_cb, after_work_cb);
 }
 
-int sched_submit(struct sched *s, struct sched_op *op, unsigned *ret_limit)
+/* The oldest ops waiting for a worker share that can have one now. */
+static void admit_awaiting(struct sched *s)
+{
+        while (s->n_awaiting > 0) {
+                struct sched_target *best = NULL;
+                for (unsigned b = 0; b < SCHED_BUCKETS; b++)
+                        for (struct sched_target *t = s->buckets[b]; t; t = t->next_in_bucket) {
+                                struct sched_op *op = t->head;
+                                if (!t->awaits_worker || t->running || !op ||
+                                    (best && best->head->queued_ns <= op->queued_ns) ||
+                                    share_check(&s->workers, op->caller->uid, op->privileged, NULL) != SHARE_OK)
+                                        continue;
+                                best = t;
+                        }
+                if (!best)
+                        return;
+                start_next(s, best);
+                if (best->awaits_worker)
+                        return; /* cannot happen: it was checked */
+        }
+}
+
+int sched_submit(struct sched *s, struct sched_op *op, struct share_refusal *ret)
 {
         struct sched_target *t = find_target(s, op->req.pid);
+        int r;
 
-        if (s->n_ops >= s->cfg->max_queue_total) {
-                *ret_limit = s->cfg->max_queue_total;
+        op->privileged = access_privileged(s->cfg, op->caller);
+        if (share_check(&s->queue, op->caller->uid, op->privileged, ret) != SHARE_OK)
                 return -EAGAIN;
-        }
         if (t && t->depth >= s->cfg->max_queue_per_pid) {
-                *ret_limit = s->cfg->max_queue_per_pid;
+                *ret = (struct share_refusal){ .verdict = SHARE_FULL, .key = "max_queue_per_pid",
+                                               .limit = s->cfg->max_queue_per_pid };
                 return -EAGAIN;
         }
+        r = share_take(&s->queue, op->caller->uid, op->privileged, ret);
+        if (r < 0)
+                return r;
+        op->holds_queue = true;
         if (!t) {
                 t = target_new(s, op->req.pid);
-                if (!t)
+                if (!t) {
+                        op->holds_queue = false;
+                        share_give(&s->queue, op->caller->uid, op->privileged);
                         return -ENOMEM;
+                }
         } else if (t->cached) {
                 target_revive(s, t);
         }
@@ -620,6 +689,8 @@ void sched_done(struct sched *s)
         for (unsigned b = 0; b < SCHED_BUCKETS; b++)
                 while (s->buckets[b])
                         target_free(s, s->buckets[b]);
+        share_free(&s->queue);
+        share_free(&s->workers);
         if (s->busy) {
                 uv_cond_destroy(&s->busy_cond);
                 uv_mutex_destroy(&s->busy_lock);

@@ -26,6 +26,7 @@
 #include "ops.h"
 #include "policy.h"
 #include "proto.h"
+#include "share.h"
 #include "target.h"
 
 #define SCHED_BUCKETS 1024
@@ -50,6 +51,9 @@ struct sched_op {
         bool reply;                  /* false for oneway calls */
         bool cancelled;              /* never started: the daemon is shutting down */
         bool state_waiter;           /* a GetState waiting for the running op's first state */
+        bool privileged;             /* its caller has a reserve in the shares (access.h) */
+        bool holds_queue;            /* counted in the queue share (loop only) */
+        bool holds_worker;           /* counted in the worker share (loop only) */
         uint64_t queued_ns;          /* uv_hrtime() at submission */
         uint64_t started_ns, finished_ns; /* on the worker; 0 when it never ran */
         uint64_t dispatched_ms;      /* uv_now() when handed to a thread (loop only) */
@@ -92,6 +96,7 @@ struct sched_target {
         uint64_t ckpt_start_time;     /* ... of the process with this start time */
         uint64_t progress_seq;        /* the op progress_peak belongs to (loop only) */
         uint64_t progress_peak;       /* the most it has reported moved (loop only) */
+        bool awaits_worker;           /* its next op waits for its caller's worker share */
         /* The cache of idle targets (loop thread only). */
         bool cached;                  /* on the LRU list below, depth == 0 */
         struct sched_target *lru_prev, *lru_next; /* most recently used first */
@@ -128,6 +133,13 @@ struct sched {
         unsigned n_targets;
         unsigned n_ops;     /* queued + running, all targets */
         unsigned n_running;
+        /* Fair shares by the callers' uids (share.h): ops queued or running,
+         * and driver calls on threads.  A target whose next op finds its
+         * caller's worker share taken waits (awaits_worker) until one of
+         * that caller's ops ends; the oldest such op goes first. */
+        struct share queue;
+        struct share workers;
+        unsigned n_awaiting;
         uv_async_t async;   /* a worker published a state that waiters want */
         struct sched_target *lru_head, *lru_tail; /* cached idle targets */
         unsigned n_cached;
@@ -146,8 +158,12 @@ struct sched {
 
 int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
                const struct driver *drv, sched_done_fn done);
-/* Queues op; -EAGAIN when a queue limit is reached (*ret_limit says which). */
-int sched_submit(struct sched *s, struct sched_op *op, unsigned *ret_limit);
+/* Worker threads beside cfg->workers for the daemon's short /proc and NVML
+ * work, so that it never waits behind driver calls. */
+#define SCHED_HOUSEKEEPING_THREADS 4
+
+/* Queues op; -EAGAIN when a queue limit is reached (*ret says which). */
+int sched_submit(struct sched *s, struct sched_op *op, struct share_refusal *ret);
 /* The running op's view of a target, if an op on pid is running now. */
 bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *ret);
 /* While an op on pid runs but has not yet learnt the process's state, a

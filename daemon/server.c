@@ -18,37 +18,16 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "access.h"
 #include "conn.h"
 #include "dispatch.h"
 #include "kernel-abi.h"
 #include "log.h"
 #include "procindex.h"
 
-static struct server_uid_count *uid_slot(struct server *s, uid_t uid, bool create)
-{
-        for (size_t i = 0; i < s->n_uids; i++)
-                if (s->uids[i].uid == uid)
-                        return &s->uids[i];
-        if (!create)
-                return NULL;
-        if (s->n_uids == s->cap_uids) {
-                size_t cap = s->cap_uids ? s->cap_uids * 2 : 16;
-                struct server_uid_count *n = realloc(s->uids, cap * sizeof(*n));
-                if (!n)
-                        return NULL;
-                s->uids = n;
-                s->cap_uids = cap;
-        }
-        s->uids[s->n_uids] = (struct server_uid_count){ uid, 0 };
-        return &s->uids[s->n_uids++];
-}
-
 void server_conn_gone(struct server *s, struct conn *c)
 {
-        struct server_uid_count *u = uid_slot(s, c->caller.uid, false);
-
-        if (u && --u->count == 0)
-                *u = s->uids[--s->n_uids];
+        share_give(&s->conns_share, c->caller.uid, access_privileged(s->cfg, &c->caller));
         if (c->prev)
                 c->prev->next = c->next;
         else
@@ -111,9 +90,9 @@ static void refuse(struct server *s, uv_stream_t *listener, const char *why, uid
 static void on_connection(uv_stream_t *listener, int status)
 {
         struct server *s = listener->data;
-        struct server_uid_count *u;
         struct conn *c;
         uv_os_fd_t fd;
+        struct share_refusal limit = { 0 };
 
         if (status < 0) {
                 log_warning("Failed to accept a connection: %s, ignoring", uv_strerror(status));
@@ -121,7 +100,7 @@ static void on_connection(uv_stream_t *listener, int status)
         }
         if (s->shutting_down)
                 return;
-        if (s->n_conns >= s->cfg->max_connections) {
+        if (s->conns_share.used >= s->conns_share.limit) {
                 metrics_count(&s->metrics, METRICS_REFUSED_MAX_CONNECTIONS);
                 refuse(s, listener, "too many connections in total", (uid_t)-1, s->cfg->max_connections);
                 return;
@@ -141,18 +120,18 @@ static void on_connection(uv_stream_t *listener, int status)
                 return;
         }
         read_peer(fd, &c->caller);
-        u = uid_slot(s, c->caller.uid, true);
-        if (!u || u->count >= s->cfg->max_connections_per_uid) {
-                metrics_count(&s->metrics, METRICS_REFUSED_MAX_PER_UID);
-                log_warning("Refusing connection from uid %u pid %d: too many connections of this uid (limit %u)",
-                            (unsigned)c->caller.uid, (int)c->caller.pid, s->cfg->max_connections_per_uid);
+        if (share_take(&s->conns_share, c->caller.uid, access_privileged(s->cfg, &c->caller), &limit) < 0) {
+                bool mine = limit.verdict == SHARE_UID_FULL;
+                metrics_count(&s->metrics, mine ? METRICS_REFUSED_MAX_PER_UID : METRICS_REFUSED_MAX_CONNECTIONS);
+                log_warning("Refusing connection from uid %u pid %d: too many connections %s (limit %u)",
+                            (unsigned)c->caller.uid, (int)c->caller.pid,
+                            mine ? "of this uid" : "of unprivileged callers", limit.limit);
                 if (c->caller.has_pidfd)
                         close(c->caller.pidfd);
                 pidns_done(&c->caller.pidns);
                 uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
                 return;
         }
-        u->count++;
         metrics_count(&s->metrics, METRICS_CONNECTIONS_ACCEPTED);
         c->next = s->conns;
         if (s->conns)
@@ -569,6 +548,16 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
                 return r;
         s->sched.hooks = (struct sched_hooks){ .started = on_op_started, .finished = on_op_finished, .ctx = s };
         metrics_init(&s->metrics);
+        static const char *const conn_keys[] = { "max_connections", "max_connections_per_uid",
+                                                 "max_connections_reserved" };
+        static const char *const group_keys[] = { "max_groups_in_flight", "max_groups_per_uid",
+                                                  "max_groups_reserved" };
+
+        share_init(&s->conns_share, conn_keys, cfg->max_connections, cfg->max_connections_per_uid,
+                   cfg->max_connections_reserved);
+        s->conns_share.per_uid_everyone = true; /* root's leaks are bounded too */
+        share_init(&s->groups.slots, group_keys, cfg->max_groups_in_flight, cfg->max_groups_per_uid,
+                   cfg->max_groups_reserved);
         lease_init(s);
         watch_init(s);
         s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
@@ -601,6 +590,9 @@ void server_done(struct server *s)
         gpumem_close(&s->gpumem);
         sched_done(&s->sched);
         driver_close(&s->drv);
-        free(s->uids);
+        share_free(&s->conns_share);
+        share_free(&s->groups.slots);
+        share_free(&s->leases.share);
+        share_free(&s->watch.share);
         free(s->bound_path);
 }

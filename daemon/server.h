@@ -25,11 +25,6 @@
 
 struct conn;
 
-struct server_uid_count {
-        uid_t uid;
-        unsigned count;
-};
-
 struct server {
         uv_loop_t *loop;
         const struct config *cfg;
@@ -56,8 +51,7 @@ struct server {
         bool notify;                    /* NOTIFY_SOCKET is set */
         struct conn *conns;             /* all open connections */
         unsigned n_conns;
-        struct server_uid_count *uids;  /* open connections per uid */
-        size_t n_uids, cap_uids;
+        struct share conns_share;       /* open connections, by uid (share.h) */
         bool starting;                  /* the driver is still loading */
         bool shutting_down;
         int exit_code;

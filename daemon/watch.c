@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "conn.h"
 #include "cudackpt/protocol.h"
 #include "discover.h"
@@ -30,17 +32,21 @@ struct watcher {
         bool ready;                     /* set up: events flowing */
         pid_t conn_pid;                 /* the caller, for its cgroup namespace */
         bool setup_pending;             /* setup is on a worker: it frees a closed watcher */
-        char *out;                      /* events of this loop turn, not yet written */
+        char *out;                      /* events not yet handed to the connection */
         size_t out_len, out_cap;
+        size_t in_flight;               /* the size of the buffer being written, 0 none */
+        size_t mem;                     /* out_cap + in_flight, counted in the table's mem */
         bool cut;                       /* too much unread: on_flush closes it */
+        bool privileged;                /* its caller has a reserve in the share */
         ino_t ns;                       /* its pid namespace when another than ours, else 0 */
         uv_work_t setup;                /* reads a cgroup selector's namespace root */
         int setup_error;
 };
 
-/* A watcher's events of one loop turn are written together; past
- * max_write_queue_bytes and this much in one turn, it is cut off. */
-#define WATCH_FLUSH_BYTES 65536
+/* Memory freed by watchers that makes the daemon give memory back to the
+ * system (malloc_trim), a little after the last of a burst left. */
+#define WATCH_TRIM_BYTES (1024 * 1024)
+#define WATCH_TRIM_DELAY_MS 1000
 
 /* How deep a scan follows a CUDA process's parents, for tree selectors. */
 #define WATCH_MAX_ANCESTORS 64
@@ -179,53 +185,84 @@ static cJSON *event_json(const struct watch_event *e, pid_t vpid)
         return proto_reply_continues(p);
 }
 
-/* Hands w's pending output to its connection, which cuts it off once
- * max_write_queue_bytes wait unread, as for any slow reader. */
-static void flush_one(struct watcher *w)
+/* w's buffers now take mem bytes: the table's count follows. */
+static void account(struct watch_table *t, struct watcher *w, size_t mem)
 {
+        t->mem = t->mem - w->mem + mem;
+        w->mem = mem;
+}
+
+/* Hands w's pending output to its connection.  While a write is in flight
+ * the next events wait in w->out: one write per watcher at a time. */
+static void flush_one(struct server *s, struct watcher *w)
+{
+        struct conn *c = w->conn;
         char *data = w->out;
-        size_t len = w->out_len;
+        size_t len = w->out_len, cap = w->out_cap;
 
         w->out = NULL;
         w->out_len = w->out_cap = 0;
-        conn_send_bytes(w->conn, data, len);
+        account(table_of(s), w, 0);
+        conn_send_bytes(c, data, len);
+        if (c->closing)
+                return; /* w went with it (watch_conn_closed) */
+        w->in_flight = conn_write_pending(c) ? cap : 0;
+        account(table_of(s), w, w->in_flight);
+}
+
+static void arm_flush(struct server *s)
+{
+        if (!uv_is_active((uv_handle_t *)&table_of(s)->flush))
+                uv_check_start(&table_of(s)->flush, on_flush);
+}
+
+/* The connection wrote all it had: the events gathered meanwhile go. */
+static void on_drain_cb(struct conn *c)
+{
+        struct watcher *w = c->watcher;
+
+        if (!w)
+                return;
+        account(table_of(c->server), w, w->out_cap);
+        w->in_flight = 0;
+        if (w->out_len > 0)
+                arm_flush(c->server);
 }
 
 /* Appends an event to w's pending output, written at the end of this turn
  * of the loop (on_flush).  Never closes a connection itself: it runs in
  * the middle of the lease table's and the scheduler's updates.  A watcher
- * with more pending than max_write_queue_bytes is cut by on_flush. */
+ * whose buffers would pass max_watcher_bytes, or all watchers' pass
+ * max_watch_bytes, is cut by on_flush. */
 static void queue_bytes(struct server *s, struct watcher *w, const char *data, size_t len)
 {
+        struct watch_table *t = table_of(s);
         size_t need = w->out_len + len;
 
         if (w->cut)
                 return;
-        if (need > s->cfg->max_write_queue_bytes + WATCH_FLUSH_BYTES) {
-                w->cut = true;
-                goto arm;
-        }
         if (need > w->out_cap) {
                 size_t cap = w->out_cap ? w->out_cap : 1024;
                 char *nb;
                 while (cap < need)
                         cap *= 2;
-                nb = realloc(w->out, cap);
-                if (!nb) {
+                if (cap + w->in_flight > s->cfg->max_watcher_bytes ||
+                    t->mem - w->mem + cap + w->in_flight > s->cfg->max_watch_bytes ||
+                    !(nb = realloc(w->out, cap))) {
                         w->cut = true;
                         goto arm;
                 }
                 w->out = nb;
                 w->out_cap = cap;
+                account(t, w, cap + w->in_flight);
         }
         memcpy(w->out + w->out_len, data, len);
         w->out_len = need;
 arm:
-        if (!uv_is_active((uv_handle_t *)&table_of(s)->flush))
-                uv_check_start(&table_of(s)->flush, on_flush);
+        arm_flush(s);
 }
 
-/* The events of one loop turn, one write per watcher. */
+/* The events of one loop turn, one write per watcher with none in flight. */
 static void on_flush(uv_check_t *check)
 {
         struct server *s = check->data;
@@ -238,12 +275,13 @@ static void on_flush(uv_check_t *check)
                         continue;
                 if (w->cut) {
                         metrics_count(&s->metrics, METRICS_CUT_SLOW_READER);
-                        log_warning("Disconnecting watcher uid %u pid %d: over %zu bytes of events unread",
-                                    (unsigned)w->conn->caller.uid, (int)w->conn->caller.pid,
-                                    s->cfg->max_write_queue_bytes);
+                        log_warning("Disconnecting watcher uid %u pid %d: its unread events would take over %zu "
+                                    "bytes (max_watcher_bytes %zu, all watchers' max_watch_bytes %zu)",
+                                    (unsigned)w->conn->caller.uid, (int)w->conn->caller.pid, w->mem,
+                                    s->cfg->max_watcher_bytes, s->cfg->max_watch_bytes);
                         conn_close(w->conn);
-                } else if (w->out_len > 0) {
-                        flush_one(w);
+                } else if (w->out_len > 0 && w->in_flight == 0) {
+                        flush_one(s, w);
                 }
         }
 }
@@ -254,8 +292,12 @@ static bool vpid_for(const struct server *s, const struct watcher *w, const stru
 {
         const struct watch_proc *p;
 
-        if (pidns_to_caller(&w->conn->caller.pidns, e->pid, ret) == 0)
+        if (!e->gone && access_sees(&w->conn->caller, e->pid, ret))
                 return true;
+        if (e->gone && !w->conn->caller.pidns.other) {
+                *ret = e->pid; /* the daemon's own namespace: no translation */
+                return true;
+        }
         if (!w->ns || !(p = proc_of(s, e)))
                 return false;
         for (size_t k = 0; k < p->n_vpids; k++)
@@ -281,8 +323,7 @@ void watch_emit(struct server *s, const struct watch_event *e)
                 if (!w->ready || !w->conn || w->conn->closing || !selected(s, w, e))
                         continue;
                 caller = &w->conn->caller;
-                if (e->pid > 0 && (!vpid_for(s, w, e, &vpid) ||
-                                   !policy_allowed(policy_decide(s->cfg, caller, &e->owner, true))))
+                if (e->pid > 0 && (!vpid_for(s, w, e, &vpid) || !access_may_read(s->cfg, caller, &e->owner)))
                         continue;
                 metrics_count(&s->metrics, METRICS_WATCH_EVENTS);
                 if (caller->pidns.other) {
@@ -351,6 +392,7 @@ void watch_op_finished(struct server *s, const struct sched_op *op)
                 e.owner = r->pinned_owner;
         }
         e.result = ops_error_short_name(r->error);
+        e.gone = r->error == OPS_PROCESS_GONE;
         e.state = r->state;
         e.duration_ms = (double)(op->finished_ns - op->started_ns) / 1e6;
         watch_emit(s, &e);
@@ -552,6 +594,7 @@ static void proc_event(struct server *s, const struct watch_proc *p, const char 
         struct watch_event e = WATCH_EVENT_INIT(type);
 
         e.proc = p;
+        e.gone = strcmp(type, WATCH_EXITED) == 0;
         e.pid = p->pid;
         e.start_time = p->start_time;
         e.owner = p->owner;
@@ -663,6 +706,12 @@ void watch_init(struct server *s)
         t->progress_timer.data = s;
         uv_check_init(s->loop, &t->flush);
         t->flush.data = s;
+        uv_timer_init(s->loop, &t->trim_timer);
+        t->trim_timer.data = s;
+        uv_unref((uv_handle_t *)&t->trim_timer);
+        static const char *const keys[] = { "max_watchers", "max_watchers_per_uid", "max_watchers_reserved" };
+        share_init(&t->share, keys, s->cfg->max_watchers, s->cfg->max_watchers_per_uid,
+                   s->cfg->max_watchers_reserved);
 }
 
 void watch_close(struct server *s)
@@ -675,6 +724,8 @@ void watch_close(struct server *s)
                 uv_close((uv_handle_t *)&t->progress_timer, NULL);
         if (!uv_is_closing((uv_handle_t *)&t->flush))
                 uv_close((uv_handle_t *)&t->flush, NULL);
+        if (!uv_is_closing((uv_handle_t *)&t->trim_timer))
+                uv_close((uv_handle_t *)&t->trim_timer, NULL);
         procs_free(t->procs, t->n_procs);
         t->procs = NULL;
         t->n_procs = 0;
@@ -760,12 +811,69 @@ static cJSON *no_such_process(pid_t pid)
         return proto_error_new(CUDACKPT_ERROR_NO_SUCH_PROCESS, p);
 }
 
+/* The selector of a Watch call, into the daemon's pids; false when it was
+ * refused (answered). */
+static bool take_selector(struct conn *c, const struct proto_call *call, struct watcher *w)
+{
+        struct server *s = c->server;
+        cJSON *err = NULL, *p;
+        pid_t root;
+
+        if (proto_parse_group(call, 0, s->cfg->max_group_members, &w->sel, &err) < 0) {
+                conn_send(c, err);
+                return false;
+        }
+        /* The caller's pids into ours; one it cannot see matches nothing. */
+        for (unsigned i = 0; i < w->sel.n_pids; i++)
+                if (pidns_to_daemon(&c->caller.pidns, w->sel.pids[i].pid, &w->sel.pids[i].pid) < 0)
+                        w->sel.pids[i].pid = -1;
+        /* Cgroup and tree selections follow the scans: none, none selected. */
+        if ((w->sel.kind == PROTO_SELECT_CGROUP || w->sel.kind == PROTO_SELECT_TREE) && s->cfg->watch_scan_ms == 0) {
+                p = cJSON_CreateObject();
+                if (p)
+                        cJSON_AddStringToObject(p, "parameter", "selector");
+                conn_send(c, proto_error_new(CUDACKPT_VARLINK_INVALID_PARAMETER, p));
+                return false;
+        }
+        /* A tree's root must exist, as for a group. */
+        if (w->sel.kind == PROTO_SELECT_TREE) {
+                if (pidns_to_daemon(&c->caller.pidns, w->sel.tree, &root) < 0 ||
+                    (kill(root, 0) < 0 && errno == ESRCH)) {
+                        conn_send(c, no_such_process(w->sel.tree));
+                        return false;
+                }
+                w->sel.tree = root;
+        }
+        return true;
+}
+
+/* A place among the watchers, within the caller's uid's share; false when
+ * refused (answered). */
+static bool admit(struct conn *c, struct watcher *w)
+{
+        struct server *s = c->server;
+        struct share_refusal why = { 0 };
+        cJSON *p;
+
+        w->privileged = access_privileged(s->cfg, &c->caller);
+        if (share_take(&table_of(s)->share, c->caller.uid, w->privileged, &why) == 0)
+                return true;
+        p = cJSON_CreateObject();
+        if (p) {
+                cJSON_AddNumberToObject(p, "limit", why.limit);
+                cJSON_AddStringToObject(p, "resource", why.key);
+        }
+        log_notice("Refusing a Watch of uid %u pid %d: %s (%u) reached", (unsigned)c->caller.uid,
+                   (int)c->caller.pid, why.key, why.limit);
+        conn_send(c, proto_error_new(CUDACKPT_ERROR_QUEUE_FULL, p));
+        return false;
+}
+
 void watch_call(struct conn *c, const struct proto_call *call)
 {
         struct server *s = c->server;
         struct watch_table *t = table_of(s);
         struct watcher *w;
-        cJSON *err = NULL;
 
         if (call->oneway)
                 return;
@@ -782,34 +890,9 @@ void watch_call(struct conn *c, const struct proto_call *call)
                 conn_close(c);
                 return;
         }
-        if (proto_parse_group(call, 0, s->cfg->max_group_members, &w->sel, &err) < 0) {
-                conn_send(c, err);
+        if (!take_selector(c, call, w) || !admit(c, w)) {
                 watcher_free(w);
                 return;
-        }
-        /* The caller's pids into ours; one it cannot see matches nothing. */
-        for (unsigned i = 0; i < w->sel.n_pids; i++)
-                if (pidns_to_daemon(&c->caller.pidns, w->sel.pids[i].pid, &w->sel.pids[i].pid) < 0)
-                        w->sel.pids[i].pid = -1;
-        /* Cgroup and tree selections follow the scans: none, none selected. */
-        if ((w->sel.kind == PROTO_SELECT_CGROUP || w->sel.kind == PROTO_SELECT_TREE) && s->cfg->watch_scan_ms == 0) {
-                cJSON *p = cJSON_CreateObject();
-                if (p)
-                        cJSON_AddStringToObject(p, "parameter", "selector");
-                conn_send(c, proto_error_new(CUDACKPT_VARLINK_INVALID_PARAMETER, p));
-                watcher_free(w);
-                return;
-        }
-        /* A tree's root must exist, as for a group. */
-        if (w->sel.kind == PROTO_SELECT_TREE) {
-                pid_t root;
-                if (pidns_to_daemon(&c->caller.pidns, w->sel.tree, &root) < 0 ||
-                    (kill(root, 0) < 0 && errno == ESRCH)) {
-                        conn_send(c, no_such_process(w->sel.tree));
-                        watcher_free(w);
-                        return;
-                }
-                w->sel.tree = root;
         }
         w->conn = c;
         w->conn_pid = c->caller.pid;
@@ -819,6 +902,7 @@ void watch_call(struct conn *c, const struct proto_call *call)
                         w->ns = st.st_ino;
         }
         c->watcher = w;
+        c->drain_cb = on_drain_cb;
         conn_ref(c);
         c->busy = true; /* serves nothing else until it closes */
         w->next = t->head;
@@ -840,6 +924,14 @@ void watch_call(struct conn *c, const struct proto_call *call)
         watcher_ready(s, w);
 }
 
+static void on_trim_timer(uv_timer_t *timer)
+{
+        struct server *s = timer->data;
+
+        table_of(s)->freed = 0;
+        (void)malloc_trim(0);
+}
+
 void watch_conn_closed(struct server *s, struct conn *c)
 {
         struct watch_table *t = table_of(s);
@@ -848,6 +940,15 @@ void watch_conn_closed(struct server *s, struct conn *c)
         if (!w)
                 return;
         c->watcher = NULL;
+        c->drain_cb = NULL;
+        share_give(&t->share, c->caller.uid, w->privileged);
+        /* What its buffers took is freed (the one in flight with the
+         * connection); after a burst of such, memory goes back to the
+         * system, which the allocator alone would keep. */
+        t->freed += w->mem;
+        account(t, w, 0);
+        if (t->freed >= WATCH_TRIM_BYTES || t->n == 1)
+                uv_timer_start(&t->trim_timer, on_trim_timer, WATCH_TRIM_DELAY_MS, 0);
         if (w->prev)
                 w->prev->next = w->next;
         else

@@ -9,9 +9,16 @@
  * loop thread as things happen (an operation starting and ending, a state
  * reached, a lease taken or ended) and from a scan of /proc on a worker
  * thread every watch_scan_ms while watchers exist (CUDA processes appearing
- * and exiting).  No event makes a driver call.  A watcher that does not
- * read is cut off like any slow reader (max_write_queue_bytes); sending
- * never waits, so a watcher never slows an operation. */
+ * and exiting).  No event makes a driver call.
+ *
+ * Memory: a watcher has at most one write in flight; the events of the
+ * following loop turns gather in one buffer until it is written.  What a
+ * watcher's buffers take (their allocated size, not the events' bytes) is
+ * bounded by max_watcher_bytes, and all watchers' by max_watch_bytes: a
+ * watcher that would pass either is cut off.  Sending never waits, so a
+ * watcher never slows an operation.  Watchers are counted per uid
+ * (max_watchers, max_watchers_per_uid, max_watchers_reserved), and the
+ * memory they leave is given back to the system. */
 #ifndef CUDACKPT_WATCH_H
 #define CUDACKPT_WATCH_H
 
@@ -23,6 +30,7 @@
 
 #include "policy.h"
 #include "proto.h"
+#include "share.h"
 
 struct conn;
 struct server;
@@ -56,12 +64,18 @@ struct watch_event {
         const char *command;            /* appeared: comm; NULL */
         const char *step;               /* progress: "checkpoint" or "restore" */
         const struct watch_proc *proc;  /* appeared, exited: the scan's entry */
+        bool gone;                      /* the process has exited: its pid may name
+                                         * another now, so it is never translated */
         int64_t bytes, total_bytes;     /* progress; < 0: unknown */
 };
 
 struct watch_table {
         struct watcher *head;
         unsigned n;
+        struct share share;             /* watchers, by uid (share.h) */
+        size_t mem;                     /* what all watchers' events take (max_watch_bytes) */
+        size_t freed;                   /* ... and what left since the last trim */
+        uv_timer_t trim_timer;          /* gives freed memory back to the system */
         uv_timer_t scan_timer;
         bool scanning;                  /* a scan is on a worker thread */
         bool have_baseline;             /* procs holds a scan's result */

@@ -759,6 +759,73 @@ struct itest_conn *itest_connect(struct itest_daemon *d)
         return c;
 }
 
+/* The child that connects as uid: it stays alive (its pid is the peer's)
+ * until the test ends, and hands the socket over through fds[1]. */
+static void itest_connect_child(struct itest_daemon *d, uid_t uid, int fd_out)
+{
+        char byte = 0;
+        int fd = -1;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } u = { 0 };
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        strcpy(sa.sun_path, d->sock);
+        if (itest_become_with(uid, NULL, 0) == 0 &&
+            (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0 &&
+            connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+                mh.msg_control = u.buf;
+                mh.msg_controllen = sizeof(u.buf);
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        }
+        if (sendmsg(fd_out, &mh, 0) < 0)
+                _exit(1);
+        while (read(fd_out, &byte, 1) < 0 && errno == EINTR)
+                ;
+        _exit(0);
+}
+
+struct itest_conn *itest_connect_as(struct itest_daemon *d, uid_t uid)
+{
+        int sp[2], fd = -1;
+        char byte;
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } u;
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+        pid_t pid = fork();
+        ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+        if (pid == 0) {
+                close(sp[0]);
+                itest_connect_child(d, uid, sp[1]);
+        }
+        close(sp[1]);
+        ck_assert_msg(recvmsg(sp[0], &mh, MSG_CMSG_CLOEXEC) == 1, "no word from the uid %d child", (int)uid);
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        if (cm && cm->cmsg_type == SCM_RIGHTS)
+                memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+        ck_assert_msg(fd >= 0, "uid %d could not connect to %s", (int)uid, d->sock);
+        /* sp[0] stays open: the child lives until the test's process ends. */
+        ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+        struct itest_conn *c = calloc(1, sizeof(*c));
+        ck_assert(c);
+        c->fd = fd;
+        itest_keep_with(c, itest_free_conn);
+        return c;
+}
+
 void itest_conn_close(struct itest_conn *c)
 {
         if (c->fd >= 0)
@@ -1171,19 +1238,10 @@ void itest_run_proc(uid_t uid, const char *const *argv, const char *const *env, 
         ret->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-const char *itest_stage_exe(struct itest_daemon *d, const char *path, const char *name)
+/* Copies path to copy (which must not exist), mode 0755 whatever the
+ * umask; closed before anyone execs or maps it (ETXTBSY). */
+static void itest_copy_0755(const char *path, const char *copy)
 {
-        ck_assert_msg(d && d->dir[0], "itest_stage_exe needs the test's dir: start the daemon first");
-        if (!name) {
-                name = strrchr(path, '/');
-                name = name ? name + 1 : path;
-        }
-        ck_assert_msg(*name && !strchr(name, '/'), "itest_stage_exe: bad name \"%s\"", name);
-        char *copy = itest_strdupf("%s/%s", d->dir, name);
-        struct stat st;
-        if (stat(copy, &st) == 0)
-                return copy;
-
         int in = open(path, O_RDONLY | O_CLOEXEC);
         ck_assert_msg(in >= 0, "open %s: %s", path, strerror(errno));
         int out = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
@@ -1205,9 +1263,24 @@ const char *itest_stage_exe(struct itest_daemon *d, const char *path, const char
                 }
         }
         close(in);
-        /* Whatever the umask; and closed before anyone execs it (ETXTBSY). */
         ck_assert_msg(fchmod(out, 0755) == 0, "chmod %s: %s", copy, strerror(errno));
         ck_assert_msg(close(out) == 0, "close %s: %s", copy, strerror(errno));
+}
+
+const char *itest_stage_exe(struct itest_daemon *d, const char *path, const char *name)
+{
+        ck_assert_msg(d && d->dir[0], "itest_stage_exe needs the test's dir: start the daemon first");
+        if (!name) {
+                name = strrchr(path, '/');
+                name = name ? name + 1 : path;
+        }
+        ck_assert_msg(*name && !strchr(name, '/'), "itest_stage_exe: bad name \"%s\"", name);
+        char *copy = itest_strdupf("%s/%s", d->dir, name);
+        struct stat st;
+        if (stat(copy, &st) == 0)
+                return copy;
+
+        itest_copy_0755(path, copy);
         ck_assert_msg(stat(d->dir, &st) == 0 && (st.st_mode & 0755) == 0755, "%s is not open to other uids",
                       d->dir);
         return copy;
@@ -1284,6 +1357,39 @@ const char *itest_sim_preload(void)
         if (rt)
                 return itest_strdupf("LD_PRELOAD=%s:%s", rt, sim);
         return itest_strdupf("LD_PRELOAD=%s", sim);
+}
+
+/* Whether others may read path and everything above it. */
+static bool open_to_others(const char *path)
+{
+        char buf[4096];
+        snprintf(buf, sizeof(buf), "%s", path);
+        struct stat st;
+        if (stat(buf, &st) < 0 || !(st.st_mode & S_IROTH))
+                return false;
+        for (char *slash = strrchr(buf, '/'); slash && slash != buf; slash = strrchr(buf, '/')) {
+                *slash = '\0';
+                if (stat(buf, &st) < 0 || !(st.st_mode & S_IXOTH))
+                        return false;
+        }
+        return true;
+}
+
+/* LD_PRELOAD of the driver for a target of another uid: the daemon's own
+ * file where that uid can open it, else a copy named libcuda.so.1 (which
+ * counts as the driver by its name). */
+const char *itest_sim_preload_for_others(struct itest_daemon *d)
+{
+        const char *sim = getenv("CUDACKPT_TEST_SIM");
+        ck_assert(sim);
+        const char *pre = itest_sim_preload();
+        if (open_to_others(sim))
+                return pre;
+        /* The same list, with the copy in the simulator's place. */
+        const char *at = strstr(pre, sim);
+        ck_assert(at);
+        return itest_strdupf("%.*s%s%s", (int)(at - pre), pre, itest_stage_exe(d, sim, "libcuda.so.1"),
+                             at + strlen(sim));
 }
 
 size_t itest_children(pid_t pid, pid_t *ret, size_t max)

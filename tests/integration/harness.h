@@ -141,6 +141,10 @@ struct itest_conn {
 
 /* Connect to the daemon's socket (asserts success). */
 struct itest_conn *itest_connect(struct itest_daemon *d);
+/* A connection made by a process of uid (gid uid, no supplementary
+ * groups), which stays alive as the peer until the test ends; the test
+ * reads and writes it as any other. */
+struct itest_conn *itest_connect_as(struct itest_daemon *d, uid_t uid);
 void itest_conn_close(struct itest_conn *c);
 /* Writes all of buf (MSG_NOSIGNAL); one byte per write when bytewise.
  * Returns 0 or -errno (EPIPE/ECONNRESET when the daemon closed first). */
@@ -309,6 +313,11 @@ const char *itest_stage_exe(struct itest_daemon *d, const char *path, const char
  * ListProcesses look for.  In a sanitizer build the sanitizer's runtime
  * comes first in the list (it must be the first library loaded). */
 const char *itest_sim_preload(void);
+/* The same for a target of another uid or user namespace: the build tree
+ * may be closed to it (a checkout in root's 0700 home), so where it is,
+ * the simulator is staged into the test's dir (d->dir) as libcuda.so.1,
+ * which counts as the driver by its name. */
+const char *itest_sim_preload_for_others(struct itest_daemon *d);
 /* The children of pid, from /proc/PID/task/TID/children of every thread;
  * at most max.  Returns how many were found (0 when pid is gone). */
 size_t itest_children(pid_t pid, pid_t *ret, size_t max);

@@ -1744,45 +1744,12 @@ START_TEST(list_processes_stopped)
 }
 END_TEST
 
-/* Whether others may read path and everything above it. */
-static bool open_to_others(const char *path)
-{
-        char buf[4096];
-        snprintf(buf, sizeof(buf), "%s", path);
-        struct stat st;
-        if (stat(buf, &st) < 0 || !(st.st_mode & S_IROTH))
-                return false;
-        for (char *slash = strrchr(buf, '/'); slash && slash != buf; slash = strrchr(buf, '/')) {
-                *slash = '\0';
-                if (stat(buf, &st) < 0 || !(st.st_mode & S_IXOTH))
-                        return false;
-        }
-        return true;
-}
-
-/* LD_PRELOAD of the driver for a target of another uid: the daemon's own
- * file where that uid can open it, else a copy named libcuda.so.1 (which
- * counts as the driver by its name). */
-static const char *preload_for_other(struct itest_daemon *d)
-{
-        const char *sim = getenv("CUDACKPT_TEST_SIM");
-        ck_assert(sim);
-        const char *pre = itest_sim_preload();
-        if (open_to_others(sim))
-                return pre;
-        /* The same list, with the copy in the simulator's place. */
-        const char *at = strstr(pre, sim);
-        ck_assert(at);
-        return itest_strdupf("%.*s%s%s", (int)(at - pre), pre, itest_stage_exe(d, sim, "libcuda.so.1"),
-                             at + strlen(sim));
-}
-
 START_TEST(list_processes_non_root)
 {
         if (itest_need_root())
                 return;
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t own = itest_target_as(ITEST_OTHER_UID, preload_for_other(d), SIM, SMALL, NULL);
+        pid_t own = itest_target_as(ITEST_OTHER_UID, itest_sim_preload_for_others(d), SIM, SMALL, NULL);
         pid_t roots = mapped_target();
         struct itest_conn *c = itest_connect(d);
         /* Root sees both. */

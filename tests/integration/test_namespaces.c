@@ -38,6 +38,8 @@
 /* What runs as pid 1 of a namespace: 0, or why it failed in msg. */
 struct ns_ctx {
         const char *sock;
+        const char *preload;         /* LD_PRELOAD= of the driver, open to every uid */
+        long long lease;             /* a host lease the namespace must not manage */
         pid_t host_target;           /* a host CUDA process the caller must not see */
         pid_t seen[NS_MAX_TARGETS];  /* what the namespace started, in its pids */
         int n_seen;
@@ -59,9 +61,9 @@ static int ns_fail(char *msg, size_t size, const char *fmt, ...)
  * there, or -1.  Returns once it has exec'd (the simulator reads its
  * environment, which is the parent's until then): the end of a close-on-exec
  * pipe says so. */
-static pid_t ns_target(void)
+static pid_t ns_target(const struct ns_ctx *x)
 {
-        const char *preload = itest_sim_preload();
+        const char *preload = x->preload;
         int p[2];
         char c;
         pid_t pid;
@@ -255,7 +257,7 @@ static void run_in_ns(const struct ns_run *how, ns_fn fn, struct ns_ctx *x)
  * the host's pid 1 and the daemon refused as if they did not exist. */
 static int own_cycle_host_hidden(struct ns_ctx *x, char *msg, size_t size)
 {
-        pid_t t = ns_target();
+        pid_t t = ns_target(x);
 
         if (t <= 1)
                 return ns_fail(msg, size, "cannot start a target in the namespace (%d)", (int)t);
@@ -296,7 +298,7 @@ static int own_cycle_host_hidden(struct ns_ctx *x, char *msg, size_t size)
  * is neither listed nor reachable through a group. */
 static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
 {
-        pid_t a = ns_target(), b = ns_target();
+        pid_t a = ns_target(x), b = ns_target(x);
         char params[256];
         cJSON *rep = NULL;
         const cJSON *arr, *e;
@@ -417,7 +419,7 @@ static int watch_in_namespace(struct ns_ctx *x, char *msg, size_t size)
                 return ns_fail(msg, size, "first event %s", type);
         /* After the first scan (its baseline): every 100 ms here. */
         usleep(300 * 1000);
-        pid_t a = ns_target();
+        pid_t a = ns_target(x);
         if (a <= 1)
                 return ns_fail(msg, size, "cannot start a target in the namespace");
         while (!appeared) {
@@ -445,6 +447,30 @@ static int watch_in_namespace(struct ns_ctx *x, char *msg, size_t size)
         return 0;
 }
 
+/* A lease on a host process the namespace cannot see: neither renewed nor
+ * released, whoever the namespace's caller is. */
+static int foreign_lease_untouchable(struct ns_ctx *x, char *msg, size_t size)
+{
+        const char *calls[][2] = { { "RenewLease", ",\"lease_ms\":4294967295" }, { "ReleaseLease", "" } };
+
+        for (size_t i = 0; i < N_OF(calls); i++) {
+                char *params = itest_strdupf("{\"lease\":%lld%s}", x->lease, calls[i][1]);
+                cJSON *rep = NULL;
+                int r = call(x, calls[i][0], params, &rep, msg, size);
+                free(params);
+                if (r < 0)
+                        return -1;
+                const char *got = itest_error(rep);
+                if (!got || strcmp(got, CUDACKPT_ERROR_NO_SUCH_LEASE) != 0)
+                        r = ns_fail(msg, size, "%s of a host lease from the namespace: %s", calls[i][0],
+                                    itest_dump(rep));
+                cJSON_Delete(rep);
+                if (r < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 /* ---- the tests -------------------------------------------------------------- */
 
 static pid_t host_target(void)
@@ -465,7 +491,8 @@ static void host_untouched(struct itest_daemon *d, pid_t host)
 START_TEST(own_process_by_namespace_pid)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .host_target = host_target() };
+        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
+                            .host_target = host_target() };
         const struct ns_run how = { .depth = 1 };
 
         run_in_ns(&how, own_cycle_host_hidden, &x);
@@ -477,7 +504,8 @@ START_TEST(watch_by_namespace_pid)
 {
         struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":100}" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        struct ns_ctx x = { .sock = d->sock, .host_target = host_target() };
+        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
+                            .host_target = host_target() };
         const struct ns_run how = { .depth = 1 };
         struct itest_conn *c = itest_connect(d);
 
@@ -492,7 +520,8 @@ END_TEST
 START_TEST(nested_namespace)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .host_target = host_target() };
+        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
+                            .host_target = host_target() };
         const struct ns_run how = { .depth = 2 };
 
         run_in_ns(&how, own_cycle_host_hidden, &x);
@@ -503,7 +532,8 @@ END_TEST
 START_TEST(groups_and_list_in_namespace)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .host_target = host_target() };
+        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
+                            .host_target = host_target() };
         const struct ns_run how = { .depth = 1 };
 
         run_in_ns(&how, groups_and_list, &x);
@@ -516,7 +546,8 @@ END_TEST
 START_TEST(rootless_user_namespace)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .host_target = host_target() };
+        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
+                            .host_target = host_target() };
         const struct ns_run how = { .depth = 1, .userns = true, .uid = ITEST_OTHER_UID };
 
         run_in_ns(&how, own_cycle_host_hidden, &x);
@@ -541,6 +572,54 @@ START_TEST(host_caller_unchanged)
 }
 END_TEST
 
+static long long lease_of(cJSON *reply)
+{
+        const cJSON *l = itest_get(reply, "lease");
+        const cJSON *id = cJSON_IsObject(l) ? cJSON_GetObjectItemCaseSensitive(l, "id") : NULL;
+        ck_assert_msg(cJSON_IsNumber(id), "no lease in %s", itest_dump(reply));
+        return (long long)id->valuedouble;
+}
+
+/* Root in a container's pid namespace cannot manage a host user's lease on
+ * a process it cannot see; the lease still holds. */
+START_TEST(container_root_cannot_manage_host_lease)
+{
+        if (itest_need_root())
+                return;
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t t = itest_target_as(ITEST_OTHER_UID, "CUDACKPT_SIM=1", NULL);
+        struct itest_conn *user = itest_connect_as(d, ITEST_OTHER_UID);
+        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d), .host_target = t };
+        const struct ns_run how = { .depth = 1 };
+
+        x.lease = lease_of(itest_callf(user, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
+                                       CUDACKPT_METHOD_LOCK, (int)t));
+        run_in_ns(&how, foreign_lease_untouchable, &x);
+        itest_assert_ok(itest_call(user, CUDACKPT_METHOD_RELEASE_LEASE, itest_strdupf("{\"lease\":%lld}", x.lease)));
+        itest_assert_ok(itest_call_pid(user, CUDACKPT_METHOD_UNLOCK, t));
+}
+END_TEST
+
+/* A rootless container (a user namespace of the same uid) cannot manage
+ * root's lease on a host process of that uid, which it cannot see. */
+START_TEST(rootless_container_cannot_manage_host_lease)
+{
+        if (itest_need_root())
+                return;
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t t = itest_target_as(ITEST_OTHER_UID, "CUDACKPT_SIM=1", NULL);
+        struct itest_conn *root = itest_connect(d);
+        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d), .host_target = t };
+        const struct ns_run how = { .depth = 1, .userns = true, .uid = ITEST_OTHER_UID };
+
+        x.lease = lease_of(itest_callf(root, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
+                                       CUDACKPT_METHOD_LOCK, (int)t));
+        run_in_ns(&how, foreign_lease_untouchable, &x);
+        itest_assert_ok(itest_call(root, CUDACKPT_METHOD_RELEASE_LEASE, itest_strdupf("{\"lease\":%lld}", x.lease)));
+        itest_assert_ok(itest_call_pid(root, CUDACKPT_METHOD_UNLOCK, t));
+}
+END_TEST
+
 static Suite *namespaces_suite(void)
 {
         Suite *s = suite_create("integration.namespaces");
@@ -550,6 +629,8 @@ static Suite *namespaces_suite(void)
         tcase_add_test(tc, watch_by_namespace_pid);
         tcase_add_test(tc, groups_and_list_in_namespace);
         tcase_add_test(tc, rootless_user_namespace);
+        tcase_add_test(tc, container_root_cannot_manage_host_lease);
+        tcase_add_test(tc, rootless_container_cannot_manage_host_lease);
         tcase_add_test(tc, host_caller_unchanged);
         return s;
 }

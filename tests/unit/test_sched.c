@@ -135,7 +135,7 @@ START_TEST(test_serial_per_pid_parallel_across)
         struct sched_op *ops[8];
         struct sched s;
         uv_loop_t loop;
-        unsigned limit;
+        struct share_refusal limit;
         int k = 0;
 
         uv_loop_init(&loop);
@@ -188,7 +188,7 @@ START_TEST(test_limits)
         struct sched_op *ops[4];
         struct sched s;
         uv_loop_t loop;
-        unsigned limit = 0;
+        struct share_refusal limit = { 0 };
 
         cfg.max_queue_per_pid = 2;
         cfg.max_queue_total = 3;
@@ -201,10 +201,12 @@ START_TEST(test_limits)
         ck_assert_int_eq(sched_submit(&s, ops[0], &limit), 0);
         ck_assert_int_eq(sched_submit(&s, ops[1], &limit), 0);
         ck_assert_int_eq(sched_submit(&s, ops[2], &limit), -EAGAIN);
-        ck_assert_uint_eq(limit, 2);
+        ck_assert_uint_eq(limit.limit, 2);
+        ck_assert_str_eq(limit.key, "max_queue_per_pid");
         ck_assert_int_eq(sched_submit(&s, ops[3], &limit), 0);
         ck_assert_int_eq(sched_submit(&s, ops[2], &limit), -EAGAIN);
-        ck_assert_uint_eq(limit, 3);
+        ck_assert_uint_eq(limit.limit, 3);
+        ck_assert_str_eq(limit.key, "max_queue_total");
         uv_run(&loop, UV_RUN_DEFAULT);
         ck_assert_int_eq(n_done, 3);
         for (int i = 0; i < 4; i++)
@@ -221,7 +223,7 @@ START_TEST(test_cancel_queued)
         struct sched_op *ops[3];
         struct sched s;
         uv_loop_t loop;
-        unsigned limit;
+        struct share_refusal limit;
 
         uv_loop_init(&loop);
         ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
@@ -270,7 +272,7 @@ static enum ops_error run_one(struct sched *s, uv_loop_t *loop, pid_t pid, enum 
 {
         struct sched_op *op = op_new(pid, m);
         enum ops_error e;
-        unsigned limit;
+        struct share_refusal limit;
 
         op->caller = caller;
         ck_assert_int_eq(sched_submit(s, op, &limit), 0);
@@ -403,7 +405,7 @@ START_TEST(test_thread_and_process_serialised)
         struct sched_op *ops[4];
         struct sched s;
         uv_loop_t loop;
-        unsigned limit;
+        struct share_refusal limit;
         pid_t tid;
 
         ck_assert_int_eq(pipe(tid_pipe), 0);
@@ -451,7 +453,7 @@ START_TEST(test_read_only_lane)
         struct sched_op *ops[6];
         struct sched s;
         uv_loop_t loop;
-        unsigned limit;
+        struct share_refusal limit;
 
         uv_loop_init(&loop);
         ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
