@@ -9,8 +9,9 @@
  * daemon's: parsing, queueing, the pidfd/procfs checks and the reply.
  * Then GetState latency on one connection with --watchers Watch streams open
  * against none, with and without a Lock/Unlock loop on another target
- * (bench_watch.h).  --only= picks the parts: getstate (the levels), rss (the
- * open connections), watchers.
+ * (bench_watch.h), and a watcher storm by another uid against root's GetState
+ * and the daemon's memory (bench_storm.h).  --only= picks the parts:
+ * getstate (the levels), rss (the open connections), watchers, storm.
  * Prints a report and "RESULT key=value ..." lines; timing never fails it,
  * a failed request does (exit 1). */
 #include <cjson/cJSON.h>
@@ -25,10 +26,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_storm.h"
 #include "bench_watch.h"
 
 #define BENCH_SIM_MAX_LEVELS 16
@@ -46,7 +49,9 @@ typedef struct bench_sim_cfg {
         long idle_conns;
         long client_threads; /* 0: a thread per client; N: N threads multiplexing them */
         const char *config_extra; /* more "key": value pairs for the daemon's configuration */
-        int run_getstate, run_rss, run_watchers; /* --only */
+        int run_getstate, run_rss, run_watchers, run_storm; /* --only */
+        long storm_seconds;  /* storm: how long */
+        long storm_uid;      /* storm: its uid */
         long watchers;       /* watchers: Watch connections */
         long watch_calls;    /* watchers: timed GetState calls per condition */
         long watch_rounds;   /* watchers: rounds of the four blocks */
@@ -519,7 +524,8 @@ static void bench_sim_usage(FILE *f)
                    "                          [--max-requests=1000000] [--targets=16] [--idle-conns=1000]\n"
                    "                          [--client-threads=1] [--config-extra=TEXT] [--log-level=warning]\n"
                    "                          [--only=getstate,rss,watchers] [--watchers=100] [--watch-calls=12000]\n"
-                   "                          [--watch-rounds=6] [--watch-rate=100]\n"
+                   "                          [--watch-rounds=6] [--watch-rate=100] [--storm-seconds=5]\n"
+                   "                          [--storm-uid=4243]\n"
                    "  --clients=LIST     concurrency levels: connections, each with one request in flight\n"
                    "  --config-extra=TEXT more \"key\": value pairs for the daemon's configuration\n"
                    "  --client-threads=N threads driving them through epoll (default 1); 0: one thread\n"
@@ -529,11 +535,14 @@ static void bench_sim_usage(FILE *f)
                    "  --targets=N        simulated CUDA processes the clients spread over\n"
                    "  --idle-conns=N     connections held open for the memory measurement\n"
                    "  --only=LIST        parts to run: getstate (the levels), rss (idle connections),\n"
-                   "                     watchers (GetState with Watch streams open); default all\n"
+                   "                     watchers (GetState with Watch streams open), storm (another\n"
+                   "                     uid's unread watchers, root's GetState); default all\n"
                    "  --watchers=N       Watch connections of the watchers part\n"
                    "  --watch-calls=N    its timed GetState calls per condition (over all rounds)\n"
                    "  --watch-rounds=N   its rounds, each of four alternating blocks\n"
-                   "  --watch-rate=N     its Lock/Unlock loop's cycles per second (0: back to back)\n");
+                   "  --watch-rate=N     its Lock/Unlock loop's cycles per second (0: back to back)\n"
+                   "  --storm-seconds=N  how long the storm lasts\n"
+                   "  --storm-uid=N      the storm's uid (needs root)\n");
 }
 
 int main(int argc, char **argv)
@@ -550,6 +559,9 @@ int main(int argc, char **argv)
                 .run_getstate = 1,
                 .run_rss = 1,
                 .run_watchers = 1,
+                .run_storm = 1,
+                .storm_seconds = 5,
+                .storm_uid = 4243,
                 .watchers = 100,
                 .watch_calls = 12000,
                 .watch_rounds = 6,
@@ -594,7 +606,7 @@ int main(int argc, char **argv)
                         bad = bench_parse_long(v + 1, 0, 100000, &cfg.idle_conns) < 0;
                 } else if (strncmp(a, "--only=", 7) == 0) {
                         char list[256], *save = NULL;
-                        cfg.run_getstate = cfg.run_rss = cfg.run_watchers = 0;
+                        cfg.run_getstate = cfg.run_rss = cfg.run_watchers = cfg.run_storm = 0;
                         snprintf(list, sizeof(list), "%s", v + 1);
                         for (char *w = strtok_r(list, ", ", &save); w && !bad; w = strtok_r(NULL, ", ", &save)) {
                                 if (strcmp(w, "getstate") == 0)
@@ -603,16 +615,22 @@ int main(int argc, char **argv)
                                         cfg.run_rss = 1;
                                 else if (strcmp(w, "watchers") == 0)
                                         cfg.run_watchers = 1;
+                                else if (strcmp(w, "storm") == 0)
+                                        cfg.run_storm = 1;
                                 else
                                         bad = 1;
                         }
-                        bad = bad || !(cfg.run_getstate || cfg.run_rss || cfg.run_watchers);
+                        bad = bad || !(cfg.run_getstate || cfg.run_rss || cfg.run_watchers || cfg.run_storm);
                 } else if (strncmp(a, "--watchers=", 11) == 0) {
                         bad = bench_parse_long(v + 1, 1, 100000, &cfg.watchers) < 0;
                 } else if (strncmp(a, "--watch-calls=", 14) == 0) {
                         bad = bench_parse_long(v + 1, 1, 100000000, &cfg.watch_calls) < 0;
                 } else if (strncmp(a, "--watch-rounds=", 15) == 0) {
                         bad = bench_parse_long(v + 1, 1, 1000, &cfg.watch_rounds) < 0;
+                } else if (strncmp(a, "--storm-seconds=", 16) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 3600, &cfg.storm_seconds) < 0;
+                } else if (strncmp(a, "--storm-uid=", 12) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 4294967294L, &cfg.storm_uid) < 0;
                 } else if (strncmp(a, "--watch-rate=", 13) == 0) {
                         bad = bench_parse_long(v + 1, 0, 1000000, &cfg.watch_rate) < 0;
                 } else {
@@ -751,6 +769,24 @@ int main(int argc, char **argv)
                 }
         }
 
+        if (ready && cfg.run_storm) {
+                /* The daemon's default watcher limits: the storm meets them. */
+                bench_storm_cfg sc = {
+                        .socket_path = d.socket_path,
+                        .daemon_pid = d.pid,
+                        .probe_pid = (int)pids[0],
+                        .uid = (uid_t)cfg.storm_uid,
+                        .seconds = cfg.storm_seconds,
+                        .calls = 5000,
+                        .targets = 4,
+                        .max_watcher_bytes = 256 * 1024,
+                        .max_watch_bytes = 32L * 1024 * 1024,
+                        .max_watchers_per_uid = 16,
+                };
+                chmod(workdir, 0755); /* the storm's uid reaches the socket */
+                if (bench_storm_run(&sc) < 0)
+                        failed = 1;
+        }
         for (long i = 0; i < started; i++)
                 bench_kill(pids[i]);
         int status = bench_daemon_stop(&d, 10000);

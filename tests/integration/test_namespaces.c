@@ -40,6 +40,7 @@ struct ns_ctx {
         const char *sock;
         const char *preload;         /* LD_PRELOAD= of the driver, open to every uid */
         long long lease;             /* a host lease the namespace must not manage */
+        int reuse_go, reuse_done;    /* pipes to and from reuse_helper_main() */
         pid_t host_target;           /* a host CUDA process the caller must not see */
         pid_t seen[NS_MAX_TARGETS];  /* what the namespace started, in its pids */
         int n_seen;
@@ -447,6 +448,123 @@ static int watch_in_namespace(struct ns_ctx *x, char *msg, size_t size)
         return 0;
 }
 
+/* ---- a host process's exit and its pid reused in the namespace ---------------- */
+
+/* The host side: a CUDA process the namespace cannot see, started and
+ * reaped by this helper (a zombie would keep its pid).  Its pid goes to the
+ * namespace through done; each "g" the namespace writes to go kills it (the
+ * first time) and offers its pid to the next fork on the node (ns_last_pid),
+ * answered by a byte on done. */
+static void reuse_helper_main(const char *preload, int go, int done)
+{
+        char *argv[] = { "sleep", "1000", NULL };
+        char *env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", (char *)preload, NULL };
+        const char *await_env[] = { preload, NULL };
+        char c, last[32];
+        pid_t h = fork(), x = h;
+
+        if (h == 0) {
+                execve("/bin/sleep", argv, env);
+                _exit(127);
+        }
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (h < 0 || !itest_await_exec(h, await_env) || write(done, &x, sizeof(x)) != sizeof(x))
+                _exit(1);
+        snprintf(last, sizeof(last), "%d", (int)x - 1);
+        while (read(go, &c, 1) == 1) {
+                int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+                if (h > 0) {
+                        kill(h, SIGKILL);
+                        waitpid(h, NULL, 0);
+                        h = 0;
+                }
+                if (fd < 0 || write(fd, last, strlen(last)) < 0)
+                        _exit(2);
+                close(fd);
+                if (write(done, &c, 1) != 1)
+                        _exit(3);
+        }
+        _exit(0);
+}
+
+/* The host pid of a child of this process (its pidfd's fdinfo, through
+ * the host's /proc), or -1. */
+static pid_t host_pid_of(pid_t child)
+{
+        char path[64], buf[1024];
+        int pfd = (int)syscall(SYS_pidfd_open, child, 0), fd;
+        ssize_t n = -1;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pfd);
+        if (pfd >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+                n = read(fd, buf, sizeof(buf) - 1);
+                close(fd);
+        }
+        if (pfd >= 0)
+                close(pfd);
+        const char *p = n > 0 ? (buf[n] = '\0', strstr(buf, "\nPid:")) : NULL;
+        return p ? (pid_t)atoi(p + 5) : -1;
+}
+
+/* The namespace's watcher, after the scans know the host's process: that
+ * process is killed and its pid taken by a process of the namespace; the
+ * watcher must not hear of the host process's exit (under its pid in the
+ * namespace), up to the appearance of a new CUDA process of its own. */
+static int reused_pid_exit_unseen(struct ns_ctx *x, char *msg, size_t size)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        static char buf[65536];
+        size_t len = 0;
+        char type[32], g = 'g';
+        long pid;
+        pid_t host, mine = -1;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const char *req = "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{},\"more\":true}";
+
+        if (read(x->reuse_done, &host, sizeof(host)) != sizeof(host))
+                return ns_fail(msg, size, "the host's helper did not start");
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", x->sock);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            send(fd, req, strlen(req) + 1, MSG_NOSIGNAL) < 0)
+                return ns_fail(msg, size, "cannot watch: %s", strerror(errno));
+        if (next_ns_event(fd, buf, &len, sizeof(buf), type, sizeof(type), &pid, msg, size) < 0)
+                return -1;
+        usleep(400 * 1000); /* two scans (every 150 ms): the host's process is known */
+        for (int tries = 0; tries < 50 && mine < 0; tries++) {
+                pid_t child;
+                if (write(x->reuse_go, &g, 1) != 1 || read(x->reuse_done, &g, 1) != 1)
+                        return ns_fail(msg, size, "the host's helper failed");
+                child = fork();
+                if (child == 0) {
+                        pause();
+                        _exit(0);
+                }
+                if (child > 0 && host_pid_of(child) == host) {
+                        mine = child;
+                        break;
+                }
+                kill(child, SIGKILL);
+                waitpid(child, NULL, 0);
+        }
+        if (mine < 0)
+                return ns_fail(msg, size, "no process of the namespace got pid %d in 50 tries", (int)host);
+        pid_t a = ns_target(x);
+        if (a <= 1)
+                return ns_fail(msg, size, "cannot start a target in the namespace");
+        for (;;) {
+                if (next_ns_event(fd, buf, &len, sizeof(buf), type, sizeof(type), &pid, msg, size) < 0)
+                        return -1;
+                if (strcmp(type, "exited") == 0)
+                        return ns_fail(msg, size, "told of an exit as pid %ld (host pid %d reused by %d)", pid,
+                                       (int)host, (int)mine);
+                if (pid == a && strcmp(type, "appeared") == 0)
+                        break;
+        }
+        kill(mine, SIGKILL);
+        close(fd);
+        return 0;
+}
+
 /* A lease on a host process the namespace cannot see: neither renewed nor
  * released, whoever the namespace's caller is. */
 static int foreign_lease_untouchable(struct ns_ctx *x, char *msg, size_t size)
@@ -580,6 +698,39 @@ static long long lease_of(cJSON *reply)
         return (long long)id->valuedouble;
 }
 
+/* A host CUDA process exits and a process of a container takes its pid
+ * before the next scan: the container's watcher is not told of the exit
+ * (as the pid it now knows its own process by). */
+START_TEST(reused_pid_exit_not_sent_to_container)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":150}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
+                            .host_target = host_target() };
+        const struct ns_run how = { .depth = 1 };
+        int go[2], done[2];
+
+        ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(done, O_CLOEXEC), 0);
+        pid_t helper = fork();
+        ck_assert_int_ge(helper, 0);
+        if (helper == 0) {
+                close(go[1]);
+                close(done[0]);
+                reuse_helper_main(itest_sim_preload(), go[0], done[1]);
+        }
+        close(go[0]);
+        close(done[1]);
+        x.reuse_go = go[1];
+        x.reuse_done = done[0];
+        run_in_ns(&how, reused_pid_exit_unseen, &x);
+        close(go[1]);
+        close(done[0]);
+        waitpid(helper, NULL, 0);
+        host_untouched(d, x.host_target);
+}
+END_TEST
+
 /* Root in a container's pid namespace cannot manage a host user's lease on
  * a process it cannot see; the lease still holds. */
 START_TEST(container_root_cannot_manage_host_lease)
@@ -629,6 +780,7 @@ static Suite *namespaces_suite(void)
         tcase_add_test(tc, watch_by_namespace_pid);
         tcase_add_test(tc, groups_and_list_in_namespace);
         tcase_add_test(tc, rootless_user_namespace);
+        tcase_add_test(tc, reused_pid_exit_not_sent_to_container);
         tcase_add_test(tc, container_root_cannot_manage_host_lease);
         tcase_add_test(tc, rootless_container_cannot_manage_host_lease);
         tcase_add_test(tc, host_caller_unchanged);

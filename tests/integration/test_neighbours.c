@@ -144,6 +144,30 @@ START_TEST(lease_events_hidden_from_setuid_real_uid)
 }
 END_TEST
 
+/* B opens the watchers its share allows; the next is refused with the
+ * limit it hit, and root still watches. */
+START_TEST(watchers_per_uid)
+{
+        if (itest_need_root())
+                return;
+        struct itest_daemon_opts o = { .config_json = "{\"max_watchers\":8,\"max_watchers_per_uid\":2,"
+                                                      "\"max_watchers_reserved\":2}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+
+        watch_as(d, B);
+        watch_as(d, B);
+        struct itest_conn *w = itest_connect_as(d, B);
+        itest_send(w, "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{},\"more\":true}");
+        cJSON *r = itest_recv(w);
+        long long limit = 0;
+        assert_error(r, CUDACKPT_ERROR_QUEUE_FULL);
+        ck_assert_str_eq(itest_str(r, "resource"), "max_watchers_per_uid");
+        ck_assert_msg(itest_int(r, "limit", &limit) && limit == 2, "%s", itest_dump(r));
+        watch_as(d, C);
+        watch_as(d, 0);
+}
+END_TEST
+
 /* ---- errors: a selection names no process the caller may not know ---------- */
 
 static bool names_pid(const cJSON *j, pid_t pid)
@@ -336,6 +360,7 @@ static Suite *neighbours_suite(void)
         tcase_add_test(tc, lease_not_managed_by_setuid_real_uid);
         tcase_add_test(tc, lease_managed_by_owner_of_every_member);
         tcase_add_test(tc, lease_events_hidden_from_setuid_real_uid);
+        tcase_add_test(tc, watchers_per_uid);
         tcase_add_test(tc, group_error_names_no_foreign_pid);
         tcase_add_test(tc, workers_shared_fairly);
         tcase_add_test(tc, group_slots_shared_fairly);
