@@ -12,6 +12,7 @@
  * compat.c. */
 #include "ctl.h"
 #include "doctor.h"
+#include "job.h"
 
 #include <cJSON.h>
 
@@ -748,6 +749,8 @@ int main(int argc, char **argv) {
                 if (strcmp(base, "cuda-checkpoint") == 0)
                         return compat_main(argc, argv);
         }
+        if (ctl_job_wanted(argc, argv))
+                return ctl_job_main(argc, argv);
 
         status = ctl_parse_args(argc, argv, &args);
         if (status < 0) {
