@@ -57,16 +57,17 @@ static int dump_prepare_dir(dump_job *x) {
         struct stat st;
 
         if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-                fprintf(stderr, "%scannot create the image directory %s: %s\n", x->a->prefix, dir, strerror(errno));
+                fprintf(stderr, "%scannot create the image directory %s: %s; nothing was suspended\n", x->a->prefix, dir, strerror(errno));
                 return CUDACKPT_EXIT_FAILURE;
         }
         if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                fprintf(stderr, "%s%s is not a directory\n", x->a->prefix, dir);
+                fprintf(stderr, "%s%s is not a directory; nothing was suspended\n", x->a->prefix, dir);
                 return CUDACKPT_EXIT_FAILURE;
         }
         snprintf(path, sizeof(path), "%s/%s", dir, CTL_MANIFEST_NAME);
         if (access(path, F_OK) == 0) {
-                fprintf(stderr, "%s%s already holds a dump (%s): restore it, or give another directory\n",
+                fprintf(stderr, "%s%s already holds a dump (%s): restore it, or give another directory; nothing was "
+                        "suspended\n",
                         x->a->prefix, dir, CTL_MANIFEST_NAME);
                 return CUDACKPT_EXIT_FAILURE;
         }
@@ -221,8 +222,16 @@ static char **dump_criu_argv(const dump_job *x, size_t i, const char *barrier) {
                 argv[n++] = strdup("--action-script");
                 argv[n++] = strdup(barrier);
         }
-        for (size_t k = 0; k < n_user; k++)
+        for (size_t k = 0; k < n_user; k++) {
+                /* With the barrier, the user's action scripts run inside it. */
+                if (barrier && strcmp(a->criu_argv[k], "--action-script") == 0 && a->criu_argv[k + 1]) {
+                        k++;
+                        continue;
+                }
+                if (barrier && strncmp(a->criu_argv[k], "--action-script=", 16) == 0)
+                        continue;
                 argv[n++] = strdup(a->criu_argv[k]);
+        }
         for (size_t k = 0; k < n; k++)
                 if (!argv[k]) {
                         for (size_t j = 0; j < n; j++)
@@ -233,21 +242,62 @@ static char **dump_criu_argv(const dump_job *x, size_t i, const char *barrier) {
         return argv;
 }
 
-/* The barrier's action script: "exec '/usr/bin/cudackptctl' criu-barrier '/tmp/x/barrier'". */
-static char *dump_barrier_script(const char *sock) {
-        char self[PATH_MAX];
+/* The user's --action-script scripts, in the order criu would run them
+ * (it runs the last given first), each quoted for sh, to the script f. */
+static int dump_write_user_scripts(FILE *f, char **criu_argv) {
+        size_t n = 0;
+
+        while (criu_argv[n])
+                n++;
+        for (size_t k = n; k-- > 0;) {
+                const char *path = NULL;
+
+                if (strncmp(criu_argv[k], "--action-script=", 16) == 0)
+                        path = criu_argv[k] + 16;
+                else if (k + 1 < n && strcmp(criu_argv[k], "--action-script") == 0)
+                        path = criu_argv[k + 1];
+                if (!path)
+                        continue;
+                if (strchr(path, '\''))
+                        return -EINVAL;
+                fprintf(f, "'%s' || rc=1\n", path);
+        }
+        return 0;
+}
+
+/* The barrier's action script, DIR/barrier.sh (criu executes the path it
+ * is given, without a shell or arguments).  criu 4.2 runs every action
+ * script even after one failed, and fails the dump afterwards: so the
+ * user's own scripts run inside this one, first, and a failure of theirs
+ * at post-dump fails it without reaching the barrier. */
+static char *dump_barrier_script(const dump_job *x, const char *dir, const char *sock) {
+        char self[PATH_MAX], *path = NULL;
         ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        char *s = NULL;
+        FILE *f;
+        int r;
 
         if (k <= 0)
                 return NULL;
         self[k] = '\0';
-        /* Quoted for sh -c: neither path may hold a quote. */
-        if (strchr(self, '\'') || strchr(sock, '\''))
+        /* Quoted for sh: no path may hold a quote. */
+        if (strchr(self, '\'') || strchr(sock, '\'') || asprintf(&path, "%s/barrier.sh", dir) < 0)
                 return NULL;
-        if (asprintf(&s, "exec '%s' criu-barrier '%s'", self, sock) < 0)
+        f = fopen(path, "wxe");
+        if (!f || fchmod(fileno(f), 0700) < 0) {
+                if (f)
+                        fclose(f);
+                free(path);
                 return NULL;
-        return s;
+        }
+        fputs("#!/bin/sh\n# cudackptctl dump: every tree's criu waits here at post-dump\nrc=0\n", f);
+        r = dump_write_user_scripts(f, x->a->criu_argv);
+        fprintf(f, "[ \"$CRTOOLS_SCRIPT_ACTION\" = post-dump ] || exit $rc\n[ $rc = 0 ] || exit 1\n"
+                   "exec '%s' criu-barrier '%s'\n", self, sock);
+        if (fclose(f) != 0 || r < 0) {
+                free(path);
+                return NULL;
+        }
+        return path;
 }
 
 static void dump_free_runs(dump_job *x) {
@@ -278,7 +328,7 @@ static int dump_run_criu(dump_job *x) {
                 if (!mkdtemp(rundir))
                         return -errno;
                 snprintf(sock, sizeof(sock), "%s/barrier", rundir);
-                script = dump_barrier_script(sock);
+                script = dump_barrier_script(x, rundir, sock);
                 if (!script)
                         r = -ENOMEM;
         }
@@ -306,6 +356,8 @@ static int dump_run_criu(dump_job *x) {
                 sigaction(sigs[i], &old[i], NULL);
         if (barrier) {
                 unlink(sock);
+                if (script)
+                        unlink(script);
                 rmdir(rundir);
         }
         free(script);
