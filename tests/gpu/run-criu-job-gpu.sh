@@ -303,7 +303,7 @@ ddp_way() {
         local at
         at=$(ddp_steps_done "$dir")
         wait_gone "${JOB_PIDS[@]}" || { fail "ddp/$way: processes still there after the dump"; return; }
-        restore_job "$way" "$dir" --tcp-established
+        restore_job "$way" "$dir" --tcp-established --network-lock skip
         ((RESTORE_RC == 0)) || { fail "ddp/$way: restore exited $RESTORE_RC: $(tail -5 "$dir/restore.out")"; ok=0; }
         if ((ok)) && ! ddp_wait_end "$dir"; then fail "ddp/$way: job did not finish after the restore: $(tail -3 "$dir/rank-0.log")"; ok=0; fi
         if ((ok)); then
