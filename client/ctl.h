@@ -108,6 +108,8 @@ typedef struct ctl_group {
         bool lease_on_close;            /* lock, suspend: a lease held by this connection */
         cJSON **ret_members;            /* on success, when not NULL: a Selector of exactly the
                                          * members, pinned by start time (NULL when none) */
+        bool quiet;                     /* print nothing on success (dump, restore --images
+                                         * report the whole job themselves) */
 } ctl_group;
 
 /* Run g and print its result; returns the exit status. */

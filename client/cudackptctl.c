@@ -12,6 +12,7 @@
  * compat.c. */
 #include "ctl.h"
 #include "doctor.h"
+#include "job.h"
 
 #include <cJSON.h>
 
@@ -138,6 +139,15 @@ static void ctl_help(void) {
                "                             PATH, replacing it whole)\n"
                "  release LEASE              end a lease, leaving its processes as they are\n"
                "  renew LEASE --lease-ms=MS  make a lease expire MS ms from now\n"
+               "  dump SELECTOR --images=DIR [--leave-running] [-- CRIU-OPTIONS]\n"
+               "                             a whole job to disk: suspend it as one group\n"
+               "                             (GPU memory free), CRIU dumps each process tree\n"
+               "                             into DIR; resumed if CRIU fails (or with\n"
+               "                             --leave-running)\n"
+               "  restore --images=DIR [--device-map=OLD=NEW,...] [-- CRIU-OPTIONS]\n"
+               "                             the job back: CRIU restores every tree with its\n"
+               "                             CUDA plugin aside, then one group resume\n"
+               "                             (\"cudackptctl dump --help\" for both)\n"
                "Operations print the new state and the time taken: \"checkpointed (812.3 ms)\".\n"
                "\n"
                "Groups: lock, checkpoint, restore, unlock, suspend and resume take a SELECTOR in\n"
@@ -748,6 +758,8 @@ int main(int argc, char **argv) {
                 if (strcmp(base, "cuda-checkpoint") == 0)
                         return compat_main(argc, argv);
         }
+        if (ctl_job_wanted(argc, argv))
+                return ctl_job_main(argc, argv);
 
         status = ctl_parse_args(argc, argv, &args);
         if (status < 0) {

@@ -686,6 +686,8 @@ int ctl_group_run(cudackpt_client *client, const ctl_group *g) {
         if (reply.error) {
                 group_print_error(g, &reply);
                 status = cudackpt_reply_exit_code(&reply);
+        } else if (g->quiet) {
+                status = CUDACKPT_EXIT_OK;
         } else if (g->json) {
                 puts(reply.parameters_json);
                 status = CUDACKPT_EXIT_OK;

@@ -1,6 +1,11 @@
 /* criu_target.c: the process test_criu.c has CRIU dump and restore.
  *
- *   criu_target single|tree WATCH_PID RESULT_FILE MIB
+ *   criu_target single|tree WATCH_PID RESULT_FILE MIB [DRIVER_FILE]
+ *
+ * DRIVER_FILE (the simulator's library, as the daemon loaded it) is mapped
+ * as code, not loaded, before any fork: the daemon counts a process that
+ * maps its driver as a CUDA process of a --tree or --cgroup selection, and
+ * nothing of a sanitizer build's library runs here.
  *
  * Started by the test with CUDACKPT_SIM=1 (and the simulator's state slot)
  * in its environment, in a session of its own (the test calls setsid), with
@@ -134,9 +139,17 @@ static int run(size_t mib, unsigned role)
 
 int main(int argc, char **argv)
 {
-        if (argc != 5 || (strcmp(argv[1], "single") != 0 && strcmp(argv[1], "tree") != 0)) {
-                fprintf(stderr, "usage: %s single|tree WATCH_PID RESULT_FILE MIB\n", argv[0]);
+        if ((argc != 5 && argc != 6) || (strcmp(argv[1], "single") != 0 && strcmp(argv[1], "tree") != 0)) {
+                fprintf(stderr, "usage: %s single|tree WATCH_PID RESULT_FILE MIB [DRIVER_FILE]\n", argv[0]);
                 return 2;
+        }
+        if (argc == 6) {
+                int fd = open(argv[5], O_RDONLY | O_CLOEXEC);
+                void *code = fd < 0 ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+                if (fd >= 0)
+                        close(fd);
+                if (code == MAP_FAILED)
+                        return 1;
         }
         watch_pid = (pid_t)atoi(argv[2]);
         result_path = argv[3];

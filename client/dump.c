@@ -1,0 +1,557 @@
+/* dump.c: cudackptctl dump, a whole job to disk.
+ *
+ *   1. suspend: SuspendGroup of the selection, with an on-close lease held
+ *      by this process's connection (killed, the daemon resumes the job);
+ *      the GPU memory is free from its end;
+ *   2. criu dump of each process tree of the job (a process of the job
+ *      none of whose ancestors is in it), all at once, into DIR/tree-ROOT;
+ *      CRIU's CUDA plugin finds every CUDA process already checkpointed and
+ *      leaves it alone.  Several trees wait for each other at post-dump
+ *      (criu.c), so either every criu ends its tree or none does;
+ *   3. on a CRIU failure, ResumeGroup of exactly the members (criu resumed
+ *      the processes; their GPU state comes back here); after a good dump,
+ *      DIR/manifest.json, and with --leave-running the same ResumeGroup.
+ *
+ * Nothing is suspended before the image directory is known writable and a
+ * usable criu found. */
+#include "job.h"
+
+#include <cudackpt/protocol.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+typedef struct dump_job {
+        const ctl_job_args *a;
+        char criu[PATH_MAX];
+        char criu_version[32];
+        int part_fd;                  /* DIR/manifest.json.part, -1 once gone */
+        cudackpt_client *client;
+        cJSON *processes;             /* ListProcesses' list (for the GPUs), or NULL */
+        cJSON *members;               /* the suspended members as a Selector; NULL: none */
+        ctl_manifest m;
+        ctl_criu_run *runs;           /* one per tree */
+        double suspend_ms, criu_ms, resume_ms, t0;
+} dump_job;
+
+static volatile sig_atomic_t dump_signal;
+
+static void dump_on_signal(int sig) {
+        dump_signal = sig;
+}
+
+/* The image directory: created if needed, without a finished dump in it,
+ * writable (the manifest's part file is opened now). */
+static int dump_prepare_dir(dump_job *x) {
+        const char *dir = x->a->images;
+        char path[PATH_MAX];
+        struct stat st;
+
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+                fprintf(stderr, "%scannot create the image directory %s: %s; nothing was suspended\n", x->a->prefix, dir, strerror(errno));
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                fprintf(stderr, "%s%s is not a directory; nothing was suspended\n", x->a->prefix, dir);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        snprintf(path, sizeof(path), "%s/%s", dir, CTL_MANIFEST_NAME);
+        if (access(path, F_OK) == 0) {
+                fprintf(stderr, "%s%s already holds a dump (%s): restore it, or give another directory; nothing was "
+                        "suspended\n",
+                        x->a->prefix, dir, CTL_MANIFEST_NAME);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        snprintf(path, sizeof(path), "%s/%s.part", dir, CTL_MANIFEST_NAME);
+        x->part_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (x->part_fd < 0) {
+                fprintf(stderr, "%scannot write into the image directory %s: %s; nothing was suspended\n",
+                        x->a->prefix, dir, strerror(errno));
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        return CUDACKPT_EXIT_OK;
+}
+
+/* The GPUs of each process before the suspend, when the daemon knows them. */
+static void dump_list_gpus(dump_job *x) {
+        cJSON *params = cJSON_CreateObject(), *all;
+        cudackpt_reply reply;
+        char *text;
+
+        cudackpt_reply_init(&reply);
+        if (!params || !cJSON_AddItemToObject(params, "selector", cJSON_Duplicate(x->a->selector.json, 1))) {
+                cJSON_Delete(params);
+                return;
+        }
+        text = cJSON_PrintUnformatted(params);
+        cJSON_Delete(params);
+        if (text && cudackpt_call(x->client, CUDACKPT_METHOD_LIST_PROCESSES, text, &reply) == 0 && !reply.error) {
+                all = cJSON_Parse(reply.parameters_json);
+                x->processes = cJSON_DetachItemFromObjectCaseSensitive(all, "processes");
+                cJSON_Delete(all);
+        }
+        cJSON_free(text);
+        cudackpt_reply_clear(&reply);
+}
+
+/* A member's GPUs from the listing: UUIDs, or NULL (not known). */
+static int dump_member_gpus(const dump_job *x, ctl_manifest_member *m) {
+        const cJSON *p, *gpus, *g;
+
+        cJSON_ArrayForEach(p, x->processes) {
+                const cJSON *pid = cJSON_GetObjectItemCaseSensitive(p, "pid");
+
+                if (!cJSON_IsNumber(pid) || pid->valuedouble != m->pid)
+                        continue;
+                gpus = cJSON_GetObjectItemCaseSensitive(p, "gpus");
+                if (!cJSON_IsArray(gpus))
+                        return 0;
+                m->gpus = calloc((size_t) cJSON_GetArraySize(gpus) + 1, sizeof(char *));
+                if (!m->gpus)
+                        return -ENOMEM;
+                cJSON_ArrayForEach(g, gpus) {
+                        const cJSON *u = cJSON_GetObjectItemCaseSensitive(g, "uuid");
+
+                        if (cJSON_IsString(u) && !(m->gpus[m->n_gpus++] = strdup(u->valuestring)))
+                                return -ENOMEM;
+                }
+                return 0;
+        }
+        return 0;
+}
+
+/* The processes whose trees are dumped: roots among them are the trees. */
+static int dump_job_set(const dump_job *x, const ctl_proctree *t, int **ret, size_t *ret_n) {
+        const ctl_selector *sel = &x->a->selector;
+
+        if (sel->kind == CTL_SELECT_CGROUP)
+                return ctl_proctree_cgroup(t, sel->arg, ret, ret_n);
+        if (sel->kind == CTL_SELECT_TREE) {
+                *ret = malloc(sizeof(int));
+                if (!*ret)
+                        return -ENOMEM;
+                (void) ctl_parse_pid(sel->arg, *ret);
+                *ret_n = 1;
+                return 0;
+        }
+        /* --pids: each one is a CUDA member (the daemon refused any other). */
+        *ret = ctl_job_selector_pids(x->members ? x->members : sel->json, ret_n);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* The manifest's trees and members, from /proc. */
+static int dump_find_trees(dump_job *x) {
+        ctl_proctree t = { 0 };
+        int *set = NULL, *roots = NULL, *members = NULL;
+        size_t n_set = 0, n_roots = 0, n_members = 0;
+        int r;
+
+        r = ctl_proctree_scan(&t);
+        if (r == 0)
+                r = dump_job_set(x, &t, &set, &n_set);
+        if (r == 0)
+                r = ctl_proctree_roots(&t, set, n_set, &roots, &n_roots);
+        if (r == 0 && x->members && !(members = ctl_job_selector_pids(x->members, &n_members)))
+                r = -ENOMEM;
+        if (r == 0 && n_roots == 0)
+                r = -ESRCH;
+        x->m.trees = r == 0 ? calloc(n_roots, sizeof(*x->m.trees)) : NULL;
+        x->m.members = r == 0 ? calloc(n_members + 1, sizeof(*x->m.members)) : NULL;
+        if (r == 0 && (!x->m.trees || !x->m.members))
+                r = -ENOMEM;
+        for (size_t i = 0; r == 0 && i < n_roots; i++) {
+                ctl_manifest_tree *tr = &x->m.trees[x->m.n_trees++];
+
+                tr->root = roots[i];
+                r = asprintf(&tr->images, "tree-%d", roots[i]) < 0 ? -ENOMEM : 0;
+                if (r == 0)
+                        r = ctl_proctree_subtree(&t, roots[i], &tr->pids, &tr->n_pids);
+        }
+        for (size_t i = 0; r == 0 && i < n_members; i++) {
+                ctl_manifest_member *m = &x->m.members[x->m.n_members++];
+
+                m->pid = members[i];
+                m->start_time = ctl_proc_start_time(members[i]);
+                for (size_t k = 0; k < x->m.n_trees && !m->tree; k++)
+                        for (size_t j = 0; j < x->m.trees[k].n_pids; j++)
+                                if (x->m.trees[k].pids[j] == m->pid)
+                                        m->tree = x->m.trees[k].root;
+                r = dump_member_gpus(x, m);
+        }
+        ctl_proctree_done(&t);
+        free(set);
+        free(roots);
+        free(members);
+        return r;
+}
+
+/* criu dump's command line for tree i. */
+static char **dump_criu_argv(const dump_job *x, size_t i, const char *barrier) {
+        const ctl_job_args *a = x->a;
+        size_t n_user = 0, n = 0;
+        char **argv;
+
+        while (a->criu_argv[n_user])
+                n_user++;
+        argv = calloc(n_user + 16, sizeof(char *));
+        if (!argv)
+                return NULL;
+        argv[n++] = strdup(x->criu);
+        argv[n++] = strdup("dump");
+        argv[n++] = strdup("-t");
+        if (asprintf(&argv[n++], "%d", x->m.trees[i].root) < 0)
+                argv[n - 1] = NULL;
+        argv[n++] = strdup("-D");
+        if (asprintf(&argv[n++], "%s/%s", a->images, x->m.trees[i].images) < 0)
+                argv[n - 1] = NULL;
+        argv[n++] = strdup("-o");
+        argv[n++] = strdup("dump.log");
+        argv[n++] = strdup("-v4");
+        if (a->leave_running)
+                argv[n++] = strdup("--leave-running");
+        if (barrier) {
+                argv[n++] = strdup("--action-script");
+                argv[n++] = strdup(barrier);
+        }
+        for (size_t k = 0; k < n_user; k++) {
+                /* With the barrier, the user's action scripts run inside it. */
+                if (barrier && strcmp(a->criu_argv[k], "--action-script") == 0 && a->criu_argv[k + 1]) {
+                        k++;
+                        continue;
+                }
+                if (barrier && strncmp(a->criu_argv[k], "--action-script=", 16) == 0)
+                        continue;
+                argv[n++] = strdup(a->criu_argv[k]);
+        }
+        for (size_t k = 0; k < n; k++)
+                if (!argv[k]) {
+                        for (size_t j = 0; j < n; j++)
+                                free(argv[j]);
+                        free(argv);
+                        return NULL;
+                }
+        return argv;
+}
+
+/* The user's --action-script scripts, in the order criu would run them
+ * (it runs the last given first), each quoted for sh, to the script f. */
+static int dump_write_user_scripts(FILE *f, char **criu_argv) {
+        size_t n = 0;
+
+        while (criu_argv[n])
+                n++;
+        for (size_t k = n; k-- > 0;) {
+                const char *path = NULL;
+
+                if (strncmp(criu_argv[k], "--action-script=", 16) == 0)
+                        path = criu_argv[k] + 16;
+                else if (k + 1 < n && strcmp(criu_argv[k], "--action-script") == 0)
+                        path = criu_argv[k + 1];
+                if (!path)
+                        continue;
+                if (strchr(path, '\''))
+                        return -EINVAL;
+                fprintf(f, "'%s' || rc=1\n", path);
+        }
+        return 0;
+}
+
+/* The barrier's action script, DIR/barrier.sh (criu executes the path it
+ * is given, without a shell or arguments).  criu 4.2 runs every action
+ * script even after one failed, and fails the dump afterwards: so the
+ * user's own scripts run inside this one, first, and a failure of theirs
+ * at post-dump fails it without reaching the barrier. */
+static char *dump_barrier_script(const dump_job *x, const char *dir, const char *sock) {
+        char self[PATH_MAX], *path = NULL;
+        ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        FILE *f;
+        int r;
+
+        if (k <= 0)
+                return NULL;
+        self[k] = '\0';
+        /* Quoted for sh: no path may hold a quote. */
+        if (strchr(self, '\'') || strchr(sock, '\'') || asprintf(&path, "%s/barrier.sh", dir) < 0)
+                return NULL;
+        f = fopen(path, "wxe");
+        if (!f || fchmod(fileno(f), 0700) < 0) {
+                if (f)
+                        fclose(f);
+                free(path);
+                return NULL;
+        }
+        fputs("#!/bin/sh\n# cudackptctl dump: every tree's criu waits here at post-dump\nrc=0\n", f);
+        r = dump_write_user_scripts(f, x->a->criu_argv);
+        fprintf(f, "[ \"$CRTOOLS_SCRIPT_ACTION\" = post-dump ] || exit $rc\n[ $rc = 0 ] || exit 1\n"
+                   "exec '%s' criu-barrier '%s'\n", self, sock);
+        if (fclose(f) != 0 || r < 0) {
+                free(path);
+                return NULL;
+        }
+        return path;
+}
+
+static void dump_free_runs(dump_job *x) {
+        for (size_t i = 0; x->runs && i < x->m.n_trees; i++) {
+                for (size_t k = 0; x->runs[i].argv && x->runs[i].argv[k]; k++)
+                        free(x->runs[i].argv[k]);
+                free(x->runs[i].argv);
+                free((char *) x->runs[i].log);
+                ctl_criu_run_done(&x->runs[i]);
+        }
+        free(x->runs);
+        x->runs = NULL;
+}
+
+/* Step 2: every tree's criu dump at once.  Returns 0, -EIO (a criu
+ * failed) or -errno (could not run them). */
+static int dump_run_criu(dump_job *x) {
+        char rundir[] = "/tmp/cudackpt-dump.XXXXXX", sock[sizeof(rundir) + 16], *script = NULL, path[PATH_MAX];
+        bool barrier = x->m.n_trees > 1;
+        struct sigaction sa = { .sa_handler = dump_on_signal }, old[3];
+        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+        int r = 0;
+
+        x->runs = calloc(x->m.n_trees, sizeof(*x->runs));
+        if (!x->runs)
+                return -ENOMEM;
+        if (barrier) {
+                if (!mkdtemp(rundir))
+                        return -errno;
+                snprintf(sock, sizeof(sock), "%s/barrier", rundir);
+                script = dump_barrier_script(x, rundir, sock);
+                if (!script)
+                        r = -ENOMEM;
+        }
+        for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
+                snprintf(path, sizeof(path), "%s/%s", x->a->images, x->m.trees[i].images);
+                if (mkdir(path, 0700) < 0 && errno != EEXIST)
+                        r = -errno;
+                x->runs[i].argv = dump_criu_argv(x, i, script);
+                if (asprintf((char **) &x->runs[i].log, "%s/dump.log", path) < 0)
+                        x->runs[i].log = NULL;
+                if (r == 0 && (!x->runs[i].argv || !x->runs[i].log))
+                        r = -ENOMEM;
+        }
+        /* A signal now waits for criu: stopped halfway, it would leave the
+         * tasks it froze in no known state. */
+        for (size_t i = 0; i < 3; i++)
+                sigaction(sigs[i], &sa, &old[i]);
+        if (r == 0) {
+                double t0 = ctl_job_now_ms();
+
+                r = ctl_criu_run_all(x->runs, x->m.n_trees, environ, barrier ? sock : NULL);
+                x->criu_ms = ctl_job_now_ms() - t0;
+        }
+        for (size_t i = 0; i < 3; i++)
+                sigaction(sigs[i], &old[i], NULL);
+        if (barrier) {
+                unlink(sock);
+                if (script)
+                        unlink(script);
+                rmdir(rundir);
+        }
+        free(script);
+        return r;
+}
+
+/* ResumeGroup of exactly the suspended members (after a failed dump, or
+ * --leave-running); the status of the call. */
+static int dump_resume(dump_job *x) {
+        double t0 = ctl_job_now_ms();
+        int status;
+
+        if (!x->members)
+                return CUDACKPT_EXIT_OK;
+        status = ctl_job_group(x->client, x->a, CUDACKPT_METHOD_RESUME_GROUP, x->members, false, NULL);
+        x->resume_ms = ctl_job_now_ms() - t0;
+        return status;
+}
+
+static cJSON *dump_json_trees(const dump_job *x) {
+        cJSON *arr = cJSON_CreateArray();
+
+        for (size_t i = 0; arr && i < x->m.n_trees; i++) {
+                cJSON *o = cJSON_CreateObject();
+
+                if (!o || !cJSON_AddItemToArray(arr, o))
+                        return cJSON_Delete(o), arr;
+                cJSON_AddNumberToObject(o, "root", x->m.trees[i].root);
+                cJSON_AddStringToObject(o, "images", x->m.trees[i].images);
+                cJSON_AddNumberToObject(o, "processes", (double) x->m.trees[i].n_pids);
+                if (x->runs) {
+                        cJSON_AddNumberToObject(o, "criu_status", x->runs[i].status);
+                        cJSON_AddNumberToObject(o, "criu_ms", x->runs[i].ms);
+                }
+        }
+        return arr;
+}
+
+/* --json: one object on stdout, whatever the outcome. */
+static void dump_print_json(const dump_job *x, const char *failed_step, bool resumed) {
+        cJSON *o = cJSON_CreateObject();
+        char *text;
+
+        if (!o)
+                return;
+        cJSON_AddStringToObject(o, "images", x->a->images);
+        cJSON_AddBoolToObject(o, "dumped", failed_step == NULL);
+        if (failed_step) {
+                cJSON_AddStringToObject(o, "failed_step", failed_step);
+                cJSON_AddBoolToObject(o, "resumed", resumed);
+        }
+        cJSON_AddBoolToObject(o, "left_running", x->a->leave_running && !failed_step);
+        cJSON_AddNumberToObject(o, "members", (double) x->m.n_members);
+        cJSON_AddItemToObject(o, "trees", dump_json_trees(x));
+        cJSON_AddNumberToObject(o, "suspend_ms", x->suspend_ms);
+        cJSON_AddNumberToObject(o, "criu_ms", x->criu_ms);
+        if (x->resume_ms > 0)
+                cJSON_AddNumberToObject(o, "resume_ms", x->resume_ms);
+        cJSON_AddNumberToObject(o, "duration_ms", ctl_job_now_ms() - x->t0);
+        text = cJSON_PrintUnformatted(o);
+        if (text)
+                puts(text);
+        cJSON_free(text);
+        cJSON_Delete(o);
+}
+
+/* Step 2 failed (or could not run): resume the job, say what happened. */
+static int dump_fail_criu(dump_job *x, int r) {
+        const char *step = "step 2 of 3 (criu dump)";
+        int *roots = calloc(x->m.n_trees + 1, sizeof(int)), status;
+
+        for (size_t i = 0; roots && i < x->m.n_trees; i++)
+                roots[i] = x->m.trees[i].root;
+        if (r != -EIO)
+                fprintf(stderr, "%s%s could not be run: %s\n", x->a->prefix, step, strerror(-r));
+        else if (roots)
+                ctl_job_print_criu_failures(x->a, "dump", x->runs, roots, x->m.n_trees);
+        free(roots);
+        status = dump_resume(x);
+        if (status == CUDACKPT_EXIT_OK)
+                fprintf(stderr, "%s%s failed; the job was resumed (%zu CUDA process%s running again, every "
+                        "tree left running by criu)\n", x->a->prefix, step, x->m.n_members,
+                        x->m.n_members == 1 ? "" : "es");
+        else
+                fprintf(stderr, "%s%s failed, and the job could not be resumed (above); its CUDA processes "
+                        "may still be checkpointed: cudackptctl resume %s %s\n", x->a->prefix, step,
+                        ctl_selector_option(x->a->selector.kind), x->a->selector.arg);
+        if (x->a->json)
+                dump_print_json(x, "criu", status == CUDACKPT_EXIT_OK);
+        return status == CUDACKPT_EXIT_OK ? CUDACKPT_EXIT_FAILURE : status;
+}
+
+/* Step 3 after a good dump: the manifest, then --leave-running's resume. */
+static int dump_finish(dump_job *x) {
+        int r, status = CUDACKPT_EXIT_OK;
+
+        x->m.selector = x->a->selector.json;
+        x->m.criu_version = x->criu_version;
+        x->m.left_running = x->a->leave_running;
+        r = ctl_manifest_write(&x->m, x->a->images, x->part_fd);
+        x->m.selector = NULL;
+        x->m.criu_version = NULL;
+        if (r < 0) {
+                fprintf(stderr, "%sthe images are written, but not %s/%s: %s\n", x->a->prefix, x->a->images,
+                        CTL_MANIFEST_NAME, strerror(-r));
+                status = CUDACKPT_EXIT_FAILURE;
+        }
+        if (x->a->leave_running) {
+                int s = dump_resume(x);
+                if (s != CUDACKPT_EXIT_OK) {
+                        fprintf(stderr, "%sthe dump is complete, but the job could not be resumed (above)\n",
+                                x->a->prefix);
+                        status = s;
+                }
+        }
+        if (x->a->json)
+                dump_print_json(x, status == CUDACKPT_EXIT_OK ? NULL : "finish", false);
+        else if (status == CUDACKPT_EXIT_OK) {
+                printf("dumped %zu CUDA process%s in %zu tree%s to ", x->m.n_members, x->m.n_members == 1 ? "" : "es",
+                       x->m.n_trees, x->m.n_trees == 1 ? "" : "s");
+                ctl_fputs_safe(x->a->images, stdout);
+                printf(": suspend %.1f ms (GPU memory free from then on), criu %.1f ms", x->suspend_ms, x->criu_ms);
+                if (x->a->leave_running)
+                        printf(", resumed %.1f ms", x->resume_ms);
+                printf(", total %.1f ms\n", ctl_job_now_ms() - x->t0);
+        }
+        return status;
+}
+
+/* Steps 1 and the trees; the exit status, CUDACKPT_EXIT_OK to go on. */
+static int dump_suspend(dump_job *x) {
+        const char *path = ctl_socket_path(x->a->socket);
+        double t0;
+        int r, status;
+
+        r = cudackpt_client_connect(path, &x->client);
+        if (r < 0) {
+                fprintf(stderr, "%scannot reach cudackptd at %s: %s\n", x->a->prefix, path, strerror(-r));
+                return CUDACKPT_EXIT_UNREACHABLE;
+        }
+        dump_list_gpus(x);
+        t0 = ctl_job_now_ms();
+        status = ctl_job_group(x->client, x->a, CUDACKPT_METHOD_SUSPEND_GROUP, NULL, true, &x->members);
+        x->suspend_ms = ctl_job_now_ms() - t0;
+        if (status != CUDACKPT_EXIT_OK) {
+                fprintf(stderr, "%sstep 1 of 3 (suspend the job as one group) failed; nothing was dumped\n",
+                        x->a->prefix);
+                return status;
+        }
+        ctl_job_progress(x->a, "job suspended in %.1f ms; GPU memory free", x->suspend_ms);
+        r = dump_find_trees(x);
+        if (r < 0) {
+                fprintf(stderr, "%scannot read the job's process trees: %s\n", x->a->prefix,
+                        r == -ESRCH ? "no process of the selection is left" : strerror(-r));
+                status = dump_resume(x);
+                return status == CUDACKPT_EXIT_OK ? CUDACKPT_EXIT_FAILURE : status;
+        }
+        return CUDACKPT_EXIT_OK;
+}
+
+int ctl_job_dump(const ctl_job_args *a) {
+        dump_job x = { .a = a, .part_fd = -1, .t0 = ctl_job_now_ms() };
+        char err[PATH_MAX + 128], path[PATH_MAX];
+        int status, r;
+
+        dump_signal = 0;
+        if (ctl_criu_find(x.criu, sizeof(x.criu), x.criu_version, sizeof(x.criu_version), err, sizeof(err)) < 0) {
+                fprintf(stderr, "%s%s; nothing was suspended\n", a->prefix, err);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        status = dump_prepare_dir(&x);
+        if (status == CUDACKPT_EXIT_OK)
+                status = dump_suspend(&x);
+        if (status != CUDACKPT_EXIT_OK && a->json)
+                dump_print_json(&x, x.client ? "suspend" : "prepare", false);
+        if (status == CUDACKPT_EXIT_OK) {
+                ctl_job_progress(a, "%zu tree%s (criu %s)", x.m.n_trees, x.m.n_trees == 1 ? "" : "s", x.criu_version);
+                r = dump_run_criu(&x);
+                if (dump_signal)
+                        fprintf(stderr, "%sgot signal %d during criu dump: waited for criu to finish\n", a->prefix,
+                                (int) dump_signal);
+                if (r == 0)
+                        ctl_job_progress(a, "done in %.1f ms", x.criu_ms);
+                status = r < 0 ? dump_fail_criu(&x, r) : dump_finish(&x);
+        }
+        if (x.part_fd >= 0) {
+                close(x.part_fd);
+                snprintf(path, sizeof(path), "%s/%s.part", a->images, CTL_MANIFEST_NAME);
+                unlink(path); /* renamed away after a good dump */
+        }
+        dump_free_runs(&x);
+        ctl_manifest_done(&x.m);
+        cJSON_Delete(x.processes);
+        cJSON_Delete(x.members);
+        cudackpt_client_free(x.client);
+        return status;
+}

@@ -1,0 +1,321 @@
+/* job.c: the command line of cudackptctl dump and restore --images.
+ *
+ *   cudackptctl dump (--tree PID | --pids LIST | --cgroup PATH) --images DIR
+ *                    [--leave-running] [--lock-timeout MS] [-- CRIU-OPTIONS...]
+ *   cudackptctl restore --images DIR [--device-map OLD=NEW,...] [-- CRIU-OPTIONS...]
+ *
+ * main() hands such a command line here (ctl_job_wanted) before its own
+ * parser sees it: "restore PID" stays the driver's single restore, and
+ * what follows "--" belongs to criu.  "criu-barrier SOCKET" is the dump's
+ * own action script for CRIU (criu.c), not for people. */
+#include "job.h"
+
+#include <cudackpt/protocol.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define JOB_NAME "cudackptctl"
+
+double ctl_job_now_ms(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+int ctl_job_group(cudackpt_client *client, const ctl_job_args *a, const char *method, const cJSON *sel,
+                  bool lease_on_close, cJSON **ret_members) {
+        ctl_selector s = { .kind = CTL_SELECT_PIDS, .arg = "", .json = (cJSON *) sel };
+        ctl_group g = {
+                .prefix = a->prefix,
+                .method = method,
+                .selector = a->dump && strcmp(method, CUDACKPT_METHOD_SUSPEND_GROUP) == 0 ? &a->selector : &s,
+                .lock_timeout = strcmp(method, CUDACKPT_METHOD_SUSPEND_GROUP) == 0 ? a->lock_timeout : -1,
+                .map = a->dump ? NULL : (const char *const *) a->map.items,
+                .progress = a->progress,
+                .progress_tty = a->progress_tty,
+                .lease_ms = -1,
+                .lease_on_close = lease_on_close,
+                .ret_members = ret_members,
+                .quiet = true,
+        };
+
+        return ctl_group_run(client, &g);
+}
+
+int *ctl_job_selector_pids(const cJSON *sel, size_t *ret_n) {
+        const cJSON *pids = cJSON_GetObjectItemCaseSensitive(sel, "pids"), *ref;
+        int *out = calloc((size_t) cJSON_GetArraySize(pids) + 1, sizeof(int));
+        size_t n = 0;
+
+        if (!out)
+                return NULL;
+        cJSON_ArrayForEach(ref, pids) {
+                const cJSON *p = cJSON_GetObjectItemCaseSensitive(ref, "pid");
+
+                if (cJSON_IsNumber(p))
+                        out[n++] = (int) p->valuedouble;
+        }
+        *ret_n = n;
+        return out;
+}
+
+/* Text from criu, line by line, indented, each line sanitised. */
+static void job_print_lines(const char *text) {
+        char *copy = strdup(text), *nl;
+
+        for (char *line = copy; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                fputs("  ", stderr);
+                ctl_fputs_safe(line, stderr);
+                fputc('\n', stderr);
+        }
+        free(copy);
+}
+
+void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const ctl_criu_run *runs,
+                                 const int *roots, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const ctl_criu_run *r = &runs[i];
+
+                if (r->status == 0)
+                        continue;
+                fputs(a->prefix, stderr);
+                if (r->status < 0)
+                        fprintf(stderr, "criu %s of tree %d was not started\n", verb, roots[i]);
+                else
+                        fprintf(stderr, "criu %s of tree %d exited with status %d after %.1f ms%s\n", verb,
+                                roots[i], r->status, r->ms, r->output && *r->output ? "; it printed:" : "");
+                if (r->output && *r->output)
+                        job_print_lines(r->output);
+                if (r->status > 0 && r->log) {
+                        fputs("criu's log ", stderr);
+                        ctl_fputs_safe(r->log, stderr);
+                        fputs(", its end:\n", stderr);
+                        ctl_criu_print_log_tail(r->log, 25);
+                }
+        }
+}
+
+void ctl_job_progress(const ctl_job_args *a, const char *fmt, ...) {
+        va_list ap;
+
+        if (!a->progress)
+                return;
+        fputs(a->dump ? "criu dump: " : "criu restore: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        fflush(stderr);
+}
+
+/* Options of either parser that take their argument as the next word. */
+static bool job_option_takes_word(const char *arg) {
+        static const char *const with_arg[] = { "--socket", "--timeout", "--lock-timeout", "--map", "--pids",
+                                                "--cgroup", "--tree", "--lease-ms", "--output", "--driver",
+                                                "--images", "--device-map", NULL };
+
+        for (size_t i = 0; with_arg[i]; i++)
+                if (strcmp(arg, with_arg[i]) == 0)
+                        return true;
+        return false;
+}
+
+bool ctl_job_wanted(int argc, char **argv) {
+        const char *command = NULL;
+        bool images = false;
+
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i];
+
+                if (strcmp(a, "--") == 0)
+                        break;
+                if (a[0] == '-' && a[1]) {
+                        if (strcmp(a, "--images") == 0 || strncmp(a, "--images=", 9) == 0)
+                                images = true;
+                        if (job_option_takes_word(a))
+                                i++;
+                        continue;
+                }
+                if (!command)
+                        command = a;
+        }
+        return command && (strcmp(command, "dump") == 0 || strcmp(command, "criu-barrier") == 0 ||
+                           (strcmp(command, "restore") == 0 && images));
+}
+
+static void job_help(void) {
+        printf("Usage: " JOB_NAME " dump (--tree=PID | --pids=LIST | --cgroup=PATH) --images=DIR\n"
+               "                        [--leave-running] [--lock-timeout=MS] [-- CRIU-OPTIONS...]\n"
+               "       " JOB_NAME " restore --images=DIR [--device-map=OLD=NEW[,...]] [-- CRIU-OPTIONS...]\n"
+               "\n"
+               "dump: suspend the job's CUDA processes as one group (GPU memory free from\n"
+               "then on), under a lease held by this command, then have CRIU dump every\n"
+               "process tree of the job into DIR (one directory per tree, and manifest.json).\n"
+               "If CRIU fails the job is resumed; with --leave-running it is resumed after\n"
+               "the dump, otherwise CRIU ends it.  restore: CRIU restores every tree of DIR\n"
+               "with its CUDA plugin standing aside, then every process's GPU state is\n"
+               "restored at once (none running before all are restored).\n"
+               "\n"
+               "  --images=DIR              the image directory\n"
+               "  --leave-running           dump: resume the job after a good dump\n"
+               "  --lock-timeout=MS         dump: how long to wait for the job's GPU work\n"
+               "  --device-map=OLD=NEW,...  restore: restore onto other GPUs (also --map)\n"
+               "  --socket=PATH, --json, --progress, --no-progress: as for the other commands\n"
+               "The criu run is $CUDACKPT_CRIU, else criu on PATH (4 or newer).  See\n"
+               "cudackptctl(1) and docs/criu.md.\n");
+}
+
+__attribute__((format(printf, 1, 2)))
+static int job_usage(const char *fmt, ...) {
+        va_list ap;
+
+        fputs(JOB_NAME ": ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputs("\nTry '" JOB_NAME " dump --help' for more information.\n", stderr);
+        return CUDACKPT_EXIT_USAGE;
+}
+
+/* A selector option of dump. */
+static int job_selector(ctl_job_args *a, ctl_selector_kind kind, const char *arg) {
+        int r;
+
+        if (a->selector.kind != CTL_SELECT_NONE)
+                return job_usage("give one of --pids, --cgroup and --tree, once");
+        r = ctl_selector_parse(&a->selector, kind, arg);
+        if (r == -ENOMEM)
+                return job_usage("out of memory");
+        if (r < 0)
+                return job_usage("invalid %s '%s'", ctl_selector_option(kind), arg);
+        return -1;
+}
+
+/* The positional words and the checks between options; -1 to go on. */
+static int job_check(ctl_job_args *a, const char *command, int n_positional, int progress, bool saw_lock_timeout) {
+        if (n_positional != 1)
+                return job_usage("%s takes no argument but its options (CRIU's go after --)", command);
+        a->dump = strcmp(command, "dump") == 0;
+        if (!a->images || !*a->images)
+                return job_usage("%s needs --images=DIR", command);
+        if (a->dump && a->selector.kind == CTL_SELECT_NONE)
+                return job_usage("dump needs --tree=PID, --pids=LIST or --cgroup=PATH");
+        if (!a->dump && a->selector.kind != CTL_SELECT_NONE)
+                return job_usage("restore --images takes no selector: the manifest names the processes");
+        if (!a->dump && (a->leave_running || saw_lock_timeout))
+                return job_usage("--leave-running and --lock-timeout are for dump");
+        if (a->dump && a->map.items)
+                return job_usage("--device-map is for restore");
+        a->progress_tty = isatty(STDERR_FILENO);
+        a->progress = progress < 0 ? a->progress_tty : progress > 0;
+        if (asprintf(&a->prefix, JOB_NAME ": %s: ", command) < 0)
+                a->prefix = NULL;
+        return a->prefix ? -1 : job_usage("out of memory");
+}
+
+/* Fill *a; returns -1 to go on, else the exit status. */
+static int job_parse(int argc, char **argv, ctl_job_args *a) {
+        enum { O_SOCKET = 0x100, O_JSON, O_LOCK_TIMEOUT, O_PIDS, O_CGROUP, O_TREE, O_IMAGES, O_LEAVE, O_MAP,
+               O_PROGRESS, O_NO_PROGRESS };
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, O_SOCKET },     { "json", no_argument, NULL, O_JSON },
+                { "lock-timeout", required_argument, NULL, O_LOCK_TIMEOUT },
+                { "pids", required_argument, NULL, O_PIDS },         { "cgroup", required_argument, NULL, O_CGROUP },
+                { "tree", required_argument, NULL, O_TREE },         { "images", required_argument, NULL, O_IMAGES },
+                { "leave-running", no_argument, NULL, O_LEAVE },     { "device-map", required_argument, NULL, O_MAP },
+                { "map", required_argument, NULL, O_MAP },           { "progress", no_argument, NULL, O_PROGRESS },
+                { "no-progress", no_argument, NULL, O_NO_PROGRESS }, { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        const char *command = NULL;
+        int n_positional = 0, progress = -1, c, r;
+        bool saw_lock_timeout = false;
+        unsigned long long v;
+
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "-:h", options, NULL)) != -1) {
+                switch (c) {
+                case 1:
+                        if (n_positional++ == 0)
+                                command = optarg;
+                        break;
+                case O_SOCKET:
+                        a->socket = optarg;
+                        break;
+                case O_JSON:
+                        a->json = true;
+                        break;
+                case O_LOCK_TIMEOUT:
+                        if (ctl_parse_uint(optarg, 4294967295ULL, &v) < 0)
+                                return job_usage("invalid --lock-timeout '%s'", optarg);
+                        a->lock_timeout = (long long) v;
+                        saw_lock_timeout = true;
+                        break;
+                case O_PIDS:
+                case O_CGROUP:
+                case O_TREE:
+                        r = job_selector(a, c == O_PIDS ? CTL_SELECT_PIDS : c == O_CGROUP ? CTL_SELECT_CGROUP
+                                                                                          : CTL_SELECT_TREE,
+                                         optarg);
+                        if (r >= 0)
+                                return r;
+                        break;
+                case O_IMAGES:
+                        a->images = optarg;
+                        break;
+                case O_LEAVE:
+                        a->leave_running = true;
+                        break;
+                case O_MAP:
+                        if (ctl_map_add(&a->map, optarg) < 0)
+                                return job_usage("invalid --device-map '%s': expected OLD=NEW[,OLD=NEW...], "
+                                                 "each old GPU once", optarg);
+                        break;
+                case O_PROGRESS:
+                case O_NO_PROGRESS:
+                        progress = c == O_PROGRESS;
+                        break;
+                case 'h':
+                        job_help();
+                        return CUDACKPT_EXIT_OK;
+                case ':':
+                        return job_usage("option '%s' needs an argument", argv[optind - 1]);
+                default:
+                        return job_usage("unknown option '%s' (CRIU's options go after --)", argv[optind - 1]);
+                }
+        }
+        a->criu_argv = argv + optind;
+        return job_check(a, command ? command : "", n_positional, progress, saw_lock_timeout);
+}
+
+int ctl_job_main(int argc, char **argv) {
+        ctl_job_args a = { .lock_timeout = -1 };
+        int status;
+
+        /* CRIU's action script: "cudackptctl criu-barrier SOCKET". */
+        if (argc == 3 && strcmp(argv[1], "criu-barrier") == 0)
+                return ctl_criu_barrier_main(argv[2]);
+        if (argc >= 2 && strcmp(argv[1], "criu-barrier") == 0)
+                return job_usage("criu-barrier is run by CRIU for dump, with a socket");
+        status = job_parse(argc, argv, &a);
+        if (status < 0)
+                status = a.dump ? ctl_job_dump(&a) : ctl_job_restore(&a);
+        ctl_map_done(&a.map);
+        ctl_selector_done(&a.selector);
+        free(a.prefix);
+        if (fflush(stdout) != 0 && status == CUDACKPT_EXIT_OK)
+                status = CUDACKPT_EXIT_FAILURE;
+        return status;
+}

@@ -1,0 +1,156 @@
+/* job.h: cudackptctl dump and restore --images, a whole job to disk and
+ * back through CRIU.
+ *
+ * job.c parses their command line; dump.c and jobrestore.c run the steps;
+ * criu.c finds and runs CRIU (several trees at once, the dump's barrier);
+ * manifest.c reads and writes the image directory's manifest.json;
+ * proctree.c reads the process tree from /proc.  Private to client/. */
+#ifndef CUDACKPT_JOB_H
+#define CUDACKPT_JOB_H
+
+#include "ctl.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The parsed command line of dump or restore --images. */
+typedef struct ctl_job_args {
+        bool dump;                /* dump; else restore --images */
+        const char *socket;       /* --socket, NULL: environment/default */
+        bool json;                /* --json: one JSON object on stdout at the end */
+        long long lock_timeout;   /* dump --lock-timeout, -1: the daemon's default */
+        ctl_selector selector;    /* dump: --tree, --pids or --cgroup */
+        const char *images;       /* --images DIR */
+        bool leave_running;       /* dump --leave-running */
+        ctl_map map;              /* restore --device-map (or --map) */
+        bool progress;            /* progress lines on stderr */
+        bool progress_tty;        /* ... stderr is a terminal */
+        char **criu_argv;         /* what follows "--", NULL-terminated (may be empty) */
+        char *prefix;             /* "cudackptctl: dump --tree 42: ", for errors */
+} ctl_job_args;
+
+/* One criu run among several started together. */
+typedef struct ctl_criu_run {
+        char **argv;              /* criu's, NULL-terminated; argv[0] the path */
+        const char *log;          /* criu's -o log, shown when it fails */
+        int status;               /* exit status, 128+N for signal N, -1: not run */
+        char *output;             /* its stdout and stderr (up to 64 KiB), to free() */
+        double ms;                /* how long it ran */
+} ctl_criu_run;
+
+/* ---- job.c ---- */
+
+/* Whether argv is a dump, a restore with --images, or the dump's barrier
+ * (run by CRIU as an action script): those go to ctl_job_main(). */
+bool ctl_job_wanted(int argc, char **argv);
+int ctl_job_main(int argc, char **argv);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+double ctl_job_now_ms(void);
+
+/* A group method on sel for the job (progress as a asks, nothing printed on
+ * success, the error and members' table on stderr on failure); returns the
+ * exit status.  lease_on_close: held by client's connection.  ret_members:
+ * as ctl_group's. */
+int ctl_job_group(cudackpt_client *client, const ctl_job_args *a, const char *method, const cJSON *sel,
+                  bool lease_on_close, cJSON **ret_members);
+
+/* The pids of a Selector {"pids": [{"pid": N, ...}]}; count in *ret_n. */
+int *ctl_job_selector_pids(const cJSON *sel, size_t *ret_n);
+
+/* On stderr: what each failed run printed and the end of its log. */
+void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const ctl_criu_run *runs,
+                                 const int *roots, size_t n);
+
+/* Whether a's progress lines are on: one line "criu VERB: TEXT" on stderr. */
+void ctl_job_progress(const ctl_job_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- dump.c, jobrestore.c ---- */
+
+int ctl_job_dump(const ctl_job_args *a);
+int ctl_job_restore(const ctl_job_args *a);
+
+/* ---- proctree.c ---- */
+
+/* A snapshot of /proc: every pid with its parent. */
+typedef struct ctl_proctree {
+        int *pid;
+        int *ppid;
+        size_t n;
+} ctl_proctree;
+
+int ctl_proctree_scan(ctl_proctree *ret);
+void ctl_proctree_done(ctl_proctree *t);
+/* pid and every descendant of it in t (pid first); -ESRCH when pid is not in t. */
+int ctl_proctree_subtree(const ctl_proctree *t, int pid, int **ret, size_t *ret_n);
+/* The members of set (n pids) that have no proper ancestor in set, in the
+ * order of set. */
+int ctl_proctree_roots(const ctl_proctree *t, const int *set, size_t n, int **ret, size_t *ret_n);
+/* The pids of t whose cgroup v2 path is cgroup or below it. */
+int ctl_proctree_cgroup(const ctl_proctree *t, const char *cgroup, int **ret, size_t *ret_n);
+/* Field 22 of /proc/PID/stat; 0 when it cannot be read. */
+uint64_t ctl_proc_start_time(int pid);
+
+/* ---- criu.c ---- */
+
+/* The criu to run: $CUDACKPT_CRIU, else criu on PATH; its version must be
+ * 4 or newer.  On failure, a sentence in err. */
+int ctl_criu_find(char *path, size_t size, char *version, size_t version_size, char *err, size_t err_size);
+
+/* Runs every run at once with env and waits for all.  barrier_sock, when
+ * not NULL, is a socket the runs' post-dump action scripts connect to
+ * (ctl_criu_barrier_main): every one is let go once all have connected, and
+ * none if a run fails first.  Returns 0 when all exited 0, -EIO when any
+ * failed, -errno when some could not be started (those have status -1). */
+int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barrier_sock);
+void ctl_criu_run_done(ctl_criu_run *run);
+
+/* The barrier's side in the action script: "criu-barrier SOCKET". */
+int ctl_criu_barrier_main(const char *sock);
+
+/* Writes the last lines of a criu log to stderr, indented. */
+void ctl_criu_print_log_tail(const char *path, int lines);
+
+/* environ with PATH replaced by "dir:PATH" (dir NULL: unchanged); to
+ * ctl_criu_env_free(). */
+char **ctl_criu_env(const char *path_dir);
+void ctl_criu_env_free(char **env);
+
+/* ---- manifest.c ---- */
+
+#define CTL_MANIFEST_NAME "manifest.json"
+
+typedef struct ctl_manifest_tree {
+        int root;
+        char *images;             /* directory name inside the image directory: "tree-ROOT" */
+        int *pids;                /* every process dumped with it */
+        size_t n_pids;
+} ctl_manifest_tree;
+
+typedef struct ctl_manifest_member {
+        int pid;
+        uint64_t start_time;      /* at the dump */
+        int tree;                 /* its tree's root */
+        char **gpus;              /* UUIDs it held memory on before the dump; NULL: not known */
+        size_t n_gpus;
+} ctl_manifest_member;
+
+typedef struct ctl_manifest {
+        cJSON *selector;          /* the dump's selector (owned) */
+        char *criu_version;
+        bool left_running;
+        ctl_manifest_tree *trees;
+        size_t n_trees;
+        ctl_manifest_member *members;
+        size_t n_members;
+} ctl_manifest;
+
+/* Writes m as DIR/manifest.json through fd (DIR/manifest.json.part, open
+ * for writing), renamed into place once synced. */
+int ctl_manifest_write(const ctl_manifest *m, const char *dir, int fd);
+/* Reads DIR/manifest.json; err gets a sentence on failure. */
+int ctl_manifest_read(const char *dir, ctl_manifest *ret, char *err, size_t err_size);
+void ctl_manifest_done(ctl_manifest *m);
+
+#endif

@@ -1,0 +1,376 @@
+/* jobrestore.c: cudackptctl restore --images, a dumped job back from disk.
+ *
+ *   1. criu restore -d of every tree of DIR's manifest, all at once, with
+ *      CRIU's CUDA plugin standing aside: a "cuda-checkpoint" that fails
+ *      is first on criu's PATH, so the plugin turns itself off whatever
+ *      cuda-checkpoint the machine has, and the processes come back as they
+ *      were dumped, checkpointed;
+ *   2. one ResumeGroup of every member: restored in parallel, none unlocked
+ *      before all are restored, the device map applied to each.
+ *
+ * A failure in step 1 ends the trees that did come back (their GPU state
+ * never ran: the images stay whole, the restore can be run again); one in
+ * step 2 unlocks no member (the daemon's rule), so none runs on the GPU
+ * while another is still checkpointed; either is said. */
+#include "job.h"
+
+#include <cudackpt/protocol.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct jrestore {
+        const ctl_job_args *a;
+        char criu[PATH_MAX];
+        char criu_version[32];
+        ctl_manifest m;
+        ctl_criu_run *runs;           /* one per tree */
+        cJSON *members;               /* Selector of the restored members, pinned; NULL: none */
+        double criu_ms, resume_ms, t0;
+} jrestore;
+
+/* Two GPU UUIDs alike, with or without "GPU-" and dashes, in any case. */
+static bool jrestore_uuid_eq(const char *a, const char *b) {
+        if (strncasecmp(a, "GPU-", 4) == 0)
+                a += 4;
+        if (strncasecmp(b, "GPU-", 4) == 0)
+                b += 4;
+        for (;;) {
+                while (*a == '-')
+                        a++;
+                while (*b == '-')
+                        b++;
+                if (!*a || !*b)
+                        return !*a && !*b;
+                if ((*a | 0x20) != (*b | 0x20))
+                        return false;
+                a++;
+                b++;
+        }
+}
+
+/* Every old GPU a member used must be mapped (the driver wants them all). */
+static int jrestore_check_map(const jrestore *x) {
+        const ctl_map *map = &x->a->map;
+
+        if (!map->items)
+                return CUDACKPT_EXIT_OK;
+        for (size_t i = 0; i < x->m.n_members; i++)
+                for (size_t j = 0; j < x->m.members[i].n_gpus; j++) {
+                        bool found = false;
+
+                        for (size_t k = 0; k + 1 < map->n_items && !found; k += 2)
+                                found = jrestore_uuid_eq(map->items[k], x->m.members[i].gpus[j]);
+                        if (!found) {
+                                fprintf(stderr, "%s--device-map does not map %s, which process %d used: map every "
+                                        "GPU of the job; nothing was restored\n", x->a->prefix,
+                                        x->m.members[i].gpus[j], x->m.members[i].pid);
+                                return CUDACKPT_EXIT_INVALID_GPU_MAPPING;
+                        }
+                }
+        return CUDACKPT_EXIT_OK;
+}
+
+/* CRIU gives the processes their pids back: none may be in use. */
+static int jrestore_check_pids(const jrestore *x) {
+        for (size_t i = 0; i < x->m.n_trees; i++)
+                for (size_t j = 0; j < x->m.trees[i].n_pids; j++) {
+                        int pid = x->m.trees[i].pids[j];
+
+                        if (kill(pid, 0) == 0 || errno != ESRCH) {
+                                fprintf(stderr, "%spid %d (of tree %d) is in use: CRIU restores each process with "
+                                        "its pid (is the job still running?); nothing was restored\n",
+                                        x->a->prefix, pid, x->m.trees[i].root);
+                                return CUDACKPT_EXIT_FAILURE;
+                        }
+                }
+        return CUDACKPT_EXIT_OK;
+}
+
+/* A directory holding a cuda-checkpoint that fails "-h": the plugin's probe. */
+static int jrestore_stub(char *dir) {
+        static const char script[] = "#!/bin/sh\n# cudackptctl restore --images: CRIU's CUDA plugin stands aside\nexit 1\n";
+        char path[PATH_MAX];
+        int fd;
+
+        if (!mkdtemp(dir))
+                return -errno;
+        snprintf(path, sizeof(path), "%s/cuda-checkpoint", dir);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+        if (fd < 0 || write(fd, script, sizeof(script) - 1) != (ssize_t) (sizeof(script) - 1)) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                unlink(path);
+                rmdir(dir);
+                return -e;
+        }
+        close(fd);
+        return 0;
+}
+
+static void jrestore_unstub(const char *dir) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/cuda-checkpoint", dir);
+        unlink(path);
+        rmdir(dir);
+}
+
+static char **jrestore_criu_argv(const jrestore *x, size_t i) {
+        size_t n_user = 0, n = 0;
+        char **argv;
+
+        while (x->a->criu_argv[n_user])
+                n_user++;
+        argv = calloc(n_user + 12, sizeof(char *));
+        if (!argv)
+                return NULL;
+        argv[n++] = strdup(x->criu);
+        argv[n++] = strdup("restore");
+        argv[n++] = strdup("-d");
+        argv[n++] = strdup("-D");
+        if (asprintf(&argv[n++], "%s/%s", x->a->images, x->m.trees[i].images) < 0)
+                argv[n - 1] = NULL;
+        argv[n++] = strdup("-o");
+        argv[n++] = strdup("restore.log");
+        argv[n++] = strdup("-v4");
+        for (size_t k = 0; k < n_user; k++)
+                argv[n++] = strdup(x->a->criu_argv[k]);
+        for (size_t k = 0; k < n; k++)
+                if (!argv[k]) {
+                        for (size_t j = 0; j < n; j++)
+                                free(argv[j]);
+                        free(argv);
+                        return NULL;
+                }
+        return argv;
+}
+
+/* Step 1; 0, -EIO (a criu failed) or -errno. */
+static int jrestore_run_criu(jrestore *x) {
+        char stub[] = "/tmp/cudackpt-restore.XXXXXX", **env = NULL;
+        double t0;
+        int r;
+
+        x->runs = calloc(x->m.n_trees, sizeof(*x->runs));
+        if (!x->runs)
+                return -ENOMEM;
+        for (size_t i = 0; i < x->m.n_trees; i++) {
+                x->runs[i].status = -1;
+                x->runs[i].argv = jrestore_criu_argv(x, i);
+                if (asprintf((char **) &x->runs[i].log, "%s/%s/restore.log", x->a->images, x->m.trees[i].images) < 0)
+                        x->runs[i].log = NULL;
+                if (!x->runs[i].argv || !x->runs[i].log)
+                        return -ENOMEM;
+        }
+        r = jrestore_stub(stub);
+        if (r < 0)
+                return r;
+        env = ctl_criu_env(stub);
+        if (!env) {
+                jrestore_unstub(stub);
+                return -ENOMEM;
+        }
+        t0 = ctl_job_now_ms();
+        r = ctl_criu_run_all(x->runs, x->m.n_trees, env, NULL);
+        x->criu_ms = ctl_job_now_ms() - t0;
+        ctl_criu_env_free(env);
+        jrestore_unstub(stub);
+        return r;
+}
+
+/* After a failed step 1: the trees that came back are ended. */
+static size_t jrestore_end_trees(const jrestore *x) {
+        size_t ended = 0;
+
+        for (size_t i = 0; i < x->m.n_trees; i++) {
+                if (x->runs[i].status != 0)
+                        continue;
+                for (size_t j = 0; j < x->m.trees[i].n_pids; j++)
+                        kill(x->m.trees[i].pids[j], SIGKILL);
+                ended++;
+        }
+        return ended;
+}
+
+static void jrestore_free_runs(jrestore *x) {
+        for (size_t i = 0; x->runs && i < x->m.n_trees; i++) {
+                for (size_t k = 0; x->runs[i].argv && x->runs[i].argv[k]; k++)
+                        free(x->runs[i].argv[k]);
+                free(x->runs[i].argv);
+                free((char *) x->runs[i].log);
+                ctl_criu_run_done(&x->runs[i]);
+        }
+        free(x->runs);
+        x->runs = NULL;
+}
+
+/* {"pids": [{"pid": P, "start_time": NEW}, ...]} of the restored members. */
+static int jrestore_members(jrestore *x) {
+        cJSON *sel, *pids;
+
+        if (x->m.n_members == 0)
+                return 0;
+        sel = cJSON_CreateObject();
+        pids = sel ? cJSON_AddArrayToObject(sel, "pids") : NULL;
+        for (size_t i = 0; pids && i < x->m.n_members; i++) {
+                cJSON *ref = cJSON_CreateObject();
+                uint64_t start = ctl_proc_start_time(x->m.members[i].pid);
+
+                if (!ref || !cJSON_AddItemToArray(pids, ref) ||
+                    !cJSON_AddNumberToObject(ref, "pid", x->m.members[i].pid) ||
+                    (start && !cJSON_AddNumberToObject(ref, "start_time", (double) start)))
+                        pids = NULL;
+        }
+        if (!pids) {
+                cJSON_Delete(sel);
+                return -ENOMEM;
+        }
+        x->members = sel;
+        return 0;
+}
+
+/* "1,2,3" of the members, for the commands a failure suggests. */
+static void jrestore_print_pids(const jrestore *x) {
+        for (size_t i = 0; i < x->m.n_members; i++)
+                fprintf(stderr, "%s%d", i ? "," : "", x->m.members[i].pid);
+}
+
+static void jrestore_print_json(const jrestore *x, const char *failed_step) {
+        cJSON *o = cJSON_CreateObject(), *trees = o ? cJSON_AddArrayToObject(o, "trees") : NULL;
+        char *text;
+
+        if (!trees) {
+                cJSON_Delete(o);
+                return;
+        }
+        cJSON_AddStringToObject(o, "images", x->a->images);
+        cJSON_AddBoolToObject(o, "restored", failed_step == NULL);
+        if (failed_step)
+                cJSON_AddStringToObject(o, "failed_step", failed_step);
+        cJSON_AddNumberToObject(o, "members", (double) x->m.n_members);
+        for (size_t i = 0; i < x->m.n_trees; i++) {
+                cJSON *t = cJSON_CreateObject();
+
+                if (!t || !cJSON_AddItemToArray(trees, t)) {
+                        cJSON_Delete(t);
+                        break;
+                }
+                cJSON_AddNumberToObject(t, "root", x->m.trees[i].root);
+                cJSON_AddNumberToObject(t, "processes", (double) x->m.trees[i].n_pids);
+                if (x->runs) {
+                        cJSON_AddNumberToObject(t, "criu_status", x->runs[i].status);
+                        cJSON_AddNumberToObject(t, "criu_ms", x->runs[i].ms);
+                }
+        }
+        cJSON_AddNumberToObject(o, "criu_ms", x->criu_ms);
+        cJSON_AddNumberToObject(o, "resume_ms", x->resume_ms);
+        cJSON_AddNumberToObject(o, "duration_ms", ctl_job_now_ms() - x->t0);
+        text = cJSON_PrintUnformatted(o);
+        if (text)
+                puts(text);
+        cJSON_free(text);
+        cJSON_Delete(o);
+}
+
+/* Step 1 failed: end what came back, say so. */
+static int jrestore_fail_criu(jrestore *x, int r) {
+        int *roots = calloc(x->m.n_trees + 1, sizeof(int));
+        size_t ended;
+
+        for (size_t i = 0; roots && i < x->m.n_trees; i++)
+                roots[i] = x->m.trees[i].root;
+        if (r != -EIO)
+                fprintf(stderr, "%sstep 1 of 2 (criu restore) could not be run: %s\n", x->a->prefix, strerror(-r));
+        else if (roots)
+                ctl_job_print_criu_failures(x->a, "restore", x->runs, roots, x->m.n_trees);
+        free(roots);
+        ended = x->runs ? jrestore_end_trees(x) : 0;
+        fprintf(stderr, "%sstep 1 of 2 (criu restore) failed; %zu tree%s restored meanwhile %s ended, so no process "
+                "of the job runs; the images are intact: fix the cause and run restore again\n", x->a->prefix, ended,
+                ended == 1 ? "" : "s", ended == 1 ? "was" : "were");
+        if (x->a->json)
+                jrestore_print_json(x, "criu");
+        return CUDACKPT_EXIT_FAILURE;
+}
+
+/* Step 2: every member's GPU state at once. */
+static int jrestore_resume(jrestore *x) {
+        const char *path = ctl_socket_path(x->a->socket);
+        cudackpt_client *client = NULL;
+        double t0 = ctl_job_now_ms();
+        int r, status;
+
+        if (jrestore_members(x) < 0) {
+                fprintf(stderr, "%sout of memory\n", x->a->prefix);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        if (!x->members)
+                return CUDACKPT_EXIT_OK;
+        r = cudackpt_client_connect(path, &client);
+        if (r < 0) {
+                fprintf(stderr, "%scannot reach cudackptd at %s: %s\n", x->a->prefix, path, strerror(-r));
+                status = CUDACKPT_EXIT_UNREACHABLE;
+        } else
+                status = ctl_job_group(client, x->a, CUDACKPT_METHOD_RESUME_GROUP, x->members, false, NULL);
+        x->resume_ms = ctl_job_now_ms() - t0;
+        cudackpt_client_free(client);
+        if (status != CUDACKPT_EXIT_OK) {
+                fprintf(stderr, "%sstep 2 of 2 (resume the job's GPU state) failed; no process was unlocked (those "
+                        "restored are locked, the others checkpointed), so none runs on the GPU.  Fix the cause "
+                        "and run: cudackptctl resume --pids=", x->a->prefix);
+                jrestore_print_pids(x);
+                fputs(" [--map=...]; or end the job: kill -KILL ", stderr);
+                for (size_t i = 0; i < x->m.n_trees; i++)
+                        fprintf(stderr, "%s%d", i ? " " : "", x->m.trees[i].root);
+                fputc('\n', stderr);
+        }
+        return status;
+}
+
+int ctl_job_restore(const ctl_job_args *a) {
+        jrestore x = { .a = a, .t0 = ctl_job_now_ms() };
+        char err[PATH_MAX + 128];
+        int status, r;
+
+        if (ctl_criu_find(x.criu, sizeof(x.criu), x.criu_version, sizeof(x.criu_version), err, sizeof(err)) < 0 ||
+            ctl_manifest_read(a->images, &x.m, err, sizeof(err)) < 0) {
+                fprintf(stderr, "%s%s; nothing was restored\n", a->prefix, err);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        status = jrestore_check_map(&x);
+        if (status == CUDACKPT_EXIT_OK)
+                status = jrestore_check_pids(&x);
+        if (status != CUDACKPT_EXIT_OK) {
+                ctl_manifest_done(&x.m);
+                return status;
+        }
+        ctl_job_progress(a, "%zu tree%s (criu %s), CUDA plugin aside", x.m.n_trees, x.m.n_trees == 1 ? "" : "s",
+                         x.criu_version);
+        r = jrestore_run_criu(&x);
+        if (r < 0)
+                status = jrestore_fail_criu(&x, r);
+        else {
+                ctl_job_progress(a, "done in %.1f ms; resuming %zu CUDA process%s", x.criu_ms, x.m.n_members,
+                                 x.m.n_members == 1 ? "" : "es");
+                status = jrestore_resume(&x);
+                if (a->json)
+                        jrestore_print_json(&x, status == CUDACKPT_EXIT_OK ? NULL : "resume");
+                else if (status == CUDACKPT_EXIT_OK)
+                        printf("restored %zu CUDA process%s in %zu tree%s: criu %.1f ms, resume %.1f ms, total %.1f ms\n",
+                               x.m.n_members, x.m.n_members == 1 ? "" : "es", x.m.n_trees,
+                               x.m.n_trees == 1 ? "" : "s", x.criu_ms, x.resume_ms, ctl_job_now_ms() - x.t0);
+        }
+        jrestore_free_runs(&x);
+        cJSON_Delete(x.members);
+        ctl_manifest_done(&x.m);
+        return status;
+}

@@ -1,0 +1,289 @@
+/* manifest.c: DIR/manifest.json, what a dump wrote into its image
+ * directory, for restore --images.
+ *
+ *   {"format": "cudackpt-job", "version": 1, "created": "2026-12-03T10:00:00Z",
+ *    "host": "node7", "selector": {"tree": 4242}, "criu_version": "4.2",
+ *    "left_running": false,
+ *    "trees": [{"root": 4242, "images": "tree-4242", "pids": [4242, 4243]}],
+ *    "members": [{"pid": 4243, "start_time": 4526521, "tree": 4242,
+ *                 "gpus": ["GPU-6987cd69-a0ec-5a42-c1ab-ecda53d34e96"]}]}
+ *
+ * One image directory per tree root (criu's own images and its logs);
+ * members are the CUDA processes the daemon suspended, with the GPUs they
+ * held memory on before (absent when the daemon had no NVML).  The file is
+ * written last, so a directory with a manifest holds a complete dump; read,
+ * it is checked as input from anywhere (the images name only directories
+ * of the form tree-PID inside DIR). */
+#include "job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MANIFEST_FORMAT "cudackpt-job"
+#define MANIFEST_VERSION 1
+#define MANIFEST_MAX_BYTES (16 * 1024 * 1024)
+
+static cJSON *manifest_int_array(const int *v, size_t n) {
+        cJSON *a = cJSON_CreateArray();
+
+        for (size_t i = 0; a && i < n; i++) {
+                cJSON *x = cJSON_CreateNumber(v[i]);
+                if (!x || !cJSON_AddItemToArray(a, x)) {
+                        cJSON_Delete(x);
+                        cJSON_Delete(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
+static bool manifest_add_member(cJSON *arr, const ctl_manifest_member *m) {
+        cJSON *o = cJSON_CreateObject(), *g;
+
+        if (!o || !cJSON_AddItemToArray(arr, o))
+                return cJSON_Delete(o), false;
+        if (!cJSON_AddNumberToObject(o, "pid", m->pid) ||
+            !cJSON_AddNumberToObject(o, "start_time", (double) m->start_time) ||
+            !cJSON_AddNumberToObject(o, "tree", m->tree))
+                return false;
+        if (!m->gpus)
+                return true;
+        g = cJSON_AddArrayToObject(o, "gpus");
+        for (size_t i = 0; g && i < m->n_gpus; i++) {
+                cJSON *s = cJSON_CreateString(m->gpus[i]);
+                if (!s || !cJSON_AddItemToArray(g, s))
+                        return cJSON_Delete(s), false;
+        }
+        return g != NULL;
+}
+
+static cJSON *manifest_to_json(const ctl_manifest *m) {
+        cJSON *root = cJSON_CreateObject(), *trees, *members;
+        char created[32] = "", host[256] = "";
+        time_t now = time(NULL);
+        struct tm tm;
+
+        if (!root)
+                return NULL;
+        if (gmtime_r(&now, &tm))
+                strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        if (gethostname(host, sizeof(host) - 1) < 0)
+                host[0] = '\0';
+        if (!cJSON_AddStringToObject(root, "format", MANIFEST_FORMAT) ||
+            !cJSON_AddNumberToObject(root, "version", MANIFEST_VERSION) ||
+            !cJSON_AddStringToObject(root, "created", created) || !cJSON_AddStringToObject(root, "host", host) ||
+            !cJSON_AddItemToObject(root, "selector", cJSON_Duplicate(m->selector, 1)) ||
+            !cJSON_AddStringToObject(root, "criu_version", m->criu_version ? m->criu_version : "") ||
+            !cJSON_AddBoolToObject(root, "left_running", m->left_running))
+                goto fail;
+        trees = cJSON_AddArrayToObject(root, "trees");
+        members = cJSON_AddArrayToObject(root, "members");
+        if (!trees || !members)
+                goto fail;
+        for (size_t i = 0; i < m->n_trees; i++) {
+                cJSON *t = cJSON_CreateObject();
+                if (!t || !cJSON_AddItemToArray(trees, t))
+                        goto fail_item;
+                if (!cJSON_AddNumberToObject(t, "root", m->trees[i].root) ||
+                    !cJSON_AddStringToObject(t, "images", m->trees[i].images) ||
+                    !cJSON_AddItemToObject(t, "pids", manifest_int_array(m->trees[i].pids, m->trees[i].n_pids)))
+                        goto fail;
+                continue;
+        fail_item:
+                cJSON_Delete(t);
+                goto fail;
+        }
+        for (size_t i = 0; i < m->n_members; i++)
+                if (!manifest_add_member(members, &m->members[i]))
+                        goto fail;
+        return root;
+fail:
+        cJSON_Delete(root);
+        return NULL;
+}
+
+int ctl_manifest_write(const ctl_manifest *m, const char *dir, int fd) {
+        cJSON *root = manifest_to_json(m);
+        char *text = root ? cJSON_Print(root) : NULL, *part = NULL, *final = NULL;
+        size_t len, off = 0;
+        int r = 0;
+
+        cJSON_Delete(root);
+        if (!text || asprintf(&part, "%s/%s.part", dir, CTL_MANIFEST_NAME) < 0 ||
+            asprintf(&final, "%s/%s", dir, CTL_MANIFEST_NAME) < 0) {
+                r = -ENOMEM;
+                goto out;
+        }
+        len = strlen(text);
+        while (off < len) {
+                ssize_t k = write(fd, text + off, len - off);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        r = -errno;
+                        goto out;
+                }
+                off += (size_t) k;
+        }
+        if (write(fd, "\n", 1) != 1 || fsync(fd) < 0 || rename(part, final) < 0)
+                r = -errno;
+out:
+        cJSON_free(text);
+        free(part);
+        free(final);
+        return r;
+}
+
+/* ---- reading ------------------------------------------------------------------ */
+
+static bool manifest_pid(const cJSON *o, const char *key, int *ret) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+        if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 2147483647.0 ||
+            v->valuedouble != (double) (int) v->valuedouble)
+                return false;
+        *ret = (int) v->valuedouble;
+        return true;
+}
+
+static int manifest_read_tree(const cJSON *t, ctl_manifest_tree *ret) {
+        const cJSON *images = cJSON_GetObjectItemCaseSensitive(t, "images");
+        const cJSON *pids = cJSON_GetObjectItemCaseSensitive(t, "pids"), *p;
+        char want[32];
+
+        if (!manifest_pid(t, "root", &ret->root) || !cJSON_IsString(images) || !cJSON_IsArray(pids))
+                return -EINVAL;
+        /* Only the name dump gives it: nothing outside DIR. */
+        snprintf(want, sizeof(want), "tree-%d", ret->root);
+        if (strcmp(images->valuestring, want) != 0)
+                return -EINVAL;
+        ret->images = strdup(want);
+        ret->pids = calloc((size_t) cJSON_GetArraySize(pids) + 1, sizeof(int));
+        if (!ret->images || !ret->pids)
+                return -ENOMEM;
+        cJSON_ArrayForEach(p, pids) {
+                if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > 2147483647.0)
+                        return -EINVAL;
+                ret->pids[ret->n_pids++] = (int) p->valuedouble;
+        }
+        return 0;
+}
+
+static int manifest_read_member(const cJSON *o, ctl_manifest_member *ret) {
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "start_time");
+        const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(o, "gpus"), *g;
+
+        if (!manifest_pid(o, "pid", &ret->pid) || !manifest_pid(o, "tree", &ret->tree))
+                return -EINVAL;
+        if (cJSON_IsNumber(st) && st->valuedouble >= 0)
+                ret->start_time = (uint64_t) st->valuedouble;
+        if (!gpus)
+                return 0;
+        if (!cJSON_IsArray(gpus))
+                return -EINVAL;
+        ret->gpus = calloc((size_t) cJSON_GetArraySize(gpus) + 1, sizeof(char *));
+        if (!ret->gpus)
+                return -ENOMEM;
+        cJSON_ArrayForEach(g, gpus) {
+                if (!cJSON_IsString(g))
+                        return -EINVAL;
+                ret->gpus[ret->n_gpus] = strdup(g->valuestring);
+                if (!ret->gpus[ret->n_gpus++])
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
+        const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
+        const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "version");
+        const cJSON *trees = cJSON_GetObjectItemCaseSensitive(root, "trees");
+        const cJSON *members = cJSON_GetObjectItemCaseSensitive(root, "members"), *x;
+        const cJSON *cv = cJSON_GetObjectItemCaseSensitive(root, "criu_version");
+        int r;
+
+        if (!cJSON_IsString(format) || strcmp(format->valuestring, MANIFEST_FORMAT) != 0 ||
+            !cJSON_IsNumber(version) || version->valuedouble != MANIFEST_VERSION || !cJSON_IsArray(trees) ||
+            cJSON_GetArraySize(trees) == 0 || !cJSON_IsArray(members))
+                return -EINVAL;
+        m->left_running = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "left_running"));
+        m->selector = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(root, "selector"), 1);
+        m->criu_version = strdup(cJSON_IsString(cv) ? cv->valuestring : "");
+        m->trees = calloc((size_t) cJSON_GetArraySize(trees), sizeof(*m->trees));
+        m->members = calloc((size_t) cJSON_GetArraySize(members) + 1, sizeof(*m->members));
+        if (!m->criu_version || !m->trees || !m->members)
+                return -ENOMEM;
+        cJSON_ArrayForEach(x, trees) {
+                r = manifest_read_tree(x, &m->trees[m->n_trees++]);
+                if (r < 0)
+                        return r;
+        }
+        cJSON_ArrayForEach(x, members) {
+                r = manifest_read_member(x, &m->members[m->n_members++]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int ctl_manifest_read(const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
+        ctl_manifest m = { 0 };
+        char *path = NULL, *text = NULL;
+        cJSON *root = NULL;
+        FILE *f = NULL;
+        size_t len = 0;
+        int r;
+
+        if (asprintf(&path, "%s/%s", dir, CTL_MANIFEST_NAME) < 0)
+                return -ENOMEM;
+        f = fopen(path, "re");
+        text = malloc(MANIFEST_MAX_BYTES + 1);
+        if (!f || !text) {
+                r = f ? -ENOMEM : -errno;
+                snprintf(err, err_size, "cannot read %s: %s (not an image directory of cudackptctl dump?)", path,
+                         strerror(-r));
+                goto out;
+        }
+        len = fread(text, 1, MANIFEST_MAX_BYTES, f);
+        text[len] = '\0';
+        root = cJSON_Parse(text);
+        r = root ? manifest_from_json(root, &m) : -EINVAL;
+        if (r < 0) {
+                snprintf(err, err_size, "%s: %s", path,
+                         r == -ENOMEM ? "out of memory" : "not a manifest of cudackptctl dump (format 1)");
+                ctl_manifest_done(&m);
+                goto out;
+        }
+        *ret = m;
+out:
+        if (f)
+                fclose(f);
+        cJSON_Delete(root);
+        free(text);
+        free(path);
+        return r;
+}
+
+void ctl_manifest_done(ctl_manifest *m) {
+        if (!m)
+                return;
+        cJSON_Delete(m->selector);
+        free(m->criu_version);
+        for (size_t i = 0; m->trees && i < m->n_trees; i++) {
+                free(m->trees[i].images);
+                free(m->trees[i].pids);
+        }
+        free(m->trees);
+        for (size_t i = 0; m->members && i < m->n_members; i++) {
+                for (size_t j = 0; m->members[i].gpus && j < m->members[i].n_gpus; j++)
+                        free(m->members[i].gpus[j]);
+                free(m->members[i].gpus);
+        }
+        free(m->members);
+        *m = (ctl_manifest) { 0 };
+}

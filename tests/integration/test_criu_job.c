@@ -1,0 +1,445 @@
+/* test_criu_job.c: cudackptctl dump and restore --images, a whole job to
+ * disk and back, with the real CRIU and the real daemon on the simulator.
+ *
+ * The same setup as test_criu.c (criu_itest.h): criu_target processes,
+ * the drop-in first on criu's PATH and CRIU_FAULT=138, so CRIU's CUDA
+ * plugin is on.  cudackptctl finds criu through CUDACKPT_CRIU.  What is
+ * checked: the group suspend happens before CRIU and the plugin finds the
+ * processes checkpointed (its log says so, and the daemon audits no Lock
+ * from it); a restore brings back the pids, new processes, running, their
+ * memory intact, the GPU state restored by one ResumeGroup (the plugin
+ * aside: no Restore audited from the drop-in); a CRIU that fails early or
+ * at post-dump leaves the job running; the dump command SIGKILLed before
+ * CRIU leaves it running within a second (its lease); --leave-running;
+ * two trees waiting for each other (one failing keeps both); a device map,
+ * good and bad.
+ *
+ * Skips as integration.criu does (citest_probe). */
+#include "criu_itest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Bound on one cudackptctl dump or restore (each runs criu once per tree). */
+#define JOB_TIMEOUT_MS (2 * CRIU_TIMEOUT_MS)
+/* The lease's promise: killed, the job runs again within this. */
+#define LEASE_UNDO_MS 1000
+
+/* Asserts cond about a cudackptctl run; its output goes to stderr first
+ * (too long for Check's message). */
+#define assert_run(cond, res, ...) do { \
+        if (!(cond)) \
+                fprintf(stderr, "----- cudackptctl printed -----\n%s----- end -----\n", (res)->out); \
+        ck_assert_msg((cond), __VA_ARGS__); \
+} while (0)
+
+/* An executable script DIR/bin/NAME holding body (criu runs an action
+ * script's path as it is given); its path. */
+static const char *script(struct citest_ctx *x, const char *name, const char *body)
+{
+        const char *path = itest_strdupf("%s/%s", x->bin, name);
+        FILE *f = fopen(path, "we");
+        ck_assert(f);
+        fprintf(f, "#!/bin/sh\n%s\n", body);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(chmod(path, 0755), 0);
+        return path;
+}
+
+/* x's environment plus CUDACKPT_CRIU (what cudackptctl runs as criu). */
+static const char *const *job_env(struct citest_ctx *x, const char *criu)
+{
+        const char **env = itest_keep(calloc(24, sizeof(char *)));
+        size_t n = 0;
+        ck_assert(env);
+        for (; x->env[n]; n++)
+                env[n] = x->env[n];
+        env[n++] = itest_strdupf("CUDACKPT_CRIU=%s", criu ? criu : citest_criu_path);
+        env[n] = NULL;
+        return env;
+}
+
+/* Runs cudackptctl ARGS... (NULL-terminated) with env; the result. */
+static struct citest_run *ctl(const char *const *env, ...)
+{
+        const char *argv[40];
+        size_t n = 0;
+        argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
+        va_list ap;
+        va_start(ap, env);
+        for (const char *a = va_arg(ap, const char *); a && n < 39; a = va_arg(ap, const char *))
+                argv[n++] = a;
+        va_end(ap);
+        argv[n] = NULL;
+        struct citest_run *res = itest_keep(calloc(1, sizeof(*res)));
+        ck_assert(res);
+        int r = citest_run_bounded(argv, env, JOB_TIMEOUT_MS, res);
+        ck_assert_msg(r == 0, "cannot run cudackptctl: %s", strerror(-r));
+        assert_run(!res->timed_out, res, "cudackptctl %s did not finish within %d ms", argv[1], JOB_TIMEOUT_MS);
+        return res;
+}
+
+static void expect_ok(const struct citest_run *res, const char *what)
+{
+        assert_run(res->status == 0, res, "%s: exit status %d (its output above)", what, res->status);
+}
+
+/* The daemon's log holds no audit of a single call of method on pid (any
+ * result): a group's own steps carry detail="...Group". */
+static void assert_no_audit(struct citest_ctx *x, const char *method, pid_t pid)
+{
+        char *text = citest_slurp(itest_strdupf("%s/daemon.log", x->d->dir));
+        const char *bad = itest_strdupf(" method=%s target_pid=%d ", method, (int)pid);
+        ck_assert(text);
+        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                ck_assert_msg(!strstr(line, bad) || strstr(line, " detail="),
+                              "the daemon audited a single %s of %d (the plugin did GPU work): %s", method, (int)pid,
+                              line);
+        }
+}
+
+/* After a dump: the pids gone, the manifest there, the plugin having left
+ * every member alone. */
+static void check_dumped(struct citest_ctx *x, const char *img, const pid_t *pids, size_t n, size_t trees)
+{
+        for (size_t i = 0; i < n; i++)
+                citest_await_gone(pids[i], AWAIT_MS);
+        char *manifest = citest_slurp(itest_strdupf("%s/manifest.json", img));
+        ck_assert_msg(manifest, "no %s/manifest.json after a good dump", img);
+        cJSON *m = itest_keep_json(cJSON_Parse(manifest));
+        ck_assert_msg(m, "manifest.json is not JSON: %s", manifest);
+        ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "trees")), (int)trees);
+        ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "members")), (int)n);
+        for (size_t i = 0; i < n; i++) {
+                itest_await_log(x->d, itest_strdupf(" method=SuspendGroup"), AWAIT_MS);
+                assert_no_audit(x, "Lock", pids[i]);
+                assert_no_audit(x, "Checkpoint", pids[i]);
+        }
+}
+
+/* The plugin saw pid checkpointed at the dump (tree dir DIR/tree-ROOT). */
+static void check_plugin_skipped(const char *img, pid_t root, pid_t pid)
+{
+        const char *log = itest_strdupf("%s/tree-%d/dump.log", img, (int)root);
+        char *text = citest_slurp(log);
+        ck_assert_msg(text, "no %s", log);
+        const char *want = itest_strdupf("pid %d already in a checkpointed state", (int)pid);
+        if (!strstr(text, want))
+                citest_print_log_tail("dump.log", log);
+        ck_assert_msg(strstr(text, want), "%s does not say \"%s\": the plugin was off, or it checkpointed", log,
+                      want);
+}
+
+/* After a restore: the same pids, new processes, running, memory intact
+ * (the check counter as it was dumped, plus one), and the GPU state
+ * restored by the group, not by the plugin. */
+static void check_job_restored(struct citest_ctx *x, const pid_t *pids, const uint64_t *start, size_t n,
+                               unsigned long check)
+{
+        for (size_t i = 0; i < n; i++) {
+                char st = 0;
+                pid_t ppid = 0;
+                ck_assert_msg(citest_proc_stat(pids[i], &st, &ppid), "pid %d did not come back", (int)pids[i]);
+                ck_assert_msg(st != 'Z' && st != 'X', "restored pid %d is dead (%c)", (int)pids[i], st);
+                ck_assert_msg(itest_start_time(pids[i]) != start[i], "pid %d is not a restored process",
+                              (int)pids[i]);
+                citest_assert_state(x, pids[i], "running");
+                assert_no_audit(x, "Restore", pids[i]);
+                citest_check_memory(x, pids[i], check);
+        }
+        itest_await_log(x->d, " method=ResumeGroup", AWAIT_MS);
+}
+
+static void start_times(const pid_t *pids, uint64_t *start, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                start[i] = itest_start_time(pids[i]);
+}
+
+/* ---- the tests ----------------------------------------------------------- */
+
+START_TEST(job_tree_dump_restore)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = job_env(&x, NULL);
+        pid_t pids[3];
+        uint64_t start[3];
+        ck_assert_int_eq(citest_start_target(&x, "tree", pids, 3), 3);
+        start_times(pids, start, 3);
+        for (int i = 0; i < 3; i++)
+                citest_check_memory(&x, pids[i], 1);
+
+        struct citest_run *d = ctl(env, "dump", "--tree", itest_strdupf("%d", (int)pids[0]), "--images", x.img,
+                                   "--progress", NULL);
+        expect_ok(d, "dump --tree");
+        assert_run(strstr(d->out, "dumped 3 CUDA processes in 1 tree"), d, "dump said something else");
+        check_dumped(&x, x.img, pids, 3, 1);
+        for (int i = 0; i < 3; i++)
+                check_plugin_skipped(x.img, pids[0], pids[i]);
+
+        struct citest_run *r = ctl(env, "restore", "--images", x.img, "--json", NULL);
+        expect_ok(r, "restore --images");
+        assert_run(strstr(r->out, "\"restored\":true"), r, "restore --json said something else");
+        check_job_restored(&x, pids, start, 3, 2);
+        citest_kill_all(pids, 3);
+}
+END_TEST
+
+START_TEST(job_dump_failures_leave_job_running)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = job_env(&x, NULL);
+        pid_t pids[3];
+        ck_assert_int_eq(citest_start_target(&x, "tree", pids, 3), 3);
+        uint64_t start[3];
+        start_times(pids, start, 3);
+        const char *tree = itest_strdupf("%d", (int)pids[0]);
+
+        /* An image directory that cannot be written: refused before anything is suspended. */
+        const char *file = itest_strdupf("%s/a-file", x.d->dir);
+        int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        struct citest_run *res = ctl(env, "dump", "--tree", tree, "--images", itest_strdupf("%s/img", file), NULL);
+        assert_run(res->status != 0 && strstr(res->out, "nothing was suspended"), res, "dump into a file: %d",
+                   res->status);
+        ck_assert_msg(!strstr(citest_slurp(itest_strdupf("%s/daemon.log", x.d->dir)), "method=SuspendGroup"),
+                      "the job was suspended for an image directory that cannot be written");
+
+        /* An option criu refuses, then a criu failing at post-dump, after
+         * writing every image, with the tasks frozen. */
+        const char *late = script(&x, "fail-post-dump", "test \"$CRTOOLS_SCRIPT_ACTION\" != post-dump");
+        const char *const *opts[] = { (const char *const[]){ "--no-such-criu-option", NULL },
+                                      (const char *const[]){ "--action-script", late, NULL } };
+        for (int k = 0; k < 2; k++) {
+                res = ctl(env, "dump", "--tree", tree, "--images", x.img, "--", opts[k][0], opts[k][1], NULL);
+                assert_run(res->status == 1, res, "dump with a failing criu (%s): exit status %d", opts[k][0],
+                           res->status);
+                assert_run(strstr(res->out, "step 2 of 3 (criu dump) failed; the job was resumed"), res,
+                           "dump did not say the job was resumed");
+                assert_run(k == 0 || strstr(res->out, "Post dump script"), res,
+                           "criu did not fail at post-dump, or its log was not shown");
+                for (int i = 0; i < 3; i++) {
+                        ck_assert_msg(itest_start_time(pids[i]) == start[i], "pid %d is gone", (int)pids[i]);
+                        citest_assert_state(&x, pids[i], "running");
+                        citest_check_memory(&x, pids[i], (unsigned long)k + 1);
+                }
+                ck_assert_int_ne(access(itest_strdupf("%s/manifest.json", x.img), F_OK), 0);
+        }
+        citest_kill_all(pids, 3);
+}
+END_TEST
+
+/* A criu that blocks at "dump" (after answering --version as the real one):
+ * cudackptctl is then between the group suspend and CRIU's work. */
+static const char *blocking_criu(struct citest_ctx *x, const char *pidfile)
+{
+        const char *path = itest_strdupf("%s/criu-blocks", x->bin);
+        FILE *f = fopen(path, "we");
+        ck_assert(f);
+        fprintf(f, "#!/bin/sh\nif [ \"$1\" = dump ]; then echo $$ > '%s.tmp'; mv '%s.tmp' '%s'; exec sleep 600; fi\n"
+                   "exec '%s' \"$@\"\n",
+                pidfile, pidfile, pidfile, citest_criu_path);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(chmod(path, 0755), 0);
+        return path;
+}
+
+START_TEST(job_dump_killed_leaves_job_running)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *pidfile = itest_strdupf("%s/criu.pid", x.d->dir);
+        const char *const *env = job_env(&x, blocking_criu(&x, pidfile));
+        pid_t pids[3];
+        ck_assert_int_eq(citest_start_target(&x, "tree", pids, 3), 3);
+
+        const char *argv[] = { citest_need_env("CUDACKPT_TEST_CTL"), "dump", "--tree", itest_strdupf("%d", (int)pids[0]),
+                               "--images", x.img, NULL };
+        pid_t c = fork();
+        ck_assert_int_ge(c, 0);
+        if (c == 0) {
+                int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+                dup2(devnull, 0);
+                dup2(devnull, 1);
+                execve(argv[0], (char *const *)argv, (char *const *)env);
+                _exit(127);
+        }
+        double deadline = itest_now_ms() + AWAIT_MS;
+        while (access(pidfile, F_OK) != 0) {
+                ck_assert_msg(itest_now_ms() < deadline, "cudackptctl dump did not start criu dump");
+                ck_assert_int_eq(waitpid(c, NULL, WNOHANG), 0);
+                poll(NULL, 0, 5);
+        }
+        char *text = citest_slurp(pidfile);
+        pid_t criu = (pid_t)atoi(text);
+        for (int i = 0; i < 3; i++)
+                citest_assert_state(&x, pids[i], "checkpointed");
+
+        ck_assert_int_eq(kill(c, SIGKILL), 0);
+        double t0 = itest_now_ms();
+        ck_assert_int_eq(waitpid(c, NULL, 0), c);
+        for (int i = 0; i < 3; i++) {
+                for (;;) {
+                        cudackpt_reply r;
+                        cudackpt_reply_init(&r);
+                        int rc = cudackpt_get_state(x.c, pids[i], &r);
+                        bool running = rc == 0 && !r.error && r.state && strcmp(r.state, "running") == 0;
+                        cudackpt_reply_clear(&r);
+                        if (running)
+                                break;
+                        ck_assert_msg(itest_now_ms() - t0 < LEASE_UNDO_MS,
+                                      "pid %d not running %d ms after cudackptctl dump was killed", (int)pids[i],
+                                      LEASE_UNDO_MS);
+                        poll(NULL, 0, 5);
+                }
+        }
+        kill(criu > 0 ? -criu : 0, SIGKILL);
+        for (int i = 0; i < 3; i++)
+                citest_check_memory(&x, pids[i], 1);
+        citest_kill_all(pids, 3);
+}
+END_TEST
+
+START_TEST(job_leave_running_then_restore)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = job_env(&x, NULL);
+        pid_t pids[1];
+        ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
+        uint64_t start[1];
+        start_times(pids, start, 1);
+
+        struct citest_run *d = ctl(env, "dump", "--pids", itest_strdupf("%d", (int)pids[0]), "--images", x.img,
+                                   "--leave-running", NULL);
+        expect_ok(d, "dump --leave-running");
+        ck_assert_int_eq(itest_start_time(pids[0]), start[0]);
+        citest_assert_state(&x, pids[0], "running");
+        citest_check_memory(&x, pids[0], 1);
+        check_plugin_skipped(x.img, pids[0], pids[0]);
+        const char *manifest = citest_slurp(itest_strdupf("%s/manifest.json", x.img));
+        ck_assert_msg(manifest && strstr(manifest, "\"left_running\":\ttrue"), "manifest: %s", manifest);
+
+        /* A restore while the job still runs is refused, untouched. */
+        struct citest_run *r = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(r->status != 0 && strstr(r->out, "is in use"), r, "restore over a running job: %d", r->status);
+        citest_check_memory(&x, pids[0], 2);
+
+        /* The images are good: the job, ended, comes back from them (the counter as dumped). */
+        citest_kill_all(pids, 1);
+        r = ctl(env, "restore", "--images", x.img, NULL);
+        expect_ok(r, "restore of a --leave-running dump");
+        check_job_restored(&x, pids, start, 1, 1);
+        citest_kill_all(pids, 1);
+}
+END_TEST
+
+START_TEST(job_two_trees_all_or_nothing)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = job_env(&x, NULL);
+        pid_t pids[2];
+        ck_assert_int_eq(citest_start_target(&x, "single", &pids[0], 1), 1);
+        ck_assert_int_eq(citest_start_target(&x, "single", &pids[1], 1), 1);
+        uint64_t start[2];
+        start_times(pids, start, 2);
+        const char *list = itest_strdupf("%d,%d", (int)pids[0], (int)pids[1]);
+
+        /* The second tree's criu fails at post-dump, after the first's is done
+         * too: neither tree may end. */
+        const char *fail_second = script(&x, "fail-second-tree",
+                                         itest_strdupf("[ \"$CRTOOLS_SCRIPT_ACTION\" = post-dump ] || exit 0\n"
+                                                       "case \"$(readlink \"$CRTOOLS_IMAGE_DIR\")\" in\n"
+                                                       "*/tree-%d) exit 1;;\nesac",
+                                                       (int)pids[1]));
+        struct citest_run *res = ctl(env, "dump", "--pids", list, "--images", x.img, "--", "--action-script",
+                                     fail_second, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "the job was resumed"), res, "dump: %d", res->status);
+        for (int i = 0; i < 2; i++) {
+                ck_assert_msg(itest_start_time(pids[i]) == start[i], "tree %d ended while the other failed",
+                              (int)pids[i]);
+                citest_assert_state(&x, pids[i], "running");
+                citest_check_memory(&x, pids[i], 1);
+        }
+
+        /* Both dumped, both back. */
+        res = ctl(env, "dump", "--pids", list, "--images", x.img, NULL);
+        expect_ok(res, "dump of two trees");
+        assert_run(strstr(res->out, "in 2 trees"), res, "dump said something else");
+        check_dumped(&x, x.img, pids, 2, 2);
+        res = ctl(env, "restore", "--images", x.img, NULL);
+        expect_ok(res, "restore of two trees");
+        check_job_restored(&x, pids, start, 2, 2);
+        citest_kill_all(pids, 2);
+}
+END_TEST
+
+START_TEST(job_restore_device_map)
+{
+        static const char *const denv[] = { "CUDACKPT_SIM_DEVICE_COUNT=2", NULL };
+        struct itest_daemon_opts o = { .env = denv };
+        struct citest_ctx x;
+        citest_setup_with(&x, &o);
+        const char *const *env = job_env(&x, NULL);
+        pid_t pids[3];
+        ck_assert_int_eq(citest_start_target(&x, "tree", pids, 3), 3);
+        uint64_t start[3];
+        start_times(pids, start, 3);
+        struct citest_run *res = ctl(env, "dump", "--tree", itest_strdupf("%d", (int)pids[0]), "--images", x.img,
+                                     NULL);
+        expect_ok(res, "dump --tree");
+        check_dumped(&x, x.img, pids, 3, 1);
+
+        /* Onto a GPU this machine does not have: no member unlocked, and said. */
+        res = ctl(env, "restore", "--images", x.img, "--device-map", ITEST_GPU0 "=" ITEST_GPU_NONE, NULL);
+        assert_run(res->status == 15 && strstr(res->out, "no process was unlocked"), res, "restore: %d", res->status);
+        for (int i = 0; i < 3; i++) {
+                cudackpt_reply r;
+                cudackpt_reply_init(&r);
+                ck_assert_int_eq(cudackpt_get_state(x.c, pids[i], &r), 0);
+                ck_assert_msg(r.state && strcmp(r.state, "running") != 0, "pid %d runs after a failed resume",
+                              (int)pids[i]);
+                cudackpt_reply_clear(&r);
+        }
+        citest_kill_all(pids, 3);
+
+        /* Onto the other GPU: every member. */
+        res = ctl(env, "restore", "--images", x.img, "--device-map", ITEST_GPU0 "=" ITEST_GPU1, NULL);
+        expect_ok(res, "restore --device-map");
+        check_job_restored(&x, pids, start, 3, 1);
+        citest_kill_all(pids, 3);
+}
+END_TEST
+
+int main(void)
+{
+        int skip = citest_probe("integration.criu_job");
+        if (skip)
+                return skip;
+        Suite *s = suite_create("integration.criu_job");
+        /* Up to six cudackptctl runs, each bounded by JOB_TIMEOUT_MS. */
+        TCase *tc = itest_tcase(s, "criu_job", 6.0 * JOB_TIMEOUT_MS / 1000);
+        tcase_add_test(tc, job_tree_dump_restore);
+        tcase_add_test(tc, job_dump_failures_leave_job_running);
+        tcase_add_test(tc, job_dump_killed_leaves_job_running);
+        tcase_add_test(tc, job_leave_running_then_restore);
+        tcase_add_test(tc, job_two_trees_all_or_nothing);
+        tcase_add_test(tc, job_restore_device_map);
+        return itest_main(s);
+}
