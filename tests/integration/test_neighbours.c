@@ -168,6 +168,38 @@ START_TEST(watchers_per_uid)
 }
 END_TEST
 
+/* B holds the leases its share allows; a Lock asking for one more is
+ * refused before it acts, one without a lease is not, and root's are not
+ * counted against B. */
+START_TEST(leases_per_uid)
+{
+        if (itest_need_root())
+                return;
+        struct itest_daemon_opts o = { .config_json = "{\"max_leases\":8,\"max_leases_per_uid\":1,"
+                                                      "\"max_leases_reserved\":2}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        pid_t p1 = itest_target_as(B, SIM, SMALL, NULL), p2 = itest_target_as(B, SIM, SMALL, NULL);
+        struct itest_conn *b = itest_connect_as(d, B), *root = itest_connect(d);
+#define LOCK_LEASED "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}"
+        long long limit = 0;
+
+        lease_id(itest_callf(b, LOCK_LEASED, CUDACKPT_METHOD_LOCK, (int)p1));
+        cJSON *r = itest_callf(b, LOCK_LEASED, CUDACKPT_METHOD_LOCK, (int)p2);
+        assert_error(r, CUDACKPT_ERROR_QUEUE_FULL);
+        ck_assert_str_eq(itest_str(r, "resource"), "max_leases_per_uid");
+        ck_assert_msg(itest_int(r, "limit", &limit) && limit == 1, "%s", itest_dump(r));
+        itest_assert_state(itest_call_pid(b, CUDACKPT_METHOD_GET_STATE, p2), p2, "running");
+        r = itest_call(b, CUDACKPT_METHOD_SUSPEND_GROUP,
+                       itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d}]},\"lease_on_close\":true}", (int)p2));
+        assert_error(r, CUDACKPT_ERROR_QUEUE_FULL);
+        itest_assert_state(itest_call_pid(b, CUDACKPT_METHOD_GET_STATE, p2), p2, "running");
+        lease_id(itest_callf(root, LOCK_LEASED, CUDACKPT_METHOD_LOCK, (int)p2));
+        itest_assert_ok(itest_call_pid(b, CUDACKPT_METHOD_UNLOCK, p1));
+        /* p1's lease ended with its unlock: B's share is free again. */
+        lease_id(itest_callf(b, LOCK_LEASED, CUDACKPT_METHOD_LOCK, (int)p1));
+}
+END_TEST
+
 /* ---- errors: a selection names no process the caller may not know ---------- */
 
 static bool names_pid(const cJSON *j, pid_t pid)
@@ -361,6 +393,7 @@ static Suite *neighbours_suite(void)
         tcase_add_test(tc, lease_managed_by_owner_of_every_member);
         tcase_add_test(tc, lease_events_hidden_from_setuid_real_uid);
         tcase_add_test(tc, watchers_per_uid);
+        tcase_add_test(tc, leases_per_uid);
         tcase_add_test(tc, group_error_names_no_foreign_pid);
         tcase_add_test(tc, workers_shared_fairly);
         tcase_add_test(tc, group_slots_shared_fairly);
