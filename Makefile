@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # Debian packages the build and the tests need.  The CUDA Toolkit (headers
 # only, 12.8 or newer) comes from NVIDIA, not Debian: see README.md.
-DEB_PACKAGES = cmake make gcc pkg-config libuv1-dev libcjson-dev libsystemd-dev check systemd podman runc busybox-static python3-yaml python3-prometheus-client clang libbpf-dev
+DEB_PACKAGES = cmake make gcc pkg-config libuv1-dev libcjson-dev libsystemd-dev check systemd podman runc busybox-static python3-yaml python3-prometheus-client python3-pytest python3-venv python3-pip python3-setuptools python3-wheel clang libbpf-dev
 
 .PHONY: all deps configure build run test check-sanitize bench bench-sim clean install fuzz
 

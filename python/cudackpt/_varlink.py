@@ -1,0 +1,199 @@
+"""Varlink transport: one JSON object per message, each ended by a NUL byte,
+on an AF_UNIX stream socket.
+
+This module knows bytes and messages only: it sends calls, reads replies
+against a deadline, and turns an error reply into the exception that
+:mod:`cudackpt.errors` names for it.  What the methods mean is elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from typing import Any, Dict, Iterator, Optional
+
+from . import errors
+
+INTERFACE = "io.cudackpt.Process"
+DEFAULT_SOCKET = "/run/cudackpt/io.cudackpt.Process"
+SOCKET_ENV = "CUDACKPT_SOCKET"
+TIMEOUT_ENV = "CUDACKPT_TIMEOUT"
+DEFAULT_TIMEOUT = 300.0
+"""Seconds a call waits for its reply unless told otherwise: long enough for
+the checkpoint of a large GPU's memory (about 0.8 s per GiB on an H200)."""
+
+_RECV_CHUNK = 1 << 16
+
+Message = Dict[str, Any]
+
+
+def default_socket() -> str:
+    """The socket named by ``$CUDACKPT_SOCKET`` (when set and not empty),
+    else the daemon's default path."""
+    return os.environ.get(SOCKET_ENV) or DEFAULT_SOCKET
+
+
+def default_timeout() -> float:
+    """Seconds from ``$CUDACKPT_TIMEOUT`` (a positive number), else
+    :data:`DEFAULT_TIMEOUT`."""
+    value = os.environ.get(TIMEOUT_ENV)
+    if value:
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = 0.0
+        if seconds > 0:
+            return seconds
+    return DEFAULT_TIMEOUT
+
+
+def method_name(method: str) -> str:
+    """A full method name: short names belong to io.cudackpt.Process."""
+    return method if "." in method else INTERFACE + "." + method
+
+
+class Deadline:
+    """A point in time (monotonic) that calls must be answered by."""
+
+    __slots__ = ("_at",)
+
+    def __init__(self, timeout: Optional[float]) -> None:
+        self._at = None if timeout is None else time.monotonic() + timeout
+
+    def left(self) -> Optional[float]:
+        """Seconds left (never below a millisecond), None for no limit."""
+        if self._at is None:
+            return None
+        return max(self._at - time.monotonic(), 0.001)
+
+    def passed(self) -> bool:
+        return self._at is not None and time.monotonic() >= self._at
+
+
+def encode(method: str, parameters: Optional[Message], more: bool = False) -> bytes:
+    """One call message, NUL included."""
+    call: Message = {"method": method_name(method)}
+    if parameters:
+        call["parameters"] = parameters
+    if more:
+        call["more"] = True
+    return json.dumps(call, separators=(",", ":")).encode("utf-8") + b"\0"
+
+
+def decode(data: bytes) -> Message:
+    """One reply message (without its NUL)."""
+    try:
+        reply = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise errors.ProtocolError("the daemon sent a message that is not JSON: %s" % e) from None
+    if not isinstance(reply, dict):
+        raise errors.ProtocolError("the daemon sent a message that is not an object")
+    return reply
+
+
+def check(reply: Message) -> Message:
+    """The reply's parameters, or the error it carries raised."""
+    name = reply.get("error")
+    parameters = reply.get("parameters") or {}
+    if name is not None:
+        raise errors.from_reply(str(name), parameters)
+    return parameters
+
+
+class Connection:
+    """One connection to the daemon; one request at a time."""
+
+    def __init__(self, path: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        self.path = path or default_socket()
+        self._buf = b""
+        self.last_used = time.monotonic()
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.settimeout(default_timeout() if timeout is None else timeout)
+            self._sock.connect(self.path)
+        except socket.timeout:
+            self._sock.close()
+            raise errors.CallTimeout("connecting to %s timed out" % self.path) from None
+        except OSError as e:
+            self._sock.close()
+            raise errors.DaemonUnavailable("cannot connect to cudackptd at %s: %s" % (self.path, e.strerror or e)) from e
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def is_open(self) -> bool:
+        """False once the daemon has closed its end (an idle timeout) or
+        sent something unasked."""
+        if self._buf or self._sock.fileno() < 0:
+            return False
+        self._sock.settimeout(0.0)  # a peek that never waits
+        try:
+            data = self._sock.recv(1, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            return False
+        del data  # end of file, or bytes nobody asked for: either way not reusable
+        return False
+
+    def send(self, method: str, parameters: Optional[Message] = None, more: bool = False,
+             timeout: Optional[float] = None) -> None:
+        """Sends one call."""
+        self._sock.settimeout(default_timeout() if timeout is None else timeout)
+        try:
+            self._sock.sendall(encode(method, parameters, more))
+        except socket.timeout:
+            raise errors.CallTimeout("sending %s timed out" % method_name(method)) from None
+        except OSError as e:
+            raise errors.ConnectionLost("the daemon closed the connection: %s" % (e.strerror or e)) from e
+        self.last_used = time.monotonic()
+
+    def receive(self, deadline: Deadline, what: str = "a reply") -> Message:
+        """The next message, waited for until the deadline."""
+        while b"\0" not in self._buf:
+            self._sock.settimeout(deadline.left())
+            try:
+                chunk = self._sock.recv(_RECV_CHUNK)
+            except socket.timeout:
+                raise errors.CallTimeout("no %s from cudackptd in time" % what) from None
+            except OSError as e:
+                raise errors.ConnectionLost("the connection to cudackptd failed: %s" % (e.strerror or e)) from e
+            if not chunk:
+                raise errors.ConnectionLost("cudackptd closed the connection")
+            self._buf += chunk
+        data, self._buf = self._buf.split(b"\0", 1)
+        self.last_used = time.monotonic()
+        return decode(data)
+
+    def call(self, method: str, parameters: Optional[Message] = None,
+             timeout: Optional[float] = None) -> Message:
+        """Sends a call and returns its reply's parameters (or raises its
+        error)."""
+        deadline = Deadline(default_timeout() if timeout is None else timeout)
+        self.send(method, parameters, timeout=deadline.left())
+        return check(self.receive(deadline, "reply to " + method_name(method)))
+
+    def stream(self, method: str, parameters: Optional[Message] = None,
+               timeout: Optional[float] = None) -> Iterator[Message]:
+        """Sends a call with ``more`` and yields each reply's parameters,
+        the last one included; an error reply is raised.  ``timeout``
+        bounds the whole exchange."""
+        deadline = Deadline(default_timeout() if timeout is None else timeout)
+        self.send(method, parameters, more=True, timeout=deadline.left())
+        while True:
+            reply = self.receive(deadline, "reply to " + method_name(method))
+            parameters_ = check(reply)
+            yield parameters_
+            if not reply.get("continues"):
+                return

@@ -1,0 +1,135 @@
+"""A drop-in for ``cuda.core.checkpoint`` (cuda-core 1.2) that goes through
+cudackptd instead of calling the driver::
+
+    from cudackpt.checkpoint import Process     # was: from cuda.core.checkpoint import Process
+
+    p = Process(pid)
+    p.lock(timeout_ms=5000)
+    p.checkpoint()
+    ...
+    p.restore()
+    p.unlock()
+
+Same names, arguments, checks, return values and exceptions as cuda-core's;
+what differs is who may call (anyone the daemon authorises, not only root
+or the target's user) and what the daemon adds (one operation at a time per
+process, stopped processes refused instead of waited for, pid reuse
+caught).  The daemon is found at ``$CUDACKPT_SOCKET`` (else the default
+path); see :func:`cudackpt.set_default_client` to choose another.
+
+Errors: a driver result raises ``CUDAError`` (cuda-core's class when
+cuda-core is installed) with cuda-core's message, ``CUDA_ERROR_NOT_SUPPORTED``
+a ``RuntimeError``, as cuda-core does; the exceptions are also the
+:mod:`cudackpt.errors` classes with the daemon's parameters.  Refusals of
+the daemon's own raise ``PermissionError``, ``ProcessLookupError`` and the
+like (see :mod:`cudackpt.errors`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping as _Mapping
+from typing import Any as _Any
+from typing import Literal as _Literal
+from typing import Optional as _Optional
+
+from . import _requests
+from .client import default_client as _client
+
+_ProcessStateType = _Literal["running", "locked", "checkpointed", "failed"]
+
+
+class Process:
+    """
+    CUDA process that can be locked, checkpointed, restored, and unlocked.
+
+    Parameters
+    ----------
+    pid : int
+        Process ID of the CUDA process.
+    """
+
+    __slots__ = ("_pid",)
+
+    def __init__(self, pid: int):
+        self._pid = _requests.check_pid(pid)
+
+    @property
+    def pid(self) -> int:
+        """
+        Process ID of the CUDA process.
+        """
+        return self._pid
+
+    @property
+    def state(self) -> _ProcessStateType:
+        """
+        CUDA checkpoint state for this process.
+        """
+        state = _client().get_state(self._pid).state
+        value = _requests.unknown_state_value(state)
+        if value is not None or state not in ("running", "locked", "checkpointed", "failed"):
+            raise RuntimeError("Unknown CUDA checkpoint process state: %s" % (value if value is not None else state))
+        return state  # type: ignore[return-value]
+
+    @property
+    def restore_thread_id(self) -> int:
+        """
+        CUDA restore thread ID for this process.
+        """
+        return _client().get_restore_thread_id(self._pid)
+
+    def lock(self, timeout_ms: int = 0) -> None:
+        """
+        Lock this process, blocking further CUDA API calls.
+
+        Parameters
+        ----------
+        timeout_ms : int, optional
+            Timeout in milliseconds. A value of 0 indicates no timeout.
+        """
+        _client().lock(self._pid, _requests.check_timeout_ms(timeout_ms))
+
+    def checkpoint(self) -> None:
+        """
+        Checkpoint the GPU memory contents of this locked process.
+        """
+        _client().checkpoint(self._pid)
+
+    def restore(self, gpu_mapping: _Optional[_Mapping] = None) -> None:
+        """
+        Restore this checkpointed process.
+
+        Parameters
+        ----------
+        gpu_mapping : mapping, optional
+            GPU UUID remapping from each checkpointed GPU UUID to the GPU UUID
+            to restore onto, each a ``CUuuid`` (or any object with the 16
+            ``bytes``) or a UUID string as ``cuda.core.Device.uuid`` returns
+            it. For migration workflows, provide mappings for every GPU
+            visible to the kernel-mode driver.
+        """
+        _client().restore(self._pid, _checked_mapping(gpu_mapping))
+
+    def unlock(self) -> None:
+        """
+        Unlock this locked process so it can resume CUDA API calls.
+        """
+        _client().unlock(self._pid)
+
+
+def _checked_mapping(gpu_mapping: _Any) -> _Optional[dict]:
+    """cuda-core's checks of a mapping: its UUID strings are hex digits
+    only (no ``GPU-``), as ``Device.uuid`` returns them."""
+    if gpu_mapping is None:
+        return None
+    if not isinstance(gpu_mapping, _Mapping):
+        raise TypeError("gpu_mapping must be a mapping from checkpointed GPU UUID to restore GPU UUID")
+    if not gpu_mapping:
+        return None
+    return {_requests.uuid_text(_requests.uuid_bytes(old)): _requests.uuid_text(_requests.uuid_bytes(new))
+            for old, new in gpu_mapping.items()}
+
+
+__all__ = [
+    "Process",
+]

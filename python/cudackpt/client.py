@@ -1,0 +1,280 @@
+"""The blocking client: one method per method of the daemon.
+
+A :class:`Client` keeps a few idle connections to the daemon and hands one
+to each call, so threads may share a client.  Every call has a timeout:
+``timeout=`` seconds, else the client's (``$CUDACKPT_TIMEOUT``, else 300 s).
+A call that times out raises :class:`~cudackpt.errors.CallTimeout` (a
+``TimeoutError``); the daemon carries on with it regardless.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, TypeVar
+
+from . import _requests, _varlink, errors
+from .types import GroupResult, OperationResult, ProcessInfo, Progress, StateReply
+
+if TYPE_CHECKING:
+    from .job import Job
+    from .lease import Hold
+    from .watch import Watcher
+
+__all__ = ["Client", "default_client", "set_default_client"]
+
+T = TypeVar("T")
+ProgressCallback = Callable[[Progress], None]
+
+_POOL_SIZE = 4
+_POOL_MAX_IDLE_S = 60.0
+"""A pooled connection idle longer than this is not reused (the daemon
+closes idle connections after idle_timeout_ms, 300 s by default)."""
+
+
+class Client:
+    """A client of cudackptd on ``socket_path`` (default: ``$CUDACKPT_SOCKET``,
+    else ``/run/cudackpt/io.cudackpt.Process``)."""
+
+    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        self.socket_path = socket_path or _varlink.default_socket()
+        self.timeout = _requests.call_timeout(timeout)
+        self._pool: List[_varlink.Connection] = []
+        self._pool_pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return "Client(%r, timeout=%r)" % (self.socket_path, self.timeout)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the idle connections (calls made later open new ones)."""
+        with self._lock:
+            pool, self._pool = self._pool, []
+        for conn in pool:
+            conn.close()
+
+    # ---- connections -----------------------------------------------------------
+
+    def connect(self, timeout: Optional[float] = None) -> _varlink.Connection:
+        """A new connection of its own (for leases held by it and Watch)."""
+        return _varlink.Connection(self.socket_path, self.timeout if timeout is None else timeout)
+
+    def _take(self, timeout: float) -> _varlink.Connection:
+        with self._lock:
+            if self._pool_pid != os.getpid():  # forked: the parent's connections are not ours
+                self._pool, self._pool_pid = [], os.getpid()
+            while self._pool:
+                conn = self._pool.pop()
+                if time.monotonic() - conn.last_used < _POOL_MAX_IDLE_S and conn.is_open():
+                    return conn
+                conn.close()
+        return self.connect(timeout)
+
+    def _give_back(self, conn: _varlink.Connection) -> None:
+        with self._lock:
+            if len(self._pool) < _POOL_SIZE and self._pool_pid == os.getpid():
+                self._pool.append(conn)
+                return
+        conn.close()
+
+    def call(self, method: str, parameters: Optional[Dict[str, Any]] = None,
+             timeout: Optional[float] = None) -> Dict[str, Any]:
+        """Calls ``method`` (a short name means one of io.cudackpt.Process)
+        and returns its reply's parameters, or raises its error."""
+        seconds = self.timeout if timeout is None else timeout
+        conn = self._take(seconds)
+        try:
+            reply = conn.call(method, parameters, seconds)
+        except errors.CudackptError as e:
+            if e.name and not isinstance(e, (errors.InvalidRequest, errors.MessageTooLarge)):
+                self._give_back(conn)  # an error reply: the connection is still good
+            else:
+                conn.close()
+            raise
+        except BaseException:
+            conn.close()
+            raise
+        self._give_back(conn)
+        return reply
+
+    def stream(self, method: str, parameters: Optional[Dict[str, Any]], on_reply: Callable[[Dict[str, Any]], None],
+               timeout: Optional[float] = None) -> Dict[str, Any]:
+        """Calls ``method`` with ``more``: ``on_reply`` gets every reply that
+        continues; the last one is returned."""
+        seconds = self.timeout if timeout is None else timeout
+        conn = self._take(seconds)
+        last: Dict[str, Any] = {}
+        try:
+            for reply in conn.stream(method, parameters, seconds):
+                last = reply
+                if "progress" in reply:
+                    on_reply(reply)
+        except errors.CudackptError as e:
+            if e.name and not isinstance(e, (errors.InvalidRequest, errors.MessageTooLarge)):
+                self._give_back(conn)
+            else:
+                conn.close()
+            raise
+        except BaseException:
+            conn.close()  # the stream was not read to its end
+            raise
+        self._give_back(conn)
+        return last
+
+    def _op(self, method: str, params: Dict[str, Any], timeout: Optional[float],
+            timeout_ms: Optional[int] = None) -> OperationResult:
+        seconds = _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms)
+        return OperationResult.from_json(self.call(method, params, seconds))
+
+    # ---- one process -----------------------------------------------------------
+
+    def get_state(self, pid: int, *, start_time: Optional[int] = None,
+                  timeout: Optional[float] = None) -> StateReply:
+        """The process's state (``running``, ``locked``, ``checkpointed``,
+        ``failed``, or ``unknown-N``) and the operation in flight, if any."""
+        return StateReply.from_json(self.call("GetState", _requests.single(pid, start_time), timeout))
+
+    def state(self, pid: int, *, start_time: Optional[int] = None, timeout: Optional[float] = None) -> str:
+        """The process's state, as a string."""
+        return self.get_state(pid, start_time=start_time, timeout=timeout).state
+
+    def get_restore_thread_id(self, pid: int, *, start_time: Optional[int] = None,
+                              timeout: Optional[float] = None) -> int:
+        """The thread a restore of the process is performed from (CRIU)."""
+        reply = self.call("GetRestoreThreadId", _requests.single(pid, start_time), timeout)
+        return int(reply["restore_thread_id"])
+
+    def lock(self, pid: int, timeout_ms: Optional[int] = None, *, start_time: Optional[int] = None,
+             lease_ms: Optional[int] = None, timeout: Optional[float] = None) -> OperationResult:
+        """running -> locked.  ``timeout_ms``: 0 waits without limit, None
+        the daemon's default (10 s unless configured).  ``lease_ms``: the
+        daemon unlocks it again after that long (a lease)."""
+        return self._op("Lock", _requests.lock(pid, timeout_ms, start_time, lease_ms, None), timeout, timeout_ms)
+
+    def checkpoint(self, pid: int, *, start_time: Optional[int] = None,
+                   timeout: Optional[float] = None) -> OperationResult:
+        """locked -> checkpointed: GPU memory moves to host memory."""
+        return self._op("Checkpoint", _requests.single(pid, start_time), timeout)
+
+    def restore(self, pid: int, gpu_mapping: Optional[Any] = None, *, start_time: Optional[int] = None,
+                timeout: Optional[float] = None) -> OperationResult:
+        """checkpointed -> locked, in place or onto the GPUs of
+        ``gpu_mapping`` (old UUID -> new UUID)."""
+        return self._op("Restore", _requests.restore(pid, gpu_mapping, start_time), timeout)
+
+    def unlock(self, pid: int, *, start_time: Optional[int] = None,
+               timeout: Optional[float] = None) -> OperationResult:
+        """locked -> running."""
+        return self._op("Unlock", _requests.single(pid, start_time), timeout)
+
+    def suspend(self, pid: int, timeout_ms: Optional[int] = None, *, start_time: Optional[int] = None,
+                lease_ms: Optional[int] = None, timeout: Optional[float] = None) -> OperationResult:
+        """Lock then checkpoint, as one operation (unlocked again if the
+        checkpoint fails)."""
+        return self._op("Suspend", _requests.lock(pid, timeout_ms, start_time, lease_ms, None), timeout, timeout_ms)
+
+    def resume(self, pid: int, gpu_mapping: Optional[Any] = None, *, start_time: Optional[int] = None,
+               timeout: Optional[float] = None) -> OperationResult:
+        """Restore then unlock."""
+        return self._op("Resume", _requests.restore(pid, gpu_mapping, start_time), timeout)
+
+    # ---- leases, listing, metrics --------------------------------------------------
+
+    def release_lease(self, lease: int, *, timeout: Optional[float] = None) -> None:
+        """Ends a lease without undoing it."""
+        self.call("ReleaseLease", {"lease": int(lease)}, timeout)
+
+    def renew_lease(self, lease: int, lease_ms: int, *, timeout: Optional[float] = None) -> int:
+        """Makes a lease expire ``lease_ms`` from now."""
+        params = _requests.lease({"lease": int(lease)}, lease_ms, None)
+        return int(self.call("RenewLease", params, timeout)["lease_ms"])
+
+    def list_processes(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
+                       tree: Optional[int] = None, timeout: Optional[float] = None) -> List[ProcessInfo]:
+        """The CUDA processes the caller may act on, of a selection or all."""
+        params = None
+        if pids is not None or cgroup is not None or tree is not None:
+            params = {"selector": _requests.selector(pids, cgroup, tree)}
+        reply = self.call("ListProcesses", params, timeout)
+        return [ProcessInfo.from_json(p) for p in reply.get("processes") or []]
+
+    def metrics(self, *, timeout: Optional[float] = None) -> str:
+        """The daemon's counters, in the Prometheus text format."""
+        return str(self.call("GetMetrics", None, timeout)["text"])
+
+    def info(self, *, timeout: Optional[float] = None) -> Dict[str, Any]:
+        """org.varlink.service.GetInfo: vendor, product, version, url,
+        interfaces."""
+        return self.call("org.varlink.service.GetInfo", None, timeout)
+
+    # ---- groups --------------------------------------------------------------------
+
+    def group(self, method: str, params: Dict[str, Any], *, progress: Optional[ProgressCallback] = None,
+              timeout: Optional[float] = None, timeout_ms: Optional[int] = None) -> GroupResult:
+        """A group method (``LockGroup``, ...) with its parameters; see
+        :class:`cudackpt.Job` for the friendly form."""
+        seconds = _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms)
+        if progress is None:
+            return GroupResult.from_json(self.call(method, params, seconds))
+        cb = progress
+        reply = self.stream(method, params, lambda r: cb(Progress.from_json(r["progress"])), seconds)
+        return GroupResult.from_json(reply)
+
+    def job(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
+            tree: Optional[int] = None) -> "Job":
+        """A :class:`cudackpt.Job` served by this client."""
+        from .job import Job
+        return Job(pids, cgroup=cgroup, tree=tree, client=self)
+
+    # ---- leases held for a block, and watching ------------------------------------
+
+    def suspended(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
+                  gpu_mapping: Optional[Any] = None, start_time: Optional[int] = None,
+                  timeout: Optional[float] = None) -> "Hold":
+        """See :func:`cudackpt.suspended`."""
+        from .lease import Hold
+        return Hold.single(self, "Suspend", "Resume", pid, lease_ms, timeout_ms, gpu_mapping, start_time, timeout)
+
+    def locked(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
+               start_time: Optional[int] = None, timeout: Optional[float] = None) -> "Hold":
+        """See :func:`cudackpt.locked`."""
+        from .lease import Hold
+        return Hold.single(self, "Lock", "Unlock", pid, lease_ms, timeout_ms, None, start_time, timeout)
+
+    def watch(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
+              tree: Optional[int] = None, timeout: Optional[float] = None) -> "Watcher":
+        """See :func:`cudackpt.watch`."""
+        from .watch import Watcher
+        return Watcher(self, pids, cgroup, tree, timeout)
+
+
+_default: Optional[Client] = None
+_default_lock = threading.Lock()
+
+
+def default_client() -> Client:
+    """The client the module-level functions and ``cudackpt.checkpoint``
+    use: made at first use from ``$CUDACKPT_SOCKET`` and
+    ``$CUDACKPT_TIMEOUT``."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Client()
+        return _default
+
+
+def set_default_client(client: Optional[Client]) -> None:
+    """Replaces the default client (None: made again from the environment
+    at next use)."""
+    global _default
+    with _default_lock:
+        old, _default = _default, client
+    if old is not None and old is not client:
+        old.close()

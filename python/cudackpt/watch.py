@@ -1,0 +1,86 @@
+"""Watch: the daemon's stream of events, as an iterator.
+
+``with cudackpt.watch(pids=[pid]) as events:`` sets the stream up (the
+daemon's ``watching`` reply has come when the ``with`` body starts, so no
+later event is missed) and yields :class:`~cudackpt.types.Event` objects.
+Iterating waits as long as it takes; :meth:`Watcher.next` and
+:meth:`Watcher.wait_for` take a timeout.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
+
+from . import _requests, _varlink, errors
+from .types import Event
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = ["Watcher"]
+
+
+class Watcher:
+    """An open Watch stream on a connection of its own.  ``timeout`` bounds
+    setting it up."""
+
+    def __init__(self, client: "Client", pids: Optional[Iterable[Any]] = None, cgroup: Optional[str] = None,
+                 tree: Optional[int] = None, timeout: Optional[float] = None) -> None:
+        params = None
+        if pids is not None or cgroup is not None or tree is not None:
+            params = {"selector": _requests.selector(pids, cgroup, tree)}
+        seconds = client.timeout if timeout is None else timeout
+        self._conn: Optional[_varlink.Connection] = client.connect(seconds)
+        try:
+            self._conn.send("Watch", params, more=True, timeout=seconds)
+            first = self._receive(seconds)
+        except BaseException:
+            self.close()
+            raise
+        if first.type != "watching":
+            self.close()
+            raise errors.ProtocolError("Watch began with a %r event, not 'watching'" % first.type)
+
+    def _receive(self, timeout: Optional[float]) -> Event:
+        if self._conn is None:
+            raise ValueError("the watcher is closed")
+        reply = self._conn.receive(_varlink.Deadline(timeout), "event")
+        params = _varlink.check(reply)
+        if not reply.get("continues"):
+            self.close()
+        return Event.from_json(params.get("event") or {})
+
+    def next(self, timeout: Optional[float] = None) -> Event:
+        """The next event; :class:`~cudackpt.errors.CallTimeout` (a
+        ``TimeoutError``) when none comes within ``timeout`` seconds
+        (None: wait as long as it takes)."""
+        return self._receive(timeout)
+
+    def wait_for(self, predicate: Callable[[Event], bool], timeout: float) -> Event:
+        """The first event for which ``predicate`` is true, within
+        ``timeout`` seconds in all (else CallTimeout)."""
+        deadline = _varlink.Deadline(timeout)
+        while True:
+            event = self._receive(deadline.left())
+            if predicate(event):
+                return event
+
+    def __iter__(self) -> Iterator[Event]:
+        return self
+
+    def __next__(self) -> Event:
+        if self._conn is None:
+            raise StopIteration
+        return self._receive(None)
+
+    def close(self) -> None:
+        """Ends the stream."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def __enter__(self) -> "Watcher":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# run-python-gpu.sh: issue 23 on the GPU machine.  A real PyTorch training
+# process (tests/gpu/python_gpu.py) is suspended and resumed mid-training
+# through the daemon with cudackpt.checkpoint.Process, and the same with
+# cuda.core.checkpoint.Process directly: GPU memory released while
+# suspended, loss trajectory bit-identical to an uninterrupted run, the
+# same error message both ways, and the per-call times of each as a table
+# (for docs/performance.md).
+#
+# For the GPU machine (Python with torch, cuda.core 1.2 and nvidia-smi;
+# the daemon staged by stage-gpu.sh in .gpu/, carried):
+#   bash tests/gpu/run-python-gpu.sh [python_gpu.py options]
+#   (--steps 600 --pause-at 100 --paused-s 2 --ballast-mib 1024 --runs 2)
+# It needs neither the CUDA target nor nvcc, so it does not source
+# gpu-lib.sh; it follows its conventions (.gpu/, LD_LIBRARY_PATH, a work
+# directory, PASS/FAIL lines).  PYTHON=... picks the interpreter (python3).
+# Exits 0 when everything passed.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+DIR=${GPU_DIR:-$ROOT/.gpu}
+PYTHON=${PYTHON:-python3}
+export LD_LIBRARY_PATH=$DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+WORK=$(mktemp -d /tmp/cudackpt-run-python-gpu.XXXXXX)
+export CUDACKPT_SOCKET=$WORK/sock
+DPID=
+cleanup() { [[ -n $DPID ]] && kill "$DPID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+[[ -x $DIR/cudackptd && -x $DIR/cudackptctl ]] || { echo "FAIL no staged daemon in $DIR (run tests/gpu/stage-gpu.sh)"; exit 2; }
+"$DIR/cudackptd" --socket="$CUDACKPT_SOCKET" --driver=libcuda.so.1 >"$WORK/daemon.log" 2>&1 &
+DPID=$!
+up=
+for _ in $(seq 300); do "$DIR/cudackptctl" info >/dev/null 2>&1 && { up=1; break; }; sleep 0.1; done
+if [[ -z $up ]]; then
+        echo "FAIL the daemon did not answer within 30 s"; tail -n 30 "$WORK/daemon.log"; exit 1
+fi
+echo "PASS the daemon answers: $("$DIR/cudackptctl" info 2>&1 | head -n 3 | tr '\n' ' ')"
+"$PYTHON" -c 'import torch, cuda.core; print("torch", torch.__version__, "cuda.core", cuda.core.__version__)' ||
+        echo "FAIL torch or cuda.core missing for $PYTHON"
+
+PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH} CUBLAS_WORKSPACE_CONFIG=:4096:8 \
+        timeout 1800 "$PYTHON" "$ROOT/tests/gpu/python_gpu.py" "$@"
+rc=$?
+((rc == 124)) && echo "FAIL python_gpu.py ran past 30 minutes"
+if ((rc != 0)); then
+        echo "----- daemon log (last 40 lines) -----"
+        tail -n 40 "$WORK/daemon.log"
+fi
+echo "python_gpu.py exit status $rc"
+exit $rc

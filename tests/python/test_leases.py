@@ -1,0 +1,102 @@
+"""Leases in Python's idiom: suspended()/locked() as context managers,
+undone when the block ends, when it raises, and when the Python process
+holding them is SIGKILLed; lease_ms, renew and release."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import cudackpt
+from cudackpt import Job
+
+from conftest import await_true
+
+
+def test_suspended_for_a_block(daemon, target: int) -> None:
+    with cudackpt.suspended(target, lease_ms=600000) as hold:
+        assert cudackpt.state(target) == "checkpointed"
+        assert hold.result.state == "checkpointed"
+        assert hold.lease is not None and hold.lease.on_close and hold.lease.lease_ms == 600000
+    assert cudackpt.state(target) == "running"
+
+
+def test_undone_when_the_block_raises(daemon, target: int) -> None:
+    with cudackpt.watch([target]) as events:
+        with pytest.raises(KeyError):
+            with cudackpt.suspended(target) as hold:
+                assert cudackpt.state(target) == "checkpointed"
+                raise KeyError("boom")
+        assert cudackpt.state(target) == "running"
+        ended = events.wait_for(lambda e: e.type == "lease-ended", timeout=20)
+        assert ended.lease == hold.lease.id and ended.reason == "finished"
+
+
+def test_locked_for_a_block(daemon, target: int) -> None:
+    with cudackpt.locked(target, timeout_ms=5000):
+        assert cudackpt.state(target) == "locked"
+    assert cudackpt.state(target) == "running"
+
+
+def test_release_keeps_it_paused(daemon, target: int) -> None:
+    with cudackpt.suspended(target) as hold:
+        hold.release()
+    assert cudackpt.state(target) == "checkpointed"
+    with pytest.raises(LookupError):
+        cudackpt.release_lease(hold.lease.id)
+    cudackpt.resume(target)
+
+
+def test_job_suspended_for_a_block(daemon, targets) -> None:
+    a, b = targets.start(), targets.start()
+    with Job([a, b]).suspended(lease_ms=600000) as hold:
+        assert [cudackpt.state(a), cudackpt.state(b)] == ["checkpointed", "checkpointed"]
+        assert sorted(hold.result.pids) == sorted([a, b]) and hold.lease is not None
+    assert [cudackpt.state(a), cudackpt.state(b)] == ["running", "running"]
+
+
+def test_lease_ms_expires(daemon, target: int) -> None:
+    with cudackpt.watch([target]) as events:
+        r = cudackpt.suspend(target, lease_ms=300)
+        assert r.lease is not None and not r.lease.on_close
+        ended = events.wait_for(lambda e: e.type == "lease-ended", timeout=30)
+        assert (ended.lease, ended.reason, ended.undo) == (r.lease.id, "expired", "ok")
+    await_true("the undo to end", lambda: cudackpt.get_state(target) == cudackpt.StateReply(target, "running"))
+
+
+def test_renew(daemon, target: int) -> None:
+    r = cudackpt.lock(target, lease_ms=600000)
+    with cudackpt.watch([target]) as events:
+        assert cudackpt.renew_lease(r.lease.id, 100) == 100
+        ended = events.wait_for(lambda e: e.type == "lease-ended", timeout=30)
+        assert (ended.reason, ended.undo) == ("expired", "ok")
+    await_true("the unlock", lambda: cudackpt.get_state(target) == cudackpt.StateReply(target, "running"))
+
+
+HOLDER = """
+import sys, time, cudackpt
+with cudackpt.suspended(int(sys.argv[1]), lease_ms=600000):
+    print("suspended", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_undone_when_the_holder_is_killed(daemon, target: int) -> None:
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(cudackpt.__file__)))
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(target)], env=env, stdout=subprocess.PIPE,
+                              universal_newlines=True)
+    try:
+        with cudackpt.watch([target]) as events:
+            assert holder.stdout is not None and holder.stdout.readline() == "suspended\n"
+            assert cudackpt.state(target) == "checkpointed"
+            holder.send_signal(signal.SIGKILL)
+            ended = events.wait_for(lambda e: e.type == "lease-ended", timeout=30)
+            assert (ended.reason, ended.undo) == ("closed", "ok")
+        await_true("the undo to end", lambda: cudackpt.get_state(target) == cudackpt.StateReply(target, "running"))
+    finally:
+        holder.kill()
+        holder.wait(timeout=20)
