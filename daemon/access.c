@@ -5,6 +5,11 @@
 
 bool access_privileged(const struct config *cfg, const struct policy_caller *caller)
 {
+        /* Root of a container is root of its namespace, not of the node:
+         * it has no claim on the reserves that keep the node's root, the
+         * operators and the daemon's own work going. */
+        if (caller->pidns.other)
+                return false;
         return caller->uid == 0 || policy_is_operator(cfg, caller);
 }
 

@@ -35,7 +35,9 @@ struct access_proc {
         struct policy_target owner;
 };
 
-/* Root or a member of an operator group: has a reserve in every share. */
+/* Root or a member of an operator group, in the daemon's pid namespace:
+ * has a reserve in every share.  A caller in another pid namespace (a
+ * container's root included) is bound as an unprivileged uid. */
 bool access_privileged(const struct config *cfg, const struct policy_caller *caller);
 
 /* Whether caller's pid namespace contains pid (the daemon's); *ret_vpid

@@ -249,11 +249,37 @@ static cJSON *queue_full(pid_t pid, const struct share_refusal *why)
         return proto_error_new(CUDACKPT_ERROR_QUEUE_FULL, p);
 }
 
+/* What is answered without a worker: a GetState from what a running
+ * operation has learnt, a refusal from it, an unknown GPU of a mapping.
+ * True when the call was answered. */
+static bool answered_before_queue(struct conn *c, const struct proto_call *call, const struct proto_request *req)
+{
+        struct server *s = c->server;
+        struct sched_snapshot snap;
+        cJSON *err;
+
+        if (call->method == PROTO_GET_STATE) {
+                if (answer_state_now(c, call, req))
+                        return true;
+        } else if (sched_running_snapshot(&s->sched, req->pid, &snap) && snap.known &&
+                   refuse_now(c, call, req, &snap)) {
+                return true;
+        }
+        if (req->n_pairs > 0 && s->drv.available) {
+                err = check_mapping(&s->drv, call, req);
+                if (err) {
+                        audit_early(c, call->method, req->pid, "InvalidGpuMapping", "unknown new GPU");
+                        reply(c, call, err);
+                        return true;
+                }
+        }
+        return false;
+}
+
 static void process_call(struct conn *c, struct proto_call *call)
 {
         struct server *s = c->server;
         struct proto_request req;
-        struct sched_snapshot snap;
         struct sched_op *op;
         cJSON *err = NULL;
         struct share_refusal limit = { 0 };
@@ -268,27 +294,15 @@ static void process_call(struct conn *c, struct proto_call *call)
                 reply(c, call, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
                 goto out;
         }
-        if (!translate_pid(c, call, &req))
+        if (!translate_pid(c, call, &req) || answered_before_queue(c, call, &req))
                 goto out;
-        if (req.lease.wanted && !lease_admit(s, &c->caller, &limit)) {
-                audit_early(c, call->method, req.pid, "QueueFull", limit.key);
-                reply(c, call, queue_full(req.caller_pid, &limit));
-                goto out;
-        }
-        if (call->method == PROTO_GET_STATE) {
-                if (answer_state_now(c, call, &req))
-                        goto out;
-        } else if (sched_running_snapshot(&s->sched, req.pid, &snap) && snap.known &&
-                   refuse_now(c, call, &req, &snap)) {
-                goto out;
-        }
-        if (req.n_pairs > 0 && s->drv.available) {
-                err = check_mapping(&s->drv, call, &req);
-                if (err) {
-                        audit_early(c, call->method, req.pid, "InvalidGpuMapping", "unknown new GPU");
-                        reply(c, call, err);
+        if (req.lease.wanted) {
+                if (!lease_admit(s, &c->caller, &limit)) {
+                        audit_early(c, call->method, req.pid, "QueueFull", limit.key);
+                        reply(c, call, queue_full(req.caller_pid, &limit));
                         goto out;
                 }
+                req.lease.admitted = true;
         }
         op = calloc(1, sizeof(*op));
         if (!op) {
@@ -323,6 +337,8 @@ queued:
         c->busy = true;
         return; /* req now belongs to op */
 out:
+        if (req.lease.admitted)
+                lease_unadmit(s, &c->caller);
         proto_request_done(&req);
 }
 
@@ -426,6 +442,8 @@ void dispatch_op_done(struct sched *s, struct sched_op *op)
         /* A lease is granted whether or not its client is still there. */
         if (r->error == OPS_OK && op->req.lease.wanted && !op->cancelled)
                 grant_lease(c, op, msg);
+        if (op->req.lease.admitted)
+                lease_unadmit(srv, op->caller);
         if (op->reply && !c->closing)
                 conn_send(c, msg);
         else

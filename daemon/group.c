@@ -284,7 +284,7 @@ static cJSON *list_reply(const struct group *g)
         for (size_t i = 0; arr && i < g->n; i++) {
                 const struct member *mb = &g->m[i];
                 cJSON *o;
-                if (mb->excluded || mb->skipped || mb->gone)
+                if (mb->excluded || mb->skipped || mb->gone || mb->hidden)
                         continue;
                 o = cJSON_CreateObject();
                 if (!o)
@@ -422,6 +422,8 @@ static void group_end(struct group *g, cJSON *msg)
         t->n--;
         if (g->holds_slot)
                 share_give(&t->slots, g->caller->uid, access_privileged(srv->cfg, g->caller));
+        if (g->req.lease.admitted)
+                lease_unadmit(srv, g->caller);
         group_free(g);
         if (c) {
                 conn_request_done(c);
@@ -976,9 +978,10 @@ static void chunk_work(uv_work_t *w)
                         target_close(&id);
                         if (!pids && !access_may_read(cfg, caller, &t)) {
                                 /* Another's process met by a tree or cgroup:
-                                 * the caller learns how many, not which. */
-                                mb->excluded = mb->skipped;
-                                mb->hidden = !mb->skipped;
+                                 * a group learns how many, not which; a
+                                 * listing nothing. */
+                                mb->excluded = mb->skipped || listing(g);
+                                mb->hidden = !mb->excluded;
                                 r.error = OPS_PERMISSION_DENIED;
                                 if (mb->hidden)
                                         member_fail(g, i, judge_as, &r);
@@ -1299,11 +1302,19 @@ static bool admit(struct group *g, struct conn *c)
                 msg = proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL);
                 goto refuse;
         }
-        if (!(g->req.lease.wanted && !lease_admit(srv, &c->caller, &why)) &&
-            share_take(&table_of(srv)->slots, c->caller.uid, access_privileged(srv->cfg, &c->caller), &why) == 0) {
+        if (g->req.lease.wanted) {
+                if (!lease_admit(srv, &c->caller, &why))
+                        goto full;
+                g->req.lease.admitted = true;
+        }
+        if (share_take(&table_of(srv)->slots, c->caller.uid, access_privileged(srv->cfg, &c->caller), &why) == 0) {
                 g->holds_slot = true;
                 return true;
         }
+        if (g->req.lease.admitted)
+                lease_unadmit(srv, &c->caller);
+        g->req.lease.admitted = false;
+full:
         p = cJSON_CreateObject();
         if (p) {
                 cJSON_AddNumberToObject(p, "limit", why.limit);

@@ -72,7 +72,12 @@ static void member_event(struct server *s, const struct lease *l, const struct l
         e.caller_uid = (long long)l->uid;
         e.lease = l->id;
         e.reason = reason;
-        e.gone = reason && strcmp(reason, reason_names[METRICS_LEASES_EXITED]) == 0;
+        /* Alive only where an operation has just pinned it (taken, finished,
+         * superseded): otherwise it may have exited and its pid be
+         * another's, and a watcher of another pid namespace gets the event
+         * only by the pid a scan noted while it lived. */
+        e.gone = reason && strcmp(reason, reason_names[METRICS_LEASES_FINISHED]) != 0 &&
+                 strcmp(reason, reason_names[METRICS_LEASES_SUPERSEDED]) != 0;
         e.undo = undo;
         watch_emit(s, &e);
 }
@@ -314,9 +319,9 @@ void lease_grant(struct server *s, struct conn *c, enum proto_method m, const st
         l->uid = c->caller.uid;
         l->privileged = access_privileged(s->cfg, &c->caller);
         l->caller_pid = c->caller.pid;
-        /* Admitted when the call came (lease_admit): counted even if calls
-         * that came together took the share meanwhile, since nothing may
-         * stay paused unguarded. */
+        /* Its call was counted since it came (lease_admit), and is given
+         * back after: the lease is counted whatever the limits, since
+         * nothing may stay paused unguarded. */
         share_take_anyway(&t->share, l->uid, l->privileged);
         l->method = m;
         l->on_close = want->on_close;
@@ -425,7 +430,12 @@ static bool may_manage(const struct server *s, const struct policy_caller *calle
 
 bool lease_admit(struct server *s, const struct policy_caller *caller, struct share_refusal *ret)
 {
-        return share_check(&table_of(s)->share, caller->uid, access_privileged(s->cfg, caller), ret) == SHARE_OK;
+        return share_take(&table_of(s)->share, caller->uid, access_privileged(s->cfg, caller), ret) == 0;
+}
+
+void lease_unadmit(struct server *s, const struct policy_caller *caller)
+{
+        share_give(&table_of(s)->share, caller->uid, access_privileged(s->cfg, caller));
 }
 
 /* The audit line of a release or renewal names who did it, and whose

@@ -58,9 +58,12 @@ void lease_init(struct server *s);
 /* Closes the timer; the loop must run once more. */
 void lease_close(struct server *s);
 
-/* Whether caller may take one more lease now (checked when a call that
- * asks for one arrives); if not, *ret says which limit is in the way. */
+/* A call that asks for a lease is counted in its caller's lease share
+ * from its arrival (lease_admit(): false, with *ret saying which limit is
+ * in the way, when it is taken) until it is granted or fails
+ * (lease_unadmit()), so that calls in flight together cannot pass it. */
 bool lease_admit(struct server *s, const struct policy_caller *caller, struct share_refusal *ret);
+void lease_unadmit(struct server *s, const struct policy_caller *caller);
 
 /* A Lock, Suspend, LockGroup or SuspendGroup that asked for want has
  * succeeded on these processes: grants the lease and adds "lease" to the

@@ -56,6 +56,8 @@ struct proto_lease {
         bool wanted;                /* lease_ms or lease_on_close given */
         uint32_t ms;                /* undo this long after the reply; 0 = no expiry */
         bool on_close;              /* undo when the connection closes */
+        bool admitted;              /* the daemon counts it in its caller's lease
+                                     * share until it is granted or not (lease.h) */
 };
 
 struct proto_request {

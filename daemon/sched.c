@@ -277,6 +277,10 @@ int sched_wait_state(struct sched *s, struct sched_op *op)
         uv_mutex_unlock(&t->lock);
         if (known)
                 return -EALREADY;
+        op->privileged = access_privileged(s->cfg, op->caller);
+        if (share_take(&s->queue, op->caller->uid, op->privileged, NULL) < 0)
+                return -EAGAIN; /* sched_submit() says which limit */
+        op->holds_queue = true;
         op->target = t;
         op->sched = s;
         op->queued_ns = now_ns();
@@ -400,8 +404,9 @@ static void after_work_cb(uv_work_t *w, int status)
                 share_give(&s->workers, op->caller->uid, op->privileged);
         }
         finish(s, op);
-        start_next(s, t);
+        /* The oldest ops waiting for the worker given back go first. */
         admit_awaiting(s);
+        start_next(s, t);
 }
 
 /* ---- The stall watch ------------------------------------------------------
@@ -506,40 +511,75 @@ static void stall_watch_arm(struct sched *s)
         uv_timer_start(&s->stall, on_stall, period, period);
 }
 
+/* Callers whose worker share is taken, met in one walk of a queue. */
+#define SCHED_BLOCKED_UIDS 8
+
+/* The first op of t's queue that may have a worker now: the head, or, when
+ * its caller's worker share is taken, the first op of another caller whose
+ * share is not.  A caller that waits for its own share holds up no one
+ * else's calls on the process; the ops of one uid keep their order.
+ * *ret_prev: the op before it in the queue, NULL for the head. */
+static struct sched_op *admissible(struct sched *s, struct sched_target *t, struct sched_op **ret_prev)
+{
+        uid_t blocked[SCHED_BLOCKED_UIDS];
+        size_t nb = 0;
+        struct sched_op *prev = NULL;
+
+        for (struct sched_op *op = t->head; op; prev = op, op = op->next) {
+                bool behind = false;
+                for (size_t i = 0; i < nb && !behind; i++)
+                        behind = blocked[i] == op->caller->uid;
+                if (behind)
+                        continue;
+                if (op->holds_worker ||
+                    share_check(&s->workers, op->caller->uid, op->privileged, NULL) == SHARE_OK) {
+                        *ret_prev = prev;
+                        return op;
+                }
+                if (nb == SCHED_BLOCKED_UIDS)
+                        return NULL;
+                blocked[nb++] = op->caller->uid;
+        }
+        return NULL;
+}
+
 static void start_next(struct sched *s, struct sched_target *t)
 {
-        struct sched_op *op = t->head;
+        struct sched_op *op, *prev = NULL;
 
         if (t->running)
                 return;
-        if (!op) {
+        if (!t->head) {
                 if (t->depth == 0)
                         target_release(s, t);
                 return;
         }
         /* A worker thread only within its caller's share: one uid's calls
          * that the driver holds for long never take every thread. */
-        if (!op->holds_worker) {
-                struct share_refusal why;
-                if (share_take(&s->workers, op->caller->uid, op->privileged, &why) < 0) {
-                        if (!t->awaits_worker) {
-                                log_debug("%s on pid %d waits for the worker share of uid %u (%s %u)",
-                                          proto_method_name(op->method), (int)t->pid, (unsigned)op->caller->uid,
-                                          why.key, why.limit);
-                                t->awaits_worker = true;
-                                s->n_awaiting++;
-                        }
-                        return;
+        op = admissible(s, t, &prev);
+        if (!op) {
+                if (!t->awaits_worker) {
+                        log_debug("%s on pid %d waits for the worker share of uid %u",
+                                  proto_method_name(t->head->method), (int)t->pid, (unsigned)t->head->caller->uid);
+                        t->awaits_worker = true;
+                        s->n_awaiting++;
                 }
+                return;
+        }
+        if (!op->holds_worker) {
+                (void)share_take(&s->workers, op->caller->uid, op->privileged, NULL); /* checked */
                 op->holds_worker = true;
         }
         if (t->awaits_worker) {
                 t->awaits_worker = false;
                 s->n_awaiting--;
         }
-        t->head = op->next;
-        if (!t->head)
-                t->tail = NULL;
+        if (prev)
+                prev->next = op->next;
+        else
+                t->head = op->next;
+        if (t->tail == op)
+                t->tail = prev;
         op->next = NULL;
         t->running = op;
         s->n_running++;
@@ -564,14 +604,15 @@ static void admit_awaiting(struct sched *s)
 {
         while (s->n_awaiting > 0) {
                 struct sched_target *best = NULL;
+                struct sched_op *best_op = NULL, *prev;
                 for (unsigned b = 0; b < SCHED_BUCKETS; b++)
                         for (struct sched_target *t = s->buckets[b]; t; t = t->next_in_bucket) {
-                                struct sched_op *op = t->head;
-                                if (!t->awaits_worker || t->running || !op ||
-                                    (best && best->head->queued_ns <= op->queued_ns) ||
-                                    share_check(&s->workers, op->caller->uid, op->privileged, NULL) != SHARE_OK)
+                                struct sched_op *op;
+                                if (!t->awaits_worker || t->running || !(op = admissible(s, t, &prev)) ||
+                                    (best_op && best_op->queued_ns <= op->queued_ns))
                                         continue;
                                 best = t;
+                                best_op = op;
                         }
                 if (!best)
                         return;

@@ -169,7 +169,8 @@ bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *r
 /* While an op on pid runs but has not yet learnt the process's state, a
  * GetState waits here (without the driver) and is answered through done as
  * soon as the worker publishes one.  -EALREADY: the state is known now;
- * -ESRCH: nothing is running. */
+ * -ESRCH: nothing is running; -EAGAIN: its caller's queue share is taken
+ * (sched_submit() says which limit). */
 int sched_wait_state(struct sched *s, struct sched_op *op);
 /* Closes the loop handles; the loop must run once more to finish them. */
 void sched_close(struct sched *s);

@@ -21,19 +21,24 @@ void share_free(struct share *s)
         s->n_uids = s->cap_uids = 0;
 }
 
-static struct share_uid *find(const struct share *s, uid_t uid)
+static struct share_uid *find(const struct share *s, uid_t uid, bool privileged)
 {
         for (size_t i = 0; i < s->n_uids; i++)
-                if (s->uids[i].uid == uid)
+                if (s->uids[i].uid == uid && s->uids[i].privileged == privileged)
                         return &s->uids[i];
         return NULL;
 }
 
-unsigned share_held(const struct share *s, uid_t uid)
+static unsigned held(const struct share *s, uid_t uid, bool privileged)
 {
-        const struct share_uid *u = find(s, uid);
+        const struct share_uid *u = find(s, uid, privileged);
 
         return u ? u->count : 0;
+}
+
+unsigned share_held(const struct share *s, uid_t uid)
+{
+        return held(s, uid, false);
 }
 
 static enum share_verdict refuse(struct share_refusal *ret, enum share_verdict v, const char *key,
@@ -48,7 +53,7 @@ enum share_verdict share_check(const struct share *s, uid_t uid, bool privileged
 {
         if (s->used >= s->limit)
                 return refuse(ret, SHARE_FULL, s->key_limit, s->limit);
-        if (privileged && s->per_uid_everyone && share_held(s, uid) >= s->per_uid)
+        if (privileged && s->per_uid_everyone && held(s, uid, true) >= s->per_uid)
                 return refuse(ret, SHARE_UID_FULL, s->key_per_uid, s->per_uid);
         if (privileged)
                 return SHARE_OK;
@@ -64,7 +69,7 @@ static int count(struct share *s, uid_t uid, bool privileged)
         struct share_uid *u;
 
         if (!privileged || s->per_uid_everyone) {
-                u = find(s, uid);
+                u = find(s, uid, privileged);
                 if (!u) {
                         if (s->n_uids == s->cap_uids) {
                                 size_t cap = s->cap_uids ? 2 * s->cap_uids : 8;
@@ -75,7 +80,7 @@ static int count(struct share *s, uid_t uid, bool privileged)
                                 s->cap_uids = cap;
                         }
                         u = &s->uids[s->n_uids++];
-                        *u = (struct share_uid){ .uid = uid };
+                        *u = (struct share_uid){ .uid = uid, .privileged = privileged };
                 }
                 u->count++;
                 s->used_unprivileged += !privileged;
@@ -108,7 +113,7 @@ void share_give(struct share *s, uid_t uid, bool privileged)
                 return;
         if (!privileged && s->used_unprivileged > 0)
                 s->used_unprivileged--;
-        u = find(s, uid);
+        u = find(s, uid, privileged);
         if (u && --u->count == 0)
                 *u = s->uids[--s->n_uids]; /* order does not matter */
 }

@@ -20,6 +20,9 @@
 
 struct share_uid {
         uid_t uid;
+        bool privileged;        /* a privileged caller's count apart from an
+                                 * unprivileged one of the same uid (a
+                                 * container's root) */
         unsigned count;
 };
 
@@ -68,7 +71,8 @@ int share_take(struct share *s, uid_t uid, bool privileged, struct share_refusal
 void share_take_anyway(struct share *s, uid_t uid, bool privileged);
 /* Gives back one that share_take() gave uid with the same privilege. */
 void share_give(struct share *s, uid_t uid, bool privileged);
-/* How many uid holds (unprivileged ones only are counted per uid). */
+/* How many uid holds as an unprivileged caller (privileged ones are
+ * counted per uid only when per_uid_everyone). */
 unsigned share_held(const struct share *s, uid_t uid);
 
 #endif

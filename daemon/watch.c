@@ -189,7 +189,23 @@ static cJSON *event_json(const struct watch_event *e, pid_t vpid)
 static void account(struct watch_table *t, struct watcher *w, size_t mem)
 {
         t->mem = t->mem - w->mem + mem;
+        if (!w->privileged)
+                t->mem_unprivileged = t->mem_unprivileged - w->mem + mem;
         w->mem = mem;
+}
+
+/* Whether w's buffers may take mem bytes: its own bound, all watchers',
+ * and for an unprivileged caller's the part of max_watch_bytes that the
+ * watchers' reserve does not keep for privileged ones (in the proportion
+ * max_watchers_reserved / max_watchers). */
+static bool may_take(const struct server *s, const struct watcher *w, size_t mem)
+{
+        const struct watch_table *t = &s->watch;
+        size_t all = s->cfg->max_watch_bytes;
+        size_t unprivileged = all - all / t->share.limit * t->share.reserved;
+
+        return mem <= s->cfg->max_watcher_bytes && t->mem - w->mem + mem <= all &&
+               (w->privileged || t->mem_unprivileged - w->mem + mem <= unprivileged);
 }
 
 /* Hands w's pending output to its connection.  While a write is in flight
@@ -246,9 +262,7 @@ static void queue_bytes(struct server *s, struct watcher *w, const char *data, s
                 char *nb;
                 while (cap < need)
                         cap *= 2;
-                if (cap + w->in_flight > s->cfg->max_watcher_bytes ||
-                    t->mem - w->mem + cap + w->in_flight > s->cfg->max_watch_bytes ||
-                    !(nb = realloc(w->out, cap))) {
+                if (!may_take(s, w, cap + w->in_flight) || !(nb = realloc(w->out, cap))) {
                         w->cut = true;
                         goto arm;
                 }

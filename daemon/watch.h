@@ -74,6 +74,7 @@ struct watch_table {
         unsigned n;
         struct share share;             /* watchers, by uid (share.h) */
         size_t mem;                     /* what all watchers' events take (max_watch_bytes) */
+        size_t mem_unprivileged;        /* ... those of unprivileged callers' watchers */
         size_t freed;                   /* ... and what left since the last trim */
         uv_timer_t trim_timer;          /* gives freed memory back to the system */
         uv_timer_t scan_timer;

@@ -274,6 +274,12 @@ START_TEST(workers_shared_fairly)
         pid_t own = itest_target_as(C, itest_sim_preload_for_others(d), SIM, SMALL, NULL);
 
         hog_workers(d, hogs);
+        /* B also queues a call on C's process, which waits for B's share:
+         * it holds up none of C's calls there. */
+        struct itest_conn *nosy = itest_connect_as(d, B);
+        itest_send_call(nosy, CUDACKPT_METHOD_CHECKPOINT, itest_strdupf("{\"pid\":%d}", (int)own));
+        ck_assert_ptr_nonnull(itest_await_log(d, itest_strdupf("Checkpoint on pid %d waits for the worker share", (int)own),
+                                              3000));
         struct itest_conn *c = itest_connect_as(d, C);
         enum { LEASE_MS = 300 };
         double t0 = itest_now_ms();
@@ -297,9 +303,11 @@ START_TEST(workers_shared_fairly)
         ck_assert_msg(running > 0, "C's lease was not undone within 2 s of its expiry");
         ck_assert_msg(running - (granted + LEASE_MS) < 200, "C's lease undone %.0f ms after its expiry",
                       running - (granted + LEASE_MS));
-        /* B's Locks all end in time, each in its turn. */
+        /* B's Locks all end in time, each in its turn; its Checkpoint of
+         * C's process is refused when its turn comes. */
         for (int i = 0; i < HOLD; i++)
                 itest_assert_ok(itest_recv_within(hogs[i], 4 * BUSY_MS + 5000));
+        assert_error(itest_recv_within(nosy, 4 * BUSY_MS + 5000), CUDACKPT_ERROR_PERMISSION_DENIED);
 }
 END_TEST
 

@@ -75,9 +75,12 @@ START_TEST(test_per_uid_everyone)
         ck_assert_int_eq(share_take(&s, 0, true, NULL), 0);
         ck_assert_int_eq(share_take(&s, 0, true, &why), -EAGAIN);
         ck_assert_int_eq(why.verdict, SHARE_UID_FULL);
-        share_give(&s, 0, true);
+        /* A container's root (uid 0, unprivileged) counts apart. */
+        ck_assert_int_eq(share_take(&s, 0, false, NULL), 0);
         ck_assert_uint_eq(share_held(&s, 0), 1);
+        share_give(&s, 0, true);
         ck_assert_int_eq(share_take(&s, 0, true, NULL), 0);
+        ck_assert_int_eq(share_take(&s, 0, true, NULL), -EAGAIN);
         share_free(&s);
 }
 END_TEST
@@ -105,6 +108,9 @@ START_TEST(test_manage_lease)
         ck_assert(!access_may_manage_lease(&c, &setuid_real, 0, suid, 1));
         ck_assert(access_may_manage_lease(&c, &root, 0, suid, 1));
         ck_assert(!access_may_manage_lease(&c, &taker, 1000, own, 0));
+        /* Root of a container has no claim on the reserves. */
+        ck_assert(access_privileged(&c, &root));
+        ck_assert(!access_privileged(&c, &boxed_root));
         config_done(&c);
 }
 END_TEST
