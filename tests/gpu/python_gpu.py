@@ -209,6 +209,10 @@ def suspended_run(label: str, make: Callable[[int], object], args: argparse.Name
         state = timed(times, "state", lambda: p.state)  # type: ignore[attr-defined]
         check(state == "checkpointed", "%s: state after checkpoint is %s" % (label, state))
         timed(times, "restore_thread_id", lambda: p.restore_thread_id)  # type: ignore[attr-defined]
+        # The read-only calls are cheap: their medians over many calls.
+        for _ in range(100):
+            timed(times, "state", lambda: p.state)  # type: ignore[attr-defined]
+            timed(times, "restore_thread_id", lambda: p.restore_thread_id)  # type: ignore[attr-defined]
         t.drain()
         steps_at_pause = len(t.losses)
         mine, used = gpu_memory(t.proc.pid)
@@ -266,7 +270,7 @@ def same_errors() -> None:
         a, b = got["cuda.core"], got["cudackpt"]
         check(a is not None and b is not None and str(a) == str(b),
               "unlock of a running process: the same message both ways: %r / %r" % (str(a), str(b)))
-        check(isinstance(b, CoreCUDAError), "cudackpt raises cuda-core's CUDAError (%s)" % type(b).__mro__[:3])
+        check(isinstance(b, CoreCUDAError), "cudackpt raises cuda-core's CUDAError (%s)" % (type(b).__mro__[:3],))
     finally:
         sleeper.kill()
         sleeper.wait(timeout=30)
