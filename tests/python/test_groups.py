@@ -86,6 +86,14 @@ def test_not_cuda_member_refuses_the_group(daemon, targets) -> None:
     assert states(a) == ["running"]
 
 
+def _comm(pid: int) -> str:
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def _children(pid: int) -> list:
     out = []
     for tid in os.listdir("/proc/%d/task" % pid):
@@ -99,7 +107,10 @@ def test_tree(daemon, targets) -> None:
     try:
         await_true("two children", lambda: len(_children(top)) == 2)
         kids = _children(top)
+        # A child maps the simulator as sh did from its fork: it counts once
+        # it is sleep (its exec has replaced sh's mappings) and maps it again.
         for k in kids:
+            await_true("pid %d to exec sleep" % k, lambda: _comm(k) == "sleep")
             targets.await_mapped(k)
         r = Job(tree=top).suspend()
         assert sorted(r.pids) == sorted([top] + kids)
