@@ -494,8 +494,8 @@ static bool doctor_daemon_driver(cudackpt_client *client, const char *path, cons
                 doctor_advise(r, "fix the driver (the driver line), then systemctl restart cudackptd.service: "
                                  "it loads the driver once, at its start");
         } else if (drv.simulated) {
-                doctor_set(r, DOCTOR_WARN, "cudackptd %s at %s runs on the simulated driver: %s", version ? version : "?",
-                           path, what);
+                doctor_set(r, DOCTOR_WARN, "cudackptd %s at %s runs on the simulated driver: %s",
+                           version ? version : "?", path, what);
                 doctor_advise(r, "for development and tests only: start cudackptd on libcuda.so.1 (its default "
                                  "driver) to checkpoint GPUs");
         } else {
