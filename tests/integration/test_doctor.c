@@ -211,8 +211,9 @@ START_TEST(doctor_simulator_and_daemon)
         assert_says(r, "driver", "CUDA 13.0");
         assert_says(r, "driver", "simulator");
         assert_verdict(r, "daemon", "warn");
-        assert_says(r, "daemon", itest_strdupf("at %s runs on the simulated driver: SIMULATED CUDA 13.0, 1 GPU, from %s",
-                                               d->sock, itest_need_env("CUDACKPT_TEST_SIM")));
+        assert_says(r, "daemon",
+                    itest_strdupf("at %s runs on the simulated driver: SIMULATED CUDA 13.0, 1 GPU, from %s", d->sock,
+                                  itest_need_env("CUDACKPT_TEST_SIM")));
         assert_says(r, "daemon", "-- for development and tests only");
         assert_machine_checks(r);
         assert_exit_matches(r);
