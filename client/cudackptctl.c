@@ -48,6 +48,7 @@ typedef enum ctl_command_id {
         CTL_RELEASE,
         CTL_RENEW,
         CTL_DOCTOR,
+        CTL_STATUS,
 } ctl_command_id;
 
 /* What each command takes. */
@@ -86,6 +87,7 @@ static const ctl_command ctl_commands[] = {
         { "release", CTL_RELEASE, CTL_TAKES_LEASE_ID, NULL },
         { "renew", CTL_RENEW, CTL_TAKES_LEASE_ID, NULL },
         { "doctor", CTL_DOCTOR, 0, NULL },
+        { "status", CTL_STATUS, 0, NULL },
 };
 
 /* The parsed command line. */
@@ -124,7 +126,12 @@ static void ctl_help(void) {
                "  suspend PID                lock, then checkpoint; unlocked again if that fails\n"
                "  resume PID                 restore, then unlock\n"
                "  info                       print the daemon's vendor, product, version, url\n"
-               "                             and interfaces\n"
+               "                             and interfaces (it answers whatever its driver)\n"
+               "  status                     print the daemon's health: its CUDA driver (and\n"
+               "                             whether it is the simulator), how it finds CUDA\n"
+               "                             processes, workers busy, operations queued,\n"
+               "                             groups, leases, watchers, connections.  Exit\n"
+               "                             status 18 when it has no usable driver\n"
                "  ps [SELECTOR]              list the CUDA processes you may act on (or those of\n"
                "                             SELECTOR): PID, USER, STATE, CGROUP, GPU MEM (with\n"
                "                             NVML), COMMAND\n"
@@ -209,6 +216,8 @@ static void ctl_help(void) {
                "  25 GroupTooLarge (the selection holds more processes than the daemon allows)\n"
                "  A group that failed (GroupFailed) exits with the status of the error of its\n"
                "  failing member.  A selection with no CUDA process succeeds.\n"
+               "  status exits 18 when the daemon has no usable CUDA driver, as every command\n"
+               "  that needs the driver (ps and the groups included) does then; info does not.\n"
                "\n"
                "cuda-checkpoint compatibility:\n"
                "  Started as \"cuda-checkpoint\" (through a symlink of that name), this program\n"
@@ -592,6 +601,7 @@ static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *
         case CTL_RELEASE:
         case CTL_RENEW:
         case CTL_DOCTOR:
+        case CTL_STATUS:
                 break; /* run in ctl_run() */
         }
         return -EINVAL;
@@ -636,11 +646,14 @@ static int ctl_run(const ctl_args *a) {
                 cudackpt_client_free(client);
                 return status;
         }
-        if (a->command->id == CTL_METRICS || a->command->id == CTL_RELEASE || a->command->id == CTL_RENEW) {
-                status = a->command->id == CTL_METRICS
-                                 ? ctl_metrics_run(client, a->prefix, a->output)
-                                 : ctl_lease_manage(client, a->prefix, a->lease,
-                                                    a->command->id == CTL_RENEW ? a->lease_ms : -1, a->json);
+        if (a->command->id == CTL_METRICS || a->command->id == CTL_RELEASE || a->command->id == CTL_RENEW ||
+            a->command->id == CTL_STATUS) {
+                status = a->command->id == CTL_METRICS  ? ctl_metrics_run(client, a->prefix, a->output)
+                         : a->command->id == CTL_STATUS ? ctl_status_run(client, a->prefix, a->json)
+                                                        : ctl_lease_manage(client, a->prefix, a->lease,
+                                                                           a->command->id == CTL_RENEW ? a->lease_ms
+                                                                                                       : -1,
+                                                                           a->json);
                 cudackpt_client_free(client);
                 return status;
         }

@@ -458,6 +458,53 @@ static void doctor_check_persistence(const ctl_doctor *d, doctor_result *r) {
 
 /* ---- The daemon -------------------------------------------------------------- */
 
+/* What the daemon says of its driver (GetStatus), for the daemon line: true
+ * when that decides the verdict (the daemon has no usable driver: fail; it
+ * runs on the simulator: warn; a daemon of this release that does not
+ * tell: fail).  Else driver holds the driver's description for an ok
+ * line, empty from a daemon of another release that does not tell. */
+static bool doctor_daemon_driver(cudackpt_client *client, const char *path, const char *version,
+                                 doctor_result *r, char *driver, size_t size) {
+        bool ours = version && strcmp(version, CUDACKPT_VERSION) == 0;
+        ctl_driver_status drv;
+        cudackpt_reply reply;
+        cJSON *params = NULL;
+        char what[1024];
+        int k;
+
+        driver[0] = '\0';
+        cudackpt_reply_init(&reply);
+        k = cudackpt_call(client, CUDACKPT_METHOD_GET_STATUS, NULL, &reply);
+        if (k == 0 && !reply.error)
+                params = cJSON_Parse(reply.parameters_json);
+        k = k < 0 ? k : reply.error ? -ENOSYS : ctl_status_driver(params, &drv);
+        cJSON_Delete(params);
+        cudackpt_reply_clear(&reply);
+        if (k < 0) {
+                /* An older daemon has no GetStatus: its version says the rest. */
+                if (ours) {
+                        doctor_set(r, DOCTOR_FAIL, "cudackptd at %s does not say its driver (GetStatus)", path);
+                        doctor_advise(r, "journalctl -u cudackptd; systemctl restart cudackptd.service");
+                }
+                return ours;
+        }
+        ctl_status_describe_driver(&drv, what, sizeof(what));
+        if (!drv.available) {
+                doctor_set(r, DOCTOR_FAIL, "cudackptd %s at %s has %s", version ? version : "?", path, what);
+                doctor_advise(r, "fix the driver (the driver line), then systemctl restart cudackptd.service: "
+                                 "it loads the driver once, at its start");
+        } else if (drv.simulated) {
+                doctor_set(r, DOCTOR_WARN, "cudackptd %s at %s runs on the simulated driver: %s",
+                           version ? version : "?", path, what);
+                doctor_advise(r, "for development and tests only: start cudackptd on libcuda.so.1 (its default "
+                                 "driver) to checkpoint GPUs");
+        } else {
+                snprintf(driver, size, ", %s", what);
+                return false;
+        }
+        return true;
+}
+
 static void doctor_check_daemon(const ctl_doctor *d, doctor_result *r) {
         const char *path = ctl_socket_path(d->socket);
         cudackpt_client *client = NULL;
@@ -466,6 +513,7 @@ static void doctor_check_daemon(const ctl_doctor *d, doctor_result *r) {
         cudackpt_reply reply;
         cJSON *params = NULL;
         bool has_interface = false;
+        char driver[1100];
         int k;
 
         cudackpt_reply_init(&reply);
@@ -502,6 +550,9 @@ static void doctor_check_daemon(const ctl_doctor *d, doctor_result *r) {
                 doctor_set(r, DOCTOR_FAIL, "%s serves %s, which lacks " CUDACKPT_INTERFACE, path,
                            product ? product : "a Varlink service");
                 doctor_advise(r, "check that --socket names cudackptd's socket");
+        } else if (doctor_daemon_driver(client, path, version, r, driver, sizeof(driver))) {
+                /* Said: the daemon's driver is missing or simulated, or it
+                 * does not tell, though of this release. */
         } else if (!version) {
                 doctor_set(r, DOCTOR_WARN, "cudackptd at %s does not say its version", path);
                 doctor_advise(r, "use cudackptd and cudackptctl of the same release");
@@ -511,7 +562,7 @@ static void doctor_check_daemon(const ctl_doctor *d, doctor_result *r) {
                 doctor_advise(r, "after an upgrade, systemctl restart cudackptd.service; else use cudackptctl of "
                                  "the daemon's release");
         } else
-                doctor_set(r, DOCTOR_OK, "cudackptd %s at %s", version, path);
+                doctor_set(r, DOCTOR_OK, "cudackptd %s at %s%s", version, path, driver);
 done:
         cJSON_Delete(params);
         cudackpt_reply_clear(&reply);

@@ -895,7 +895,11 @@ int ctl_ps_run(cudackpt_client *client, const ctl_ps *p) {
         }
         if (reply.error) {
                 text = ctl_describe_error(&reply);
-                fprintf(stderr, "%s%s\n", p->prefix, text ? text : "error");
+                fputs(p->prefix, stderr);
+                /* Of several pids, the one the daemon refused (NoSuchProcess). */
+                if (p->selector && p->selector->kind == CTL_SELECT_PIDS && reply.pid > 0)
+                        fprintf(stderr, "pid %d: ", reply.pid);
+                fprintf(stderr, "%s\n", text ? text : "error");
                 free(text);
                 if (p->json) {
                         text = ctl_error_json(&reply);

@@ -16,6 +16,7 @@
 #include "pidns.h"
 #include "proto.h"
 #include "server.h"
+#include "status.h"
 #include "uuid.h"
 #include "watch.h"
 
@@ -398,6 +399,12 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
                         free(text);
                         reply(c, &call, p ? proto_reply_new(p) : NULL);
                 }
+                break;
+        case PROTO_GET_STATUS:
+                if (call.parameters && call.parameters->child)
+                        reply(c, &call, proto_invalid_parameter(call.parameters->child->string));
+                else
+                        reply(c, &call, status_reply(c->server));
                 break;
         default:
                 process_call(c, &call);

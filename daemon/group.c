@@ -311,6 +311,11 @@ static cJSON *final_reply(struct group *g)
 {
         cJSON *p;
 
+        /* A listing that failed at its selection (a pid or tree root with
+         * no process, the daemon named) answers as a single call would. */
+        if (listing(g) && g->failed)
+                return ops_reply(&g->srv->drv, g->m[g->failed_at].err_method, g->m[g->failed_at].vpid,
+                                 g->caller->uid, &g->m[g->failed_at].err);
         if (listing(g))
                 return list_reply(g);
         p = cJSON_CreateObject();
@@ -477,7 +482,11 @@ static void group_finish(struct group *g)
                               ms_of(uv_hrtime() - g->t0));
         }
         if (g->conn)
-                metrics_op(&g->srv->metrics, g->method, g->failed ? "GroupFailed" : "ok", uv_hrtime() - g->t0);
+                metrics_op(&g->srv->metrics, g->method,
+                           !g->failed      ? "ok"
+                           : listing(g)    ? ops_error_short_name(g->m[g->failed_at].err.error)
+                                           : "GroupFailed",
+                           uv_hrtime() - g->t0);
         if (listing(g) && g->t_selected)
                 log_debug("ListProcesses: %zu candidates; %.1f us to the scan's end, %.1f us more to the selection, "
                           "%.1f us for the states", g->n_cand, (double)(g->t_scanned - g->t0) / 1e3,
@@ -958,7 +967,9 @@ static void chunk_work(uv_work_t *w)
                 }
                 k = target_open(g->cand[i], &id);
                 if (k < 0) {
-                        if (!pids || listing(g) || g->lenient) {
+                        /* A listing by pids says which it named that has no
+                         * process; one it may not open it leaves out. */
+                        if (!pids || g->lenient || (listing(g) && k != -ESRCH)) {
                                 mb->excluded = true; /* gone since the scan */
                                 continue;
                         }
@@ -1332,6 +1343,24 @@ refuse:
         return false;
 }
 
+/* A call refused before it starts, with an error whose only parameter is
+ * reason (result: its short name, a static string; detail: for the audit
+ * record); g is freed. */
+static void refuse_early(struct group *g, const char *error, const char *result, const char *reason,
+                         const char *detail)
+{
+        cJSON *p = g->reply ? cJSON_CreateObject() : NULL;
+
+        if (p)
+                cJSON_AddStringToObject(p, "reason", reason);
+        count_refusal(g, result);
+        audit(g, 0, proto_method_name(g->method), result, detail, 0);
+        if (g->reply)
+                conn_send(g->conn, proto_error_new(error, p));
+        proto_group_request_done(&g->req);
+        free(g);
+}
+
 void group_call(struct conn *c, const struct proto_call *call)
 {
         struct server *srv = c->server;
@@ -1358,19 +1387,15 @@ void group_call(struct conn *c, const struct proto_call *call)
         g->reply = !call->oneway;
         g->more = call->more;
         g->t0 = uv_hrtime();
+        /* Without a driver no member could be judged, listed or acted on. */
+        if (!srv->drv.available) {
+                refuse_early(g, CUDACKPT_ERROR_DRIVER_UNAVAILABLE, "DriverUnavailable", srv->drv.reason,
+                             "no usable CUDA driver");
+                return;
+        }
         if (c->caller.pidns.unsupported) {
-                cJSON *p = cJSON_CreateObject();
-                if (p)
-                        cJSON_AddStringToObject(p, "reason", PIDNS_UNSUPPORTED_REASON);
-                count_refusal(g, "PermissionDenied");
-                audit(g, 0, proto_method_name(g->method), "PermissionDenied", "pid namespaces cannot be translated",
-                      0);
-                if (g->reply)
-                        conn_send(c, proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p));
-                else
-                        cJSON_Delete(p);
-                proto_group_request_done(&g->req);
-                free(g);
+                refuse_early(g, CUDACKPT_ERROR_PERMISSION_DENIED, "PermissionDenied", PIDNS_UNSUPPORTED_REASON,
+                             "pid namespaces cannot be translated");
                 return;
         }
         if (!admit(g, c)) {

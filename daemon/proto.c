@@ -37,6 +37,7 @@ static const char *const method_names[PROTO_METHODS] = {
         [PROTO_RENEW_LEASE] = "RenewLease",
         [PROTO_WATCH] = "Watch",
         [PROTO_GET_METRICS] = "GetMetrics",
+        [PROTO_GET_STATUS] = "GetStatus",
         [PROTO_GET_INFO] = "GetInfo",
         [PROTO_GET_INTERFACE_DESCRIPTION] = "GetInterfaceDescription",
 };

@@ -32,6 +32,7 @@
 #define CUDACKPT_METHOD_RENEW_LEASE "io.cudackpt.Process.RenewLease"
 #define CUDACKPT_METHOD_WATCH "io.cudackpt.Process.Watch"
 #define CUDACKPT_METHOD_GET_METRICS "io.cudackpt.Process.GetMetrics"
+#define CUDACKPT_METHOD_GET_STATUS "io.cudackpt.Process.GetStatus"
 
 /* State strings carried in "state".  A driver value this build does not
  * know is reported as "unknown-N" with N the driver's number. */

@@ -4,13 +4,16 @@
 The Kubernetes manifests must parse and hold what docs/kubernetes.md
 promises: a DaemonSet in the node's pid namespace serving the socket in the
 node's /run/cudackpt, root with exactly the unit's four capabilities, probes
-that call the daemon, and a pod without hostPID that mounts the socket's
-directory.  Every container runs the image deploy/Containerfile says to
+that call the daemon (liveness and startup pass whatever the driver,
+readiness only with a usable driver), and a pod without hostPID that
+mounts the socket's directory.  Every container runs the image deploy/Containerfile says to
 build, tagged with project(VERSION) of CMakeLists.txt, and the only one
 the Containerfile and docs/kubernetes.md name.  Given the binaries
 of this build, the flags and commands the manifests use must be ones they
 list in --help, and the daemon must start with the ConfigMap's
-configuration and the DaemonSet's flags and answer the probes.
+configuration and the DaemonSet's flags and answer the probes: without a
+driver the readiness probe fails (18, DriverUnavailable) and the others
+pass; on the simulator (--sim) every probe passes.
 
 Exit status: 0 all good, 1 a check failed (each is printed), 77 no yaml
 module (Debian: python3-yaml, run with /usr/bin/python3).
@@ -230,10 +233,16 @@ def check_config(text, default_path):
     return True
 
 
-def run_daemon(cudackptd, cudackptctl, info, config_text):
+# What each probe must exit with against a daemon without a usable driver:
+# liveness is the loop's, readiness the driver's (DriverUnavailable).
+EXIT_DRIVER_UNAVAILABLE = 18
+NO_DRIVER_EXITS = {"startupProbe": 0, "livenessProbe": 0, "readinessProbe": EXIT_DRIVER_UNAVAILABLE}
+
+
+def run_daemon(cudackptd, cudackptctl, info, config_text, driver=None):
     """Start the daemon with the DaemonSet's flags and the ConfigMap on a
-    socket of its own (no driver: it serves, answering DriverUnavailable)
-    and run the probes against it."""
+    socket of its own, on driver (None: none, so it serves answering
+    DriverUnavailable), and run the probes against it."""
     with tempfile.TemporaryDirectory(prefix="cudackpt-deploy-") as tmp:
         sock, conf = os.path.join(tmp, "s"), os.path.join(tmp, "cudackptd.json")
         with open(conf, "w", encoding="utf-8") as f:
@@ -241,7 +250,7 @@ def run_daemon(cudackptd, cudackptctl, info, config_text):
         args = ["--socket=" + sock if a.startswith("--socket=") else "--config=" + conf if a.startswith("--config=")
                 else a for a in info["daemon_flags"]]
         log = open(os.path.join(tmp, "log"), "w+", encoding="utf-8")
-        d = subprocess.Popen([cudackptd] + args + ["--driver=" + os.path.join(tmp, "no-libcuda.so")],
+        d = subprocess.Popen([cudackptd] + args + ["--driver=" + (driver or os.path.join(tmp, "no-libcuda.so"))],
                              stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         try:
             deadline = time.monotonic() + 10
@@ -256,8 +265,10 @@ def run_daemon(cudackptd, cudackptctl, info, config_text):
                     continue
                 cmd = [cudackptctl] + ["--socket=" + sock if a.startswith("--socket=") else a for a in cmd[1:]]
                 r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=10)
-                check(r.returncode == 0, "DaemonSet: %s exits %d against the daemon: %s"
-                      % (name, r.returncode, r.stderr.strip()))
+                want = 0 if driver else NO_DRIVER_EXITS[name]
+                check(r.returncode == want, "DaemonSet: %s exits %d against the daemon %s, not %d: %s"
+                      % (name, r.returncode, "on " + driver if driver else "without a driver", want,
+                         r.stderr.strip()))
         finally:
             if d.poll() is None:
                 d.terminate()
@@ -296,6 +307,7 @@ def main():
         ap.add_argument("--" + a, required=True)
     ap.add_argument("--cudackptd")
     ap.add_argument("--cudackptctl")
+    ap.add_argument("--sim", help="the simulated driver, for a run of the probes with a usable driver")
     o = ap.parse_args()
 
     version = project_version(o.cmakelists)
@@ -328,6 +340,8 @@ def main():
     config = daemon_config(ds_docs, info) if info else None
     if config is not None and check_config(config, o.default_config) and o.cudackptd and not failures:
         run_daemon(o.cudackptd, o.cudackptctl, info, config)
+        if o.sim and not failures:
+            run_daemon(o.cudackptd, o.cudackptctl, info, config, o.sim)
     check_pod(pod_docs, ctl_help)
 
     for f in failures:

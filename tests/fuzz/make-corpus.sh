@@ -61,6 +61,9 @@ seed getifdesc-bad 03 "$(call org.varlink.service.GetInterfaceDescription '{"int
         "$(call org.varlink.service.GetInterfaceDescription '{"interface":7}')" \
         "$(call org.varlink.service.GetInterfaceDescription '{"interface":"'$I'","interface":"'$I'"}')" \
         "$(call org.varlink.service.Nothing)"
+# GetStatus: no parameters; its counts while an operation is in flight.
+seed getstatus 00 "$(call $I.GetStatus)" "$(call $I.GetStatus '{}')" "$(call $I.GetStatus '{"x":1}')" \
+        "$(call $I.Suspend "$P")" "\$CONN$(call $I.GetStatus)"
 
 # --- GetState and GetRestoreThreadId on every kind of target
 seed getstate 0f "$(call $I.GetState "$P")"

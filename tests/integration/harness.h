@@ -344,6 +344,10 @@ int itest_raw_call(const char *sock, const char *json, int timeout_ms, cJSON **r
  * which asserts it exited 0. */
 pid_t itest_fake_server(const char *path, const char *const *replies, const char *request_file);
 void itest_await_fake_server(pid_t pid);
+/* The same for a client that makes several calls on the connection: it
+ * reads one request before each reply, and saves the requests in
+ * request_file, one a line. */
+pid_t itest_fake_server_calls(const char *path, const char *const *replies, const char *request_file);
 
 /* The value of an environment variable ctest sets (a path of the build);
  * asserts it is set. */

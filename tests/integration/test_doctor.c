@@ -198,8 +198,9 @@ static void assert_machine_checks(const struct doctor_run *r)
         }
 }
 
-/* On the simulator with the daemon running: the driver and the daemon
- * are fine, the machine's checks say what the machine is. */
+/* On the simulator with the daemon running: the driver is fine, the
+ * daemon answers but warns that it runs on the simulator (its GetStatus),
+ * the machine's checks say what the machine is. */
 START_TEST(doctor_simulator_and_daemon)
 {
         struct itest_daemon *d = itest_daemon_start_default();
@@ -209,16 +210,46 @@ START_TEST(doctor_simulator_and_daemon)
         assert_verdict(r, "driver", "ok");
         assert_says(r, "driver", "CUDA 13.0");
         assert_says(r, "driver", "simulator");
-        assert_verdict(r, "daemon", "ok");
-        assert_says(r, "daemon", itest_strdupf("at %s", d->sock));
+        assert_verdict(r, "daemon", "warn");
+        assert_says(r, "daemon",
+                    itest_strdupf("at %s runs on the simulated driver: SIMULATED CUDA 13.0, 1 GPU, from %s", d->sock,
+                                  itest_need_env("CUDACKPT_TEST_SIM")));
+        assert_says(r, "daemon", "-- for development and tests only");
         assert_machine_checks(r);
         assert_exit_matches(r);
 
         /* The socket from the environment. */
         const char *env[] = { itest_strdupf(CUDACKPT_SOCKET_ENV "=%s", d->sock), NULL };
         r = doctor_env(child_env(env), itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM")), NULL);
-        assert_verdict(r, "daemon", "ok");
+        assert_verdict(r, "daemon", "warn");
         assert_says(r, "daemon", d->sock);
+}
+END_TEST
+
+/* A daemon without a usable driver (none at its path, or cuInit failed)
+ * fails the daemon line, with the daemon's reason, though the driver line
+ * (this program's own look at the library) is fine. */
+START_TEST(doctor_daemon_without_driver)
+{
+        struct itest_daemon_opts none = { .driver = "/nonexistent.so" };
+        struct itest_daemon *d = itest_daemon_start(&none);
+        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
+        struct doctor_run *r = doctor(driver, itest_strdupf("--socket=%s", d->sock), NULL);
+
+        assert_verdict(r, "driver", "ok");
+        assert_verdict(r, "daemon", "fail");
+        assert_says(r, "daemon", "has no usable CUDA driver (/nonexistent.so): ");
+        assert_says(r, "daemon", "systemctl restart cudackptd.service");
+        ck_assert_int_eq(r->proc.status, 1);
+        itest_daemon_stop(d);
+
+        static const char *const env[] = { "CUDACKPT_SIM_INIT_ERROR=100", NULL };
+        struct itest_daemon_opts failing = { .env = env };
+        d = itest_daemon_start(&failing);
+        r = doctor(driver, itest_strdupf("--socket=%s", d->sock), NULL);
+        assert_verdict(r, "daemon", "fail");
+        assert_says(r, "daemon", "CUDA_ERROR_NO_DEVICE");
+        ck_assert_int_eq(r->proc.status, 1);
 }
 END_TEST
 
@@ -250,7 +281,7 @@ START_TEST(doctor_bad_driver)
 
         assert_verdict(r, "driver", "fail");
         assert_says(r, "driver", missing);
-        assert_verdict(r, "daemon", "ok");
+        assert_verdict(r, "daemon", "warn"); /* on the simulator */
         ck_assert_int_eq(r->proc.status, 1);
 
         r = doctor("--driver=libc.so.6", itest_strdupf("--socket=%s", d->sock), NULL);
@@ -392,6 +423,53 @@ START_TEST(doctor_other_servers)
 }
 END_TEST
 
+/* A daemon of this release on a real driver (a fake one: the tests have
+ * none), its GetInfo's version is ours: ok, naming the driver.  One that
+ * has no GetStatus fails; of another release, it warns of the release. */
+START_TEST(doctor_daemon_driver_by_status)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        const char *version = itest_str(itest_call(c, "org.varlink.service.GetInfo", NULL), "version");
+        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
+        const char *sock = itest_strdupf("%s/fake", d->dir), *req = itest_strdupf("%s/requests", d->dir);
+        const char *info = itest_strdupf("{\"parameters\":{\"vendor\":\"cudackpt\",\"product\":\"cudackptd\","
+                                         "\"version\":\"%s\",\"url\":\"x\",\"interfaces\":"
+                                         "[\"org.varlink.service\",\"" CUDACKPT_INTERFACE "\"]}}",
+                                         version);
+        const char *real[] = { info,
+                               "{\"parameters\":{\"driver\":{\"available\":true,\"simulated\":false,"
+                               "\"path\":\"libcuda.so.1\",\"version\":13000,\"gpus\":8}}}",
+                               NULL };
+        const char *none[] = { info, "{\"error\":\"" CUDACKPT_VARLINK_METHOD_NOT_FOUND "\",\"parameters\":{}}",
+                               NULL };
+
+        pid_t srv = itest_fake_server_calls(sock, real, req);
+        struct doctor_run *r = doctor(driver, itest_strdupf("--socket=%s", sock), NULL);
+        itest_await_fake_server(srv);
+        assert_verdict(r, "daemon", "ok");
+        assert_says(r, "daemon", itest_strdupf("cudackptd %s at %s, CUDA 13.0, 8 GPUs, from libcuda.so.1", version,
+                                               sock));
+        assert_exit_matches(r);
+
+        unlink(sock);
+        srv = itest_fake_server_calls(sock, none, req);
+        r = doctor(driver, itest_strdupf("--socket=%s", sock), NULL);
+        itest_await_fake_server(srv);
+        assert_verdict(r, "daemon", "fail");
+        assert_says(r, "daemon", "does not say its driver (GetStatus)");
+        ck_assert_int_eq(r->proc.status, 1);
+
+        unlink(sock);
+        none[0] = "{\"parameters\":{\"version\":\"0.0.1\",\"interfaces\":[\"" CUDACKPT_INTERFACE "\"]}}";
+        srv = itest_fake_server_calls(sock, none, req);
+        r = doctor(driver, itest_strdupf("--socket=%s", sock), NULL);
+        itest_await_fake_server(srv);
+        assert_verdict(r, "daemon", "warn");
+        assert_says(r, "daemon", "cudackptd 0.0.1 at ");
+}
+END_TEST
+
 static Suite *doctor_suite(void)
 {
         Suite *s = suite_create("integration.doctor");
@@ -402,6 +480,8 @@ static Suite *doctor_suite(void)
         tcase_add_test(tc, doctor_driver_versions);
         tcase_add_test(tc, doctor_json);
         tcase_add_test(tc, doctor_other_servers);
+        tcase_add_test(tc, doctor_daemon_without_driver);
+        tcase_add_test(tc, doctor_daemon_driver_by_status);
         return s;
 }
 

@@ -1,0 +1,92 @@
+/* status.c: GetStatus's reply, from the server's own counts. */
+#include "status.h"
+
+#include <stdbool.h>
+
+#include "procindex.h"
+#include "proto.h"
+#include "server.h"
+
+#ifndef CUDACKPT_VERSION
+#define CUDACKPT_VERSION "0"
+#endif
+
+/* The driver the daemon loaded at its start (driver.h). */
+static bool add_driver(cJSON *p, const struct server *s)
+{
+        const struct driver *d = &s->drv;
+        cJSON *o = cJSON_AddObjectToObject(p, "driver");
+
+        if (!o || !cJSON_AddBoolToObject(o, "available", d->available) ||
+            !cJSON_AddBoolToObject(o, "simulated", d->simulated) ||
+            !cJSON_AddStringToObject(o, "path", s->cfg->driver_path ? s->cfg->driver_path : "") ||
+            !cJSON_AddNumberToObject(o, "gpus", d->available ? d->n_devices : 0))
+                return false;
+        if (d->version > 0 && !cJSON_AddNumberToObject(o, "version", d->version))
+                return false;
+        if (!d->available && !cJSON_AddStringToObject(o, "reason", d->reason[0] ? d->reason : "not loaded"))
+                return false;
+        return true;
+}
+
+/* Why listings scan /proc rather than read the index, when they do for
+ * want of one; NULL while it opens or when it is there. */
+static const char *index_reason(const struct server *s, const struct procindex *ix)
+{
+        if (ix || s->index_opening)
+                return NULL;
+        if (s->cfg->process_index_max == 0)
+                return "process_index_max is 0";
+        if (!s->groups.driver_lib.known)
+                return "the driver's file is not known";
+        /* Written by the worker that opened it, read once it is done. */
+        return s->index_why[0] ? s->index_why : "not opened";
+}
+
+/* How ListProcesses and Watch find the processes that may map the driver. */
+static bool add_index(cJSON *p, const struct server *s)
+{
+        const struct procindex *ix = atomic_load(&s->groups.index);
+        bool lost = ix && atomic_load(&s->groups.index_lost);
+        const char *reason = index_reason(s, ix);
+        cJSON *o = cJSON_AddObjectToObject(p, "process_index");
+
+        if (!o || !cJSON_AddStringToObject(o, "source", ix && !lost ? procindex_hook(ix) : "proc") ||
+            !cJSON_AddBoolToObject(o, "lost", lost) || !cJSON_AddBoolToObject(o, "opening", s->index_opening))
+                return false;
+        return !reason || cJSON_AddStringToObject(o, "reason", reason);
+}
+
+/* How much of each shared resource is in use, in all callers together. */
+static bool add_counts(cJSON *p, const struct server *s)
+{
+        const struct {
+                const char *key;
+                unsigned n;
+        } counts[] = {
+                { "workers", s->cfg->workers },
+                { "workers_busy", s->sched.n_running },
+                { "queued", s->sched.n_ops - s->sched.n_running },
+                { "groups", s->groups.n },
+                { "leases", s->leases.n },
+                { "watchers", s->watch.n },
+                { "connections", s->n_conns },
+        };
+
+        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+                if (!cJSON_AddNumberToObject(p, counts[i].key, counts[i].n))
+                        return false;
+        return true;
+}
+
+cJSON *status_reply(const struct server *s)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (!p || !cJSON_AddStringToObject(p, "version", CUDACKPT_VERSION) || !add_driver(p, s) ||
+            !add_index(p, s) || !add_counts(p, s)) {
+                cJSON_Delete(p);
+                return NULL;
+        }
+        return proto_reply_new(p);
+}
