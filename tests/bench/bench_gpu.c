@@ -29,7 +29,7 @@
  * Timing never makes it fail; a failed operation or corrupted target data
  * does (exit 1).  libcuda is loaded with dlopen, never linked. */
 #include <cjson/cJSON.h>
-#include <cuda.h>
+#include "cuda-api.h"
 #include <cudackpt/client.h>
 
 #include <dirent.h>
@@ -86,16 +86,16 @@ typedef struct bench_gpu_cfg {
         char *workdir;
 } bench_gpu_cfg;
 
-/* The driver entry points, typed from cuda.h. */
+/* The driver entry points, typed from include-private/cuda-api.h. */
 typedef struct bench_gpu_driver {
         void *handle;
-        __typeof__(cuInit) *init;
-        __typeof__(cuGetErrorName) *error_name;
-        __typeof__(cuCheckpointProcessGetState) *get_state;
-        __typeof__(cuCheckpointProcessLock) *lock;
-        __typeof__(cuCheckpointProcessCheckpoint) *checkpoint;
-        __typeof__(cuCheckpointProcessRestore) *restore;
-        __typeof__(cuCheckpointProcessUnlock) *unlock;
+        cuda_cuInit_fn *init;
+        cuda_cuGetErrorName_fn *error_name;
+        cuda_cuCheckpointProcessGetState_fn *get_state;
+        cuda_cuCheckpointProcessLock_fn *lock;
+        cuda_cuCheckpointProcessCheckpoint_fn *checkpoint;
+        cuda_cuCheckpointProcessRestore_fn *restore;
+        cuda_cuCheckpointProcessUnlock_fn *unlock;
 } bench_gpu_driver;
 
 typedef struct bench_gpu_target {
