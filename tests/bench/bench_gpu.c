@@ -1843,8 +1843,20 @@ static int bench_gpu_list(const bench_gpu_cfg *cfg)
                 goto out_sleepers;
         if ((r = bench_gpu_driver_load(cfg, &drv)) < 0)
                 goto out_sleepers;
-        if ((r = bench_gpu_daemon_start(cfg, &d)) < 0)
-                goto out_sleepers;
+        {
+                /* The index on kernels without BPF trampolines too (the
+                 * tracepoint way), which the default leaves to /proc scans. */
+                char path[PATH_MAX];
+                FILE *f;
+                snprintf(path, sizeof(path), "%s/index.json", cfg->workdir);
+                if (!(f = fopen(path, "w")) || fputs("{\"process_index_tracepoint\": true}\n", f) < 0 ||
+                    fclose(f) != 0) {
+                        r = -EIO;
+                        goto out_sleepers;
+                }
+                if ((r = bench_gpu_daemon_start_with(cfg, path, &d)) < 0)
+                        goto out_sleepers;
+        }
         have_index = bench_gpu_await_index(&d);
         if ((r = bench_gpu_targets_start(cfg, "list", n, cfg->idle_mib, t)) < 0)
                 goto out_daemon;
