@@ -554,6 +554,27 @@ static void bench_sim_usage(FILE *f)
                    "  --syscall-rounds=N its blocks of each condition (the median is reported)\n");
 }
 
+/* The syscall part, before the daemon of the other parts starts. */
+static int bench_sim_syscall(const bench_sim_cfg *cfg, const char *workdir)
+{
+        bench_syscall_cfg sc = {
+                .daemon_path = cfg->daemon_path,
+                .sim_path = cfg->sim_path,
+                .workdir = workdir,
+                .calls = cfg->syscall_calls,
+                .rounds = cfg->syscall_rounds,
+        };
+        char log[600];
+        int r = bench_syscall_run(&sc);
+
+        /* Its daemons' log, not to be read as the daemon's of the other
+         * parts (kept after a failure, which it explains). */
+        snprintf(log, sizeof(log), "%s/cudackptd.log", workdir);
+        if (r == 0)
+                (void)unlink(log);
+        return r;
+}
+
 /* Keeps or removes the work directory; the exit status. */
 static int bench_sim_finish(const bench_sim_cfg *cfg, char *workdir, int failed)
 {
@@ -711,25 +732,10 @@ int main(int argc, char **argv)
                 maxc + 1024, maxc + 1024, cfg.config_extra ? ", " : "", cfg.config_extra ? cfg.config_extra : "");
         fclose(f);
 
-        if (cfg.run_syscall) {
-                bench_syscall_cfg sc = {
-                        .daemon_path = cfg.daemon_path,
-                        .sim_path = cfg.sim_path,
-                        .workdir = workdir,
-                        .calls = cfg.syscall_calls,
-                        .rounds = cfg.syscall_rounds,
-                };
-                if (bench_syscall_run(&sc) < 0)
-                        failed = 1;
-                if (!(cfg.run_getstate || cfg.run_rss || cfg.run_watchers || cfg.run_storm))
-                        return bench_sim_finish(&cfg, workdir, failed);
-        }
-        if (cfg.run_syscall) {
-                /* Its daemons' log, not to be read as the daemon's below. */
-                char log[600];
-                snprintf(log, sizeof(log), "%s/cudackptd.log", workdir);
-                (void)unlink(log);
-        }
+        if (cfg.run_syscall && bench_sim_syscall(&cfg, workdir) < 0)
+                failed = 1;
+        if (!(cfg.run_getstate || cfg.run_rss || cfg.run_watchers || cfg.run_storm))
+                return bench_sim_finish(&cfg, workdir, failed);
         bench_daemon_opts o = {
                 .daemon_path = cfg.daemon_path,
                 .driver_path = cfg.sim_path,
