@@ -3,8 +3,9 @@
  * It stands in for libcuda.so.1 (cudackptd loads it with --driver=PATH) and
  * exports the few driver entry points the daemon uses: cuInit, the error and
  * device queries, and the cuCheckpointProcess* API, of the driver's types
- * (include-private/cuda-api.h, checked against cuda.h by the build).  Any ordinary process becomes a "CUDA process" by carrying
- * CUDACKPT_SIM=1 in its environment; the sim reads that environment from
+ * (include-private/cuda-api.h, checked against cuda.h by the build).  Any
+ * ordinary process becomes a "CUDA process" by carrying CUDACKPT_SIM=1 in
+ * its environment; the sim reads that environment from
  * /proc/PID/environ and keeps the process's checkpoint state here, inside the
  * daemon's memory, keyed by pid and start time.  Results, the state machine
  * and timings imitate the real driver as measured in
