@@ -6,11 +6,13 @@ CMAKE_FLAGS ?=
 SOCKET ?= $(abspath $(BUILD))/run/io.cudackpt.Process
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-# Debian packages the build and the tests need.  The CUDA Toolkit (headers
-# only, 12.8 or newer) comes from NVIDIA, not Debian: see README.md.
+# Debian packages the build and the tests need: all of them.  The CUDA
+# Toolkit is not needed (include-private/cuda-api.h declares the driver API
+# the project uses); where it is found, the build checks those declarations
+# against its cuda.h and builds the GPU test programs with its nvcc.
 DEB_PACKAGES = cmake make gcc pkg-config libuv1-dev libcjson-dev libsystemd-dev check systemd podman runc busybox-static python3-yaml python3-prometheus-client python3-pytest python3-venv python3-pip python3-setuptools python3-wheel clang libbpf-dev
 
-.PHONY: all deps configure build run test check-sanitize bench bench-sim clean install fuzz
+.PHONY: all deps configure build run test check-sanitize check-no-toolkit bench bench-sim clean install fuzz
 
 all: build
 
@@ -69,6 +71,12 @@ check-sanitize: deps
 	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest --output-on-failure --timeout 900 -L tsan
 
+# As on a machine without the CUDA Toolkit: a build in $(BUILD)-notoolkit
+# with every Toolkit directory and nvcc hidden in a mount namespace (root),
+# then the unit tests, the simulator's and a few integration suites.
+check-no-toolkit: deps
+	.ci/without-toolkit $(BUILD)-notoolkit
+
 # libFuzzer on the daemon's request path (tests/fuzz/): a clang build with
 # ASan+UBSan in $(BUILD)-fuzz, run for FUZZ_SECONDS from the seed corpus;
 # new inputs go to $(BUILD)-fuzz/corpus, findings to $(BUILD)-fuzz/findings
@@ -106,4 +114,4 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-notoolkit

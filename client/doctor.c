@@ -17,7 +17,7 @@
 #include "ctl.h"
 
 #include <cJSON.h>
-#include <cuda.h>
+#include "cuda-api.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -292,8 +292,8 @@ static void doctor_check_driver(const ctl_doctor *d, doctor_result *r) {
                 "cuCheckpointProcessGetState",  "cuCheckpointProcessGetRestoreThreadId",
         };
         const char *path = d->driver ? d->driver : CTL_DOCTOR_DEFAULT_DRIVER;
-        CUresult (*get_version)(int *);
-        CUresult (*get_error_name)(CUresult, const char **);
+        cuda_cuDriverGetVersion_fn *get_version;
+        cuda_cuGetErrorName_fn *get_error_name;
         int (*is_sim)(void);
         char what[PATH_MAX * 2 + 128], real[PATH_MAX], missing[512] = "";
         char cuda[32], module[64], extra[96] = "";

@@ -170,6 +170,19 @@ static const struct uint_key uint_keys[] = {
         UKEY(process_index_max, 0, 4194304),
 };
 
+struct bool_key {
+        const char *name;
+        size_t offset;
+};
+
+#define BKEY(n) { #n, offsetof(struct config, n) }
+static const struct bool_key bool_keys[] = {
+        BKEY(operators_may_act_on_root),
+        BKEY(read_only_unrestricted),
+        BKEY(read_only_lane),
+        BKEY(process_index_tracepoint),
+};
+
 static void store_uint(struct config *c, const struct uint_key *k, double v)
 {
         char *p = (char *)c + k->offset;
@@ -243,18 +256,14 @@ static int apply_key(struct config *c, const cJSON *item, char *why, size_t whyl
                 c->log_level = lvl;
                 return 0;
         }
-        if (strcmp(key, "operators_may_act_on_root") == 0 ||
-            strcmp(key, "read_only_unrestricted") == 0 || strcmp(key, "read_only_lane") == 0) {
+        for (size_t i = 0; i < sizeof(bool_keys) / sizeof(bool_keys[0]); i++) {
+                if (strcmp(key, bool_keys[i].name) != 0)
+                        continue;
                 if (!cJSON_IsBool(item)) {
                         snprintf(why, whylen, "\"%s\" must be true or false", key);
                         return -EINVAL;
                 }
-                if (key[0] == 'o')
-                        c->operators_may_act_on_root = cJSON_IsTrue(item);
-                else if (strcmp(key, "read_only_lane") == 0)
-                        c->read_only_lane = cJSON_IsTrue(item);
-                else
-                        c->read_only_unrestricted = cJSON_IsTrue(item);
+                *(bool *)((char *)c + bool_keys[i].offset) = cJSON_IsTrue(item);
                 return 0;
         }
         if (strcmp(key, "operator_groups") == 0) {

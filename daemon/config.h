@@ -53,6 +53,9 @@ struct config {
         uint64_t watch_scan_ms;       /* while watchers exist, look for CUDA processes this often; 0 = never */
         uint64_t progress_interval_ms; /* while watchers exist, sample checkpoints this often; 0 = never */
         unsigned process_index_max;   /* processes the BPF process index holds; 0 = no index */
+        bool process_index_tracepoint; /* where fentry is not available, index through the
+                                        * sys_enter_mmap tracepoint (a cost on every system call
+                                        * of the node) rather than scan /proc */
         int log_level;                /* syslog level */
 
         /* Policy, on top of "root acts on any process, others on their own". */

@@ -10,7 +10,9 @@
 #define CUDACKPT_DRIVER_H
 
 #include <stdbool.h>
-#include <cuda.h>
+#include <stddef.h>
+
+#include "cuda-api.h"
 
 #define DRIVER_MIN_VERSION 12080
 #define DRIVER_MAX_DEVICES 64
@@ -24,18 +26,18 @@ struct driver {
         unsigned n_devices;      /* GPUs the driver reports */
         CUuuid devices[DRIVER_MAX_DEVICES];
 
-        CUresult (*cu_init)(unsigned int);
-        CUresult (*cu_driver_get_version)(int *);
-        CUresult (*cu_get_error_name)(CUresult, const char **);
-        CUresult (*cu_device_get_count)(int *);
-        CUresult (*cu_device_get)(CUdevice *, int);
-        CUresult (*cu_device_get_uuid)(CUuuid *, CUdevice);
-        CUresult (*cu_get_state)(int, CUprocessState *);
-        CUresult (*cu_get_restore_tid)(int, int *);
-        CUresult (*cu_lock)(int, CUcheckpointLockArgs *);
-        CUresult (*cu_checkpoint)(int, CUcheckpointCheckpointArgs *);
-        CUresult (*cu_restore)(int, CUcheckpointRestoreArgs *);
-        CUresult (*cu_unlock)(int, CUcheckpointUnlockArgs *);
+        cuda_cuInit_fn *cu_init;
+        cuda_cuDriverGetVersion_fn *cu_driver_get_version;
+        cuda_cuGetErrorName_fn *cu_get_error_name;
+        cuda_cuDeviceGetCount_fn *cu_device_get_count;
+        cuda_cuDeviceGet_fn *cu_device_get;
+        cuda_cuDeviceGetUuid_fn *cu_device_get_uuid;
+        cuda_cuCheckpointProcessGetState_fn *cu_get_state;
+        cuda_cuCheckpointProcessGetRestoreThreadId_fn *cu_get_restore_tid;
+        cuda_cuCheckpointProcessLock_fn *cu_lock;
+        cuda_cuCheckpointProcessCheckpoint_fn *cu_checkpoint;
+        cuda_cuCheckpointProcessRestore_fn *cu_restore;
+        cuda_cuCheckpointProcessUnlock_fn *cu_unlock;
 };
 
 /* Loads path and resolves every symbol.  On failure d->reason says why and

@@ -211,6 +211,10 @@ char *metrics_text(const struct metrics *m, const struct metrics_gauges *g)
         gauge(&t, "cudackpt_process_index",
               "1 when ListProcesses and Watch read the BPF process index, 0 when they scan /proc.",
               g->process_index);
+        family(&t, "cudackpt_process_index_info", "gauge",
+               "How the process index sees mmaps: hook fentry, tracepoint (a cost on every system call of the "
+               "node), or none (no index: /proc scans).");
+        put(&t, "cudackpt_process_index_info{hook=\"%s\"} 1\n", g->index_hook ? g->index_hook : "none");
         gauge(&t, "cudackpt_process_index_processes",
               "Processes that may map the driver, as the process index last listed them.",
               (double)g->index_processes);

@@ -74,6 +74,7 @@ struct metrics_gauges {
         int driver_version;     /* 13000 for 13.0 */
         unsigned gpus;
         bool process_index;     /* the BPF process index is in use */
+        const char *index_hook; /* how it sees mmaps: "fentry", "tracepoint"; NULL: no index */
         uint64_t index_processes; /* processes it held at its last reading */
         uint64_t scans_index, scans_proc; /* candidate lists read from each */
 };

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
-#include <cuda.h>
+#include "cuda-api.h"
 
 #include "config.h"
 #include "driver.h"

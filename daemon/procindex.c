@@ -222,8 +222,8 @@ static int self_check(struct procindex *ix, const struct discover_lib *lib, char
         return 0;
 }
 
-int procindex_open(const struct discover_lib *lib, unsigned max_entries, struct procindex **ret, char *why,
-                   size_t why_len)
+int procindex_open(const struct discover_lib *lib, unsigned max_entries, bool tracepoint, struct procindex **ret,
+                   char *why, size_t why_len)
 {
         struct procindex *ix;
         char first[256] = "";
@@ -240,7 +240,14 @@ int procindex_open(const struct discover_lib *lib, unsigned max_entries, struct 
         ix->max = max_entries;
         libbpf_set_print(libbpf_print);
         r = load(ix, lib, MMAP_FENTRY, first, sizeof(first));
-        if (r < 0) {
+        if (r < 0 && !tracepoint) {
+                /* The tracepoint runs on every system call of every process
+                 * on the node: only when asked for. */
+                snprintf(why, why_len,
+                         "no BPF trampolines here (%s), and the sys_enter_mmap tracepoint, which costs every "
+                         "system call on the node, is off (process_index_tracepoint)",
+                         first);
+        } else if (r < 0) {
                 close_obj(ix);
                 r = load(ix, lib, MMAP_TP, why, why_len);
                 if (r < 0) {
@@ -368,11 +375,12 @@ int procindex_candidates(struct procindex *ix, pid_t **ret_pids, size_t *ret_n)
 
 #else /* !CUDACKPT_HAVE_BPF */
 
-int procindex_open(const struct discover_lib *lib, unsigned max_entries, struct procindex **ret, char *why,
-                   size_t why_len)
+int procindex_open(const struct discover_lib *lib, unsigned max_entries, bool tracepoint, struct procindex **ret,
+                   char *why, size_t why_len)
 {
         (void)lib;
         (void)max_entries;
+        (void)tracepoint;
         *ret = NULL;
         snprintf(why, why_len, "built without BPF (libbpf and clang were not found)");
         return -EOPNOTSUPP;

@@ -12,14 +12,19 @@
  * index says so and callers go back to scanning /proc.
  *
  * Needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), the kernel's BTF, and
- * either BPF trampolines or syscall tracepoints (with tracefs mounted); the
- * daemon runs without it, scanning, when any is missing.
+ * BPF trampolines (an fentry program on security_mmap_file, which costs
+ * only the mmaps of files); or, when the caller allows it, the
+ * sys_enter_mmap tracepoint (with tracefs mounted), which costs every
+ * system call of every process on the node (about 17 ns each, see
+ * docs/performance.md) and so is never chosen by default.  The daemon runs
+ * without the index, scanning, when what it needs is missing.
  *
  * procindex_open() blocks (loading, two scans): a worker thread or the
  * start.  procindex_candidates() is a few system calls: any thread. */
 #ifndef CUDACKPT_PROCINDEX_H
 #define CUDACKPT_PROCINDEX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -30,10 +35,11 @@ struct procindex;
 /* Loads and attaches the program, finds the processes that map lib already,
  * and checks that the index sees this process's own mapping of lib (which
  * also proves the pids it keeps are this process's: not so in a pid
- * namespace of its own).  At most max_entries processes.  0, or -errno with
- * a reason for the log in why. */
-int procindex_open(const struct discover_lib *lib, unsigned max_entries, struct procindex **ret, char *why,
-                   size_t why_len);
+ * namespace of its own).  At most max_entries processes.  Where fentry is
+ * not available, the tracepoint is used only if tracepoint is true.  0, or
+ * -errno with a reason for the log in why. */
+int procindex_open(const struct discover_lib *lib, unsigned max_entries, bool tracepoint, struct procindex **ret,
+                   char *why, size_t why_len);
 void procindex_free(struct procindex *ix);
 
 /* How the index learns of mappings: "fentry" or "tracepoint". */

@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include <cjson/cJSON.h>
-#include <cuda.h>
+#include "cuda-api.h"
 
 enum proto_method {
         PROTO_GET_STATE,

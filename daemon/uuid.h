@@ -7,7 +7,7 @@
 #define CUDACKPT_UUID_H
 
 #include <stdbool.h>
-#include <cuda.h>
+#include "cuda-api.h"
 
 #define UUID_STRING_MAX 41 /* "GPU-" + 36 + NUL */
 

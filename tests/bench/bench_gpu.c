@@ -29,7 +29,7 @@
  * Timing never makes it fail; a failed operation or corrupted target data
  * does (exit 1).  libcuda is loaded with dlopen, never linked. */
 #include <cjson/cJSON.h>
-#include <cuda.h>
+#include "cuda-api.h"
 #include <cudackpt/client.h>
 
 #include <dirent.h>
@@ -86,16 +86,16 @@ typedef struct bench_gpu_cfg {
         char *workdir;
 } bench_gpu_cfg;
 
-/* The driver entry points, typed from cuda.h. */
+/* The driver entry points, typed from include-private/cuda-api.h. */
 typedef struct bench_gpu_driver {
         void *handle;
-        __typeof__(cuInit) *init;
-        __typeof__(cuGetErrorName) *error_name;
-        __typeof__(cuCheckpointProcessGetState) *get_state;
-        __typeof__(cuCheckpointProcessLock) *lock;
-        __typeof__(cuCheckpointProcessCheckpoint) *checkpoint;
-        __typeof__(cuCheckpointProcessRestore) *restore;
-        __typeof__(cuCheckpointProcessUnlock) *unlock;
+        cuda_cuInit_fn *init;
+        cuda_cuGetErrorName_fn *error_name;
+        cuda_cuCheckpointProcessGetState_fn *get_state;
+        cuda_cuCheckpointProcessLock_fn *lock;
+        cuda_cuCheckpointProcessCheckpoint_fn *checkpoint;
+        cuda_cuCheckpointProcessRestore_fn *restore;
+        cuda_cuCheckpointProcessUnlock_fn *unlock;
 } bench_gpu_driver;
 
 typedef struct bench_gpu_target {
@@ -1843,8 +1843,20 @@ static int bench_gpu_list(const bench_gpu_cfg *cfg)
                 goto out_sleepers;
         if ((r = bench_gpu_driver_load(cfg, &drv)) < 0)
                 goto out_sleepers;
-        if ((r = bench_gpu_daemon_start(cfg, &d)) < 0)
-                goto out_sleepers;
+        {
+                /* The index on kernels without BPF trampolines too (the
+                 * tracepoint way), which the default leaves to /proc scans. */
+                char path[PATH_MAX];
+                FILE *f;
+                snprintf(path, sizeof(path), "%s/index.json", cfg->workdir);
+                if (!(f = fopen(path, "w")) || fputs("{\"process_index_tracepoint\": true}\n", f) < 0 ||
+                    fclose(f) != 0) {
+                        r = -EIO;
+                        goto out_sleepers;
+                }
+                if ((r = bench_gpu_daemon_start_with(cfg, path, &d)) < 0)
+                        goto out_sleepers;
+        }
         have_index = bench_gpu_await_index(&d);
         if ((r = bench_gpu_targets_start(cfg, "list", n, cfg->idle_mib, t)) < 0)
                 goto out_daemon;

@@ -10,7 +10,9 @@
  * Then GetState latency on one connection with --watchers Watch streams open
  * against none, with and without a Lock/Unlock loop on another target
  * (bench_watch.h), and a watcher storm by another uid against root's GetState
- * and the daemon's memory (bench_storm.h).  --only= picks the parts:
+ * and the daemon's memory (bench_storm.h).  First, before the daemon of the
+ * other parts starts, what daemons cost the system calls of processes they
+ * do not serve (bench_syscall.h).  --only= picks the parts: syscall,
  * getstate (the levels), rss (the open connections), watchers, storm.
  * Prints a report and "RESULT key=value ..." lines; timing never fails it,
  * a failed request does (exit 1). */
@@ -32,6 +34,7 @@
 
 #include "bench_common.h"
 #include "bench_storm.h"
+#include "bench_syscall.h"
 #include "bench_watch.h"
 
 #define BENCH_SIM_MAX_LEVELS 16
@@ -49,7 +52,9 @@ typedef struct bench_sim_cfg {
         long idle_conns;
         long client_threads; /* 0: a thread per client; N: N threads multiplexing them */
         const char *config_extra; /* more "key": value pairs for the daemon's configuration */
-        int run_getstate, run_rss, run_watchers, run_storm; /* --only */
+        int run_getstate, run_rss, run_watchers, run_storm, run_syscall; /* --only */
+        long syscall_calls;  /* syscall: getppid() calls per block */
+        long syscall_rounds; /* syscall: blocks of each condition */
         long storm_seconds;  /* storm: how long */
         long storm_uid;      /* storm: its uid */
         long watchers;       /* watchers: Watch connections */
@@ -523,9 +528,10 @@ static void bench_sim_usage(FILE *f)
         fprintf(f, "usage: cudackpt-bench-sim --daemon=PATH --sim=PATH [--clients=1,16,256] [--seconds-ms=2000]\n"
                    "                          [--max-requests=1000000] [--targets=16] [--idle-conns=1000]\n"
                    "                          [--client-threads=1] [--config-extra=TEXT] [--log-level=warning]\n"
-                   "                          [--only=getstate,rss,watchers] [--watchers=100] [--watch-calls=12000]\n"
-                   "                          [--watch-rounds=6] [--watch-rate=100] [--storm-seconds=5]\n"
-                   "                          [--storm-uid=4243]\n"
+                   "                          [--only=syscall,getstate,rss,watchers,storm] [--watchers=100]\n"
+                   "                          [--watch-calls=12000] [--watch-rounds=6] [--watch-rate=100]\n"
+                   "                          [--storm-seconds=5] [--storm-uid=4243] [--syscall-calls=1000000]\n"
+                   "                          [--syscall-rounds=7]\n"
                    "  --clients=LIST     concurrency levels: connections, each with one request in flight\n"
                    "  --config-extra=TEXT more \"key\": value pairs for the daemon's configuration\n"
                    "  --client-threads=N threads driving them through epoll (default 1); 0: one thread\n"
@@ -534,7 +540,8 @@ static void bench_sim_usage(FILE *f)
                    "  --max-requests=N   bound on the requests of each level (shared by its clients)\n"
                    "  --targets=N        simulated CUDA processes the clients spread over\n"
                    "  --idle-conns=N     connections held open for the memory measurement\n"
-                   "  --only=LIST        parts to run: getstate (the levels), rss (idle connections),\n"
+                   "  --only=LIST        parts to run: syscall (getppid with no daemon, a default one and\n"
+                   "                     one with process_index_tracepoint), getstate (the levels), rss (idle connections),\n"
                    "                     watchers (GetState with Watch streams open), storm (another\n"
                    "                     uid's unread watchers, root's GetState); default all\n"
                    "  --watchers=N       Watch connections of the watchers part\n"
@@ -542,7 +549,42 @@ static void bench_sim_usage(FILE *f)
                    "  --watch-rounds=N   its rounds, each of four alternating blocks\n"
                    "  --watch-rate=N     its Lock/Unlock loop's cycles per second (0: back to back)\n"
                    "  --storm-seconds=N  how long the storm lasts\n"
-                   "  --storm-uid=N      the storm's uid (needs root)\n");
+                   "  --storm-uid=N      the storm's uid (needs root)\n"
+                   "  --syscall-calls=N  getppid() calls per timed block of the syscall part\n"
+                   "  --syscall-rounds=N its blocks of each condition (the median is reported)\n");
+}
+
+/* The syscall part, before the daemon of the other parts starts. */
+static int bench_sim_syscall(const bench_sim_cfg *cfg, const char *workdir)
+{
+        bench_syscall_cfg sc = {
+                .daemon_path = cfg->daemon_path,
+                .sim_path = cfg->sim_path,
+                .workdir = workdir,
+                .calls = cfg->syscall_calls,
+                .rounds = cfg->syscall_rounds,
+        };
+        char log[600];
+        int r = bench_syscall_run(&sc);
+
+        /* Its daemons' log, not to be read as the daemon's of the other
+         * parts (kept after a failure, which it explains). */
+        snprintf(log, sizeof(log), "%s/cudackptd.log", workdir);
+        if (r == 0)
+                (void)unlink(log);
+        return r;
+}
+
+/* Keeps or removes the work directory; the exit status. */
+static int bench_sim_finish(const bench_sim_cfg *cfg, char *workdir, int failed)
+{
+        /* A debug run is for reading the daemon's log afterwards. */
+        if (failed || strcmp(cfg->log_level, "debug") == 0)
+                printf("work directory kept (daemon log): %s\n", workdir);
+        else
+                bench_remove_workdir(workdir);
+        free(workdir);
+        return failed ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -560,6 +602,9 @@ int main(int argc, char **argv)
                 .run_rss = 1,
                 .run_watchers = 1,
                 .run_storm = 1,
+                .run_syscall = 1,
+                .syscall_calls = 1000000,
+                .syscall_rounds = 7,
                 .storm_seconds = 5,
                 .storm_uid = 4243,
                 .watchers = 100,
@@ -606,7 +651,7 @@ int main(int argc, char **argv)
                         bad = bench_parse_long(v + 1, 0, 100000, &cfg.idle_conns) < 0;
                 } else if (strncmp(a, "--only=", 7) == 0) {
                         char list[256], *save = NULL;
-                        cfg.run_getstate = cfg.run_rss = cfg.run_watchers = cfg.run_storm = 0;
+                        cfg.run_getstate = cfg.run_rss = cfg.run_watchers = cfg.run_storm = cfg.run_syscall = 0;
                         snprintf(list, sizeof(list), "%s", v + 1);
                         for (char *w = strtok_r(list, ", ", &save); w && !bad; w = strtok_r(NULL, ", ", &save)) {
                                 if (strcmp(w, "getstate") == 0)
@@ -617,10 +662,13 @@ int main(int argc, char **argv)
                                         cfg.run_watchers = 1;
                                 else if (strcmp(w, "storm") == 0)
                                         cfg.run_storm = 1;
+                                else if (strcmp(w, "syscall") == 0)
+                                        cfg.run_syscall = 1;
                                 else
                                         bad = 1;
                         }
-                        bad = bad || !(cfg.run_getstate || cfg.run_rss || cfg.run_watchers || cfg.run_storm);
+                        bad = bad || !(cfg.run_getstate || cfg.run_rss || cfg.run_watchers || cfg.run_storm ||
+                                       cfg.run_syscall);
                 } else if (strncmp(a, "--watchers=", 11) == 0) {
                         bad = bench_parse_long(v + 1, 1, 100000, &cfg.watchers) < 0;
                 } else if (strncmp(a, "--watch-calls=", 14) == 0) {
@@ -631,6 +679,10 @@ int main(int argc, char **argv)
                         bad = bench_parse_long(v + 1, 1, 3600, &cfg.storm_seconds) < 0;
                 } else if (strncmp(a, "--storm-uid=", 12) == 0) {
                         bad = bench_parse_long(v + 1, 1, 4294967294L, &cfg.storm_uid) < 0;
+                } else if (strncmp(a, "--syscall-calls=", 16) == 0) {
+                        bad = bench_parse_long(v + 1, 1000, 1000000000, &cfg.syscall_calls) < 0;
+                } else if (strncmp(a, "--syscall-rounds=", 17) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 100, &cfg.syscall_rounds) < 0;
                 } else if (strncmp(a, "--watch-rate=", 13) == 0) {
                         bad = bench_parse_long(v + 1, 0, 1000000, &cfg.watch_rate) < 0;
                 } else {
@@ -680,6 +732,10 @@ int main(int argc, char **argv)
                 maxc + 1024, maxc + 1024, cfg.config_extra ? ", " : "", cfg.config_extra ? cfg.config_extra : "");
         fclose(f);
 
+        if (cfg.run_syscall && bench_sim_syscall(&cfg, workdir) < 0)
+                failed = 1;
+        if (!(cfg.run_getstate || cfg.run_rss || cfg.run_watchers || cfg.run_storm))
+                return bench_sim_finish(&cfg, workdir, failed);
         bench_daemon_opts o = {
                 .daemon_path = cfg.daemon_path,
                 .driver_path = cfg.sim_path,
@@ -794,12 +850,5 @@ int main(int argc, char **argv)
                 printf("ERROR: cudackptd exit status %d after SIGTERM (want 0)\n", status);
                 failed = 1;
         }
-        /* A debug run is for reading the daemon's log afterwards. */
-        if (failed || strcmp(cfg.log_level, "debug") == 0) {
-                printf("work directory kept (daemon log): %s\n", workdir);
-        } else {
-                bench_remove_workdir(workdir);
-        }
-        free(workdir);
-        return failed ? 1 : 0;
+        return bench_sim_finish(&cfg, workdir, failed);
 }

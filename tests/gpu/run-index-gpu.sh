@@ -5,6 +5,8 @@
 # listed; the first is suspended and still listed, checkpointed (it holds no
 # GPU device file then); the metrics say every list came from the index.
 # Then the same with process_index_max 0 (a /proc scan), for the comparison.
+# The first daemon is given process_index_tracepoint, so that the index runs
+# on kernels without BPF trampolines too (the default scans /proc there).
 #
 # For the GPU machine (binaries staged by stage-gpu.sh in .gpu/, carried):
 #   bash tests/gpu/run-index-gpu.sh [MIB]     (default 1024)
@@ -23,7 +25,8 @@ echo "kernel $(uname -r); BTF: $([[ -e /sys/kernel/btf/vmlinux ]] && echo yes ||
 T=$!
 wait_iter 1 || { bad "the first target never verified its data"; exit 1; }
 
-start_daemon || { bad "the daemon did not start"; exit 1; }
+echo '{"process_index_tracepoint": true}' >"$WORK/index.json"
+start_daemon --config="$WORK/index.json" || { bad "the daemon did not start"; exit 1; }
 for _ in $(seq 500); do
         grep -q "process index" "$WORK/daemon.log" && break
         sleep 0.01

@@ -10,9 +10,12 @@
  * (the exit hook), and one whose first thread exits while another lives
  * (still there).  A full index and process_index_max 0 fall back to /proc.
  *
- * The index needs BPF and tracefs or BPF trampolines; without them these
- * tests skip, unless CUDACKPT_TEST_INDEX=required (CI sets it), when they
- * fail. */
+ * These daemons are given process_index_tracepoint, so that the index runs
+ * on kernels without BPF trampolines too (through the sys_enter_mmap
+ * tracepoint).  The index needs BPF and tracefs or BPF trampolines; without
+ * them these tests skip, unless CUDACKPT_TEST_INDEX=required (CI sets it),
+ * when they fail.  One more test runs a daemon with the default settings:
+ * it must never attach the tracepoint (fentry or /proc scans only). */
 #include "harness.h"
 
 #include <dirent.h>
@@ -150,6 +153,15 @@ static double metric(struct itest_conn *c, const char *name)
         return strtod(p + strlen(key), NULL);
 }
 
+/* GetMetrics's whole text (the reply is the harness's, freed at teardown). */
+static const char *metric_text(struct itest_conn *c)
+{
+        cJSON *j = itest_call(c, CUDACKPT_METHOD_GET_METRICS, NULL);
+        const char *text = itest_str(j, "text");
+        ck_assert_msg(text, "GetMetrics: %s", itest_dump(j));
+        return text;
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 START_TEST(index_follows_processes)
@@ -158,12 +170,21 @@ START_TEST(index_follows_processes)
         /* A CUDA process and the child it forked, both before the daemon. */
         pid_t old_forker = helper("--itest-forker"), old_kids[2];
         ck_assert_msg(itest_children(old_forker, old_kids, 2) == 1, "the first forker has no child");
-        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_daemon_opts o = { .config_json = "{\"process_index_tracepoint\":true}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
         if (!await_index(d))
                 return;
         struct itest_conn *c = itest_connect(d);
         int map = index_map_fd(d);
         ck_assert_msg(metric(c, "cudackpt_process_index") == 1, "the metrics say no index is used");
+        /* Fentry where the kernel has BPF trampolines, else the tracepoint;
+         * the log and the metrics say which. */
+        bool fentry = strstr(itest_daemon_log(d), "mmaps seen by fentry") != NULL;
+        ck_assert_msg(fentry || strstr(itest_daemon_log(d), "mmaps seen by tracepoint, as process_index_tracepoint"),
+                      "the log does not say how the index sees mmaps: %s", itest_daemon_log(d));
+        ck_assert_msg(metric(c, fentry ? "cudackpt_process_index_info{hook=\"fentry\"}"
+                                       : "cudackpt_process_index_info{hook=\"tracepoint\"}") == 1,
+                      "the metrics do not say how the index sees mmaps");
 
         /* The first scans. */
         ck_assert_msg(indexed(map, before), "a process mapping the driver before the start is not in the index");
@@ -208,7 +229,7 @@ END_TEST
 
 START_TEST(index_full_scans_proc)
 {
-        struct itest_daemon_opts o = { .config_json = "{\"process_index_max\":16}" };
+        struct itest_daemon_opts o = { .config_json = "{\"process_index_max\":16,\"process_index_tracepoint\":true}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         if (!await_index(d))
                 return;
@@ -239,6 +260,42 @@ START_TEST(index_off)
 }
 END_TEST
 
+/* The default: fentry only.  Where the kernel has no BPF trampolines the
+ * daemon scans /proc and leaves the tracepoint alone, and says why. */
+START_TEST(index_default_never_tracepoint)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        for (double t0 = itest_now_ms(); itest_now_ms() - t0 < 20000;) {
+                if (strstr(itest_daemon_log(d), "rocess index"))
+                        break;
+                nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+        }
+        struct itest_conn *c = itest_connect(d);
+        pid_t p = mapped_target();
+        cJSON *j = list_all(c);
+        ck_assert_msg(listed(j, p), "pid %d is not listed: %s", (int)p, itest_dump(j));
+        const char *log = itest_daemon_log(d);
+        ck_assert_msg(!strstr(log, "mmaps seen by tracepoint"), "the default attached the tracepoint: %s", log);
+        ck_assert_msg(!strstr(metric_text(c), "hook=\"tracepoint\""), "the metrics say the tracepoint runs");
+        if (strstr(log, "mmaps seen by fentry")) {
+                ck_assert_msg(metric(c, "cudackpt_process_index_info{hook=\"fentry\"}") == 1, "hook is not fentry");
+                return;
+        }
+        /* No fentry here (or no BPF at all): /proc scans, and the log says
+         * what would turn the tracepoint on when BPF itself works. */
+        ck_assert_msg(strstr(log, "No process index ("), "the log says nothing of the index: %s", log);
+        ck_assert_msg(!strstr(log, "Process index ready"), "an index is ready: %s", log);
+        ck_assert_msg(metric(c, "cudackpt_process_index_info{hook=\"none\"}") == 1, "hook is not none");
+        ck_assert_msg(metric(c, "cudackpt_process_index") == 0, "an index is said to be in use");
+        ck_assert_msg(metric(c, "cudackpt_process_scans_total{source=\"proc\"}") >= 1, "no /proc scan");
+        const char *req = getenv("CUDACKPT_TEST_INDEX");
+        if (req && strcmp(req, "required") == 0)
+                ck_assert_msg(strstr(log, "the sys_enter_mmap tracepoint, which costs every system call on the node, "
+                                          "is off (process_index_tracepoint)"),
+                              "the log does not say why the index is off: %s", log);
+}
+END_TEST
+
 static Suite *index_suite(void)
 {
         Suite *s = suite_create("integration.index");
@@ -248,6 +305,7 @@ static Suite *index_suite(void)
         tcase_add_test(tc, index_follows_processes);
         tcase_add_test(tc, index_full_scans_proc);
         tcase_add_test(tc, index_off);
+        tcase_add_test(tc, index_default_never_tracepoint);
         suite_add_tcase(s, tc);
         return s;
 }

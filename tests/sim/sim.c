@@ -2,9 +2,10 @@
  *
  * It stands in for libcuda.so.1 (cudackptd loads it with --driver=PATH) and
  * exports the few driver entry points the daemon uses: cuInit, the error and
- * device queries, and the cuCheckpointProcess* API, with the exact prototypes
- * of cuda.h.  Any ordinary process becomes a "CUDA process" by carrying
- * CUDACKPT_SIM=1 in its environment; the sim reads that environment from
+ * device queries, and the cuCheckpointProcess* API, of the driver's types
+ * (include-private/cuda-api.h, checked against cuda.h by the build).  Any
+ * ordinary process becomes a "CUDA process" by carrying CUDACKPT_SIM=1 in
+ * its environment; the sim reads that environment from
  * /proc/PID/environ and keeps the process's checkpoint state here, inside the
  * daemon's memory, keyed by pid and start time.  Results, the state machine
  * and timings imitate the real driver as measured in
@@ -81,7 +82,8 @@
  *     (checkpoint): NOT_SUPPORTED; then an injected CUDACKPT_SIM_FAIL result
  *     (getstate: right after step 4; tid: right after step 3). */
 
-#include <cuda.h>
+#include "cuda-api.h"
+#include "sim-errors.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -129,114 +131,10 @@ struct sim_error {
         const char *text;
 };
 
-#define SIM_E(name, text) { name, #name, text }
-/* Every CUresult of the CUDA 13.0 header.  The texts of the codes the daemon
- * meets (success, invalid value, not initialised, OS call, illegal state,
- * not ready, not supported, unknown, ...) are the real driver's; the texts of
- * the rarer ones follow the real driver as closely as known. */
-static const struct sim_error sim_errors[] = {
-        SIM_E(CUDA_SUCCESS, "no error"),
-        SIM_E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
-        SIM_E(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
-        SIM_E(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
-        SIM_E(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
-        SIM_E(CUDA_ERROR_PROFILER_DISABLED, "profiler disabled while using external profiling tool"),
-        SIM_E(CUDA_ERROR_PROFILER_NOT_INITIALIZED, "profiler not initialized: call cudaProfilerInitialize()"),
-        SIM_E(CUDA_ERROR_PROFILER_ALREADY_STARTED, "profiler already started"),
-        SIM_E(CUDA_ERROR_PROFILER_ALREADY_STOPPED, "profiler already stopped"),
-        SIM_E(CUDA_ERROR_STUB_LIBRARY, "CUDA driver is a stub library"),
-        SIM_E(CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER, "API call is not supported in the installed CUDA driver"),
-        SIM_E(CUDA_ERROR_DEVICE_UNAVAILABLE, "CUDA-capable device(s) is/are busy or unavailable"),
-        SIM_E(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
-        SIM_E(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
-        SIM_E(CUDA_ERROR_DEVICE_NOT_LICENSED, "device doesn't have valid Grid license"),
-        SIM_E(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
-        SIM_E(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
-        SIM_E(CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "context already current"),
-        SIM_E(CUDA_ERROR_MAP_FAILED, "mapping of buffer object failed"),
-        SIM_E(CUDA_ERROR_UNMAP_FAILED, "unmapping of buffer object failed"),
-        SIM_E(CUDA_ERROR_ARRAY_IS_MAPPED, "array is mapped"),
-        SIM_E(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped"),
-        SIM_E(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device"),
-        SIM_E(CUDA_ERROR_ALREADY_ACQUIRED, "resource already acquired"),
-        SIM_E(CUDA_ERROR_NOT_MAPPED, "resource not mapped"),
-        SIM_E(CUDA_ERROR_NOT_MAPPED_AS_ARRAY, "resource not mapped as array"),
-        SIM_E(CUDA_ERROR_NOT_MAPPED_AS_POINTER, "resource not mapped as pointer"),
-        SIM_E(CUDA_ERROR_ECC_UNCORRECTABLE, "uncorrectable ECC error encountered"),
-        SIM_E(CUDA_ERROR_UNSUPPORTED_LIMIT, "limit is not supported on this architecture"),
-        SIM_E(CUDA_ERROR_CONTEXT_ALREADY_IN_USE, "exclusive-thread device already in use by a different thread"),
-        SIM_E(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "peer access is not supported between these two devices"),
-        SIM_E(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed"),
-        SIM_E(CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, "invalid OpenGL or DirectX context"),
-        SIM_E(CUDA_ERROR_NVLINK_UNCORRECTABLE, "uncorrectable NVLink error detected during the execution"),
-        SIM_E(CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found"),
-        SIM_E(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "the provided PTX was compiled with an unsupported toolchain."),
-        SIM_E(CUDA_ERROR_JIT_COMPILATION_DISABLED, "PTX JIT compilation was disabled"),
-        SIM_E(CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY, "the provided execution affinity is not supported"),
-        SIM_E(CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC, "the provided PTX contains unsupported call to cudaDeviceSynchronize"),
-        SIM_E(CUDA_ERROR_CONTAINED, "an exception occurred on the device that is now contained by the GPU's error containment capability"),
-        SIM_E(CUDA_ERROR_INVALID_SOURCE, "device kernel image is invalid"),
-        SIM_E(CUDA_ERROR_FILE_NOT_FOUND, "file not found"),
-        SIM_E(CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND, "shared object symbol not found"),
-        SIM_E(CUDA_ERROR_SHARED_OBJECT_INIT_FAILED, "shared object initialization failed"),
-        SIM_E(CUDA_ERROR_OPERATING_SYSTEM, "OS call failed or operation not supported on this OS"),
-        SIM_E(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
-        SIM_E(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state"),
-        SIM_E(CUDA_ERROR_LOSSY_QUERY, "attempted introspection would be semantically lossy"),
-        SIM_E(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
-        SIM_E(CUDA_ERROR_NOT_READY, "device not ready"),
-        SIM_E(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
-        SIM_E(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch"),
-        SIM_E(CUDA_ERROR_LAUNCH_TIMEOUT, "the launch timed out and was terminated"),
-        SIM_E(CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING, "launch uses incompatible texturing mode"),
-        SIM_E(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "peer access is already enabled"),
-        SIM_E(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access has not been enabled"),
-        SIM_E(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "cannot set while device is active in this process"),
-        SIM_E(CUDA_ERROR_CONTEXT_IS_DESTROYED, "context is destroyed"),
-        SIM_E(CUDA_ERROR_ASSERT, "device-side assert triggered"),
-        SIM_E(CUDA_ERROR_TOO_MANY_PEERS, "peer mapping resources exhausted"),
-        SIM_E(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "part or all of the requested memory range is already mapped"),
-        SIM_E(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region"),
-        SIM_E(CUDA_ERROR_HARDWARE_STACK_ERROR, "hardware stack error"),
-        SIM_E(CUDA_ERROR_ILLEGAL_INSTRUCTION, "an illegal instruction was encountered"),
-        SIM_E(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address"),
-        SIM_E(CUDA_ERROR_INVALID_ADDRESS_SPACE, "operation not supported on global/shared address space"),
-        SIM_E(CUDA_ERROR_INVALID_PC, "invalid program counter"),
-        SIM_E(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
-        SIM_E(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "too many blocks in cooperative launch"),
-        SIM_E(CUDA_ERROR_TENSOR_MEMORY_LEAK, "tensor memory not completely freed"),
-        SIM_E(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
-        SIM_E(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
-        SIM_E(CUDA_ERROR_SYSTEM_NOT_READY, "system not yet initialized"),
-        SIM_E(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "system has unsupported display driver / cuda driver combination"),
-        SIM_E(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, "forward compatibility was attempted on non supported HW"),
-        SIM_E(CUDA_ERROR_MPS_CONNECTION_FAILED, "MPS client failed to connect to the MPS control daemon or the MPS server"),
-        SIM_E(CUDA_ERROR_MPS_RPC_FAILURE, "the remote procedural call between the MPS server and the MPS client failed"),
-        SIM_E(CUDA_ERROR_MPS_SERVER_NOT_READY, "MPS server is not ready to accept new MPS client requests"),
-        SIM_E(CUDA_ERROR_MPS_MAX_CLIENTS_REACHED, "the hardware resources required to create MPS client have been exhausted"),
-        SIM_E(CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED, "the hardware resources required to support device connections have been exhausted"),
-        SIM_E(CUDA_ERROR_MPS_CLIENT_TERMINATED, "the MPS client has been terminated by the server"),
-        SIM_E(CUDA_ERROR_CDP_NOT_SUPPORTED, "is using CUDA Dynamic Parallelism, but the current configuration, like MPS, does not support it"),
-        SIM_E(CUDA_ERROR_CDP_VERSION_MISMATCH, "unsupported interaction between different versions of CUDA Dynamic Parallelism"),
-        SIM_E(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing"),
-        SIM_E(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture"),
-        SIM_E(CUDA_ERROR_STREAM_CAPTURE_MERGE, "operation would result in a merge of separate capture sequences"),
-        SIM_E(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "capture was not ended in the same stream as it began"),
-        SIM_E(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "capturing stream has unjoined work"),
-        SIM_E(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "dependency created on uncaptured work in another stream"),
-        SIM_E(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "operation would make the legacy stream depend on a capturing blocking stream"),
-        SIM_E(CUDA_ERROR_CAPTURED_EVENT, "operation not permitted on an event last recorded in a capturing stream"),
-        SIM_E(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "attempt to terminate a thread-local capture sequence from another thread"),
-        SIM_E(CUDA_ERROR_TIMEOUT, "wait operation timed out"),
-        SIM_E(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"),
-        SIM_E(CUDA_ERROR_EXTERNAL_DEVICE, "an async error has occured in external entity outside of CUDA"),
-        SIM_E(CUDA_ERROR_INVALID_CLUSTER_SIZE, "a kernel launch error has occurred due to cluster misconfiguration"),
-        SIM_E(CUDA_ERROR_FUNCTION_NOT_LOADED, "the function handle is not loaded when calling an API that requires a loaded function"),
-        SIM_E(CUDA_ERROR_INVALID_RESOURCE_TYPE, "one or more resources passed in are not valid resource types for the operation"),
-        SIM_E(CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION, "one or more resources are insufficient or non-applicable for the operation"),
-        SIM_E(CUDA_ERROR_KEY_ROTATION, "an error happened during the key rotation sequence"),
-        SIM_E(CUDA_ERROR_UNKNOWN, "unknown error"),
-};
+/* Every CUresult of the CUDA 13.0 API (sim-errors.h), by value: cuda-api.h
+ * names only the codes the daemon itself uses. */
+#define SIM_E(name, value, text) { (CUresult)(value), #name, text },
+static const struct sim_error sim_errors[] = { SIM_ERRORS(SIM_E) };
 #undef SIM_E
 
 static const struct sim_error *sim_error_by_code(CUresult code) {
@@ -1240,12 +1138,29 @@ static CUprocessState sim_proc_peek_state(const struct sim_target *t) {
 
 /* ------------------------------------------------------- the exported API */
 
+/* The driver's entry points, declared with their types from cuda-api.h (a
+ * mismatch with a definition below fails to compile). */
+SIM_EXPORT cuda_cuGetErrorName_fn cuGetErrorName;
+SIM_EXPORT cuda_cuGetErrorString_fn cuGetErrorString;
+SIM_EXPORT cuda_cuInit_fn cuInit;
+SIM_EXPORT cuda_cuDriverGetVersion_fn cuDriverGetVersion;
+SIM_EXPORT cuda_cuDeviceGetCount_fn cuDeviceGetCount;
+SIM_EXPORT cuda_cuDeviceGet_fn cuDeviceGet;
+SIM_EXPORT cuda_cuDeviceGetUuid_fn cuDeviceGetUuid_v2;
+SIM_EXPORT cuda_cuDeviceGetUuid_fn cuDeviceGetUuid;
+SIM_EXPORT cuda_cuCheckpointProcessGetState_fn cuCheckpointProcessGetState;
+SIM_EXPORT cuda_cuCheckpointProcessGetRestoreThreadId_fn cuCheckpointProcessGetRestoreThreadId;
+SIM_EXPORT cuda_cuCheckpointProcessLock_fn cuCheckpointProcessLock;
+SIM_EXPORT cuda_cuCheckpointProcessCheckpoint_fn cuCheckpointProcessCheckpoint;
+SIM_EXPORT cuda_cuCheckpointProcessRestore_fn cuCheckpointProcessRestore;
+SIM_EXPORT cuda_cuCheckpointProcessUnlock_fn cuCheckpointProcessUnlock;
+
 SIM_EXPORT int cudackptSimIsSimulator(void);
 SIM_EXPORT int cudackptSimIsSimulator(void) {
         return 1;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
+SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr) {
         const struct sim_error *e = sim_error_by_code(error);
 
         if (!pStr)
@@ -1258,7 +1173,7 @@ SIM_EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
         return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
+SIM_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr) {
         const struct sim_error *e = sim_error_by_code(error);
 
         if (!pStr)
@@ -1271,7 +1186,7 @@ SIM_EXPORT CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) 
         return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags) {
+SIM_EXPORT CUresult cuInit(unsigned int Flags) {
         sim_driver_load();
         if (Flags != 0)
                 return CUDA_ERROR_INVALID_VALUE;
@@ -1281,7 +1196,7 @@ SIM_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags) {
         return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuDriverGetVersion(int *driverVersion) {
+SIM_EXPORT CUresult cuDriverGetVersion(int *driverVersion) {
         sim_driver_load();
         if (!driverVersion)
                 return CUDA_ERROR_INVALID_VALUE;
@@ -1289,7 +1204,7 @@ SIM_EXPORT CUresult CUDAAPI cuDriverGetVersion(int *driverVersion) {
         return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count) {
+SIM_EXPORT CUresult cuDeviceGetCount(int *count) {
         if (!atomic_load(&sim_initialized))
                 return CUDA_ERROR_NOT_INITIALIZED;
         if (!count)
@@ -1298,7 +1213,7 @@ SIM_EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count) {
         return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
+SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
         if (!atomic_load(&sim_initialized))
                 return CUDA_ERROR_NOT_INITIALIZED;
         if (!device)
@@ -1309,11 +1224,10 @@ SIM_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
         return CUDA_SUCCESS;
 }
 
-/* cuda.h renames cuDeviceGetUuid to cuDeviceGetUuid_v2 with a macro, so the
- * name written here defines cuDeviceGetUuid_v2; the legacy name is defined
- * below once the macro is undone, so a loader asking for either finds it
- * (libcuda exports both). */
-SIM_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
+/* libcuda exports both cuDeviceGetUuid_v2 (which cuda.h calls
+ * cuDeviceGetUuid) and the legacy cuDeviceGetUuid, of the same type and
+ * behaviour here: a loader asking for either finds it. */
+SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
         if (!atomic_load(&sim_initialized))
                 return CUDA_ERROR_NOT_INITIALIZED;
         if (!uuid)
@@ -1324,14 +1238,11 @@ SIM_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
         return CUDA_SUCCESS;
 }
 
-/* The legacy name, which cuda.h hides behind its macro: same behaviour. */
-#undef cuDeviceGetUuid
-SIM_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
-SIM_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
+SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
         return cuDeviceGetUuid_v2(uuid, dev);
 }
 
-SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessGetState(int pid, CUprocessState *state) {
+SIM_EXPORT CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state) {
         struct sim_target t;
         CUresult r;
 
@@ -1354,7 +1265,7 @@ SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessGetState(int pid, CUprocessState 
         return r;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessGetRestoreThreadId(int pid, int *tid) {
+SIM_EXPORT CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid) {
         struct sim_target t;
         CUresult r;
         int best = 0;
@@ -1386,7 +1297,7 @@ static bool sim_injected(const struct sim_target *t, enum sim_op op, CUprocessSt
         return true;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args) {
+SIM_EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args) {
         struct sim_target t;
         struct sim_proc *p;
         CUprocessState state;
@@ -1426,7 +1337,7 @@ out:
         return r;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args) {
+SIM_EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args) {
         struct sim_target t;
         struct sim_proc *p;
         CUprocessState state;
@@ -1503,7 +1414,7 @@ static CUresult sim_check_mapping(const CUcheckpointRestoreArgs *args, const CUu
         return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args) {
+SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args) {
         struct sim_target t;
         struct sim_proc *p;
         CUprocessState state;
@@ -1552,7 +1463,7 @@ out:
         return r;
 }
 
-SIM_EXPORT CUresult CUDAAPI cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args) {
+SIM_EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args) {
         struct sim_target t;
         struct sim_proc *p;
         CUprocessState state;

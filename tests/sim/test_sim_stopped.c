@@ -11,7 +11,7 @@
  * with a polling deadline, and asserts that a call is still waiting only
  * after giving it a fair time to return. */
 
-#include <cuda.h>
+#include "cuda-api.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -41,13 +41,13 @@
 /* ------------------------------------------------------------ the driver */
 
 static struct {
-        CUresult (*init)(unsigned int flags);
-        CUresult (*get_state)(int pid, CUprocessState *state);
-        CUresult (*get_tid)(int pid, int *tid);
-        CUresult (*lock)(int pid, CUcheckpointLockArgs *args);
-        CUresult (*checkpoint)(int pid, CUcheckpointCheckpointArgs *args);
-        CUresult (*restore)(int pid, CUcheckpointRestoreArgs *args);
-        CUresult (*unlock)(int pid, CUcheckpointUnlockArgs *args);
+        cuda_cuInit_fn *init;
+        cuda_cuCheckpointProcessGetState_fn *get_state;
+        cuda_cuCheckpointProcessGetRestoreThreadId_fn *get_tid;
+        cuda_cuCheckpointProcessLock_fn *lock;
+        cuda_cuCheckpointProcessCheckpoint_fn *checkpoint;
+        cuda_cuCheckpointProcessRestore_fn *restore;
+        cuda_cuCheckpointProcessUnlock_fn *unlock;
 } sim;
 
 static const char *stopped_need_env(const char *name) {

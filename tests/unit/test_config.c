@@ -38,6 +38,8 @@ START_TEST(test_defaults_and_missing)
         ck_assert_str_eq(c.socket_path, "/run/cudackpt/io.cudackpt.Process");
         ck_assert_uint_ge(c.workers, 16);
         ck_assert_uint_le(c.max_message_bytes, 65536);
+        /* The tracepoint way costs every process on the node: never by default. */
+        ck_assert(!c.process_index_tracepoint);
         ck_assert_int_eq(config_load_file(&c, "/nonexistent/cudackptd.json", false, &err), 0);
         ck_assert_int_eq(config_load_file(&c, "/nonexistent/cudackptd.json", true, &err), -ENOENT);
         ck_assert_ptr_nonnull(strstr(err, "/nonexistent/cudackptd.json"));
@@ -57,7 +59,7 @@ START_TEST(test_values)
                               " \"operators_may_act_on_root\": true, \"log_level\": \"debug\",\n"
                               " \"socket\": \"/tmp/x.sock\", \"default_lock_timeout_ms\": 4294967295,\n"
                               " \"max_cached_targets\": 0, \"cached_target_idle_ms\": 500, \"read_only_lane\": false,\n"
-                              " \"exit_wait_ms\": 250}\n",
+                              " \"exit_wait_ms\": 250, \"process_index_tracepoint\": true}\n",
                               &c, &err),
                          0);
         ck_assert_uint_eq(c.workers, 4);
@@ -75,6 +77,7 @@ START_TEST(test_values)
         ck_assert_uint_eq(c.cached_target_idle_ms, 500);
         ck_assert(!c.read_only_lane);
         ck_assert_uint_eq(c.exit_wait_ms, 250);
+        ck_assert(c.process_index_tracepoint);
         config_done(&c);
 }
 END_TEST
@@ -104,6 +107,7 @@ START_TEST(test_refused)
         assert_refused("{\"operator_groups\": [\"no-such-group-xyz\"]}", ":1:", "no such group");
         assert_refused("{\"read_only_unrestricted\": 1}", ":1:", "true or false");
         assert_refused("{\"read_only_lane\": \"yes\"}", ":1:", "true or false");
+        assert_refused("{\"process_index_tracepoint\": 1}", ":1:", "true or false");
         assert_refused("{\"max_cached_targets\": 65537}", ":1:", "from 0 to 65536");
         assert_refused("{\"workers\": 4, \"workers\": 5}", ":1:", "given twice");
         assert_refused("{\"socket\": \"\"}", ":1:", "non-empty");
@@ -170,6 +174,8 @@ START_TEST(test_shipped_file)
         SAME(operators_may_act_on_root);
         SAME(read_only_unrestricted);
         SAME(read_only_lane);
+        SAME(process_index_max);
+        SAME(process_index_tracepoint);
 #undef SAME
         ck_assert_str_eq(c.socket_path, d.socket_path);
         ck_assert_str_eq(c.driver_path, d.driver_path);
