@@ -9,6 +9,7 @@ against a deadline, and turns an error reply into the exception that
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
@@ -52,6 +53,12 @@ def default_timeout() -> float:
 def method_name(method: str) -> str:
     """A full method name: short names belong to io.cudackpt.Process."""
     return method if "." in method else INTERFACE + "." + method
+
+
+def limit(timeout: Optional[float]) -> Optional[float]:
+    """A timeout as sockets and asyncio take it: None (no limit) for None
+    or infinity."""
+    return None if timeout is None or math.isinf(timeout) else timeout
 
 
 class Deadline:

@@ -35,8 +35,15 @@ _POOL_SIZE = 4
 
 
 async def _bounded(awaitable: Awaitable[T], timeout: Optional[float], what: str) -> T:
+    """``awaitable`` within ``timeout`` seconds (None or inf: no limit),
+    else CallTimeout.  Only the limit's expiry becomes CallTimeout: an
+    error of the daemon raised inside (its ``Timeout`` is a TimeoutError
+    too, and on Python 3.11+ so is asyncio.TimeoutError) comes out as it
+    is."""
     try:
-        return await asyncio.wait_for(awaitable, timeout)
+        return await asyncio.wait_for(awaitable, _varlink.limit(timeout))
+    except errors.CudackptError:
+        raise
     except asyncio.TimeoutError:
         raise errors.CallTimeout("no %s from cudackptd in time" % what) from None
 
