@@ -109,6 +109,15 @@ def check(reply: Message) -> Message:
     return parameters
 
 
+def in_step_after(error: BaseException) -> bool:
+    """Whether a connection whose call raised ``error`` may serve another
+    call: only when the error is the daemon's own reply, read in full
+    (neither a limit that expired, nor a failure of the transport, nor an
+    exception raised by the caller's code in the middle of a stream)."""
+    return (isinstance(error, errors.CudackptError) and bool(error.name)
+            and not isinstance(error, (errors.InvalidRequest, errors.MessageTooLarge)))
+
+
 class Connection:
     """One connection to the daemon; one request at a time."""
 

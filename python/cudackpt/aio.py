@@ -146,14 +146,11 @@ class Client:
         conn = await self._take(seconds)
         try:
             reply = await conn.call(method, parameters, seconds)
-        except errors.CudackptError as e:
-            if e.name and not isinstance(e, (errors.InvalidRequest, errors.MessageTooLarge)):
-                await self._give_back(conn)
+        except BaseException as e:
+            if _varlink.in_step_after(e):
+                await self._give_back(conn)  # an error reply: the connection is still good
             else:
-                await conn.close()
-            raise
-        except BaseException:
-            await conn.close()  # cancelled or failed mid-call: its reply would come to the next caller
+                await conn.close()  # cancelled or failed mid-call: its reply would come to the next caller
             raise
         await self._give_back(conn)
         return reply

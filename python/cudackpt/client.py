@@ -92,14 +92,11 @@ class Client:
         conn = self._take(seconds)
         try:
             reply = conn.call(method, parameters, seconds)
-        except errors.CudackptError as e:
-            if e.name and not isinstance(e, (errors.InvalidRequest, errors.MessageTooLarge)):
+        except BaseException as e:
+            if _varlink.in_step_after(e):
                 self._give_back(conn)  # an error reply: the connection is still good
             else:
                 conn.close()
-            raise
-        except BaseException:
-            conn.close()
             raise
         self._give_back(conn)
         return reply
@@ -112,18 +109,23 @@ class Client:
         conn = self._take(seconds)
         last: Dict[str, Any] = {}
         try:
-            for reply in conn.stream(method, parameters, seconds):
+            replies = conn.stream(method, parameters, seconds)
+            for reply in replies:
                 last = reply
                 if "progress" in reply:
-                    on_reply(reply)
-        except errors.CudackptError as e:
-            if e.name and not isinstance(e, (errors.InvalidRequest, errors.MessageTooLarge)):
-                self._give_back(conn)
+                    try:
+                        on_reply(reply)
+                    except BaseException:
+                        # Whatever it raises (a CudackptError included), the
+                        # rest of the stream is unread: never reused.
+                        replies.close()
+                        conn.close()
+                        raise
+        except BaseException as e:
+            if conn.fileno() >= 0 and _varlink.in_step_after(e):
+                self._give_back(conn)  # an error reply ends the stream: read to its end
             else:
                 conn.close()
-            raise
-        except BaseException:
-            conn.close()  # the stream was not read to its end
             raise
         self._give_back(conn)
         return last

@@ -41,3 +41,41 @@ def test_aio_daemon_timeout_error_is_not_a_call_timeout() -> None:
             await client.close()
         run(main())
         assert fake.connections == 1
+
+
+def _group_handler(call, conn: FakeConn) -> None:
+    method = call["method"].rsplit(".", 1)[1]
+    if method == "SuspendGroup":
+        # The first progress at once, the rest of the stream a little later
+        # (after a callback that raises has returned).
+        for n in range(3):
+            conn.reply({"progress": {"phase": "lock", "member": {"pid": 10, "start_time": 1, "state": "locked"},
+                                     "done": n + 1, "total": 3}}, continues=True, delay=n * 0.1)
+        conn.reply({"members": [{"pid": 10, "start_time": 1, "state": "checkpointed"}], "skipped": []}, delay=0.3)
+    elif method == "GetState":
+        conn.reply({"pid": 10, "state": "checkpointed"}, delay=0.5)
+
+
+@pytest.mark.parametrize("raised", [errors.from_reply("io.cudackpt.Process.QueueFull", {"limit": 1}),
+                                    KeyError("from the callback")])
+def test_progress_callback_raising_closes_the_connection(raised) -> None:
+    # A callback that raises leaves the stream unread: its connection must
+    # not serve the next call, which would read the left-over replies.
+    with FakeDaemon(_group_handler) as fake:
+        with cudackpt.Client(fake.socket, timeout=10) as client:
+            def progress(p: cudackpt.Progress) -> None:
+                raise raised
+            with pytest.raises(type(raised)):
+                client.job([10]).suspend(progress=progress)
+            assert client.get_state(10).state == "checkpointed"
+            assert fake.connections == 2 and fake.await_closed(1)
+
+
+def test_stream_read_to_its_end_keeps_the_connection() -> None:
+    with FakeDaemon(_group_handler) as fake:
+        with cudackpt.Client(fake.socket, timeout=10) as client:
+            seen = []
+            r = client.job([10]).suspend(progress=seen.append)
+            assert [p.done for p in seen] == [1, 2, 3] and r.members[0].state == "checkpointed"
+            assert client.get_state(10).state == "checkpointed"
+            assert fake.connections == 1
