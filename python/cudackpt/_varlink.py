@@ -67,7 +67,9 @@ class Deadline:
     __slots__ = ("_at",)
 
     def __init__(self, timeout: Optional[float]) -> None:
-        self._at = None if timeout is None else time.monotonic() + timeout
+        """``timeout`` seconds from now; None or infinity: never."""
+        seconds = limit(timeout)
+        self._at = None if seconds is None else time.monotonic() + seconds
 
     def left(self) -> Optional[float]:
         """Seconds left (never below a millisecond), None for no limit."""
@@ -127,7 +129,7 @@ class Connection:
         self.last_used = time.monotonic()
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self._sock.settimeout(default_timeout() if timeout is None else timeout)
+            self._sock.settimeout(limit(default_timeout() if timeout is None else timeout))
             self._sock.connect(self.path)
         except socket.timeout:
             self._sock.close()
@@ -165,8 +167,9 @@ class Connection:
 
     def send(self, method: str, parameters: Optional[Message] = None, more: bool = False,
              timeout: Optional[float] = None) -> None:
-        """Sends one call."""
-        self._sock.settimeout(default_timeout() if timeout is None else timeout)
+        """Sends one call (``timeout``: None for the default, infinity for
+        no limit)."""
+        self._sock.settimeout(limit(default_timeout() if timeout is None else timeout))
         try:
             self._sock.sendall(encode(method, parameters, more))
         except socket.timeout:
@@ -195,7 +198,7 @@ class Connection:
     def call(self, method: str, parameters: Optional[Message] = None,
              timeout: Optional[float] = None) -> Message:
         """Sends a call and returns its reply's parameters (or raises its
-        error)."""
+        error).  ``timeout``: None for the default, infinity for no limit."""
         deadline = Deadline(default_timeout() if timeout is None else timeout)
         self.send(method, parameters, timeout=deadline.left())
         return check(self.receive(deadline, "reply to " + method_name(method)))

@@ -20,6 +20,7 @@ the blocking client.
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Type, TypeVar, Union
 
 from . import _requests, _varlink, errors
@@ -105,7 +106,7 @@ class Client:
 
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None) -> None:
         self.socket_path = socket_path or _varlink.default_socket()
-        self.timeout = _requests.call_timeout(timeout)
+        self.timeout = _requests.client_timeout(timeout)
         self._pool: List[Connection] = []
 
     async def __aenter__(self) -> "Client":
@@ -121,8 +122,10 @@ class Client:
             await conn.close()
 
     async def connect(self, timeout: Optional[float] = None) -> Connection:
-        """A new connection of its own."""
-        return await Connection.open(self.socket_path, self.timeout if timeout is None else timeout)
+        """A new connection of its own; ``timeout`` bounds connecting (a
+        call without limit still connects within the client's)."""
+        seconds = self.timeout if timeout is None or math.isinf(timeout) else timeout
+        return await Connection.open(self.socket_path, seconds)
 
     async def _take(self, timeout: float) -> Connection:
         while self._pool:
@@ -142,7 +145,7 @@ class Client:
                    timeout: Optional[float] = None) -> Dict[str, Any]:
         """Calls ``method`` and returns its reply's parameters, or raises
         its error."""
-        seconds = self.timeout if timeout is None else timeout
+        seconds = _requests.call_timeout(timeout, self.timeout)
         conn = await self._take(seconds)
         try:
             reply = await conn.call(method, parameters, seconds)
@@ -157,7 +160,7 @@ class Client:
 
     async def _op(self, method: str, params: Dict[str, Any], timeout: Optional[float],
                   timeout_ms: Optional[int] = None) -> OperationResult:
-        seconds = _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms)
+        seconds = _requests.call_timeout(timeout, self.timeout, timeout_ms)
         return OperationResult.from_json(await self.call(method, params, seconds))
 
     async def get_state(self, pid: int, *, start_time: Optional[int] = None,
@@ -219,7 +222,7 @@ class Client:
     async def group(self, method: str, params: Dict[str, Any], *, progress: Optional[ProgressCallback] = None,
                     timeout: Optional[float] = None, timeout_ms: Optional[int] = None) -> GroupResult:
         """A group method with its parameters (see :class:`Job`)."""
-        seconds = _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms)
+        seconds = _requests.call_timeout(timeout, self.timeout, timeout_ms)
         if progress is None:
             return GroupResult.from_json(await self.call(method, params, seconds))
         conn = await self.connect(seconds)
@@ -255,7 +258,8 @@ class Client:
         undo = _requests.restore(pid, gpu_mapping, start_time)
         return Hold(self, "Suspend", _requests.lock(pid, timeout_ms, start_time, lease_ms, True), "Resume",
                     lambda _r: undo, OperationResult.from_json,
-                    _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms))
+                    _requests.call_timeout(timeout, self.timeout, timeout_ms),
+                    _requests.call_timeout(timeout, self.timeout))
 
     def locked(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
                start_time: Optional[int] = None, timeout: Optional[float] = None) -> "Hold":
@@ -263,7 +267,8 @@ class Client:
         undo = _requests.single(pid, start_time)
         return Hold(self, "Lock", _requests.lock(pid, timeout_ms, start_time, lease_ms, True), "Unlock",
                     lambda _r: undo, OperationResult.from_json,
-                    _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms))
+                    _requests.call_timeout(timeout, self.timeout, timeout_ms),
+                    _requests.call_timeout(timeout, self.timeout))
 
     def watch(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
               tree: Optional[int] = None, timeout: Optional[float] = None) -> "Watcher":
@@ -272,7 +277,7 @@ class Client:
         params = None
         if pids is not None or cgroup is not None or tree is not None:
             params = {"selector": _requests.selector(pids, cgroup, tree)}
-        return Watcher(self, params, self.timeout if timeout is None else timeout)
+        return Watcher(self, params, _requests.call_timeout(timeout, self.timeout))
 
 
 class Hold:
@@ -282,20 +287,22 @@ class Hold:
 
     def __init__(self, client: Client, take: str, take_params: Dict[str, Any], undo: str,
                  undo_params: Callable[[Any], Dict[str, Any]], parse: Callable[[Dict[str, Any]], Any],
-                 timeout: float) -> None:
+                 timeout: float, other_timeout: Optional[float] = None) -> None:
         self._client = client
         self._take, self._take_params = take, take_params
         self._undo, self._undo_params = undo, undo_params
-        self._parse, self._timeout = parse, timeout
+        self._parse = parse
+        self._take_timeout = timeout  # the pausing call's: lengthened by its timeout_ms
+        self._timeout = timeout if other_timeout is None else other_timeout
         self._conn: Optional[Connection] = None
         self._released = False
         self.result: Any = None
         self.lease: Optional[Lease] = None
 
     async def __aenter__(self) -> "Hold":
-        conn = await self._client.connect(self._timeout)
+        conn = await self._client.connect(self._take_timeout)
         try:
-            self.result = self._parse(await conn.call(self._take, self._take_params, self._timeout))
+            self.result = self._parse(await conn.call(self._take, self._take_params, self._take_timeout))
         except BaseException:
             await conn.close()
             raise
@@ -441,8 +448,9 @@ class Job:
         def undo(result: GroupResult) -> Dict[str, Any]:
             pinned = [(m.pid, m.start_time) for m in result.members]
             return _requests.group(_requests.selector(pinned), None, gpu_mapping)
-        seconds = _requests.call_timeout(self.client.timeout if timeout is None else timeout, timeout_ms)
         return Hold(self.client, "SuspendGroup", _requests.group(self.selector, timeout_ms, None, lease_ms, True),
-                    "ResumeGroup", undo, GroupResult.from_json, seconds)
+                    "ResumeGroup", undo, GroupResult.from_json,
+                    _requests.call_timeout(timeout, self.client.timeout, timeout_ms),
+                    _requests.call_timeout(timeout, self.client.timeout))
 
 

@@ -37,12 +37,13 @@ class Hold:
 
     def __init__(self, client: "Client", take: str, take_params: Dict[str, Any], undo: str,
                  undo_params: Callable[[Result], Dict[str, Any]], parse: Callable[[Dict[str, Any]], Result],
-                 timeout: float) -> None:
+                 timeout: float, other_timeout: Optional[float] = None) -> None:
         self._client = client
         self._take, self._take_params = take, take_params
         self._undo, self._undo_params = undo, undo_params
         self._parse = parse
-        self._timeout = timeout
+        self._take_timeout = timeout  # the pausing call's: lengthened by its timeout_ms
+        self._timeout = timeout if other_timeout is None else other_timeout
         self._conn: Optional[_varlink.Connection] = None
         self._released = False
         self.result: Optional[Result] = None
@@ -56,8 +57,9 @@ class Hold:
         take_params = _requests.lock(pid, timeout_ms, start_time, lease_ms, True)
         undo_params = (_requests.restore(pid, gpu_mapping, start_time) if undo == "Resume"
                        else _requests.single(pid, start_time))
-        seconds = _requests.call_timeout(client.timeout if timeout is None else timeout, timeout_ms)
-        return cls(client, take, take_params, undo, lambda _result: undo_params, OperationResult.from_json, seconds)
+        return cls(client, take, take_params, undo, lambda _result: undo_params, OperationResult.from_json,
+                   _requests.call_timeout(timeout, client.timeout, timeout_ms),
+                   _requests.call_timeout(timeout, client.timeout))
 
     @classmethod
     def group(cls, client: "Client", take: str, undo: str, selector: Dict[str, Any], lease_ms: Optional[int],
@@ -72,13 +74,14 @@ class Hold:
             pinned = [(m.pid, m.start_time) for m in result.members]
             return _requests.group(_requests.selector(pinned), None, mapping)
 
-        seconds = _requests.call_timeout(client.timeout if timeout is None else timeout, timeout_ms)
-        return cls(client, take, take_params, undo, undo_params, GroupResult.from_json, seconds)
+        return cls(client, take, take_params, undo, undo_params, GroupResult.from_json,
+                   _requests.call_timeout(timeout, client.timeout, timeout_ms),
+                   _requests.call_timeout(timeout, client.timeout))
 
     def __enter__(self) -> "Hold":
-        conn = self._client.connect(self._timeout)
+        conn = self._client.connect(self._take_timeout)
         try:
-            self.result = self._parse(conn.call(self._take, self._take_params, self._timeout))
+            self.result = self._parse(conn.call(self._take, self._take_params, self._take_timeout))
         except BaseException:
             conn.close()
             raise

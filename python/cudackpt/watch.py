@@ -29,7 +29,7 @@ class Watcher:
         params = None
         if pids is not None or cgroup is not None or tree is not None:
             params = {"selector": _requests.selector(pids, cgroup, tree)}
-        seconds = client.timeout if timeout is None else timeout
+        seconds = _requests.call_timeout(timeout, client.timeout)
         self._conn: Optional[_varlink.Connection] = client.connect(seconds)
         try:
             self._conn.send("Watch", params, more=True, timeout=seconds)

@@ -6,6 +6,7 @@ late replies), and how the clients keep their connections in step."""
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
@@ -79,3 +80,43 @@ def test_stream_read_to_its_end_keeps_the_connection() -> None:
             assert [p.done for p in seen] == [1, 2, 3] and r.members[0].state == "checkpointed"
             assert client.get_state(10).state == "checkpointed"
             assert fake.connections == 1
+
+
+def test_call_timeouts() -> None:
+    from cudackpt import _requests
+    call_timeout = _requests.call_timeout
+    assert call_timeout(None, 300.0) == 300.0
+    assert call_timeout(2, 300.0) == 2.0 and call_timeout(2, 300.0, 0) == 2.0  # the call's own, as given
+    assert call_timeout(None, 300.0, 0) == math.inf  # a lock without limit: no client limit
+    assert call_timeout(None, 300.0, 10_000) == 310.0
+    assert call_timeout(None, 0.2, 10_000) == 10.0 + _requests.LOCK_MARGIN_S
+    assert call_timeout(math.inf, 300.0) == math.inf
+    for bad, exc in ((0, ValueError), (-1, ValueError), (float("nan"), ValueError), (True, TypeError),
+                     ("5", TypeError)):
+        with pytest.raises(exc):
+            call_timeout(bad, 300.0)
+        with pytest.raises(exc):
+            cudackpt.Client("/nonexistent", timeout=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -1.5])
+def test_call_paths_check_the_timeout(bad) -> None:
+    # Checked before anything is sent (a 0 used to wait 1 ms, a negative
+    # one failed in the socket module).
+    with FakeDaemon(lambda call, conn: conn.reply({"pid": 10, "state": "running"})) as fake:
+        with cudackpt.Client(fake.socket) as client:
+            for call in (lambda: client.state(10, timeout=bad), lambda: client.call("GetState", {"pid": 10}, bad),
+                         lambda: client.watch([10], timeout=bad), lambda: client.job([10]).lock(timeout=bad),
+                         lambda: client.suspended(10, timeout=bad)):
+                with pytest.raises(ValueError):
+                    call()
+
+            async def main() -> None:
+                aclient = aio.Client(fake.socket)
+                with pytest.raises(ValueError):
+                    await aclient.state(10, timeout=bad)
+                with pytest.raises(ValueError):
+                    aclient.watch([10], timeout=bad)
+                await aclient.close()
+            run(main())
+        assert fake.methods() == []
