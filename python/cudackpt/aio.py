@@ -24,7 +24,7 @@ import math
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Type, TypeVar, Union
 
 from . import _requests, _varlink, errors
-from .lease import _GONE
+from .lease import _BROKEN, _GONE
 from .types import Event, GroupResult, Lease, OperationResult, ProcessInfo, Progress, StateReply
 
 __all__ = ["Client", "Connection", "Job", "Hold", "Watcher"]
@@ -296,6 +296,7 @@ class Hold:
         self._timeout = timeout if other_timeout is None else other_timeout
         self._conn: Optional[Connection] = None
         self._released = False
+        self._broken = False  # a call on the connection failed without its reply read
         self.result: Any = None
         self.lease: Optional[Lease] = None
 
@@ -313,6 +314,13 @@ class Hold:
                         tb: Any) -> None:
         conn, self._conn = self._conn, None
         if conn is None:
+            return
+        if self._broken:
+            # Its reply may still come: never read as the undo's.  Closing
+            # makes the daemon undo the lease, if it is still held.
+            await conn.close()
+            if exc_type is None:
+                raise errors.ConnectionLost(_BROKEN)
             return
         try:
             if not self._released:
@@ -332,17 +340,36 @@ class Hold:
     def _held(self) -> Connection:
         if self._conn is None or self.lease is None:
             raise RuntimeError("the lease is held only inside the async with block")
+        if self._broken:
+            raise errors.ConnectionLost(_BROKEN)
         return self._conn
 
+    async def _call(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        conn = self._held()
+        try:
+            return await conn.call(method, params, self._timeout)
+        except BaseException as e:
+            if not _varlink.in_step_after(e):
+                self._broken = True  # timed out, cancelled or lost: its reply unread
+            raise
+
     async def release(self) -> None:
-        """Ends the lease: the process stays as it is after the block."""
-        await self._held().call("ReleaseLease", {"lease": self.lease.id}, self._timeout)  # type: ignore[union-attr]
+        """Ends the lease: the process stays as it is after the block.  A
+        failure other than the daemon's error reply (a timeout, a
+        cancellation) breaks the hold: the block's end closes the
+        connection (the daemon undoes the lease if it still holds it) and
+        raises ConnectionLost."""
+        self._held()
+        assert self.lease is not None
+        await self._call("ReleaseLease", {"lease": self.lease.id})
         self._released = True
 
     async def renew(self, lease_ms: int) -> None:
-        """Makes the lease expire ``lease_ms`` from now."""
-        await self._held().call("RenewLease", _requests.lease({"lease": self.lease.id}, lease_ms, None),  # type: ignore[union-attr]
-                                self._timeout)
+        """Makes the lease expire ``lease_ms`` from now (a failure breaks
+        the hold as :meth:`release`'s does)."""
+        self._held()
+        assert self.lease is not None
+        await self._call("RenewLease", _requests.lease({"lease": self.lease.id}, lease_ms, None))
 
 
 class Watcher:

@@ -26,6 +26,9 @@ _GONE = (errors.NoSuchProcess, errors.ProcessGone, errors.ProcessChanged)
 
 Result = Union[OperationResult, GroupResult]
 
+_BROKEN = ("a call on the lease's connection failed before its reply came (timed out or interrupted); "
+           "the connection is closed, and the daemon undoes the lease itself if it still held it")
+
 
 class Hold:
     """A process or a job paused under a lease, as a context manager.
@@ -46,6 +49,7 @@ class Hold:
         self._timeout = timeout if other_timeout is None else other_timeout
         self._conn: Optional[_varlink.Connection] = None
         self._released = False
+        self._broken = False  # a call on the connection failed without its reply read
         self.result: Optional[Result] = None
         self.lease: Optional[Lease] = None
 
@@ -94,6 +98,13 @@ class Hold:
         conn, self._conn = self._conn, None
         if conn is None:
             return
+        if self._broken:
+            # Its reply may still come: never read as the undo's.  Closing
+            # makes the daemon undo the lease, if it is still held.
+            conn.close()
+            if exc_type is None:
+                raise errors.ConnectionLost(_BROKEN)
+            return
         try:
             if not self._released and self.result is not None:
                 self._give_back(conn, raising=exc_type is not None)
@@ -116,18 +127,34 @@ class Hold:
     def _held(self) -> _varlink.Connection:
         if self._conn is None or self.lease is None:
             raise RuntimeError("the lease is held only inside the with block")
+        if self._broken:
+            raise errors.ConnectionLost(_BROKEN)
         return self._conn
+
+    def _call(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        conn = self._held()
+        try:
+            return conn.call(method, params, self._timeout)
+        except BaseException as e:
+            if not _varlink.in_step_after(e):
+                self._broken = True  # timed out, interrupted or lost: its reply unread
+            raise
 
     def release(self) -> None:
         """Ends the lease: the process (or job) stays as it is after the
-        block, and the daemon no longer undoes it."""
-        conn = self._held()
+        block, and the daemon no longer undoes it.  Should it fail other
+        than by the daemon's error reply (a CallTimeout, an interruption),
+        the hold is broken: the block's end closes the connection (which
+        undoes the lease, if the daemon still holds it) and raises
+        ConnectionLost."""
+        self._held()
         assert self.lease is not None
-        conn.call("ReleaseLease", {"lease": self.lease.id}, self._timeout)
+        self._call("ReleaseLease", {"lease": self.lease.id})
         self._released = True
 
     def renew(self, lease_ms: int) -> None:
-        """Makes the lease expire ``lease_ms`` from now."""
-        conn = self._held()
+        """Makes the lease expire ``lease_ms`` from now (a failure breaks
+        the hold as :meth:`release`'s does)."""
+        self._held()
         assert self.lease is not None
-        conn.call("RenewLease", _requests.lease({"lease": self.lease.id}, lease_ms, None), self._timeout)
+        self._call("RenewLease", _requests.lease({"lease": self.lease.id}, lease_ms, None))

@@ -120,3 +120,82 @@ def test_call_paths_check_the_timeout(bad) -> None:
                 await aclient.close()
             run(main())
         assert fake.methods() == []
+
+
+def _hold_handler(late: str):
+    """Suspend/Lock take a lease on close; ``late`` (ReleaseLease or
+    RenewLease) is answered after 0.5 s, past the hold's 0.2 s limit."""
+    def handler(call, conn: FakeConn) -> None:
+        method = call["method"].rsplit(".", 1)[1]
+        if method in ("Suspend", "Lock"):
+            conn.reply({"pid": 10, "state": "checkpointed" if method == "Suspend" else "locked", "duration_ms": 1.0,
+                        "lease": {"id": 7, "on_close": True}})
+        elif method == late:
+            conn.reply({"lease_ms": 1000} if method == "RenewLease" else {}, delay=0.5)
+        elif method in ("ReleaseLease", "RenewLease"):
+            conn.reply({"lease_ms": 1000} if method == "RenewLease" else {})
+        else:
+            conn.reply(OK)
+    return handler
+
+
+@pytest.mark.parametrize("late", ["ReleaseLease", "RenewLease"])
+def test_hold_call_that_timed_out_breaks_the_hold(late: str) -> None:
+    # The late reply must never be read as the Resume's: the hold closes
+    # its connection (the daemon undoes an on-close lease on close) and
+    # says so, instead of undoing on a connection out of step.
+    with FakeDaemon(_hold_handler(late)) as fake:
+        with cudackpt.Client(fake.socket, timeout=10) as client:
+            with pytest.raises(errors.ConnectionLost):
+                with client.suspended(10, timeout=0.2) as hold:
+                    with pytest.raises(errors.CallTimeout):
+                        hold.release() if late == "ReleaseLease" else hold.renew(1000)
+                    with pytest.raises(errors.ConnectionLost):
+                        hold.renew(1000)  # nothing more on that connection
+            assert fake.await_closed(1)
+            assert fake.methods(1) == ["Suspend", late]
+            # With the block's own exception, that one comes out.
+            with pytest.raises(KeyError):
+                with client.locked(10, timeout=0.2) as hold:
+                    with pytest.raises(errors.CallTimeout):
+                        hold.release() if late == "ReleaseLease" else hold.renew(1000)
+                    raise KeyError("the block's")
+            assert fake.await_closed(2)
+            assert fake.methods(2) == ["Lock", late]
+
+
+def test_hold_call_refused_keeps_the_hold() -> None:
+    # An error reply read in full leaves the connection in step.
+    def handler(call, conn: FakeConn) -> None:
+        method = call["method"].rsplit(".", 1)[1]
+        if method == "Suspend":
+            conn.reply({"pid": 10, "state": "checkpointed", "lease": {"id": 7, "on_close": True}})
+        elif method == "RenewLease":
+            conn.error("NoSuchLease", {"lease": 7})
+        else:
+            conn.reply(OK)
+    with FakeDaemon(handler) as fake:
+        with cudackpt.Client(fake.socket, timeout=10) as client:
+            with client.suspended(10) as hold:
+                with pytest.raises(errors.NoSuchLease):
+                    hold.renew(1000)
+            assert fake.methods(1) == ["Suspend", "RenewLease", "Resume"]
+
+
+@pytest.mark.parametrize("late", ["ReleaseLease", "RenewLease"])
+@pytest.mark.parametrize("how", ["timeout", "cancelled"])
+def test_aio_hold_call_that_failed_breaks_the_hold(late: str, how: str) -> None:
+    with FakeDaemon(_hold_handler(late)) as fake:
+        async def main() -> None:
+            client = aio.Client(fake.socket, timeout=10)
+            with pytest.raises(errors.ConnectionLost):
+                async with client.suspended(10, timeout=0.2 if how == "timeout" else None) as hold:
+                    call = hold.release() if late == "ReleaseLease" else hold.renew(1000)
+                    with pytest.raises(TimeoutError if how == "timeout" else asyncio.TimeoutError):
+                        await (call if how == "timeout" else asyncio.wait_for(call, 0.1))
+                    with pytest.raises(errors.ConnectionLost):
+                        await hold.renew(1000)
+            await client.close()
+        run(main())
+        assert fake.await_closed(1)
+        assert fake.methods(1) == ["Suspend", late]
