@@ -24,7 +24,7 @@ import math
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Type, TypeVar, Union
 
 from . import _requests, _varlink, errors
-from .lease import _BROKEN, _GONE
+from .lease import _BROKEN, _GONE, _has_members
 from .types import Event, GroupResult, Lease, OperationResult, ProcessInfo, Progress, StateReply
 
 __all__ = ["Client", "Connection", "Job", "Hold", "Watcher"]
@@ -323,7 +323,7 @@ class Hold:
                 raise errors.ConnectionLost(_BROKEN)
             return
         try:
-            if not self._released:
+            if not self._released and _has_members(self.result):
                 try:
                     await conn.call(self._undo, self._undo_params(self.result), self._timeout)
                 except _GONE:

@@ -30,6 +30,12 @@ _BROKEN = ("a call on the lease's connection failed before its reply came (timed
            "the connection is closed, and the daemon undoes the lease itself if it still held it")
 
 
+def _has_members(result: Optional[Result]) -> bool:
+    """Whether there is anything to undo: a job with every member skipped
+    (a cgroup or tree of no CUDA process) paused nothing."""
+    return result is not None and (not isinstance(result, GroupResult) or bool(result.members))
+
+
 class Hold:
     """A process or a job paused under a lease, as a context manager.
 
@@ -106,7 +112,7 @@ class Hold:
                 raise errors.ConnectionLost(_BROKEN)
             return
         try:
-            if not self._released and self.result is not None:
+            if not self._released and _has_members(self.result):
                 self._give_back(conn, raising=exc_type is not None)
         finally:
             conn.close()  # what is still leased the daemon undoes now
