@@ -60,6 +60,8 @@ class Connection:
         try:
             reader, writer = await _bounded(asyncio.open_unix_connection(path, limit=_LIMIT), timeout,
                                             "connection")
+        except errors.CudackptError:
+            raise  # CallTimeout: a TimeoutError, so an OSError too
         except OSError as e:
             raise errors.DaemonUnavailable("cannot connect to cudackptd at %s: %s" % (path, e.strerror or e)) from e
         return cls(reader, writer)
@@ -84,6 +86,8 @@ class Connection:
     async def receive(self, timeout: Optional[float], what: str = "reply") -> Dict[str, Any]:
         try:
             data = await _bounded(self._reader.readuntil(b"\0"), timeout, what)
+        except errors.CudackptError:
+            raise  # CallTimeout: a TimeoutError, so an OSError too
         except asyncio.IncompleteReadError:
             raise errors.ConnectionLost("cudackptd closed the connection") from None
         except asyncio.LimitOverrunError:
@@ -409,7 +413,15 @@ class Watcher:
         ``timeout`` seconds (None: wait as long as it takes)."""
         if self._conn is None:
             raise ValueError("the watcher is not open")
-        reply = await self._conn.receive(timeout, "event")
+        try:
+            reply = await self._conn.receive(timeout, "event")
+        except errors.CallTimeout:
+            raise  # nothing came: the stream goes on
+        except errors.CudackptError:
+            await self.close()  # the connection failed, or sent what is not a reply
+            raise
+        if reply.get("error") is not None or not reply.get("continues"):
+            await self.close()  # the stream's last reply: nothing more comes
         return Event.from_json(_varlink.check(reply).get("event") or {})
 
     async def wait_for(self, predicate: Callable[[Event], bool], timeout: float) -> Event:

@@ -44,11 +44,17 @@ class Watcher:
     def _receive(self, timeout: Optional[float]) -> Event:
         if self._conn is None:
             raise ValueError("the watcher is closed")
-        reply = self._conn.receive(_varlink.Deadline(timeout), "event")
-        params = _varlink.check(reply)
-        if not reply.get("continues"):
-            self.close()
-        return Event.from_json(params.get("event") or {})
+        try:
+            reply = self._conn.receive(_varlink.Deadline(timeout), "event")
+        except errors.CallTimeout:
+            raise  # nothing came: the stream goes on
+        except BaseException as e:
+            if isinstance(e, errors.CudackptError):
+                self.close()  # the connection failed, or sent what is not a reply
+            raise
+        if reply.get("error") is not None or not reply.get("continues"):
+            self.close()  # the stream's last reply: nothing more comes
+        return Event.from_json(_varlink.check(reply).get("event") or {})
 
     def next(self, timeout: Optional[float] = None) -> Event:
         """The next event; :class:`~cudackpt.errors.CallTimeout` (a

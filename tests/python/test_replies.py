@@ -199,3 +199,74 @@ def test_aio_hold_call_that_failed_breaks_the_hold(late: str, how: str) -> None:
         run(main())
         assert fake.await_closed(1)
         assert fake.methods(1) == ["Suspend", late]
+
+
+def _watch_handler(last):
+    """Watch: ``watching``, one ``state`` event, then ``last``: an error
+    (a name) or a final event (a dict, without ``continues``)."""
+    def handler(call, conn: FakeConn) -> None:
+        conn.reply({"event": {"type": "watching", "time": 1.0}}, continues=True)
+        conn.reply({"event": {"type": "state", "time": 2.0, "pid": 10, "state": "locked"}}, continues=True)
+        if isinstance(last, str):
+            conn.error(last, {})
+        else:
+            conn.reply({"event": last})
+    return handler
+
+
+@pytest.mark.parametrize("last", ["ShuttingDown", {"type": "exited", "time": 3.0, "pid": 10}])
+def test_watcher_closes_at_the_stream_end(last) -> None:
+    # After an error reply or a reply that does not continue, nothing more
+    # comes: the watcher is closed, not left waiting forever.
+    with FakeDaemon(_watch_handler(last)) as fake:
+        with cudackpt.Client(fake.socket, timeout=10) as client:
+            events = client.watch([10])
+            assert events.next(timeout=5).type == "state"
+            if isinstance(last, str):
+                with pytest.raises(errors.ShuttingDown):
+                    events.next(timeout=5)
+            else:
+                assert events.next(timeout=5).type == "exited"
+            with pytest.raises(ValueError):
+                events.next(timeout=5)
+            assert list(events) == []
+            assert fake.await_closed(1)
+
+
+@pytest.mark.parametrize("last", ["ShuttingDown", {"type": "exited", "time": 3.0, "pid": 10}])
+def test_aio_watcher_closes_at_the_stream_end(last) -> None:
+    with FakeDaemon(_watch_handler(last)) as fake:
+        async def main() -> None:
+            client = aio.Client(fake.socket, timeout=10)
+            async with client.watch([10]) as events:
+                assert (await events.next(5)).type == "state"
+                if isinstance(last, str):
+                    with pytest.raises(errors.ShuttingDown):
+                        await events.next(5)
+                else:
+                    assert (await events.next(5)).type == "exited"
+                with pytest.raises(ValueError):
+                    await events.next(5)
+                assert [e async for e in events] == []
+            await client.close()
+        run(main())
+        assert fake.await_closed(1)
+
+
+def test_aio_event_timeout_is_a_call_timeout() -> None:
+    # CallTimeout is a TimeoutError, so an OSError: it must not come out as
+    # ConnectionLost, and the watcher stays open.
+    def handler(call, conn: FakeConn) -> None:
+        conn.reply({"event": {"type": "watching", "time": 1.0}}, continues=True)
+        conn.reply({"event": {"type": "state", "time": 2.0, "pid": 10, "state": "locked"}}, continues=True,
+                   delay=0.5)
+
+    with FakeDaemon(handler) as fake:
+        async def main() -> None:
+            client = aio.Client(fake.socket, timeout=10)
+            async with client.watch([10]) as events:
+                with pytest.raises(errors.CallTimeout):
+                    await events.next(0.05)
+                assert (await events.next(5)).type == "state"
+            await client.close()
+        run(main())
