@@ -26,6 +26,8 @@ DEFAULT_TIMEOUT = 300.0
 the checkpoint of a large GPU's memory (about 0.8 s per GiB on an H200)."""
 
 _RECV_CHUNK = 1 << 16
+MAX_MESSAGE = 64 << 20
+"""The longest message read (a ListProcesses of many processes), as aio's."""
 
 Message = Dict[str, Any]
 
@@ -125,7 +127,7 @@ class Connection:
 
     def __init__(self, path: Optional[str] = None, timeout: Optional[float] = None) -> None:
         self.path = path or default_socket()
-        self._buf = b""
+        self._buf = bytearray()
         self.last_used = time.monotonic()
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -179,8 +181,13 @@ class Connection:
         self.last_used = time.monotonic()
 
     def receive(self, deadline: Deadline, what: str = "a reply") -> Message:
-        """The next message, waited for until the deadline."""
-        while b"\0" not in self._buf:
+        """The next message, waited for until the deadline (a message
+        already read is returned whatever the time; one that keeps coming
+        in pieces past the deadline is not waited for)."""
+        end = self._buf.find(b"\0")
+        while end < 0:
+            if len(self._buf) > MAX_MESSAGE:
+                raise errors.ProtocolError("a reply longer than %d bytes" % MAX_MESSAGE)
             self._sock.settimeout(deadline.left())
             try:
                 chunk = self._sock.recv(_RECV_CHUNK)
@@ -190,8 +197,14 @@ class Connection:
                 raise errors.ConnectionLost("the connection to cudackptd failed: %s" % (e.strerror or e)) from e
             if not chunk:
                 raise errors.ConnectionLost("cudackptd closed the connection")
+            end = chunk.find(b"\0")  # only the new bytes are searched
+            if end >= 0:
+                end += len(self._buf)
             self._buf += chunk
-        data, self._buf = self._buf.split(b"\0", 1)
+            if end < 0 and deadline.passed():
+                raise errors.CallTimeout("no %s from cudackptd in time" % what)
+        data = bytes(self._buf[:end])
+        del self._buf[:end + 1]
         self.last_used = time.monotonic()
         return decode(data)
 
@@ -216,3 +229,5 @@ class Connection:
             yield parameters_
             if not reply.get("continues"):
                 return
+            if deadline.passed():  # replies that keep coming do not stretch it
+                raise errors.CallTimeout("no %s from cudackptd in time" % ("reply to " + method_name(method)))

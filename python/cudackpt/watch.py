@@ -70,6 +70,8 @@ class Watcher:
             event = self._receive(deadline.left())
             if predicate(event):
                 return event
+            if deadline.passed():  # events that keep coming do not stretch it
+                raise errors.CallTimeout("no matching event from cudackptd in time")
 
     def __iter__(self) -> Iterator[Event]:
         return self

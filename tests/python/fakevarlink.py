@@ -130,3 +130,67 @@ class FakeDaemon:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+# ---- floods, served from a process of their own (no GIL shared with the
+# client, so the client never waits a millisecond for the next bytes) --------
+
+def _flood(conn: FakeConn, data: bytes, seconds: float, then: Optional[bytes] = None, pace_s: float = 0.0) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            conn.sock.sendall(data)
+        except OSError:
+            return
+        if pace_s:
+            until = time.monotonic() + pace_s
+            while time.monotonic() < until:
+                pass
+    if then is not None:
+        try:
+            conn.sock.sendall(then)
+        except OSError:
+            pass
+
+
+def _message(message: Dict[str, Any]) -> bytes:
+    return json.dumps(message).encode() + b"\0"
+
+
+def flood_handler(mode: str, seconds: float = 4.0) -> Handler:
+    """``trickle``: every call's reply a few bytes at a time, each within
+    0.1 ms, for ``seconds``; ``progress``: a stream of progress replies
+    for ``seconds``; ``events``: Watch's ``watching``, then events."""
+    def handler(call: Dict[str, Any], conn: FakeConn) -> None:
+        if mode == "trickle":
+            data = _message({"parameters": {"pid": 10, "state": "running", "pad": "x" * 1000000}})
+            pieces = (data[i:i + 16] for i in range(0, len(data), 16))
+            end = time.monotonic() + seconds
+            for piece in pieces:
+                if time.monotonic() > end:
+                    break
+                try:
+                    conn.sock.sendall(piece)
+                except OSError:
+                    return
+                until = time.monotonic() + 0.0001
+                while time.monotonic() < until:
+                    pass
+        elif mode == "progress":
+            progress = _message({"parameters": {"progress": {
+                "phase": "lock", "member": {"pid": 10, "start_time": 1, "state": "locked"}, "done": 1, "total": 2}},
+                "continues": True})
+            _flood(conn, progress * 64, seconds, _message({"parameters": {"members": [], "skipped": []}}))
+        elif mode == "events":
+            conn.reply({"event": {"type": "watching", "time": 1.0}}, continues=True)
+            event = _message({"parameters": {"event": {"type": "state", "time": 2.0, "pid": 10}}, "continues": True})
+            _flood(conn, event * 64, seconds)
+    return handler
+
+
+if __name__ == "__main__":
+    import sys
+    fake = FakeDaemon(flood_handler(sys.argv[1]))
+    print(fake.socket, flush=True)
+    sys.stdin.read()  # until the test ends
+    fake.stop()

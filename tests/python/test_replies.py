@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import math
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
 import cudackpt
 from cudackpt import aio, errors
 
+import fakevarlink
 from fakevarlink import FakeConn, FakeDaemon
 
 OK = {"pid": 10, "state": "running", "duration_ms": 1.0}
@@ -270,3 +275,63 @@ def test_aio_event_timeout_is_a_call_timeout() -> None:
                 assert (await events.next(5)).type == "state"
             await client.close()
         run(main())
+
+
+@pytest.fixture
+def flood():
+    """A fake daemon of fakevarlink.flood_handler(mode), in a process of its
+    own: flood(mode) -> its socket."""
+    procs = []
+
+    def start(mode: str) -> str:
+        proc = subprocess.Popen([sys.executable, "-B", fakevarlink.__file__, mode], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, universal_newlines=True)
+        procs.append(proc)
+        assert proc.stdout is not None
+        return proc.stdout.readline().strip()
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait(timeout=20)
+
+
+def _timed(call) -> float:
+    start = time.monotonic()
+    with pytest.raises(errors.CallTimeout):
+        call()
+    return time.monotonic() - start
+
+
+def test_deadline_holds_while_bytes_trickle_in(flood) -> None:
+    # A reply that comes a few bytes at a time, each within a millisecond,
+    # for longer than the call's limit.
+    with cudackpt.Client(flood("trickle"), timeout=10) as client:
+        assert _timed(lambda: client.state(10, timeout=0.3)) < 2.0
+
+
+def test_deadline_holds_while_progress_keeps_coming(flood) -> None:
+    with cudackpt.Client(flood("progress"), timeout=10) as client:
+        assert _timed(lambda: client.job([10]).suspend(progress=lambda p: None, timeout=0.3)) < 2.0
+
+
+def test_deadline_holds_while_events_keep_coming(flood) -> None:
+    with cudackpt.Client(flood("events"), timeout=10) as client:
+        with client.watch([10]) as events:
+            assert _timed(lambda: events.wait_for(lambda e: e.type == "exited", timeout=0.3)) < 2.0
+
+
+def test_reply_size_is_bounded() -> None:
+    def handler(call, conn: FakeConn) -> None:
+        def run_() -> None:
+            chunk = b" " * (1 << 20)
+            for _ in range(80):
+                try:
+                    conn.sock.sendall(chunk)
+                except OSError:
+                    return
+        threading.Thread(target=run_, daemon=True).start()
+
+    with FakeDaemon(handler) as fake:
+        with cudackpt.Client(fake.socket, timeout=20) as client:
+            with pytest.raises(errors.ProtocolError):
+                client.state(10)
