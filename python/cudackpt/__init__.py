@@ -12,7 +12,9 @@ CUDA checkpoint and restore of processes.
 
 Everything talks to the socket named by ``$CUDACKPT_SOCKET``, else
 ``/run/cudackpt/io.cudackpt.Process``; every call waits at most its
-``timeout`` (seconds; default ``$CUDACKPT_TIMEOUT``, else 300).
+``timeout`` (seconds, ``math.inf`` for no limit; default
+``$CUDACKPT_TIMEOUT``, else 300, lengthened by a lock's ``timeout_ms`` and
+lifted by ``timeout_ms=0``).
 """
 
 from __future__ import annotations

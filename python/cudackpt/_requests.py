@@ -4,6 +4,7 @@ request of its own."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple, Union
 
 from . import _varlink
@@ -179,15 +180,42 @@ def group(sel: Params, timeout_ms: Optional[int] = None, mapping: Any = None,
     return lease(params, lease_ms, lease_on_close)
 
 
-def call_timeout(timeout: Optional[float], timeout_ms: Optional[int] = None) -> float:
-    """The seconds a call waits for its reply: ``timeout`` or the default,
-    and never less than a lock's own ``timeout_ms`` and a margin."""
-    seconds = _varlink.default_timeout() if timeout is None else float(timeout)
-    if seconds <= 0:
+LOCK_MARGIN_S = 30.0
+"""What a call's default limit adds, at least, to a lock's own timeout_ms."""
+
+
+def check_timeout(timeout: Any) -> float:
+    """``timeout`` in seconds, if it is a number above 0 (``math.inf``: no
+    limit)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError("timeout must be a number of seconds")
+    seconds = float(timeout)
+    if not seconds > 0:  # NaN too
         raise ValueError("timeout must be positive")
-    if timeout is None and timeout_ms:
-        seconds = max(seconds, timeout_ms / 1000.0 + 30.0)
     return seconds
+
+
+def client_timeout(timeout: Any) -> float:
+    """A client's default limit: ``timeout``, else ``$CUDACKPT_TIMEOUT``,
+    else 300 s."""
+    return _varlink.default_timeout() if timeout is None else check_timeout(timeout)
+
+
+def call_timeout(timeout: Any, default: float, timeout_ms: Optional[int] = None) -> float:
+    """The seconds a call waits for its reply (``math.inf``: as long as it
+    takes).  ``timeout``, the call's own, is taken as it is: the caller
+    chose it.  Without one, the client's ``default``; for a lock with
+    ``timeout_ms`` (Lock, Suspend and their group forms) that long on top
+    (and at least LOCK_MARGIN_S), so the driver's own limit always comes
+    first; and no limit at all for ``timeout_ms=0`` (a lock that waits as
+    long as it takes, as cuda-core's)."""
+    if timeout is not None:
+        return check_timeout(timeout)
+    if timeout_ms == 0:
+        return math.inf
+    if timeout_ms:
+        return timeout_ms / 1000.0 + max(default, LOCK_MARGIN_S)
+    return default
 
 
 def unknown_state_value(state: str) -> Optional[int]:

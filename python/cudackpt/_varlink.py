@@ -9,6 +9,7 @@ against a deadline, and turns an error reply into the exception that
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
@@ -25,6 +26,8 @@ DEFAULT_TIMEOUT = 300.0
 the checkpoint of a large GPU's memory (about 0.8 s per GiB on an H200)."""
 
 _RECV_CHUNK = 1 << 16
+MAX_MESSAGE = 64 << 20
+"""The longest message read (a ListProcesses of many processes), as aio's."""
 
 Message = Dict[str, Any]
 
@@ -54,13 +57,21 @@ def method_name(method: str) -> str:
     return method if "." in method else INTERFACE + "." + method
 
 
+def limit(timeout: Optional[float]) -> Optional[float]:
+    """A timeout as sockets and asyncio take it: None (no limit) for None
+    or infinity."""
+    return None if timeout is None or math.isinf(timeout) else timeout
+
+
 class Deadline:
     """A point in time (monotonic) that calls must be answered by."""
 
     __slots__ = ("_at",)
 
     def __init__(self, timeout: Optional[float]) -> None:
-        self._at = None if timeout is None else time.monotonic() + timeout
+        """``timeout`` seconds from now; None or infinity: never."""
+        seconds = limit(timeout)
+        self._at = None if seconds is None else time.monotonic() + seconds
 
     def left(self) -> Optional[float]:
         """Seconds left (never below a millisecond), None for no limit."""
@@ -102,16 +113,25 @@ def check(reply: Message) -> Message:
     return parameters
 
 
+def in_step_after(error: BaseException) -> bool:
+    """Whether a connection whose call raised ``error`` may serve another
+    call: only when the error is the daemon's own reply, read in full
+    (neither a limit that expired, nor a failure of the transport, nor an
+    exception raised by the caller's code in the middle of a stream)."""
+    return (isinstance(error, errors.CudackptError) and bool(error.name)
+            and not isinstance(error, (errors.InvalidRequest, errors.MessageTooLarge)))
+
+
 class Connection:
     """One connection to the daemon; one request at a time."""
 
     def __init__(self, path: Optional[str] = None, timeout: Optional[float] = None) -> None:
         self.path = path or default_socket()
-        self._buf = b""
+        self._buf = bytearray()
         self.last_used = time.monotonic()
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self._sock.settimeout(default_timeout() if timeout is None else timeout)
+            self._sock.settimeout(limit(default_timeout() if timeout is None else timeout))
             self._sock.connect(self.path)
         except socket.timeout:
             self._sock.close()
@@ -149,8 +169,9 @@ class Connection:
 
     def send(self, method: str, parameters: Optional[Message] = None, more: bool = False,
              timeout: Optional[float] = None) -> None:
-        """Sends one call."""
-        self._sock.settimeout(default_timeout() if timeout is None else timeout)
+        """Sends one call (``timeout``: None for the default, infinity for
+        no limit)."""
+        self._sock.settimeout(limit(default_timeout() if timeout is None else timeout))
         try:
             self._sock.sendall(encode(method, parameters, more))
         except socket.timeout:
@@ -160,8 +181,13 @@ class Connection:
         self.last_used = time.monotonic()
 
     def receive(self, deadline: Deadline, what: str = "a reply") -> Message:
-        """The next message, waited for until the deadline."""
-        while b"\0" not in self._buf:
+        """The next message, waited for until the deadline (a message
+        already read is returned whatever the time; one that keeps coming
+        in pieces past the deadline is not waited for)."""
+        end = self._buf.find(b"\0")
+        while end < 0:
+            if len(self._buf) > MAX_MESSAGE:
+                raise errors.ProtocolError("a reply longer than %d bytes" % MAX_MESSAGE)
             self._sock.settimeout(deadline.left())
             try:
                 chunk = self._sock.recv(_RECV_CHUNK)
@@ -171,15 +197,21 @@ class Connection:
                 raise errors.ConnectionLost("the connection to cudackptd failed: %s" % (e.strerror or e)) from e
             if not chunk:
                 raise errors.ConnectionLost("cudackptd closed the connection")
+            end = chunk.find(b"\0")  # only the new bytes are searched
+            if end >= 0:
+                end += len(self._buf)
             self._buf += chunk
-        data, self._buf = self._buf.split(b"\0", 1)
+            if end < 0 and deadline.passed():
+                raise errors.CallTimeout("no %s from cudackptd in time" % what)
+        data = bytes(self._buf[:end])
+        del self._buf[:end + 1]
         self.last_used = time.monotonic()
         return decode(data)
 
     def call(self, method: str, parameters: Optional[Message] = None,
              timeout: Optional[float] = None) -> Message:
         """Sends a call and returns its reply's parameters (or raises its
-        error)."""
+        error).  ``timeout``: None for the default, infinity for no limit."""
         deadline = Deadline(default_timeout() if timeout is None else timeout)
         self.send(method, parameters, timeout=deadline.left())
         return check(self.receive(deadline, "reply to " + method_name(method)))
@@ -197,3 +229,5 @@ class Connection:
             yield parameters_
             if not reply.get("continues"):
                 return
+            if deadline.passed():  # replies that keep coming do not stretch it
+                raise errors.CallTimeout("no %s from cudackptd in time" % ("reply to " + method_name(method)))

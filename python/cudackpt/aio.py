@@ -20,10 +20,11 @@ the blocking client.
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Type, TypeVar, Union
 
 from . import _requests, _varlink, errors
-from .lease import _GONE
+from .lease import _BROKEN, _GONE, _has_members
 from .types import Event, GroupResult, Lease, OperationResult, ProcessInfo, Progress, StateReply
 
 __all__ = ["Client", "Connection", "Job", "Hold", "Watcher"]
@@ -35,8 +36,15 @@ _POOL_SIZE = 4
 
 
 async def _bounded(awaitable: Awaitable[T], timeout: Optional[float], what: str) -> T:
+    """``awaitable`` within ``timeout`` seconds (None or inf: no limit),
+    else CallTimeout.  Only the limit's expiry becomes CallTimeout: an
+    error of the daemon raised inside (its ``Timeout`` is a TimeoutError
+    too, and on Python 3.11+ so is asyncio.TimeoutError) comes out as it
+    is."""
     try:
-        return await asyncio.wait_for(awaitable, timeout)
+        return await asyncio.wait_for(awaitable, _varlink.limit(timeout))
+    except errors.CudackptError:
+        raise
     except asyncio.TimeoutError:
         raise errors.CallTimeout("no %s from cudackptd in time" % what) from None
 
@@ -52,6 +60,8 @@ class Connection:
         try:
             reader, writer = await _bounded(asyncio.open_unix_connection(path, limit=_LIMIT), timeout,
                                             "connection")
+        except errors.CudackptError:
+            raise  # CallTimeout: a TimeoutError, so an OSError too
         except OSError as e:
             raise errors.DaemonUnavailable("cannot connect to cudackptd at %s: %s" % (path, e.strerror or e)) from e
         return cls(reader, writer)
@@ -76,6 +86,8 @@ class Connection:
     async def receive(self, timeout: Optional[float], what: str = "reply") -> Dict[str, Any]:
         try:
             data = await _bounded(self._reader.readuntil(b"\0"), timeout, what)
+        except errors.CudackptError:
+            raise  # CallTimeout: a TimeoutError, so an OSError too
         except asyncio.IncompleteReadError:
             raise errors.ConnectionLost("cudackptd closed the connection") from None
         except asyncio.LimitOverrunError:
@@ -98,7 +110,7 @@ class Client:
 
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None) -> None:
         self.socket_path = socket_path or _varlink.default_socket()
-        self.timeout = _requests.call_timeout(timeout)
+        self.timeout = _requests.client_timeout(timeout)
         self._pool: List[Connection] = []
 
     async def __aenter__(self) -> "Client":
@@ -114,8 +126,10 @@ class Client:
             await conn.close()
 
     async def connect(self, timeout: Optional[float] = None) -> Connection:
-        """A new connection of its own."""
-        return await Connection.open(self.socket_path, self.timeout if timeout is None else timeout)
+        """A new connection of its own; ``timeout`` bounds connecting (a
+        call without limit still connects within the client's)."""
+        seconds = self.timeout if timeout is None or math.isinf(timeout) else timeout
+        return await Connection.open(self.socket_path, seconds)
 
     async def _take(self, timeout: float) -> Connection:
         while self._pool:
@@ -135,25 +149,22 @@ class Client:
                    timeout: Optional[float] = None) -> Dict[str, Any]:
         """Calls ``method`` and returns its reply's parameters, or raises
         its error."""
-        seconds = self.timeout if timeout is None else timeout
+        seconds = _requests.call_timeout(timeout, self.timeout)
         conn = await self._take(seconds)
         try:
             reply = await conn.call(method, parameters, seconds)
-        except errors.CudackptError as e:
-            if e.name and not isinstance(e, (errors.InvalidRequest, errors.MessageTooLarge)):
-                await self._give_back(conn)
+        except BaseException as e:
+            if _varlink.in_step_after(e):
+                await self._give_back(conn)  # an error reply: the connection is still good
             else:
-                await conn.close()
-            raise
-        except BaseException:
-            await conn.close()  # cancelled or failed mid-call: its reply would come to the next caller
+                await conn.close()  # cancelled or failed mid-call: its reply would come to the next caller
             raise
         await self._give_back(conn)
         return reply
 
     async def _op(self, method: str, params: Dict[str, Any], timeout: Optional[float],
                   timeout_ms: Optional[int] = None) -> OperationResult:
-        seconds = _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms)
+        seconds = _requests.call_timeout(timeout, self.timeout, timeout_ms)
         return OperationResult.from_json(await self.call(method, params, seconds))
 
     async def get_state(self, pid: int, *, start_time: Optional[int] = None,
@@ -215,7 +226,7 @@ class Client:
     async def group(self, method: str, params: Dict[str, Any], *, progress: Optional[ProgressCallback] = None,
                     timeout: Optional[float] = None, timeout_ms: Optional[int] = None) -> GroupResult:
         """A group method with its parameters (see :class:`Job`)."""
-        seconds = _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms)
+        seconds = _requests.call_timeout(timeout, self.timeout, timeout_ms)
         if progress is None:
             return GroupResult.from_json(await self.call(method, params, seconds))
         conn = await self.connect(seconds)
@@ -251,7 +262,8 @@ class Client:
         undo = _requests.restore(pid, gpu_mapping, start_time)
         return Hold(self, "Suspend", _requests.lock(pid, timeout_ms, start_time, lease_ms, True), "Resume",
                     lambda _r: undo, OperationResult.from_json,
-                    _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms))
+                    _requests.call_timeout(timeout, self.timeout, timeout_ms),
+                    _requests.call_timeout(timeout, self.timeout))
 
     def locked(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
                start_time: Optional[int] = None, timeout: Optional[float] = None) -> "Hold":
@@ -259,7 +271,8 @@ class Client:
         undo = _requests.single(pid, start_time)
         return Hold(self, "Lock", _requests.lock(pid, timeout_ms, start_time, lease_ms, True), "Unlock",
                     lambda _r: undo, OperationResult.from_json,
-                    _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms))
+                    _requests.call_timeout(timeout, self.timeout, timeout_ms),
+                    _requests.call_timeout(timeout, self.timeout))
 
     def watch(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
               tree: Optional[int] = None, timeout: Optional[float] = None) -> "Watcher":
@@ -268,7 +281,7 @@ class Client:
         params = None
         if pids is not None or cgroup is not None or tree is not None:
             params = {"selector": _requests.selector(pids, cgroup, tree)}
-        return Watcher(self, params, self.timeout if timeout is None else timeout)
+        return Watcher(self, params, _requests.call_timeout(timeout, self.timeout))
 
 
 class Hold:
@@ -278,20 +291,23 @@ class Hold:
 
     def __init__(self, client: Client, take: str, take_params: Dict[str, Any], undo: str,
                  undo_params: Callable[[Any], Dict[str, Any]], parse: Callable[[Dict[str, Any]], Any],
-                 timeout: float) -> None:
+                 timeout: float, other_timeout: Optional[float] = None) -> None:
         self._client = client
         self._take, self._take_params = take, take_params
         self._undo, self._undo_params = undo, undo_params
-        self._parse, self._timeout = parse, timeout
+        self._parse = parse
+        self._take_timeout = timeout  # the pausing call's: lengthened by its timeout_ms
+        self._timeout = timeout if other_timeout is None else other_timeout
         self._conn: Optional[Connection] = None
         self._released = False
+        self._broken = False  # a call on the connection failed without its reply read
         self.result: Any = None
         self.lease: Optional[Lease] = None
 
     async def __aenter__(self) -> "Hold":
-        conn = await self._client.connect(self._timeout)
+        conn = await self._client.connect(self._take_timeout)
         try:
-            self.result = self._parse(await conn.call(self._take, self._take_params, self._timeout))
+            self.result = self._parse(await conn.call(self._take, self._take_params, self._take_timeout))
         except BaseException:
             await conn.close()
             raise
@@ -303,8 +319,15 @@ class Hold:
         conn, self._conn = self._conn, None
         if conn is None:
             return
+        if self._broken:
+            # Its reply may still come: never read as the undo's.  Closing
+            # makes the daemon undo the lease, if it is still held.
+            await conn.close()
+            if exc_type is None:
+                raise errors.ConnectionLost(_BROKEN)
+            return
         try:
-            if not self._released:
+            if not self._released and _has_members(self.result):
                 try:
                     await conn.call(self._undo, self._undo_params(self.result), self._timeout)
                 except _GONE:
@@ -321,17 +344,36 @@ class Hold:
     def _held(self) -> Connection:
         if self._conn is None or self.lease is None:
             raise RuntimeError("the lease is held only inside the async with block")
+        if self._broken:
+            raise errors.ConnectionLost(_BROKEN)
         return self._conn
 
+    async def _call(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        conn = self._held()
+        try:
+            return await conn.call(method, params, self._timeout)
+        except BaseException as e:
+            if not _varlink.in_step_after(e):
+                self._broken = True  # timed out, cancelled or lost: its reply unread
+            raise
+
     async def release(self) -> None:
-        """Ends the lease: the process stays as it is after the block."""
-        await self._held().call("ReleaseLease", {"lease": self.lease.id}, self._timeout)  # type: ignore[union-attr]
+        """Ends the lease: the process stays as it is after the block.  A
+        failure other than the daemon's error reply (a timeout, a
+        cancellation) breaks the hold: the block's end closes the
+        connection (the daemon undoes the lease if it still holds it) and
+        raises ConnectionLost."""
+        self._held()
+        assert self.lease is not None
+        await self._call("ReleaseLease", {"lease": self.lease.id})
         self._released = True
 
     async def renew(self, lease_ms: int) -> None:
-        """Makes the lease expire ``lease_ms`` from now."""
-        await self._held().call("RenewLease", _requests.lease({"lease": self.lease.id}, lease_ms, None),  # type: ignore[union-attr]
-                                self._timeout)
+        """Makes the lease expire ``lease_ms`` from now (a failure breaks
+        the hold as :meth:`release`'s does)."""
+        self._held()
+        assert self.lease is not None
+        await self._call("RenewLease", _requests.lease({"lease": self.lease.id}, lease_ms, None))
 
 
 class Watcher:
@@ -371,7 +413,15 @@ class Watcher:
         ``timeout`` seconds (None: wait as long as it takes)."""
         if self._conn is None:
             raise ValueError("the watcher is not open")
-        reply = await self._conn.receive(timeout, "event")
+        try:
+            reply = await self._conn.receive(timeout, "event")
+        except errors.CallTimeout:
+            raise  # nothing came: the stream goes on
+        except errors.CudackptError:
+            await self.close()  # the connection failed, or sent what is not a reply
+            raise
+        if reply.get("error") is not None or not reply.get("continues"):
+            await self.close()  # the stream's last reply: nothing more comes
         return Event.from_json(_varlink.check(reply).get("event") or {})
 
     async def wait_for(self, predicate: Callable[[Event], bool], timeout: float) -> Event:
@@ -437,8 +487,9 @@ class Job:
         def undo(result: GroupResult) -> Dict[str, Any]:
             pinned = [(m.pid, m.start_time) for m in result.members]
             return _requests.group(_requests.selector(pinned), None, gpu_mapping)
-        seconds = _requests.call_timeout(self.client.timeout if timeout is None else timeout, timeout_ms)
         return Hold(self.client, "SuspendGroup", _requests.group(self.selector, timeout_ms, None, lease_ms, True),
-                    "ResumeGroup", undo, GroupResult.from_json, seconds)
+                    "ResumeGroup", undo, GroupResult.from_json,
+                    _requests.call_timeout(timeout, self.client.timeout, timeout_ms),
+                    _requests.call_timeout(timeout, self.client.timeout))
 
 

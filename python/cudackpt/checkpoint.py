@@ -35,6 +35,11 @@ from typing import Optional as _Optional
 from . import _requests
 from .client import default_client as _client
 
+_NO_LIMIT = float("inf")
+"""The four operations wait for the daemon's reply as long as it takes, as
+cuda-core's calls wait for the driver's: a checkpoint of a large process
+(or a lock with ``timeout_ms=0``) is never cut short on the client's side."""
+
 _ProcessStateType = _Literal["running", "locked", "checkpointed", "failed"]
 
 
@@ -87,13 +92,13 @@ class Process:
         timeout_ms : int, optional
             Timeout in milliseconds. A value of 0 indicates no timeout.
         """
-        _client().lock(self._pid, _requests.check_timeout_ms(timeout_ms))
+        _client().lock(self._pid, _requests.check_timeout_ms(timeout_ms), timeout=_NO_LIMIT)
 
     def checkpoint(self) -> None:
         """
         Checkpoint the GPU memory contents of this locked process.
         """
-        _client().checkpoint(self._pid)
+        _client().checkpoint(self._pid, timeout=_NO_LIMIT)
 
     def restore(self, gpu_mapping: _Optional[_Mapping] = None) -> None:
         """
@@ -108,13 +113,13 @@ class Process:
             it. For migration workflows, provide mappings for every GPU
             visible to the kernel-mode driver.
         """
-        _client().restore(self._pid, _checked_mapping(gpu_mapping))
+        _client().restore(self._pid, _checked_mapping(gpu_mapping), timeout=_NO_LIMIT)
 
     def unlock(self) -> None:
         """
         Unlock this locked process so it can resume CUDA API calls.
         """
-        _client().unlock(self._pid)
+        _client().unlock(self._pid, timeout=_NO_LIMIT)
 
 
 def _checked_mapping(gpu_mapping: _Any) -> _Optional[dict]:

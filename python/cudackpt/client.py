@@ -2,13 +2,16 @@
 
 A :class:`Client` keeps a few idle connections to the daemon and hands one
 to each call, so threads may share a client.  Every call has a timeout:
-``timeout=`` seconds, else the client's (``$CUDACKPT_TIMEOUT``, else 300 s).
-A call that times out raises :class:`~cudackpt.errors.CallTimeout` (a
-``TimeoutError``); the daemon carries on with it regardless.
+``timeout=`` seconds (``math.inf``: none), else the client's
+(``$CUDACKPT_TIMEOUT``, else 300 s), which a lock's ``timeout_ms`` lengthens
+(by that much) and ``timeout_ms=0`` lifts.  A call that times out raises
+:class:`~cudackpt.errors.CallTimeout` (a ``TimeoutError``); the daemon
+carries on with it regardless.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -39,7 +42,7 @@ class Client:
 
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None) -> None:
         self.socket_path = socket_path or _varlink.default_socket()
-        self.timeout = _requests.call_timeout(timeout)
+        self.timeout = _requests.client_timeout(timeout)
         self._pool: List[_varlink.Connection] = []
         self._pool_pid = os.getpid()
         self._lock = threading.Lock()
@@ -63,8 +66,11 @@ class Client:
     # ---- connections -----------------------------------------------------------
 
     def connect(self, timeout: Optional[float] = None) -> _varlink.Connection:
-        """A new connection of its own (for leases held by it and Watch)."""
-        return _varlink.Connection(self.socket_path, self.timeout if timeout is None else timeout)
+        """A new connection of its own (for leases held by it and Watch);
+        ``timeout`` bounds connecting (a call without limit still connects
+        within the client's)."""
+        seconds = self.timeout if timeout is None or math.isinf(timeout) else timeout
+        return _varlink.Connection(self.socket_path, seconds)
 
     def _take(self, timeout: float) -> _varlink.Connection:
         with self._lock:
@@ -88,18 +94,15 @@ class Client:
              timeout: Optional[float] = None) -> Dict[str, Any]:
         """Calls ``method`` (a short name means one of io.cudackpt.Process)
         and returns its reply's parameters, or raises its error."""
-        seconds = self.timeout if timeout is None else timeout
+        seconds = _requests.call_timeout(timeout, self.timeout)
         conn = self._take(seconds)
         try:
             reply = conn.call(method, parameters, seconds)
-        except errors.CudackptError as e:
-            if e.name and not isinstance(e, (errors.InvalidRequest, errors.MessageTooLarge)):
+        except BaseException as e:
+            if _varlink.in_step_after(e):
                 self._give_back(conn)  # an error reply: the connection is still good
             else:
                 conn.close()
-            raise
-        except BaseException:
-            conn.close()
             raise
         self._give_back(conn)
         return reply
@@ -108,29 +111,34 @@ class Client:
                timeout: Optional[float] = None) -> Dict[str, Any]:
         """Calls ``method`` with ``more``: ``on_reply`` gets every reply that
         continues; the last one is returned."""
-        seconds = self.timeout if timeout is None else timeout
+        seconds = _requests.call_timeout(timeout, self.timeout)
         conn = self._take(seconds)
         last: Dict[str, Any] = {}
         try:
-            for reply in conn.stream(method, parameters, seconds):
+            replies = conn.stream(method, parameters, seconds)
+            for reply in replies:
                 last = reply
                 if "progress" in reply:
-                    on_reply(reply)
-        except errors.CudackptError as e:
-            if e.name and not isinstance(e, (errors.InvalidRequest, errors.MessageTooLarge)):
-                self._give_back(conn)
+                    try:
+                        on_reply(reply)
+                    except BaseException:
+                        # Whatever it raises (a CudackptError included), the
+                        # rest of the stream is unread: never reused.
+                        replies.close()
+                        conn.close()
+                        raise
+        except BaseException as e:
+            if conn.fileno() >= 0 and _varlink.in_step_after(e):
+                self._give_back(conn)  # an error reply ends the stream: read to its end
             else:
                 conn.close()
-            raise
-        except BaseException:
-            conn.close()  # the stream was not read to its end
             raise
         self._give_back(conn)
         return last
 
     def _op(self, method: str, params: Dict[str, Any], timeout: Optional[float],
             timeout_ms: Optional[int] = None) -> OperationResult:
-        seconds = _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms)
+        seconds = _requests.call_timeout(timeout, self.timeout, timeout_ms)
         return OperationResult.from_json(self.call(method, params, seconds))
 
     # ---- one process -----------------------------------------------------------
@@ -220,7 +228,7 @@ class Client:
               timeout: Optional[float] = None, timeout_ms: Optional[int] = None) -> GroupResult:
         """A group method (``LockGroup``, ...) with its parameters; see
         :class:`cudackpt.Job` for the friendly form."""
-        seconds = _requests.call_timeout(self.timeout if timeout is None else timeout, timeout_ms)
+        seconds = _requests.call_timeout(timeout, self.timeout, timeout_ms)
         if progress is None:
             return GroupResult.from_json(self.call(method, params, seconds))
         cb = progress

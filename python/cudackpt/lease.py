@@ -26,6 +26,15 @@ _GONE = (errors.NoSuchProcess, errors.ProcessGone, errors.ProcessChanged)
 
 Result = Union[OperationResult, GroupResult]
 
+_BROKEN = ("a call on the lease's connection failed before its reply came (timed out or interrupted); "
+           "the connection is closed, and the daemon undoes the lease itself if it still held it")
+
+
+def _has_members(result: Optional[Result]) -> bool:
+    """Whether there is anything to undo: a job with every member skipped
+    (a cgroup or tree of no CUDA process) paused nothing."""
+    return result is not None and (not isinstance(result, GroupResult) or bool(result.members))
+
 
 class Hold:
     """A process or a job paused under a lease, as a context manager.
@@ -37,14 +46,16 @@ class Hold:
 
     def __init__(self, client: "Client", take: str, take_params: Dict[str, Any], undo: str,
                  undo_params: Callable[[Result], Dict[str, Any]], parse: Callable[[Dict[str, Any]], Result],
-                 timeout: float) -> None:
+                 timeout: float, other_timeout: Optional[float] = None) -> None:
         self._client = client
         self._take, self._take_params = take, take_params
         self._undo, self._undo_params = undo, undo_params
         self._parse = parse
-        self._timeout = timeout
+        self._take_timeout = timeout  # the pausing call's: lengthened by its timeout_ms
+        self._timeout = timeout if other_timeout is None else other_timeout
         self._conn: Optional[_varlink.Connection] = None
         self._released = False
+        self._broken = False  # a call on the connection failed without its reply read
         self.result: Optional[Result] = None
         self.lease: Optional[Lease] = None
 
@@ -56,8 +67,9 @@ class Hold:
         take_params = _requests.lock(pid, timeout_ms, start_time, lease_ms, True)
         undo_params = (_requests.restore(pid, gpu_mapping, start_time) if undo == "Resume"
                        else _requests.single(pid, start_time))
-        seconds = _requests.call_timeout(client.timeout if timeout is None else timeout, timeout_ms)
-        return cls(client, take, take_params, undo, lambda _result: undo_params, OperationResult.from_json, seconds)
+        return cls(client, take, take_params, undo, lambda _result: undo_params, OperationResult.from_json,
+                   _requests.call_timeout(timeout, client.timeout, timeout_ms),
+                   _requests.call_timeout(timeout, client.timeout))
 
     @classmethod
     def group(cls, client: "Client", take: str, undo: str, selector: Dict[str, Any], lease_ms: Optional[int],
@@ -72,13 +84,14 @@ class Hold:
             pinned = [(m.pid, m.start_time) for m in result.members]
             return _requests.group(_requests.selector(pinned), None, mapping)
 
-        seconds = _requests.call_timeout(client.timeout if timeout is None else timeout, timeout_ms)
-        return cls(client, take, take_params, undo, undo_params, GroupResult.from_json, seconds)
+        return cls(client, take, take_params, undo, undo_params, GroupResult.from_json,
+                   _requests.call_timeout(timeout, client.timeout, timeout_ms),
+                   _requests.call_timeout(timeout, client.timeout))
 
     def __enter__(self) -> "Hold":
-        conn = self._client.connect(self._timeout)
+        conn = self._client.connect(self._take_timeout)
         try:
-            self.result = self._parse(conn.call(self._take, self._take_params, self._timeout))
+            self.result = self._parse(conn.call(self._take, self._take_params, self._take_timeout))
         except BaseException:
             conn.close()
             raise
@@ -91,8 +104,15 @@ class Hold:
         conn, self._conn = self._conn, None
         if conn is None:
             return
+        if self._broken:
+            # Its reply may still come: never read as the undo's.  Closing
+            # makes the daemon undo the lease, if it is still held.
+            conn.close()
+            if exc_type is None:
+                raise errors.ConnectionLost(_BROKEN)
+            return
         try:
-            if not self._released and self.result is not None:
+            if not self._released and _has_members(self.result):
                 self._give_back(conn, raising=exc_type is not None)
         finally:
             conn.close()  # what is still leased the daemon undoes now
@@ -113,18 +133,34 @@ class Hold:
     def _held(self) -> _varlink.Connection:
         if self._conn is None or self.lease is None:
             raise RuntimeError("the lease is held only inside the with block")
+        if self._broken:
+            raise errors.ConnectionLost(_BROKEN)
         return self._conn
+
+    def _call(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        conn = self._held()
+        try:
+            return conn.call(method, params, self._timeout)
+        except BaseException as e:
+            if not _varlink.in_step_after(e):
+                self._broken = True  # timed out, interrupted or lost: its reply unread
+            raise
 
     def release(self) -> None:
         """Ends the lease: the process (or job) stays as it is after the
-        block, and the daemon no longer undoes it."""
-        conn = self._held()
+        block, and the daemon no longer undoes it.  Should it fail other
+        than by the daemon's error reply (a CallTimeout, an interruption),
+        the hold is broken: the block's end closes the connection (which
+        undoes the lease, if the daemon still holds it) and raises
+        ConnectionLost."""
+        self._held()
         assert self.lease is not None
-        conn.call("ReleaseLease", {"lease": self.lease.id}, self._timeout)
+        self._call("ReleaseLease", {"lease": self.lease.id})
         self._released = True
 
     def renew(self, lease_ms: int) -> None:
-        """Makes the lease expire ``lease_ms`` from now."""
-        conn = self._held()
+        """Makes the lease expire ``lease_ms`` from now (a failure breaks
+        the hold as :meth:`release`'s does)."""
+        self._held()
         assert self.lease is not None
-        conn.call("RenewLease", _requests.lease({"lease": self.lease.id}, lease_ms, None), self._timeout)
+        self._call("RenewLease", _requests.lease({"lease": self.lease.id}, lease_ms, None))

@@ -29,7 +29,7 @@ class Watcher:
         params = None
         if pids is not None or cgroup is not None or tree is not None:
             params = {"selector": _requests.selector(pids, cgroup, tree)}
-        seconds = client.timeout if timeout is None else timeout
+        seconds = _requests.call_timeout(timeout, client.timeout)
         self._conn: Optional[_varlink.Connection] = client.connect(seconds)
         try:
             self._conn.send("Watch", params, more=True, timeout=seconds)
@@ -44,11 +44,17 @@ class Watcher:
     def _receive(self, timeout: Optional[float]) -> Event:
         if self._conn is None:
             raise ValueError("the watcher is closed")
-        reply = self._conn.receive(_varlink.Deadline(timeout), "event")
-        params = _varlink.check(reply)
-        if not reply.get("continues"):
-            self.close()
-        return Event.from_json(params.get("event") or {})
+        try:
+            reply = self._conn.receive(_varlink.Deadline(timeout), "event")
+        except errors.CallTimeout:
+            raise  # nothing came: the stream goes on
+        except BaseException as e:
+            if isinstance(e, errors.CudackptError):
+                self.close()  # the connection failed, or sent what is not a reply
+            raise
+        if reply.get("error") is not None or not reply.get("continues"):
+            self.close()  # the stream's last reply: nothing more comes
+        return Event.from_json(_varlink.check(reply).get("event") or {})
 
     def next(self, timeout: Optional[float] = None) -> Event:
         """The next event; :class:`~cudackpt.errors.CallTimeout` (a
@@ -64,6 +70,8 @@ class Watcher:
             event = self._receive(deadline.left())
             if predicate(event):
                 return event
+            if deadline.passed():  # events that keep coming do not stretch it
+                raise errors.CallTimeout("no matching event from cudackptd in time")
 
     def __iter__(self) -> Iterator[Event]:
         return self

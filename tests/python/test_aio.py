@@ -100,3 +100,17 @@ def test_cancelled_call_leaves_the_client_usable(daemon, targets) -> None:
         await client.unlock(busy)
         await client.close()
     run(main())
+
+
+def test_empty_job_for_a_block(daemon, targets) -> None:
+    plain = targets.start(cuda=False)
+
+    async def main() -> None:
+        client = aio.Client(daemon.socket)
+        async with aio.Job(tree=plain, client=client).suspended() as hold:
+            assert hold.result.members == [] and [s.pid for s in hold.result.skipped] == [plain]
+        with pytest.raises(KeyError):
+            async with aio.Job(tree=plain, client=client).suspended():
+                raise KeyError("the block's")
+        await client.close()
+    run(main())

@@ -283,12 +283,41 @@ def test_daemon_unavailable(daemon, target: int, tmp_path, monkeypatch) -> None:
 
 def test_call_timeout(daemon, targets) -> None:
     pid = targets.start(CUDACKPT_SIM_BUSY_MS="2000")
-    client = cudackpt.Client(daemon.socket, timeout=0.2)
+    client = cudackpt.Client(daemon.socket, timeout=10)
     with pytest.raises(TimeoutError) as e:
-        client.lock(pid, 0)
+        client.lock(pid, 0, timeout=0.2)  # the call's own timeout is taken as given
     assert isinstance(e.value, cudackpt.CallTimeout)
     # The daemon carried on: the lock completes.
     await_true("the lock to complete", lambda: cudackpt.get_state(pid).state == "locked"
                and cudackpt.get_state(pid).in_flight is None)
     cudackpt.unlock(pid)
     client.close()
+
+
+def test_no_client_limit_shorter_than_the_driver(daemon, targets) -> None:
+    # A client whose default limit (0.2 s) is shorter than what the driver
+    # takes: the drop-in never cuts its operations short (cuda-core waits for
+    # the driver as long as it takes), and a lock's timeout_ms lengthens the
+    # default (timeout_ms=0 lifts it) in the package's own calls too.
+    pid = targets.start(CUDACKPT_SIM_BUSY_MS="700", CUDACKPT_SIM_CKPT_MIBPS="12", CUDACKPT_SIM_RESTORE_MIBPS="12")
+    client = cudackpt.Client(daemon.socket, timeout=0.2)
+    cudackpt.set_default_client(client)
+    try:
+        p = Process(pid)
+        p.lock(timeout_ms=0)   # the kernel in flight: 0.7 s
+        p.checkpoint()         # 8 MiB at 12 MiB/s: 0.67 s
+        assert p.state == "checkpointed"
+        p.restore()
+        p.unlock()
+        assert p.state == "running"
+        assert client.lock(pid, 0).state == "locked"
+        client.unlock(pid)
+        assert client.lock(pid, 5000).state == "locked"
+        client.unlock(pid)
+        with client.locked(pid, timeout_ms=0):
+            assert p.state == "locked"
+        with client.locked(pid, timeout_ms=5000):
+            assert p.state == "locked"
+        assert p.state == "running"
+    finally:
+        cudackpt.set_default_client(None)

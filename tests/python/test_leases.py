@@ -100,3 +100,14 @@ def test_undone_when_the_holder_is_killed(daemon, target: int) -> None:
     finally:
         holder.kill()
         holder.wait(timeout=20)
+
+
+def test_empty_job_for_a_block(daemon, targets) -> None:
+    # A tree of no CUDA process: every member skipped, nothing to undo; the
+    # block's own exception comes out as it is.
+    plain = targets.start(cuda=False)
+    with Job(tree=plain).suspended() as hold:
+        assert hold.result.members == [] and [s.pid for s in hold.result.skipped] == [plain]
+    with pytest.raises(KeyError):
+        with Job(tree=plain).locked():
+            raise KeyError("the block's")
