@@ -34,6 +34,7 @@ typedef struct dump_job {
         const ctl_job_args *a;
         char criu[PATH_MAX];
         char criu_version[32];
+        int dir_fd;                   /* DIR, opened (every file in it made through it) */
         int part_fd;                  /* DIR/manifest.json.part, -1 once gone */
         cudackpt_client *client;
         cJSON *processes;             /* ListProcesses' list (for the GPUs), or NULL */
@@ -49,33 +50,55 @@ static void dump_on_signal(int sig) {
         dump_signal = sig;
 }
 
-/* The image directory: created if needed, without a finished dump in it,
- * writable (the manifest's part file is opened now). */
+/* DIR/manifest.json.part, created afresh (O_EXCL|O_NOFOLLOW): a stale one
+ * of this user's, left by a dump that was killed, is removed first;
+ * anything else there (a symbolic link, say) is refused. */
+static int dump_create_part(dump_job *x) {
+        const char *name = CTL_MANIFEST_NAME ".part";
+        struct stat st;
+
+        if (fstatat(x->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                if (!ctl_job_owned(&st, S_IFREG)) {
+                        fprintf(stderr, "%s%s/%s exists and is not a file of this user's (a symbolic link?): "
+                                "remove it; nothing was suspended\n", x->a->prefix, x->a->images, name);
+                        return -EEXIST;
+                }
+                if (unlinkat(x->dir_fd, name, 0) < 0 && errno != ENOENT)
+                        return -errno;
+        }
+        x->part_fd = openat(x->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        return x->part_fd < 0 ? -errno : 0;
+}
+
+/* The image directory: created if needed, this user's and writable by no
+ * one else, without a finished dump in it, writable (the manifest's part
+ * file is created now).  Root writes into it: no path in it is followed. */
 static int dump_prepare_dir(dump_job *x) {
         const char *dir = x->a->images;
-        char path[PATH_MAX];
+        char err[PATH_MAX + 256];
         struct stat st;
+        int r;
 
         if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
                 fprintf(stderr, "%scannot create the image directory %s: %s; nothing was suspended\n", x->a->prefix, dir, strerror(errno));
                 return CUDACKPT_EXIT_FAILURE;
         }
-        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                fprintf(stderr, "%s%s is not a directory; nothing was suspended\n", x->a->prefix, dir);
+        if (ctl_job_open_dir(dir, &x->dir_fd, err, sizeof(err)) < 0) {
+                fprintf(stderr, "%s%s; nothing was suspended\n", x->a->prefix, err);
                 return CUDACKPT_EXIT_FAILURE;
         }
-        snprintf(path, sizeof(path), "%s/%s", dir, CTL_MANIFEST_NAME);
-        if (access(path, F_OK) == 0) {
+        if (fstatat(x->dir_fd, CTL_MANIFEST_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
                 fprintf(stderr, "%s%s already holds a dump (%s): restore it, or give another directory; nothing was "
                         "suspended\n",
                         x->a->prefix, dir, CTL_MANIFEST_NAME);
                 return CUDACKPT_EXIT_FAILURE;
         }
-        snprintf(path, sizeof(path), "%s/%s.part", dir, CTL_MANIFEST_NAME);
-        x->part_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (x->part_fd < 0) {
+        r = dump_create_part(x);
+        if (r == -EEXIST)
+                return CUDACKPT_EXIT_FAILURE;
+        if (r < 0) {
                 fprintf(stderr, "%scannot write into the image directory %s: %s; nothing was suspended\n",
-                        x->a->prefix, dir, strerror(errno));
+                        x->a->prefix, dir, strerror(-r));
                 return CUDACKPT_EXIT_FAILURE;
         }
         return CUDACKPT_EXIT_OK;
@@ -312,6 +335,22 @@ static void dump_free_runs(dump_job *x) {
         x->runs = NULL;
 }
 
+/* DIR/tree-ROOT: made, or one of this user's already there (a dump that
+ * failed); anything else there is refused, said on stderr. */
+static int dump_make_tree_dir(const dump_job *x, const char *name) {
+        struct stat st;
+
+        if (mkdirat(x->dir_fd, name, 0700) == 0)
+                return 0;
+        if (errno != EEXIST)
+                return -errno;
+        if (fstatat(x->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ctl_job_owned(&st, S_IFDIR))
+                return 0;
+        fprintf(stderr, "%s%s/%s exists and is not a directory of this user's writable by no one else (a "
+                "symbolic link?)\n", x->a->prefix, x->a->images, name);
+        return -EEXIST;
+}
+
 /* Step 2: every tree's criu dump at once.  Returns 0, -EIO (a criu
  * failed) or -errno (could not run them). */
 static int dump_run_criu(dump_job *x) {
@@ -334,8 +373,7 @@ static int dump_run_criu(dump_job *x) {
         }
         for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
                 snprintf(path, sizeof(path), "%s/%s", x->a->images, x->m.trees[i].images);
-                if (mkdir(path, 0700) < 0 && errno != EEXIST)
-                        r = -errno;
+                r = dump_make_tree_dir(x, x->m.trees[i].images);
                 x->runs[i].argv = dump_criu_argv(x, i, script);
                 if (asprintf((char **) &x->runs[i].log, "%s/dump.log", path) < 0)
                         x->runs[i].log = NULL;
@@ -457,7 +495,7 @@ static int dump_finish(dump_job *x) {
         x->m.selector = x->a->selector.json;
         x->m.criu_version = x->criu_version;
         x->m.left_running = x->a->leave_running;
-        r = ctl_manifest_write(&x->m, x->a->images, x->part_fd);
+        r = ctl_manifest_write(&x->m, x->dir_fd, x->part_fd);
         x->m.selector = NULL;
         x->m.criu_version = NULL;
         if (r < 0) {
@@ -519,8 +557,8 @@ static int dump_suspend(dump_job *x) {
 }
 
 int ctl_job_dump(const ctl_job_args *a) {
-        dump_job x = { .a = a, .part_fd = -1, .t0 = ctl_job_now_ms() };
-        char err[PATH_MAX + 128], path[PATH_MAX];
+        dump_job x = { .a = a, .dir_fd = -1, .part_fd = -1, .t0 = ctl_job_now_ms() };
+        char err[PATH_MAX + 128];
         int status, r;
 
         dump_signal = 0;
@@ -545,9 +583,10 @@ int ctl_job_dump(const ctl_job_args *a) {
         }
         if (x.part_fd >= 0) {
                 close(x.part_fd);
-                snprintf(path, sizeof(path), "%s/%s.part", a->images, CTL_MANIFEST_NAME);
-                unlink(path); /* renamed away after a good dump */
+                (void) unlinkat(x.dir_fd, CTL_MANIFEST_NAME ".part", 0); /* renamed away after a good dump */
         }
+        if (x.dir_fd >= 0)
+                close(x.dir_fd);
         dump_free_runs(&x);
         ctl_manifest_done(&x.m);
         cJSON_Delete(x.processes);

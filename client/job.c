@@ -13,6 +13,7 @@
 #include <cudackpt/protocol.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -29,6 +30,40 @@ double ctl_job_now_ms(void) {
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+bool ctl_job_owned(const struct stat *st, mode_t type) {
+        return (st->st_mode & S_IFMT) == type && st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+int ctl_job_open_dir(const char *dir, int *ret_fd, char *err, size_t err_size) {
+        struct stat st;
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), e;
+
+        if (fd < 0) {
+                e = errno;
+                /* O_DIRECTORY on a link not followed: ENOTDIR. */
+                if ((e == ELOOP || e == ENOTDIR) && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+                        e = ELOOP;
+                snprintf(err, err_size, "cannot open the image directory %s: %s", dir,
+                         e == ELOOP ? "it is a symbolic link (give the directory itself)" : strerror(e));
+                return -e;
+        }
+        if (fstat(fd, &st) < 0) {
+                e = errno;
+                snprintf(err, err_size, "cannot stat the image directory %s: %s", dir, strerror(e));
+                close(fd);
+                return -e;
+        }
+        if (!ctl_job_owned(&st, S_IFDIR)) {
+                snprintf(err, err_size, "the image directory %s is %s: it must belong to uid %u and be writable by "
+                         "no group or other user (mode 0700), since its files are trusted",
+                         dir, st.st_uid != geteuid() ? "another user's" : "writable by others", (unsigned) geteuid());
+                close(fd);
+                return -EPERM;
+        }
+        *ret_fd = fd;
+        return 0;
 }
 
 int ctl_job_group(cudackpt_client *client, const ctl_job_args *a, const char *method, const cJSON *sel,

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* The parsed command line of dump or restore --images. */
 typedef struct ctl_job_args {
@@ -48,6 +49,15 @@ int ctl_job_main(int argc, char **argv);
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 double ctl_job_now_ms(void);
+
+/* The image directory DIR, opened (O_DIRECTORY|O_NOFOLLOW) into *ret_fd:
+ * it must be this user's (owner euid) and writable by no group or other,
+ * since dump and restore run as root and trust what is in it.  On failure,
+ * -errno and a sentence in err. */
+int ctl_job_open_dir(const char *dir, int *ret_fd, char *err, size_t err_size);
+/* Whether st is of type (S_IFDIR, S_IFREG) and this user's, writable by no
+ * group or other. */
+bool ctl_job_owned(const struct stat *st, mode_t type);
 
 /* A group method on sel for the job (progress as a asks, nothing printed on
  * success, the error and members' table on stderr on failure); returns the
@@ -147,8 +157,8 @@ typedef struct ctl_manifest {
 } ctl_manifest;
 
 /* Writes m as DIR/manifest.json through fd (DIR/manifest.json.part, open
- * for writing), renamed into place once synced. */
-int ctl_manifest_write(const ctl_manifest *m, const char *dir, int fd);
+ * for writing), renamed into place in dir_fd (DIR) once synced. */
+int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd);
 /* Reads DIR/manifest.json; err gets a sentence on failure. */
 int ctl_manifest_read(const char *dir, ctl_manifest *ret, char *err, size_t err_size);
 void ctl_manifest_done(ctl_manifest *m);

@@ -107,18 +107,15 @@ fail:
         return NULL;
 }
 
-int ctl_manifest_write(const ctl_manifest *m, const char *dir, int fd) {
+int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd) {
         cJSON *root = manifest_to_json(m);
-        char *text = root ? cJSON_Print(root) : NULL, *part = NULL, *final = NULL;
+        char *text = root ? cJSON_Print(root) : NULL;
         size_t len, off = 0;
         int r = 0;
 
         cJSON_Delete(root);
-        if (!text || asprintf(&part, "%s/%s.part", dir, CTL_MANIFEST_NAME) < 0 ||
-            asprintf(&final, "%s/%s", dir, CTL_MANIFEST_NAME) < 0) {
-                r = -ENOMEM;
-                goto out;
-        }
+        if (!text)
+                return -ENOMEM;
         len = strlen(text);
         while (off < len) {
                 ssize_t k = write(fd, text + off, len - off);
@@ -130,12 +127,13 @@ int ctl_manifest_write(const ctl_manifest *m, const char *dir, int fd) {
                 }
                 off += (size_t) k;
         }
-        if (write(fd, "\n", 1) != 1 || fsync(fd) < 0 || rename(part, final) < 0)
+        if (write(fd, "\n", 1) != 1 || fsync(fd) < 0 ||
+            renameat(dir_fd, CTL_MANIFEST_NAME ".part", dir_fd, CTL_MANIFEST_NAME) < 0)
                 r = -errno;
+        else
+                (void) fsync(dir_fd);
 out:
         cJSON_free(text);
-        free(part);
-        free(final);
         return r;
 }
 

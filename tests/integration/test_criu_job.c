@@ -17,6 +17,7 @@
  * Skips as integration.criu does (citest_probe). */
 #include "criu_itest.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -244,6 +245,86 @@ START_TEST(job_dump_failures_leave_job_running)
 }
 END_TEST
 
+/* The contents of path, which must be a file. */
+static const char *file_text(const char *path)
+{
+        char *text = citest_slurp(path);
+        ck_assert_msg(text, "cannot read %s", path);
+        return text;
+}
+
+static void write_file(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "we");
+        ck_assert_msg(f, "cannot write %s: %s", path, strerror(errno));
+        fputs(text, f);
+        ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Entries of a directory, . and .. aside. */
+static int dir_entries(const char *path)
+{
+        DIR *d = opendir(path);
+        ck_assert_msg(d, "opendir %s: %s", path, strerror(errno));
+        int n = 0;
+        for (struct dirent *de; (de = readdir(d));)
+                n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+        closedir(d);
+        return n;
+}
+
+/* An image directory someone else could have prepared (dump runs as root):
+ * refused before anything is suspended, nothing written through a link. */
+START_TEST(job_dump_refuses_untrusted_dir)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = job_env(&x, NULL);
+        pid_t pids[1];
+        ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
+        const char *pid = itest_strdupf("%d", (int)pids[0]);
+        const char *victim = itest_strdupf("%s/victim", x.d->dir);
+        write_file(victim, "precious\n");
+
+        /* Another user's directory (with its part file a link to the
+         * victim), one writable by its group, a link to ours, then ours with
+         * the link in it. */
+        const char *other = itest_strdupf("%s/other", x.d->dir), *group = itest_strdupf("%s/group", x.d->dir);
+        const char *link = itest_strdupf("%s/link", x.d->dir);
+        ck_assert_int_eq(mkdir(other, 0700), 0);
+        ck_assert_int_eq(symlink(victim, itest_strdupf("%s/manifest.json.part", other)), 0);
+        ck_assert_int_eq(chown(other, 65534, 65534), 0);
+        ck_assert_int_eq(mkdir(group, 0700), 0);
+        ck_assert_int_eq(chmod(group, 0770), 0);
+        ck_assert_int_eq(symlink(x.img, link), 0);
+        ck_assert_int_eq(symlink(victim, itest_strdupf("%s/manifest.json.part", x.img)), 0);
+        const char *dirs[] = { other, group, link, x.img };
+        const char *why[] = { "another user's", "writable by others", "symbolic link", "not a file of this user's" };
+        for (int k = 0; k < 4; k++) {
+                struct citest_run *res = ctl(env, "dump", "--pids", pid, "--images", dirs[k], NULL);
+                assert_run(res->status == 1 && strstr(res->out, why[k]) && strstr(res->out, "nothing was suspended"),
+                           res, "dump into %s: exit status %d", dirs[k], res->status);
+        }
+        ck_assert_str_eq(file_text(victim), "precious\n");
+        ck_assert_msg(!strstr(file_text(itest_strdupf("%s/daemon.log", x.d->dir)), "method=SuspendGroup"),
+                      "the job was suspended for an image directory that is not trusted");
+
+        /* DIR/tree-PID a link to another directory: refused at step 2, the job resumed. */
+        const char *elsewhere = itest_strdupf("%s/elsewhere", x.d->dir);
+        ck_assert_int_eq(unlink(itest_strdupf("%s/manifest.json.part", x.img)), 0);
+        ck_assert_int_eq(mkdir(elsewhere, 0700), 0);
+        ck_assert_int_eq(symlink(elsewhere, itest_strdupf("%s/tree-%s", x.img, pid)), 0);
+        struct citest_run *res = ctl(env, "dump", "--pids", pid, "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "not a directory of this user's") &&
+                           strstr(res->out, "the job was resumed"),
+                   res, "dump with a linked tree directory: exit status %d", res->status);
+        ck_assert_int_eq(dir_entries(elsewhere), 0);
+        citest_assert_state(&x, pids[0], "running");
+        citest_check_memory(&x, pids[0], 1);
+        citest_kill_all(pids, 1);
+}
+END_TEST
+
 /* A criu that blocks at "dump" (after answering --version as the real one):
  * cudackptctl is then between the group suspend and CRIU's work. */
 static const char *blocking_criu(struct citest_ctx *x, const char *pidfile)
@@ -437,6 +518,7 @@ int main(void)
         TCase *tc = itest_tcase(s, "criu_job", 6.0 * JOB_TIMEOUT_MS / 1000);
         tcase_add_test(tc, job_tree_dump_restore);
         tcase_add_test(tc, job_dump_failures_leave_job_running);
+        tcase_add_test(tc, job_dump_refuses_untrusted_dir);
         tcase_add_test(tc, job_dump_killed_leaves_job_running);
         tcase_add_test(tc, job_leave_running_then_restore);
         tcase_add_test(tc, job_two_trees_all_or_nothing);
