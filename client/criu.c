@@ -8,7 +8,9 @@
  * to this process and waits for one byte.  Once every run has connected,
  * every one is sent 'g' and its criu goes on to kill its tree; when a run
  * fails first, the others are sent nothing, their scripts fail, and each
- * criu resumes its tree.  Should cudackptctl die meanwhile, the scripts see
+ * criu resumes its tree.  A run that exits 0 before the barrier let them
+ * go never got to post-dump (criu -V, say): it dumped nothing, and counts
+ * as failed; so even a single tree goes through the barrier.  Should cudackptctl die meanwhile, the scripts see
  * the connection close and fail the same way.
  *
  * criu runs in a process group of its own: a terminal's ^C, meant for
@@ -187,6 +189,7 @@ typedef struct criu_set {
         int *waiting;             /* accepted barrier connections */
         size_t n_waiting;
         size_t running;
+        bool barrier;             /* the runs must get through the barrier */
         bool failed;
         bool released;
 } criu_set;
@@ -227,7 +230,11 @@ static void criu_reap(criu_set *s, size_t i) {
         close(s->pidfd[i]);
         s->pidfd[i] = -1;
         s->running--;
-        if (s->runs[i].status != 0)
+        /* Out with 0 before the barrier let anyone go: it never got to
+         * post-dump, so it dumped nothing (-V, --help, --check-only...). */
+        if (s->runs[i].status == 0 && s->barrier && !s->released)
+                s->runs[i].early = true;
+        if (s->runs[i].status != 0 || s->runs[i].early)
                 s->failed = true;
 }
 
@@ -345,6 +352,7 @@ int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barri
                 goto out;
         }
         if (barrier_sock) {
+                s.barrier = true;
                 s.listen_fd = criu_listen(barrier_sock);
                 if (s.listen_fd < 0) {
                         r = s.listen_fd;
@@ -353,6 +361,7 @@ int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barri
         }
         for (size_t i = 0; i < n; i++) {
                 runs[i].status = -1;
+                runs[i].early = false;
                 s.pidfd[i] = s.out[i] = -1;
         }
         for (size_t i = 0; i < n && r == 0; i++) {

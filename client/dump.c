@@ -6,7 +6,7 @@
  *   2. criu dump of each process tree of the job (a process of the job
  *      none of whose ancestors is in it), all at once, into DIR/tree-ROOT;
  *      CRIU's CUDA plugin finds every CUDA process already checkpointed and
- *      leaves it alone.  Several trees wait for each other at post-dump
+ *      leaves it alone.  The trees wait for each other at post-dump
  *      (criu.c), so either every criu ends its tree or none does;
  *   3. on a CRIU failure, ResumeGroup of exactly the members (criu resumed
  *      the processes; their GPU state comes back here); after a good dump,
@@ -344,18 +344,40 @@ static int dump_make_tree_dir(const dump_job *x, const char *name) {
                 return 0;
         if (errno != EEXIST)
                 return -errno;
-        if (fstatat(x->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ctl_job_owned(&st, S_IFDIR))
+        if (fstatat(x->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ctl_job_owned(&st, S_IFDIR)) {
+                char log[PATH_MAX];
+
+                /* An earlier dump's log would be shown as this one's. */
+                snprintf(log, sizeof(log), "%s/dump.log", name);
+                (void) unlinkat(x->dir_fd, log, 0);
                 return 0;
+        }
         fprintf(stderr, "%s%s/%s exists and is not a directory of this user's writable by no one else (a "
                 "symbolic link?)\n", x->a->prefix, x->a->images, name);
         return -EEXIST;
+}
+
+/* After every criu exited 0: each tree's images are there (its
+ * inventory.img, which every dump writes); -EIO, said, if not. */
+static int dump_check_images(const dump_job *x) {
+        char name[PATH_MAX];
+        struct stat st;
+
+        for (size_t i = 0; i < x->m.n_trees; i++) {
+                snprintf(name, sizeof(name), "%s/inventory.img", x->m.trees[i].images);
+                if (fstatat(x->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+                        fprintf(stderr, "%scriu dump of tree %d exited 0, but %s/%s is missing: nothing was dumped\n",
+                                x->a->prefix, x->m.trees[i].root, x->a->images, name);
+                        return -EIO;
+                }
+        }
+        return 0;
 }
 
 /* Step 2: every tree's criu dump at once.  Returns 0, -EIO (a criu
  * failed) or -errno (could not run them). */
 static int dump_run_criu(dump_job *x) {
         char rundir[] = "/tmp/cudackpt-dump.XXXXXX", sock[sizeof(rundir) + 16], *script = NULL, path[PATH_MAX];
-        bool barrier = x->m.n_trees > 1;
         struct sigaction sa = { .sa_handler = dump_on_signal }, old[3];
         static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
         int r = 0;
@@ -363,14 +385,15 @@ static int dump_run_criu(dump_job *x) {
         x->runs = calloc(x->m.n_trees, sizeof(*x->runs));
         if (!x->runs)
                 return -ENOMEM;
-        if (barrier) {
-                if (!mkdtemp(rundir))
-                        return -errno;
-                snprintf(sock, sizeof(sock), "%s/barrier", rundir);
-                script = dump_barrier_script(x, rundir, sock);
-                if (!script)
-                        r = -ENOMEM;
-        }
+        for (size_t i = 0; i < x->m.n_trees; i++)
+                x->runs[i].status = -1;
+        /* The barrier even for one tree: getting there proves the dump. */
+        if (!mkdtemp(rundir))
+                return -errno;
+        snprintf(sock, sizeof(sock), "%s/barrier", rundir);
+        script = dump_barrier_script(x, rundir, sock);
+        if (!script)
+                r = -ENOMEM;
         for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
                 snprintf(path, sizeof(path), "%s/%s", x->a->images, x->m.trees[i].images);
                 r = dump_make_tree_dir(x, x->m.trees[i].images);
@@ -387,17 +410,17 @@ static int dump_run_criu(dump_job *x) {
         if (r == 0) {
                 double t0 = ctl_job_now_ms();
 
-                r = ctl_criu_run_all(x->runs, x->m.n_trees, environ, barrier ? sock : NULL);
+                r = ctl_criu_run_all(x->runs, x->m.n_trees, environ, sock);
                 x->criu_ms = ctl_job_now_ms() - t0;
         }
+        if (r == 0)
+                r = dump_check_images(x);
         for (size_t i = 0; i < 3; i++)
                 sigaction(sigs[i], &old[i], NULL);
-        if (barrier) {
-                unlink(sock);
-                if (script)
-                        unlink(script);
-                rmdir(rundir);
-        }
+        unlink(sock);
+        if (script)
+                unlink(script);
+        rmdir(rundir);
         free(script);
         return r;
 }

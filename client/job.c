@@ -123,10 +123,14 @@ void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const 
         for (size_t i = 0; i < n; i++) {
                 const ctl_criu_run *r = &runs[i];
 
-                if (r->status == 0)
+                if (r->status == 0 && !r->early)
                         continue;
                 fputs(a->prefix, stderr);
-                if (r->status < 0)
+                if (r->early)
+                        fprintf(stderr, "criu %s of tree %d exited 0 after %.1f ms without getting to post-dump: it "
+                                "dumped nothing (an option such as -V, --help or --check-only?)%s\n", verb, roots[i],
+                                r->ms, r->output && *r->output ? "; it printed:" : "");
+                else if (r->status < 0)
                         fprintf(stderr, "criu %s of tree %d was not started\n", verb, roots[i]);
                 else
                         fprintf(stderr, "criu %s of tree %d exited with status %d after %.1f ms%s\n", verb,

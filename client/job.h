@@ -36,6 +36,7 @@ typedef struct ctl_criu_run {
         char **argv;              /* criu's, NULL-terminated; argv[0] the path */
         const char *log;          /* criu's -o log, shown when it fails */
         int status;               /* exit status, 128+N for signal N, -1: not run */
+        bool early;               /* exited 0 before the barrier let it go: it dumped nothing */
         char *output;             /* its stdout and stderr (up to 64 KiB), to free() */
         double ms;                /* how long it ran */
 } ctl_criu_run;
@@ -111,8 +112,10 @@ int ctl_criu_find(char *path, size_t size, char *version, size_t version_size, c
 /* Runs every run at once with env and waits for all.  barrier_sock, when
  * not NULL, is a socket the runs' post-dump action scripts connect to
  * (ctl_criu_barrier_main): every one is let go once all have connected, and
- * none if a run fails first.  Returns 0 when all exited 0, -EIO when any
- * failed, -errno when some could not be started (those have status -1). */
+ * none if a run fails first; a run that exits 0 before they are let go never
+ * got to post-dump (criu -V, --help, ...): it failed (early set).  Returns 0
+ * when all exited 0 (through the barrier), -EIO when any failed, -errno when
+ * some could not be started (those have status -1). */
 int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barrier_sock);
 void ctl_criu_run_done(ctl_criu_run *run);
 

@@ -222,18 +222,23 @@ START_TEST(job_dump_failures_leave_job_running)
                       "the job was suspended for an image directory that cannot be written");
 
         /* An option criu refuses, then a criu failing at post-dump, after
-         * writing every image, with the tasks frozen. */
+         * writing every image, with the tasks frozen; then criu exiting 0
+         * without dumping anything (-V, --help). */
         const char *late = script(&x, "fail-post-dump", "test \"$CRTOOLS_SCRIPT_ACTION\" != post-dump");
         const char *const *opts[] = { (const char *const[]){ "--no-such-criu-option", NULL },
-                                      (const char *const[]){ "--action-script", late, NULL } };
-        for (int k = 0; k < 2; k++) {
+                                      (const char *const[]){ "--action-script", late, NULL },
+                                      (const char *const[]){ "-V", NULL },
+                                      (const char *const[]){ "--help", NULL } };
+        for (int k = 0; k < 4; k++) {
                 res = ctl(env, "dump", "--tree", tree, "--images", x.img, "--", opts[k][0], opts[k][1], NULL);
                 assert_run(res->status == 1, res, "dump with a failing criu (%s): exit status %d", opts[k][0],
                            res->status);
                 assert_run(strstr(res->out, "step 2 of 3 (criu dump) failed; the job was resumed"), res,
                            "dump did not say the job was resumed");
-                assert_run(k == 0 || strstr(res->out, "Post dump script"), res,
+                assert_run(k != 1 || strstr(res->out, "Post dump script"), res,
                            "criu did not fail at post-dump, or its log was not shown");
+                assert_run(k < 2 || strstr(res->out, "it dumped nothing"), res,
+                           "dump did not say criu %s dumped nothing", opts[k][0]);
                 for (int i = 0; i < 3; i++) {
                         ck_assert_msg(itest_start_time(pids[i]) == start[i], "pid %d is gone", (int)pids[i]);
                         citest_assert_state(&x, pids[i], "running");
@@ -457,6 +462,27 @@ START_TEST(job_two_trees_all_or_nothing)
                               (int)pids[i]);
                 citest_assert_state(&x, pids[i], "running");
                 citest_check_memory(&x, pids[i], 1);
+        }
+
+        /* The second tree's criu exits 0 without dumping (-V) while the
+         * first waits at post-dump: the dump fails, neither tree ends. */
+        const char *early = itest_strdupf("%s/criu-early", x.bin);
+        FILE *f = fopen(early, "we");
+        ck_assert(f);
+        fprintf(f, "#!/bin/sh\nif [ \"$1\" = dump ] && [ \"$3\" = %d ]; then\n"
+                   "  for i in $(seq 1000); do grep -q 'Running post-dump' '%s/tree-%d/dump.log' 2>/dev/null && break; "
+                   "sleep 0.01; done\n  exec '%s' -V\nfi\nexec '%s' \"$@\"\n",
+                (int)pids[1], x.img, (int)pids[0], citest_criu_path, citest_criu_path);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(chmod(early, 0755), 0);
+        res = ctl(job_env(&x, early), "dump", "--pids", list, "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "the job was resumed") && strstr(res->out, "dumped nothing") &&
+                           strstr(res->out, "another tree of the job failed"),
+                   res, "dump with an early criu: %d", res->status);
+        for (int i = 0; i < 2; i++) {
+                ck_assert_msg(itest_start_time(pids[i]) == start[i], "tree %d ended after a criu dumped nothing",
+                              (int)pids[i]);
+                citest_assert_state(&x, pids[i], "running");
         }
 
         /* Both dumped, both back. */
