@@ -15,6 +15,10 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+/* The most trees a job may have: one criu of each runs at once. */
+#define CTL_JOB_MAX_TREES 256
+#define CTL_JOB_MAX_TREES_TEXT "256"
+
 /* The parsed command line of dump or restore --images. */
 typedef struct ctl_job_args {
         bool dump;                /* dump; else restore --images */
@@ -162,8 +166,10 @@ typedef struct ctl_manifest {
 /* Writes m as DIR/manifest.json through fd (DIR/manifest.json.part, open
  * for writing), renamed into place in dir_fd (DIR) once synced. */
 int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd);
-/* Reads DIR/manifest.json; err gets a sentence on failure. */
-int ctl_manifest_read(const char *dir, ctl_manifest *ret, char *err, size_t err_size);
+/* Reads DIR/manifest.json through dir_fd (DIR, as ctl_job_open_dir gives
+ * it) and checks it as restore needs it (trees and members agree, at most
+ * CTL_JOB_MAX_TREES trees); err gets a sentence on failure. */
+int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size);
 void ctl_manifest_done(ctl_manifest *m);
 
 #endif

@@ -330,6 +330,92 @@ START_TEST(job_dump_refuses_untrusted_dir)
 }
 END_TEST
 
+/* A manifest of trees (root: pids...) and members (pid in tree), by hand. */
+static void write_manifest(const char *dir, const char *trees, const char *members)
+{
+        write_file(itest_strdupf("%s/manifest.json", dir),
+                   itest_strdupf("{\"format\": \"cudackpt-job\", \"version\": 1, \"trees\": [%s], \"members\": [%s]}",
+                                 trees, members));
+}
+
+/* Images restore cannot trust (it runs as root and believes the manifest):
+ * refused before criu runs. */
+START_TEST(job_restore_refuses_untrusted_images)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        /* A criu that notes a restore (and fails it); --version as the real one. */
+        const char *ran = itest_strdupf("%s/criu-ran", x.d->dir);
+        const char *criu = script(&x, "criu-notes", itest_strdupf("[ \"$1\" = restore ] && { touch '%s'; exit 1; }\n"
+                                                                   "exec '%s' \"$@\"", ran, citest_criu_path));
+        const char *const *env = job_env(&x, criu);
+        /* Pids above any pid_max: free, and nothing to end. */
+        const char *tree = "{\"root\": 2000000001, \"images\": \"tree-2000000001\", \"pids\": [2000000001, 2000000002]}";
+        const char *tree2 = "{\"root\": 2000000003, \"images\": \"tree-2000000003\", \"pids\": [2000000003, 2000000002]}";
+        ck_assert_int_eq(mkdir(itest_strdupf("%s/tree-2000000001", x.img), 0700), 0);
+        ck_assert_int_eq(mkdir(itest_strdupf("%s/tree-2000000003", x.img), 0700), 0);
+        const char *bad[][3] = {
+                /* a member outside its tree, a member of a tree not there, twice a member */
+                { tree, "{\"pid\": 2000000009, \"tree\": 2000000001}", "do not agree" },
+                { tree, "{\"pid\": 2000000002, \"tree\": 2000000005}", "do not agree" },
+                { tree, "{\"pid\": 2000000002, \"tree\": 2000000001}, {\"pid\": 2000000002, \"tree\": 2000000001}",
+                  "do not agree" },
+                /* a pid in two trees, a root outside its tree, a pid not whole */
+                { itest_strdupf("%s, %s", tree, tree2), "", "do not agree" },
+                { "{\"root\": 2000000001, \"images\": \"tree-2000000001\", \"pids\": [2000000002]}", "", "do not agree" },
+                { "{\"root\": 2000000001, \"images\": \"tree-2000000001\", \"pids\": [2000000001, 2.5]}", "",
+                  "not a manifest" },
+        };
+        for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+                write_manifest(x.img, bad[k][0], bad[k][1]);
+                struct citest_run *res = ctl(env, "restore", "--images", x.img, NULL);
+                assert_run(res->status == 1 && strstr(res->out, bad[k][2]) && strstr(res->out, "nothing was restored"),
+                           res, "restore of bad manifest %zu: exit status %d", k, res->status);
+                ck_assert_msg(access(ran, F_OK) != 0, "criu ran for bad manifest %zu", k);
+        }
+
+        /* The manifest a FIFO, a link to a good one, another user's; the
+         * directory another user's; a tree's directory a link. */
+        const char *good = itest_strdupf("%s/good", x.d->dir), *manifest = itest_strdupf("%s/manifest.json", x.img);
+        ck_assert_int_eq(mkdir(good, 0700), 0);
+        write_manifest(good, tree, "{\"pid\": 2000000002, \"tree\": 2000000001}");
+        ck_assert_int_eq(unlink(manifest), 0);
+        ck_assert_int_eq(mkfifo(manifest, 0600), 0);
+        struct citest_run *res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "not a regular file"), res, "FIFO manifest: %d", res->status);
+        ck_assert_int_eq(unlink(manifest), 0);
+        ck_assert_int_eq(symlink(itest_strdupf("%s/manifest.json", good), manifest), 0);
+        res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "symbolic link"), res, "linked manifest: %d", res->status);
+        ck_assert_int_eq(unlink(manifest), 0);
+        write_manifest(x.img, tree, "{\"pid\": 2000000002, \"tree\": 2000000001}");
+        ck_assert_int_eq(chown(manifest, 65534, 65534), 0);
+        res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "not a regular file of uid"), res, "another's manifest: %d",
+                   res->status);
+        ck_assert_int_eq(chown(manifest, 0, 0), 0);
+        ck_assert_int_eq(chown(x.img, 65534, 65534), 0);
+        res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "another user's"), res, "another's DIR: %d", res->status);
+        ck_assert_int_eq(chown(x.img, 0, 0), 0);
+        const char *tdir = itest_strdupf("%s/tree-2000000001", x.img);
+        ck_assert_int_eq(rmdir(tdir), 0);
+        ck_assert_int_eq(symlink(good, tdir), 0);
+        res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "is not a directory of uid"), res, "linked tree: %d",
+                   res->status);
+        ck_assert_msg(access(ran, F_OK) != 0, "criu ran for untrusted images");
+
+        /* The same, good: criu runs (and fails, as this one does). */
+        ck_assert_int_eq(unlink(tdir), 0);
+        ck_assert_int_eq(mkdir(tdir, 0700), 0);
+        res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "step 1 of 2 (criu restore) failed"), res, "good: %d",
+                   res->status);
+        ck_assert_msg(access(ran, F_OK) == 0, "criu did not run for good images");
+}
+END_TEST
+
 /* A criu that blocks at "dump" (after answering --version as the real one):
  * cudackptctl is then between the group suspend and CRIU's work. */
 static const char *blocking_criu(struct citest_ctx *x, const char *pidfile)
@@ -545,6 +631,7 @@ int main(void)
         tcase_add_test(tc, job_tree_dump_restore);
         tcase_add_test(tc, job_dump_failures_leave_job_running);
         tcase_add_test(tc, job_dump_refuses_untrusted_dir);
+        tcase_add_test(tc, job_restore_refuses_untrusted_images);
         tcase_add_test(tc, job_dump_killed_leaves_job_running);
         tcase_add_test(tc, job_leave_running_then_restore);
         tcase_add_test(tc, job_two_trees_all_or_nothing);
