@@ -39,6 +39,7 @@ typedef struct dump_job {
         cudackpt_client *client;
         cJSON *processes;             /* ListProcesses' list (for the GPUs), or NULL */
         cJSON *members;               /* the suspended members as a Selector; NULL: none */
+        int outside;                  /* a member in none of the trees, or 0 */
         ctl_manifest m;
         ctl_criu_run *runs;           /* one per tree */
         double suspend_ms, criu_ms, resume_ms, t0;
@@ -187,6 +188,8 @@ static int dump_find_trees(dump_job *x) {
                 r = -ENOMEM;
         if (r == 0 && n_roots == 0)
                 r = -ESRCH;
+        if (r == 0 && n_roots > CTL_JOB_MAX_TREES)
+                r = -E2BIG;
         x->m.trees = r == 0 ? calloc(n_roots, sizeof(*x->m.trees)) : NULL;
         x->m.members = r == 0 ? calloc(n_members + 1, sizeof(*x->m.members)) : NULL;
         if (r == 0 && (!x->m.trees || !x->m.members))
@@ -208,7 +211,14 @@ static int dump_find_trees(dump_job *x) {
                         for (size_t j = 0; j < x->m.trees[k].n_pids; j++)
                                 if (x->m.trees[k].pids[j] == m->pid)
                                         m->tree = x->m.trees[k].root;
-                r = dump_member_gpus(x, m);
+                /* Gone, or moved out of the trees since the suspend: criu
+                 * would not dump it, and restore would refuse the manifest. */
+                if (!m->tree) {
+                        x->outside = m->pid;
+                        r = -EXDEV;
+                }
+                if (r == 0)
+                        r = dump_member_gpus(x, m);
         }
         ctl_proctree_done(&t);
         free(set);
@@ -571,9 +581,19 @@ static int dump_suspend(dump_job *x) {
         ctl_job_progress(x->a, "job suspended in %.1f ms; GPU memory free", x->suspend_ms);
         r = dump_find_trees(x);
         if (r < 0) {
-                fprintf(stderr, "%scannot read the job's process trees: %s\n", x->a->prefix,
-                        r == -ESRCH ? "no process of the selection is left" : strerror(-r));
+                fputs(x->a->prefix, stderr);
+                if (r == -EXDEV)
+                        fprintf(stderr, "CUDA process %d of the job is in none of its process trees (it exited, or "
+                                "its parent did, since the suspend): nothing was dumped\n", x->outside);
+                else if (r == -E2BIG)
+                        fputs("the job has more process trees than dump runs criu at once (" CTL_JOB_MAX_TREES_TEXT
+                              "): nothing was dumped\n", stderr);
+                else
+                        fprintf(stderr, "cannot read the job's process trees: %s\n",
+                                r == -ESRCH ? "no process of the selection is left" : strerror(-r));
                 status = dump_resume(x);
+                if (status == CUDACKPT_EXIT_OK)
+                        fprintf(stderr, "%sthe job was resumed\n", x->a->prefix);
                 return status == CUDACKPT_EXIT_OK ? CUDACKPT_EXIT_FAILURE : status;
         }
         return CUDACKPT_EXIT_OK;
