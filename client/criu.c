@@ -139,6 +139,28 @@ void ctl_criu_env_free(char **env) {
 
 /* ---- running --------------------------------------------------------------- */
 
+volatile sig_atomic_t ctl_criu_signal;
+
+static const int criu_held[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU };
+#define CRIU_N_NOTED 4  /* the first four are noted, the others ignored */
+
+static void criu_on_signal(int sig) {
+        ctl_criu_signal = sig;
+}
+
+void ctl_criu_signals_hold(ctl_criu_signals *s) {
+        struct sigaction noted = { .sa_handler = criu_on_signal }, ignored = { .sa_handler = SIG_IGN };
+
+        ctl_criu_signal = 0;
+        for (size_t i = 0; i < sizeof(criu_held) / sizeof(criu_held[0]); i++)
+                sigaction(criu_held[i], i < CRIU_N_NOTED ? &noted : &ignored, &s->old[i]);
+}
+
+void ctl_criu_signals_restore(const ctl_criu_signals *s) {
+        for (size_t i = 0; i < sizeof(criu_held) / sizeof(criu_held[0]); i++)
+                sigaction(criu_held[i], &s->old[i], NULL);
+}
+
 static int criu_pidfd_open(pid_t pid) {
         return (int) syscall(SYS_pidfd_open, pid, 0);
 }
@@ -161,6 +183,9 @@ static pid_t criu_spawn(ctl_criu_run *run, char **env, int *ret_fd) {
                 int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
                 setpgid(0, 0);
+                /* What is ignored stays so through execve: not for criu. */
+                for (size_t i = 0; i < sizeof(criu_held) / sizeof(criu_held[0]); i++)
+                        signal(criu_held[i], SIG_DFL);
                 signal(SIGPIPE, SIG_DFL);
                 if (devnull >= 0)
                         dup2(devnull, STDIN_FILENO);

@@ -45,12 +45,6 @@ typedef struct dump_job {
         double suspend_ms, criu_ms, resume_ms, t0;
 } dump_job;
 
-static volatile sig_atomic_t dump_signal;
-
-static void dump_on_signal(int sig) {
-        dump_signal = sig;
-}
-
 /* DIR/manifest.json.part, created afresh (O_EXCL|O_NOFOLLOW): a stale one
  * of this user's, left by a dump that was killed, is removed first;
  * anything else there (a symbolic link, say) is refused. */
@@ -388,8 +382,7 @@ static int dump_check_images(const dump_job *x) {
  * failed) or -errno (could not run them). */
 static int dump_run_criu(dump_job *x) {
         char rundir[] = "/tmp/cudackpt-dump.XXXXXX", sock[sizeof(rundir) + 16], *script = NULL, path[PATH_MAX];
-        struct sigaction sa = { .sa_handler = dump_on_signal }, old[3];
-        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+        ctl_criu_signals held;
         int r = 0;
 
         x->runs = calloc(x->m.n_trees, sizeof(*x->runs));
@@ -415,8 +408,7 @@ static int dump_run_criu(dump_job *x) {
         }
         /* A signal now waits for criu: stopped halfway, it would leave the
          * tasks it froze in no known state. */
-        for (size_t i = 0; i < 3; i++)
-                sigaction(sigs[i], &sa, &old[i]);
+        ctl_criu_signals_hold(&held);
         if (r == 0) {
                 double t0 = ctl_job_now_ms();
 
@@ -425,8 +417,7 @@ static int dump_run_criu(dump_job *x) {
         }
         if (r == 0)
                 r = dump_check_images(x);
-        for (size_t i = 0; i < 3; i++)
-                sigaction(sigs[i], &old[i], NULL);
+        ctl_criu_signals_restore(&held);
         unlink(sock);
         if (script)
                 unlink(script);
@@ -604,7 +595,7 @@ int ctl_job_dump(const ctl_job_args *a) {
         char err[PATH_MAX + 128];
         int status, r;
 
-        dump_signal = 0;
+        ctl_criu_signal = 0;
         if (ctl_criu_find(x.criu, sizeof(x.criu), x.criu_version, sizeof(x.criu_version), err, sizeof(err)) < 0) {
                 fprintf(stderr, "%s%s; nothing was suspended\n", a->prefix, err);
                 return CUDACKPT_EXIT_FAILURE;
@@ -617,9 +608,9 @@ int ctl_job_dump(const ctl_job_args *a) {
         if (status == CUDACKPT_EXIT_OK) {
                 ctl_job_progress(a, "%zu tree%s (criu %s)", x.m.n_trees, x.m.n_trees == 1 ? "" : "s", x.criu_version);
                 r = dump_run_criu(&x);
-                if (dump_signal)
+                if (ctl_criu_signal)
                         fprintf(stderr, "%sgot signal %d during criu dump: waited for criu to finish\n", a->prefix,
-                                (int) dump_signal);
+                                (int) ctl_criu_signal);
                 if (r == 0)
                         ctl_job_progress(a, "done in %.1f ms", x.criu_ms);
                 status = r < 0 ? dump_fail_criu(&x, r) : dump_finish(&x);

@@ -10,6 +10,7 @@
 
 #include "ctl.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -122,6 +123,18 @@ int ctl_criu_find(char *path, size_t size, char *version, size_t version_size, c
  * some could not be started (those have status -1). */
 int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barrier_sock);
 void ctl_criu_run_done(ctl_criu_run *run);
+
+/* While criu runs, this process must not die or stop (criu stopped
+ * halfway leaves the tasks it froze in no known state; dump's lease and
+ * restore's step 2 wait on it): SIGINT, SIGTERM, SIGHUP and SIGQUIT are
+ * noted in ctl_criu_signal, SIGTSTP, SIGTTIN and SIGTTOU ignored (not in
+ * criu: criu_spawn puts them back).  ctl_criu_signals_restore() undoes it. */
+typedef struct ctl_criu_signals {
+        struct sigaction old[7];
+} ctl_criu_signals;
+extern volatile sig_atomic_t ctl_criu_signal;
+void ctl_criu_signals_hold(ctl_criu_signals *s);
+void ctl_criu_signals_restore(const ctl_criu_signals *s);
 
 /* The barrier's side in the action script: "criu-barrier SOCKET". */
 int ctl_criu_barrier_main(const char *sock);

@@ -181,6 +181,7 @@ static char **jrestore_criu_argv(const jrestore *x, size_t i) {
 /* Step 1; 0, -EIO (a criu failed) or -errno. */
 static int jrestore_run_criu(jrestore *x) {
         char stub[] = "/tmp/cudackpt-restore.XXXXXX", **env = NULL;
+        ctl_criu_signals held;
         double t0;
         int r;
 
@@ -205,9 +206,15 @@ static int jrestore_run_criu(jrestore *x) {
                 jrestore_unstub(stub);
                 return -ENOMEM;
         }
+        /* As for dump: criu stopped halfway leaves half a tree. */
+        ctl_criu_signals_hold(&held);
         t0 = ctl_job_now_ms();
         r = ctl_criu_run_all(x->runs, x->m.n_trees, env, NULL);
         x->criu_ms = ctl_job_now_ms() - t0;
+        ctl_criu_signals_restore(&held);
+        if (ctl_criu_signal)
+                fprintf(stderr, "%sgot signal %d during criu restore: waited for criu to finish\n", x->a->prefix,
+                        (int) ctl_criu_signal);
         ctl_criu_env_free(env);
         jrestore_unstub(stub);
         return r;

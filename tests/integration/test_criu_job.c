@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -416,6 +417,99 @@ START_TEST(job_restore_refuses_untrusted_images)
 }
 END_TEST
 
+/* A criu that, at dump or restore, creates DIR/criu.VERB and waits for
+ * DIR/go.VERB before it goes on as the real one. */
+static const char *waiting_criu(struct citest_ctx *x)
+{
+        const char *d = x->d->dir;
+        return script(x, "criu-waits",
+                      itest_strdupf("case \"$1\" in dump|restore)\n  touch '%s/criu.'\"$1\"\n"
+                                    "  while [ ! -e '%s/go.'\"$1\" ]; do sleep 0.01; done;;\nesac\nexec '%s' \"$@\"",
+                                    d, d, citest_criu_path));
+}
+
+/* Runs cudackptctl ARGS with env in a process group of its own (not an
+ * orphaned one: stop signals stop it), its output into the file out. */
+static pid_t ctl_start(const char *const *env, const char *out, const char *const *args)
+{
+        const char *argv[16];
+        size_t n = 0;
+        argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
+        for (; args[n - 1] && n < 15; n++)
+                argv[n] = args[n - 1];
+        argv[n] = NULL;
+        pid_t parent = getpid(), c = fork();
+        ck_assert_int_ge(c, 0);
+        if (c == 0) {
+                setpgid(0, 0);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                if (getppid() != parent || devnull < 0 || fd < 0 || dup2(devnull, 0) < 0 || dup2(fd, 1) < 0 ||
+                    dup2(fd, 2) < 0)
+                        _exit(127);
+                execve(argv[0], (char *const *)argv, (char *const *)env);
+                _exit(127);
+        }
+        return c;
+}
+
+/* cudackptctl VERB ... sent every signal it holds while its criu runs:
+ * neither stopped nor ended, it waits for criu and succeeds. */
+static void signals_during_criu(struct citest_ctx *x, const char *const *env, const char *verb,
+                                const char *const *args)
+{
+        const char *out = itest_strdupf("%s/ctl-%s.out", x->d->dir, verb);
+        const char *started = itest_strdupf("%s/criu.%s", x->d->dir, verb);
+        pid_t c = ctl_start(env, out, args);
+        int st = 0;
+        double deadline = itest_now_ms() + AWAIT_MS;
+        while (access(started, F_OK) != 0) {
+                ck_assert_msg(itest_now_ms() < deadline, "cudackptctl %s did not start criu %s", verb, verb);
+                ck_assert_msg(waitpid(c, &st, WNOHANG) == 0, "cudackptctl %s ended before criu: %s", verb,
+                              citest_slurp(out));
+                poll(NULL, 0, 5);
+        }
+        static const int sigs[] = { SIGTSTP, SIGTTIN, SIGTTOU, SIGQUIT, SIGINT, SIGTERM, SIGHUP };
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+                ck_assert_int_eq(kill(c, sigs[i]), 0);
+                poll(NULL, 0, 50);
+                pid_t w = waitpid(c, &st, WNOHANG | WUNTRACED);
+                ck_assert_msg(w == 0, "cudackptctl %s %s on signal %d while criu ran", verb,
+                              w == c && WIFSTOPPED(st) ? "stopped" : "ended", sigs[i]);
+        }
+        write_file(itest_strdupf("%s/go.%s", x->d->dir, verb), "");
+        deadline = itest_now_ms() + JOB_TIMEOUT_MS;
+        while (waitpid(c, &st, WNOHANG) == 0) {
+                ck_assert_msg(itest_now_ms() < deadline, "cudackptctl %s did not end", verb);
+                poll(NULL, 0, 10);
+        }
+        const char *text = citest_slurp(out);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(text, "got signal"),
+                      "cudackptctl %s: status 0x%x, it printed: %s", verb, st, text);
+}
+
+START_TEST(job_signals_wait_for_criu)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = job_env(&x, waiting_criu(&x));
+        pid_t pids[1];
+        uint64_t start[1];
+        ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
+        start_times(pids, start, 1);
+        citest_check_memory(&x, pids[0], 1);
+
+        const char *const dump[] = { "dump", "--pids", itest_strdupf("%d", (int)pids[0]), "--images", x.img, NULL };
+        signals_during_criu(&x, env, "dump", dump);
+        check_dumped(&x, x.img, pids, 1, 1);
+        const char *const restore[] = { "restore", "--images", x.img, NULL };
+        signals_during_criu(&x, env, "restore", restore);
+        check_job_restored(&x, pids, start, 1, 2);
+        citest_kill_all(pids, 1);
+}
+END_TEST
+
 /* A criu that blocks at "dump" (after answering --version as the real one):
  * cudackptctl is then between the group suspend and CRIU's work. */
 static const char *blocking_criu(struct citest_ctx *x, const char *pidfile)
@@ -633,6 +727,7 @@ int main(void)
         tcase_add_test(tc, job_dump_refuses_untrusted_dir);
         tcase_add_test(tc, job_restore_refuses_untrusted_images);
         tcase_add_test(tc, job_dump_killed_leaves_job_running);
+        tcase_add_test(tc, job_signals_wait_for_criu);
         tcase_add_test(tc, job_leave_running_then_restore);
         tcase_add_test(tc, job_two_trees_all_or_nothing);
         tcase_add_test(tc, job_restore_device_map);
