@@ -242,6 +242,22 @@ static int job_selector(ctl_job_args *a, ctl_selector_kind kind, const char *arg
         return -1;
 }
 
+/* A word criu's getopt_long would take for --action-script, in short:
+ * dump gives the user's scripts to criu inside its barrier's script, and
+ * one it did not see would run beside it. */
+static const char *job_abbreviated_action_script(char **criu_argv) {
+        static const char full[] = "--action-script";
+
+        for (size_t i = 0; criu_argv[i]; i++) {
+                const char *a = criu_argv[i], *eq = strchr(a, '=');
+                size_t len = eq ? (size_t) (eq - a) : strlen(a);
+
+                if (len > 2 && len < sizeof(full) - 1 && strncmp(a, full, len) == 0)
+                        return a;
+        }
+        return NULL;
+}
+
 /* The positional words and the checks between options; -1 to go on. */
 static int job_check(ctl_job_args *a, const char *command, int n_positional, int progress, bool saw_lock_timeout) {
         if (n_positional != 1)
@@ -257,6 +273,9 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
                 return job_usage("--leave-running and --lock-timeout are for dump");
         if (a->dump && a->map.items)
                 return job_usage("--device-map is for restore");
+        if (a->dump && job_abbreviated_action_script(a->criu_argv))
+                return job_usage("give criu's --action-script in full, not as '%s' (dump runs the job's scripts "
+                                 "inside its own)", job_abbreviated_action_script(a->criu_argv));
         a->progress_tty = isatty(STDERR_FILENO);
         a->progress = progress < 0 ? a->progress_tty : progress > 0;
         if (asprintf(&a->prefix, JOB_NAME ": %s: ", command) < 0)
