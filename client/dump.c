@@ -45,58 +45,9 @@ typedef struct dump_job {
         double suspend_ms, criu_ms, resume_ms, t0;
 } dump_job;
 
-/* DIR/manifest.json.part, created afresh (O_EXCL|O_NOFOLLOW): a stale one
- * of this user's, left by a dump that was killed, is removed first;
- * anything else there (a symbolic link, say) is refused. */
-static int dump_create_part(dump_job *x) {
-        const char *name = CTL_MANIFEST_NAME ".part";
-        struct stat st;
-
-        if (fstatat(x->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-                if (!ctl_job_owned(&st, S_IFREG)) {
-                        fprintf(stderr, "%s%s/%s exists and is not a file of this user's (a symbolic link?): "
-                                "remove it; nothing was suspended\n", x->a->prefix, x->a->images, name);
-                        return -EEXIST;
-                }
-                if (unlinkat(x->dir_fd, name, 0) < 0 && errno != ENOENT)
-                        return -errno;
-        }
-        x->part_fd = openat(x->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        return x->part_fd < 0 ? -errno : 0;
-}
-
-/* The image directory: created if needed, this user's and writable by no
- * one else, without a finished dump in it, writable (the manifest's part
- * file is created now).  Root writes into it: no path in it is followed. */
+/* The image directory, as ctl_job_dump_dir() wants it. */
 static int dump_prepare_dir(dump_job *x) {
-        const char *dir = x->a->images;
-        char err[PATH_MAX + 256];
-        struct stat st;
-        int r;
-
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-                fprintf(stderr, "%scannot create the image directory %s: %s; nothing was suspended\n", x->a->prefix, dir, strerror(errno));
-                return CUDACKPT_EXIT_FAILURE;
-        }
-        if (ctl_job_open_dir(dir, &x->dir_fd, err, sizeof(err)) < 0) {
-                fprintf(stderr, "%s%s; nothing was suspended\n", x->a->prefix, err);
-                return CUDACKPT_EXIT_FAILURE;
-        }
-        if (fstatat(x->dir_fd, CTL_MANIFEST_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
-                fprintf(stderr, "%s%s already holds a dump (%s): restore it, or give another directory; nothing was "
-                        "suspended\n",
-                        x->a->prefix, dir, CTL_MANIFEST_NAME);
-                return CUDACKPT_EXIT_FAILURE;
-        }
-        r = dump_create_part(x);
-        if (r == -EEXIST)
-                return CUDACKPT_EXIT_FAILURE;
-        if (r < 0) {
-                fprintf(stderr, "%scannot write into the image directory %s: %s; nothing was suspended\n",
-                        x->a->prefix, dir, strerror(-r));
-                return CUDACKPT_EXIT_FAILURE;
-        }
-        return CUDACKPT_EXIT_OK;
+        return ctl_job_dump_dir(x->a, &x->dir_fd, &x->part_fd);
 }
 
 /* The GPUs of each process before the suspend, when the daemon knows them. */
@@ -306,8 +257,20 @@ static char *dump_barrier_script(const dump_job *x, const char *dir, const char 
         if (k <= 0)
                 return NULL;
         self[k] = '\0';
+        /* The script runs this program again: it must still be there. */
+        if ((size_t) k > 10 && strcmp(self + k - 10, " (deleted)") == 0) {
+                fprintf(stderr, "%s%s was removed or replaced since this command started (criu's action script "
+                        "runs it)\n", x->a->prefix, self);
+                errno = ESTALE;
+                return NULL;
+        }
         /* Quoted for sh: no path may hold a quote. */
-        if (strchr(self, '\'') || strchr(sock, '\'') || asprintf(&path, "%s/barrier.sh", dir) < 0)
+        if (strchr(self, '\'') || strchr(sock, '\'')) {
+                fprintf(stderr, "%sthe path of cudackptctl or of the barrier's socket holds a quote\n", x->a->prefix);
+                errno = EINVAL;
+                return NULL;
+        }
+        if (asprintf(&path, "%s/barrier.sh", dir) < 0)
                 return NULL;
         f = fopen(path, "wxe");
         if (!f || fchmod(fileno(f), 0700) < 0) {
@@ -321,6 +284,11 @@ static char *dump_barrier_script(const dump_job *x, const char *dir, const char 
         fprintf(f, "[ \"$CRTOOLS_SCRIPT_ACTION\" = post-dump ] || exit $rc\n[ $rc = 0 ] || exit 1\n"
                    "exec '%s' criu-barrier '%s'\n", self, sock);
         if (fclose(f) != 0 || r < 0) {
+                if (r < 0) {
+                        fprintf(stderr, "%sthe path of an --action-script holds a quote\n", x->a->prefix);
+                        errno = -r;
+                }
+                unlink(path);
                 free(path);
                 return NULL;
         }
@@ -337,28 +305,6 @@ static void dump_free_runs(dump_job *x) {
         }
         free(x->runs);
         x->runs = NULL;
-}
-
-/* DIR/tree-ROOT: made, or one of this user's already there (a dump that
- * failed); anything else there is refused, said on stderr. */
-static int dump_make_tree_dir(const dump_job *x, const char *name) {
-        struct stat st;
-
-        if (mkdirat(x->dir_fd, name, 0700) == 0)
-                return 0;
-        if (errno != EEXIST)
-                return -errno;
-        if (fstatat(x->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ctl_job_owned(&st, S_IFDIR)) {
-                char log[PATH_MAX];
-
-                /* An earlier dump's log would be shown as this one's. */
-                snprintf(log, sizeof(log), "%s/dump.log", name);
-                (void) unlinkat(x->dir_fd, log, 0);
-                return 0;
-        }
-        fprintf(stderr, "%s%s/%s exists and is not a directory of this user's writable by no one else (a "
-                "symbolic link?)\n", x->a->prefix, x->a->images, name);
-        return -EEXIST;
 }
 
 /* After every criu exited 0: each tree's images are there (its
@@ -394,12 +340,13 @@ static int dump_run_criu(dump_job *x) {
         if (!mkdtemp(rundir))
                 return -errno;
         snprintf(sock, sizeof(sock), "%s/barrier", rundir);
+        errno = 0;
         script = dump_barrier_script(x, rundir, sock);
         if (!script)
-                r = -ENOMEM;
+                r = errno ? -errno : -ENOMEM;
         for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
                 snprintf(path, sizeof(path), "%s/%s", x->a->images, x->m.trees[i].images);
-                r = dump_make_tree_dir(x, x->m.trees[i].images);
+                r = ctl_job_tree_dir(x->a, x->dir_fd, x->m.trees[i].images);
                 x->runs[i].argv = dump_criu_argv(x, i, script);
                 if (asprintf((char **) &x->runs[i].log, "%s/dump.log", path) < 0)
                         x->runs[i].log = NULL;

@@ -66,6 +66,84 @@ int ctl_job_open_dir(const char *dir, int *ret_fd, char *err, size_t err_size) {
         return 0;
 }
 
+/* ---- dump's image directory ---- */
+
+/* DIR/manifest.json.part, created afresh (O_EXCL|O_NOFOLLOW): a stale one
+ * of this user's, left by a dump that was killed, is removed first;
+ * anything else there (a symbolic link, say) is refused. */
+static int job_create_part(const ctl_job_args *a, int dir_fd, int *ret_fd) {
+        const char *name = CTL_MANIFEST_NAME ".part";
+        struct stat st;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                if (!ctl_job_owned(&st, S_IFREG)) {
+                        fprintf(stderr, "%s%s/%s exists and is not a file of this user's (a symbolic link?): "
+                                "remove it; nothing was suspended\n", a->prefix, a->images, name);
+                        return -EEXIST;
+                }
+                if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
+                        return -errno;
+        }
+        *ret_fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        return *ret_fd < 0 ? -errno : 0;
+}
+
+/* The image directory: created if needed, this user's and writable by no
+ * one else, without a finished dump in it, writable (the manifest's part
+ * file is created now).  Root writes into it: no path in it is followed. */
+int ctl_job_dump_dir(const ctl_job_args *a, int *ret_dir_fd, int *ret_part_fd) {
+        const char *dir = a->images;
+        char err[PATH_MAX + 256];
+        struct stat st;
+        int r;
+
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+                fprintf(stderr, "%scannot create the image directory %s: %s; nothing was suspended\n", a->prefix, dir, strerror(errno));
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        if (ctl_job_open_dir(dir, ret_dir_fd, err, sizeof(err)) < 0) {
+                fprintf(stderr, "%s%s; nothing was suspended\n", a->prefix, err);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        if (fstatat(*ret_dir_fd, CTL_MANIFEST_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
+                fprintf(stderr, "%s%s already holds a dump (%s): restore it, or give another directory; nothing was "
+                        "suspended\n",
+                        a->prefix, dir, CTL_MANIFEST_NAME);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        r = job_create_part(a, *ret_dir_fd, ret_part_fd);
+        if (r == -EEXIST)
+                return CUDACKPT_EXIT_FAILURE;
+        if (r < 0) {
+                fprintf(stderr, "%scannot write into the image directory %s: %s; nothing was suspended\n",
+                        a->prefix, dir, strerror(-r));
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        return CUDACKPT_EXIT_OK;
+}
+
+/* DIR/tree-ROOT: made, or one of this user's already there (a dump that
+ * failed); anything else there is refused, said on stderr. */
+int ctl_job_tree_dir(const ctl_job_args *a, int dir_fd, const char *name) {
+        struct stat st;
+
+        if (mkdirat(dir_fd, name, 0700) == 0)
+                return 0;
+        if (errno != EEXIST)
+                return -errno;
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ctl_job_owned(&st, S_IFDIR)) {
+                char log[PATH_MAX];
+
+                /* An earlier dump's log would be shown as this one's. */
+                snprintf(log, sizeof(log), "%s/dump.log", name);
+                (void) unlinkat(dir_fd, log, 0);
+                return 0;
+        }
+        fprintf(stderr, "%s%s/%s exists and is not a directory of this user's writable by no one else (a "
+                "symbolic link?)\n", a->prefix, a->images, name);
+        return -EEXIST;
+}
+
 int ctl_job_group(cudackpt_client *client, const ctl_job_args *a, const char *method, const cJSON *sel,
                   bool lease_on_close, cJSON **ret_members) {
         ctl_selector s = { .kind = CTL_SELECT_PIDS, .arg = "", .json = (cJSON *) sel };

@@ -61,6 +61,15 @@ double ctl_job_now_ms(void);
  * since dump and restore run as root and trust what is in it.  On failure,
  * -errno and a sentence in err. */
 int ctl_job_open_dir(const char *dir, int *ret_fd, char *err, size_t err_size);
+/* dump's step 0 for DIR: created if needed (0700), as ctl_job_open_dir
+ * wants it (*ret_dir_fd), without a finished dump in it, its
+ * manifest.json.part created afresh (*ret_part_fd; O_EXCL|O_NOFOLLOW, a
+ * stale regular file of this user's removed first).  The exit status; on
+ * failure said on stderr ("nothing was suspended"). */
+int ctl_job_dump_dir(const ctl_job_args *a, int *ret_dir_fd, int *ret_part_fd);
+/* DIR/NAME (a tree's directory) made, or one of this user's, writable by no
+ * one else, already there (its dump.log removed); else -EEXIST, said. */
+int ctl_job_tree_dir(const ctl_job_args *a, int dir_fd, const char *name);
 /* Whether st is of type (S_IFDIR, S_IFREG) and this user's, writable by no
  * group or other. */
 bool ctl_job_owned(const struct stat *st, mode_t type);
