@@ -8,7 +8,9 @@
  * to this process and waits for one byte.  Once every run has connected,
  * every one is sent 'g' and its criu goes on to kill its tree; when a run
  * fails first, the others are sent nothing, their scripts fail, and each
- * criu resumes its tree.  Should cudackptctl die meanwhile, the scripts see
+ * criu resumes its tree.  A run that exits 0 before the barrier let them
+ * go never got to post-dump (criu -V, say): it dumped nothing, and counts
+ * as failed; so even a single tree goes through the barrier.  Should cudackptctl die meanwhile, the scripts see
  * the connection close and fail the same way.
  *
  * criu runs in a process group of its own: a terminal's ^C, meant for
@@ -137,6 +139,28 @@ void ctl_criu_env_free(char **env) {
 
 /* ---- running --------------------------------------------------------------- */
 
+volatile sig_atomic_t ctl_criu_signal;
+
+static const int criu_held[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU };
+#define CRIU_N_NOTED 4  /* the first four are noted, the others ignored */
+
+static void criu_on_signal(int sig) {
+        ctl_criu_signal = sig;
+}
+
+void ctl_criu_signals_hold(ctl_criu_signals *s) {
+        struct sigaction noted = { .sa_handler = criu_on_signal }, ignored = { .sa_handler = SIG_IGN };
+
+        ctl_criu_signal = 0;
+        for (size_t i = 0; i < sizeof(criu_held) / sizeof(criu_held[0]); i++)
+                sigaction(criu_held[i], i < CRIU_N_NOTED ? &noted : &ignored, &s->old[i]);
+}
+
+void ctl_criu_signals_restore(const ctl_criu_signals *s) {
+        for (size_t i = 0; i < sizeof(criu_held) / sizeof(criu_held[0]); i++)
+                sigaction(criu_held[i], &s->old[i], NULL);
+}
+
 static int criu_pidfd_open(pid_t pid) {
         return (int) syscall(SYS_pidfd_open, pid, 0);
 }
@@ -159,6 +183,9 @@ static pid_t criu_spawn(ctl_criu_run *run, char **env, int *ret_fd) {
                 int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
                 setpgid(0, 0);
+                /* What is ignored stays so through execve: not for criu. */
+                for (size_t i = 0; i < sizeof(criu_held) / sizeof(criu_held[0]); i++)
+                        signal(criu_held[i], SIG_DFL);
                 signal(SIGPIPE, SIG_DFL);
                 if (devnull >= 0)
                         dup2(devnull, STDIN_FILENO);
@@ -187,6 +214,7 @@ typedef struct criu_set {
         int *waiting;             /* accepted barrier connections */
         size_t n_waiting;
         size_t running;
+        bool barrier;             /* the runs must get through the barrier */
         bool failed;
         bool released;
 } criu_set;
@@ -227,7 +255,11 @@ static void criu_reap(criu_set *s, size_t i) {
         close(s->pidfd[i]);
         s->pidfd[i] = -1;
         s->running--;
-        if (s->runs[i].status != 0)
+        /* Out with 0 before the barrier let anyone go: it never got to
+         * post-dump, so it dumped nothing (-V, --help, --check-only...). */
+        if (s->runs[i].status == 0 && s->barrier && !s->released)
+                s->runs[i].early = true;
+        if (s->runs[i].status != 0 || s->runs[i].early)
                 s->failed = true;
 }
 
@@ -345,6 +377,7 @@ int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barri
                 goto out;
         }
         if (barrier_sock) {
+                s.barrier = true;
                 s.listen_fd = criu_listen(barrier_sock);
                 if (s.listen_fd < 0) {
                         r = s.listen_fd;
@@ -353,6 +386,7 @@ int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barri
         }
         for (size_t i = 0; i < n; i++) {
                 runs[i].status = -1;
+                runs[i].early = false;
                 s.pidfd[i] = s.out[i] = -1;
         }
         for (size_t i = 0; i < n && r == 0; i++) {

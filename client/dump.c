@@ -6,7 +6,7 @@
  *   2. criu dump of each process tree of the job (a process of the job
  *      none of whose ancestors is in it), all at once, into DIR/tree-ROOT;
  *      CRIU's CUDA plugin finds every CUDA process already checkpointed and
- *      leaves it alone.  Several trees wait for each other at post-dump
+ *      leaves it alone.  The trees wait for each other at post-dump
  *      (criu.c), so either every criu ends its tree or none does;
  *   3. on a CRIU failure, ResumeGroup of exactly the members (criu resumed
  *      the processes; their GPU state comes back here); after a good dump,
@@ -34,51 +34,20 @@ typedef struct dump_job {
         const ctl_job_args *a;
         char criu[PATH_MAX];
         char criu_version[32];
+        int dir_fd;                   /* DIR, opened (every file in it made through it) */
         int part_fd;                  /* DIR/manifest.json.part, -1 once gone */
         cudackpt_client *client;
         cJSON *processes;             /* ListProcesses' list (for the GPUs), or NULL */
         cJSON *members;               /* the suspended members as a Selector; NULL: none */
+        int outside;                  /* a member in none of the trees, or 0 */
         ctl_manifest m;
         ctl_criu_run *runs;           /* one per tree */
         double suspend_ms, criu_ms, resume_ms, t0;
 } dump_job;
 
-static volatile sig_atomic_t dump_signal;
-
-static void dump_on_signal(int sig) {
-        dump_signal = sig;
-}
-
-/* The image directory: created if needed, without a finished dump in it,
- * writable (the manifest's part file is opened now). */
+/* The image directory, as ctl_job_dump_dir() wants it. */
 static int dump_prepare_dir(dump_job *x) {
-        const char *dir = x->a->images;
-        char path[PATH_MAX];
-        struct stat st;
-
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-                fprintf(stderr, "%scannot create the image directory %s: %s; nothing was suspended\n", x->a->prefix, dir, strerror(errno));
-                return CUDACKPT_EXIT_FAILURE;
-        }
-        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                fprintf(stderr, "%s%s is not a directory; nothing was suspended\n", x->a->prefix, dir);
-                return CUDACKPT_EXIT_FAILURE;
-        }
-        snprintf(path, sizeof(path), "%s/%s", dir, CTL_MANIFEST_NAME);
-        if (access(path, F_OK) == 0) {
-                fprintf(stderr, "%s%s already holds a dump (%s): restore it, or give another directory; nothing was "
-                        "suspended\n",
-                        x->a->prefix, dir, CTL_MANIFEST_NAME);
-                return CUDACKPT_EXIT_FAILURE;
-        }
-        snprintf(path, sizeof(path), "%s/%s.part", dir, CTL_MANIFEST_NAME);
-        x->part_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (x->part_fd < 0) {
-                fprintf(stderr, "%scannot write into the image directory %s: %s; nothing was suspended\n",
-                        x->a->prefix, dir, strerror(errno));
-                return CUDACKPT_EXIT_FAILURE;
-        }
-        return CUDACKPT_EXIT_OK;
+        return ctl_job_dump_dir(x->a, &x->dir_fd, &x->part_fd);
 }
 
 /* The GPUs of each process before the suspend, when the daemon knows them. */
@@ -164,6 +133,8 @@ static int dump_find_trees(dump_job *x) {
                 r = -ENOMEM;
         if (r == 0 && n_roots == 0)
                 r = -ESRCH;
+        if (r == 0 && n_roots > CTL_JOB_MAX_TREES)
+                r = -E2BIG;
         x->m.trees = r == 0 ? calloc(n_roots, sizeof(*x->m.trees)) : NULL;
         x->m.members = r == 0 ? calloc(n_members + 1, sizeof(*x->m.members)) : NULL;
         if (r == 0 && (!x->m.trees || !x->m.members))
@@ -185,7 +156,14 @@ static int dump_find_trees(dump_job *x) {
                         for (size_t j = 0; j < x->m.trees[k].n_pids; j++)
                                 if (x->m.trees[k].pids[j] == m->pid)
                                         m->tree = x->m.trees[k].root;
-                r = dump_member_gpus(x, m);
+                /* Gone, or moved out of the trees since the suspend: criu
+                 * would not dump it, and restore would refuse the manifest. */
+                if (!m->tree) {
+                        x->outside = m->pid;
+                        r = -EXDEV;
+                }
+                if (r == 0)
+                        r = dump_member_gpus(x, m);
         }
         ctl_proctree_done(&t);
         free(set);
@@ -279,8 +257,20 @@ static char *dump_barrier_script(const dump_job *x, const char *dir, const char 
         if (k <= 0)
                 return NULL;
         self[k] = '\0';
+        /* The script runs this program again: it must still be there. */
+        if ((size_t) k > 10 && strcmp(self + k - 10, " (deleted)") == 0) {
+                fprintf(stderr, "%s%s was removed or replaced since this command started (criu's action script "
+                        "runs it)\n", x->a->prefix, self);
+                errno = ESTALE;
+                return NULL;
+        }
         /* Quoted for sh: no path may hold a quote. */
-        if (strchr(self, '\'') || strchr(sock, '\'') || asprintf(&path, "%s/barrier.sh", dir) < 0)
+        if (strchr(self, '\'') || strchr(sock, '\'')) {
+                fprintf(stderr, "%sthe path of cudackptctl or of the barrier's socket holds a quote\n", x->a->prefix);
+                errno = EINVAL;
+                return NULL;
+        }
+        if (asprintf(&path, "%s/barrier.sh", dir) < 0)
                 return NULL;
         f = fopen(path, "wxe");
         if (!f || fchmod(fileno(f), 0700) < 0) {
@@ -294,6 +284,11 @@ static char *dump_barrier_script(const dump_job *x, const char *dir, const char 
         fprintf(f, "[ \"$CRTOOLS_SCRIPT_ACTION\" = post-dump ] || exit $rc\n[ $rc = 0 ] || exit 1\n"
                    "exec '%s' criu-barrier '%s'\n", self, sock);
         if (fclose(f) != 0 || r < 0) {
+                if (r < 0) {
+                        fprintf(stderr, "%sthe path of an --action-script holds a quote\n", x->a->prefix);
+                        errno = -r;
+                }
+                unlink(path);
                 free(path);
                 return NULL;
         }
@@ -312,30 +307,46 @@ static void dump_free_runs(dump_job *x) {
         x->runs = NULL;
 }
 
+/* After every criu exited 0: each tree's images are there (its
+ * inventory.img, which every dump writes); -EIO, said, if not. */
+static int dump_check_images(const dump_job *x) {
+        char name[PATH_MAX];
+        struct stat st;
+
+        for (size_t i = 0; i < x->m.n_trees; i++) {
+                snprintf(name, sizeof(name), "%s/inventory.img", x->m.trees[i].images);
+                if (fstatat(x->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+                        fprintf(stderr, "%scriu dump of tree %d exited 0, but %s/%s is missing: nothing was dumped\n",
+                                x->a->prefix, x->m.trees[i].root, x->a->images, name);
+                        return -EIO;
+                }
+        }
+        return 0;
+}
+
 /* Step 2: every tree's criu dump at once.  Returns 0, -EIO (a criu
  * failed) or -errno (could not run them). */
 static int dump_run_criu(dump_job *x) {
         char rundir[] = "/tmp/cudackpt-dump.XXXXXX", sock[sizeof(rundir) + 16], *script = NULL, path[PATH_MAX];
-        bool barrier = x->m.n_trees > 1;
-        struct sigaction sa = { .sa_handler = dump_on_signal }, old[3];
-        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+        ctl_criu_signals held;
         int r = 0;
 
         x->runs = calloc(x->m.n_trees, sizeof(*x->runs));
         if (!x->runs)
                 return -ENOMEM;
-        if (barrier) {
-                if (!mkdtemp(rundir))
-                        return -errno;
-                snprintf(sock, sizeof(sock), "%s/barrier", rundir);
-                script = dump_barrier_script(x, rundir, sock);
-                if (!script)
-                        r = -ENOMEM;
-        }
+        for (size_t i = 0; i < x->m.n_trees; i++)
+                x->runs[i].status = -1;
+        /* The barrier even for one tree: getting there proves the dump. */
+        if (!mkdtemp(rundir))
+                return -errno;
+        snprintf(sock, sizeof(sock), "%s/barrier", rundir);
+        errno = 0;
+        script = dump_barrier_script(x, rundir, sock);
+        if (!script)
+                r = errno ? -errno : -ENOMEM;
         for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
                 snprintf(path, sizeof(path), "%s/%s", x->a->images, x->m.trees[i].images);
-                if (mkdir(path, 0700) < 0 && errno != EEXIST)
-                        r = -errno;
+                r = ctl_job_tree_dir(x->a, x->dir_fd, x->m.trees[i].images);
                 x->runs[i].argv = dump_criu_argv(x, i, script);
                 if (asprintf((char **) &x->runs[i].log, "%s/dump.log", path) < 0)
                         x->runs[i].log = NULL;
@@ -344,22 +355,20 @@ static int dump_run_criu(dump_job *x) {
         }
         /* A signal now waits for criu: stopped halfway, it would leave the
          * tasks it froze in no known state. */
-        for (size_t i = 0; i < 3; i++)
-                sigaction(sigs[i], &sa, &old[i]);
+        ctl_criu_signals_hold(&held);
         if (r == 0) {
                 double t0 = ctl_job_now_ms();
 
-                r = ctl_criu_run_all(x->runs, x->m.n_trees, environ, barrier ? sock : NULL);
+                r = ctl_criu_run_all(x->runs, x->m.n_trees, environ, sock);
                 x->criu_ms = ctl_job_now_ms() - t0;
         }
-        for (size_t i = 0; i < 3; i++)
-                sigaction(sigs[i], &old[i], NULL);
-        if (barrier) {
-                unlink(sock);
-                if (script)
-                        unlink(script);
-                rmdir(rundir);
-        }
+        if (r == 0)
+                r = dump_check_images(x);
+        ctl_criu_signals_restore(&held);
+        unlink(sock);
+        if (script)
+                unlink(script);
+        rmdir(rundir);
         free(script);
         return r;
 }
@@ -457,7 +466,7 @@ static int dump_finish(dump_job *x) {
         x->m.selector = x->a->selector.json;
         x->m.criu_version = x->criu_version;
         x->m.left_running = x->a->leave_running;
-        r = ctl_manifest_write(&x->m, x->a->images, x->part_fd);
+        r = ctl_manifest_write(&x->m, x->dir_fd, x->part_fd);
         x->m.selector = NULL;
         x->m.criu_version = NULL;
         if (r < 0) {
@@ -510,20 +519,30 @@ static int dump_suspend(dump_job *x) {
         ctl_job_progress(x->a, "job suspended in %.1f ms; GPU memory free", x->suspend_ms);
         r = dump_find_trees(x);
         if (r < 0) {
-                fprintf(stderr, "%scannot read the job's process trees: %s\n", x->a->prefix,
-                        r == -ESRCH ? "no process of the selection is left" : strerror(-r));
+                fputs(x->a->prefix, stderr);
+                if (r == -EXDEV)
+                        fprintf(stderr, "CUDA process %d of the job is in none of its process trees (it exited, or "
+                                "its parent did, since the suspend): nothing was dumped\n", x->outside);
+                else if (r == -E2BIG)
+                        fputs("the job has more process trees than dump runs criu at once (" CTL_JOB_MAX_TREES_TEXT
+                              "): nothing was dumped\n", stderr);
+                else
+                        fprintf(stderr, "cannot read the job's process trees: %s\n",
+                                r == -ESRCH ? "no process of the selection is left" : strerror(-r));
                 status = dump_resume(x);
+                if (status == CUDACKPT_EXIT_OK)
+                        fprintf(stderr, "%sthe job was resumed\n", x->a->prefix);
                 return status == CUDACKPT_EXIT_OK ? CUDACKPT_EXIT_FAILURE : status;
         }
         return CUDACKPT_EXIT_OK;
 }
 
 int ctl_job_dump(const ctl_job_args *a) {
-        dump_job x = { .a = a, .part_fd = -1, .t0 = ctl_job_now_ms() };
-        char err[PATH_MAX + 128], path[PATH_MAX];
+        dump_job x = { .a = a, .dir_fd = -1, .part_fd = -1, .t0 = ctl_job_now_ms() };
+        char err[PATH_MAX + 128];
         int status, r;
 
-        dump_signal = 0;
+        ctl_criu_signal = 0;
         if (ctl_criu_find(x.criu, sizeof(x.criu), x.criu_version, sizeof(x.criu_version), err, sizeof(err)) < 0) {
                 fprintf(stderr, "%s%s; nothing was suspended\n", a->prefix, err);
                 return CUDACKPT_EXIT_FAILURE;
@@ -536,18 +555,19 @@ int ctl_job_dump(const ctl_job_args *a) {
         if (status == CUDACKPT_EXIT_OK) {
                 ctl_job_progress(a, "%zu tree%s (criu %s)", x.m.n_trees, x.m.n_trees == 1 ? "" : "s", x.criu_version);
                 r = dump_run_criu(&x);
-                if (dump_signal)
+                if (ctl_criu_signal)
                         fprintf(stderr, "%sgot signal %d during criu dump: waited for criu to finish\n", a->prefix,
-                                (int) dump_signal);
+                                (int) ctl_criu_signal);
                 if (r == 0)
                         ctl_job_progress(a, "done in %.1f ms", x.criu_ms);
                 status = r < 0 ? dump_fail_criu(&x, r) : dump_finish(&x);
         }
         if (x.part_fd >= 0) {
                 close(x.part_fd);
-                snprintf(path, sizeof(path), "%s/%s.part", a->images, CTL_MANIFEST_NAME);
-                unlink(path); /* renamed away after a good dump */
+                (void) unlinkat(x.dir_fd, CTL_MANIFEST_NAME ".part", 0); /* renamed away after a good dump */
         }
+        if (x.dir_fd >= 0)
+                close(x.dir_fd);
         dump_free_runs(&x);
         ctl_manifest_done(&x.m);
         cJSON_Delete(x.processes);

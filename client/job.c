@@ -13,6 +13,7 @@
 #include <cudackpt/protocol.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -29,6 +30,118 @@ double ctl_job_now_ms(void) {
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+bool ctl_job_owned(const struct stat *st, mode_t type) {
+        return (st->st_mode & S_IFMT) == type && st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+int ctl_job_open_dir(const char *dir, int *ret_fd, char *err, size_t err_size) {
+        struct stat st;
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), e;
+
+        if (fd < 0) {
+                e = errno;
+                /* O_DIRECTORY on a link not followed: ENOTDIR. */
+                if ((e == ELOOP || e == ENOTDIR) && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+                        e = ELOOP;
+                snprintf(err, err_size, "cannot open the image directory %s: %s", dir,
+                         e == ELOOP ? "it is a symbolic link (give the directory itself)" : strerror(e));
+                return -e;
+        }
+        if (fstat(fd, &st) < 0) {
+                e = errno;
+                snprintf(err, err_size, "cannot stat the image directory %s: %s", dir, strerror(e));
+                close(fd);
+                return -e;
+        }
+        if (!ctl_job_owned(&st, S_IFDIR)) {
+                snprintf(err, err_size, "the image directory %s is %s: it must belong to uid %u and be writable by "
+                         "no group or other user (mode 0700), since its files are trusted",
+                         dir, st.st_uid != geteuid() ? "another user's" : "writable by others", (unsigned) geteuid());
+                close(fd);
+                return -EPERM;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* ---- dump's image directory ---- */
+
+/* DIR/manifest.json.part, created afresh (O_EXCL|O_NOFOLLOW): a stale one
+ * of this user's, left by a dump that was killed, is removed first;
+ * anything else there (a symbolic link, say) is refused. */
+static int job_create_part(const ctl_job_args *a, int dir_fd, int *ret_fd) {
+        const char *name = CTL_MANIFEST_NAME ".part";
+        struct stat st;
+
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                if (!ctl_job_owned(&st, S_IFREG)) {
+                        fprintf(stderr, "%s%s/%s exists and is not a file of this user's (a symbolic link?): "
+                                "remove it; nothing was suspended\n", a->prefix, a->images, name);
+                        return -EEXIST;
+                }
+                if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
+                        return -errno;
+        }
+        *ret_fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        return *ret_fd < 0 ? -errno : 0;
+}
+
+/* The image directory: created if needed, this user's and writable by no
+ * one else, without a finished dump in it, writable (the manifest's part
+ * file is created now).  Root writes into it: no path in it is followed. */
+int ctl_job_dump_dir(const ctl_job_args *a, int *ret_dir_fd, int *ret_part_fd) {
+        const char *dir = a->images;
+        char err[PATH_MAX + 256];
+        struct stat st;
+        int r;
+
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+                fprintf(stderr, "%scannot create the image directory %s: %s; nothing was suspended\n", a->prefix, dir, strerror(errno));
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        if (ctl_job_open_dir(dir, ret_dir_fd, err, sizeof(err)) < 0) {
+                fprintf(stderr, "%s%s; nothing was suspended\n", a->prefix, err);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        if (fstatat(*ret_dir_fd, CTL_MANIFEST_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
+                fprintf(stderr, "%s%s already holds a dump (%s): restore it, or give another directory; nothing was "
+                        "suspended\n",
+                        a->prefix, dir, CTL_MANIFEST_NAME);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        r = job_create_part(a, *ret_dir_fd, ret_part_fd);
+        if (r == -EEXIST)
+                return CUDACKPT_EXIT_FAILURE;
+        if (r < 0) {
+                fprintf(stderr, "%scannot write into the image directory %s: %s; nothing was suspended\n",
+                        a->prefix, dir, strerror(-r));
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        return CUDACKPT_EXIT_OK;
+}
+
+/* DIR/tree-ROOT: made, or one of this user's already there (a dump that
+ * failed); anything else there is refused, said on stderr. */
+int ctl_job_tree_dir(const ctl_job_args *a, int dir_fd, const char *name) {
+        struct stat st;
+
+        if (mkdirat(dir_fd, name, 0700) == 0)
+                return 0;
+        if (errno != EEXIST)
+                return -errno;
+        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ctl_job_owned(&st, S_IFDIR)) {
+                char log[PATH_MAX];
+
+                /* An earlier dump's log would be shown as this one's. */
+                snprintf(log, sizeof(log), "%s/dump.log", name);
+                (void) unlinkat(dir_fd, log, 0);
+                return 0;
+        }
+        fprintf(stderr, "%s%s/%s exists and is not a directory of this user's writable by no one else (a "
+                "symbolic link?)\n", a->prefix, a->images, name);
+        return -EEXIST;
 }
 
 int ctl_job_group(cudackpt_client *client, const ctl_job_args *a, const char *method, const cJSON *sel,
@@ -88,10 +201,14 @@ void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const 
         for (size_t i = 0; i < n; i++) {
                 const ctl_criu_run *r = &runs[i];
 
-                if (r->status == 0)
+                if (r->status == 0 && !r->early)
                         continue;
                 fputs(a->prefix, stderr);
-                if (r->status < 0)
+                if (r->early)
+                        fprintf(stderr, "criu %s of tree %d exited 0 after %.1f ms without getting to post-dump: it "
+                                "dumped nothing (an option such as -V, --help or --check-only?)%s\n", verb, roots[i],
+                                r->ms, r->output && *r->output ? "; it printed:" : "");
+                else if (r->status < 0)
                         fprintf(stderr, "criu %s of tree %d was not started\n", verb, roots[i]);
                 else
                         fprintf(stderr, "criu %s of tree %d exited with status %d after %.1f ms%s\n", verb,
@@ -203,6 +320,22 @@ static int job_selector(ctl_job_args *a, ctl_selector_kind kind, const char *arg
         return -1;
 }
 
+/* A word criu's getopt_long would take for --action-script, in short:
+ * dump gives the user's scripts to criu inside its barrier's script, and
+ * one it did not see would run beside it. */
+static const char *job_abbreviated_action_script(char **criu_argv) {
+        static const char full[] = "--action-script";
+
+        for (size_t i = 0; criu_argv[i]; i++) {
+                const char *a = criu_argv[i], *eq = strchr(a, '=');
+                size_t len = eq ? (size_t) (eq - a) : strlen(a);
+
+                if (len > 2 && len < sizeof(full) - 1 && strncmp(a, full, len) == 0)
+                        return a;
+        }
+        return NULL;
+}
+
 /* The positional words and the checks between options; -1 to go on. */
 static int job_check(ctl_job_args *a, const char *command, int n_positional, int progress, bool saw_lock_timeout) {
         if (n_positional != 1)
@@ -218,6 +351,9 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
                 return job_usage("--leave-running and --lock-timeout are for dump");
         if (a->dump && a->map.items)
                 return job_usage("--device-map is for restore");
+        if (a->dump && job_abbreviated_action_script(a->criu_argv))
+                return job_usage("give criu's --action-script in full, not as '%s' (dump runs the job's scripts "
+                                 "inside its own)", job_abbreviated_action_script(a->criu_argv));
         a->progress_tty = isatty(STDERR_FILENO);
         a->progress = progress < 0 ? a->progress_tty : progress > 0;
         if (asprintf(&a->prefix, JOB_NAME ": %s: ", command) < 0)

@@ -10,9 +10,15 @@
 
 #include "ctl.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+
+/* The most trees a job may have: one criu of each runs at once. */
+#define CTL_JOB_MAX_TREES 256
+#define CTL_JOB_MAX_TREES_TEXT "256"
 
 /* The parsed command line of dump or restore --images. */
 typedef struct ctl_job_args {
@@ -35,6 +41,7 @@ typedef struct ctl_criu_run {
         char **argv;              /* criu's, NULL-terminated; argv[0] the path */
         const char *log;          /* criu's -o log, shown when it fails */
         int status;               /* exit status, 128+N for signal N, -1: not run */
+        bool early;               /* exited 0 before the barrier let it go: it dumped nothing */
         char *output;             /* its stdout and stderr (up to 64 KiB), to free() */
         double ms;                /* how long it ran */
 } ctl_criu_run;
@@ -48,6 +55,24 @@ int ctl_job_main(int argc, char **argv);
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 double ctl_job_now_ms(void);
+
+/* The image directory DIR, opened (O_DIRECTORY|O_NOFOLLOW) into *ret_fd:
+ * it must be this user's (owner euid) and writable by no group or other,
+ * since dump and restore run as root and trust what is in it.  On failure,
+ * -errno and a sentence in err. */
+int ctl_job_open_dir(const char *dir, int *ret_fd, char *err, size_t err_size);
+/* dump's step 0 for DIR: created if needed (0700), as ctl_job_open_dir
+ * wants it (*ret_dir_fd), without a finished dump in it, its
+ * manifest.json.part created afresh (*ret_part_fd; O_EXCL|O_NOFOLLOW, a
+ * stale regular file of this user's removed first).  The exit status; on
+ * failure said on stderr ("nothing was suspended"). */
+int ctl_job_dump_dir(const ctl_job_args *a, int *ret_dir_fd, int *ret_part_fd);
+/* DIR/NAME (a tree's directory) made, or one of this user's, writable by no
+ * one else, already there (its dump.log removed); else -EEXIST, said. */
+int ctl_job_tree_dir(const ctl_job_args *a, int dir_fd, const char *name);
+/* Whether st is of type (S_IFDIR, S_IFREG) and this user's, writable by no
+ * group or other. */
+bool ctl_job_owned(const struct stat *st, mode_t type);
 
 /* A group method on sel for the job (progress as a asks, nothing printed on
  * success, the error and members' table on stderr on failure); returns the
@@ -101,10 +126,24 @@ int ctl_criu_find(char *path, size_t size, char *version, size_t version_size, c
 /* Runs every run at once with env and waits for all.  barrier_sock, when
  * not NULL, is a socket the runs' post-dump action scripts connect to
  * (ctl_criu_barrier_main): every one is let go once all have connected, and
- * none if a run fails first.  Returns 0 when all exited 0, -EIO when any
- * failed, -errno when some could not be started (those have status -1). */
+ * none if a run fails first; a run that exits 0 before they are let go never
+ * got to post-dump (criu -V, --help, ...): it failed (early set).  Returns 0
+ * when all exited 0 (through the barrier), -EIO when any failed, -errno when
+ * some could not be started (those have status -1). */
 int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barrier_sock);
 void ctl_criu_run_done(ctl_criu_run *run);
+
+/* While criu runs, this process must not die or stop (criu stopped
+ * halfway leaves the tasks it froze in no known state; dump's lease and
+ * restore's step 2 wait on it): SIGINT, SIGTERM, SIGHUP and SIGQUIT are
+ * noted in ctl_criu_signal, SIGTSTP, SIGTTIN and SIGTTOU ignored (not in
+ * criu: criu_spawn puts them back).  ctl_criu_signals_restore() undoes it. */
+typedef struct ctl_criu_signals {
+        struct sigaction old[7];
+} ctl_criu_signals;
+extern volatile sig_atomic_t ctl_criu_signal;
+void ctl_criu_signals_hold(ctl_criu_signals *s);
+void ctl_criu_signals_restore(const ctl_criu_signals *s);
 
 /* The barrier's side in the action script: "criu-barrier SOCKET". */
 int ctl_criu_barrier_main(const char *sock);
@@ -147,10 +186,12 @@ typedef struct ctl_manifest {
 } ctl_manifest;
 
 /* Writes m as DIR/manifest.json through fd (DIR/manifest.json.part, open
- * for writing), renamed into place once synced. */
-int ctl_manifest_write(const ctl_manifest *m, const char *dir, int fd);
-/* Reads DIR/manifest.json; err gets a sentence on failure. */
-int ctl_manifest_read(const char *dir, ctl_manifest *ret, char *err, size_t err_size);
+ * for writing), renamed into place in dir_fd (DIR) once synced. */
+int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd);
+/* Reads DIR/manifest.json through dir_fd (DIR, as ctl_job_open_dir gives
+ * it) and checks it as restore needs it (trees and members agree, at most
+ * CTL_JOB_MAX_TREES trees); err gets a sentence on failure. */
+int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size);
 void ctl_manifest_done(ctl_manifest *m);
 
 #endif

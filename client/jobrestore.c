@@ -33,6 +33,7 @@ typedef struct jrestore {
         ctl_manifest m;
         ctl_criu_run *runs;           /* one per tree */
         cJSON *members;               /* Selector of the restored members, pinned; NULL: none */
+        int dir_fd;                   /* DIR */
         double criu_ms, resume_ms, t0;
 } jrestore;
 
@@ -74,6 +75,29 @@ static int jrestore_check_map(const jrestore *x) {
                                         x->m.members[i].gpus[j], x->m.members[i].pid);
                                 return CUDACKPT_EXIT_INVALID_GPU_MAPPING;
                         }
+                }
+        return CUDACKPT_EXIT_OK;
+}
+
+/* DIR and its manifest, trusted only when they are this user's and no one
+ * else may write them (restore runs as root and believes them), and each
+ * tree's directory the same. */
+static int jrestore_read_images(jrestore *x) {
+        char err[PATH_MAX + 256];
+        struct stat st;
+
+        if (ctl_job_open_dir(x->a->images, &x->dir_fd, err, sizeof(err)) < 0 ||
+            ctl_manifest_read(x->dir_fd, x->a->images, &x->m, err, sizeof(err)) < 0) {
+                fprintf(stderr, "%s%s; nothing was restored\n", x->a->prefix, err);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        for (size_t i = 0; i < x->m.n_trees; i++)
+                if (fstatat(x->dir_fd, x->m.trees[i].images, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !ctl_job_owned(&st, S_IFDIR)) {
+                        fprintf(stderr, "%s%s/%s is not a directory of uid %u that no one else may write; nothing "
+                                "was restored\n", x->a->prefix, x->a->images, x->m.trees[i].images,
+                                (unsigned) geteuid());
+                        return CUDACKPT_EXIT_FAILURE;
                 }
         return CUDACKPT_EXIT_OK;
 }
@@ -157,14 +181,17 @@ static char **jrestore_criu_argv(const jrestore *x, size_t i) {
 /* Step 1; 0, -EIO (a criu failed) or -errno. */
 static int jrestore_run_criu(jrestore *x) {
         char stub[] = "/tmp/cudackpt-restore.XXXXXX", **env = NULL;
+        ctl_criu_signals held;
         double t0;
         int r;
 
         x->runs = calloc(x->m.n_trees, sizeof(*x->runs));
         if (!x->runs)
                 return -ENOMEM;
-        for (size_t i = 0; i < x->m.n_trees; i++) {
+        /* Not run, until they are: none is taken for restored (and ended). */
+        for (size_t i = 0; i < x->m.n_trees; i++)
                 x->runs[i].status = -1;
+        for (size_t i = 0; i < x->m.n_trees; i++) {
                 x->runs[i].argv = jrestore_criu_argv(x, i);
                 if (asprintf((char **) &x->runs[i].log, "%s/%s/restore.log", x->a->images, x->m.trees[i].images) < 0)
                         x->runs[i].log = NULL;
@@ -179,9 +206,15 @@ static int jrestore_run_criu(jrestore *x) {
                 jrestore_unstub(stub);
                 return -ENOMEM;
         }
+        /* As for dump: criu stopped halfway leaves half a tree. */
+        ctl_criu_signals_hold(&held);
         t0 = ctl_job_now_ms();
         r = ctl_criu_run_all(x->runs, x->m.n_trees, env, NULL);
         x->criu_ms = ctl_job_now_ms() - t0;
+        ctl_criu_signals_restore(&held);
+        if (ctl_criu_signal)
+                fprintf(stderr, "%sgot signal %d during criu restore: waited for criu to finish\n", x->a->prefix,
+                        (int) ctl_criu_signal);
         ctl_criu_env_free(env);
         jrestore_unstub(stub);
         return r;
@@ -337,19 +370,22 @@ static int jrestore_resume(jrestore *x) {
 }
 
 int ctl_job_restore(const ctl_job_args *a) {
-        jrestore x = { .a = a, .t0 = ctl_job_now_ms() };
+        jrestore x = { .a = a, .dir_fd = -1, .t0 = ctl_job_now_ms() };
         char err[PATH_MAX + 128];
         int status, r;
 
-        if (ctl_criu_find(x.criu, sizeof(x.criu), x.criu_version, sizeof(x.criu_version), err, sizeof(err)) < 0 ||
-            ctl_manifest_read(a->images, &x.m, err, sizeof(err)) < 0) {
+        if (ctl_criu_find(x.criu, sizeof(x.criu), x.criu_version, sizeof(x.criu_version), err, sizeof(err)) < 0) {
                 fprintf(stderr, "%s%s; nothing was restored\n", a->prefix, err);
                 return CUDACKPT_EXIT_FAILURE;
         }
-        status = jrestore_check_map(&x);
+        status = jrestore_read_images(&x);
+        if (status == CUDACKPT_EXIT_OK)
+                status = jrestore_check_map(&x);
         if (status == CUDACKPT_EXIT_OK)
                 status = jrestore_check_pids(&x);
         if (status != CUDACKPT_EXIT_OK) {
+                if (x.dir_fd >= 0)
+                        close(x.dir_fd);
                 ctl_manifest_done(&x.m);
                 return status;
         }
@@ -372,5 +408,6 @@ int ctl_job_restore(const ctl_job_args *a) {
         jrestore_free_runs(&x);
         cJSON_Delete(x.members);
         ctl_manifest_done(&x.m);
+        close(x.dir_fd);
         return status;
 }

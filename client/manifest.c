@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -107,18 +108,15 @@ fail:
         return NULL;
 }
 
-int ctl_manifest_write(const ctl_manifest *m, const char *dir, int fd) {
+int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd) {
         cJSON *root = manifest_to_json(m);
-        char *text = root ? cJSON_Print(root) : NULL, *part = NULL, *final = NULL;
+        char *text = root ? cJSON_Print(root) : NULL;
         size_t len, off = 0;
         int r = 0;
 
         cJSON_Delete(root);
-        if (!text || asprintf(&part, "%s/%s.part", dir, CTL_MANIFEST_NAME) < 0 ||
-            asprintf(&final, "%s/%s", dir, CTL_MANIFEST_NAME) < 0) {
-                r = -ENOMEM;
-                goto out;
-        }
+        if (!text)
+                return -ENOMEM;
         len = strlen(text);
         while (off < len) {
                 ssize_t k = write(fd, text + off, len - off);
@@ -130,22 +128,28 @@ int ctl_manifest_write(const ctl_manifest *m, const char *dir, int fd) {
                 }
                 off += (size_t) k;
         }
-        if (write(fd, "\n", 1) != 1 || fsync(fd) < 0 || rename(part, final) < 0)
+        if (write(fd, "\n", 1) != 1 || fsync(fd) < 0 ||
+            renameat(dir_fd, CTL_MANIFEST_NAME ".part", dir_fd, CTL_MANIFEST_NAME) < 0)
                 r = -errno;
+        else
+                (void) fsync(dir_fd);
 out:
         cJSON_free(text);
-        free(part);
-        free(final);
         return r;
 }
 
 /* ---- reading ------------------------------------------------------------------ */
 
+/* A whole number from 1 to INT_MAX. */
+static bool manifest_is_pid(const cJSON *v) {
+        return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 2147483647.0 &&
+               v->valuedouble == (double) (int) v->valuedouble;
+}
+
 static bool manifest_pid(const cJSON *o, const char *key, int *ret) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
-        if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 2147483647.0 ||
-            v->valuedouble != (double) (int) v->valuedouble)
+        if (!manifest_is_pid(v))
                 return false;
         *ret = (int) v->valuedouble;
         return true;
@@ -155,6 +159,7 @@ static int manifest_read_tree(const cJSON *t, ctl_manifest_tree *ret) {
         const cJSON *images = cJSON_GetObjectItemCaseSensitive(t, "images");
         const cJSON *pids = cJSON_GetObjectItemCaseSensitive(t, "pids"), *p;
         char want[32];
+        bool has_root = false;
 
         if (!manifest_pid(t, "root", &ret->root) || !cJSON_IsString(images) || !cJSON_IsArray(pids))
                 return -EINVAL;
@@ -167,11 +172,13 @@ static int manifest_read_tree(const cJSON *t, ctl_manifest_tree *ret) {
         if (!ret->images || !ret->pids)
                 return -ENOMEM;
         cJSON_ArrayForEach(p, pids) {
-                if (!cJSON_IsNumber(p) || p->valuedouble < 1 || p->valuedouble > 2147483647.0)
+                if (!manifest_is_pid(p))
                         return -EINVAL;
                 ret->pids[ret->n_pids++] = (int) p->valuedouble;
+                has_root |= ret->pids[ret->n_pids - 1] == ret->root;
         }
-        return 0;
+        /* criu restores the tree from its root: the root is among its processes. */
+        return has_root ? 0 : -EBADMSG;
 }
 
 static int manifest_read_member(const cJSON *o, ctl_manifest_member *ret) {
@@ -180,7 +187,10 @@ static int manifest_read_member(const cJSON *o, ctl_manifest_member *ret) {
 
         if (!manifest_pid(o, "pid", &ret->pid) || !manifest_pid(o, "tree", &ret->tree))
                 return -EINVAL;
-        if (cJSON_IsNumber(st) && st->valuedouble >= 0)
+        if (st && (!cJSON_IsNumber(st) || st->valuedouble < 0 || st->valuedouble > 9007199254740992.0 ||
+                   st->valuedouble != (double) (uint64_t) st->valuedouble))
+                return -EINVAL;
+        if (st)
                 ret->start_time = (uint64_t) st->valuedouble;
         if (!gpus)
                 return 0;
@@ -199,6 +209,52 @@ static int manifest_read_member(const cJSON *o, ctl_manifest_member *ret) {
         return 0;
 }
 
+/* A pid of a tree, with the tree's root, sorted by pid. */
+typedef struct manifest_pid_ref {
+        int pid;
+        int root;
+} manifest_pid_ref;
+
+static int manifest_cmp_ref(const void *a, const void *b) {
+        const manifest_pid_ref *x = a, *y = b;
+
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* What restore relies on: no pid in two trees (so no root twice either),
+ * every member once, in the tree it names.  -EBADMSG if not. */
+static int manifest_check(const ctl_manifest *m) {
+        manifest_pid_ref *refs, *found, key = { 0 };
+        size_t n = 0, k = 0;
+        int r = 0;
+
+        for (size_t i = 0; i < m->n_trees; i++)
+                n += m->trees[i].n_pids;
+        refs = calloc(n + m->n_members + 1, sizeof(*refs));
+        if (!refs)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_trees; i++)
+                for (size_t j = 0; j < m->trees[i].n_pids; j++)
+                        refs[k++] = (manifest_pid_ref) { m->trees[i].pids[j], m->trees[i].root };
+        qsort(refs, n, sizeof(*refs), manifest_cmp_ref);
+        for (size_t i = 1; r == 0 && i < n; i++)
+                if (refs[i].pid == refs[i - 1].pid)
+                        r = -EBADMSG;
+        for (size_t i = 0; r == 0 && i < m->n_members; i++) {
+                key.pid = m->members[i].pid;
+                found = bsearch(&key, refs, n, sizeof(*refs), manifest_cmp_ref);
+                if (!found || found->root != m->members[i].tree)
+                        r = -EBADMSG;
+                refs[n + i].pid = m->members[i].pid;
+        }
+        qsort(refs + n, m->n_members, sizeof(*refs), manifest_cmp_ref);
+        for (size_t i = n + 1; r == 0 && i < n + m->n_members; i++)
+                if (refs[i].pid == refs[i - 1].pid)
+                        r = -EBADMSG;
+        free(refs);
+        return r;
+}
+
 static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
         const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
         const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "version");
@@ -211,6 +267,8 @@ static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
             !cJSON_IsNumber(version) || version->valuedouble != MANIFEST_VERSION || !cJSON_IsArray(trees) ||
             cJSON_GetArraySize(trees) == 0 || !cJSON_IsArray(members))
                 return -EINVAL;
+        if (cJSON_GetArraySize(trees) > CTL_JOB_MAX_TREES)
+                return -E2BIG;
         m->left_running = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "left_running"));
         m->selector = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(root, "selector"), 1);
         m->criu_version = strdup(cJSON_IsString(cv) ? cv->valuestring : "");
@@ -228,44 +286,78 @@ static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
                 if (r < 0)
                         return r;
         }
+        return manifest_check(m);
+}
+
+/* DIR/manifest.json's text, read through dir_fd: a regular file (no
+ * link followed, no FIFO waited on) of this user's that no one else may
+ * write, since restore runs as root and believes it. */
+static int manifest_load(int dir_fd, char **ret, char *why, size_t why_size) {
+        struct stat st;
+        size_t len = 0;
+        ssize_t k;
+        char *text;
+        int fd = openat(dir_fd, CTL_MANIFEST_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), r = 0;
+
+        if (fd < 0) {
+                r = -errno;
+                snprintf(why, why_size, "%s (not an image directory of cudackptctl dump?)",
+                         r == -ELOOP ? "it is a symbolic link" : strerror(-r));
+                return r;
+        }
+        if (fstat(fd, &st) < 0 || !ctl_job_owned(&st, S_IFREG)) {
+                snprintf(why, why_size, "it is not a regular file of uid %u that no one else may write",
+                         (unsigned) geteuid());
+                close(fd);
+                return -EPERM;
+        }
+        text = malloc(MANIFEST_MAX_BYTES + 1);
+        while (text && len < MANIFEST_MAX_BYTES && (k = read(fd, text + len, MANIFEST_MAX_BYTES - len)) != 0) {
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        r = -errno;
+                        break;
+                }
+                len += (size_t) k;
+        }
+        close(fd);
+        if (!text || r < 0) {
+                snprintf(why, why_size, "%s", strerror(text ? -r : ENOMEM));
+                free(text);
+                return text ? r : -ENOMEM;
+        }
+        text[len] = '\0';
+        *ret = text;
         return 0;
 }
 
-int ctl_manifest_read(const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
+int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
         ctl_manifest m = { 0 };
-        char *path = NULL, *text = NULL;
+        char *text = NULL, why[160];
         cJSON *root = NULL;
-        FILE *f = NULL;
-        size_t len = 0;
         int r;
 
-        if (asprintf(&path, "%s/%s", dir, CTL_MANIFEST_NAME) < 0)
-                return -ENOMEM;
-        f = fopen(path, "re");
-        text = malloc(MANIFEST_MAX_BYTES + 1);
-        if (!f || !text) {
-                r = f ? -ENOMEM : -errno;
-                snprintf(err, err_size, "cannot read %s: %s (not an image directory of cudackptctl dump?)", path,
-                         strerror(-r));
-                goto out;
+        r = manifest_load(dir_fd, &text, why, sizeof(why));
+        if (r < 0) {
+                snprintf(err, err_size, "cannot read %s/%s: %s", dir, CTL_MANIFEST_NAME, why);
+                return r;
         }
-        len = fread(text, 1, MANIFEST_MAX_BYTES, f);
-        text[len] = '\0';
         root = cJSON_Parse(text);
         r = root ? manifest_from_json(root, &m) : -EINVAL;
         if (r < 0) {
-                snprintf(err, err_size, "%s: %s", path,
-                         r == -ENOMEM ? "out of memory" : "not a manifest of cudackptctl dump (format 1)");
+                snprintf(err, err_size, "%s/%s: %s", dir, CTL_MANIFEST_NAME,
+                         r == -ENOMEM  ? "out of memory"
+                         : r == -E2BIG ? "more trees than restore runs at once (" CTL_JOB_MAX_TREES_TEXT ")"
+                         : r == -EBADMSG
+                                 ? "its trees and members do not agree (a tree without its root, a pid in two "
+                                   "trees or twice a member, a member outside its tree): not as dump wrote it"
+                                 : "not a manifest of cudackptctl dump (format 1)");
                 ctl_manifest_done(&m);
-                goto out;
-        }
-        *ret = m;
-out:
-        if (f)
-                fclose(f);
+        } else
+                *ret = m;
         cJSON_Delete(root);
         free(text);
-        free(path);
         return r;
 }
 

@@ -17,6 +17,7 @@
  * Skips as integration.criu does (citest_probe). */
 #include "criu_itest.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -217,22 +219,35 @@ START_TEST(job_dump_failures_leave_job_running)
         struct citest_run *res = ctl(env, "dump", "--tree", tree, "--images", itest_strdupf("%s/img", file), NULL);
         assert_run(res->status != 0 && strstr(res->out, "nothing was suspended"), res, "dump into a file: %d",
                    res->status);
+        /* criu's --action-script abbreviated (getopt_long takes prefixes):
+         * refused, it would run beside dump's own script. */
+        static const char *const abbrev[][2] = { { "--action-scr", "/bin/true" }, { "--act=/bin/true", NULL } };
+        for (int k = 0; k < 2; k++) {
+                res = ctl(env, "dump", "--tree", tree, "--images", x.img, "--", abbrev[k][0], abbrev[k][1], NULL);
+                assert_run(res->status == 2 && strstr(res->out, "--action-script in full"), res, "dump -- %s: %d",
+                           abbrev[k][0], res->status);
+        }
         ck_assert_msg(!strstr(citest_slurp(itest_strdupf("%s/daemon.log", x.d->dir)), "method=SuspendGroup"),
                       "the job was suspended for an image directory that cannot be written");
 
         /* An option criu refuses, then a criu failing at post-dump, after
-         * writing every image, with the tasks frozen. */
+         * writing every image, with the tasks frozen; then criu exiting 0
+         * without dumping anything (-V, --help). */
         const char *late = script(&x, "fail-post-dump", "test \"$CRTOOLS_SCRIPT_ACTION\" != post-dump");
         const char *const *opts[] = { (const char *const[]){ "--no-such-criu-option", NULL },
-                                      (const char *const[]){ "--action-script", late, NULL } };
-        for (int k = 0; k < 2; k++) {
+                                      (const char *const[]){ "--action-script", late, NULL },
+                                      (const char *const[]){ "-V", NULL },
+                                      (const char *const[]){ "--help", NULL } };
+        for (int k = 0; k < 4; k++) {
                 res = ctl(env, "dump", "--tree", tree, "--images", x.img, "--", opts[k][0], opts[k][1], NULL);
                 assert_run(res->status == 1, res, "dump with a failing criu (%s): exit status %d", opts[k][0],
                            res->status);
                 assert_run(strstr(res->out, "step 2 of 3 (criu dump) failed; the job was resumed"), res,
                            "dump did not say the job was resumed");
-                assert_run(k == 0 || strstr(res->out, "Post dump script"), res,
+                assert_run(k != 1 || strstr(res->out, "Post dump script"), res,
                            "criu did not fail at post-dump, or its log was not shown");
+                assert_run(k < 2 || strstr(res->out, "it dumped nothing"), res,
+                           "dump did not say criu %s dumped nothing", opts[k][0]);
                 for (int i = 0; i < 3; i++) {
                         ck_assert_msg(itest_start_time(pids[i]) == start[i], "pid %d is gone", (int)pids[i]);
                         citest_assert_state(&x, pids[i], "running");
@@ -241,6 +256,265 @@ START_TEST(job_dump_failures_leave_job_running)
                 ck_assert_int_ne(access(itest_strdupf("%s/manifest.json", x.img), F_OK), 0);
         }
         citest_kill_all(pids, 3);
+}
+END_TEST
+
+/* The contents of path, which must be a file. */
+static const char *file_text(const char *path)
+{
+        char *text = citest_slurp(path);
+        ck_assert_msg(text, "cannot read %s", path);
+        return text;
+}
+
+static void write_file(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "we");
+        ck_assert_msg(f, "cannot write %s: %s", path, strerror(errno));
+        fputs(text, f);
+        ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Entries of a directory, . and .. aside. */
+static int dir_entries(const char *path)
+{
+        DIR *d = opendir(path);
+        ck_assert_msg(d, "opendir %s: %s", path, strerror(errno));
+        int n = 0;
+        for (struct dirent *de; (de = readdir(d));)
+                n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+        closedir(d);
+        return n;
+}
+
+/* An image directory someone else could have prepared (dump runs as root):
+ * refused before anything is suspended, nothing written through a link. */
+START_TEST(job_dump_refuses_untrusted_dir)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = job_env(&x, NULL);
+        pid_t pids[1];
+        ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
+        const char *pid = itest_strdupf("%d", (int)pids[0]);
+        const char *victim = itest_strdupf("%s/victim", x.d->dir);
+        write_file(victim, "precious\n");
+
+        /* Another user's directory (with its part file a link to the
+         * victim), one writable by its group, a link to ours, then ours with
+         * the link in it. */
+        const char *other = itest_strdupf("%s/other", x.d->dir), *group = itest_strdupf("%s/group", x.d->dir);
+        const char *link = itest_strdupf("%s/link", x.d->dir);
+        ck_assert_int_eq(mkdir(other, 0700), 0);
+        ck_assert_int_eq(symlink(victim, itest_strdupf("%s/manifest.json.part", other)), 0);
+        ck_assert_int_eq(chown(other, 65534, 65534), 0);
+        ck_assert_int_eq(mkdir(group, 0700), 0);
+        ck_assert_int_eq(chmod(group, 0770), 0);
+        ck_assert_int_eq(symlink(x.img, link), 0);
+        ck_assert_int_eq(symlink(victim, itest_strdupf("%s/manifest.json.part", x.img)), 0);
+        const char *dirs[] = { other, group, link, x.img };
+        const char *why[] = { "another user's", "writable by others", "symbolic link", "not a file of this user's" };
+        for (int k = 0; k < 4; k++) {
+                struct citest_run *res = ctl(env, "dump", "--pids", pid, "--images", dirs[k], NULL);
+                assert_run(res->status == 1 && strstr(res->out, why[k]) && strstr(res->out, "nothing was suspended"),
+                           res, "dump into %s: exit status %d", dirs[k], res->status);
+        }
+        ck_assert_str_eq(file_text(victim), "precious\n");
+        ck_assert_msg(!strstr(file_text(itest_strdupf("%s/daemon.log", x.d->dir)), "method=SuspendGroup"),
+                      "the job was suspended for an image directory that is not trusted");
+
+        /* DIR/tree-PID a link to another directory: refused at step 2, the job resumed. */
+        const char *elsewhere = itest_strdupf("%s/elsewhere", x.d->dir);
+        ck_assert_int_eq(unlink(itest_strdupf("%s/manifest.json.part", x.img)), 0);
+        ck_assert_int_eq(mkdir(elsewhere, 0700), 0);
+        ck_assert_int_eq(symlink(elsewhere, itest_strdupf("%s/tree-%s", x.img, pid)), 0);
+        struct citest_run *res = ctl(env, "dump", "--pids", pid, "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "not a directory of this user's") &&
+                           strstr(res->out, "the job was resumed"),
+                   res, "dump with a linked tree directory: exit status %d", res->status);
+        ck_assert_int_eq(dir_entries(elsewhere), 0);
+        citest_assert_state(&x, pids[0], "running");
+        citest_check_memory(&x, pids[0], 1);
+        citest_kill_all(pids, 1);
+}
+END_TEST
+
+/* A manifest of trees (root: pids...) and members (pid in tree), by hand. */
+static void write_manifest(const char *dir, const char *trees, const char *members)
+{
+        write_file(itest_strdupf("%s/manifest.json", dir),
+                   itest_strdupf("{\"format\": \"cudackpt-job\", \"version\": 1, \"trees\": [%s], \"members\": [%s]}",
+                                 trees, members));
+}
+
+/* Images restore cannot trust (it runs as root and believes the manifest):
+ * refused before criu runs. */
+START_TEST(job_restore_refuses_untrusted_images)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        /* A criu that notes a restore (and fails it); --version as the real one. */
+        const char *ran = itest_strdupf("%s/criu-ran", x.d->dir);
+        const char *criu = script(&x, "criu-notes", itest_strdupf("[ \"$1\" = restore ] && { touch '%s'; exit 1; }\n"
+                                                                   "exec '%s' \"$@\"", ran, citest_criu_path));
+        const char *const *env = job_env(&x, criu);
+        /* Pids above any pid_max: free, and nothing to end. */
+        const char *tree = "{\"root\": 2000000001, \"images\": \"tree-2000000001\", \"pids\": [2000000001, 2000000002]}";
+        const char *tree2 = "{\"root\": 2000000003, \"images\": \"tree-2000000003\", \"pids\": [2000000003, 2000000002]}";
+        ck_assert_int_eq(mkdir(itest_strdupf("%s/tree-2000000001", x.img), 0700), 0);
+        ck_assert_int_eq(mkdir(itest_strdupf("%s/tree-2000000003", x.img), 0700), 0);
+        const char *bad[][3] = {
+                /* a member outside its tree, a member of a tree not there, twice a member */
+                { tree, "{\"pid\": 2000000009, \"tree\": 2000000001}", "do not agree" },
+                { tree, "{\"pid\": 2000000002, \"tree\": 2000000005}", "do not agree" },
+                { tree, "{\"pid\": 2000000002, \"tree\": 2000000001}, {\"pid\": 2000000002, \"tree\": 2000000001}",
+                  "do not agree" },
+                /* a pid in two trees, a root outside its tree, a pid not whole */
+                { itest_strdupf("%s, %s", tree, tree2), "", "do not agree" },
+                { "{\"root\": 2000000001, \"images\": \"tree-2000000001\", \"pids\": [2000000002]}", "", "do not agree" },
+                { "{\"root\": 2000000001, \"images\": \"tree-2000000001\", \"pids\": [2000000001, 2.5]}", "",
+                  "not a manifest" },
+        };
+        for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+                write_manifest(x.img, bad[k][0], bad[k][1]);
+                struct citest_run *res = ctl(env, "restore", "--images", x.img, NULL);
+                assert_run(res->status == 1 && strstr(res->out, bad[k][2]) && strstr(res->out, "nothing was restored"),
+                           res, "restore of bad manifest %zu: exit status %d", k, res->status);
+                ck_assert_msg(access(ran, F_OK) != 0, "criu ran for bad manifest %zu", k);
+        }
+
+        /* The manifest a FIFO, a link to a good one, another user's; the
+         * directory another user's; a tree's directory a link. */
+        const char *good = itest_strdupf("%s/good", x.d->dir), *manifest = itest_strdupf("%s/manifest.json", x.img);
+        ck_assert_int_eq(mkdir(good, 0700), 0);
+        write_manifest(good, tree, "{\"pid\": 2000000002, \"tree\": 2000000001}");
+        ck_assert_int_eq(unlink(manifest), 0);
+        ck_assert_int_eq(mkfifo(manifest, 0600), 0);
+        struct citest_run *res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "not a regular file"), res, "FIFO manifest: %d", res->status);
+        ck_assert_int_eq(unlink(manifest), 0);
+        ck_assert_int_eq(symlink(itest_strdupf("%s/manifest.json", good), manifest), 0);
+        res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "symbolic link"), res, "linked manifest: %d", res->status);
+        ck_assert_int_eq(unlink(manifest), 0);
+        write_manifest(x.img, tree, "{\"pid\": 2000000002, \"tree\": 2000000001}");
+        ck_assert_int_eq(chown(manifest, 65534, 65534), 0);
+        res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "not a regular file of uid"), res, "another's manifest: %d",
+                   res->status);
+        ck_assert_int_eq(chown(manifest, 0, 0), 0);
+        ck_assert_int_eq(chown(x.img, 65534, 65534), 0);
+        res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "another user's"), res, "another's DIR: %d", res->status);
+        ck_assert_int_eq(chown(x.img, 0, 0), 0);
+        const char *tdir = itest_strdupf("%s/tree-2000000001", x.img);
+        ck_assert_int_eq(rmdir(tdir), 0);
+        ck_assert_int_eq(symlink(good, tdir), 0);
+        res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "is not a directory of uid"), res, "linked tree: %d",
+                   res->status);
+        ck_assert_msg(access(ran, F_OK) != 0, "criu ran for untrusted images");
+
+        /* The same, good: criu runs (and fails, as this one does). */
+        ck_assert_int_eq(unlink(tdir), 0);
+        ck_assert_int_eq(mkdir(tdir, 0700), 0);
+        res = ctl(env, "restore", "--images", x.img, NULL);
+        assert_run(res->status == 1 && strstr(res->out, "step 1 of 2 (criu restore) failed"), res, "good: %d",
+                   res->status);
+        ck_assert_msg(access(ran, F_OK) == 0, "criu did not run for good images");
+}
+END_TEST
+
+/* A criu that, at dump or restore, creates DIR/criu.VERB and waits for
+ * DIR/go.VERB before it goes on as the real one. */
+static const char *waiting_criu(struct citest_ctx *x)
+{
+        const char *d = x->d->dir;
+        return script(x, "criu-waits",
+                      itest_strdupf("case \"$1\" in dump|restore)\n  touch '%s/criu.'\"$1\"\n"
+                                    "  while [ ! -e '%s/go.'\"$1\" ]; do sleep 0.01; done;;\nesac\nexec '%s' \"$@\"",
+                                    d, d, citest_criu_path));
+}
+
+/* Runs cudackptctl ARGS with env in a process group of its own (not an
+ * orphaned one: stop signals stop it), its output into the file out. */
+static pid_t ctl_start(const char *const *env, const char *out, const char *const *args)
+{
+        const char *argv[16];
+        size_t n = 0;
+        argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
+        for (; args[n - 1] && n < 15; n++)
+                argv[n] = args[n - 1];
+        argv[n] = NULL;
+        pid_t parent = getpid(), c = fork();
+        ck_assert_int_ge(c, 0);
+        if (c == 0) {
+                setpgid(0, 0);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                if (getppid() != parent || devnull < 0 || fd < 0 || dup2(devnull, 0) < 0 || dup2(fd, 1) < 0 ||
+                    dup2(fd, 2) < 0)
+                        _exit(127);
+                execve(argv[0], (char *const *)argv, (char *const *)env);
+                _exit(127);
+        }
+        return c;
+}
+
+/* cudackptctl VERB ... sent every signal it holds while its criu runs:
+ * neither stopped nor ended, it waits for criu and succeeds. */
+static void signals_during_criu(struct citest_ctx *x, const char *const *env, const char *verb,
+                                const char *const *args)
+{
+        const char *out = itest_strdupf("%s/ctl-%s.out", x->d->dir, verb);
+        const char *started = itest_strdupf("%s/criu.%s", x->d->dir, verb);
+        pid_t c = ctl_start(env, out, args);
+        int st = 0;
+        double deadline = itest_now_ms() + AWAIT_MS;
+        while (access(started, F_OK) != 0) {
+                ck_assert_msg(itest_now_ms() < deadline, "cudackptctl %s did not start criu %s", verb, verb);
+                ck_assert_msg(waitpid(c, &st, WNOHANG) == 0, "cudackptctl %s ended before criu: %s", verb,
+                              citest_slurp(out));
+                poll(NULL, 0, 5);
+        }
+        static const int sigs[] = { SIGTSTP, SIGTTIN, SIGTTOU, SIGQUIT, SIGINT, SIGTERM, SIGHUP };
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+                ck_assert_int_eq(kill(c, sigs[i]), 0);
+                poll(NULL, 0, 50);
+                pid_t w = waitpid(c, &st, WNOHANG | WUNTRACED);
+                ck_assert_msg(w == 0, "cudackptctl %s %s on signal %d while criu ran", verb,
+                              w == c && WIFSTOPPED(st) ? "stopped" : "ended", sigs[i]);
+        }
+        write_file(itest_strdupf("%s/go.%s", x->d->dir, verb), "");
+        deadline = itest_now_ms() + JOB_TIMEOUT_MS;
+        while (waitpid(c, &st, WNOHANG) == 0) {
+                ck_assert_msg(itest_now_ms() < deadline, "cudackptctl %s did not end", verb);
+                poll(NULL, 0, 10);
+        }
+        const char *text = citest_slurp(out);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(text, "got signal"),
+                      "cudackptctl %s: status 0x%x, it printed: %s", verb, st, text);
+}
+
+START_TEST(job_signals_wait_for_criu)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = job_env(&x, waiting_criu(&x));
+        pid_t pids[1];
+        uint64_t start[1];
+        ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
+        start_times(pids, start, 1);
+        citest_check_memory(&x, pids[0], 1);
+
+        const char *const dump[] = { "dump", "--pids", itest_strdupf("%d", (int)pids[0]), "--images", x.img, NULL };
+        signals_during_criu(&x, env, "dump", dump);
+        check_dumped(&x, x.img, pids, 1, 1);
+        const char *const restore[] = { "restore", "--images", x.img, NULL };
+        signals_during_criu(&x, env, "restore", restore);
+        check_job_restored(&x, pids, start, 1, 2);
+        citest_kill_all(pids, 1);
 }
 END_TEST
 
@@ -378,6 +652,29 @@ START_TEST(job_two_trees_all_or_nothing)
                 citest_check_memory(&x, pids[i], 1);
         }
 
+        /* The second tree's criu exits 0 without dumping (-V) while the
+         * first waits at post-dump: the dump fails, neither tree ends. */
+        const char *early = itest_strdupf("%s/criu-early", x.bin);
+        FILE *f = fopen(early, "we");
+        ck_assert(f);
+        fprintf(f, "#!/bin/sh\nif [ \"$1\" = dump ] && [ \"$3\" = %d ]; then\n"
+                   "  for i in $(seq 1000); do grep -q 'Running post-dump' '%s/tree-%d/dump.log' 2>/dev/null && break; "
+                   "sleep 0.01; done\n  sleep 0.2\n  exec '%s' -V\nfi\nexec '%s' \"$@\"\n",
+                (int)pids[1], x.img, (int)pids[0], citest_criu_path, citest_criu_path);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_int_eq(chmod(early, 0755), 0);
+        res = ctl(job_env(&x, early), "dump", "--pids", list, "--images", x.img, NULL);
+        /* (The first's barrier script, when it had not connected yet, is
+         * refused instead of let down: either way its criu fails.) */
+        assert_run(res->status == 1 && strstr(res->out, "the job was resumed") && strstr(res->out, "dumped nothing") &&
+                           strstr(res->out, itest_strdupf("tree %d exited with status", (int)pids[0])),
+                   res, "dump with an early criu: %d", res->status);
+        for (int i = 0; i < 2; i++) {
+                ck_assert_msg(itest_start_time(pids[i]) == start[i], "tree %d ended after a criu dumped nothing",
+                              (int)pids[i]);
+                citest_assert_state(&x, pids[i], "running");
+        }
+
         /* Both dumped, both back. */
         res = ctl(env, "dump", "--pids", list, "--images", x.img, NULL);
         expect_ok(res, "dump of two trees");
@@ -437,7 +734,10 @@ int main(void)
         TCase *tc = itest_tcase(s, "criu_job", 6.0 * JOB_TIMEOUT_MS / 1000);
         tcase_add_test(tc, job_tree_dump_restore);
         tcase_add_test(tc, job_dump_failures_leave_job_running);
+        tcase_add_test(tc, job_dump_refuses_untrusted_dir);
+        tcase_add_test(tc, job_restore_refuses_untrusted_images);
         tcase_add_test(tc, job_dump_killed_leaves_job_running);
+        tcase_add_test(tc, job_signals_wait_for_criu);
         tcase_add_test(tc, job_leave_running_then_restore);
         tcase_add_test(tc, job_two_trees_all_or_nothing);
         tcase_add_test(tc, job_restore_device_map);
