@@ -204,7 +204,7 @@ static int hold(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h)
                         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
                 if (stop_signal && !child)
                         return CUDACKPT_EXIT_OK;
-                if (stop_signal && forwarded != stop_signal) {
+                if (stop_signal && child && forwarded != stop_signal) {
                         forwarded = stop_signal;
                         (void)kill(child, forwarded);
                 }
