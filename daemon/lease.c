@@ -395,25 +395,6 @@ static struct lease *add_lease(struct server *s, struct conn *c, enum proto_meth
         return l;
 }
 
-/* "lease": {"id", "lease_ms"?, "on_close", "secret"?} in reply's parameters. */
-static void reply_lease(const struct lease *l, cJSON *reply)
-{
-        cJSON *p = reply ? cJSON_GetObjectItemCaseSensitive(reply, "parameters") : NULL;
-        cJSON *o = p ? cJSON_AddObjectToObject(p, "lease") : NULL;
-        char hex[2 * LEASE_SECRET_BYTES + 1];
-
-        if (!o)
-                return;
-        cJSON_AddNumberToObject(o, "id", (double)l->id);
-        if (l->ms)
-                cJSON_AddNumberToObject(o, "lease_ms", l->ms);
-        cJSON_AddBoolToObject(o, "on_close", l->on_close);
-        if (l->has_secret) {
-                leasestore_hex(l->secret, sizeof(l->secret), hex);
-                cJSON_AddStringToObject(o, "secret", hex);
-        }
-}
-
 void lease_grant(struct server *s, struct conn *c, enum proto_method m, const struct proto_lease *want,
                  const struct lease_member *members, size_t n, cJSON *reply)
 {
@@ -431,7 +412,7 @@ void lease_grant(struct server *s, struct conn *c, enum proto_method m, const st
         audit(l, "granted", detail);
         for (size_t i = 0; i < n; i++)
                 member_event(s, l, &l->m[i], WATCH_LEASE_TAKEN, NULL, NULL);
-        reply_lease(l, reply);
+        lease_reply_grant(l, reply);
         if (n == 0) {
                 end_lease(s, l, METRICS_LEASES_FINISHED); /* nothing to guard */
         } else if (l->on_close && c->closing) {

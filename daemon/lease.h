@@ -132,11 +132,14 @@ void lease_call(struct conn *c, const struct proto_call *call);
  * connections close), for the next start to honour. */
 void lease_shutdown(struct server *s);
 
-/* For leasecall.c: the lease of this id (undoing ones included), NULL if
+/* Between lease.c and leasecall.c: the lease of this id (undoing ones included), NULL if
  * none; ending it (released), a new expiry, and c as its holder. */
 struct lease *lease_find(struct server *s, uint64_t id);
 void lease_release(struct server *s, struct lease *l);
 void lease_renew(struct server *s, struct lease *l, uint32_t ms);
 void lease_claim(struct server *s, struct lease *l, struct conn *c);
+/* "lease": {"id", "lease_ms"?, "on_close", "secret"?} in the parameters of
+ * the reply that granted l. */
+void lease_reply_grant(const struct lease *l, cJSON *reply);
 
 #endif

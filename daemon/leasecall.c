@@ -19,6 +19,25 @@ static struct lease_table *table_of(struct server *s)
         return &s->leases;
 }
 
+/* "lease": {"id", "lease_ms"?, "on_close", "secret"?} in reply's parameters. */
+void lease_reply_grant(const struct lease *l, cJSON *reply)
+{
+        cJSON *p = reply ? cJSON_GetObjectItemCaseSensitive(reply, "parameters") : NULL;
+        cJSON *o = p ? cJSON_AddObjectToObject(p, "lease") : NULL;
+        char hex[2 * LEASE_SECRET_BYTES + 1];
+
+        if (!o)
+                return;
+        cJSON_AddNumberToObject(o, "id", (double)l->id);
+        if (l->ms)
+                cJSON_AddNumberToObject(o, "lease_ms", l->ms);
+        cJSON_AddBoolToObject(o, "on_close", l->on_close);
+        if (l->has_secret) {
+                leasestore_hex(l->secret, sizeof(l->secret), hex);
+                cJSON_AddStringToObject(o, "secret", hex);
+        }
+}
+
 /* Whether caller may release, renew or claim l (access.h has the rule). */
 static bool may_manage(const struct server *s, const struct policy_caller *caller, const struct lease *l)
 {
