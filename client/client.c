@@ -97,11 +97,65 @@ static int client_finish_connect(int fd) {
         return -err;
 }
 
+/* How long cudackpt_client_connect() waits for a daemon that is not
+ * there: $CUDACKPT_CONNECT_TIMEOUT_MS, else the default. */
+static int64_t client_connect_timeout_ms(void) {
+        const char *v = secure_getenv(CUDACKPT_CONNECT_TIMEOUT_ENV);
+        char *end;
+        long long ms;
+
+        if (!v || !*v)
+                return CUDACKPT_CONNECT_TIMEOUT_DEFAULT_MS;
+        errno = 0;
+        ms = strtoll(v, &end, 10);
+        if (errno || *end || end == v || ms < 0 || ms > CUDACKPT_CONNECT_TIMEOUT_MAX_MS)
+                return CUDACKPT_CONNECT_TIMEOUT_DEFAULT_MS;
+        return ms;
+}
+
+/* One connect(); the socket on success, else -errno. */
+static int client_connect_once(const struct sockaddr_un *sa, size_t len) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
+
+        if (fd < 0)
+                return -errno;
+        r = connect(fd, (const struct sockaddr *) sa, (socklen_t) (offsetof(struct sockaddr_un, sun_path) + len + 1));
+        if (r < 0)
+                r = errno == EINTR ? client_finish_connect(fd) : -errno;
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* A daemon that is restarting has no socket file (ENOENT), a file nobody
+ * listens on (ECONNREFUSED) or a full backlog (EAGAIN) for a moment:
+ * try again, waiting longer each time, until the timeout. */
+static int client_connect_retrying(const struct sockaddr_un *sa, size_t len) {
+        int64_t deadline = client_now_ms() + client_connect_timeout_ms(), delay = 20;
+
+        for (;;) {
+                int fd = client_connect_once(sa, len);
+                int64_t left = deadline - client_now_ms();
+                struct timespec ts;
+
+                if (fd >= 0 || (fd != -ENOENT && fd != -ECONNREFUSED && fd != -EAGAIN) || left <= 0)
+                        return fd;
+                if (delay > left)
+                        delay = left;
+                ts = (struct timespec) { .tv_sec = delay / 1000, .tv_nsec = (long) (delay % 1000) * 1000000 };
+                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                        ;
+                delay = delay * 2 > 500 ? 500 : delay * 2;
+        }
+}
+
 CUDACKPT_EXPORT int cudackpt_client_connect(const char *socket_path, cudackpt_client **ret_client) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         cudackpt_client *c;
         size_t len;
-        int fd, r;
+        int fd;
 
         if (!ret_client)
                 return -EINVAL;
@@ -118,17 +172,9 @@ CUDACKPT_EXPORT int cudackpt_client_connect(const char *socket_path, cudackpt_cl
                 return -ENAMETOOLONG;
         memcpy(sa.sun_path, socket_path, len + 1);
 
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        fd = client_connect_retrying(&sa, len);
         if (fd < 0)
-                return -errno;
-        r = connect(fd, (const struct sockaddr *) &sa,
-                    (socklen_t) (offsetof(struct sockaddr_un, sun_path) + len + 1));
-        if (r < 0)
-                r = errno == EINTR ? client_finish_connect(fd) : -errno;
-        if (r < 0) {
-                close(fd);
-                return r;
-        }
+                return fd;
 
         c = calloc(1, sizeof(*c));
         if (!c) {
@@ -147,6 +193,10 @@ CUDACKPT_EXPORT void cudackpt_client_free(cudackpt_client *c) {
                 close(c->fd);
         free(c->buf);
         free(c);
+}
+
+CUDACKPT_EXPORT int cudackpt_client_fd(const cudackpt_client *c) {
+        return c ? c->fd : -EINVAL;
 }
 
 CUDACKPT_EXPORT int cudackpt_client_set_timeout(cudackpt_client *c, int timeout_ms) {

@@ -185,9 +185,14 @@ typedef struct ctl_lease_op {
         bool hold;                      /* lease_on_close, held until command ends or a signal */
         char **command;                 /* NULL-terminated, or NULL: hold until SIGINT/SIGTERM/SIGHUP */
         bool json;
+        const char *socket;             /* to connect again after a daemon restart */
+        int timeout_ms;                 /* --timeout, for such a connection */
 } ctl_lease_op;
 
-int ctl_lease_run(cudackpt_client *client, const ctl_lease_op *o);
+/* --hold: when the daemon closes the connection meanwhile (a restart),
+ * connects again and claims the lease (ClaimLease), so *clientp may be
+ * replaced. */
+int ctl_lease_run(cudackpt_client **clientp, const ctl_lease_op *o);
 
 /* --hold: ctl_hold_signals() before the operation makes SIGINT, SIGTERM
  * and SIGHUP end the hold rather than the client; ctl_hold_wait() then

@@ -669,9 +669,11 @@ static int ctl_run(const ctl_args *a) {
                         .hold = a->hold,
                         .command = a->command_argv,
                         .json = a->json,
+                        .socket = path,
+                        .timeout_ms = a->timeout_ms,
                 };
 
-                status = ctl_lease_run(client, &o);
+                status = ctl_lease_run(&client, &o);
                 cudackpt_client_free(client);
                 return status;
         }

@@ -45,6 +45,7 @@ struct config {
         unsigned max_leases;          /* leases held in all */
         unsigned max_leases_per_uid;  /* ... taken by one unprivileged uid */
         unsigned max_leases_reserved; /* ... of max_leases, for privileged callers */
+        uint32_t lease_claim_grace_ms; /* after a restart, how long an on-close lease waits for ClaimLease */
         unsigned max_watchers;        /* Watch streams in all */
         unsigned max_watchers_per_uid; /* ... for one unprivileged uid */
         unsigned max_watchers_reserved; /* ... of max_watchers, for privileged callers */

@@ -383,6 +383,7 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
                 break;
         case PROTO_RELEASE_LEASE:
         case PROTO_RENEW_LEASE:
+        case PROTO_CLAIM_LEASE:
                 lease_call(c, &call);
                 break;
         case PROTO_WATCH:

@@ -1,4 +1,4 @@
-/* lease.c: granting, ending and undoing leases (lease.h). */
+/* lease.c: granting, ending, undoing and reading back leases (lease.h). */
 #include "lease.h"
 
 #include <errno.h>
@@ -6,34 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "access.h"
 #include "conn.h"
 #include "cudackpt/protocol.h"
 #include "group.h"
+#include "leasestore.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
 #include "watch.h"
-
-struct lease {
-        struct lease *prev, *next;
-        struct server *srv;
-        uint64_t id;
-        struct conn *conn;              /* on_close: the holder; NULL once it closed */
-        bool on_close;
-        uint32_t ms;                    /* 0: no expiry */
-        uint64_t expires;               /* uv_now() deadline; 0: none */
-        uid_t uid;                      /* who took it */
-        bool privileged;                /* ... with a reserve in the share (access.h) */
-        pid_t caller_pid;
-        enum proto_method method;
-        struct lease_member *m;         /* owned */
-        size_t n;
-        bool undoing;                   /* its undo group runs */
-        enum metrics_counter why;       /* what set the undo off; counted when it ends */
-};
 
 static struct lease_table *table_of(struct server *s)
 {
@@ -85,6 +69,30 @@ static void member_event(struct server *s, const struct lease *l, const struct l
 /* ---- the table ------------------------------------------------------------- */
 
 static void arm(struct server *s);
+static void lease_undo(struct server *s, struct lease *l, enum metrics_counter why);
+static void park(struct server *s, struct lease *l);
+
+/* Writes the table to the store, before the reply that changed it (a small
+ * write and two fsyncs on the loop thread: docs/design.md).  A failure is
+ * logged once, until a write works again. */
+static void lease_persist(struct server *s)
+{
+        struct lease_table *t = table_of(s);
+        char why[256];
+
+        if (!t->store || !t->loaded)
+                return; /* not before the store was read back: it would lose it */
+        if (leasestore_save(t->store, t->head, t->next_id, why, sizeof(why)) < 0) {
+                if (!t->store_failing)
+                        log_error("Failed to write the lease store %s: %s; a daemon that restarts now will not "
+                                  "honour the leases held",
+                                  t->store, why);
+                t->store_failing = true;
+        } else if (t->store_failing) {
+                log_notice("The lease store %s is written again", t->store);
+                t->store_failing = false;
+        }
+}
 
 static void unlink_lease(struct server *s, struct lease *l)
 {
@@ -104,6 +112,7 @@ static void unlink_lease(struct server *s, struct lease *l)
         free(l->m);
         free(l);
         arm(s);
+        lease_persist(s);
 }
 
 /* Ends l without an undo. */
@@ -125,6 +134,8 @@ static void drop_member(struct server *s, struct lease *l, size_t i, enum metric
         table_of(s)->n_members--;
         if (l->n == 0)
                 end_lease(s, l, why);
+        else
+                lease_persist(s);
 }
 
 static struct lease *find_member(struct server *s, pid_t pid, size_t *ret_i)
@@ -149,20 +160,11 @@ static void undo_done(void *ctx, cJSON *msg)
         const char *why = reason_names[l->why];
         char detail[160];
 
-        /* A daemon that stops while an undo waits ends it unmade: the stop's
-         * rule, not the undo's failure. */
+        /* A daemon that stops while an undo waits leaves it to the next
+         * start: the stop's rule, not the undo's failure. */
         if (!ok && cJSON_IsString(err) && strcmp(err->valuestring, CUDACKPT_ERROR_SHUTTING_DOWN) == 0) {
-                for (size_t i = 0; i < l->n; i++)
-                        log_warning("Lease %" PRIu64 " of uid %u pid %d (%s) not honoured: the daemon is stopping "
-                                    "before its undo ran; process %d stays as it is",
-                                    l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method),
-                                    (int)l->m[i].pid);
-                snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: not honoured, the daemon is stopping", l->id,
-                         why);
-                audit(l, reason_names[METRICS_LEASES_NOT_HONOURED], detail);
-                metrics_count(&s->metrics, METRICS_LEASES_NOT_HONOURED);
                 cJSON_Delete(msg);
-                unlink_lease(s, l);
+                park(s, l);
                 return;
         }
         metrics_count(&s->metrics, l->why);
@@ -192,23 +194,46 @@ static void undo_done(void *ctx, cJSON *msg)
         unlink_lease(s, l);
 }
 
+/* The daemon stops before l's undo ran: the store keeps it, and the next
+ * start makes it. */
+static void park(struct server *s, struct lease *l)
+{
+        char detail[160];
+
+        l->parked = true;
+        log_notice("Lease %" PRIu64 " of uid %u pid %d (%s): the daemon is stopping before its undo ran; kept in "
+                   "the lease store, the next start undoes it",
+                   l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method));
+        snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: undo left to the next start", l->id,
+                 reason_names[l->why]);
+        audit(l, "kept", detail);
+        lease_persist(s);
+}
+
 /* Brings l's processes back to running: ResumeGroup of the daemon's own
  * on exactly the processes leased (pinned by start time). */
-static void undo(struct server *s, struct lease *l, enum metrics_counter why)
+static void lease_undo(struct server *s, struct lease *l, enum metrics_counter why)
 {
         struct proto_group_request req = { .kind = PROTO_SELECT_PIDS };
 
         if (l->undoing)
                 return;
         l->undoing = true;
+        l->unclaimed = false;
         l->why = why;
         if (l->conn) {
                 l->conn->leases--;
                 l->conn = NULL;
         }
+        if (s->shutting_down) {
+                park(s, l);
+                arm(s);
+                return;
+        }
         log_notice("Lease %" PRIu64 " of uid %u pid %d on %zu processes %s: undoing its %s", l->id,
                    (unsigned)l->uid, (int)l->caller_pid, l->n,
                    why == METRICS_LEASES_EXPIRED ? "expired" : "lost its connection", proto_method_name(l->method));
+        lease_persist(s); /* a restart before it ends makes it again */
         req.pids = calloc(l->n ? l->n : 1, sizeof(*req.pids));
         if (req.pids) {
                 for (size_t i = 0; i < l->n; i++)
@@ -232,7 +257,13 @@ static void on_timer(uv_timer_t *timer)
         for (l = table_of(s)->head; l; l = next) {
                 next = l->next;
                 if (!l->undoing && l->expires && l->expires <= now)
-                        undo(s, l, METRICS_LEASES_EXPIRED);
+                        lease_undo(s, l, METRICS_LEASES_EXPIRED);
+                else if (!l->undoing && l->unclaimed && l->claim_by <= now) {
+                        log_notice("Lease %" PRIu64 " of uid %u pid %d: its holder did not claim it within "
+                                   "lease_claim_grace_ms (%u ms) of the start",
+                                   l->id, (unsigned)l->uid, (int)l->caller_pid, (unsigned)s->cfg->lease_claim_grace_ms);
+                        lease_undo(s, l, METRICS_LEASES_CLOSED);
+                }
         }
         arm(s);
 }
@@ -242,9 +273,12 @@ static void arm(struct server *s)
         struct lease_table *t = table_of(s);
         uint64_t first = 0, now = uv_now(s->loop);
 
-        for (struct lease *l = t->head; l; l = l->next)
+        for (struct lease *l = t->head; l; l = l->next) {
                 if (!l->undoing && l->expires && (!first || l->expires < first))
                         first = l->expires;
+                if (!l->undoing && l->unclaimed && (!first || l->claim_by < first))
+                        first = l->claim_by;
+        }
         if (!first) {
                 uv_timer_stop(&t->timer);
                 return;
@@ -252,9 +286,23 @@ static void arm(struct server *s)
         uv_timer_start(&t->timer, on_timer, first > now ? first - now : 0, 0);
 }
 
+/* Puts l (its members counted) at the head of the table. */
+static void lease_link(struct server *s, struct lease *l)
+{
+        struct lease_table *t = table_of(s);
+
+        l->prev = NULL;
+        l->next = t->head;
+        if (t->head)
+                t->head->prev = l;
+        t->head = l;
+        t->n++;
+        t->n_members += (unsigned)l->n;
+}
+
 /* ---- the API --------------------------------------------------------------- */
 
-void lease_init(struct server *s)
+void lease_init(struct server *s, const char *runtime_dir)
 {
         struct lease_table *t = table_of(s);
 
@@ -266,38 +314,42 @@ void lease_init(struct server *s)
         t->timer.data = s;
         /* The undo's caller: root in the daemon's own pid namespace. */
         t->self = (struct policy_caller){ .uid = 0, .gid = 0, .pid = getpid(), .pidfd = -1 };
+        t->store = leasestore_path(runtime_dir);
+        if (!t->store)
+                log_error("No lease store (runtime directory \"%s\"): leases will not outlive the daemon",
+                          runtime_dir ? runtime_dir : "");
 }
 
 void lease_close(struct server *s)
 {
-        if (!uv_is_closing((uv_handle_t *)&table_of(s)->timer))
-                uv_close((uv_handle_t *)&table_of(s)->timer, NULL);
+        struct lease_table *t = table_of(s);
+
+        if (!uv_is_closing((uv_handle_t *)&t->timer))
+                uv_close((uv_handle_t *)&t->timer, NULL);
+        /* What is left is in the store, for the next start. */
+        while (t->head) {
+                struct lease *l = t->head;
+                t->head = l->next;
+                free(l->m);
+                free(l);
+        }
+        free(t->store);
+        t->store = NULL;
 }
 
-void lease_grant(struct server *s, struct conn *c, enum proto_method m, const struct proto_lease *want,
-                 const struct lease_member *members, size_t n, cJSON *reply)
+/* A new lease of c's caller on members, in the table (ends members'
+ * older leases); NULL when out of memory. */
+static struct lease *add_lease(struct server *s, struct conn *c, enum proto_method m, const struct proto_lease *want,
+                               const struct lease_member *members, size_t n)
 {
         struct lease_table *t = table_of(s);
-        struct lease *l;
-        cJSON *p = reply ? cJSON_GetObjectItemCaseSensitive(reply, "parameters") : NULL, *o;
+        struct lease *l = calloc(1, sizeof(*l));
 
-        if (s->shutting_down) {
-                /* Its connection is about to close and nothing would undo it. */
-                for (size_t i = 0; i < n; i++)
-                        log_warning("Lease asked by uid %u pid %d (%s) not honoured: the daemon is stopping; "
-                                    "process %d stays as it is",
-                                    (unsigned)c->caller.uid, (int)c->caller.pid, proto_method_name(m),
-                                    (int)members[i].pid);
-                return; /* never granted: not counted as ended */
-        }
-        l = calloc(1, sizeof(*l));
         if (l)
                 l->m = calloc(n ? n : 1, sizeof(*l->m));
         if (!l || !l->m) {
                 free(l);
-                log_error("%s by uid %u: out of memory for its lease; its processes stay as they are",
-                          proto_method_name(m), (unsigned)c->caller.uid);
-                return;
+                return NULL;
         }
         /* A process belongs to one lease: the newest. */
         for (size_t i = 0; i < n; i++) {
@@ -327,38 +379,48 @@ void lease_grant(struct server *s, struct conn *c, enum proto_method m, const st
         l->on_close = want->on_close;
         l->ms = want->ms;
         l->expires = want->ms ? uv_now(s->loop) + want->ms : 0;
-        l->next = t->head;
-        if (t->head)
-                t->head->prev = l;
-        t->head = l;
-        t->n++;
-        t->n_members += (unsigned)n;
-        if (l->on_close) {
+        l->deadline = want->ms ? leasestore_boottime_ms() + want->ms : 0;
+        /* The holder's proof when it claims the lease after a restart. */
+        l->has_secret = l->on_close && getrandom(l->secret, sizeof(l->secret), 0) == (ssize_t)sizeof(l->secret);
+        if (l->on_close && !l->has_secret)
+                log_warning("Lease %" PRIu64 ": no random secret (%s): it cannot be claimed after a restart", l->id,
+                            strerror(errno));
+        lease_link(s, l);
+        if (l->on_close && !s->shutting_down) {
                 l->conn = c;
                 c->leases++;
+        } else if (l->on_close) {
+                l->unclaimed = true; /* its connection closes with the daemon */
+        }
+        return l;
+}
+
+void lease_grant(struct server *s, struct conn *c, enum proto_method m, const struct proto_lease *want,
+                 const struct lease_member *members, size_t n, cJSON *reply)
+{
+        struct lease *l = add_lease(s, c, m, want, members, n);
+        char detail[96];
+
+        if (!l) {
+                log_error("%s by uid %u: out of memory for its lease; its processes stay as they are",
+                          proto_method_name(m), (unsigned)c->caller.uid);
+                return;
         }
         metrics_count(&s->metrics, METRICS_LEASES_GRANTED);
-        {
-                char detail[96];
-                snprintf(detail, sizeof(detail), "lease %" PRIu64 " on %zu processes%s, %u ms", l->id, n,
-                         l->on_close ? " until the connection closes" : "", (unsigned)l->ms);
-                audit(l, "granted", detail);
-        }
+        snprintf(detail, sizeof(detail), "lease %" PRIu64 " on %zu processes%s, %u ms", l->id, n,
+                 l->on_close ? " until the connection closes" : "", (unsigned)l->ms);
+        audit(l, "granted", detail);
         for (size_t i = 0; i < n; i++)
                 member_event(s, l, &l->m[i], WATCH_LEASE_TAKEN, NULL, NULL);
-        o = p ? cJSON_AddObjectToObject(p, "lease") : NULL;
-        if (o) {
-                cJSON_AddNumberToObject(o, "id", (double)l->id);
-                if (l->ms)
-                        cJSON_AddNumberToObject(o, "lease_ms", l->ms);
-                cJSON_AddBoolToObject(o, "on_close", l->on_close);
-        }
-        if (n == 0)
+        lease_reply_grant(l, reply);
+        if (n == 0) {
                 end_lease(s, l, METRICS_LEASES_FINISHED); /* nothing to guard */
-        else if (l->on_close && c->closing)
-                undo(s, l, METRICS_LEASES_CLOSED); /* the holder is already gone */
-        else
+        } else if (l->on_close && c->closing) {
+                lease_undo(s, l, METRICS_LEASES_CLOSED); /* the holder is already gone */
+        } else {
                 arm(s);
+                lease_persist(s); /* before the reply goes out */
+        }
 }
 
 void lease_op_finished(struct server *s, pid_t pid, uint64_t start_time, enum proto_method m,
@@ -391,118 +453,164 @@ void lease_conn_closed(struct server *s, struct conn *c)
         for (l = table_of(s)->head; l; l = next) {
                 next = l->next;
                 if (l->conn == c)
-                        undo(s, l, METRICS_LEASES_CLOSED);
+                        lease_undo(s, l, METRICS_LEASES_CLOSED);
         }
 }
 
 void lease_shutdown(struct server *s)
 {
-        struct lease *l, *next;
+        struct lease_table *t = table_of(s);
+        bool kept = t->store && t->loaded;
 
-        for (l = table_of(s)->head; l; l = next) {
-                next = l->next;
+        uv_timer_stop(&t->timer);
+        for (struct lease *l = t->head; l; l = l->next) {
+                /* The connections close with the daemon: the next start waits
+                 * for the holder to claim its lease. */
+                if (l->conn) {
+                        l->conn->leases--;
+                        l->conn = NULL;
+                        l->unclaimed = true;
+                }
                 if (l->undoing)
                         continue;
-                for (size_t i = 0; i < l->n; i++)
-                        log_warning("Lease %" PRIu64 " of uid %u pid %d (%s) not honoured: the daemon is stopping; "
-                                    "process %d stays as it is",
-                                    l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method),
-                                    (int)l->m[i].pid);
-                end_lease(s, l, METRICS_LEASES_NOT_HONOURED);
+                if (kept)
+                        log_notice("Lease %" PRIu64 " of uid %u pid %d (%s) on %zu processes: the daemon is stopping; "
+                                   "kept in the lease store for the next start",
+                                   l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method), l->n);
+                else
+                        for (size_t i = 0; i < l->n; i++)
+                                log_warning("Lease %" PRIu64 " of uid %u pid %d (%s) not honoured: the daemon is "
+                                            "stopping without a lease store; process %d stays as it is",
+                                            l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method),
+                                            (int)l->m[i].pid);
         }
+        lease_persist(s);
+        if (!kept || t->store_failing)
+                for (struct lease *l = t->head; l; l = l->next)
+                        metrics_count(&s->metrics, METRICS_LEASES_NOT_HONOURED);
 }
 
-/* Whether caller may release or renew l (access.h has the rule). */
-static bool may_manage(const struct server *s, const struct policy_caller *caller, const struct lease *l)
-{
-        struct access_proc procs[16] = { { 0 } }, *p = procs;
-        bool ok;
+/* ---- changes made by calls (leasecall.c) -------------------------------------- */
 
-        if (l->n > 16 && !(p = calloc(l->n, sizeof(*p))))
-                return false;
+struct lease *lease_find(struct server *s, uint64_t id)
+{
+        for (struct lease *l = table_of(s)->head; l; l = l->next)
+                if (l->id == id)
+                        return l;
+        return NULL;
+}
+
+void lease_release(struct server *s, struct lease *l)
+{
         for (size_t i = 0; i < l->n; i++)
-                p[i] = (struct access_proc){ .pid = l->m[i].pid, .owner = l->m[i].owner };
-        ok = access_may_manage_lease(s->cfg, caller, l->uid, p, l->n);
-        if (p != procs)
-                free(p);
-        return ok;
+                member_event(s, l, &l->m[i], WATCH_LEASE_ENDED, reason_names[METRICS_LEASES_RELEASED], NULL);
+        end_lease(s, l, METRICS_LEASES_RELEASED);
 }
 
-bool lease_admit(struct server *s, const struct policy_caller *caller, struct share_refusal *ret)
+void lease_renew(struct server *s, struct lease *l, uint32_t ms)
 {
-        return share_take(&table_of(s)->share, caller->uid, access_privileged(s->cfg, caller), ret) == 0;
+        l->ms = ms;
+        l->expires = uv_now(s->loop) + ms;
+        l->deadline = leasestore_boottime_ms() + ms;
+        arm(s);
+        lease_persist(s);
 }
 
-void lease_unadmit(struct server *s, const struct policy_caller *caller)
+void lease_claim(struct server *s, struct lease *l, struct conn *c)
 {
-        share_give(&table_of(s)->share, caller->uid, access_privileged(s->cfg, caller));
+        if (l->conn)
+                l->conn->leases--;
+        l->conn = c;
+        c->leases++;
+        l->unclaimed = false;
+        arm(s);
 }
 
-/* The audit line of a release or renewal names who did it, and whose
- * lease it was. */
-static void audit_managed(const struct conn *c, const struct lease *l, const char *what, uint32_t ms)
+/* ---- read back at start ------------------------------------------------------- */
+
+/* l, read from the store, joins the table as what runs now allows. */
+static void restore_one(struct server *s, struct lease *l, bool same_boot, uint64_t now_boot)
 {
         char detail[160];
-        struct log_audit a = {
-                .caller_uid = (unsigned)c->caller.uid,
-                .caller_pid = (int)c->caller.pid,
-                .target_pid = l->n > 0 ? (int)l->m[0].pid : 0,
-                .method = what,
-                .result = "ok",
-                .detail = detail,
-        };
 
-        if (ms)
-                snprintf(detail, sizeof(detail), "lease %" PRIu64 " of uid %u pid %d on %zu processes, now %u ms",
-                         l->id, (unsigned)l->uid, (int)l->caller_pid, l->n, (unsigned)ms);
-        else
-                snprintf(detail, sizeof(detail), "lease %" PRIu64 " of uid %u pid %d on %zu processes", l->id,
-                         (unsigned)l->uid, (int)l->caller_pid, l->n);
-        log_audit(&a);
+        l->srv = s;
+        lease_link(s, l);
+        share_take_anyway(&table_of(s)->share, l->uid, l->privileged);
+        for (size_t i = l->n; i-- > 0;) {
+                pid_t pid = l->m[i].pid;
+                uint64_t st = same_boot ? leasestore_start_time(pid) : 0;
+                bool last = l->n == 1;
+
+                if (st == l->m[i].start_time)
+                        continue;
+                log_notice("Lease %" PRIu64 " of uid %u: process %d %s since the lease store was written; it "
+                           "leaves the lease",
+                           l->id, (unsigned)l->uid, (int)pid, st ? "is another process" : "exited");
+                drop_member(s, l, i, METRICS_LEASES_EXITED);
+                if (last)
+                        return; /* the lease ended with it */
+        }
+        snprintf(detail, sizeof(detail), "lease %" PRIu64 " on %zu processes read back at start", l->id, l->n);
+        audit(l, "restored", detail);
+        if (l->undoing) {
+                /* Its undo had begun, or was left by a daemon that stopped. */
+                l->undoing = false;
+                lease_undo(s, l, l->why);
+        } else if (l->deadline && l->deadline <= now_boot) {
+                log_notice("Lease %" PRIu64 " of uid %u: it expired while the daemon was not running", l->id,
+                           (unsigned)l->uid);
+                lease_undo(s, l, METRICS_LEASES_EXPIRED);
+        } else {
+                l->expires = l->deadline ? uv_now(s->loop) + (l->deadline - now_boot) : 0;
+                l->unclaimed = l->on_close;
+                l->claim_by = uv_now(s->loop) + s->cfg->lease_claim_grace_ms;
+                log_info("Lease %" PRIu64 " of uid %u pid %d on %zu processes read back: %s%s", l->id,
+                         (unsigned)l->uid, (int)l->caller_pid, l->n,
+                         l->on_close ? "waiting for its holder to claim it" : "held",
+                         l->deadline ? " until its deadline" : "");
+        }
 }
 
-void lease_call(struct conn *c, const struct proto_call *call)
+void lease_restore(struct server *s)
 {
-        struct server *s = c->server;
-        struct lease *l;
-        cJSON *err = NULL, *p, *msg;
-        uint64_t id;
-        uint32_t ms;
+        struct lease_table *t = table_of(s);
+        struct lease *head = NULL;
+        uint64_t next_id = 1, now_boot = leasestore_boottime_ms();
+        bool same_boot = false;
+        unsigned n = 0;
+        char why[256];
+        int r;
 
-        if (proto_parse_lease_call(call, &id, &ms, &err) < 0) {
-                msg = err;
-                goto reply;
+        if (!t->store)
+                return;
+        r = leasestore_load(t->store, &head, &next_id, &same_boot, why, sizeof(why));
+        t->loaded = true; /* a refused store is replaced by the next write */
+        if (r == -ENOENT) {
+                log_debug("No lease store at %s: no leases to read back", t->store);
+                return;
         }
-        for (l = table_of(s)->head; l; l = l->next)
-                if (l->id == id)
-                        break;
-        if (!l || l->undoing || !may_manage(s, &c->caller, l)) {
-                /* Another's lease is answered as one that does not exist. */
-                p = cJSON_CreateObject();
-                if (p)
-                        cJSON_AddNumberToObject(p, "lease", (double)id);
-                msg = proto_error_new(CUDACKPT_ERROR_NO_SUCH_LEASE, p);
-                goto reply;
+        if (r < 0) {
+                log_error("Refusing the lease store %s: %s; none of its leases is honoured (it is replaced at the "
+                          "next change of leases)",
+                          t->store, why);
+                return;
         }
-        p = cJSON_CreateObject();
-        if (p)
-                cJSON_AddNumberToObject(p, "lease", (double)id);
-        msg = proto_reply_new(p);
-        audit_managed(c, l, proto_method_name(call->method), call->method == PROTO_RELEASE_LEASE ? 0 : ms);
-        if (call->method == PROTO_RELEASE_LEASE) {
-                for (size_t i = 0; i < l->n; i++)
-                        member_event(s, l, &l->m[i], WATCH_LEASE_ENDED, reason_names[METRICS_LEASES_RELEASED], NULL);
-                end_lease(s, l, METRICS_LEASES_RELEASED);
-        } else {
-                l->ms = ms;
-                l->expires = uv_now(s->loop) + ms;
-                if (p)
-                        cJSON_AddNumberToObject(p, "lease_ms", ms);
-                arm(s);
+        if (!same_boot && head)
+                log_notice("The lease store %s was written before the machine last booted: its processes are gone",
+                           t->store);
+        if (next_id > t->next_id)
+                t->next_id = next_id;
+        t->loaded = false; /* one write, below, for all the changes */
+        while (head) {
+                struct lease *l = head;
+                head = l->next;
+                l->prev = l->next = NULL;
+                restore_one(s, l, same_boot, now_boot);
+                n++;
         }
-reply:
-        if (call->oneway)
-                cJSON_Delete(msg);
-        else
-                conn_send(c, msg);
+        t->loaded = true;
+        log_info("Lease store %s: %u leases read back, %u held; the next lease id is %" PRIu64, t->store, n, t->n,
+                 t->next_id);
+        lease_persist(s);
+        arm(s);
 }

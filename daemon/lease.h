@@ -15,8 +15,16 @@
  * A process belongs to one lease at most.  The undo is a group of the
  * daemon's own (group_start_internal), through the same queues as any
  * call, made once: one that fails is logged and reported, never retried.
- * A daemon that stops undoes nothing and logs each lease it leaves.
- * Everything here runs on the loop thread. */
+ *
+ * The leases outlive the daemon: every change of the table is written to
+ * the lease store (leasestore.h) before the reply that made it.  A daemon
+ * that stops undoes nothing and keeps its leases there (an undo not yet
+ * made too); the next start reads them back (lease_restore): an expired
+ * lease, or one whose undo had begun, is undone at once; an on-close
+ * lease waits lease_claim_grace_ms for its holder to claim it with the
+ * secret its grant's reply carried (ClaimLease), and is undone otherwise;
+ * members whose pid names another process now leave it.
+ * Everything here runs on the loop thread (leasecall.c has the calls). */
 #ifndef CUDACKPT_LEASE_H
 #define CUDACKPT_LEASE_H
 
@@ -28,13 +36,13 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
+#include "metrics.h"
 #include "ops.h"
 #include "policy.h"
 #include "proto.h"
 #include "share.h"
 
 struct conn;
-struct lease;
 struct server;
 
 struct lease_member {
@@ -42,6 +50,33 @@ struct lease_member {
         pid_t vpid;             /* as the taker named it */
         uint64_t start_time;
         struct policy_target owner; /* its uids when the lease was taken */
+};
+
+#define LEASE_SECRET_BYTES 16
+
+/* A lease held.  The store (leasestore.h) writes and reads these. */
+struct lease {
+        struct lease *prev, *next;
+        struct server *srv;
+        uint64_t id;
+        struct conn *conn;              /* on_close: the holder; NULL once it closed */
+        bool on_close;
+        uint32_t ms;                    /* 0: no expiry */
+        uint64_t expires;               /* uv_now() deadline; 0: none */
+        uint64_t deadline;              /* the same in CLOCK_BOOTTIME ms, for the store */
+        uid_t uid;                      /* who took it */
+        bool privileged;                /* ... with a reserve in the share (access.h) */
+        pid_t caller_pid;
+        enum proto_method method;
+        struct lease_member *m;         /* owned */
+        size_t n;
+        bool has_secret;                /* on_close: the secret that claims it (ClaimLease) */
+        uint8_t secret[LEASE_SECRET_BYTES];
+        bool unclaimed;                 /* read back at start: waits for ClaimLease until */
+        uint64_t claim_by;              /* ... this uv_now() */
+        bool undoing;                   /* its undo group runs, or (parked) is left to the next start */
+        bool parked;
+        enum metrics_counter why;       /* what set the undo off; counted when it ends */
 };
 
 struct lease_table {
@@ -52,10 +87,20 @@ struct lease_table {
         struct share share;             /* held, by the takers' uids */
         uv_timer_t timer;               /* the nearest expiry */
         struct policy_caller self;      /* the daemon, as the caller of undos */
+        char *store;                    /* the store's path (leasestore.h); NULL: none */
+        bool loaded;                    /* the store was read: writing it may begin */
+        bool store_failing;             /* the last write failed (logged once) */
 };
 
-void lease_init(struct server *s);
-/* Closes the timer; the loop must run once more. */
+/* runtime_dir: where the lease store lives (NULL: none, leases end with
+ * the daemon). */
+void lease_init(struct server *s, const char *runtime_dir);
+/* At start, once the driver is ready and the sockets are served, before
+ * any call: reads the store back (lease.h's comment says what becomes of
+ * each lease). */
+void lease_restore(struct server *s);
+/* Closes the timer and frees what is left (the store keeps it); the loop
+ * must run once more. */
 void lease_close(struct server *s);
 
 /* A call that asks for a lease is counted in its caller's lease share
@@ -80,10 +125,21 @@ void lease_op_finished(struct server *s, pid_t pid, uint64_t start_time, enum pr
 /* c is closing: undo its on-close leases. */
 void lease_conn_closed(struct server *s, struct conn *c);
 
-/* ReleaseLease and RenewLease. */
+/* ReleaseLease, RenewLease and ClaimLease (leasecall.c). */
 void lease_call(struct conn *c, const struct proto_call *call);
 
-/* The daemon is stopping: log and drop every lease not being undone. */
+/* The daemon is stopping: the leases are kept in the store (their holders'
+ * connections close), for the next start to honour. */
 void lease_shutdown(struct server *s);
+
+/* Between lease.c and leasecall.c: the lease of this id (undoing ones included), NULL if
+ * none; ending it (released), a new expiry, and c as its holder. */
+struct lease *lease_find(struct server *s, uint64_t id);
+void lease_release(struct server *s, struct lease *l);
+void lease_renew(struct server *s, struct lease *l, uint32_t ms);
+void lease_claim(struct server *s, struct lease *l, struct conn *c);
+/* "lease": {"id", "lease_ms"?, "on_close", "secret"?} in the parameters of
+ * the reply that granted l. */
+void lease_reply_grant(const struct lease *l, cJSON *reply);
 
 #endif

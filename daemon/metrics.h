@@ -32,7 +32,7 @@ enum metrics_counter {
         METRICS_LEASES_CLOSED,    /* the connection closed: undone */
         METRICS_LEASES_EXITED,    /* every process exited */
         METRICS_LEASES_SUPERSEDED, /* every process taken by a newer lease */
-        METRICS_LEASES_NOT_HONOURED, /* the daemon stopped while it was held */
+        METRICS_LEASES_NOT_HONOURED, /* the daemon stopped and could not keep it in its lease store */
         METRICS_UNDOS_OK,
         METRICS_UNDOS_FAILED,
         METRICS_WATCH_EVENTS,

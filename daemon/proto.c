@@ -35,6 +35,7 @@ static const char *const method_names[PROTO_METHODS] = {
         [PROTO_LIST_PROCESSES] = "ListProcesses",
         [PROTO_RELEASE_LEASE] = "ReleaseLease",
         [PROTO_RENEW_LEASE] = "RenewLease",
+        [PROTO_CLAIM_LEASE] = "ClaimLease",
         [PROTO_WATCH] = "Watch",
         [PROTO_GET_METRICS] = "GetMetrics",
         [PROTO_GET_STATUS] = "GetStatus",
@@ -811,6 +812,37 @@ int proto_parse_lease_call(const struct proto_call *call, uint64_t *ret_id, uint
                 }
         if (!have_id || (renew && !have_ms)) {
                 *ret_reply = proto_invalid_parameter(have_id ? "lease_ms" : "lease");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int proto_parse_claim_lease(const struct proto_call *call, uint64_t *ret_id, const char **ret_secret,
+                            cJSON **ret_reply)
+{
+        bool have_id = false;
+        const cJSON *item;
+        double v;
+
+        *ret_secret = NULL;
+        if (call->parameters)
+                cJSON_ArrayForEach(item, call->parameters) {
+                        if (has_duplicate_key(call->parameters, item))
+                                goto bad;
+                        if (strcmp(item->string, "lease") == 0 && get_integer(item, 1, 9007199254740992.0, &v) == 0) {
+                                *ret_id = (uint64_t)v;
+                                have_id = true;
+                        } else if (strcmp(item->string, "secret") == 0 && cJSON_IsString(item) &&
+                                   strlen(item->valuestring) <= 256) {
+                                *ret_secret = item->valuestring;
+                        } else {
+                        bad:
+                                *ret_reply = proto_invalid_parameter(item->string);
+                                return -EINVAL;
+                        }
+                }
+        if (!have_id || !*ret_secret) {
+                *ret_reply = proto_invalid_parameter(have_id ? "secret" : "lease");
                 return -EINVAL;
         }
         return 0;

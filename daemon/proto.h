@@ -35,6 +35,7 @@ enum proto_method {
         PROTO_LIST_PROCESSES,
         PROTO_RELEASE_LEASE,
         PROTO_RENEW_LEASE,
+        PROTO_CLAIM_LEASE,
         PROTO_WATCH,
         PROTO_GET_METRICS,
         PROTO_GET_STATUS,
@@ -122,6 +123,10 @@ void proto_group_request_done(struct proto_group_request *req);
 /* ReleaseLease's lease and RenewLease's lease and lease_ms (0 for
  * ReleaseLease).  0, or -EINVAL with *ret_reply set. */
 int proto_parse_lease_call(const struct proto_call *call, uint64_t *ret_id, uint32_t *ret_ms, cJSON **ret_reply);
+/* ClaimLease's lease and secret (a string inside call).  0, or -EINVAL
+ * with *ret_reply set. */
+int proto_parse_claim_lease(const struct proto_call *call, uint64_t *ret_id, const char **ret_secret,
+                            cJSON **ret_reply);
 
 bool proto_method_is_group(enum proto_method m);   /* LockGroup ... ResumeGroup */
 /* The single-process method a group method repeats (Suspend for

@@ -390,7 +390,8 @@ static void begin_shutdown(struct server *s)
                 free(s->bound_path);
                 s->bound_path = NULL;
         }
-        /* Leases are not undone by a stopping daemon: it says which it leaves. */
+        /* Leases are not undone by a stopping daemon: the store keeps them
+         * for the next start. */
         lease_shutdown(s);
         (void)sched_cancel_queued(&s->sched);
         for (c = s->conns; c; c = next) {
@@ -531,6 +532,9 @@ static void driver_ready(uv_work_t *w, int status)
         s->gpumem_work.data = s;
         if (uv_queue_work(s->loop, &s->gpumem_work, gpumem_work, gpumem_ready) == 0)
                 s->gpumem_opening = true;
+        /* Before READY=1 and before any call is read: the leases the last
+         * daemon left are honoured first. */
+        lease_restore(s);
         if (s->notify) {
                 sd_notify(0, "READY=1");
                 notify_status(s);
@@ -539,6 +543,26 @@ static void driver_ready(uv_work_t *w, int status)
                         period = 1;
                 uv_timer_start(&s->notify_timer, on_notify_timer, period, period);
         }
+}
+
+/* Where the lease store lives: systemd's $RUNTIME_DIRECTORY (its first
+ * entry), else the directory of the socket the daemon binds.  NULL when
+ * out of memory. */
+static char *runtime_dir(const struct config *cfg)
+{
+        const char *env = secure_getenv("RUNTIME_DIRECTORY");
+        char *d, *slash;
+
+        if (env && env[0] == '/')
+                return strndup(env, strcspn(env, ":"));
+        d = strdup(cfg->socket_path);
+        slash = d ? strrchr(d, '/') : NULL;
+        if (!slash) {
+                free(d);
+                return strdup(".");
+        }
+        slash[slash == d] = '\0';
+        return d;
 }
 
 int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
@@ -564,7 +588,8 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         s->conns_share.per_uid_everyone = true; /* root's leaks are bounded too */
         share_init(&s->groups.slots, group_keys, cfg->max_groups_in_flight, cfg->max_groups_per_uid,
                    cfg->max_groups_reserved);
-        lease_init(s);
+        s->runtime_dir = runtime_dir(cfg);
+        lease_init(s, s->runtime_dir);
         watch_init(s);
         s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
         if (sd_watchdog_enabled(0, &usec) > 0)
@@ -601,4 +626,5 @@ void server_done(struct server *s)
         share_free(&s->leases.share);
         share_free(&s->watch.share);
         free(s->bound_path);
+        free(s->runtime_dir);
 }

@@ -2,8 +2,8 @@
  * scheduler, the driver, signals and systemd notification.
  *
  * Start-up order: the driver is loaded and initialised on a worker thread,
- * then the sockets are taken (socket activation) or bound, then READY=1 is
- * sent.  Shutdown: stop accepting, answer queued operations with
+ * then the sockets are taken (socket activation) or bound, then the leases
+ * of the last daemon are read back (lease.h), then READY=1 is sent.  Shutdown: stop accepting, answer queued operations with
  * ShuttingDown, let running driver calls finish and answer them, close the
  * connections, exit 0.  A second signal exits at once. */
 #ifndef CUDACKPT_SERVER_H
@@ -45,6 +45,7 @@ struct server {
         uv_pipe_t listeners[SERVER_MAX_LISTENERS];
         unsigned n_listeners;
         char *bound_path;               /* socket we bound ourselves, unlinked at exit */
+        char *runtime_dir;              /* the lease store's ($RUNTIME_DIRECTORY or the socket's) */
         uv_signal_t sig_term, sig_int;
         uv_timer_t notify_timer;        /* watchdog pings and STATUS= updates */
         uint64_t watchdog_usec;

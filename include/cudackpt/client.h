@@ -63,12 +63,30 @@ typedef struct cudackpt_reply {
         int restore_thread_id;  /* -1 when absent */
 } cudackpt_reply;
 
+/* How long cudackpt_client_connect() keeps trying while the daemon is not
+ * there (its socket is missing or refuses: a daemon being restarted or
+ * upgraded), in milliseconds: $CUDACKPT_CONNECT_TIMEOUT_MS (read with
+ * secure_getenv(); 0 to CUDACKPT_CONNECT_TIMEOUT_MAX_MS, 0 = one try;
+ * anything else means the default). */
+#define CUDACKPT_CONNECT_TIMEOUT_ENV "CUDACKPT_CONNECT_TIMEOUT_MS"
+#define CUDACKPT_CONNECT_TIMEOUT_DEFAULT_MS 3000
+#define CUDACKPT_CONNECT_TIMEOUT_MAX_MS 600000
+
 /* Connect to the daemon.  socket_path NULL means $CUDACKPT_SOCKET (read with
  * secure_getenv(), ignored when empty), else CUDACKPT_DEFAULT_SOCKET.
+ * While connect() fails with ENOENT, ECONNREFUSED or EAGAIN it is tried
+ * again, 20 ms later and then up to every 500 ms, for the connect timeout
+ * above (3 s by default), so a client started while the daemon restarts
+ * waits for it.
  * Returns -ENAMETOOLONG for a path that does not fit in sockaddr_un, -EINVAL
  * for an empty one, else the errno of socket()/connect() (-ENOENT,
  * -ECONNREFUSED, -EACCES, ...). */
 CUDACKPT_EXPORT int cudackpt_client_connect(const char *socket_path, cudackpt_client **ret_client);
+
+/* The connection's socket, to poll() for the daemon closing it (it sends
+ * nothing unasked: readable between calls means it hung up); -EINVAL for
+ * NULL.  Read or write it only through the calls below. */
+CUDACKPT_EXPORT int cudackpt_client_fd(const cudackpt_client *c);
 
 /* Close the connection and free the client.  Accepts NULL. */
 CUDACKPT_EXPORT void cudackpt_client_free(cudackpt_client *c);

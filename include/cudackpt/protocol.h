@@ -30,6 +30,7 @@
 #define CUDACKPT_METHOD_LIST_PROCESSES "io.cudackpt.Process.ListProcesses"
 #define CUDACKPT_METHOD_RELEASE_LEASE "io.cudackpt.Process.ReleaseLease"
 #define CUDACKPT_METHOD_RENEW_LEASE "io.cudackpt.Process.RenewLease"
+#define CUDACKPT_METHOD_CLAIM_LEASE "io.cudackpt.Process.ClaimLease"
 #define CUDACKPT_METHOD_WATCH "io.cudackpt.Process.Watch"
 #define CUDACKPT_METHOD_GET_METRICS "io.cudackpt.Process.GetMetrics"
 #define CUDACKPT_METHOD_GET_STATUS "io.cudackpt.Process.GetStatus"

@@ -246,30 +246,34 @@ const char *itest_describe_status(int status)
         return itest_strdupf("wait status 0x%x", (unsigned)status);
 }
 
-struct itest_daemon *itest_daemon_start(const struct itest_daemon_opts *opts)
+/* Starts the daemon in d->dir (made anew unless again: then the same
+ * directory, socket and configuration, the log appended to). */
+static struct itest_daemon *itest_daemon_spawn(const struct itest_daemon_opts *opts, bool again)
 {
         struct itest_daemon *d = &itest_the_daemon;
         ck_assert_msg(!itest_daemon_running, "one daemon per test");
         const char *daemon = itest_need_env("CUDACKPT_TEST_DAEMON");
         const char *driver = opts && opts->driver ? opts->driver : itest_need_env("CUDACKPT_TEST_SIM");
+        char path[160], config[160];
 
-        memset(d, 0, sizeof(*d));
+        if (!again) {
+                memset(d, 0, sizeof(*d));
+                snprintf(d->dir, sizeof(d->dir), "%s/t-XXXXXX", itest_root[0] ? itest_root : "/tmp");
+                ck_assert_msg(mkdtemp(d->dir), "mkdtemp: %s", strerror(errno));
+                /* Another uid must reach the socket inside. */
+                ck_assert_int_eq(chmod(d->dir, 0755), 0);
+                itest_path(d->sock, sizeof(d->sock), d->dir, "sock");
+                itest_path(path, sizeof(path), d->dir, "test-name");
+                itest_write_file(path, tcase_name());
+        }
         d->pidfd = -1;
-        snprintf(d->dir, sizeof(d->dir), "%s/t-XXXXXX", itest_root[0] ? itest_root : "/tmp");
-        ck_assert_msg(mkdtemp(d->dir), "mkdtemp: %s", strerror(errno));
-        /* Another uid must reach the socket inside. */
-        ck_assert_int_eq(chmod(d->dir, 0755), 0);
-        itest_path(d->sock, sizeof(d->sock), d->dir, "sock");
-
-        char path[160];
-        itest_path(path, sizeof(path), d->dir, "test-name");
-        itest_write_file(path, tcase_name());
-        char config[160];
         itest_path(config, sizeof(config), d->dir, "config.json");
-        itest_write_file(config, opts && opts->config_json ? opts->config_json : "{}");
+        if (!again || (opts && opts->config_json))
+                itest_write_file(config, opts && opts->config_json ? opts->config_json : "{}");
 
         char notify[160];
         itest_path(notify, sizeof(notify), d->dir, "notify");
+        (void)unlink(notify);
         int nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         ck_assert_msg(nfd >= 0, "socket: %s", strerror(errno));
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -279,7 +283,7 @@ struct itest_daemon *itest_daemon_start(const struct itest_daemon_opts *opts)
                       strerror(errno));
 
         itest_path(path, sizeof(path), d->dir, "daemon.log");
-        int logfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int logfd = open(path, O_WRONLY | O_CREAT | (again ? O_APPEND : O_TRUNC) | O_CLOEXEC, 0644);
         ck_assert_msg(logfd >= 0, "open %s: %s", path, strerror(errno));
 
         const char *argv[] = {
@@ -349,6 +353,28 @@ struct itest_daemon *itest_daemon_start(const struct itest_daemon_opts *opts)
         ck_assert_msg(stat(d->sock, &st) == 0 && S_ISSOCK(st.st_mode),
                       "READY=1 came but %s is not a socket", d->sock);
         return d;
+}
+
+struct itest_daemon *itest_daemon_start(const struct itest_daemon_opts *opts)
+{
+        return itest_daemon_spawn(opts, false);
+}
+
+void itest_daemon_kill(struct itest_daemon *d)
+{
+        int status;
+
+        ck_assert_msg(d->pid && !itest_daemon_exited(d), "the daemon died during the test");
+        ck_assert_int_eq(kill(d->pid, SIGKILL), 0);
+        status = itest_daemon_await_exit(d, ITEST_STOP_TIMEOUT_MS);
+        ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the daemon ended with %s",
+                      itest_describe_status(status));
+}
+
+struct itest_daemon *itest_daemon_restart(struct itest_daemon *d, const struct itest_daemon_opts *opts)
+{
+        ck_assert_msg(d == &itest_the_daemon && d->dir[0] && !d->pid, "restart a daemon that was stopped");
+        return itest_daemon_spawn(opts, true);
 }
 
 struct itest_daemon *itest_daemon_start_default(void)

@@ -72,6 +72,15 @@ bool itest_daemon_exited(struct itest_daemon *d);
  * (for WIFEXITED() and friends).  The daemon then counts as stopped, so
  * the teardown does not stop it again. */
 int itest_daemon_await_exit(struct itest_daemon *d, int timeout_ms);
+/* SIGKILLs the daemon (asserts it was alive) and reaps it: it leaves its
+ * socket file and lease store behind, as a crash would. */
+void itest_daemon_kill(struct itest_daemon *d);
+/* Starts the daemon again after it was stopped or killed: the same
+ * directory (its runtime directory: the lease store), socket, and
+ * configuration unless opts gives one (opts NULL: as before, the
+ * simulator, no extra environment); the log goes on in the same file.
+ * Waits for READY=1 as itest_daemon_start() does.  Returns d. */
+struct itest_daemon *itest_daemon_restart(struct itest_daemon *d, const struct itest_daemon_opts *opts);
 /* Prints the daemon's log to stderr. */
 void itest_daemon_print_log(const struct itest_daemon *d);
 /* The daemon's log so far, whole (kept until teardown). */

@@ -317,25 +317,8 @@ START_TEST(lease_holder_never_idle)
 }
 END_TEST
 
-/* A stopping daemon undoes no lease: it says which it leaves, and they
- * stay as they are. */
-START_TEST(lease_not_honoured_at_stop)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct itest_conn *c = itest_connect(d);
-        pid_t pid = sim_target();
-        const char *log;
-
-        (void)lease_id(itest_call(c, CUDACKPT_METHOD_SUSPEND,
-                                  itest_strdupf("{\"pid\":%d,\"lease_ms\":600000,\"lease_on_close\":true}", (int)pid)));
-        itest_daemon_stop(d);
-        log = itest_daemon_log(d);
-        ck_assert_msg(strstr(log, itest_strdupf("not honoured: the daemon is stopping; process %d stays as it is",
-                                                (int)pid)),
-                      "log: %.3000s", log);
-        ck_assert_msg(!strstr(log, "undoing") && !strstr(log, "method=Restore"), "log: %.3000s", log);
-}
-END_TEST
+/* What a stopping daemon does with its leases (it keeps them for the next
+ * start) is in test_leases_restart.c, with the restarts. */
 
 /* ---- Watch ------------------------------------------------------------------- */
 
@@ -1037,7 +1020,6 @@ static Suite *leases_suite(void)
         tcase_add_test(tc, group_lease_killed_holder);
         tcase_add_test(tc, group_lease_expires);
         tcase_add_test(tc, lease_holder_never_idle);
-        tcase_add_test(tc, lease_not_honoured_at_stop);
         tcase_add_test(tc, lease_undo_fails_once);
         tc = itest_tcase(s, "watch", 60);
         tcase_add_test(tc, watch_cycle_in_order);

@@ -1,0 +1,193 @@
+/* leasecall.c: the calls on leases: ReleaseLease, RenewLease and
+ * ClaimLease, and the lease share of calls that ask for one (lease.h). */
+#include "lease.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "access.h"
+#include "conn.h"
+#include "cudackpt/protocol.h"
+#include "leasestore.h"
+#include "log.h"
+#include "server.h"
+
+static struct lease_table *table_of(struct server *s)
+{
+        return &s->leases;
+}
+
+/* "lease": {"id", "lease_ms"?, "on_close", "secret"?} in reply's parameters. */
+void lease_reply_grant(const struct lease *l, cJSON *reply)
+{
+        cJSON *p = reply ? cJSON_GetObjectItemCaseSensitive(reply, "parameters") : NULL;
+        cJSON *o = p ? cJSON_AddObjectToObject(p, "lease") : NULL;
+        char hex[2 * LEASE_SECRET_BYTES + 1];
+
+        if (!o)
+                return;
+        cJSON_AddNumberToObject(o, "id", (double)l->id);
+        if (l->ms)
+                cJSON_AddNumberToObject(o, "lease_ms", l->ms);
+        cJSON_AddBoolToObject(o, "on_close", l->on_close);
+        if (l->has_secret) {
+                leasestore_hex(l->secret, sizeof(l->secret), hex);
+                cJSON_AddStringToObject(o, "secret", hex);
+        }
+}
+
+/* Whether caller may release, renew or claim l (access.h has the rule). */
+static bool may_manage(const struct server *s, const struct policy_caller *caller, const struct lease *l)
+{
+        struct access_proc procs[16] = { { 0 } }, *p = procs;
+        bool ok;
+
+        if (l->n > 16 && !(p = calloc(l->n, sizeof(*p))))
+                return false;
+        for (size_t i = 0; i < l->n; i++)
+                p[i] = (struct access_proc){ .pid = l->m[i].pid, .owner = l->m[i].owner };
+        ok = access_may_manage_lease(s->cfg, caller, l->uid, p, l->n);
+        if (p != procs)
+                free(p);
+        return ok;
+}
+
+bool lease_admit(struct server *s, const struct policy_caller *caller, struct share_refusal *ret)
+{
+        return share_take(&table_of(s)->share, caller->uid, access_privileged(s->cfg, caller), ret) == 0;
+}
+
+void lease_unadmit(struct server *s, const struct policy_caller *caller)
+{
+        share_give(&table_of(s)->share, caller->uid, access_privileged(s->cfg, caller));
+}
+
+/* The audit line of a release or renewal names who did it, and whose
+ * lease it was. */
+static void audit_managed(const struct conn *c, const struct lease *l, const char *what, uint32_t ms)
+{
+        char detail[160];
+        struct log_audit a = {
+                .caller_uid = (unsigned)c->caller.uid,
+                .caller_pid = (int)c->caller.pid,
+                .target_pid = l->n > 0 ? (int)l->m[0].pid : 0,
+                .method = what,
+                .result = "ok",
+                .detail = detail,
+        };
+
+        if (ms)
+                snprintf(detail, sizeof(detail), "lease %" PRIu64 " of uid %u pid %d on %zu processes, now %u ms",
+                         l->id, (unsigned)l->uid, (int)l->caller_pid, l->n, (unsigned)ms);
+        else
+                snprintf(detail, sizeof(detail), "lease %" PRIu64 " of uid %u pid %d on %zu processes", l->id,
+                         (unsigned)l->uid, (int)l->caller_pid, l->n);
+        log_audit(&a);
+}
+
+/* Whether secret is l's, in a time that does not depend on where they
+ * differ. */
+static bool secret_matches(const struct lease *l, const char *secret)
+{
+        uint8_t given[LEASE_SECRET_BYTES];
+        volatile uint8_t diff = 0;
+
+        if (!l->has_secret || leasestore_unhex(secret, given, sizeof(given)) < 0)
+                return false;
+        for (size_t i = 0; i < sizeof(given); i++)
+                diff |= (uint8_t)(given[i] ^ l->secret[i]);
+        return diff == 0;
+}
+
+static cJSON *no_such_lease(uint64_t id)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p)
+                cJSON_AddNumberToObject(p, "lease", (double)id);
+        return proto_error_new(CUDACKPT_ERROR_NO_SUCH_LEASE, p);
+}
+
+static void reply(struct conn *c, const struct proto_call *call, cJSON *msg)
+{
+        if (call->oneway)
+                cJSON_Delete(msg);
+        else
+                conn_send(c, msg);
+}
+
+/* ClaimLease: the caller's connection becomes the holder of an on-close
+ * lease, by its secret. */
+static void claim(struct conn *c, const struct proto_call *call)
+{
+        struct server *s = c->server;
+        const char *secret = NULL;
+        cJSON *err = NULL, *p;
+        struct lease *l;
+        uint64_t id;
+
+        if (proto_parse_claim_lease(call, &id, &secret, &err) < 0) {
+                reply(c, call, err);
+                return;
+        }
+        l = lease_find(s, id);
+        /* Every refusal reads the same: a wrong secret learns nothing of
+         * the lease. */
+        if (!l || !secret_matches(l, secret) || !l->on_close || l->undoing || !may_manage(s, &c->caller, l)) {
+                log_notice("ClaimLease of lease %" PRIu64 " by uid %u pid %d refused: no such lease, or not its "
+                           "secret",
+                           id, (unsigned)c->caller.uid, (int)c->caller.pid);
+                reply(c, call, no_such_lease(id));
+                return;
+        }
+        audit_managed(c, l, proto_method_name(call->method), 0);
+        lease_claim(s, l, c);
+        p = cJSON_CreateObject();
+        if (p) {
+                cJSON_AddNumberToObject(p, "lease", (double)id);
+                if (l->ms && l->expires)
+                        cJSON_AddNumberToObject(p, "lease_ms",
+                                                (double)(l->expires > uv_now(s->loop) ? l->expires - uv_now(s->loop) : 0));
+                cJSON_AddBoolToObject(p, "on_close", true);
+        }
+        reply(c, call, proto_reply_new(p));
+}
+
+void lease_call(struct conn *c, const struct proto_call *call)
+{
+        struct server *s = c->server;
+        struct lease *l;
+        cJSON *err = NULL, *p, *msg;
+        uint64_t id;
+        uint32_t ms;
+
+        if (call->method == PROTO_CLAIM_LEASE) {
+                claim(c, call);
+                return;
+        }
+        if (proto_parse_lease_call(call, &id, &ms, &err) < 0) {
+                reply(c, call, err);
+                return;
+        }
+        l = lease_find(s, id);
+        if (!l || l->undoing || !may_manage(s, &c->caller, l)) {
+                /* Another's lease is answered as one that does not exist. */
+                reply(c, call, no_such_lease(id));
+                return;
+        }
+        p = cJSON_CreateObject();
+        if (p)
+                cJSON_AddNumberToObject(p, "lease", (double)id);
+        msg = proto_reply_new(p);
+        audit_managed(c, l, proto_method_name(call->method), call->method == PROTO_RELEASE_LEASE ? 0 : ms);
+        if (call->method == PROTO_RELEASE_LEASE) {
+                lease_release(s, l);
+        } else {
+                lease_renew(s, l, ms);
+                if (p)
+                        cJSON_AddNumberToObject(p, "lease_ms", ms);
+        }
+        reply(c, call, msg);
+}
