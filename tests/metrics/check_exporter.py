@@ -18,6 +18,7 @@ without libmicrohttpd."""
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -259,9 +260,12 @@ def main():
         target.wait()
         if d and d.p.poll() is None:
             d.stop()
-    if failures:
         log.seek(0)
-        print(log.read())
+        said = log.read()
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(said)
         return 1
     print("the exporter serves, counts, refuses and fails as it should")
     return 0
