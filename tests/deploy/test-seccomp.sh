@@ -10,7 +10,7 @@
 # the host, cudackptctl then makes the usual calls on a simulated CUDA
 # process (state, suspend, resume, their group forms, metrics), and the
 # daemon must say its process index is ready (bpf and perf_event_open
-# allowed).  The same profile less bpf must leave the daemon without its
+# allowed; process_index_tracepoint is set, for kernels without fentry).  The same profile less bpf must leave the daemon without its
 # index, refused with EPERM: the runtime does enforce the file.
 #
 # Not covered here: the DaemonSet's `nsenter --cgroup=/proc/1/ns/cgroup`
@@ -106,6 +106,9 @@ put() {
 put "$daemon" /usr/sbin/cudackptd
 put "$sim" /lib/libcudackpt-sim.so
 
+# The index on the tracepoint (perf_event_open, tracefs) where the kernel
+# has no BPF trampolines; on fentry (bpf alone) where it has.
+echo '{"process_index_tracepoint": true}' >"$dir/config.json"
 tracefs=()
 if mountpoint -q /sys/kernel/tracing; then
 	tracefs=(-v /sys/kernel/tracing:/sys/kernel/tracing:ro)
@@ -120,8 +123,9 @@ start() {
 		--ulimit nofile=4096:4096 --ulimit nproc=1024:1024 \
 		--cap-drop all --cap-add SYS_PTRACE,DAC_READ_SEARCH,KILL,SYS_ADMIN \
 		--security-opt no-new-privileges --security-opt seccomp="$1" \
-		-v "$dir/sock:/run/cudackpt" "${tracefs[@]}" --rootfs "$dir/root" \
-		/usr/sbin/cudackptd --socket=/run/cudackpt/io.cudackpt.Process --driver=/lib/libcudackpt-sim.so \
+		-v "$dir/sock:/run/cudackpt" -v "$dir/config.json:/etc/cudackpt/cudackptd.json:ro" "${tracefs[@]}" \
+		--rootfs "$dir/root" /usr/sbin/cudackptd --socket=/run/cudackpt/io.cudackpt.Process \
+		--config=/etc/cudackpt/cudackptd.json --driver=/lib/libcudackpt-sim.so \
 		</dev/null >"$dir/daemon-$2.log" 2>&1 &
 	run_pid=$!
 	for _ in $(seq 600); do
