@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # Toolkit is not needed (include-private/cuda-api.h declares the driver API
 # the project uses); where it is found, the build checks those declarations
 # against its cuda.h and builds the GPU test programs with its nvcc.
-DEB_PACKAGES = cmake make gcc pkg-config libuv1-dev libcjson-dev libsystemd-dev check systemd podman runc busybox-static python3-yaml python3-prometheus-client python3-pytest python3-venv python3-pip python3-setuptools python3-wheel clang libbpf-dev
+DEB_PACKAGES = cmake make gcc pkg-config libuv1-dev libcjson-dev libsystemd-dev check systemd podman runc busybox-static python3-yaml python3-prometheus-client python3-pytest python3-venv python3-pip python3-setuptools python3-wheel clang libbpf-dev libmicrohttpd-dev
 
 .PHONY: all deps configure build run test check-sanitize check-no-toolkit bench bench-sim clean install fuzz
 
@@ -55,10 +55,13 @@ run: build
 
 # The process index's tests need tracefs where the kernel has no BPF
 # trampolines (systemd mounts it at boot; a bare machine may not have).
+# It ends with one line per skipped test and the reason the test gave
+# (tests/skipped.py, from ctest's JUnit file), then the count.
 test: build
 	@if [ "$$(id -u)" = 0 ] && [ -d /sys/kernel/tracing ] && ! mountpoint -q /sys/kernel/tracing; then \
 		mount -t tracefs nodev /sys/kernel/tracing || true; fi
-	cd $(BUILD) && ctest --output-on-failure --timeout 600
+	@cd $(BUILD) && rc=0 && ctest --output-on-failure --timeout 600 --output-junit ctest-junit.xml || rc=$$?; \
+		python3 $(CURDIR)/tests/skipped.py $(abspath $(BUILD))/ctest-junit.xml; exit $$rc
 
 # The whole suite under ASan+UBSan, then the scheduling tests under TSan.
 check-sanitize: deps

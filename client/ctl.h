@@ -163,6 +163,19 @@ void ctl_status_describe_driver(const ctl_driver_status *d, char *buf, size_t si
  * driver (having printed its status all the same). */
 int ctl_status_run(cudackpt_client *client, const char *prefix, bool json);
 
+/* ---- exporter.c ---- */
+
+/* metrics --listen: serve GET /metrics over HTTP, one GetMetrics call per
+ * scrape, until SIGTERM or SIGINT; returns the exit status. */
+typedef struct ctl_exporter {
+        const char *prefix;             /* "cudackptctl: metrics: " */
+        const char *socket;             /* the daemon's socket */
+        const char *listen;             /* ":PORT", "IPV4:PORT" or "[IPV6]:PORT" */
+        int timeout_ms;                 /* each GetMetrics call's limit, > 0 */
+} ctl_exporter;
+
+int ctl_exporter_run(const ctl_exporter *e);
+
 /* ---- progress.c ---- */
 
 /* Shows the progress of the checkpoint of pid on stderr (a line

@@ -32,6 +32,17 @@
 
 #define CTL_NAME "cudackptctl"
 
+/* metrics --listen: a scrape's limit without --timeout (Prometheus's
+ * default scrape_timeout is 10 s). */
+#define CTL_SCRAPE_TIMEOUT_MS 10000
+
+#ifdef CUDACKPT_HAVE_MICROHTTPD
+#define CTL_LISTEN_NOTE "                             (see docs/operations.md)\n"
+#else
+#define CTL_LISTEN_NOTE "                             (NOT in this build: no libmicrohttpd when it was\n" \
+                        "                             configured)\n"
+#endif
+
 typedef enum ctl_command_id {
         CTL_STATE,
         CTL_RESTORE_TID,
@@ -106,6 +117,7 @@ typedef struct ctl_args {
         char **command_argv;      /* --hold: what follows "--", NULL-terminated; NULL: none */
         long long lease;          /* release, renew: the lease id */
         const char *output;       /* metrics --output */
+        const char *listen;       /* metrics --listen */
         const char *driver;       /* doctor --driver */
         char *prefix;             /* "cudackptctl: COMMAND ...: ", for errors */
 } ctl_args;
@@ -144,6 +156,12 @@ static void ctl_help(void) {
                "                             appearing and exiting, one line per event\n"
                "  metrics [--output=PATH]    print the daemon's Prometheus metrics (or write\n"
                "                             PATH, replacing it whole)\n"
+               "  metrics --listen=ADDR      serve them over HTTP at ADDR (:PORT, IPV4:PORT or\n"
+               "                             [IPV6]:PORT; PORT 0 picks a free one): GET /metrics\n"
+               "                             calls the daemon per scrape (503 with the reason\n"
+               "                             when it cannot be reached in time), other paths\n"
+               "                             404; until SIGTERM or SIGINT.  Needs no privilege\n"
+               CTL_LISTEN_NOTE
                "  release LEASE              end a lease, leaving its processes as they are\n"
                "  renew LEASE --lease-ms=MS  make a lease expire MS ms from now\n"
                "  dump SELECTOR --images=DIR [--leave-running] [-- CRIU-OPTIONS]\n"
@@ -178,7 +196,8 @@ static void ctl_help(void) {
                "                             an error as {\"error\":NAME,\"parameters\":{...}}\n"
                "  --timeout=MS               stop waiting for the daemon after MS milliseconds\n"
                "                             (0, the default: wait as long as it takes; the\n"
-               "                             daemon finishes the operation regardless)\n"
+               "                             daemon finishes the operation regardless);\n"
+               "                             metrics --listen: each scrape's (default 10000)\n"
                "  --lock-timeout=MS          lock, suspend: how long to wait for the process's\n"
                "                             GPU work, 0..4294967295, 0 = no limit (default:\n"
                "                             the daemon's configured default)\n"
@@ -263,6 +282,7 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 OPT_HOLD,
                 OPT_OUTPUT,
                 OPT_DRIVER,
+                OPT_LISTEN,
         };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, OPT_SOCKET },
@@ -279,6 +299,7 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 { "hold", no_argument, NULL, OPT_HOLD },
                 { "output", required_argument, NULL, OPT_OUTPUT },
                 { "driver", required_argument, NULL, OPT_DRIVER },
+                { "listen", required_argument, NULL, OPT_LISTEN },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 { NULL, 0, NULL, 0 },
@@ -380,6 +401,11 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                                 return ctl_usage_error("--output needs a path");
                         a->output = optarg;
                         break;
+                case OPT_LISTEN:
+                        if (!*optarg)
+                                return ctl_usage_error("--listen needs an address (:PORT)");
+                        a->listen = optarg;
+                        break;
                 case OPT_DRIVER:
                         if (!*optarg)
                                 return ctl_usage_error("--driver needs a path");
@@ -451,6 +477,10 @@ static int ctl_parse_args(int argc, char **argv, ctl_args *a) {
                 return ctl_usage_error("--lease-ms and --hold are for lock and suspend, not %s", a->command->name);
         if (a->output && a->command->id != CTL_METRICS)
                 return ctl_usage_error("--output is for metrics, not %s", a->command->name);
+        if (a->listen && a->command->id != CTL_METRICS)
+                return ctl_usage_error("--listen is for metrics, not %s", a->command->name);
+        if (a->listen && a->output)
+                return ctl_usage_error("metrics takes --listen or --output, not both");
         if (a->driver && a->command->id != CTL_DOCTOR)
                 return ctl_usage_error("--driver is for doctor, not %s", a->command->name);
         if (saw_lock_timeout && !(a->command->flags & CTL_TAKES_LOCK_TIMEOUT))
@@ -627,6 +657,16 @@ static int ctl_run(const ctl_args *a) {
                 };
 
                 return ctl_doctor_run(&d);
+        }
+        if (a->command->id == CTL_METRICS && a->listen) {
+                ctl_exporter e = {
+                        .prefix = a->prefix,
+                        .socket = path,
+                        .listen = a->listen,
+                        .timeout_ms = a->timeout_ms > 0 ? a->timeout_ms : CTL_SCRAPE_TIMEOUT_MS,
+                };
+
+                return ctl_exporter_run(&e);
         }
         r = cudackpt_client_connect(path, &client);
         if (r < 0) {

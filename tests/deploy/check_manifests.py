@@ -13,19 +13,32 @@ of this build, the flags and commands the manifests use must be ones they
 list in --help, and the daemon must start with the ConfigMap's
 configuration and the DaemonSet's flags and answer the probes: without a
 driver the readiness probe fails (18, DriverUnavailable) and the others
-pass; on the simulator (--sim) every probe passes.
+pass; on the simulator (--sim) every probe passes.  The exporter
+sidecar's command must serve GET /metrics from the daemon.
+
+The daemon runs under its own seccomp profile (deploy/kubernetes/seccomp/
+cudackptd.json): it must be a valid profile that allows what the unit's
+SystemCallFilter= allows (every call the unit names, bpf among them; with
+systemd-analyze, exactly its groups' expansion, as make-profile.py writes
+it), and the DaemonSet must name it as a Localhost profile.  The exporter
+sidecar runs as no root with nothing added, and the PodMonitor scrapes its
+port.
 
 Exit status: 0 all good, 1 a check failed (each is printed), 77 no yaml
 module (Debian: python3-yaml, run with /usr/bin/python3).
 """
 import argparse
+import importlib.util
 import json
 import os
 import re
+import select
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 try:
     import yaml
@@ -149,6 +162,103 @@ def check_probe(name, probe, env, ctl_help):
     return cmd
 
 
+def check_seccomp(profile_path, unit_path, c, docs_text):
+    """The profile's form, its calls against the unit's, and that the
+    daemon container c names it."""
+    try:
+        with open(profile_path, encoding="utf-8") as f:
+            prof = json.load(f)
+    except (OSError, ValueError) as e:
+        check(False, "seccomp profile %s: %s" % (profile_path, e))
+        return
+    known = {"defaultAction", "defaultErrnoRet", "architectures", "archMap", "syscalls", "flags",
+             "listenerPath", "listenerMetadata"}
+    check(isinstance(prof, dict) and set(prof) <= known, "seccomp profile: keys %s beyond %s"
+          % (sorted(set(prof) - known) if isinstance(prof, dict) else prof, sorted(known)))
+    if not isinstance(prof, dict):
+        return
+    check(prof.get("defaultAction") == "SCMP_ACT_ERRNO", "seccomp profile: defaultAction is not SCMP_ACT_ERRNO")
+    check(prof.get("defaultErrnoRet", 1) == 1, "seccomp profile: refused calls do not fail with EPERM "
+          "(the unit's SystemCallErrorNumber=EPERM)")
+    arches = prof.get("architectures") or [a.get("architecture") for a in prof.get("archMap") or []]
+    check(arches and all(isinstance(a, str) and a.startswith("SCMP_ARCH_") for a in arches),
+          "seccomp profile: no architectures: %s" % arches)
+    allowed = set()
+    for rule in prof.get("syscalls") or []:
+        names, action = rule.get("names"), rule.get("action")
+        if not check(isinstance(names, list) and names and all(isinstance(n, str) for n in names)
+                     and isinstance(action, str) and action.startswith("SCMP_ACT_"),
+                     "seccomp profile: a rule without names or action: %s" % str(rule)[:200]):
+            continue
+        if action == "SCMP_ACT_ALLOW" and not rule.get("args"):
+            allowed.update(names)
+    spec = importlib.util.spec_from_file_location("make_profile", os.path.join(os.path.dirname(profile_path),
+                                                                               "make-profile.py"))
+    mp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mp)
+    unit = read(unit_path)
+    for name in sorted(mp.by_name(unit) | {"bpf", "perf_event_open"}):
+        check(name in allowed, "seccomp profile: %s is not allowed (the unit allows it)" % name)
+    if shutil.which("systemd-analyze"):
+        want = mp.allowed(unit, mp.groups())
+        check(allowed == want, "seccomp profile and the unit's SystemCallFilter= differ: the profile also "
+              "allows %s, lacks %s (deploy/kubernetes/seccomp/make-profile.py writes it anew)"
+              % (sorted(allowed - want)[:10], sorted(want - allowed)[:10]))
+    sp = (c.get("securityContext") or {}).get("seccompProfile") or {}
+    local = sp.get("localhostProfile") or ""
+    check(sp.get("type") == "Localhost" and local.endswith("/" + os.path.basename(profile_path)),
+          "DaemonSet: the daemon's seccompProfile is not Localhost %s: %s" % (os.path.basename(profile_path), sp))
+    check(local and "seccomp/" + local in docs_text,
+          "docs/kubernetes.md does not say where to install the profile (seccomp/%s)" % local)
+
+
+def check_sidecar(spec, ds_labels, ctl_help):
+    """The exporter: returns (container, port name, listen address) or None."""
+    exp = [c for c in containers(spec) if argv(c)[:1] and os.path.basename(argv(c)[0]) == "cudackptctl"
+           and "metrics" in argv(c) and any(w.startswith("--listen") for w in argv(c))]
+    if not check(len(exp) == 1, "DaemonSet: one container running cudackptctl metrics --listen, found %d"
+                 % len(exp)):
+        return None
+    c = exp[0]
+    words = argv(c)
+    check_ctl_words("DaemonSet exporter", words[1:], ctl_help)
+    check("--socket=" + SOCKET in words, "DaemonSet: the exporter does not call %s" % SOCKET)
+    sc = c.get("securityContext") or {}
+    check(sc.get("runAsNonRoot") is True and sc.get("runAsUser", 1) != 0, "DaemonSet: the exporter may run as root")
+    check(sc.get("readOnlyRootFilesystem") is True, "DaemonSet: the exporter's root file system is writable")
+    check(sc.get("allowPrivilegeEscalation") is False, "DaemonSet: the exporter may escalate privileges")
+    check(not sc.get("privileged") and (sc.get("capabilities") or {}).get("drop") == ["ALL"]
+          and not (sc.get("capabilities") or {}).get("add"), "DaemonSet: the exporter keeps capabilities")
+    check((sc.get("seccompProfile") or {}).get("type") in ("RuntimeDefault", "Localhost"),
+          "DaemonSet: the exporter has no seccomp profile")
+    m = hostpath_mount(spec, c, SOCKET_DIR)
+    check(m is not None, "DaemonSet: the exporter does not mount %s" % SOCKET_DIR)
+    listen = [w.split("=", 1)[1] for w in words if w.startswith("--listen=")]
+    if not check(len(listen) == 1 and re.match(r"^.*:\d+$", listen[0]),
+                 "DaemonSet: exporter --listen=ADDR: %s" % listen):
+        return None
+    port = int(listen[0].rsplit(":", 1)[1])
+    ports = [p for p in c.get("ports") or [] if p.get("containerPort") == port]
+    check(len(ports) == 1 and ports[0].get("name"), "DaemonSet: the exporter's port %d is not a named containerPort"
+          % port)
+    return c, (ports[0].get("name") if ports else None), listen[0]
+
+
+def check_podmonitor(docs, namespace, labels, port_name):
+    pms = [d for d in docs if d.get("kind") == "PodMonitor"]
+    if not check(len(pms) == 1, "podmonitor.yaml: one PodMonitor, found %d" % len(pms)):
+        return
+    pm = pms[0]
+    check(pm.get("apiVersion") == "monitoring.coreos.com/v1", "PodMonitor: apiVersion %s" % pm.get("apiVersion"))
+    check(pm["metadata"].get("namespace") == namespace, "PodMonitor: not in the DaemonSet's namespace %s" % namespace)
+    sel = ((pm.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    check(sel and all(labels.get(k) == v for k, v in sel.items()),
+          "PodMonitor: selector %s does not match the DaemonSet's pods %s" % (sel, labels))
+    eps = (pm.get("spec") or {}).get("podMetricsEndpoints") or []
+    check(any(e.get("port") == port_name and e.get("path", "/metrics") == "/metrics" for e in eps),
+          "PodMonitor: no endpoint on port %s, path /metrics: %s" % (port_name, eps))
+
+
 def check_daemonset(docs, ctl_help):
     """The checks of the daemon's side; returns what the daemon run needs."""
     ns = [d["metadata"]["name"] for d in docs if d.get("kind") == "Namespace"]
@@ -185,12 +295,16 @@ def check_daemonset(docs, ctl_help):
     check(sc.get("readOnlyRootFilesystem") is True, "DaemonSet: readOnlyRootFilesystem is not true")
     check(not sc.get("privileged"), "DaemonSet: the daemon is privileged")
     check(sc.get("runAsUser", 0) == 0 and not sc.get("runAsNonRoot"), "DaemonSet: the daemon does not run as root")
+    check(hostpath_mount(spec, c, "/sys/kernel/tracing") is not None,
+          "DaemonSet: hostPath /sys/kernel/tracing is not mounted there (the process index's tracepoint)")
     env = {e.get("name"): e.get("value") for e in c.get("env") or []}
     probes = {}
     for name in ("livenessProbe", "readinessProbe", "startupProbe"):
         if name != "startupProbe" or name in c:
             probes[name] = check_probe(name, c.get(name), env, ctl_help)
-    return {"container": c, "spec": spec, "daemon_flags": dflags, "probes": probes, "namespace": where}
+    labels = (ds["spec"]["template"].get("metadata") or {}).get("labels") or {}
+    return {"container": c, "spec": spec, "daemon_flags": dflags, "probes": probes, "namespace": where,
+            "labels": labels, "exporter": check_sidecar(spec, labels, ctl_help)}
 
 
 def daemon_config(docs, info):
@@ -269,6 +383,8 @@ def run_daemon(cudackptd, cudackptctl, info, config_text, driver=None):
                 check(r.returncode == want, "DaemonSet: %s exits %d against the daemon %s, not %d: %s"
                       % (name, r.returncode, "on " + driver if driver else "without a driver", want,
                          r.stderr.strip()))
+            if info.get("exporter") and cudackptctl:
+                run_exporter(cudackptctl, info["exporter"][0], sock)
         finally:
             if d.poll() is None:
                 d.terminate()
@@ -283,6 +399,28 @@ def run_daemon(cudackptd, cudackptctl, info, config_text, driver=None):
             log.close()
 
 
+def run_exporter(cudackptctl, c, sock):
+    """The sidecar's command on a loopback port: GET /metrics answers."""
+    cmd = [cudackptctl] + ["--socket=" + sock if a.startswith("--socket=") else
+                           "--listen=127.0.0.1:0" if a.startswith("--listen=") else a for a in argv(c)[1:]]
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        if not select.select([p.stderr], [], [], 10)[0]:
+            check(False, "DaemonSet: the exporter %s said nothing in 10 s" % cmd)
+            return
+        m = re.search(r" on (\S+:\d+) ", p.stderr.readline().decode(errors="replace"))
+        if not check(m, "DaemonSet: the exporter %s did not start" % cmd):
+            return
+        with urllib.request.urlopen("http://%s/metrics" % m.group(1), timeout=10) as r:
+            check(r.status == 200 and r.read().startswith(b"# HELP cudackpt_"),
+                  "DaemonSet: the exporter's GET /metrics is not the daemon's metrics")
+    except OSError as e:
+        check(False, "DaemonSet: the exporter %s: %s" % (cmd, e))
+    finally:
+        p.terminate()
+        p.wait(10)
+
+
 def check_pod(docs, ctl_help):
     pods = [d for d in docs if d.get("kind") == "Pod"]
     if not check(len(pods) == 1, "example-pod.yaml: one Pod, found %d" % len(pods)):
@@ -292,8 +430,6 @@ def check_pod(docs, ctl_help):
     check(any(hostpath_mount(spec, c, SOCKET_DIR) for c in containers(spec)),
           "Pod: hostPath %s is not mounted at %s" % (SOCKET_DIR, SOCKET_DIR))
     for c in containers(spec):
-        m = hostpath_mount(spec, c, SOCKET_DIR)
-        check(m is None or not m.get("readOnly"), "Pod: %s is mounted read-only (connect needs write)" % SOCKET_DIR)
         script = "\n".join(argv(c))
         calls = re.findall(r"\bcudackptctl\b((?:[ \t]+[^\s;|&)#]+)*)", script)
         check(calls, "Pod: container %s never runs cudackptctl" % c.get("name"))
@@ -303,7 +439,8 @@ def check_pod(docs, ctl_help):
 
 def main():
     ap = argparse.ArgumentParser()
-    for a in ("cmakelists", "containerfile", "daemonset", "pod", "default-config", "docs"):
+    for a in ("cmakelists", "containerfile", "daemonset", "pod", "default-config", "docs", "podmonitor", "seccomp",
+              "unit"):
         ap.add_argument("--" + a, required=True)
     ap.add_argument("--cudackptd")
     ap.add_argument("--cudackptctl")
@@ -321,7 +458,7 @@ def main():
         for named in re.findall(r"[\w./-]*/cudackptd:[\w.-]+", read(path)):
             check(named == image, "%s names the image %s, not %s" % (path, named, image))
 
-    ds_docs, pod_docs = load(o.daemonset), load(o.pod)
+    ds_docs, pod_docs, pm_docs = load(o.daemonset), load(o.pod), load(o.podmonitor)
     for d in ds_docs + pod_docs:
         spec = d.get("spec") or {}
         spec = (spec.get("template") or {}).get("spec") or spec
@@ -337,6 +474,10 @@ def main():
     if info and d_help:
         for f in flags(info["daemon_flags"]):
             check(f in d_help[0], "DaemonSet: cudackptd has no flag %s (cudackptd --help)" % f)
+    if info:
+        check_seccomp(o.seccomp, o.unit, info["container"], read(o.docs))
+        if info["exporter"]:
+            check_podmonitor(pm_docs, info["namespace"], info["labels"], info["exporter"][1])
     config = daemon_config(ds_docs, info) if info else None
     if config is not None and check_config(config, o.default_config) and o.cudackptd and not failures:
         run_daemon(o.cudackptd, o.cudackptctl, info, config)

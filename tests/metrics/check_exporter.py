@@ -1,0 +1,275 @@
+#!/usr/bin/python3
+"""metrics.exporter: cudackptctl metrics --listen, scraped over HTTP.
+
+The daemon on the simulator, on a socket of its own; the exporter on a
+loopback port the kernel picks (127.0.0.1:0, then [::1]:0 where the host
+has IPv6), scraped with urllib and read by prometheus_client's parser:
+  - GET /metrics is 200, text/plain; version=0.0.4, and a counter moves
+    by exactly the calls made between two scrapes;
+  - another path is 404, another method 405;
+  - connections beyond the exporter's bound wait unserved, and it serves on;
+  - a daemon that accepts but never answers is 503 within --timeout;
+  - a stopped daemon is 503 with one line saying why, a restarted one 200;
+  - SIGTERM ends the exporter with status 0.
+
+Usage: check_exporter.py CUDACKPTD SIMULATOR CUDACKPTCTL
+Exits 77 (skipped) without prometheus_client, or when cudackptctl was built
+without libmicrohttpd."""
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:
+    print("SKIP: prometheus_client is not installed (python3-prometheus-client)")
+    sys.exit(77)
+
+MAX_CONNECTIONS = 32  # EXPORTER_MAX_CONNECTIONS of client/exporter.c
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: " + what)
+    return cond
+
+
+def get(url, method="GET", timeout=20):
+    """(status, headers, body) of one request."""
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.headers, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode()
+
+
+def wait_for(cond, what, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise RuntimeError("timed out waiting for " + what)
+        time.sleep(0.01)
+
+
+class Exporter:
+    """cudackptctl metrics --listen ADDR, up once it says where it listens."""
+
+    def __init__(self, ctl, sock, listen, *extra):
+        self.p = subprocess.Popen([ctl, "--socket=" + sock, "metrics", "--listen=" + listen] + list(extra),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.err = b""
+        deadline = time.monotonic() + 10
+        while b"\n" not in self.err:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.p.stderr], [], [], left)[0]:
+                raise RuntimeError("the exporter did not start: %r" % self.err)
+            chunk = os.read(self.p.stderr.fileno(), 4096)
+            if not chunk:
+                raise RuntimeError("the exporter exited %s: %r" % (self.p.wait(), self.err))
+            self.err += chunk
+        line = self.err.decode().splitlines()[0]
+        m = re.search(r"serving GET /metrics on (\S*):(\d+) ", line)
+        if not m:
+            raise RuntimeError("unexpected first line: " + line)
+        self.host, self.port = m.group(1), int(m.group(2))
+
+    def url(self, path):
+        return "http://%s:%d%s" % (self.host, self.port, path)
+
+    def stop(self):
+        """SIGTERM; returns (exit status, what it said)."""
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        try:
+            rest = self.p.communicate(timeout=20)[1]
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rest = self.p.communicate()[1]
+        return self.p.returncode, (self.err + rest).decode(errors="replace")
+
+
+class Daemon:
+    def __init__(self, daemon, sim, sock, log):
+        self.sock = sock
+        self.p = subprocess.Popen([daemon, "--socket=" + sock, "--driver=" + sim], stdout=log, stderr=log,
+                                  stdin=subprocess.DEVNULL)
+        wait_for(lambda: self.listening() or self.p.poll() is not None, "the daemon's socket")
+        if self.p.poll() is not None:
+            raise RuntimeError("the daemon exited %d" % self.p.returncode)
+
+    def listening(self):
+        """Whether the socket accepts connections (it exists a moment before)."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self.sock)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait(timeout=30)
+
+
+def counter(text, name, **labels):
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            if s.name == name and s.labels == labels:
+                return s.value
+    return 0.0
+
+
+def check_scrapes(e, ctl, sock, target):
+    status, headers, text = get(e.url("/metrics"))
+    check(status == 200, "GET /metrics: %d %s" % (status, text[:200]))
+    ctype = headers.get("Content-Type", "")
+    check(ctype.startswith("text/plain; version=0.0.4"), "Content-Type %r" % ctype)
+    check(text.startswith("# HELP cudackpt_build_info"), "the body is GetMetrics's text")
+    before = counter(text, "cudackpt_operations_total", method="GetState", result="ok")
+    for _ in range(3):
+        r = subprocess.run([ctl, "--socket=" + sock, "state", str(target)], capture_output=True, text=True)
+        check(r.returncode == 0 and r.stdout.strip() == "running", "state: %d %s" % (r.returncode, r.stderr))
+    status, _, text = get(e.url("/metrics?x=1"))
+    after = counter(text, "cudackpt_operations_total", method="GetState", result="ok")
+    check(status == 200 and after == before + 3,
+          "operations_total{GetState,ok} went from %s to %s over 3 calls" % (before, after))
+    for path in ("/", "/metrics/", "/metricsx", "/favicon.ico"):
+        status, _, body = get(e.url(path))
+        check(status == 404, "GET %s: %d, want 404" % (path, status))
+    for method in ("POST", "PUT", "DELETE", "HEAD"):
+        status, headers, _ = get(e.url("/metrics"), method=method)
+        check(status == 405 and headers.get("Allow") == "GET", "%s /metrics: %d, want 405, Allow: GET"
+              % (method, status))
+
+
+def sockets_of(pid):
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+        except OSError:
+            pass
+    return n
+
+
+def accept_backlog(port):
+    """Connections waiting in the accept queue of the IPv4 listener on port."""
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[1].endswith(":%04X" % port) and fields[3] == "0A":
+                return int(fields[4].split(":")[1], 16)
+    return None
+
+
+def check_connection_bound(e):
+    """Idle connections past the bound wait in the kernel's accept queue,
+    unserved; once they go, it serves again."""
+    conns = [socket.create_connection(("127.0.0.1", e.port), timeout=10) for _ in range(MAX_CONNECTIONS + 8)]
+    try:
+        # The listener and MAX_CONNECTIONS accepted; 8 left to wait.
+        wait_for(lambda: sockets_of(e.p.pid) == 1 + MAX_CONNECTIONS and accept_backlog(e.port) == 8,
+                 "%d connections accepted and 8 waiting" % MAX_CONNECTIONS)
+    except RuntimeError as err:
+        check(False, "%s: the exporter holds %d sockets, %s wait" % (err, sockets_of(e.p.pid),
+                                                                     accept_backlog(e.port)))
+    for s in conns:
+        s.close()
+    wait_for(lambda: get(e.url("/metrics"))[0] == 200, "a scrape after the idle connections closed")
+
+
+def check_silent_daemon(ctl, tmp):
+    """A daemon that accepts and never answers: 503 within --timeout."""
+    path = os.path.join(tmp, "silent")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(16)
+    e = Exporter(ctl, path, "127.0.0.1:0", "--timeout=300")
+    try:
+        t0 = time.monotonic()
+        status, _, body = get(e.url("/metrics"))
+        took = time.monotonic() - t0
+        check(status == 503 and took < 5, "a silent daemon: %d after %.1f s (%r), want 503 after 0.3 s"
+              % (status, took, body))
+    finally:
+        rc, said = e.stop()
+        srv.close()
+    check(rc == 0, "the exporter of the silent daemon exited %d: %s" % (rc, said))
+
+
+def main():
+    daemon, sim, ctl = sys.argv[1:4]
+    h = subprocess.run([ctl, "--help"], capture_output=True, text=True).stdout
+    if "NOT in this build" in h:
+        print("SKIP: cudackptctl was built without libmicrohttpd (metrics --listen)")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="cudackpt-exporter-")
+    sock = os.path.join(tmp, "sock")
+    log = open(os.path.join(tmp, "log"), "w+")
+    target = subprocess.Popen(["sleep", "600"], env=dict(os.environ, CUDACKPT_SIM="1", CUDACKPT_SIM_MEM_MIB="8"))
+    exporters, d = [], None
+    try:
+        wait_for(lambda: "python" not in os.readlink("/proc/%d/exe" % target.pid), "the target's exec")
+        d = Daemon(daemon, sim, sock, log)
+        exporters.append(Exporter(ctl, sock, "127.0.0.1:0"))
+        check(exporters[0].host == "127.0.0.1", "listens on %s" % exporters[0].host)
+        try:
+            exporters.append(Exporter(ctl, sock, "[::1]:0"))
+        except RuntimeError as err:
+            print("no IPv6 loopback here, [::1] not checked: %s" % err)
+        for e in exporters:
+            check_scrapes(e, ctl, sock, target.pid)
+        check_connection_bound(exporters[0])
+        check_silent_daemon(ctl, tmp)
+
+        d.stop()
+        status, _, body = get(exporters[0].url("/metrics"))
+        check(status == 503, "a stopped daemon: %d, want 503" % status)
+        check(body.count("\n") == 1 and body.startswith("cannot reach cudackptd at " + sock),
+              "503's body is one line saying why: %r" % body)
+        d = Daemon(daemon, sim, sock, log)
+        status, _, _ = get(exporters[0].url("/metrics"))
+        check(status == 200, "the daemon back: %d, want 200" % status)
+        said = {}
+        for e in exporters:
+            rc, said[e] = e.stop()
+            check(rc == 0 and "SIGTERM: stopping" in said[e], "SIGTERM: exit %d, said %r" % (rc, said[e]))
+        said = said[exporters[0]]
+        check("scrape failed (HTTP 503)" in said and "scrapes answered again" in said,
+              "the exporter logs the daemon going and coming back: %r" % said)
+    finally:
+        for e in exporters:
+            if e.p.poll() is None:
+                e.p.kill()
+                e.p.wait()
+        target.kill()
+        target.wait()
+        if d and d.p.poll() is None:
+            d.stop()
+        log.seek(0)
+        said = log.read()
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(said)
+        return 1
+    print("the exporter serves, counts, refuses and fails as it should")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
