@@ -95,6 +95,8 @@ int ctl_selector_parse(ctl_selector *sel, ctl_selector_kind kind, const char *ar
 void ctl_selector_done(ctl_selector *sel);
 
 /* One group operation. */
+struct ctl_held;
+
 typedef struct ctl_group {
         const char *prefix;             /* "cudackptctl: suspend --pids 1,2: ", for errors */
         const char *method;             /* CUDACKPT_METHOD_*_GROUP */
@@ -106,6 +108,7 @@ typedef struct ctl_group {
         bool progress_tty;              /* ... rewriting a line per phase in place */
         long long lease_ms;             /* lock, suspend: lease_ms, -1 for none */
         bool lease_on_close;            /* lock, suspend: a lease held by this connection */
+        struct ctl_held *ret_lease;     /* on success, when not NULL: the lease granted */
         cJSON **ret_members;            /* on success, when not NULL: a Selector of exactly the
                                          * members, pinned by start time (NULL when none) */
         bool quiet;                     /* print nothing on success (dump, restore --images
@@ -206,6 +209,24 @@ typedef struct ctl_lease_op {
  * connects again and claims the lease (ClaimLease), so *clientp may be
  * replaced. */
 int ctl_lease_run(cudackpt_client **clientp, const ctl_lease_op *o);
+
+/* The lease a --hold holds (a single process's or a group's), to claim it
+ * again after a daemon restart. */
+typedef struct ctl_held {
+        long long id;                   /* 0: none in the reply */
+        char secret[65];                /* "": none */
+        bool connected;                 /* the connection that holds it is open */
+        bool lost;                      /* the daemon no longer knows it as ours */
+} ctl_held;
+/* The lease of a reply's parameters (the grant's "lease"). */
+void ctl_held_of(const char *parameters_json, ctl_held *h);
+/* --hold's wait: runs o->command (or waits for a stop signal), passing a
+ * stop signal on to it, while keeping h held across daemon restarts (uses
+ * o->prefix, command, socket, timeout_ms); then, if the holding connection
+ * is still lost, connects again and claims it.  Returns the command's
+ * status (0 without one), or a failure exit code when the daemon cannot be
+ * reached again; h->lost when the daemon undid the lease meanwhile. */
+int ctl_hold_keep(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h);
 
 /* --hold: ctl_hold_signals() before the operation makes SIGINT, SIGTERM
  * and SIGHUP end the hold rather than the client; ctl_hold_wait() then

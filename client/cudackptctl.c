@@ -637,6 +637,50 @@ static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *
         return -EINVAL;
 }
 
+/* A group's --hold: the lease lives as long as this client's connection
+ * (claimed again across a daemon restart); the undo is made here on
+ * exactly the members, so its result shows.  Frees client. */
+static int ctl_group_hold(const ctl_args *a, cudackpt_client *client, ctl_group *gp, const char *path) {
+        ctl_group g = *gp;
+        cJSON *members = NULL;
+        ctl_held h = { 0 };
+        ctl_lease_op keep = { .prefix = a->prefix, .command = a->command_argv, .socket = path,
+                              .timeout_ms = a->timeout_ms };
+        int status;
+
+        g.lease_on_close = true;
+        g.ret_members = &members;
+        g.ret_lease = &h;
+        ctl_hold_signals();
+        status = ctl_group_run(client, &g);
+        if (status == CUDACKPT_EXIT_OK) {
+                int held = ctl_hold_keep(&keep, &client, &h);
+                ctl_selector undo_sel = { .kind = CTL_SELECT_PIDS, .arg = a->selector.arg, .json = members };
+                ctl_group u = g;
+                u.method = a->command->id == CTL_LOCK ? CUDACKPT_METHOD_UNLOCK_GROUP : CUDACKPT_METHOD_RESUME_GROUP;
+                u.selector = &undo_sel;
+                u.lock_timeout = -1;
+                u.lease_ms = -1;
+                u.lease_on_close = false;
+                u.ret_members = NULL;
+                u.ret_lease = NULL;
+                if (h.lost) {
+                        fprintf(stderr, "%sthe hold was lost while the daemon restarted: it undid the group itself\n",
+                                a->prefix);
+                        status = CUDACKPT_EXIT_FAILURE;
+                } else if (!h.connected) {
+                        status = held; /* the daemon could not be reached again */
+                } else {
+                        status = members ? ctl_group_run(client, &u) : CUDACKPT_EXIT_OK;
+                        if (status == CUDACKPT_EXIT_OK)
+                                status = held;
+                }
+        }
+        cJSON_Delete(members);
+        cudackpt_client_free(client);
+        return status;
+}
+
 static int ctl_run(const ctl_args *a) {
         const char *path = ctl_socket_path(a->socket);
         cudackpt_client *client = NULL;
@@ -743,31 +787,7 @@ static int ctl_run(const ctl_args *a) {
                         cudackpt_client_free(client);
                         return status;
                 }
-                /* --hold: the lease lives as long as this connection; the
-                 * undo is made here on exactly the members, so its result shows. */
-                cJSON *members = NULL;
-                g.lease_on_close = true;
-                g.ret_members = &members;
-                ctl_hold_signals();
-                status = ctl_group_run(client, &g);
-                if (status == CUDACKPT_EXIT_OK) {
-                        int held = ctl_hold_wait(a->prefix, a->command_argv);
-                        ctl_selector undo_sel = { .kind = CTL_SELECT_PIDS, .arg = a->selector.arg, .json = members };
-                        ctl_group u = g;
-                        u.method = a->command->id == CTL_LOCK ? CUDACKPT_METHOD_UNLOCK_GROUP
-                                                              : CUDACKPT_METHOD_RESUME_GROUP;
-                        u.selector = &undo_sel;
-                        u.lock_timeout = -1;
-                        u.lease_ms = -1;
-                        u.lease_on_close = false;
-                        u.ret_members = NULL;
-                        status = members ? ctl_group_run(client, &u) : CUDACKPT_EXIT_OK;
-                        if (status == CUDACKPT_EXIT_OK)
-                                status = held;
-                }
-                cJSON_Delete(members);
-                cudackpt_client_free(client);
-                return status;
+                return ctl_group_hold(a, client, &g, path);
         }
 
         /* A checkpoint or restore of a GPU's memory takes seconds: show how far it is. */

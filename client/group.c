@@ -695,6 +695,8 @@ int ctl_group_run(cudackpt_client *client, const ctl_group *g) {
                 status = group_print_success(g, &reply);
         if (status == CUDACKPT_EXIT_OK && g->ret_members)
                 *g->ret_members = group_members_selector(&reply);
+        if (status == CUDACKPT_EXIT_OK && g->ret_lease)
+                ctl_held_of(reply.parameters_json, g->ret_lease);
         cudackpt_reply_clear(&reply);
         return status;
 }

@@ -111,17 +111,9 @@ int ctl_hold_wait(const char *prefix, char **command)
         return CUDACKPT_EXIT_OK;
 }
 
-/* The lease a --hold holds, to claim it again after a daemon restart. */
-typedef struct ctl_held {
-        long long id;                   /* 0: none in the reply */
-        char secret[65];                /* "": none */
-        bool connected;                 /* the connection that holds it is open */
-        bool lost;                      /* the daemon no longer knows it as ours */
-} ctl_held;
-
-static void held_of(const cudackpt_reply *reply, ctl_held *h)
+void ctl_held_of(const char *parameters_json, ctl_held *h)
 {
-        cJSON *p = cJSON_Parse(reply->parameters_json);
+        cJSON *p = parameters_json ? cJSON_Parse(parameters_json) : NULL;
         const cJSON *l = p ? cJSON_GetObjectItemCaseSensitive(p, "lease") : NULL;
         const cJSON *id = cJSON_IsObject(l) ? cJSON_GetObjectItemCaseSensitive(l, "id") : NULL;
         const cJSON *sec = cJSON_IsObject(l) ? cJSON_GetObjectItemCaseSensitive(l, "secret") : NULL;
@@ -186,9 +178,9 @@ static bool hung_up(cudackpt_client *client, int ms)
         return poll(&p, 1, ms) > 0;
 }
 
-/* --hold: runs command (or waits for a stop signal), passing a stop
- * signal on to it, while keeping the lease held across daemon restarts.
- * Returns the command's status as a shell gives it (0 without one). */
+/* Runs command (or waits for a stop signal), passing a stop signal on to
+ * it, while keeping the lease held across daemon restarts.  Returns the
+ * command's status as a shell gives it (0 without one). */
 static int hold(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h)
 {
         pid_t child = 0;
@@ -218,6 +210,17 @@ static int hold(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h)
                 else if (h->lost)
                         (void)poll(NULL, 0, 100);
         }
+}
+
+int ctl_hold_keep(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h)
+{
+        int held = hold(o, clientp, h), r;
+
+        if (!h->lost && !h->connected && (r = reclaim(o, clientp, h)) < 0) {
+                fprintf(stderr, "%s%s\n", o->prefix, ctl_describe_call_failure(r));
+                return ctl_call_failure_exit_code(r);
+        }
+        return held;
 }
 
 int ctl_lease_run(cudackpt_client **clientp, const ctl_lease_op *o)
@@ -254,20 +257,18 @@ int ctl_lease_run(cudackpt_client **clientp, const ctl_lease_op *o)
                 return status;
         }
         print_state(&reply, o->json);
-        held_of(&reply, &h);
+        ctl_held_of(reply.parameters_json, &h);
         cudackpt_reply_clear(&reply);
         if (!o->hold)
                 return CUDACKPT_EXIT_OK;
-        held = hold(o, clientp, &h);
+        held = ctl_hold_keep(o, clientp, &h);
         if (h.lost) {
                 fprintf(stderr, "%sthe hold was lost while the daemon restarted: it undid the %s itself\n", o->prefix,
                         strcmp(o->method, CUDACKPT_METHOD_LOCK) == 0 ? "lock" : "suspend");
                 return CUDACKPT_EXIT_FAILURE;
         }
-        if (!h.connected && (r = reclaim(o, clientp, &h)) < 0) {
-                fprintf(stderr, "%s%s\n", o->prefix, ctl_describe_call_failure(r));
-                return ctl_call_failure_exit_code(r);
-        }
+        if (!h.connected)
+                return held; /* the daemon could not be reached again */
         /* The hold is over: undo it here, so the result is seen (were this
          * client killed instead, the daemon would undo it itself). */
         cudackpt_reply_init(&reply);

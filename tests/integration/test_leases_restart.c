@@ -181,14 +181,15 @@ END_TEST
  * middle of its command: with a grace period shorter than the rest of the
  * command, only its claim keeps the process locked; it runs again once
  * the command ends. */
-START_TEST(cli_hold_survives_restart)
+static void hold_survives_restart(bool group)
 {
         struct itest_daemon_opts o = { .config_json = "{\"lease_claim_grace_ms\":700}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d);
         pid_t pid = slot_target();
+        const char *target = group ? itest_strdupf("--pids=%d", (int)pid) : itest_strdupf("%d", (int)pid);
         const char *argv[] = { itest_need_env("CUDACKPT_TEST_CTL"), itest_strdupf("--socket=%s", d->sock),
-                               "lock", "--hold", itest_strdupf("%d", (int)pid), "--", "sleep", "3", NULL };
+                               "lock", "--hold", target, "--", "sleep", "3", NULL };
         int st;
         pid_t h = fork();
 
@@ -213,6 +214,18 @@ START_TEST(cli_hold_survives_restart)
         ck_assert_msg(w == h, "cudackptctl still runs 10 s on");
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cudackptctl: %s", itest_describe_status(st));
         itest_assert_state(state_of(c, pid), pid, "running");
+}
+
+START_TEST(cli_hold_survives_restart)
+{
+        hold_survives_restart(false);
+}
+END_TEST
+
+/* The same for a group's --hold (LockGroup): its lease claimed again. */
+START_TEST(cli_group_hold_survives_restart)
+{
+        hold_survives_restart(true);
 }
 END_TEST
 
@@ -339,6 +352,7 @@ static Suite *restart_suite(void)
         tcase_add_test(tc, unclaimed_after_restart);
         tcase_add_test(tc, kept_at_stop);
         tcase_add_test(tc, cli_hold_survives_restart);
+        tcase_add_test(tc, cli_group_hold_survives_restart);
         tcase_add_test(tc, client_waits_for_daemon);
         tcase_add_test(tc, tampered_store_refused);
         return s;
