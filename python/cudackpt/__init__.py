@@ -24,7 +24,7 @@ from typing import Any, Iterable, List, Optional
 from . import errors
 from .client import Client, default_client, set_default_client
 from .errors import (CallTimeout, ConnectionLost, CUDAError, CudackptError, DaemonUnavailable, DriverError,
-                     DriverUnavailable, GroupFailed, GroupTooLarge, InvalidGpuMapping, InvalidState,
+                     DriverUnavailable, GroupFailed, GroupTooLarge, InvalidGpuMapping, InvalidState, LeaseLost,
                      NoSuchLease, NoSuchProcess, NotCudaProcess, NotSupported, PermissionDenied, ProcessChanged,
                      ProcessGone, ProcessStopped, QueueFull, ShuttingDown, Timeout)
 from .job import Job
@@ -42,7 +42,8 @@ __all__ = [
     "Event", "GpuUsage", "GroupResult", "Lease", "Member", "OperationResult", "ProcessInfo", "Progress",
     "Skipped", "StateReply", "errors",
     "CUDAError", "CudackptError", "CallTimeout", "ConnectionLost", "DaemonUnavailable", "DriverError",
-    "DriverUnavailable", "GroupFailed", "GroupTooLarge", "InvalidGpuMapping", "InvalidState", "NoSuchLease",
+    "DriverUnavailable", "GroupFailed", "GroupTooLarge", "InvalidGpuMapping", "InvalidState", "LeaseLost",
+    "NoSuchLease",
     "NoSuchProcess", "NotCudaProcess", "NotSupported", "PermissionDenied", "ProcessChanged", "ProcessGone",
     "ProcessStopped", "QueueFull", "ShuttingDown", "Timeout",
 ]

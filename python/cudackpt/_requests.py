@@ -201,6 +201,19 @@ def client_timeout(timeout: Any) -> float:
     return _varlink.default_timeout() if timeout is None else check_timeout(timeout)
 
 
+def connect_timeout(seconds: Any) -> float:
+    """How long connecting waits for a restarting daemon: ``seconds`` (0
+    to 600: 0 is one try), else ``$CUDACKPT_CONNECT_TIMEOUT_MS``, else 3 s."""
+    if seconds is None:
+        return _varlink.default_connect_timeout()
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError("connect_timeout must be a number of seconds")
+    value = float(seconds)
+    if not 0 <= value <= _varlink.MAX_CONNECT_TIMEOUT:  # NaN too
+        raise ValueError("connect_timeout must be from 0 to %d seconds" % _varlink.MAX_CONNECT_TIMEOUT)
+    return value
+
+
 def call_timeout(timeout: Any, default: float, timeout_ms: Optional[int] = None) -> float:
     """The seconds a call waits for its reply (``math.inf``: as long as it
     takes).  ``timeout``, the call's own, is taken as it is: the caller

@@ -8,6 +8,7 @@ against a deadline, and turns an error reply into the exception that
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -24,6 +25,15 @@ TIMEOUT_ENV = "CUDACKPT_TIMEOUT"
 DEFAULT_TIMEOUT = 300.0
 """Seconds a call waits for its reply unless told otherwise: long enough for
 the checkpoint of a large GPU's memory (about 0.8 s per GiB on an H200)."""
+CONNECT_TIMEOUT_ENV = "CUDACKPT_CONNECT_TIMEOUT_MS"
+DEFAULT_CONNECT_TIMEOUT = 3.0
+"""Seconds connecting waits for a daemon that is not there (restarting,
+upgraded), as the C library's CUDACKPT_CONNECT_TIMEOUT_MS default."""
+MAX_CONNECT_TIMEOUT = 600.0
+RETRY_ERRNOS = (errno.ENOENT, errno.ECONNREFUSED, errno.EAGAIN)
+"""A daemon that is restarting has no socket file, a file nobody listens on,
+or a full backlog, for a moment: connecting is tried again."""
+_RETRY_FIRST_S, _RETRY_MAX_S = 0.02, 0.5
 
 _RECV_CHUNK = 1 << 16
 MAX_MESSAGE = 64 << 20
@@ -52,6 +62,38 @@ def default_timeout() -> float:
     return DEFAULT_TIMEOUT
 
 
+def default_connect_timeout() -> float:
+    """Seconds from ``$CUDACKPT_CONNECT_TIMEOUT_MS`` (milliseconds, 0 to
+    600000; 0: one try), else :data:`DEFAULT_CONNECT_TIMEOUT` (as the C
+    library reads it)."""
+    value = os.environ.get(CONNECT_TIMEOUT_ENV)
+    if value and value.isdigit() and value.isascii() and int(value) <= MAX_CONNECT_TIMEOUT * 1000:
+        return int(value) / 1000.0
+    return DEFAULT_CONNECT_TIMEOUT
+
+
+def retry_delays(connect_timeout: float, timeout: Optional[float]) -> Iterator[Optional[float]]:
+    """The waits between tries of connecting: 20 ms, doubling up to 0.5 s,
+    for ``connect_timeout`` seconds in all but never past ``timeout`` (the
+    call's own limit; None or infinity: none).  Each value is the time to
+    wait before the next try, or None once no time is left."""
+    window = connect_timeout if limit(timeout) is None else min(connect_timeout, max(float(timeout or 0), 0.0))
+    end = time.monotonic() + window
+    delay = _RETRY_FIRST_S
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            yield None
+            return
+        yield min(delay, left)
+        delay = min(delay * 2, _RETRY_MAX_S)
+
+
+def is_retryable(error: OSError) -> bool:
+    """Whether a failure to connect is one of a daemon restarting."""
+    return error.errno in RETRY_ERRNOS
+
+
 def method_name(method: str) -> str:
     """A full method name: short names belong to io.cudackpt.Process."""
     return method if "." in method else INTERFACE + "." + method
@@ -78,6 +120,11 @@ class Deadline:
         if self._at is None:
             return None
         return max(self._at - time.monotonic(), 0.001)
+
+    def remaining(self) -> float:
+        """Seconds left as a call's timeout takes them (infinity: none)."""
+        left = self.left()
+        return math.inf if left is None else left
 
     def passed(self) -> bool:
         return self._at is not None and time.monotonic() >= self._at
@@ -125,20 +172,35 @@ def in_step_after(error: BaseException) -> bool:
 class Connection:
     """One connection to the daemon; one request at a time."""
 
-    def __init__(self, path: Optional[str] = None, timeout: Optional[float] = None) -> None:
+    def __init__(self, path: Optional[str] = None, timeout: Optional[float] = None,
+                 connect_timeout: Optional[float] = None) -> None:
+        """Connects to ``path`` within ``timeout`` seconds (None: the
+        default, infinity: no limit).  While the socket is missing or
+        refuses (a daemon restarting), tries again for ``connect_timeout``
+        seconds (None: ``$CUDACKPT_CONNECT_TIMEOUT_MS``, else 3 s; 0: one
+        try), never past ``timeout``; then DaemonUnavailable."""
         self.path = path or default_socket()
         self._buf = bytearray()
         self.last_used = time.monotonic()
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self._sock.settimeout(limit(default_timeout() if timeout is None else timeout))
-            self._sock.connect(self.path)
-        except socket.timeout:
-            self._sock.close()
-            raise errors.CallTimeout("connecting to %s timed out" % self.path) from None
-        except OSError as e:
-            self._sock.close()
-            raise errors.DaemonUnavailable("cannot connect to cudackptd at %s: %s" % (self.path, e.strerror or e)) from e
+        deadline = Deadline(default_timeout() if timeout is None else timeout)
+        delays = retry_delays(default_connect_timeout() if connect_timeout is None else connect_timeout,
+                              deadline.left())
+        while True:
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self._sock.settimeout(deadline.left())
+                self._sock.connect(self.path)
+                return
+            except socket.timeout:
+                self._sock.close()
+                raise errors.CallTimeout("connecting to %s timed out" % self.path) from None
+            except OSError as e:
+                self._sock.close()
+                delay = next(delays) if is_retryable(e) else None
+                if delay is None:
+                    raise errors.DaemonUnavailable("cannot connect to cudackptd at %s: %s"
+                                                   % (self.path, e.strerror or e)) from e
+                time.sleep(delay)
 
     def fileno(self) -> int:
         return self._sock.fileno()

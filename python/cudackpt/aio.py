@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import socket
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Type, TypeVar, Union
 
 from . import _requests, _varlink, errors
-from .lease import _BROKEN, _GONE, _has_members
+from .lease import _BROKEN, _GONE, _has_members, _lost_message, _no_secret_message
 from .types import Event, GroupResult, Lease, OperationResult, ProcessInfo, Progress, StateReply
 
 __all__ = ["Client", "Connection", "Job", "Hold", "Watcher"]
@@ -56,18 +58,49 @@ class Connection:
         self._reader, self._writer = reader, writer
 
     @classmethod
-    async def open(cls, path: str, timeout: float) -> "Connection":
-        try:
-            reader, writer = await _bounded(asyncio.open_unix_connection(path, limit=_LIMIT), timeout,
-                                            "connection")
-        except errors.CudackptError:
-            raise  # CallTimeout: a TimeoutError, so an OSError too
-        except OSError as e:
-            raise errors.DaemonUnavailable("cannot connect to cudackptd at %s: %s" % (path, e.strerror or e)) from e
-        return cls(reader, writer)
+    async def open(cls, path: str, timeout: float, connect_timeout: Optional[float] = None) -> "Connection":
+        """Connects within ``timeout`` seconds; while the socket is missing
+        or refuses (a daemon restarting), tries again for
+        ``connect_timeout`` seconds (None: ``$CUDACKPT_CONNECT_TIMEOUT_MS``,
+        else 3 s; 0: one try), never past ``timeout``."""
+        deadline = _varlink.Deadline(timeout)
+        delays = _varlink.retry_delays(_varlink.default_connect_timeout() if connect_timeout is None
+                                       else connect_timeout, deadline.left())
+        while True:
+            try:
+                reader, writer = await _bounded(asyncio.open_unix_connection(path, limit=_LIMIT),
+                                                deadline.left(), "connection")
+                return cls(reader, writer)
+            except errors.CudackptError:
+                raise  # CallTimeout: a TimeoutError, so an OSError too
+            except OSError as e:
+                delay = next(delays) if _varlink.is_retryable(e) else None
+                if delay is None:
+                    raise errors.DaemonUnavailable("cannot connect to cudackptd at %s: %s"
+                                                   % (path, e.strerror or e)) from e
+            await asyncio.sleep(delay)
 
     def is_open(self) -> bool:
-        return not self._reader.at_eof() and not self._writer.is_closing()
+        return not self._reader.at_eof() and not self._writer.is_closing() and self._reader.exception() is None
+
+    async def hung_up(self) -> bool:
+        """Whether the daemon has closed the connection (it sends nothing
+        unasked): what the event loop has read of it, else a peek at the
+        socket that never waits (on a duplicate of its descriptor: the
+        transport's own is not to be read)."""
+        if not self.is_open():
+            return True
+        sock = self._writer.get_extra_info("socket")
+        if sock is None:
+            return False
+        try:
+            with socket.socket(fileno=os.dup(sock.fileno())) as peek:
+                peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True
+        return True  # end of file, or bytes nobody asked for
 
     async def close(self) -> None:
         self._writer.close()
@@ -106,11 +139,14 @@ class Connection:
 
 class Client:
     """The asyncio client of cudackptd on ``socket_path`` (default:
-    ``$CUDACKPT_SOCKET``, else the daemon's default path)."""
+    ``$CUDACKPT_SOCKET``, else the daemon's default path); ``timeout`` and
+    ``connect_timeout`` as :class:`cudackpt.Client`'s."""
 
-    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None) -> None:
+    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None,
+                 connect_timeout: Optional[float] = None) -> None:
         self.socket_path = socket_path or _varlink.default_socket()
         self.timeout = _requests.client_timeout(timeout)
+        self.connect_timeout = _requests.connect_timeout(connect_timeout)
         self._pool: List[Connection] = []
 
     async def __aenter__(self) -> "Client":
@@ -129,12 +165,12 @@ class Client:
         """A new connection of its own; ``timeout`` bounds connecting (a
         call without limit still connects within the client's)."""
         seconds = self.timeout if timeout is None or math.isinf(timeout) else timeout
-        return await Connection.open(self.socket_path, seconds)
+        return await Connection.open(self.socket_path, seconds, self.connect_timeout)
 
     async def _take(self, timeout: float) -> Connection:
         while self._pool:
             conn = self._pool.pop()
-            if conn.is_open():
+            if not await conn.hung_up():  # a peek: the loop may not have read the daemon's close yet
                 return conn
             await conn.close()
         return await self.connect(timeout)
@@ -150,9 +186,10 @@ class Client:
         """Calls ``method`` and returns its reply's parameters, or raises
         its error."""
         seconds = _requests.call_timeout(timeout, self.timeout)
+        deadline = _varlink.Deadline(seconds)  # waiting for the daemon counts
         conn = await self._take(seconds)
         try:
-            reply = await conn.call(method, parameters, seconds)
+            reply = await conn.call(method, parameters, deadline.remaining())
         except BaseException as e:
             if _varlink.in_step_after(e):
                 await self._give_back(conn)  # an error reply: the connection is still good
@@ -287,7 +324,10 @@ class Client:
 class Hold:
     """A process or job paused under a lease for an ``async with`` block;
     resumed (or unlocked) at its end, also when the block raises or is
-    cancelled; the daemon undoes it should this process die."""
+    cancelled; the daemon undoes it should this process die.  Across a
+    restart of the daemon, as :class:`cudackpt.Hold`: claimed again before
+    its next call, or by :meth:`claim`; LeaseLost at the end when the
+    daemon undid it meanwhile."""
 
     def __init__(self, client: Client, take: str, take_params: Dict[str, Any], undo: str,
                  undo_params: Callable[[Any], Dict[str, Any]], parse: Callable[[Dict[str, Any]], Any],
@@ -301,6 +341,8 @@ class Hold:
         self._conn: Optional[Connection] = None
         self._released = False
         self._broken = False  # a call on the connection failed without its reply read
+        self._lost = False  # the daemon undid the lease: claiming it again failed
+        self._lost_told = False  # ... and LeaseLost was raised to the block already
         self.result: Any = None
         self.lease: Optional[Lease] = None
 
@@ -316,20 +358,23 @@ class Hold:
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                         tb: Any) -> None:
-        conn, self._conn = self._conn, None
-        if conn is None:
+        if self._conn is None:
             return
         if self._broken:
             # Its reply may still come: never read as the undo's.  Closing
             # makes the daemon undo the lease, if it is still held.
-            await conn.close()
+            await self._close()
             if exc_type is None:
                 raise errors.ConnectionLost(_BROKEN)
             return
         try:
-            if not self._released and _has_members(self.result):
+            if self._lost:
+                if exc_type is None and not self._lost_told:
+                    assert self.lease is not None
+                    raise errors.LeaseLost(_lost_message(self.lease.id), self.lease.id)
+            elif not self._released and _has_members(self.result):
                 try:
-                    await conn.call(self._undo, self._undo_params(self.result), self._timeout)
+                    await self._call_held(self._undo, self._undo_params(self.result))
                 except _GONE:
                     pass
                 except errors.GroupFailed as e:
@@ -339,6 +384,11 @@ class Hold:
                     if exc_type is None:
                         raise
         finally:
+            await self._close()
+
+    async def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
             await conn.close()
 
     def _held(self) -> Connection:
@@ -346,16 +396,69 @@ class Hold:
             raise RuntimeError("the lease is held only inside the async with block")
         if self._broken:
             raise errors.ConnectionLost(_BROKEN)
+        if self._lost:
+            self._lost_told = True
+            raise errors.LeaseLost(_lost_message(self.lease.id), self.lease.id)
         return self._conn
 
-    async def _call(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
-        conn = self._held()
+    async def _claim_again(self) -> Connection:
+        lease = self.lease
+        assert lease is not None
+        if not lease.secret:
+            self._lost = True
+            raise errors.LeaseLost(_no_secret_message(lease.id), lease.id)
+        conn = await self._client.connect(self._timeout)
         try:
-            return await conn.call(method, params, self._timeout)
-        except BaseException as e:
-            if not _varlink.in_step_after(e):
-                self._broken = True  # timed out, cancelled or lost: its reply unread
+            await conn.call("ClaimLease", {"lease": lease.id, "secret": lease.secret}, self._timeout)
+        except errors.NoSuchLease as e:
+            await conn.close()
+            self._lost = True
+            raise errors.LeaseLost(_lost_message(lease.id), lease.id) from e
+        except BaseException:
+            await conn.close()
             raise
+        old, self._conn = self._conn, conn
+        if old is not None:
+            await old.close()
+        return conn
+
+    async def _call_held(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        conn = self._held()
+        for again in (False, True):
+            if again or await conn.hung_up():
+                conn = await self._claim_again()
+            try:
+                return await conn.call(method, params, self._timeout)
+            except errors.ConnectionLost:
+                if again:
+                    raise  # the new connection closed too: tried again later
+            except BaseException as e:
+                if not _varlink.in_step_after(e):
+                    self._broken = True  # timed out, cancelled or unreadable: its reply unread
+                raise
+        raise AssertionError("unreachable")
+
+    async def _call(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        try:
+            return await self._call_held(method, params)
+        except errors.LeaseLost:
+            self._lost_told = True
+            raise
+
+    async def claim(self) -> bool:
+        """As :meth:`cudackpt.Hold.claim`: if the daemon has closed the
+        holding connection (a restart), connects again and claims the
+        lease (True); False when it was still held.  LeaseLost when the
+        daemon no longer holds the lease."""
+        conn = self._held()
+        if not await conn.hung_up():
+            return False
+        try:
+            await self._claim_again()
+        except errors.LeaseLost:
+            self._lost_told = True
+            raise
+        return True
 
     async def release(self) -> None:
         """Ends the lease: the process stays as it is after the block.  A

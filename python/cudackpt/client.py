@@ -38,17 +38,24 @@ closes idle connections after idle_timeout_ms, 300 s by default)."""
 
 class Client:
     """A client of cudackptd on ``socket_path`` (default: ``$CUDACKPT_SOCKET``,
-    else ``/run/cudackpt/io.cudackpt.Process``)."""
+    else ``/run/cudackpt/io.cudackpt.Process``).  ``timeout``: each call's
+    default limit, in seconds.  ``connect_timeout``: how long connecting
+    waits for a daemon that is restarting (its socket missing or refusing),
+    in seconds (default ``$CUDACKPT_CONNECT_TIMEOUT_MS``, else 3; 0: one
+    try), never past the call's own limit."""
 
-    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None) -> None:
+    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None,
+                 connect_timeout: Optional[float] = None) -> None:
         self.socket_path = socket_path or _varlink.default_socket()
         self.timeout = _requests.client_timeout(timeout)
+        self.connect_timeout = _requests.connect_timeout(connect_timeout)
         self._pool: List[_varlink.Connection] = []
         self._pool_pid = os.getpid()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return "Client(%r, timeout=%r)" % (self.socket_path, self.timeout)
+        return "Client(%r, timeout=%r, connect_timeout=%r)" % (self.socket_path, self.timeout,
+                                                               self.connect_timeout)
 
     def __enter__(self) -> "Client":
         return self
@@ -68,9 +75,10 @@ class Client:
     def connect(self, timeout: Optional[float] = None) -> _varlink.Connection:
         """A new connection of its own (for leases held by it and Watch);
         ``timeout`` bounds connecting (a call without limit still connects
-        within the client's)."""
+        within the client's).  A daemon that is restarting (no socket, or
+        one that refuses) is waited for, ``connect_timeout`` at most."""
         seconds = self.timeout if timeout is None or math.isinf(timeout) else timeout
-        return _varlink.Connection(self.socket_path, seconds)
+        return _varlink.Connection(self.socket_path, seconds, self.connect_timeout)
 
     def _take(self, timeout: float) -> _varlink.Connection:
         with self._lock:
@@ -95,9 +103,10 @@ class Client:
         """Calls ``method`` (a short name means one of io.cudackpt.Process)
         and returns its reply's parameters, or raises its error."""
         seconds = _requests.call_timeout(timeout, self.timeout)
+        deadline = _varlink.Deadline(seconds)  # waiting for the daemon counts
         conn = self._take(seconds)
         try:
-            reply = conn.call(method, parameters, seconds)
+            reply = conn.call(method, parameters, deadline.remaining())
         except BaseException as e:
             if _varlink.in_step_after(e):
                 self._give_back(conn)  # an error reply: the connection is still good
@@ -112,10 +121,11 @@ class Client:
         """Calls ``method`` with ``more``: ``on_reply`` gets every reply that
         continues; the last one is returned."""
         seconds = _requests.call_timeout(timeout, self.timeout)
+        deadline = _varlink.Deadline(seconds)
         conn = self._take(seconds)
         last: Dict[str, Any] = {}
         try:
-            replies = conn.stream(method, parameters, seconds)
+            replies = conn.stream(method, parameters, deadline.remaining())
             for reply in replies:
                 last = reply
                 if "progress" in reply:

@@ -25,7 +25,7 @@ import os
 from typing import Any, Dict, Mapping, Optional, Tuple, Type
 
 __all__ = [
-    "CUDAError", "CudackptError", "DaemonUnavailable", "ConnectionLost", "CallTimeout", "ProtocolError",
+    "CUDAError", "CudackptError", "DaemonUnavailable", "ConnectionLost", "LeaseLost", "CallTimeout", "ProtocolError",
     "NoSuchProcess", "NotCudaProcess", "PermissionDenied", "InvalidState", "Timeout", "InvalidGpuMapping",
     "NotSupported", "ProcessGone", "ProcessStopped", "ProcessChanged", "DriverUnavailable", "DriverError",
     "QueueFull", "GroupFailed", "GroupTooLarge", "ShuttingDown", "InvalidRequest", "NoSuchLease",
@@ -170,6 +170,23 @@ class DaemonUnavailable(CudackptError, ConnectionError):
 
 class ConnectionLost(CudackptError, ConnectionError):
     """The connection failed or was closed before the reply came."""
+
+
+class LeaseLost(CudackptError):
+    """The daemon no longer holds the lease of a ``with`` block for it: its
+    connection closed (the daemon restarted) and the lease could not be
+    claimed again in time (``lease_claim_grace_ms``), so the daemon undid
+    it: the process is back to running (or the undo failed: see the
+    daemon's log).  ``lease`` is its id; ``__cause__`` the daemon's
+    NoSuchLease, when it said so."""
+
+    def __init__(self, message: str = "", lease: Optional[int] = None) -> None:
+        super().__init__(message)
+        if lease is not None:
+            self.parameters = {"lease": lease}  # kept through pickling
+            self.lease = lease
+
+    _optional = ("lease",)
 
 
 class CallTimeout(CudackptError, TimeoutError):

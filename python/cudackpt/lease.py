@@ -7,6 +7,16 @@ inside the block (even by SIGKILL), the connection closes and the daemon
 itself brings the process back to running; ``lease_ms`` also bounds how
 long it may stay paused.  :meth:`Hold.release` keeps it paused after the
 block instead.
+
+A restart of the daemon closes the lease's connection; the daemon keeps the
+lease and waits ``lease_claim_grace_ms`` (10 s by default) for its holder
+to claim it again.  The hold does so by itself, connecting again (waiting
+for the daemon up to the client's ``connect_timeout``) and calling
+``ClaimLease`` with the grant's secret, before its next call: the undo at
+the block's end, :meth:`Hold.release`, :meth:`Hold.renew`.  A block that
+runs longer than the grace period calls :meth:`Hold.claim` (from a watch
+loop, say) to keep it.  Unclaimed in time, the lease is undone by the
+daemon and the block's end raises :class:`~cudackpt.errors.LeaseLost`.
 """
 
 from __future__ import annotations
@@ -28,6 +38,16 @@ Result = Union[OperationResult, GroupResult]
 
 _BROKEN = ("a call on the lease's connection failed before its reply came (timed out or interrupted); "
            "the connection is closed, and the daemon undoes the lease itself if it still held it")
+
+
+def _lost_message(lease_id: int) -> str:
+    return ("the daemon closed the connection holding lease %d (a restart?) and no longer holds it: it was not "
+            "claimed again within lease_claim_grace_ms, so the daemon undid it" % lease_id)
+
+
+def _no_secret_message(lease_id: int) -> str:
+    return ("the daemon closed the connection holding lease %d (a restart?) and the lease has no secret to claim "
+            "it again with (a daemon that keeps no lease across a restart): it undid it" % lease_id)
 
 
 def _has_members(result: Optional[Result]) -> bool:
@@ -56,6 +76,8 @@ class Hold:
         self._conn: Optional[_varlink.Connection] = None
         self._released = False
         self._broken = False  # a call on the connection failed without its reply read
+        self._lost = False  # the daemon undid the lease: claiming it again failed
+        self._lost_told = False  # ... and LeaseLost was raised to the block already
         self.result: Optional[Result] = None
         self.lease: Optional[Lease] = None
 
@@ -101,26 +123,34 @@ class Hold:
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Any) -> None:
-        conn, self._conn = self._conn, None
-        if conn is None:
+        if self._conn is None:
             return
         if self._broken:
             # Its reply may still come: never read as the undo's.  Closing
             # makes the daemon undo the lease, if it is still held.
-            conn.close()
+            self._close()
             if exc_type is None:
                 raise errors.ConnectionLost(_BROKEN)
             return
         try:
-            if not self._released and _has_members(self.result):
-                self._give_back(conn, raising=exc_type is not None)
+            if self._lost:
+                if exc_type is None and not self._lost_told:
+                    assert self.lease is not None
+                    raise errors.LeaseLost(_lost_message(self.lease.id), self.lease.id)
+            elif not self._released and _has_members(self.result):
+                self._give_back(raising=exc_type is not None)
         finally:
-            conn.close()  # what is still leased the daemon undoes now
+            self._close()  # what is still leased the daemon undoes now
 
-    def _give_back(self, conn: _varlink.Connection, raising: bool) -> None:
+    def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _give_back(self, raising: bool) -> None:
         assert self.result is not None
         try:
-            conn.call(self._undo, self._undo_params(self.result), self._timeout)
+            self._call_held(self._undo, self._undo_params(self.result))
         except _GONE:
             pass
         except errors.GroupFailed as e:
@@ -135,16 +165,80 @@ class Hold:
             raise RuntimeError("the lease is held only inside the with block")
         if self._broken:
             raise errors.ConnectionLost(_BROKEN)
+        if self._lost:
+            self._lost_told = True
+            raise errors.LeaseLost(_lost_message(self.lease.id), self.lease.id)
         return self._conn
 
-    def _call(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
-        conn = self._held()
+    def _claim_again(self) -> _varlink.Connection:
+        """Connects again (waiting for a restarting daemon) and claims the
+        lease on the new connection, which becomes the holding one.
+        LeaseLost when the daemon no longer holds it."""
+        lease = self.lease
+        assert lease is not None
+        if not lease.secret:
+            self._lost = True
+            raise errors.LeaseLost(_no_secret_message(lease.id), lease.id)
+        conn = self._client.connect(self._timeout)
         try:
-            return conn.call(method, params, self._timeout)
-        except BaseException as e:
-            if not _varlink.in_step_after(e):
-                self._broken = True  # timed out, interrupted or lost: its reply unread
+            conn.call("ClaimLease", {"lease": lease.id, "secret": lease.secret}, self._timeout)
+        except errors.NoSuchLease as e:
+            conn.close()
+            self._lost = True
+            raise errors.LeaseLost(_lost_message(lease.id), lease.id) from e
+        except BaseException:
+            conn.close()
             raise
+        old, self._conn = self._conn, conn
+        if old is not None:
+            old.close()
+        return conn
+
+    def _call_held(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        """A call on the holding connection; one the daemon has closed (a
+        restart: found by a peek, or by the call failing for it) is
+        replaced first by a claiming one."""
+        conn = self._held()
+        for again in (False, True):
+            if again or not conn.is_open():
+                conn = self._claim_again()
+            try:
+                return conn.call(method, params, self._timeout)
+            except errors.ConnectionLost:
+                if again:
+                    raise  # the new connection closed too: tried again later
+            except BaseException as e:
+                if not _varlink.in_step_after(e):
+                    self._broken = True  # timed out, interrupted or unreadable: its reply unread
+                raise
+        raise AssertionError("unreachable")
+
+    def _call(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        try:
+            return self._call_held(method, params)
+        except errors.LeaseLost:
+            self._lost_told = True
+            raise
+
+    def claim(self) -> bool:
+        """Keeps the lease across a restart of the daemon: if the daemon
+        has closed the holding connection, connects again (waiting for it
+        up to the client's ``connect_timeout``) and claims the lease with
+        its secret (``ClaimLease``), within the daemon's
+        ``lease_claim_grace_ms`` (10 s) of its start.  True when it did,
+        False when the connection was still held (a cheap peek, nothing
+        sent).  LeaseLost when the daemon no longer holds the lease (it
+        undid it); DaemonUnavailable when it did not come back in time
+        (call again)."""
+        conn = self._held()
+        if conn.is_open():
+            return False
+        try:
+            self._claim_again()
+        except errors.LeaseLost:
+            self._lost_told = True
+            raise
+        return True
 
     def release(self) -> None:
         """Ends the lease: the process (or job) stays as it is after the

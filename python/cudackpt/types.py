@@ -37,10 +37,16 @@ class Lease:
     id: int
     lease_ms: Optional[int]
     on_close: bool
+    secret: Optional[str] = field(default=None, repr=False)
+    """An on-close lease's secret (32 hex digits), with which its holder
+    claims it again after a restart of the daemon (``ClaimLease``); only
+    the grant carries it.  Kept out of ``repr`` (and so out of logs)."""
 
     @classmethod
     def from_json(cls, j: Mapping[str, Any]) -> "Lease":
-        return cls(int(j["id"]), _opt_int(j.get("lease_ms")), bool(j.get("on_close")))
+        secret = j.get("secret")
+        return cls(int(j["id"]), _opt_int(j.get("lease_ms")), bool(j.get("on_close")),
+                   secret if isinstance(secret, str) and secret else None)
 
 
 @dataclass(frozen=True)

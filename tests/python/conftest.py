@@ -9,6 +9,7 @@ python/ (tests/python/CMakeLists.txt puts it on PYTHONPATH).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -61,7 +62,10 @@ def _sanitizer_runtime(lib: str) -> Optional[str]:
 
 
 class Daemon:
-    """cudackptd started on the simulator, in a directory of its own."""
+    """cudackptd started on the simulator, in a directory of its own: its
+    socket, config, log and (RUNTIME_DIRECTORY being unset) its lease
+    store, leases.json.  kill() and restart() stop it by SIGKILL and start
+    it again there, on the same socket and store."""
 
     def __init__(self, config: Dict[str, object], env: Dict[str, str]) -> None:
         self.binary = need_env("CUDACKPT_TEST_DAEMON")
@@ -72,22 +76,48 @@ class Daemon:
         self.log_path = os.path.join(self.dir, "daemon.log")
         with open(os.path.join(self.dir, "config.json"), "w") as f:
             json.dump(config, f)
+        self._env = env
+        self._spawn("w")
+
+    def _spawn(self, log_mode: str) -> None:
         notify_path = os.path.join(self.dir, "notify")
+        try:
+            os.unlink(notify_path)
+        except FileNotFoundError:
+            pass
         notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         notify.bind(notify_path)
         child_env = {k: v for k, v in os.environ.items()
                      if k in ("PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS")}
-        child_env.update(env)
+        child_env.update(self._env)
         child_env["NOTIFY_SOCKET"] = notify_path
-        with open(self.log_path, "w") as log:
+        with open(self.log_path, log_mode) as log:
             self.proc = subprocess.Popen(
                 [self.binary, "--socket=" + self.socket, "--driver=" + self.sim,
                  "--config=" + os.path.join(self.dir, "config.json"), "--log-level=debug"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child_env)
         try:
             self._await_ready(notify)
+        except BaseException:
+            self.proc.kill()  # never left behind, serving nobody
+            self.proc.wait(timeout=20)
+            raise
         finally:
             notify.close()
+
+    def kill(self) -> None:
+        """SIGKILL: the daemon dies as by a crash, its socket file left
+        behind (refusing), its lease store as at its last reply."""
+        assert self.proc.poll() is None, "the daemon died during the test:\n" + self.log()
+        self.proc.kill()
+        self.proc.wait(timeout=20)
+        assert self.proc.returncode == -signal.SIGKILL
+
+    def restart(self) -> None:
+        """Starts it again after kill(), on the same socket, config and
+        store; returns once it is READY (its leases read back)."""
+        assert self.proc.poll() is not None, "kill() it first"
+        self._spawn("a")
 
     def _await_ready(self, notify: socket.socket) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -120,12 +150,11 @@ class Daemon:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def daemon() -> Iterator[Daemon]:
-    """One daemon for the session, with two simulated GPUs; CUDACKPT_SOCKET
-    names it, so the package's default client talks to it."""
-    d = Daemon({"watch_scan_ms": 100, "progress_interval_ms": 50},
-               {"CUDACKPT_SIM_DEVICE_COUNT": str(len(SIM_DEVICES))})
+@contextlib.contextmanager
+def serving(config: Dict[str, object], env: Dict[str, str]) -> Iterator[Daemon]:
+    """A daemon that CUDACKPT_SOCKET names while it serves, so the
+    package's default client talks to it."""
+    d = Daemon(config, env)
     old = os.environ.get("CUDACKPT_SOCKET")
     os.environ["CUDACKPT_SOCKET"] = d.socket
     cudackpt.set_default_client(None)
@@ -140,6 +169,14 @@ def daemon() -> Iterator[Daemon]:
         if d.proc.poll() is not None:
             print(d.log(), file=sys.stderr)
         d.stop()
+
+
+@pytest.fixture(scope="session")
+def daemon() -> Iterator[Daemon]:
+    """One daemon for the session, with two simulated GPUs."""
+    with serving({"watch_scan_ms": 100, "progress_interval_ms": 50},
+                 {"CUDACKPT_SIM_DEVICE_COUNT": str(len(SIM_DEVICES))}) as d:
+        yield d
 
 
 class Targets:
