@@ -76,9 +76,9 @@ check-sanitize: deps
 
 # As on a machine without the CUDA Toolkit: a build in $(BUILD)-notoolkit
 # with every Toolkit directory and nvcc hidden in a mount namespace (root),
-# then the unit tests, the simulator's and a few integration suites.
+# then the whole suite (`make test`) there.
 check-no-toolkit: deps
-	.ci/without-toolkit $(BUILD)-notoolkit
+	.ci/without-toolkit $(BUILD)-notoolkit --full
 
 # libFuzzer on the daemon's request path (tests/fuzz/): a clang build with
 # ASan+UBSan in $(BUILD)-fuzz, run for FUZZ_SECONDS from the seed corpus;
