@@ -439,6 +439,17 @@ void ctl_criu_run_done(ctl_criu_run *run) {
         run->output = NULL;
 }
 
+void ctl_criu_runs_free(ctl_criu_run *runs, size_t n) {
+        for (size_t i = 0; runs && i < n; i++) {
+                for (size_t k = 0; runs[i].argv && runs[i].argv[k]; k++)
+                        free(runs[i].argv[k]);
+                free(runs[i].argv);
+                free((char *) runs[i].log);
+                ctl_criu_run_done(&runs[i]);
+        }
+        free(runs);
+}
+
 int ctl_criu_barrier_main(const char *sock) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         const char *action = getenv("CRTOOLS_SCRIPT_ACTION");

@@ -295,18 +295,6 @@ static char *dump_barrier_script(const dump_job *x, const char *dir, const char 
         return path;
 }
 
-static void dump_free_runs(dump_job *x) {
-        for (size_t i = 0; x->runs && i < x->m.n_trees; i++) {
-                for (size_t k = 0; x->runs[i].argv && x->runs[i].argv[k]; k++)
-                        free(x->runs[i].argv[k]);
-                free(x->runs[i].argv);
-                free((char *) x->runs[i].log);
-                ctl_criu_run_done(&x->runs[i]);
-        }
-        free(x->runs);
-        x->runs = NULL;
-}
-
 /* After every criu exited 0: each tree's images are there (its
  * inventory.img, which every dump writes); -EIO, said, if not. */
 static int dump_check_images(const dump_job *x) {
@@ -568,7 +556,7 @@ int ctl_job_dump(const ctl_job_args *a) {
         }
         if (x.dir_fd >= 0)
                 close(x.dir_fd);
-        dump_free_runs(&x);
+        ctl_criu_runs_free(x.runs, x.m.n_trees);
         ctl_manifest_done(&x.m);
         cJSON_Delete(x.processes);
         cJSON_Delete(x.members);

@@ -132,6 +132,9 @@ int ctl_criu_find(char *path, size_t size, char *version, size_t version_size, c
  * some could not be started (those have status -1). */
 int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barrier_sock);
 void ctl_criu_run_done(ctl_criu_run *run);
+/* Frees runs[0..n) (their argv, log path and output) and runs itself;
+ * accepts NULL. */
+void ctl_criu_runs_free(ctl_criu_run *runs, size_t n);
 
 /* While criu runs, this process must not die or stop (criu stopped
  * halfway leaves the tasks it froze in no known state; dump's lease and

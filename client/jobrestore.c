@@ -234,18 +234,6 @@ static size_t jrestore_end_trees(const jrestore *x) {
         return ended;
 }
 
-static void jrestore_free_runs(jrestore *x) {
-        for (size_t i = 0; x->runs && i < x->m.n_trees; i++) {
-                for (size_t k = 0; x->runs[i].argv && x->runs[i].argv[k]; k++)
-                        free(x->runs[i].argv[k]);
-                free(x->runs[i].argv);
-                free((char *) x->runs[i].log);
-                ctl_criu_run_done(&x->runs[i]);
-        }
-        free(x->runs);
-        x->runs = NULL;
-}
-
 /* {"pids": [{"pid": P, "start_time": NEW}, ...]} of the restored members. */
 static int jrestore_members(jrestore *x) {
         cJSON *sel, *pids;
@@ -405,7 +393,7 @@ int ctl_job_restore(const ctl_job_args *a) {
                                x.m.n_members, x.m.n_members == 1 ? "" : "es", x.m.n_trees,
                                x.m.n_trees == 1 ? "" : "s", x.criu_ms, x.resume_ms, ctl_job_now_ms() - x.t0);
         }
-        jrestore_free_runs(&x);
+        ctl_criu_runs_free(x.runs, x.m.n_trees);
         cJSON_Delete(x.members);
         ctl_manifest_done(&x.m);
         close(x.dir_fd);

@@ -58,6 +58,25 @@ static int ns_fail(char *msg, size_t size, const char *fmt, ...)
         return -1;
 }
 
+/* The host pid of a child of this process (its pidfd's fdinfo, through
+ * the host's /proc), or -1. */
+static pid_t host_pid_of(pid_t child)
+{
+        char path[64], buf[1024];
+        int pfd = (int)syscall(SYS_pidfd_open, child, 0), fd;
+        ssize_t n = -1;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pfd);
+        if (pfd >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+                n = read(fd, buf, sizeof(buf) - 1);
+                close(fd);
+        }
+        if (pfd >= 0)
+                close(pfd);
+        const char *p = n > 0 ? (buf[n] = '\0', strstr(buf, "\nPid:")) : NULL;
+        return p ? (pid_t)atoi(p + 5) : -1;
+}
+
 /* A simulated CUDA process started from inside the namespace: its pid
  * there, or -1.  Returns once it has exec'd (the simulator reads its
  * environment, which is the parent's until then): the end of a close-on-exec
@@ -89,18 +108,8 @@ static pid_t ns_target(const struct ns_ctx *x)
          * host's) knows it by, which its pidfd's fdinfo gives. */
         if (pid > 0) {
                 const char *env[] = { preload, NULL };
-                char path[64], buf[1024];
-                int pfd = (int)syscall(SYS_pidfd_open, pid, 0), fd;
-                ssize_t n = -1;
-                snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pfd);
-                if (pfd >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-                        n = read(fd, buf, sizeof(buf) - 1);
-                        close(fd);
-                }
-                if (pfd >= 0)
-                        close(pfd);
-                const char *host = n > 0 ? (buf[n] = '\0', strstr(buf, "\nPid:")) : NULL;
-                if (!host || !itest_await_exec((pid_t)atoi(host + 5), env))
+                pid_t host = host_pid_of(pid);
+                if (host <= 0 || !itest_await_exec(host, env))
                         return -1;
         }
         return pid;
@@ -485,25 +494,6 @@ static void reuse_helper_main(const char *preload, int go, int done)
                         _exit(3);
         }
         _exit(0);
-}
-
-/* The host pid of a child of this process (its pidfd's fdinfo, through
- * the host's /proc), or -1. */
-static pid_t host_pid_of(pid_t child)
-{
-        char path[64], buf[1024];
-        int pfd = (int)syscall(SYS_pidfd_open, child, 0), fd;
-        ssize_t n = -1;
-
-        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pfd);
-        if (pfd >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-                n = read(fd, buf, sizeof(buf) - 1);
-                close(fd);
-        }
-        if (pfd >= 0)
-                close(pfd);
-        const char *p = n > 0 ? (buf[n] = '\0', strstr(buf, "\nPid:")) : NULL;
-        return p ? (pid_t)atoi(p + 5) : -1;
 }
 
 /* The namespace's watcher, after the scans know the host's process: that
