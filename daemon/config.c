@@ -60,6 +60,7 @@ void config_init(struct config *c)
                 .process_index_max = 65536,
                 .log_level = 6, /* LOG_INFO */
                 .read_only_lane = true,
+                .lane_spin_us = 200,
         };
 }
 
@@ -170,6 +171,7 @@ static const struct uint_key uint_keys[] = {
         UKEY(watch_scan_ms, 0, 3600000),
         UKEY(progress_interval_ms, 0, 3600000),
         UKEY(process_index_max, 0, 4194304),
+        UKEY(lane_spin_us, 0, 100000),
 };
 
 struct bool_key {

@@ -66,6 +66,8 @@ struct config {
         bool read_only_unrestricted;    /* GetState/GetRestoreThreadId open to all */
 
         bool read_only_lane;          /* a warm thread of its own for read-only calls */
+        unsigned lane_spin_us;        /* after a read-only call, the lane thread and the loop
+                                       * stay awake this long for the next one; 0 = sleep */
 };
 
 void config_init(struct config *c);

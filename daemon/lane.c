@@ -1,8 +1,30 @@
-/* lane.c: the warm thread for short read-only driver calls (see lane.h). */
+/* lane.c: the warm thread for short read-only driver calls, and the
+ * bounded spinning that keeps it and the loop awake between back-to-back
+ * calls (see lane.h). */
 #include "lane.h"
 
 #include <errno.h>
 #include <string.h>
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#endif
+}
+
+/* After a job: waits up to spin_ns for the next one without sleeping, so
+ * that a client's next call finds the thread awake and its core warm. */
+static void lane_spin(struct lane *l)
+{
+        uint64_t until = uv_hrtime() + l->spin_ns;
+
+        while (!atomic_load_explicit(&l->pending, memory_order_acquire) &&
+               !atomic_load_explicit(&l->stop, memory_order_relaxed) && uv_hrtime() < until)
+                cpu_relax();
+}
 
 static void lane_main(void *arg)
 {
@@ -21,11 +43,16 @@ static void lane_main(void *arg)
                 uv_mutex_lock(&l->lock);
                 l->finished = w;
                 uv_async_send(&l->async);
+                if (l->spin_ns) {
+                        uv_mutex_unlock(&l->lock);
+                        lane_spin(l);
+                        uv_mutex_lock(&l->lock);
+                }
         }
         uv_mutex_unlock(&l->lock);
 }
 
-static void on_finished(uv_async_t *a)
+static void lane_finished_cb(uv_async_t *a)
 {
         struct lane *l = a->data;
         uv_work_t *w;
@@ -39,9 +66,22 @@ static void on_finished(uv_async_t *a)
         l->busy = false;
         uv_unref((uv_handle_t *)&l->async);
         l->done(w, 0);
+        /* The reply is written by now: poll on for the client's next call. */
+        if (l->spin_ns)
+                l->poll_until = uv_hrtime() + l->spin_ns;
 }
 
-int lane_init(struct lane *l, uv_loop_t *loop, lane_work_fn work, lane_done_fn done)
+/* Runs once per loop iteration while the loop polls; stops the polling
+ * once no job is in the lane and the window after the last one is over. */
+static void lane_poll_cb(uv_idle_t *h)
+{
+        struct lane *l = h->data;
+
+        if (!l->busy && uv_hrtime() >= l->poll_until)
+                uv_idle_stop(h);
+}
+
+int lane_init(struct lane *l, uv_loop_t *loop, unsigned spin_us, lane_work_fn work, lane_done_fn done)
 {
         int r;
 
@@ -49,6 +89,7 @@ int lane_init(struct lane *l, uv_loop_t *loop, lane_work_fn work, lane_done_fn d
         l->loop = loop;
         l->work = work;
         l->done = done;
+        l->spin_ns = (uint64_t)spin_us * 1000;
         r = uv_mutex_init(&l->lock);
         if (r < 0)
                 return r;
@@ -57,11 +98,15 @@ int lane_init(struct lane *l, uv_loop_t *loop, lane_work_fn work, lane_done_fn d
                 uv_mutex_destroy(&l->lock);
                 return r;
         }
-        uv_async_init(loop, &l->async, on_finished);
+        uv_async_init(loop, &l->async, lane_finished_cb);
         l->async.data = l;
         /* An idle lane never keeps the loop running; a busy one does, as a
-         * uv_queue_work() request would. */
+         * uv_queue_work() request would.  The polling never does: it only
+         * changes how the loop waits, not whether it runs. */
         uv_unref((uv_handle_t *)&l->async);
+        uv_idle_init(loop, &l->poll);
+        l->poll.data = l;
+        uv_unref((uv_handle_t *)&l->poll);
         r = uv_thread_create(&l->thread, lane_main, l);
         if (r < 0)
                 return r; /* lane_close() still releases the rest */
@@ -75,6 +120,8 @@ int lane_submit(struct lane *l, uv_work_t *w)
                 return -EBUSY;
         l->busy = true;
         uv_ref((uv_handle_t *)&l->async);
+        if (l->spin_ns)
+                uv_idle_start(&l->poll, lane_poll_cb);
         uv_mutex_lock(&l->lock);
         l->pending = w;
         uv_cond_signal(&l->cond);
@@ -95,6 +142,7 @@ void lane_close(struct lane *l)
                 l->started = false;
         }
         if (!uv_is_closing((uv_handle_t *)&l->async)) {
+                uv_close((uv_handle_t *)&l->poll, NULL);
                 uv_close((uv_handle_t *)&l->async, NULL);
                 uv_cond_destroy(&l->cond);
                 uv_mutex_destroy(&l->lock);

@@ -9,14 +9,25 @@
  * caller hands the job to the pool instead, so a slow call never holds up
  * another one.
  *
+ * Spinning (spin_us > 0, the lane_spin_us key): what is left of a round
+ * trip is wake-ups, of the lane thread for the job and of the loop for its
+ * result and the client's next request.  So after each job the lane thread
+ * spins on its queue for up to spin_us before it sleeps, and the loop polls
+ * instead of sleeping (an active uv_idle_t makes uv_run() poll with timeout
+ * 0) while a job is in the lane and for spin_us after its result.  Both
+ * windows start only when a job ends, so they cost CPU only while calls
+ * come back to back; an idle daemon sleeps.  spin_us == 0 is the plain lane.
+ *
  * Lifetime: lane_init() on the loop thread starts the thread (when it
  * cannot, every submission says -EBUSY and the pool does the work);
  * lane_close() stops and joins it, which must be idle by then, and closes
- * the wake-up handle; the loop must run once more to finish that. */
+ * the loop handles; the loop must run once more to finish that. */
 #ifndef CUDACKPT_LANE_H
 #define CUDACKPT_LANE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 typedef void (*lane_work_fn)(uv_work_t *w);
@@ -29,16 +40,22 @@ struct lane {
         uv_async_t async;       /* a job finished (thread -> loop) */
         lane_work_fn work;      /* run on the lane's thread */
         lane_done_fn done;      /* run on the loop thread afterwards */
-        bool busy;              /* loop thread only: a job is in the lane */
-        /* Shared with the thread, under lock. */
+        uint64_t spin_ns;       /* the spinning window; 0: never spin */
+        /* Loop thread only. */
+        bool busy;              /* a job is in the lane */
+        uv_idle_t poll;         /* active: the loop polls instead of sleeping */
+        uint64_t poll_until;    /* uv_hrtime() when the loop may sleep again */
+        /* Shared with the thread; written under lock, read without it only
+         * by the spinning thread. */
         uv_mutex_t lock;
         uv_cond_t cond;
-        uv_work_t *pending;     /* the job to run next, or NULL */
+        uv_work_t *_Atomic pending; /* the job to run next, or NULL */
         uv_work_t *finished;    /* the job run, for the loop, or NULL */
-        bool stop;
+        atomic_bool stop;
 };
 
-int lane_init(struct lane *l, uv_loop_t *loop, lane_work_fn work, lane_done_fn done);
+/* spin_us: the spinning window above, 0 for none. */
+int lane_init(struct lane *l, uv_loop_t *loop, unsigned spin_us, lane_work_fn work, lane_done_fn done);
 /* Runs work(w) on the lane's thread and then done(w, 0) on the loop thread,
  * as uv_queue_work() would; -EBUSY (nothing done) while a job is in it. */
 int lane_submit(struct lane *l, uv_work_t *w);

@@ -60,7 +60,7 @@ int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
         uv_unref((uv_handle_t *)&s->stall);
         /* Without the lane the pool does its work too: not fatal. */
         if (cfg->read_only_lane)
-                (void)lane_init(&s->lane, loop, work_cb, after_work_cb);
+                (void)lane_init(&s->lane, loop, cfg->lane_spin_us, work_cb, after_work_cb);
         return 0;
 }
 

@@ -12,8 +12,11 @@
  * (bench_watch.h), and a watcher storm by another uid against root's GetState
  * and the daemon's memory (bench_storm.h).  First, before the daemon of the
  * other parts starts, what daemons cost the system calls of processes they
- * do not serve (bench_syscall.h).  --only= picks the parts: syscall,
- * getstate (the levels), rss (the open connections), watchers, storm.
+ * do not serve (bench_syscall.h).  Last, GetState via the daemon against
+ * GetInfo and the simulator's direct call with the lane's spinning off and
+ * on, each on a daemon of its own (bench_spin.h).  --only= picks the parts:
+ * syscall, getstate (the levels), rss (the open connections), watchers,
+ * storm, spin.
  * Prints a report and "RESULT key=value ..." lines; timing never fails it,
  * a failed request does (exit 1). */
 #include <cjson/cJSON.h>
@@ -33,6 +36,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_spin.h"
 #include "bench_storm.h"
 #include "bench_syscall.h"
 #include "bench_watch.h"
@@ -52,7 +56,8 @@ typedef struct bench_sim_cfg {
         long idle_conns;
         long client_threads; /* 0: a thread per client; N: N threads multiplexing them */
         const char *config_extra; /* more "key": value pairs for the daemon's configuration */
-        int run_getstate, run_rss, run_watchers, run_storm, run_syscall; /* --only */
+        int run_getstate, run_rss, run_watchers, run_storm, run_syscall, run_spin; /* --only */
+        long spin_calls;     /* spin: timed calls of each kind per setting */
         long syscall_calls;  /* syscall: getppid() calls per block */
         long syscall_rounds; /* syscall: blocks of each condition */
         long storm_seconds;  /* storm: how long */
@@ -528,10 +533,10 @@ static void bench_sim_usage(FILE *f)
         fprintf(f, "usage: cudackpt-bench-sim --daemon=PATH --sim=PATH [--clients=1,16,256] [--seconds-ms=2000]\n"
                    "                          [--max-requests=1000000] [--targets=16] [--idle-conns=1000]\n"
                    "                          [--client-threads=1] [--config-extra=TEXT] [--log-level=warning]\n"
-                   "                          [--only=syscall,getstate,rss,watchers,storm] [--watchers=100]\n"
+                   "                          [--only=syscall,getstate,rss,watchers,storm,spin] [--watchers=100]\n"
                    "                          [--watch-calls=12000] [--watch-rounds=6] [--watch-rate=100]\n"
                    "                          [--storm-seconds=5] [--storm-uid=4243] [--syscall-calls=1000000]\n"
-                   "                          [--syscall-rounds=7]\n"
+                   "                          [--syscall-rounds=7] [--spin-calls=5000]\n"
                    "  --clients=LIST     concurrency levels: connections, each with one request in flight\n"
                    "  --config-extra=TEXT more \"key\": value pairs for the daemon's configuration\n"
                    "  --client-threads=N threads driving them through epoll (default 1); 0: one thread\n"
@@ -543,7 +548,8 @@ static void bench_sim_usage(FILE *f)
                    "  --only=LIST        parts to run: syscall (getppid with no daemon, a default one and\n"
                    "                     one with process_index_tracepoint), getstate (the levels), rss (idle connections),\n"
                    "                     watchers (GetState with Watch streams open), storm (another\n"
-                   "                     uid's unread watchers, root's GetState); default all\n"
+                   "                     uid's unread watchers, root's GetState), spin (GetState, GetInfo\n"
+                   "                     and the direct call, lane_spin_us 0 and 200); default all\n"
                    "  --watchers=N       Watch connections of the watchers part\n"
                    "  --watch-calls=N    its timed GetState calls per condition (over all rounds)\n"
                    "  --watch-rounds=N   its rounds, each of four alternating blocks\n"
@@ -551,7 +557,8 @@ static void bench_sim_usage(FILE *f)
                    "  --storm-seconds=N  how long the storm lasts\n"
                    "  --storm-uid=N      the storm's uid (needs root)\n"
                    "  --syscall-calls=N  getppid() calls per timed block of the syscall part\n"
-                   "  --syscall-rounds=N its blocks of each condition (the median is reported)\n");
+                   "  --syscall-rounds=N its blocks of each condition (the median is reported)\n"
+                   "  --spin-calls=N     timed calls of each kind per setting of the spin part\n");
 }
 
 /* The syscall part, before the daemon of the other parts starts. */
@@ -603,6 +610,8 @@ int main(int argc, char **argv)
                 .run_watchers = 1,
                 .run_storm = 1,
                 .run_syscall = 1,
+                .run_spin = 1,
+                .spin_calls = 5000,
                 .syscall_calls = 1000000,
                 .syscall_rounds = 7,
                 .storm_seconds = 5,
@@ -651,7 +660,7 @@ int main(int argc, char **argv)
                         bad = bench_parse_long(v + 1, 0, 100000, &cfg.idle_conns) < 0;
                 } else if (strncmp(a, "--only=", 7) == 0) {
                         char list[256], *save = NULL;
-                        cfg.run_getstate = cfg.run_rss = cfg.run_watchers = cfg.run_storm = cfg.run_syscall = 0;
+                        cfg.run_getstate = cfg.run_rss = cfg.run_watchers = cfg.run_storm = cfg.run_syscall = cfg.run_spin = 0;
                         snprintf(list, sizeof(list), "%s", v + 1);
                         for (char *w = strtok_r(list, ", ", &save); w && !bad; w = strtok_r(NULL, ", ", &save)) {
                                 if (strcmp(w, "getstate") == 0)
@@ -664,11 +673,13 @@ int main(int argc, char **argv)
                                         cfg.run_storm = 1;
                                 else if (strcmp(w, "syscall") == 0)
                                         cfg.run_syscall = 1;
+                                else if (strcmp(w, "spin") == 0)
+                                        cfg.run_spin = 1;
                                 else
                                         bad = 1;
                         }
                         bad = bad || !(cfg.run_getstate || cfg.run_rss || cfg.run_watchers || cfg.run_storm ||
-                                       cfg.run_syscall);
+                                       cfg.run_syscall || cfg.run_spin);
                 } else if (strncmp(a, "--watchers=", 11) == 0) {
                         bad = bench_parse_long(v + 1, 1, 100000, &cfg.watchers) < 0;
                 } else if (strncmp(a, "--watch-calls=", 14) == 0) {
@@ -683,6 +694,8 @@ int main(int argc, char **argv)
                         bad = bench_parse_long(v + 1, 1000, 1000000000, &cfg.syscall_calls) < 0;
                 } else if (strncmp(a, "--syscall-rounds=", 17) == 0) {
                         bad = bench_parse_long(v + 1, 1, 100, &cfg.syscall_rounds) < 0;
+                } else if (strncmp(a, "--spin-calls=", 13) == 0) {
+                        bad = bench_parse_long(v + 1, 1, 10000000, &cfg.spin_calls) < 0;
                 } else if (strncmp(a, "--watch-rate=", 13) == 0) {
                         bad = bench_parse_long(v + 1, 0, 1000000, &cfg.watch_rate) < 0;
                 } else {
@@ -734,7 +747,7 @@ int main(int argc, char **argv)
 
         if (cfg.run_syscall && bench_sim_syscall(&cfg, workdir) < 0)
                 failed = 1;
-        if (!(cfg.run_getstate || cfg.run_rss || cfg.run_watchers || cfg.run_storm))
+        if (!(cfg.run_getstate || cfg.run_rss || cfg.run_watchers || cfg.run_storm || cfg.run_spin))
                 return bench_sim_finish(&cfg, workdir, failed);
         bench_daemon_opts o = {
                 .daemon_path = cfg.daemon_path,
@@ -841,6 +854,20 @@ int main(int argc, char **argv)
                 };
                 chmod(workdir, 0755); /* the storm's uid reaches the socket */
                 if (bench_storm_run(&sc) < 0)
+                        failed = 1;
+        }
+        if (ready && cfg.run_spin) {
+                bench_spin_cfg pc = {
+                        .daemon_path = cfg.daemon_path,
+                        .sim_path = cfg.sim_path,
+                        .log_level = cfg.log_level,
+                        .pid = (int)pids[0],
+                        .calls = cfg.spin_calls,
+                        .idle_ms = 3000,
+                        .spin_us = {0, 200},
+                        .n_spin = 2,
+                };
+                if (bench_spin_run(&pc) < 0)
                         failed = 1;
         }
         for (long i = 0; i < started; i++)

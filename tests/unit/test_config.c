@@ -174,6 +174,7 @@ START_TEST(test_shipped_file)
         SAME(operators_may_act_on_root);
         SAME(read_only_unrestricted);
         SAME(read_only_lane);
+        SAME(lane_spin_us);
         SAME(process_index_max);
         SAME(process_index_tracepoint);
 #undef SAME
