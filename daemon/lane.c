@@ -81,7 +81,7 @@ static void lane_poll_cb(uv_idle_t *h)
                 uv_idle_stop(h);
 }
 
-int lane_init(struct lane *l, uv_loop_t *loop, unsigned spin_us, lane_work_fn work, lane_done_fn done)
+int lane_init(struct lane *l, uv_loop_t *loop, unsigned spin_us, lane_work_cb work, lane_after_work_cb done)
 {
         int r;
 

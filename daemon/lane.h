@@ -30,16 +30,16 @@
 #include <stdint.h>
 #include <uv.h>
 
-typedef void (*lane_work_fn)(uv_work_t *w);
-typedef void (*lane_done_fn)(uv_work_t *w, int status);
+typedef void (*lane_work_cb)(uv_work_t *w);
+typedef void (*lane_after_work_cb)(uv_work_t *w, int status);
 
 struct lane {
         uv_loop_t *loop;
         uv_thread_t thread;
         bool started;
         uv_async_t async;       /* a job finished (thread -> loop) */
-        lane_work_fn work;      /* run on the lane's thread */
-        lane_done_fn done;      /* run on the loop thread afterwards */
+        lane_work_cb work;      /* run on the lane's thread */
+        lane_after_work_cb done;      /* run on the loop thread afterwards */
         uint64_t spin_ns;       /* the spinning window; 0: never spin */
         /* Loop thread only. */
         bool busy;              /* a job is in the lane */
@@ -55,7 +55,7 @@ struct lane {
 };
 
 /* spin_us: the spinning window above, 0 for none. */
-int lane_init(struct lane *l, uv_loop_t *loop, unsigned spin_us, lane_work_fn work, lane_done_fn done);
+int lane_init(struct lane *l, uv_loop_t *loop, unsigned spin_us, lane_work_cb work, lane_after_work_cb done);
 /* Runs work(w) on the lane's thread and then done(w, 0) on the loop thread,
  * as uv_queue_work() would; -EBUSY (nothing done) while a job is in it. */
 int lane_submit(struct lane *l, uv_work_t *w);

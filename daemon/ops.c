@@ -18,7 +18,6 @@
 
 #include "cudackpt/protocol.h"
 #include "pidns.h"
-#include "sched.h"
 #include "target.h"
 
 enum ops_error ops_classify(enum ops_step step, CUresult r, bool alive, bool with_mapping)
@@ -182,6 +181,7 @@ static enum ops_step first_step(enum proto_method m)
 struct run {
         const struct config *cfg;
         const struct driver *d;
+        const struct ops_env *env;
         struct sched_target *t;
         const struct proto_request *req;
         struct ops_result *res;
@@ -191,7 +191,7 @@ struct run {
 static void learn(struct run *x, int state)
 {
         x->known = state;
-        sched_publish(x->t, NULL, state);
+        sched_target_publish(x->t, NULL, state);
 }
 
 /* Every driver call but GetRestoreThreadId waits, uncancellable, while all
@@ -212,7 +212,7 @@ static bool may_call(struct run *x, enum ops_step s)
 }
 
 /* Records a driver call's outcome; true when it succeeded. */
-static bool step_done(struct run *x, enum ops_step s, CUresult r)
+static bool step_record(struct run *x, enum ops_step s, CUresult r)
 {
         if (r == CUDA_SUCCESS) {
                 int st = state_after(s);
@@ -249,7 +249,7 @@ static bool do_lock(struct run *x, uint32_t timeout_ms)
         }
         x->res->timeout_ms = timeout_ms;
         return may_call(x, OPS_STEP_LOCK) &&
-               step_done(x, OPS_STEP_LOCK, driver_lock(x->d, x->t->identity.pid, timeout_ms));
+               step_record(x, OPS_STEP_LOCK, driver_lock(x->d, x->t->identity.pid, timeout_ms));
 }
 
 /* Progress (watch.h): while someone watches, a checkpoint notes the
@@ -262,7 +262,7 @@ static void progress_begin(struct run *x)
         struct sched_target *t = x->t;
         uint64_t rss;
 
-        if (!atomic_load(&t->sched->want_progress) || target_rss(&t->identity, &rss) < 0)
+        if (!atomic_load(x->env->want_progress) || target_rss(&t->identity, &rss) < 0)
                 return;
         uv_mutex_lock(&t->lock);
         if (t->ckpt_start_time != t->identity.start_time)
@@ -298,7 +298,7 @@ static bool do_checkpoint(struct run *x)
         if (!may_call(x, OPS_STEP_CHECKPOINT))
                 return false;
         progress_begin(x);
-        ok = step_done(x, OPS_STEP_CHECKPOINT, driver_checkpoint(x->d, x->t->identity.pid));
+        ok = step_record(x, OPS_STEP_CHECKPOINT, driver_checkpoint(x->d, x->t->identity.pid));
         progress_end(x, ok);
         return ok;
 }
@@ -308,14 +308,14 @@ static bool do_checkpoint(struct run *x)
 static bool do_restore(struct run *x)
 {
         return may_call(x, OPS_STEP_RESTORE) &&
-               step_done(x, OPS_STEP_RESTORE,
+               step_record(x, OPS_STEP_RESTORE,
                          driver_restore(x->d, x->t->identity.pid, x->req->pairs, x->req->n_pairs));
 }
 
 static bool do_unlock(struct run *x)
 {
         return may_call(x, OPS_STEP_UNLOCK) &&
-               step_done(x, OPS_STEP_UNLOCK, driver_unlock(x->d, x->t->identity.pid));
+               step_record(x, OPS_STEP_UNLOCK, driver_unlock(x->d, x->t->identity.pid));
 }
 
 static bool do_get_state(struct run *x)
@@ -323,7 +323,7 @@ static bool do_get_state(struct run *x)
         int st = -1;
 
         if (!may_call(x, OPS_STEP_GET_STATE) ||
-            !step_done(x, OPS_STEP_GET_STATE, driver_get_state(x->d, x->t->identity.pid, &st)))
+            !step_record(x, OPS_STEP_GET_STATE, driver_get_state(x->d, x->t->identity.pid, &st)))
                 return false;
         learn(x, st);
         return true;
@@ -376,16 +376,17 @@ static int pin(struct sched_target *t, pid_t pid, const struct policy_caller *ca
                 st = t->known ? t->last_state : -1;
                 uv_mutex_unlock(&t->lock);
         }
-        sched_publish(t, &t->identity, st);
+        sched_target_publish(t, &t->identity, st);
         *ret_state = st;
         return 0;
 }
 
-void ops_execute(const struct config *cfg, const struct driver *d, struct sched_target *t,
-                 enum proto_method m, const struct proto_request *req,
-                 const struct policy_caller *caller, struct ops_result *res)
+void ops_execute(const struct ops_env *env, struct sched_target *t, enum proto_method m,
+                 const struct proto_request *req, const struct policy_caller *caller, struct ops_result *res)
 {
-        struct run x = { .cfg = cfg, .d = d, .t = t, .req = req, .res = res, .known = -1 };
+        const struct config *cfg = env->cfg;
+        const struct driver *d = env->drv;
+        struct run x = { .cfg = cfg, .d = d, .env = env, .t = t, .req = req, .res = res, .known = -1 };
         uint64_t t0 = uv_hrtime();
         int r;
 
@@ -434,9 +435,9 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
          * it is the process's state.  It is not taken as known for the
          * reply. */
         if (x.known < 0 && state_before(first_step(m)) >= 0)
-                sched_publish(t, NULL, state_before(first_step(m)));
+                sched_target_publish(t, NULL, state_before(first_step(m)));
         if (!proto_method_read_only(m))
-                sched_process_enter(t->sched, t->identity.pid);
+                procbusy_enter(env->busy, t->identity.pid);
         t0 = uv_hrtime();
         switch (m) {
         case PROTO_GET_STATE:
@@ -447,7 +448,7 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
                  * CRIU makes it with every thread seized. */
                 /* The thread id goes back as the caller sees it; a thread
                  * that ended meanwhile cannot be named. */
-                if (step_done(&x, OPS_STEP_GET_RESTORE_TID,
+                if (step_record(&x, OPS_STEP_GET_RESTORE_TID,
                               driver_get_restore_tid(d, t->identity.pid, &res->restore_tid)) &&
                     pidns_to_caller(&caller->pidns, res->restore_tid, &res->restore_tid) < 0)
                         res->error = OPS_PROCESS_GONE;
@@ -482,7 +483,7 @@ void ops_execute(const struct config *cfg, const struct driver *d, struct sched_
         }
         res->duration_ns = uv_hrtime() - t0;
         if (!proto_method_read_only(m))
-                sched_process_leave(t->sched, t->identity.pid);
+                procbusy_leave(env->busy, t->identity.pid);
 
         /* GetRestoreThreadId learns nothing of the state, and what the
          * daemon saw before may be stale: its reply carries none. */

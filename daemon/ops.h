@@ -1,13 +1,18 @@
-/* ops.h: what a worker thread does for one request.
+/* ops.h: one operation on one process: what a worker thread does for one
+ * request.
  *
  * ops_execute() pins the target, applies the policy, makes the driver calls
  * of the method (two for Suspend and Resume, with the rollback rules), and
  * classifies the outcome into an error of the protocol.  It runs on a
- * worker thread and touches nothing but the target it was given.
+ * worker thread and touches only the target it was given (publishing what
+ * it learns there, schedtarget.h) and, around a mutating method's driver
+ * calls, the busy table of its environment (procbusy.h).  It knows nothing
+ * of queues: sched.h, above it, calls it.
  * ops_reply() turns the outcome into the Varlink reply, on the loop thread. */
 #ifndef CUDACKPT_OPS_H
 #define CUDACKPT_OPS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -16,7 +21,9 @@
 #include "config.h"
 #include "driver.h"
 #include "policy.h"
+#include "procbusy.h"
 #include "proto.h"
+#include "schedtarget.h"
 
 enum ops_error {
         OPS_OK,
@@ -69,11 +76,17 @@ struct ops_result {
         char detail[512];       /* DriverUnavailable reason */
 };
 
-struct sched_target;
+/* What an operation works with besides its target (all owned by the
+ * caller, shared by every worker). */
+struct ops_env {
+        const struct config *cfg;
+        const struct driver *drv;
+        struct procbusy *busy;            /* mutating methods enter their process here */
+        const atomic_bool *want_progress; /* someone watches: checkpoints note progress */
+};
 
-void ops_execute(const struct config *cfg, const struct driver *d, struct sched_target *t,
-                 enum proto_method m, const struct proto_request *req,
-                 const struct policy_caller *caller, struct ops_result *ret);
+void ops_execute(const struct ops_env *env, struct sched_target *t, enum proto_method m,
+                 const struct proto_request *req, const struct policy_caller *caller, struct ops_result *ret);
 
 /* The error a failed driver call means, given whether the process still
  * lives and whether a GPU mapping was passed.  Pure, for the unit tests. */

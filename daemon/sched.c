@@ -9,13 +9,14 @@
 
 #include "access.h"
 #include "log.h"
+#include "stall.h"
 
 static unsigned bucket_of(pid_t pid)
 {
         return ((unsigned)pid * 2654435761u) % SCHED_BUCKETS;
 }
 
-static void on_async(uv_async_t *a);
+static void async_cb(uv_async_t *a);
 
 /* Hands a finished (or cancelled) op to whoever submitted it. */
 static void finish(struct sched *s, struct sched_op *op)
@@ -26,19 +27,16 @@ static void finish(struct sched *s, struct sched_op *op)
         }
         (op->done ? op->done : s->done)(s, op);
 }
-static void on_sweep(uv_timer_t *t);
+static void sweep_cb(uv_timer_t *t);
 static void work_cb(uv_work_t *w);
 static void after_work_cb(uv_work_t *w, int status);
 
 int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
-               const struct driver *drv, sched_done_fn done)
+               const struct driver *drv, sched_op_done_cb done)
 {
         memset(s, 0, sizeof(*s));
-        s->busy = calloc(cfg->workers, sizeof(*s->busy));
-        if (!s->busy)
+        if (procbusy_init(&s->busy, cfg->workers) < 0)
                 return -ENOMEM;
-        uv_mutex_init(&s->busy_lock);
-        uv_cond_init(&s->busy_cond);
         static const char *const queue_keys[] = { "max_queue_total", "max_queue_per_uid", "max_queue_reserved" };
         static const char *const worker_keys[] = { "workers", "workers_per_uid", "workers_reserved" };
 
@@ -48,7 +46,7 @@ int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
         s->cfg = cfg;
         s->drv = drv;
         s->done = done;
-        uv_async_init(loop, &s->async, on_async);
+        uv_async_init(loop, &s->async, async_cb);
         s->async.data = s;
         /* Wake-ups and the cache's sweep alone never keep the loop running. */
         uv_unref((uv_handle_t *)&s->async);
@@ -62,37 +60,6 @@ int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
         if (cfg->read_only_lane)
                 (void)lane_init(&s->lane, loop, cfg->lane_spin_us, work_cb, after_work_cb);
         return 0;
-}
-
-static bool process_busy(const struct sched *s, pid_t pid)
-{
-        for (unsigned i = 0; i < s->n_busy; i++)
-                if (s->busy[i] == pid)
-                        return true;
-        return false;
-}
-
-void sched_process_enter(struct sched *s, pid_t pid)
-{
-        uv_mutex_lock(&s->busy_lock);
-        /* One entry per worker thread at most, so the array has room; the
-         * second test only guards against a pool larger than configured. */
-        while (process_busy(s, pid) || s->n_busy >= s->cfg->workers)
-                uv_cond_wait(&s->busy_cond, &s->busy_lock);
-        s->busy[s->n_busy++] = pid;
-        uv_mutex_unlock(&s->busy_lock);
-}
-
-void sched_process_leave(struct sched *s, pid_t pid)
-{
-        uv_mutex_lock(&s->busy_lock);
-        for (unsigned i = 0; i < s->n_busy; i++)
-                if (s->busy[i] == pid) {
-                        s->busy[i] = s->busy[--s->n_busy];
-                        break;
-                }
-        uv_cond_broadcast(&s->busy_cond);
-        uv_mutex_unlock(&s->busy_lock);
 }
 
 void sched_close(struct sched *s)
@@ -126,7 +93,7 @@ static struct sched_target *target_new(struct sched *s, pid_t pid)
                 return NULL;
         }
         t->pid = pid;
-        t->sched = s;
+        t->wake = &s->async;
         t->identity.pidfd = -1;
         t->identity.status_fd = -1;
         t->last_state = -1;
@@ -177,31 +144,6 @@ static uint64_t now_ns(void)
         return uv_hrtime();
 }
 
-void sched_publish(struct sched_target *t, const struct target_identity *id, int state)
-{
-        bool wake;
-
-        uv_mutex_lock(&t->lock);
-        if (id) {
-                t->watch_status_fd = id->status_fd;
-                t->watch_pid = id->pid;
-                t->known = true;
-                t->owner = (struct policy_target){ id->ruid, id->euid, id->suid };
-                t->start_time = id->start_time;
-        }
-        t->last_state = state;
-        wake = t->want_wake && t->known && t->last_state >= 0;
-        if (wake)
-                t->want_wake = false;
-        if (id && t->want_id_wake) {
-                t->want_id_wake = false;
-                wake = true;
-        }
-        uv_mutex_unlock(&t->lock);
-        if (wake)
-                uv_async_send(&t->sched->async);
-}
-
 /* Answers t's waiting GetStates from the published state (loop thread). */
 static void answer_waiters(struct sched *s, struct sched_target *t)
 {
@@ -250,7 +192,7 @@ static void report_start(struct sched *s, struct sched_target *t, struct sched_o
         s->hooks.started(s->hooks.ctx, op);
 }
 
-static void on_async(uv_async_t *a)
+static void async_cb(uv_async_t *a)
 {
         struct sched *s = a->data;
 
@@ -296,9 +238,10 @@ static void work_cb(uv_work_t *w)
 {
         struct sched_op *op = w->data;
         struct sched *s = op->sched;
+        struct ops_env env = { .cfg = s->cfg, .drv = s->drv, .busy = &s->busy, .want_progress = &s->want_progress };
 
         op->started_ns = uv_hrtime();
-        ops_execute(s->cfg, s->drv, op->target, op->method, &op->req, op->caller, &op->result);
+        ops_execute(&env, op->target, op->method, &op->req, op->caller, &op->result);
         op->finished_ns = uv_hrtime();
 }
 
@@ -335,12 +278,12 @@ static void target_release(struct sched *s, struct sched_target *t)
         while (s->n_cached > s->cfg->max_cached_targets)
                 target_free(s, s->lru_tail);
         if (!uv_is_active((uv_handle_t *)&s->sweep))
-                uv_timer_start(&s->sweep, on_sweep, sweep_period(s), sweep_period(s));
+                uv_timer_start(&s->sweep, sweep_cb, sweep_period(s), sweep_period(s));
 }
 
 /* Drops cached targets idle too long or whose process has exited, so the
  * daemon keeps nothing about a process that has gone. */
-static void on_sweep(uv_timer_t *timer)
+static void sweep_cb(uv_timer_t *timer)
 {
         struct sched *s = timer->data;
         uint64_t now = uv_now(s->loop);
@@ -411,82 +354,20 @@ static void after_work_cb(uv_work_t *w, int status)
 
 /* ---- The stall watch ------------------------------------------------------
  *
- * A driver call cannot be cancelled, and one made just as its process was
- * stopped (ops.c checks right before each call) waits until the process
- * runs again.  So that the log says so, a timer looks for operations that
- * have run for stall_warning_ms and has a pool thread (the loop reads no
- * /proc) check whether their process is stopped, then warns once per
- * operation.  The status file is dup'ed on the loop: the op's worker keeps
- * its own until the op ends, which the loop sees first. */
-
-struct stall_check {
-        uv_work_t work;
-        struct sched *s;
-        pid_t pid, target_pid;
-        enum proto_method method;
-        uint64_t elapsed_ms;
-        int status_fd; /* owned */
-        int stopped;   /* target_stopped() */
-};
-
-static void stall_check_work(uv_work_t *w)
-{
-        struct stall_check *c = w->data;
-        struct target_identity id = { .pid = c->pid, .pidfd = -1, .status_fd = c->status_fd };
-
-        c->stopped = target_stopped(&id);
-}
-
-static void stall_check_done(uv_work_t *w, int status)
-{
-        struct stall_check *c = w->data;
-
-        (void)status;
-        if (c->stopped > 0)
-                log_warning("%s on pid %d has been running for %.1f s: every thread of process %d is stopped "
-                            "(%s); the driver call returns once it runs again",
-                            proto_method_name(c->method), (int)c->target_pid, (double)c->elapsed_ms / 1000.0,
-                            (int)c->pid, target_stop_name(c->stopped));
-        else
-                log_warning("%s on pid %d has been running for %.1f s; its process is not stopped",
-                            proto_method_name(c->method), (int)c->target_pid, (double)c->elapsed_ms / 1000.0);
-        close(c->status_fd);
-        free(c);
-}
+ * A timer looks for operations that have run for stall_warning_ms and has
+ * stall.c check and log why, once per operation. */
 
 static void stall_look(struct sched *s, struct sched_target *t, uint64_t now)
 {
         struct sched_op *op = t->running;
-        struct stall_check *c;
-        int fd;
 
         if (!op || op->stall_warned || now - op->dispatched_ms < s->cfg->stall_warning_ms)
                 return;
         op->stall_warned = true;
-        c = calloc(1, sizeof(*c));
-        if (!c)
-                return;
-        uv_mutex_lock(&t->lock);
-        fd = t->watch_status_fd >= 0 ? fcntl(t->watch_status_fd, F_DUPFD_CLOEXEC, 3) : -1;
-        c->pid = t->watch_pid;
-        uv_mutex_unlock(&t->lock);
-        c->s = s;
-        c->target_pid = t->pid;
-        c->method = op->method;
-        c->elapsed_ms = now - op->dispatched_ms;
-        c->status_fd = fd;
-        c->work.data = c;
-        if (fd < 0) {
-                /* Not pinned yet: every worker thread is taken. */
-                log_warning("%s on pid %d has waited %.1f s for a worker thread", proto_method_name(op->method),
-                            (int)t->pid, (double)c->elapsed_ms / 1000.0);
-                free(c);
-                return;
-        }
-        (void)uv_queue_work(s->loop, &c->work, stall_check_work, stall_check_done);
+        stall_check_start(s->loop, t, op->method, now - op->dispatched_ms);
 }
 
-static void on_stall(uv_timer_t *timer)
+static void stall_cb(uv_timer_t *timer)
 {
         struct sched *s = timer->data;
         uint64_t now = uv_now(s->loop);
@@ -508,7 +389,7 @@ static void stall_watch_arm(struct sched *s)
                 return;
         if (period < 50)
                 period = 50;
-        uv_timer_start(&s->stall, on_stall, period, period);
+        uv_timer_start(&s->stall, stall_cb, period, period);
 }
 
 /* Callers whose worker share is taken, met in one walk of a queue. */
@@ -732,10 +613,5 @@ void sched_done(struct sched *s)
                         target_free(s, s->buckets[b]);
         share_free(&s->queue);
         share_free(&s->workers);
-        if (s->busy) {
-                uv_cond_destroy(&s->busy_cond);
-                uv_mutex_destroy(&s->busy_lock);
-                free(s->busy);
-                s->busy = NULL;
-        }
+        procbusy_free(&s->busy);
 }

@@ -1,16 +1,21 @@
-/* sched.h: per-process queues on top of worker threads.
+/* sched.h: per-process queues on top of worker threads: admission (the
+ * callers' fair shares), order, and the hand-off of each operation to a
+ * thread; ops.h does the operation itself.
  *
- * Every process named in a request gets a sched_target while operations on
- * it are queued or running, and keeps it for a while after (the cache):
- * the target's pidfd then spares the next request the pinning.  The cache
- * holds at most max_cached_targets idle targets, least recently used first
- * out, and a sweep drops those idle for cached_target_idle_ms or whose
- * process has exited.  Its operations run one at a time, in arrival
- * order, on libuv's worker threads (uv_queue_work; the pool is sized from
- * the configuration before the loop starts), or for GetState and
- * GetRestoreThreadId on the lane (lane.h) when it is free.  Different targets run in
- * parallel.  Completion comes back to the loop thread through the done
- * callback, which is the only place results touch connection state.
+ * Every process named in a request gets a sched_target (schedtarget.h)
+ * while operations on it are queued or running, and keeps it for a while
+ * after (the cache): the target's pidfd then spares the next request the
+ * pinning.  The cache holds at most max_cached_targets idle targets, least
+ * recently used first out, and a sweep drops those idle for
+ * cached_target_idle_ms or whose process has exited.  Its operations run
+ * one at a time, in arrival order, on libuv's worker threads
+ * (uv_queue_work; the pool is sized from the configuration before the loop
+ * starts), or for GetState and GetRestoreThreadId on the lane (lane.h) when
+ * it is free.  Different targets run in parallel.  Completion comes back to
+ * the loop thread: for a mutating operation the finished hook runs first
+ * (struct sched_hooks; it may touch state of the connection's features,
+ * such as lease counts), then the op's done callback, which answers the
+ * connection.  Workers touch no connection state.
  *
  * Ownership: sched owns targets; the submitter allocates ops and the done
  * callback frees them. */
@@ -25,7 +30,9 @@
 #include "lane.h"
 #include "ops.h"
 #include "policy.h"
+#include "procbusy.h"
 #include "proto.h"
+#include "schedtarget.h"
 #include "share.h"
 #include "target.h"
 
@@ -35,14 +42,14 @@ struct conn;
 struct sched;
 struct sched_op;
 
-typedef void (*sched_done_fn)(struct sched *s, struct sched_op *op);
+typedef void (*sched_op_done_cb)(struct sched *s, struct sched_op *op);
 
 struct sched_op {
         struct sched_op *next;       /* queue link */
         struct sched_target *target; /* set by sched_submit */
         struct sched *sched;         /* set by sched_submit */
         struct conn *conn;           /* referenced by the submitter until done */
-        sched_done_fn done;          /* NULL: the scheduler's own done callback */
+        sched_op_done_cb done;       /* NULL: the scheduler's own done callback */
         void *ctx;                   /* for done: a group, say */
         unsigned index;              /* for done: a member of it */
         const struct policy_caller *caller; /* the connection's peer; lives as long as conn */
@@ -59,48 +66,14 @@ struct sched_op {
         uint64_t dispatched_ms;      /* uv_now() when handed to a thread (loop only) */
         uint64_t seq;                /* which dispatch this is, for the stall watch */
         bool stall_warned;           /* the stall watch has looked at it (loop only) */
-        enum proto_method parent;    /* the group method it is a step of; 0 for none */
+        enum proto_method parent;    /* the group method it is a step of, if
+                                      * proto_method_is_group(); ops not of a
+                                      * group leave it 0 (PROTO_GET_STATE, never
+                                      * a group) */
         int state_before;            /* the state known when it started, -1 unknown (loop only) */
         bool start_reported;         /* hooks.started was called (loop only) */
         uv_work_t work;              /* data points back to the sched */
         struct ops_result result;    /* written by the worker, read in done */
-};
-
-struct sched_target {
-        pid_t pid;
-        struct sched_target *next_in_bucket;
-        struct sched_op *head, *tail; /* queued, not yet started */
-        struct sched_op *running;     /* the one op on a worker, or NULL */
-        unsigned depth;               /* queued + running + waiters */
-        struct sched_op *waiters;     /* GetStates answered once the running op
-                                       * has published a state */
-        struct sched *sched;
-        struct target_identity identity; /* pinned process; touched only by the worker
-                                          * running this target's op */
-        /* What the worker last learnt, for GetState answers while it runs. */
-        uv_mutex_t lock;
-        bool known;                   /* owner and start_time are valid */
-        struct policy_target owner;
-        uint64_t start_time;
-        int last_state;               /* driver state, -1 when unknown */
-        int watch_status_fd;          /* the running op's pinned status file, -1 before
-                                       * it is pinned: for the stall watch to dup */
-        pid_t watch_pid;              /* the running op's process */
-        bool want_wake;               /* waiters exist: wake the loop on publish */
-        bool want_id_wake;            /* a start to report: wake the loop once pinned */
-        /* Progress of the running checkpoint (ops.c, watch.c), under lock. */
-        bool in_checkpoint;           /* a checkpoint runs, rss_start its baseline */
-        uint64_t rss_start;           /* VmRSS when that step began */
-        int64_t total_bytes;          /* what it should move; -1 unknown */
-        int64_t ckpt_bytes;           /* what this process's last checkpoint moved; -1 unknown */
-        uint64_t ckpt_start_time;     /* ... of the process with this start time */
-        uint64_t progress_seq;        /* the op progress_peak belongs to (loop only) */
-        uint64_t progress_peak;       /* the most it has reported moved (loop only) */
-        bool awaits_worker;           /* its next op waits for its caller's worker share */
-        /* The cache of idle targets (loop thread only). */
-        bool cached;                  /* on the LRU list below, depth == 0 */
-        struct sched_target *lru_prev, *lru_next; /* most recently used first */
-        uint64_t idle_since;          /* uv_now() when it was cached */
 };
 
 /* A consistent copy of what the loop may read while an op runs. */
@@ -128,7 +101,7 @@ struct sched {
         atomic_bool want_progress; /* workers take progress baselines (someone watches) */
         const struct config *cfg;
         const struct driver *drv;
-        sched_done_fn done;
+        sched_op_done_cb done;
         struct sched_target *buckets[SCHED_BUCKETS];
         unsigned n_targets;
         unsigned n_ops;     /* queued + running, all targets */
@@ -147,17 +120,13 @@ struct sched {
         uv_timer_t stall;   /* looks for long operations while any run */
         uint64_t op_seq;
         struct lane lane;   /* the warm thread for read-only calls */
-        /* Processes a mutating operation runs on now (worker threads).  A
-         * thread id and its process are two targets of the queues but one
-         * process for the driver: this keeps their operations apart. */
-        uv_mutex_t busy_lock;
-        uv_cond_t busy_cond;
-        pid_t *busy;        /* at most cfg->workers entries */
-        unsigned n_busy;
+        /* Processes a mutating operation runs on now (worker threads):
+         * keeps the operations on a thread id and on its process apart. */
+        struct procbusy busy;
 };
 
 int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
-               const struct driver *drv, sched_done_fn done);
+               const struct driver *drv, sched_op_done_cb done);
 /* Worker threads beside cfg->workers for the daemon's short /proc and NVML
  * work, so that it never waits behind driver calls. */
 #define SCHED_HOUSEKEEPING_THREADS 4
@@ -180,18 +149,10 @@ void sched_close(struct sched *s);
 unsigned sched_cancel_queued(struct sched *s);
 void sched_done(struct sched *s); /* no ops may remain */
 
-/* Called by the worker around the driver calls of a mutating operation on
- * process pid (ops.c): waits while another worker acts on the same
- * process under another target (a thread id of it). */
-void sched_process_enter(struct sched *s, pid_t pid);
-void sched_process_leave(struct sched *s, pid_t pid);
-
 /* The target of pid while the op with this seq runs on it, else NULL. */
 struct sched_target *sched_running_target(struct sched *s, pid_t pid, uint64_t seq);
 /* Calls fn for every target whose op runs now (loop thread). */
 void sched_for_each_running(struct sched *s, void (*fn)(void *ctx, struct sched_target *t), void *ctx);
 
-/* Called by the worker to publish progress (ops.c). */
-void sched_publish(struct sched_target *t, const struct target_identity *id, int state);
 
 #endif
