@@ -93,91 +93,6 @@ const char *ops_error_short_name(enum ops_error e)
         return error_names[e].short_name;
 }
 
-static const char *step_name(enum ops_step s)
-{
-        static const char *const names[] = {
-                [OPS_STEP_NONE] = NULL,           [OPS_STEP_GET_STATE] = "get_state",
-                [OPS_STEP_GET_RESTORE_TID] = "get_restore_thread_id",
-                [OPS_STEP_LOCK] = "lock",         [OPS_STEP_CHECKPOINT] = "checkpoint",
-                [OPS_STEP_RESTORE] = "restore",   [OPS_STEP_UNLOCK] = "unlock",
-        };
-        return names[s];
-}
-
-/* The state each successful step leaves the process in. */
-static int state_after(enum ops_step s)
-{
-        switch (s) {
-        case OPS_STEP_LOCK:
-        case OPS_STEP_RESTORE:
-                return CU_PROCESS_STATE_LOCKED;
-        case OPS_STEP_CHECKPOINT:
-                return CU_PROCESS_STATE_CHECKPOINTED;
-        case OPS_STEP_UNLOCK:
-                return CU_PROCESS_STATE_RUNNING;
-        default:
-                return -1;
-        }
-}
-
-/* The state a step needs, which an ILLEGAL_STATE says the process is not in. */
-static int state_before(enum ops_step s)
-{
-        switch (s) {
-        case OPS_STEP_LOCK:
-                return CU_PROCESS_STATE_RUNNING;
-        case OPS_STEP_CHECKPOINT:
-        case OPS_STEP_UNLOCK:
-                return CU_PROCESS_STATE_LOCKED;
-        case OPS_STEP_RESTORE:
-                return CU_PROCESS_STATE_CHECKPOINTED;
-        default:
-                return -1;
-        }
-}
-
-/* The state a failed step leaves, as far as its result says it without
- * asking the driver again (driver-behaviour.md): a lock that timed out
- * leaves the process running, a checkpoint the driver cannot do leaves it
- * locked, a refused mapping leaves it checkpointed.  An ILLEGAL_STATE
- * changes nothing, so the state known before still holds unless it is the
- * one the step needed (then what we knew was stale).  Anything else: not
- * known. */
-static int state_after_failure(enum ops_step s, CUresult r, int known)
-{
-        switch (r) {
-        case CUDA_ERROR_NOT_READY:
-                return s == OPS_STEP_LOCK ? CU_PROCESS_STATE_RUNNING : -1;
-        case CUDA_ERROR_NOT_SUPPORTED:
-                return s == OPS_STEP_CHECKPOINT ? CU_PROCESS_STATE_LOCKED : -1;
-        case CUDA_ERROR_INVALID_VALUE:
-                return s == OPS_STEP_RESTORE ? CU_PROCESS_STATE_CHECKPOINTED : -1;
-        case CUDA_ERROR_ILLEGAL_STATE:
-                return known >= 0 && known != state_before(s) ? known : -1;
-        default:
-                return -1;
-        }
-}
-
-/* The first driver call of a method. */
-static enum ops_step first_step(enum proto_method m)
-{
-        switch (m) {
-        case PROTO_LOCK:
-        case PROTO_SUSPEND:
-                return OPS_STEP_LOCK;
-        case PROTO_CHECKPOINT:
-                return OPS_STEP_CHECKPOINT;
-        case PROTO_RESTORE:
-        case PROTO_RESUME:
-                return OPS_STEP_RESTORE;
-        case PROTO_UNLOCK:
-                return OPS_STEP_UNLOCK;
-        default:
-                return OPS_STEP_NONE;
-        }
-}
-
 struct run {
         const struct config *cfg;
         const struct driver *d;
@@ -215,7 +130,7 @@ static bool may_call(struct run *x, enum ops_step s)
 static bool step_record(struct run *x, enum ops_step s, CUresult r)
 {
         if (r == CUDA_SUCCESS) {
-                int st = state_after(s);
+                int st = ops_state_after(s);
                 if (st >= 0)
                         learn(x, st);
                 return true;
@@ -225,7 +140,7 @@ static bool step_record(struct run *x, enum ops_step s, CUresult r)
         x->res->error = ops_classify(s, r, target_alive_settled(&x->t->identity, x->cfg->exit_wait_ms) == 1,
                                      x->req->n_pairs > 0);
         if (x->res->error != OPS_PROCESS_GONE && x->res->error != OPS_NOT_CUDA_PROCESS)
-                learn(x, state_after_failure(s, r, x->known));
+                learn(x, ops_state_after_failure(s, r, x->known));
         return false;
 }
 
@@ -381,30 +296,23 @@ static int pin(struct sched_target *t, pid_t pid, const struct policy_caller *ca
         return 0;
 }
 
-void ops_execute(const struct ops_env *env, struct sched_target *t, enum proto_method m,
-                 const struct proto_request *req, const struct policy_caller *caller, struct ops_result *res)
+/* Pins the process and judges the caller; false (with res->error set)
+ * when the operation must not go ahead. */
+static bool pin_and_judge(struct run *x, enum proto_method m, const struct policy_caller *caller)
 {
-        const struct config *cfg = env->cfg;
-        const struct driver *d = env->drv;
-        struct run x = { .cfg = cfg, .d = d, .env = env, .t = t, .req = req, .res = res, .known = -1 };
-        uint64_t t0 = uv_hrtime();
+        struct sched_target *t = x->t;
+        struct ops_result *res = x->res;
         int r;
 
-        memset(res, 0, sizeof(*res));
-        res->state = -1;
-        res->restore_tid = -1;
-        res->rolled_back = -1;
-        res->in_flight = -1;
-
-        if (!d->available) {
+        if (!x->d->available) {
                 res->error = OPS_DRIVER_UNAVAILABLE;
-                snprintf(res->detail, sizeof(res->detail), "%s", d->reason);
-                return;
+                snprintf(res->detail, sizeof(res->detail), "%s", x->d->reason);
+                return false;
         }
-        r = pin(t, req->pid, caller, &x.known);
+        r = pin(t, x->req->pid, caller, &x->known);
         if (r < 0) {
                 res->error = r == -ESRCH ? OPS_NO_SUCH_PROCESS : OPS_PERMISSION_DENIED;
-                return;
+                return false;
         }
         /* This operation's own process, whatever an earlier one had pinned. */
         res->pinned = true;
@@ -416,13 +324,75 @@ void ops_execute(const struct ops_env *env, struct sched_target *t, enum proto_m
          * refused too. */
         if (t->identity.pid == getpid()) {
                 res->error = OPS_PERMISSION_DENIED;
+                return false;
+        }
+        struct policy_target owner = res->pinned_owner;
+        return ops_judge(x->cfg, caller, m, x->req, &owner, t->identity.start_time, res);
+}
+
+/* The driver calls of method m. */
+static void call_driver(struct run *x, enum proto_method m, const struct policy_caller *caller)
+{
+        const struct proto_request *req = x->req;
+        uint32_t lock_ms = req->has_timeout ? req->timeout_ms : x->cfg->default_lock_timeout_ms;
+        struct ops_result *res = x->res;
+
+        switch (m) {
+        case PROTO_GET_STATE:
+                (void)do_get_state(x);
+                break;
+        case PROTO_GET_RESTORE_THREAD_ID:
+                /* The one call that answers while the process is stopped:
+                 * CRIU makes it with every thread seized. */
+                /* The thread id goes back as the caller sees it; a thread
+                 * that ended meanwhile cannot be named. */
+                if (step_record(x, OPS_STEP_GET_RESTORE_TID,
+                                driver_get_restore_tid(x->d, x->t->identity.pid, &res->restore_tid)) &&
+                    pidns_to_caller(&caller->pidns, res->restore_tid, &res->restore_tid) < 0)
+                        res->error = OPS_PROCESS_GONE;
+                break;
+        case PROTO_LOCK:
+                (void)do_lock(x, lock_ms);
+                break;
+        case PROTO_CHECKPOINT:
+                (void)do_checkpoint(x);
+                break;
+        case PROTO_RESTORE:
+                (void)do_restore(x);
+                break;
+        case PROTO_UNLOCK:
+                (void)do_unlock(x);
+                break;
+        case PROTO_SUSPEND:
+                /* Never leave the process locked by our own failure.  The
+                 * failing step's result is kept; the unlock's is not. */
+                if (do_lock(x, lock_ms) && !do_checkpoint(x))
+                        roll_back_suspend(x);
+                break;
+        case PROTO_RESUME:
+                /* A failed restore leaves the process checkpointed: the
+                 * driver undid nothing. */
+                if (do_restore(x))
+                        (void)do_unlock(x);
+                break;
+        default:
+                break;
+        }
+}
+
+void ops_execute(const struct ops_env *env, struct sched_target *t, enum proto_method m,
+                 const struct proto_request *req, const struct policy_caller *caller, struct ops_result *res)
+{
+        struct run x = { .cfg = env->cfg, .d = env->drv, .env = env, .t = t, .req = req, .res = res, .known = -1 };
+        uint64_t t0;
+
+        memset(res, 0, sizeof(*res));
+        res->state = -1;
+        res->restore_tid = -1;
+        res->rolled_back = -1;
+        res->in_flight = -1;
+        if (!pin_and_judge(&x, m, caller))
                 return;
-        }
-        {
-                struct policy_target owner = { t->identity.ruid, t->identity.euid, t->identity.suid };
-                if (!ops_judge(cfg, caller, m, req, &owner, t->identity.start_time, res))
-                        return;
-        }
 
         /* The driver is called for what the client asked and nothing else:
          * any call can wait without end on a stopped process, so the state
@@ -434,53 +404,12 @@ void ops_execute(const struct ops_env *env, struct sched_target *t, enum proto_m
          * at once from any other (ILLEGAL_STATE), so while the step runs
          * it is the process's state.  It is not taken as known for the
          * reply. */
-        if (x.known < 0 && state_before(first_step(m)) >= 0)
-                sched_target_publish(t, NULL, state_before(first_step(m)));
+        if (x.known < 0 && ops_state_before(ops_first_step(m)) >= 0)
+                sched_target_publish(t, NULL, ops_state_before(ops_first_step(m)));
         if (!proto_method_read_only(m))
                 procbusy_enter(env->busy, t->identity.pid);
         t0 = uv_hrtime();
-        switch (m) {
-        case PROTO_GET_STATE:
-                (void)do_get_state(&x);
-                break;
-        case PROTO_GET_RESTORE_THREAD_ID:
-                /* The one call that answers while the process is stopped:
-                 * CRIU makes it with every thread seized. */
-                /* The thread id goes back as the caller sees it; a thread
-                 * that ended meanwhile cannot be named. */
-                if (step_record(&x, OPS_STEP_GET_RESTORE_TID,
-                              driver_get_restore_tid(d, t->identity.pid, &res->restore_tid)) &&
-                    pidns_to_caller(&caller->pidns, res->restore_tid, &res->restore_tid) < 0)
-                        res->error = OPS_PROCESS_GONE;
-                break;
-        case PROTO_LOCK:
-                (void)do_lock(&x, req->has_timeout ? req->timeout_ms : cfg->default_lock_timeout_ms);
-                break;
-        case PROTO_CHECKPOINT:
-                (void)do_checkpoint(&x);
-                break;
-        case PROTO_RESTORE:
-                (void)do_restore(&x);
-                break;
-        case PROTO_UNLOCK:
-                (void)do_unlock(&x);
-                break;
-        case PROTO_SUSPEND:
-                /* Never leave the process locked by our own failure.  The
-                 * failing step's result is kept; the unlock's is not. */
-                if (do_lock(&x, req->has_timeout ? req->timeout_ms : cfg->default_lock_timeout_ms) &&
-                    !do_checkpoint(&x))
-                        roll_back_suspend(&x);
-                break;
-        case PROTO_RESUME:
-                /* A failed restore leaves the process checkpointed: the
-                 * driver undid nothing. */
-                if (do_restore(&x))
-                        (void)do_unlock(&x);
-                break;
-        default:
-                break;
-        }
+        call_driver(&x, m, caller);
         res->duration_ns = uv_hrtime() - t0;
         if (!proto_method_read_only(m))
                 procbusy_leave(env->busy, t->identity.pid);
@@ -504,21 +433,6 @@ static double ms(uint64_t ns)
 {
         /* Microsecond resolution is what the numbers mean; more digits are noise. */
         return round((double)ns / 1000.0) / 1000.0;
-}
-
-int ops_state_before(enum ops_step s)
-{
-        return state_before(s);
-}
-
-int ops_state_after(enum ops_step s)
-{
-        return state_after(s);
-}
-
-enum ops_step ops_first_step(enum proto_method m)
-{
-        return first_step(m);
 }
 
 cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t caller_uid,
@@ -574,14 +488,14 @@ cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t c
                 cJSON_AddStringToObject(p, "method", proto_method_name(m));
                 if (r->error != OPS_PROCESS_GONE)
                         add_state(p, r->state);
-                if (r->error == OPS_INVALID_STATE && state_before(r->step) >= 0)
+                if (r->error == OPS_INVALID_STATE && ops_state_before(r->step) >= 0)
                         cJSON_AddStringToObject(p, "required_state",
-                                                proto_state_string(state_before(r->step), name, sizeof(name)));
+                                                proto_state_string(ops_state_before(r->step), name, sizeof(name)));
                 if (r->error == OPS_PROCESS_STOPPED)
                         cJSON_AddStringToObject(p, "stop", target_stop_name(r->stopped));
                 if (m == PROTO_SUSPEND || m == PROTO_RESUME) {
-                        if (step_name(r->step))
-                                cJSON_AddStringToObject(p, "step", step_name(r->step));
+                        if (ops_step_name(r->step))
+                                cJSON_AddStringToObject(p, "step", ops_step_name(r->step));
                         if (r->rolled_back >= 0)
                                 cJSON_AddBoolToObject(p, "rolled_back", r->rolled_back == 1);
                 }

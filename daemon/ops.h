@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "opstep.h"
 #include "policy.h"
 #include "procbusy.h"
 #include "proto.h"
@@ -41,16 +42,6 @@ enum ops_error {
         OPS_DRIVER_ERROR,
         OPS_SHUTTING_DOWN,
         OPS_QUEUE_FULL,         /* a group member's step found its queue full */
-};
-
-enum ops_step {
-        OPS_STEP_NONE,
-        OPS_STEP_GET_STATE,
-        OPS_STEP_GET_RESTORE_TID,
-        OPS_STEP_LOCK,
-        OPS_STEP_CHECKPOINT,
-        OPS_STEP_RESTORE,
-        OPS_STEP_UNLOCK,
 };
 
 struct ops_result {
@@ -103,13 +94,6 @@ bool ops_judge(const struct config *cfg, const struct policy_caller *caller, enu
 
 const char *ops_error_name(enum ops_error e);       /* full Varlink name, NULL for OK */
 const char *ops_error_short_name(enum ops_error e); /* "InvalidState", "ok" */
-
-/* The state a step needs and the one its success leaves; -1 for none.
- * For the group coordinator, which plans its phases with them. */
-int ops_state_before(enum ops_step s);
-int ops_state_after(enum ops_step s);
-/* The first driver call of a method that acts on one process. */
-enum ops_step ops_first_step(enum proto_method m);
 
 cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t caller_uid,
                  const struct ops_result *r);
