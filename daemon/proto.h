@@ -1,10 +1,13 @@
-/* proto.h: Varlink messages in and out.
+/* proto.h: the parameters of the daemon's calls, parsed strictly.
  *
- * Parsing is strict, in two layers.  proto_parse_call() checks the call
- * object itself (a violation there means the peer does not speak Varlink:
- * the error is sent and the connection closed).  proto_parse_request()
- * checks the parameters of an io.cudackpt.Process method (a violation
- * there is an ordinary error reply).  Nothing here touches sockets. */
+ * Parsing is in two layers.  proto_parse_call() (protomsg.h, below this
+ * room) checks the call object itself (a violation there means the peer
+ * does not speak Varlink: the error is sent and the connection closed).
+ * The parsers here check the parameters of a method: proto_parse_request()
+ * those of an io.cudackpt.Process method on one process, the others those
+ * of groups, ListProcesses and the lease calls (a violation there is an
+ * ordinary error reply).  This header includes protomsg.h, so its users
+ * see the whole protocol.  Nothing here touches sockets. */
 #ifndef CUDACKPT_PROTO_H
 #define CUDACKPT_PROTO_H
 
@@ -16,42 +19,7 @@
 #include <cjson/cJSON.h>
 #include "cuda-api.h"
 
-enum proto_method {
-        PROTO_GET_STATE,
-        PROTO_GET_RESTORE_THREAD_ID,
-        PROTO_LOCK,
-        PROTO_CHECKPOINT,
-        PROTO_RESTORE,
-        PROTO_UNLOCK,
-        PROTO_SUSPEND,
-        PROTO_RESUME,
-        PROTO_PROCESS_METHODS, /* the ones above act on one process */
-        PROTO_LOCK_GROUP = PROTO_PROCESS_METHODS,
-        PROTO_CHECKPOINT_GROUP,
-        PROTO_RESTORE_GROUP,
-        PROTO_UNLOCK_GROUP,
-        PROTO_SUSPEND_GROUP,
-        PROTO_RESUME_GROUP,
-        PROTO_LIST_PROCESSES,
-        PROTO_RELEASE_LEASE,
-        PROTO_RENEW_LEASE,
-        PROTO_CLAIM_LEASE,
-        PROTO_WATCH,
-        PROTO_GET_METRICS,
-        PROTO_GET_STATUS,
-        PROTO_INTERFACE_METHODS, /* the ones above are io.cudackpt.Process's */
-        PROTO_GET_INFO = PROTO_INTERFACE_METHODS,
-        PROTO_GET_INTERFACE_DESCRIPTION,
-        PROTO_METHODS,
-};
-
-struct proto_call {
-        cJSON *root;              /* owned: the whole message */
-        enum proto_method method;
-        const cJSON *parameters;  /* inside root; NULL when absent */
-        bool oneway;              /* send no reply */
-        bool more;                /* the peer accepts several replies (we send one) */
-};
+#include "protomsg.h"
 
 /* The lease a Lock or Suspend (single or group) asks for (lease.h). */
 struct proto_lease {
@@ -103,11 +71,6 @@ struct proto_group_request {
         struct proto_lease lease;   /* LockGroup, SuspendGroup */
 };
 
-/* 0, or -EPROTO with *ret_reply set to the error to send before closing, or
- * -ENOENT/-EINVAL with *ret_reply set to a non-fatal error reply. */
-int proto_parse_call(const char *msg, size_t len, struct proto_call *ret_call, cJSON **ret_reply);
-void proto_call_done(struct proto_call *call);
-
 /* 0, or -EINVAL with *ret_reply set to the error to send. */
 int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                         struct proto_request *ret_req, cJSON **ret_reply);
@@ -127,31 +90,5 @@ int proto_parse_lease_call(const struct proto_call *call, uint64_t *ret_id, uint
  * with *ret_reply set. */
 int proto_parse_claim_lease(const struct proto_call *call, uint64_t *ret_id, const char **ret_secret,
                             cJSON **ret_reply);
-
-bool proto_method_is_group(enum proto_method m);   /* LockGroup ... ResumeGroup */
-/* The single-process method a group method repeats (Suspend for
- * SuspendGroup); m itself otherwise. */
-enum proto_method proto_group_single(enum proto_method m);
-/* {"parameters": params, "continues": true}: one reply of several. */
-cJSON *proto_reply_continues(cJSON *params);
-
-bool proto_method_read_only(enum proto_method m);
-const char *proto_method_name(enum proto_method m); /* "Suspend" */
-
-/* The state word for a driver state value; unknown values give "unknown-N". */
-const char *proto_state_string(int state, char *buf, size_t len);
-
-/* {"parameters": params} and {"error": name, "parameters": params}; both take
- * ownership of params (NULL means an empty object). */
-cJSON *proto_reply_new(cJSON *params);
-cJSON *proto_error_new(const char *name, cJSON *params);
-cJSON *proto_invalid_parameter(const char *parameter);
-
-/* Serialises msg with its NUL terminator; *ret_len counts the NUL. */
-char *proto_serialize(const cJSON *msg, size_t *ret_len);
-
-/* The interface description served by GetInterfaceDescription (the IDL file,
- * embedded at build time). */
-extern const char proto_idl_text[];
 
 #endif
