@@ -201,7 +201,9 @@ static void store_uint(struct config *c, const struct uint_key *k, double v)
         }
 }
 
-static int apply_key(struct config *c, const cJSON *item, char *why, size_t whylen)
+/* The number and boolean keys, found in their tables: 0, -EINVAL with
+ * the reason in why, or -ENOENT when key is in neither table. */
+static int apply_table_key(struct config *c, const cJSON *item, char *why, size_t whylen)
 {
         const char *key = item->string;
 
@@ -218,6 +220,82 @@ static int apply_key(struct config *c, const cJSON *item, char *why, size_t whyl
                 store_uint(c, k, v);
                 return 0;
         }
+        for (size_t i = 0; i < sizeof(bool_keys) / sizeof(bool_keys[0]); i++) {
+                if (strcmp(key, bool_keys[i].name) != 0)
+                        continue;
+                if (!cJSON_IsBool(item)) {
+                        snprintf(why, whylen, "\"%s\" must be true or false", key);
+                        return -EINVAL;
+                }
+                *(bool *)((char *)c + bool_keys[i].offset) = cJSON_IsTrue(item);
+                return 0;
+        }
+        return -ENOENT;
+}
+
+static int apply_socket_mode(struct config *c, const cJSON *item, char *why, size_t whylen)
+{
+        char *end;
+        unsigned long m;
+
+        if (!cJSON_IsString(item) || (errno = 0, m = strtoul(item->valuestring, &end, 8),
+                                      errno || *end || end == item->valuestring || m > 0777)) {
+                snprintf(why, whylen, "\"socket_mode\" must be an octal string such as \"0666\"");
+                return -EINVAL;
+        }
+        c->socket_mode = (unsigned)m;
+        return 0;
+}
+
+static int apply_log_level(struct config *c, const cJSON *item, char *why, size_t whylen)
+{
+        static const char *names[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
+        int lvl = -1;
+
+        if (cJSON_IsString(item))
+                for (int i = 0; i < 8; i++)
+                        if (strcmp(item->valuestring, names[i]) == 0)
+                                lvl = i;
+        if (lvl < 3) {
+                snprintf(why, whylen, "\"log_level\" must be one of \"debug\", \"info\", \"notice\", \"warning\", \"err\"");
+                return -EINVAL;
+        }
+        c->log_level = lvl;
+        return 0;
+}
+
+static int apply_operator_groups(struct config *c, const cJSON *item, char *why, size_t whylen)
+{
+        const cJSON *g;
+
+        if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) > CONFIG_MAX_GROUPS) {
+                snprintf(why, whylen, "\"operator_groups\" must be an array of at most %d group names or ids",
+                         CONFIG_MAX_GROUPS);
+                return -EINVAL;
+        }
+        c->n_operator_gids = 0;
+        cJSON_ArrayForEach(g, item) {
+                gid_t gid;
+                int r = resolve_group(g, &gid);
+                if (r < 0) {
+                        snprintf(why, whylen, "\"operator_groups\": %s%s%s",
+                                 r == -ENOENT ? "no such group \"" : "entries must be group names or ids",
+                                 r == -ENOENT ? g->valuestring : "", r == -ENOENT ? "\"" : "");
+                        return -EINVAL;
+                }
+                c->operator_gids[c->n_operator_gids++] = gid;
+        }
+        return 0;
+}
+
+static int apply_key(struct config *c, const cJSON *item, char *why, size_t whylen)
+{
+        const char *key = item->string;
+        int r;
+
+        r = apply_table_key(c, item, why, whylen);
+        if (r != -ENOENT)
+                return r;
         if (strcmp(key, "socket") == 0 || strcmp(key, "driver") == 0) {
                 if (!cJSON_IsString(item) || item->valuestring[0] == '\0') {
                         snprintf(why, whylen, "\"%s\" must be a non-empty string", key);
@@ -233,64 +311,12 @@ static int apply_key(struct config *c, const cJSON *item, char *why, size_t whyl
                 }
                 return config_set_string(&c->nvml_path, item->valuestring);
         }
-        if (strcmp(key, "socket_mode") == 0) {
-                char *end;
-                unsigned long m;
-                if (!cJSON_IsString(item) || (errno = 0, m = strtoul(item->valuestring, &end, 8),
-                                              errno || *end || end == item->valuestring || m > 0777)) {
-                        snprintf(why, whylen, "\"socket_mode\" must be an octal string such as \"0666\"");
-                        return -EINVAL;
-                }
-                c->socket_mode = (unsigned)m;
-                return 0;
-        }
-        if (strcmp(key, "log_level") == 0) {
-                int lvl = -1;
-                if (cJSON_IsString(item)) {
-                        static const char *names[] = { "emerg", "alert", "crit", "err",
-                                                       "warning", "notice", "info", "debug" };
-                        for (int i = 0; i < 8; i++)
-                                if (strcmp(item->valuestring, names[i]) == 0)
-                                        lvl = i;
-                }
-                if (lvl < 3) {
-                        snprintf(why, whylen, "\"log_level\" must be one of \"debug\", \"info\", \"notice\", \"warning\", \"err\"");
-                        return -EINVAL;
-                }
-                c->log_level = lvl;
-                return 0;
-        }
-        for (size_t i = 0; i < sizeof(bool_keys) / sizeof(bool_keys[0]); i++) {
-                if (strcmp(key, bool_keys[i].name) != 0)
-                        continue;
-                if (!cJSON_IsBool(item)) {
-                        snprintf(why, whylen, "\"%s\" must be true or false", key);
-                        return -EINVAL;
-                }
-                *(bool *)((char *)c + bool_keys[i].offset) = cJSON_IsTrue(item);
-                return 0;
-        }
-        if (strcmp(key, "operator_groups") == 0) {
-                const cJSON *g;
-                if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) > CONFIG_MAX_GROUPS) {
-                        snprintf(why, whylen, "\"operator_groups\" must be an array of at most %d group names or ids",
-                                 CONFIG_MAX_GROUPS);
-                        return -EINVAL;
-                }
-                c->n_operator_gids = 0;
-                cJSON_ArrayForEach(g, item) {
-                        gid_t gid;
-                        int r = resolve_group(g, &gid);
-                        if (r < 0) {
-                                snprintf(why, whylen, "\"operator_groups\": %s%s%s",
-                                         r == -ENOENT ? "no such group \"" : "entries must be group names or ids",
-                                         r == -ENOENT ? g->valuestring : "", r == -ENOENT ? "\"" : "");
-                                return -EINVAL;
-                        }
-                        c->operator_gids[c->n_operator_gids++] = gid;
-                }
-                return 0;
-        }
+        if (strcmp(key, "socket_mode") == 0)
+                return apply_socket_mode(c, item, why, whylen);
+        if (strcmp(key, "log_level") == 0)
+                return apply_log_level(c, item, why, whylen);
+        if (strcmp(key, "operator_groups") == 0)
+                return apply_operator_groups(c, item, why, whylen);
         snprintf(why, whylen, "unknown key \"%s\"", key);
         return -EINVAL;
 }
