@@ -433,14 +433,33 @@ fail:
         return r;
 }
 
-int proto_parse_lease_call(const struct proto_call *call, uint64_t *ret_id, uint32_t *ret_ms, cJSON **ret_reply)
+/* The value of other ("lease_ms" or "secret") into *ret_ms or *ret_secret;
+ * false when it is not one. */
+static bool parse_lease_other(const cJSON *item, uint32_t *ret_ms, const char **ret_secret)
 {
-        const bool renew = call->method == PROTO_RENEW_LEASE;
-        bool have_id = false, have_ms = false;
+        double v;
+
+        if (strcmp(item->string, "lease_ms") == 0) {
+                if (get_integer(item, 1, 4294967295.0, &v) < 0)
+                        return false;
+                *ret_ms = (uint32_t)v;
+                return true;
+        }
+        if (!cJSON_IsString(item) || strlen(item->valuestring) > 256)
+                return false;
+        *ret_secret = item->valuestring;
+        return true;
+}
+
+/* The parameters of the lease calls: "lease" and, unless other is NULL,
+ * the parameter it names; both required, nothing else allowed. */
+static int parse_lease_params(const struct proto_call *call, const char *other, uint64_t *ret_id,
+                              uint32_t *ret_ms, const char **ret_secret, cJSON **ret_reply)
+{
+        bool have_id = false, have_other = !other;
         const cJSON *item;
         double v;
 
-        *ret_ms = 0;
         if (call->parameters)
                 cJSON_ArrayForEach(item, call->parameters) {
                         if (proto_key_repeated(call->parameters, item))
@@ -448,52 +467,38 @@ int proto_parse_lease_call(const struct proto_call *call, uint64_t *ret_id, uint
                         if (strcmp(item->string, "lease") == 0 && get_integer(item, 1, 9007199254740992.0, &v) == 0) {
                                 *ret_id = (uint64_t)v;
                                 have_id = true;
-                        } else if (renew && strcmp(item->string, "lease_ms") == 0 &&
-                                   get_integer(item, 1, 4294967295.0, &v) == 0) {
-                                *ret_ms = (uint32_t)v;
-                                have_ms = true;
+                        } else if (other && strcmp(item->string, other) == 0 &&
+                                   parse_lease_other(item, ret_ms, ret_secret)) {
+                                have_other = true;
                         } else {
                         bad:
                                 *ret_reply = proto_invalid_parameter(item->string);
                                 return -EINVAL;
                         }
                 }
-        if (!have_id || (renew && !have_ms)) {
-                *ret_reply = proto_invalid_parameter(have_id ? "lease_ms" : "lease");
+        if (!have_id || !have_other) {
+                *ret_reply = proto_invalid_parameter(have_id ? other : "lease");
                 return -EINVAL;
         }
         return 0;
 }
 
+int proto_parse_lease_call(const struct proto_call *call, uint64_t *ret_id, uint32_t *ret_ms, cJSON **ret_reply)
+{
+        const char *secret;
+
+        *ret_ms = 0;
+        return parse_lease_params(call, call->method == PROTO_RENEW_LEASE ? "lease_ms" : NULL, ret_id, ret_ms,
+                                  &secret, ret_reply);
+}
+
 int proto_parse_claim_lease(const struct proto_call *call, uint64_t *ret_id, const char **ret_secret,
                             cJSON **ret_reply)
 {
-        bool have_id = false;
-        const cJSON *item;
-        double v;
+        uint32_t ms;
 
         *ret_secret = NULL;
-        if (call->parameters)
-                cJSON_ArrayForEach(item, call->parameters) {
-                        if (proto_key_repeated(call->parameters, item))
-                                goto bad;
-                        if (strcmp(item->string, "lease") == 0 && get_integer(item, 1, 9007199254740992.0, &v) == 0) {
-                                *ret_id = (uint64_t)v;
-                                have_id = true;
-                        } else if (strcmp(item->string, "secret") == 0 && cJSON_IsString(item) &&
-                                   strlen(item->valuestring) <= 256) {
-                                *ret_secret = item->valuestring;
-                        } else {
-                        bad:
-                                *ret_reply = proto_invalid_parameter(item->string);
-                                return -EINVAL;
-                        }
-                }
-        if (!have_id || !*ret_secret) {
-                *ret_reply = proto_invalid_parameter(have_id ? "secret" : "lease");
-                return -EINVAL;
-        }
-        return 0;
+        return parse_lease_params(call, "secret", ret_id, &ms, ret_secret, ret_reply);
 }
 
 void proto_group_request_done(struct proto_group_request *req)
