@@ -4,6 +4,7 @@
 #include "lane.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 static inline void cpu_relax(void)
@@ -21,14 +22,21 @@ static void lane_spin(struct lane *l)
 {
         uint64_t until = uv_hrtime() + l->spin_ns;
 
-        while (!atomic_load_explicit(&l->pending, memory_order_acquire) &&
-               !atomic_load_explicit(&l->stop, memory_order_relaxed) && uv_hrtime() < until)
+        for (unsigned i = 1; !atomic_load_explicit(&l->pending, memory_order_acquire) &&
+                             !atomic_load_explicit(&l->stop, memory_order_relaxed) && uv_hrtime() < until;
+             i++) {
                 cpu_relax();
+                /* On a machine with no core to spare, let others run. */
+                if (i % 16 == 0)
+                        sched_yield();
+        }
 }
 
 static void lane_main(void *arg)
 {
         struct lane *l = arg;
+        uint64_t last_end = 0;  /* when the job before ended, 0 before the first */
+        bool back_to_back;      /* this job came within spin_ns of that */
 
         uv_mutex_lock(&l->lock);
         for (;;) {
@@ -39,11 +47,13 @@ static void lane_main(void *arg)
                 uv_work_t *w = l->pending;
                 l->pending = NULL;
                 uv_mutex_unlock(&l->lock);
+                back_to_back = l->spin_ns && last_end && uv_hrtime() - last_end <= l->spin_ns;
                 l->work(w);
+                last_end = uv_hrtime();
                 uv_mutex_lock(&l->lock);
                 l->finished = w;
                 uv_async_send(&l->async);
-                if (l->spin_ns) {
+                if (back_to_back) {
                         uv_mutex_unlock(&l->lock);
                         lane_spin(l);
                         uv_mutex_lock(&l->lock);
@@ -66,9 +76,11 @@ static void lane_finished_cb(uv_async_t *a)
         l->busy = false;
         uv_unref((uv_handle_t *)&l->async);
         l->done(w, 0);
-        /* The reply is written by now: poll on for the client's next call. */
-        if (l->spin_ns)
-                l->poll_until = uv_hrtime() + l->spin_ns;
+        /* The reply is written by now: poll on for the client's next call
+         * while calls come back to back (lane_poll_cb() stops otherwise). */
+        l->last_end = uv_hrtime();
+        if (l->back_to_back)
+                l->poll_until = l->last_end + l->spin_ns;
 }
 
 /* Runs once per loop iteration while the loop polls; stops the polling
@@ -120,7 +132,8 @@ int lane_submit(struct lane *l, uv_work_t *w)
                 return -EBUSY;
         l->busy = true;
         uv_ref((uv_handle_t *)&l->async);
-        if (l->spin_ns)
+        l->back_to_back = l->spin_ns && l->last_end && uv_hrtime() - l->last_end <= l->spin_ns;
+        if (l->back_to_back)
                 uv_idle_start(&l->poll, lane_poll_cb);
         uv_mutex_lock(&l->lock);
         l->pending = w;

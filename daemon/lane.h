@@ -11,12 +11,15 @@
  *
  * Spinning (spin_us > 0, the lane_spin_us key): what is left of a round
  * trip is wake-ups, of the lane thread for the job and of the loop for its
- * result and the client's next request.  So after each job the lane thread
- * spins on its queue for up to spin_us before it sleeps, and the loop polls
- * instead of sleeping (an active uv_idle_t makes uv_run() poll with timeout
- * 0) while a job is in the lane and for spin_us after its result.  Both
- * windows start only when a job ends, so they cost CPU only while calls
- * come back to back; an idle daemon sleeps.  spin_us == 0 is the plain lane.
+ * result and the client's next request.  So while calls come back to back
+ * (a job arrives within spin_us of the end of the one before), the lane
+ * thread spins on its queue for up to spin_us after each job before it
+ * sleeps (with a pause instruction, yielding now and then), and the loop
+ * polls instead of sleeping (an active uv_idle_t makes uv_run() poll with
+ * timeout 0) while the job is in the lane and for spin_us after its
+ * result.  Each side judges "back to back" by itself.  A call that comes
+ * alone costs no spinning at all, and an idle daemon sleeps.  spin_us == 0
+ * is the plain lane.
  *
  * Lifetime: lane_init() on the loop thread starts the thread (when it
  * cannot, every submission says -EBUSY and the pool does the work);
@@ -43,6 +46,8 @@ struct lane {
         uint64_t spin_ns;       /* the spinning window; 0: never spin */
         /* Loop thread only. */
         bool busy;              /* a job is in the lane */
+        bool back_to_back;      /* the job in it came within spin_ns of the last end */
+        uint64_t last_end;      /* uv_hrtime() when the last job's done ran, 0 never */
         uv_idle_t poll;         /* active: the loop polls instead of sleeping */
         uint64_t poll_until;    /* uv_hrtime() when the loop may sleep again */
         /* Shared with the thread; written under lock, read without it only

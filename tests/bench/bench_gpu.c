@@ -4,7 +4,8 @@
  * cudackpt-gpu-target processes, and prints a readable report plus
  * "RESULT key=value ..." lines):
  *   getstate    GetState through the daemon vs the same driver call made
- *               directly in this process (dlopen of libcuda.so.1)
+ *               directly in this process (dlopen of libcuda.so.1), with the
+ *               ratio; then the daemon again with lane_spin_us 0
  *   exec        a whole `cudackptctl state PID` process vs
  *               `cuda-checkpoint --get-state --pid PID`
  *   multi       suspend+resume of N processes: through the daemon at once,
@@ -213,6 +214,8 @@ static int bench_gpu_await_index(const bench_daemon *d)
 
 static void bench_gpu_daemon_stop(bench_daemon *d)
 {
+        if (d->pid <= 0)
+                return; /* it never started */
         int status = bench_daemon_stop(d, 30000);
         if (status != 0)
                 bench_gpu_fail("cudackptd exit status %d after SIGTERM (want 0)", status);
@@ -460,6 +463,54 @@ static long bench_gpu_hops(const bench_gpu_driver *drv, int pid, long calls, dou
         return errors;
 }
 
+/* Back-to-back GetStates of pid through the daemon (100 warm-up calls
+ * first); returns the failed ones. */
+static long bench_gpu_daemon_getstates(cudackpt_client *c, int pid, long calls, double *lat)
+{
+        long errors = 0;
+
+        for (long i = -100; i < calls; i++) {
+                cudackpt_reply reply;
+                char err[512];
+                cudackpt_reply_init(&reply);
+                uint64_t t0 = bench_now_ns();
+                int cr = cudackpt_get_state(c, pid, &reply);
+                uint64_t dt = bench_now_ns() - t0;
+                if (bench_gpu_reply_ok("GetState", pid, cr, &reply, CUDACKPT_STATE_RUNNING, err, sizeof(err)) < 0 &&
+                    errors++ == 0)
+                        bench_gpu_fail("%s", err);
+                cudackpt_reply_clear(&reply);
+                if (i >= 0)
+                        lat[i] = (double)dt / 1e3;
+        }
+        return errors;
+}
+
+/* The daemon d restarted with lane_spin_us 0 (d and *c are the new ones),
+ * and its GetStates timed: the same path without the lane's spinning. */
+static long bench_gpu_getstates_no_spin(const bench_gpu_cfg *cfg, bench_daemon *d, cudackpt_client **c, int pid,
+                                        double *lat)
+{
+        char path[PATH_MAX];
+        FILE *f;
+
+        cudackpt_client_free(*c);
+        *c = NULL;
+        bench_gpu_daemon_stop(d);
+        d->pid = 0; /* out_daemon stops only the new one, if it starts */
+        snprintf(path, sizeof(path), "%s/no-spin.json", cfg->workdir);
+        f = fopen(path, "we");
+        if (!f)
+                return cfg->calls;
+        fprintf(f, "{\"lane_spin_us\": 0}\n");
+        fclose(f);
+        if (bench_gpu_daemon_start_with(cfg, path, d) < 0)
+                return cfg->calls;
+        if (bench_gpu_connect(d, c) < 0)
+                return cfg->calls;
+        return bench_gpu_daemon_getstates(*c, pid, cfg->calls, lat);
+}
+
 static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
 {
         bench_daemon d;
@@ -467,7 +518,8 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
         bench_gpu_driver drv;
         cudackpt_client *c = NULL;
         double *direct = NULL, *via = NULL, *hop = NULL, *info = NULL, *oncall = NULL, *spin = NULL, *spincall = NULL;
-        long derr = 0, verr = 0, herr = 0, ierr = 0, serr = 0;
+        double *nospin = NULL;
+        long derr = 0, verr = 0, herr = 0, ierr = 0, serr = 0, nerr = 0;
         int r;
 
         printf("\n== 1. GetState round trip: daemon vs direct driver call (%ld calls, idle %ld MiB target) ==\n",
@@ -487,7 +539,8 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
         oncall = calloc((size_t)cfg->calls, sizeof(double));
         spin = calloc((size_t)cfg->calls, sizeof(double));
         spincall = calloc((size_t)cfg->calls, sizeof(double));
-        if (!direct || !via || !hop || !info || !oncall || !spin || !spincall) {
+        nospin = calloc((size_t)cfg->calls, sizeof(double));
+        if (!direct || !via || !hop || !info || !oncall || !spin || !spincall || !nospin) {
                 r = -ENOMEM;
                 goto out_client;
         }
@@ -505,22 +558,7 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
                 if (i >= 0)
                         direct[i] = (double)dt / 1e3;
         }
-        for (long i = -100; i < cfg->calls; i++) {
-                cudackpt_reply reply;
-                char err[512];
-                cudackpt_reply_init(&reply);
-                uint64_t t0 = bench_now_ns();
-                int cr = cudackpt_get_state(c, t.pid, &reply);
-                uint64_t dt = bench_now_ns() - t0;
-                if (bench_gpu_reply_ok("GetState", t.pid, cr, &reply, CUDACKPT_STATE_RUNNING, err, sizeof(err)) <
-                    0) {
-                        if (verr++ == 0)
-                                bench_gpu_fail("%s", err);
-                }
-                cudackpt_reply_clear(&reply);
-                if (i >= 0)
-                        via[i] = (double)dt / 1e3;
-        }
+        verr = bench_gpu_daemon_getstates(c, t.pid, cfg->calls, via);
 
         /* The parts of the daemon's path: a round trip that needs no worker
          * (GetInfo), and the driver call through a worker thread in-process. */
@@ -538,8 +576,9 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
         }
         herr = bench_gpu_hops(&drv, t.pid, cfg->calls, hop, oncall);
         serr = bench_gpu_spins(&drv, t.pid, cfg->calls, spin, spincall);
+        nerr = bench_gpu_getstates_no_spin(cfg, &d, &c, t.pid, nospin);
 
-        bench_stats sd, sv, sh, si, sc, ss, ssc;
+        bench_stats sd, sv, sh, si, sc, ss, ssc, sn;
         bench_stats_compute(direct, (size_t)cfg->calls, &sd);
         bench_stats_compute(via, (size_t)cfg->calls, &sv);
         bench_stats_compute(hop, (size_t)cfg->calls, &sh);
@@ -547,22 +586,27 @@ static int bench_gpu_getstate(const bench_gpu_cfg *cfg)
         bench_stats_compute(oncall, (size_t)cfg->calls, &sc);
         bench_stats_compute(spin, (size_t)cfg->calls, &ss);
         bench_stats_compute(spincall, (size_t)cfg->calls, &ssc);
+        bench_stats_compute(nospin, (size_t)cfg->calls, &sn);
         bench_gpu_lat_header();
         bench_gpu_print_lat("direct driver call (in-process)", "bench=getstate path=direct", &sd, derr);
         bench_gpu_print_lat("daemon (client library, 1 conn)", "bench=getstate path=daemon", &sv, verr);
+        bench_gpu_print_lat("daemon, lane_spin_us 0", "bench=getstate path=daemon-nospin", &sn, nerr);
         bench_gpu_print_lat("parts: GetInfo via daemon (no wkr)", "bench=getstate path=getinfo", &si, ierr);
         bench_gpu_print_lat("parts: direct call via uv worker", "bench=getstate path=uvhop", &sh, herr);
         bench_gpu_print_lat("parts: the call alone, on the worker", "bench=getstate path=uvhop-call", &sc, herr);
         bench_gpu_print_lat("floor: via a spinning thread", "bench=getstate path=spin", &ss, serr);
         bench_gpu_print_lat("floor: the call alone, spinning thread", "bench=getstate path=spin-call", &ssc, serr);
-        printf("  daemon overhead at p50: %+.1f us (x%.2f)\n", sv.p50 - sd.p50, sd.p50 > 0 ? sv.p50 / sd.p50 : 0);
+        printf("  daemon overhead at p50: %+.1f us (x%.2f); with lane_spin_us 0: %+.1f us (x%.2f)\n",
+               sv.p50 - sd.p50, sd.p50 > 0 ? sv.p50 / sd.p50 : 0, sn.p50 - sd.p50, sd.p50 > 0 ? sn.p50 / sd.p50 : 0);
+        printf("RESULT bench=getstate daemon_vs_direct_p50=%.3f nospin_vs_direct_p50=%.3f\n",
+               sd.p50 > 0 ? sv.p50 / sd.p50 : 0, sd.p50 > 0 ? sn.p50 / sd.p50 : 0);
         printf("  of which thread hand-off %+.1f us, socket round trip %.1f us, the rest (pinning, queueing) %+.1f us\n",
                sh.p50 - sd.p50, si.p50, sv.p50 - sh.p50 - si.p50);
         if (herr || ierr || serr)
                 bench_gpu_fail("GetState parts: %ld failed through a uv worker, %ld through a spinning thread, "
                                "%ld failed GetInfo calls",
                                herr, serr, ierr);
-        if (derr || verr || herr || ierr || serr)
+        if (derr || verr || herr || ierr || serr || nerr)
                 r = -EIO;
 out_client:
         free(direct);
@@ -572,6 +616,7 @@ out_client:
         free(oncall);
         free(spin);
         free(spincall);
+        free(nospin);
         cudackpt_client_free(c);
 out_target:
         bench_gpu_targets_stop(&t, 1);
