@@ -492,6 +492,52 @@ START_TEST(test_read_only_lane)
 }
 END_TEST
 
+static void quiet_cb(uv_timer_t *t)
+{
+        (void)t;
+}
+
+/* With lane_spin_us, calls that come back to back keep the loop polling
+ * (the lane's idle handle) while one is on the lane and for the window
+ * after its reply; a call after a quiet spell does not, and with 0 no call
+ * does.  The polling never keeps the loop running. */
+START_TEST(test_lane_spin)
+{
+        struct share_refusal limit;
+
+        for (int spin = 0; spin < 2; spin++) {
+                struct sched s;
+                uv_loop_t loop;
+
+                cfg.lane_spin_us = spin ? 100000 : 0;
+                uv_loop_init(&loop);
+                ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+                for (int i = 0; i < 4; i++) {
+                        struct sched_op *op = op_new(pids[0], PROTO_GET_STATE);
+                        ck_assert_int_eq(sched_submit(&s, op, &limit), 0);
+                        ck_assert(s.lane.busy);
+                        ck_assert_int_eq(uv_is_active((uv_handle_t *)&s.lane.poll), spin && i > 0);
+                        uv_run(&loop, UV_RUN_DEFAULT);
+                        ck_assert_int_eq(op->result.error, OPS_OK);
+                        ck_assert_int_eq(uv_is_active((uv_handle_t *)&s.lane.poll), spin && i > 0);
+                        free(op);
+                }
+                /* A quiet spell longer than the window, on a loop kept
+                 * alive by a timer: the polling stops by itself. */
+                uv_timer_t quiet;
+                uv_timer_init(&loop, &quiet);
+                uv_timer_start(&quiet, quiet_cb, 150, 0);
+                uv_run(&loop, UV_RUN_DEFAULT);
+                ck_assert(!uv_is_active((uv_handle_t *)&s.lane.poll));
+                uv_close((uv_handle_t *)&quiet, NULL);
+                sched_done(&s);
+                sched_close(&s);
+                uv_run(&loop, UV_RUN_DEFAULT);
+                ck_assert_int_eq(uv_loop_close(&loop), 0);
+        }
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("sched");
@@ -508,6 +554,7 @@ int main(void)
         tcase_add_test(tc, test_cache_rereads_uids);
         tcase_add_test(tc, test_thread_and_process_serialised);
         tcase_add_test(tc, test_read_only_lane);
+        tcase_add_test(tc, test_lane_spin);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
