@@ -11,11 +11,6 @@
 #include "log.h"
 #include "stall.h"
 
-static unsigned bucket_of(pid_t pid)
-{
-        return ((unsigned)pid * 2654435761u) % SCHED_BUCKETS;
-}
-
 static void async_cb(uv_async_t *a);
 
 /* Hands a finished (or cancelled) op to whoever submitted it. */
@@ -27,7 +22,6 @@ static void finish(struct sched *s, struct sched_op *op)
         }
         (op->done ? op->done : s->done)(s, op);
 }
-static void sweep_cb(uv_timer_t *t);
 static void work_cb(uv_work_t *w);
 static void after_work_cb(uv_work_t *w, int status);
 
@@ -48,11 +42,9 @@ int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
         s->done = done;
         uv_async_init(loop, &s->async, async_cb);
         s->async.data = s;
-        /* Wake-ups and the cache's sweep alone never keep the loop running. */
+        /* Wake-ups alone never keep the loop running. */
         uv_unref((uv_handle_t *)&s->async);
-        uv_timer_init(loop, &s->sweep);
-        s->sweep.data = s;
-        uv_unref((uv_handle_t *)&s->sweep);
+        sched_table_init(&s->table, loop, cfg, &s->async);
         uv_timer_init(loop, &s->stall);
         s->stall.data = s;
         uv_unref((uv_handle_t *)&s->stall);
@@ -66,77 +58,17 @@ void sched_close(struct sched *s)
 {
         if (!uv_is_closing((uv_handle_t *)&s->async))
                 uv_close((uv_handle_t *)&s->async, NULL);
-        if (!uv_is_closing((uv_handle_t *)&s->sweep))
-                uv_close((uv_handle_t *)&s->sweep, NULL);
+        sched_table_close(&s->table);
         if (!uv_is_closing((uv_handle_t *)&s->stall))
                 uv_close((uv_handle_t *)&s->stall, NULL);
         lane_close(&s->lane);
 }
 
-static struct sched_target *find_target(struct sched *s, pid_t pid)
-{
-        for (struct sched_target *t = s->buckets[bucket_of(pid)]; t; t = t->next_in_bucket)
-                if (t->pid == pid)
-                        return t;
-        return NULL;
-}
-
-static struct sched_target *target_new(struct sched *s, pid_t pid)
-{
-        struct sched_target *t = calloc(1, sizeof(*t));
-        unsigned b = bucket_of(pid);
-
-        if (!t)
-                return NULL;
-        if (uv_mutex_init(&t->lock) < 0) {
-                free(t);
-                return NULL;
-        }
-        t->pid = pid;
-        t->wake = &s->async;
-        t->identity.pidfd = -1;
-        t->identity.status_fd = -1;
-        t->last_state = -1;
-        t->watch_status_fd = -1;
-        t->ckpt_bytes = -1;
-        t->total_bytes = -1;
-        t->next_in_bucket = s->buckets[b];
-        s->buckets[b] = t;
-        s->n_targets++;
-        return t;
-}
-
-static void lru_unlink(struct sched *s, struct sched_target *t)
-{
-        if (!t->cached)
-                return;
-        if (t->lru_prev)
-                t->lru_prev->lru_next = t->lru_next;
-        else
-                s->lru_head = t->lru_next;
-        if (t->lru_next)
-                t->lru_next->lru_prev = t->lru_prev;
-        else
-                s->lru_tail = t->lru_prev;
-        t->lru_prev = t->lru_next = NULL;
-        t->cached = false;
-        s->n_cached--;
-}
-
 static void target_free(struct sched *s, struct sched_target *t)
 {
-        struct sched_target **p = &s->buckets[bucket_of(t->pid)];
-
-        lru_unlink(s, t);
         if (t->awaits_worker)
                 s->n_awaiting--;
-        while (*p != t)
-                p = &(*p)->next_in_bucket;
-        *p = t->next_in_bucket;
-        s->n_targets--;
-        target_close(&t->identity);
-        uv_mutex_destroy(&t->lock);
-        free(t);
+        sched_table_drop(&s->table, t);
 }
 
 static uint64_t now_ns(void)
@@ -197,7 +129,7 @@ static void async_cb(uv_async_t *a)
         struct sched *s = a->data;
 
         for (unsigned b = 0; b < SCHED_BUCKETS; b++)
-                for (struct sched_target *t = s->buckets[b]; t; t = t->next_in_bucket) {
+                for (struct sched_target *t = s->table.buckets[b]; t; t = t->next_in_bucket) {
                         if (t->waiters)
                                 answer_waiters(s, t);
                         if (t->running && !t->running->start_reported)
@@ -207,7 +139,7 @@ static void async_cb(uv_async_t *a)
 
 int sched_wait_state(struct sched *s, struct sched_op *op)
 {
-        struct sched_target *t = find_target(s, op->req.pid);
+        struct sched_target *t = sched_table_find(&s->table, op->req.pid);
         bool known;
 
         if (!t || !t->running)
@@ -248,66 +180,6 @@ static void work_cb(uv_work_t *w)
 static void start_next(struct sched *s, struct sched_target *t);
 static void admit_awaiting(struct sched *s);
 static void stall_watch_arm(struct sched *s);
-
-static uint64_t sweep_period(const struct sched *s)
-{
-        uint64_t p = s->cfg->cached_target_idle_ms / 2;
-
-        return p < 100 ? 100 : p;
-}
-
-/* A target with nothing queued: kept in the cache while it pins a process,
- * else freed.  Loop thread; target_alive() does not block. */
-static void target_release(struct sched *s, struct sched_target *t)
-{
-        if (s->cfg->max_cached_targets == 0 || s->cfg->cached_target_idle_ms == 0 ||
-            !target_alive(&t->identity)) {
-                target_free(s, t);
-                return;
-        }
-        t->cached = true;
-        t->idle_since = uv_now(s->loop);
-        t->lru_prev = NULL;
-        t->lru_next = s->lru_head;
-        if (s->lru_head)
-                s->lru_head->lru_prev = t;
-        else
-                s->lru_tail = t;
-        s->lru_head = t;
-        s->n_cached++;
-        while (s->n_cached > s->cfg->max_cached_targets)
-                target_free(s, s->lru_tail);
-        if (!uv_is_active((uv_handle_t *)&s->sweep))
-                uv_timer_start(&s->sweep, sweep_cb, sweep_period(s), sweep_period(s));
-}
-
-/* Drops cached targets idle too long or whose process has exited, so the
- * daemon keeps nothing about a process that has gone. */
-static void sweep_cb(uv_timer_t *timer)
-{
-        struct sched *s = timer->data;
-        uint64_t now = uv_now(s->loop);
-        struct sched_target *t, *prev;
-
-        for (t = s->lru_tail; t; t = prev) {
-                prev = t->lru_prev;
-                if (now - t->idle_since >= s->cfg->cached_target_idle_ms || !target_alive(&t->identity))
-                        target_free(s, t);
-        }
-        if (s->n_cached == 0)
-                uv_timer_stop(&s->sweep);
-}
-
-/* A cached target taken up again: what it published belongs to earlier
- * operations, and the process may have changed state since. */
-static void target_revive(struct sched *s, struct sched_target *t)
-{
-        lru_unlink(s, t);
-        uv_mutex_lock(&t->lock);
-        t->known = false;
-        t->last_state = -1;
-        uv_mutex_unlock(&t->lock);
-}
 
 static void after_work_cb(uv_work_t *w, int status)
 {
@@ -377,7 +249,7 @@ static void stall_cb(uv_timer_t *timer)
                 return;
         }
         for (unsigned b = 0; b < SCHED_BUCKETS; b++)
-                for (struct sched_target *t = s->buckets[b]; t; t = t->next_in_bucket)
+                for (struct sched_target *t = s->table.buckets[b]; t; t = t->next_in_bucket)
                         stall_look(s, t, now);
 }
 
@@ -432,7 +304,7 @@ static void start_next(struct sched *s, struct sched_target *t)
                 return;
         if (!t->head) {
                 if (t->depth == 0)
-                        target_release(s, t);
+                        sched_table_release(&s->table, t);
                 return;
         }
         /* A worker thread only within its caller's share: one uid's calls
@@ -487,7 +359,7 @@ static void admit_awaiting(struct sched *s)
                 struct sched_target *best = NULL;
                 struct sched_op *best_op = NULL, *prev;
                 for (unsigned b = 0; b < SCHED_BUCKETS; b++)
-                        for (struct sched_target *t = s->buckets[b]; t; t = t->next_in_bucket) {
+                        for (struct sched_target *t = s->table.buckets[b]; t; t = t->next_in_bucket) {
                                 struct sched_op *op;
                                 if (!t->awaits_worker || t->running || !(op = admissible(s, t, &prev)) ||
                                     (best_op && best_op->queued_ns <= op->queued_ns))
@@ -505,7 +377,7 @@ static void admit_awaiting(struct sched *s)
 
 int sched_submit(struct sched *s, struct sched_op *op, struct share_refusal *ret)
 {
-        struct sched_target *t = find_target(s, op->req.pid);
+        struct sched_target *t = sched_table_find(&s->table, op->req.pid);
         int r;
 
         op->privileged = access_privileged(s->cfg, op->caller);
@@ -521,14 +393,14 @@ int sched_submit(struct sched *s, struct sched_op *op, struct share_refusal *ret
                 return r;
         op->holds_queue = true;
         if (!t) {
-                t = target_new(s, op->req.pid);
+                t = sched_table_add(&s->table, op->req.pid);
                 if (!t) {
                         op->holds_queue = false;
                         share_give(&s->queue, op->caller->uid, op->privileged);
                         return -ENOMEM;
                 }
         } else if (t->cached) {
-                target_revive(s, t);
+                sched_table_revive(&s->table, t);
         }
         op->target = t;
         op->sched = s;
@@ -547,7 +419,7 @@ int sched_submit(struct sched *s, struct sched_op *op, struct share_refusal *ret
 
 struct sched_target *sched_running_target(struct sched *s, pid_t pid, uint64_t seq)
 {
-        struct sched_target *t = find_target(s, pid);
+        struct sched_target *t = sched_table_find(&s->table, pid);
 
         return t && t->running && t->running->seq == seq ? t : NULL;
 }
@@ -555,14 +427,14 @@ struct sched_target *sched_running_target(struct sched *s, pid_t pid, uint64_t s
 void sched_for_each_running(struct sched *s, void (*fn)(void *ctx, struct sched_target *t), void *ctx)
 {
         for (unsigned b = 0; b < SCHED_BUCKETS; b++)
-                for (struct sched_target *t = s->buckets[b]; t; t = t->next_in_bucket)
+                for (struct sched_target *t = s->table.buckets[b]; t; t = t->next_in_bucket)
                         if (t->running)
                                 fn(ctx, t);
 }
 
 bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *ret)
 {
-        struct sched_target *t = find_target(s, pid);
+        struct sched_target *t = sched_table_find(&s->table, pid);
 
         if (!t || !t->running)
                 return false;
@@ -579,7 +451,7 @@ bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *r
 unsigned sched_cancel_queued(struct sched *s)
 {
         for (unsigned b = 0; b < SCHED_BUCKETS; b++) {
-                struct sched_target *t = s->buckets[b];
+                struct sched_target *t = s->table.buckets[b];
                 while (t) {
                         struct sched_target *next = t->next_in_bucket;
                         struct sched_op *op;
@@ -609,8 +481,8 @@ unsigned sched_cancel_queued(struct sched *s)
 void sched_done(struct sched *s)
 {
         for (unsigned b = 0; b < SCHED_BUCKETS; b++)
-                while (s->buckets[b])
-                        target_free(s, s->buckets[b]);
+                while (s->table.buckets[b])
+                        target_free(s, s->table.buckets[b]);
         share_free(&s->queue);
         share_free(&s->workers);
         procbusy_free(&s->busy);

@@ -4,11 +4,9 @@
  *
  * Every process named in a request gets a sched_target (schedtarget.h)
  * while operations on it are queued or running, and keeps it for a while
- * after (the cache): the target's pidfd then spares the next request the
- * pinning.  The cache holds at most max_cached_targets idle targets, least
- * recently used first out, and a sweep drops those idle for
- * cached_target_idle_ms or whose process has exited.  Its operations run
- * one at a time, in arrival order, on libuv's worker threads
+ * after in the cache of idle targets (schedtable.h): the target's pidfd
+ * then spares the next request the pinning.  Its operations run one at a
+ * time, in arrival order, on libuv's worker threads
  * (uv_queue_work; the pool is sized from the configuration before the loop
  * starts), or for GetState and GetRestoreThreadId on the lane (lane.h) when
  * it is free.  Different targets run in parallel.  Completion comes back to
@@ -32,11 +30,10 @@
 #include "policy.h"
 #include "procbusy.h"
 #include "proto.h"
+#include "schedtable.h"
 #include "schedtarget.h"
 #include "share.h"
 #include "target.h"
-
-#define SCHED_BUCKETS 1024
 
 struct conn;
 struct sched;
@@ -102,8 +99,7 @@ struct sched {
         const struct config *cfg;
         const struct driver *drv;
         sched_op_done_cb done;
-        struct sched_target *buckets[SCHED_BUCKETS];
-        unsigned n_targets;
+        struct sched_table table; /* the targets, and the cache of idle ones */
         unsigned n_ops;     /* queued + running, all targets */
         unsigned n_running;
         /* Fair shares by the callers' uids (share.h): ops queued or running,
@@ -114,9 +110,6 @@ struct sched {
         struct share workers;
         unsigned n_awaiting;
         uv_async_t async;   /* a worker published a state that waiters want */
-        struct sched_target *lru_head, *lru_tail; /* cached idle targets */
-        unsigned n_cached;
-        uv_timer_t sweep;   /* drops stale cached targets while any exist */
         uv_timer_t stall;   /* looks for long operations while any run */
         uint64_t op_seq;
         struct lane lane;   /* the warm thread for read-only calls */

@@ -152,8 +152,8 @@ START_TEST(test_serial_per_pid_parallel_across)
         ck_assert_int_eq(n_done, 8);
         ck_assert_uint_eq(s.n_ops, 0);
         /* Both targets stay pinned in the cache for the next requests. */
-        ck_assert_uint_eq(s.n_targets, 2);
-        ck_assert_uint_eq(s.n_cached, 2);
+        ck_assert_uint_eq(s.table.n_targets, 2);
+        ck_assert_uint_eq(s.table.n_cached, 2);
         /* One at a time per process, both processes at once. */
         ck_assert_int_eq(atomic_load(&max_busy[0]), 1);
         ck_assert_int_eq(atomic_load(&max_busy[1]), 1);
@@ -298,7 +298,7 @@ START_TEST(test_cache)
 
         /* The second request on a pid finds the first one's pinned target. */
         ck_assert_int_eq(run_one(&s, &loop, pids[0], PROTO_LOCK, &root_caller, &t1), OPS_OK);
-        ck_assert_uint_eq(s.n_cached, 1);
+        ck_assert_uint_eq(s.table.n_cached, 1);
         int pidfd = t1->identity.pidfd;
         ck_assert_int_ge(pidfd, 0);
         run_one(&s, &loop, pids[0], PROTO_UNLOCK, &root_caller, &t2);
@@ -307,29 +307,29 @@ START_TEST(test_cache)
 
         /* At most max_cached_targets: the least recently used goes. */
         run_one(&s, &loop, pids[1], PROTO_LOCK, &root_caller, &t2);
-        ck_assert_uint_eq(s.n_cached, 1);
-        ck_assert_uint_eq(s.n_targets, 1);
-        ck_assert_ptr_eq(s.lru_head, t2);
+        ck_assert_uint_eq(s.table.n_cached, 1);
+        ck_assert_uint_eq(s.table.n_targets, 1);
+        ck_assert_ptr_eq(s.table.lru_head, t2);
         ck_assert_int_eq(t2->pid, pids[1]);
 
         /* A process that exits is forgotten by the sweep, within a period. */
         kill(pids[1], SIGKILL);
         waitpid(pids[1], NULL, 0);
         run_for(&loop, 150);
-        ck_assert_uint_eq(s.n_cached, 0);
-        ck_assert_uint_eq(s.n_targets, 0);
+        ck_assert_uint_eq(s.table.n_cached, 0);
+        ck_assert_uint_eq(s.table.n_targets, 0);
 
         /* An idle one is forgotten after cached_target_idle_ms. */
         run_one(&s, &loop, pids[0], PROTO_LOCK, &root_caller, &t1);
-        ck_assert_uint_eq(s.n_cached, 1);
+        ck_assert_uint_eq(s.table.n_cached, 1);
         run_for(&loop, 400);
-        ck_assert_uint_eq(s.n_cached, 0);
-        ck_assert_uint_eq(s.n_targets, 0);
+        ck_assert_uint_eq(s.table.n_cached, 0);
+        ck_assert_uint_eq(s.table.n_targets, 0);
 
         /* With the cache off, nothing stays. */
         cfg.max_cached_targets = 0;
         run_one(&s, &loop, pids[0], PROTO_UNLOCK, &root_caller, &t1);
-        ck_assert_uint_eq(s.n_targets, 0);
+        ck_assert_uint_eq(s.table.n_targets, 0);
 
         sched_done(&s);
         sched_close(&s);
@@ -369,7 +369,7 @@ START_TEST(test_cache_rereads_uids)
         ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
 
         ck_assert_int_eq(run_one(&s, &loop, child, PROTO_LOCK, &user, NULL), OPS_PERMISSION_DENIED);
-        ck_assert_uint_eq(s.n_cached, 1);
+        ck_assert_uint_eq(s.table.n_cached, 1);
         ck_assert_int_eq(write(go[1], "g", 1), 1);
         ck_assert_int_eq(read(ready[0], &c, 1), 1);
         ck_assert_int_eq(run_one(&s, &loop, child, PROTO_LOCK, &user, &t), OPS_OK);
