@@ -15,8 +15,8 @@
  * such as lease counts), then the op's done callback, which answers the
  * connection.  Workers touch no connection state.
  *
- * Ownership: sched owns targets; the submitter allocates ops and the done
- * callback frees them. */
+ * Ownership: sched owns the table, which owns the targets; the submitter
+ * allocates ops and the done callback frees them. */
 #ifndef CUDACKPT_SCHED_H
 #define CUDACKPT_SCHED_H
 

@@ -8,7 +8,7 @@
  * Watch's progress samples.  Below sched (queues) and ops (one operation):
  * ops.c fills it through sched_target_publish() without knowing the queues.
  *
- * Ownership: sched creates and frees targets (sched.c). */
+ * Ownership: the scheduler's table creates and frees targets (schedtable.h). */
 #ifndef CUDACKPT_SCHEDTARGET_H
 #define CUDACKPT_SCHEDTARGET_H
 
