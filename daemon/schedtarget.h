@@ -1,7 +1,8 @@
 /* schedtarget.h: one process's record in the scheduler, shared by the
  * worker running an operation on it and the loop thread.
  *
- * The loop owns the queue fields and the cache links (sched.c); the worker
+ * The loop owns the queue fields (sched.c) and the cache links
+ * (schedtable.c); the worker
  * running the target's op owns the pinned identity; the rest is what that
  * worker has learnt (owner, start time, state, checkpoint progress),
  * published under lock for the loop's GetState answers, the stall watch and
