@@ -2,11 +2,10 @@
  * worker running an operation on it and the loop thread.
  *
  * The loop owns the queue fields (sched.c) and the cache links
- * (schedtable.c); the worker
- * running the target's op owns the pinned identity; the rest is what that
- * worker has learnt (owner, start time, state, checkpoint progress),
- * published under lock for the loop's GetState answers, the stall watch and
- * Watch's progress samples.  Below sched (queues) and ops (one operation):
+ * (schedtable.c); the worker running the target's op owns the pinned
+ * identity; the rest is what that worker has learnt (owner, start time,
+ * state, checkpoint progress), published under lock for the loop's
+ * GetState answers, the stall watch and Watch's progress samples.  Below sched (queues) and ops (one operation):
  * ops.c fills it through sched_target_publish() without knowing the queues.
  *
  * Ownership: the scheduler's table creates and frees targets (schedtable.h). */
