@@ -13,6 +13,8 @@
 
 #include <cJSON.h>
 
+#include "json.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -228,27 +230,21 @@ CUDACKPT_EXPORT void cudackpt_reply_clear(cudackpt_reply *r) {
         cudackpt_reply_init(r);
 }
 
-/* A JSON number that is an integer within [min, max]; -1 otherwise, so
- * that 1e300 or 3.5 never reach a conversion to int. */
-static int client_json_int(const cJSON *item, int min, int max) {
-        double d;
+/* A member that is an integer within [0, INT_MAX]; -1 otherwise. */
+static int client_json_int(const cJSON *params, const char *key) {
+        long long v;
 
-        if (!cJSON_IsNumber(item))
-                return -1;
-        d = item->valuedouble;
-        if (!isfinite(d) || d != floor(d) || d < min || d > max)
-                return -1;
-        return (int) d;
+        return json_get_integer(params, key, 0, INT_MAX, &v) ? (int) v : -1;
 }
 
 /* Duplicate a JSON string member; *ret stays NULL when it is absent or not
  * a string. */
 static int client_json_strdup(const cJSON *params, const char *key, char **ret) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
+        const char *s = json_get_string(params, key);
 
-        if (!cJSON_IsString(item) || !item->valuestring)
+        if (!s)
                 return 0;
-        *ret = strdup(item->valuestring);
+        *ret = strdup(s);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -309,9 +305,8 @@ static int client_decode_reply(const char *msg, size_t len, cudackpt_reply *ret_
         }
 
         if (params) {
-                reply.pid = client_json_int(cJSON_GetObjectItemCaseSensitive(params, "pid"), 0, INT_MAX);
-                reply.restore_thread_id = client_json_int(
-                        cJSON_GetObjectItemCaseSensitive(params, "restore_thread_id"), 0, INT_MAX);
+                reply.pid = client_json_int(params, "pid");
+                reply.restore_thread_id = client_json_int(params, "restore_thread_id");
                 item = cJSON_GetObjectItemCaseSensitive(params, "duration_ms");
                 if (cJSON_IsNumber(item) && isfinite(item->valuedouble) && item->valuedouble >= 0)
                         reply.duration_ms = item->valuedouble;

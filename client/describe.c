@@ -5,11 +5,11 @@
  * for a terminal or a log line, e.g. "InvalidState: process is locked".
  * Every string that came from the daemon is sanitised before it is shown. */
 #include "ctl.h"
+#include "json.h"
 
 #include <cJSON.h>
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,46 +44,22 @@ void ctl_fputs_safe(const char *s, FILE *f) {
 
 /* ---- Parameters ---------------------------------------------------------- */
 
-static const char *describe_str(const cJSON *params, const char *key) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
-
-        return cJSON_IsString(item) && item->valuestring ? item->valuestring : NULL;
-}
-
-/* An integral number within +-2^53 (exact in a double), else 0. */
-static int describe_int(const cJSON *params, const char *key, long long *ret) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
-        double d;
-
-        if (!cJSON_IsNumber(item))
-                return 0;
-        d = item->valuedouble;
-        if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
-                return 0;
-        *ret = (long long) d;
-        return 1;
-}
-
-static int describe_bool(const cJSON *params, const char *key, int *ret) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
-
-        if (!cJSON_IsBool(item))
-                return 0;
-        *ret = cJSON_IsTrue(item);
-        return 1;
+/* An integral number within +-2^53 (exact in a double). */
+static bool describe_int(const cJSON *params, const char *key, long long *ret) {
+        return json_get_integer(params, key, -JSON_MAX_EXACT, JSON_MAX_EXACT, ret);
 }
 
 /* Optional details shared by the operation errors, e.g.
  * " at the checkpoint step; process is locked; rolled back". */
 static void describe_tail(FILE *f, const cJSON *params, int with_state) {
-        const char *step = describe_str(params, "step"), *state = describe_str(params, "state");
-        int rolled_back;
+        const char *step = json_get_string(params, "step"), *state = json_get_string(params, "state");
+        bool rolled_back;
 
         if (step)
                 fprintf(f, " at the %s step", step);
         if (with_state && state)
                 fprintf(f, "; process is %s", state);
-        if (describe_bool(params, "rolled_back", &rolled_back))
+        if (json_get_bool(params, "rolled_back", &rolled_back))
                 fputs(rolled_back ? "; rolled back" : "; not rolled back", f);
 }
 
@@ -104,9 +80,9 @@ static void describe_inner(FILE *f, const char *name, const cJSON *params) {
 /* GroupFailed: where it failed, the member's own error, what became of
  * the others. */
 static void describe_group_failed(FILE *f, const cJSON *params) {
-        const char *phase = describe_str(params, "phase"), *inner = describe_str(params, "error");
+        const char *phase = json_get_string(params, "phase"), *inner = json_get_string(params, "error");
         const cJSON *inner_params = cJSON_GetObjectItemCaseSensitive(params, "error_parameters");
-        int rolled_back;
+        bool rolled_back;
         long long n;
 
         fputs("the group failed", f);
@@ -120,7 +96,7 @@ static void describe_group_failed(FILE *f, const cJSON *params) {
         }
         if (phase && (strcmp(phase, CUDACKPT_PHASE_SELECT) == 0 || strcmp(phase, CUDACKPT_PHASE_STATE) == 0))
                 fputs("; nothing was changed", f);
-        else if (describe_bool(params, "rolled_back", &rolled_back))
+        else if (json_get_bool(params, "rolled_back", &rolled_back))
                 fputs(rolled_back ? "; every member was brought back to running" : "; not rolled back", f);
 }
 
@@ -142,8 +118,8 @@ static int describe_known(FILE *f, const char *name, const cJSON *params, int ne
                 else
                         fputs("permission denied", f);
         } else if (IS(CUDACKPT_ERROR_INVALID_STATE)) {
-                const char *required = describe_str(params, "required_state");
-                s = describe_str(params, "state");
+                const char *required = json_get_string(params, "required_state");
+                s = json_get_string(params, "state");
                 if (s)
                         fprintf(f, "process is %s", s);
                 else if (required)
@@ -152,7 +128,7 @@ static int describe_known(FILE *f, const char *name, const cJSON *params, int ne
                         fputs("process is in the wrong state", f);
                 describe_tail(f, params, 0);
         } else if (IS(CUDACKPT_ERROR_PROCESS_STOPPED)) {
-                s = describe_str(params, "stop");
+                s = json_get_string(params, "stop");
                 fprintf(f, "every thread of the process is stopped%s; the driver cannot act on it "
                            "until it runs again",
                         s && strcmp(s, "traced") == 0 ? " by a tracer" : s ? " by a signal" : "");
@@ -164,9 +140,9 @@ static int describe_known(FILE *f, const char *name, const cJSON *params, int ne
                         fputs("lock did not complete in time", f);
                 describe_tail(f, params, 1);
         } else if (IS(CUDACKPT_ERROR_INVALID_GPU_MAPPING)) {
-                s = describe_str(params, "reason");
+                s = json_get_string(params, "reason");
                 fprintf(f, "invalid GPU mapping: %s", s ? s : "refused");
-                s = describe_str(params, "uuid");
+                s = json_get_string(params, "uuid");
                 if (s)
                         fprintf(f, " (%s)", s);
                 describe_tail(f, params, 1);
@@ -174,17 +150,17 @@ static int describe_known(FILE *f, const char *name, const cJSON *params, int ne
                 fputs("the driver cannot checkpoint this process", f);
                 describe_tail(f, params, 1);
         } else if (IS(CUDACKPT_ERROR_PROCESS_GONE)) {
-                s = describe_str(params, "method");
+                s = json_get_string(params, "method");
                 fprintf(f, "the process exited during %s", s ? s : "the operation");
         } else if (IS(CUDACKPT_ERROR_PROCESS_CHANGED)) {
                 fputs("the pid now belongs to another process", f);
                 if (describe_int(params, "actual_start_time", &n) && describe_int(params, "start_time", &m))
                         fprintf(f, " (start time %lld, expected %lld)", n, m);
         } else if (IS(CUDACKPT_ERROR_DRIVER_UNAVAILABLE)) {
-                s = describe_str(params, "reason");
+                s = json_get_string(params, "reason");
                 fprintf(f, "no usable CUDA driver%s%s", s ? ": " : "", s ? s : "");
         } else if (IS(CUDACKPT_ERROR_DRIVER_ERROR)) {
-                s = describe_str(params, "cuda_error");
+                s = json_get_string(params, "cuda_error");
                 fprintf(f, "the driver failed with %s", s ? s : "an error");
                 if (describe_int(params, "cuda_error_code", &n))
                         fprintf(f, " (%lld)", n);
@@ -211,20 +187,20 @@ static int describe_known(FILE *f, const char *name, const cJSON *params, int ne
         else if (IS(CUDACKPT_ERROR_SHUTTING_DOWN))
                 fputs("the daemon is shutting down", f);
         else if (IS(CUDACKPT_ERROR_INVALID_REQUEST)) {
-                s = describe_str(params, "reason");
+                s = json_get_string(params, "reason");
                 fprintf(f, "the daemon rejected the request%s%s", s ? ": " : "", s ? s : "");
         } else if (IS(CUDACKPT_ERROR_MESSAGE_TOO_LARGE)) {
                 fputs("the request is too large", f);
                 if (describe_int(params, "max_bytes", &n))
                         fprintf(f, " (limit %lld bytes)", n);
         } else if (IS(CUDACKPT_VARLINK_METHOD_NOT_FOUND)) {
-                s = describe_str(params, "method");
+                s = json_get_string(params, "method");
                 fprintf(f, "the daemon has no method %s", s ? s : "of that name");
         } else if (IS(CUDACKPT_VARLINK_INTERFACE_NOT_FOUND)) {
-                s = describe_str(params, "interface");
+                s = json_get_string(params, "interface");
                 fprintf(f, "the daemon has no interface %s", s ? s : "of that name");
         } else if (IS(CUDACKPT_VARLINK_INVALID_PARAMETER)) {
-                s = describe_str(params, "parameter");
+                s = json_get_string(params, "parameter");
                 fprintf(f, "invalid parameter %s", s ? s : "in the request");
         } else if (IS(CUDACKPT_VARLINK_PERMISSION_DENIED))
                 fputs("permission denied", f);

@@ -46,14 +46,10 @@
 #error "CUDACKPT_VERSION must be defined by the build"
 #endif
 
-/* The kernel interfaces the daemon uses, as it defines them for older headers. */
+/* The kernel interfaces the daemon uses, as it defines them for older
+ * headers, and what it needs of the CUDA driver (common/). */
+#include "cuda-version.h"
 #include "kernel-abi.h"
-
-/* cuDriverGetVersion() values: the checkpoint API came with CUDA 12.8
- * (driver 570; the daemon refuses older ones, daemon/driver.h), GPU pairs
- * in CUcheckpointRestoreArgs (restore onto other GPUs) with 13.0 (580). */
-#define DOCTOR_CUDA_MIN 12080
-#define DOCTOR_CUDA_REMAP 13000
 
 /* The oldest CRIU whose CUDA plugin drives cuda-checkpoint (docs/criu.md). */
 #define DOCTOR_CRIU_MIN_MAJOR 4
@@ -286,11 +282,9 @@ static int doctor_kernel_module_version(char *buf, size_t size) {
 /* ---- The CUDA driver ---------------------------------------------------------- */
 
 static void doctor_check_driver(const ctl_doctor *d, doctor_result *r) {
-        static const char *const symbols[] = {
-                "cuCheckpointProcessLock",      "cuCheckpointProcessCheckpoint",
-                "cuCheckpointProcessRestore",   "cuCheckpointProcessUnlock",
-                "cuCheckpointProcessGetState",  "cuCheckpointProcessGetRestoreThreadId",
-        };
+#define DOCTOR_SYMBOL_NAME(field, name) name,
+        static const char *const symbols[] = { CUDA_CHECKPOINT_SYMBOLS(DOCTOR_SYMBOL_NAME) };
+#undef DOCTOR_SYMBOL_NAME
         const char *path = d->driver ? d->driver : CTL_DOCTOR_DEFAULT_DRIVER;
         cuda_cuDriverGetVersion_fn *get_version;
         cuda_cuGetErrorName_fn *get_error_name;
@@ -366,10 +360,10 @@ static void doctor_check_driver(const ctl_doctor *d, doctor_result *r) {
         else if (doctor_kernel_module_version(module, sizeof(module)) == 0)
                 snprintf(extra, sizeof(extra), ", kernel module %s", module);
 
-        if (version < DOCTOR_CUDA_MIN) {
+        if (version < CUDA_VERSION_MIN) {
                 doctor_set(r, DOCTOR_FAIL, "%s, %s%s: cudackptd needs CUDA 12.8 or newer", what, cuda, extra);
                 doctor_advise(r, "upgrade the NVIDIA driver to 570 or newer (580 to restore onto other GPUs)");
-        } else if (version < DOCTOR_CUDA_REMAP) {
+        } else if (version < CUDA_VERSION_REMAP) {
                 doctor_set(r, DOCTOR_WARN, "%s, %s%s: checkpoint API present, but no restore onto other GPUs",
                            what, cuda, extra);
                 doctor_advise(r, "upgrade the NVIDIA driver to 580 or newer (CUDA 13.0) to restore onto other "

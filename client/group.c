@@ -11,7 +11,9 @@
  * Everything from the daemon is treated as hostile: only typed fields of
  * the right type are used, and every string is sanitised before it is
  * shown. */
+#include "cgroup-path.h"
 #include "ctl.h"
+#include "json.h"
 
 #include <cJSON.h>
 
@@ -88,28 +90,6 @@ static int group_parse_pids(const char *arg, cJSON *sel) {
         return r;
 }
 
-/* An absolute cgroup path without empty, "." or ".." components (a
- * trailing slash is allowed), as the daemon takes it. */
-static int group_check_cgroup(const char *path) {
-        size_t n = strlen(path);
-
-        if (path[0] != '/' || n >= 4096)
-                return -EINVAL;
-        while (n > 1 && path[n - 1] == '/')
-                n--;
-        for (size_t i = 1; i < n;) {
-                size_t j = i;
-
-                while (j < n && path[j] != '/')
-                        j++;
-                if (j == i || (j - i == 1 && path[i] == '.') ||
-                    (j - i == 2 && path[i] == '.' && path[i + 1] == '.'))
-                        return -EINVAL;
-                i = j + 1;
-        }
-        return 0;
-}
-
 const char *ctl_selector_option(ctl_selector_kind kind) {
         switch (kind) {
         case CTL_SELECT_PIDS:
@@ -138,7 +118,7 @@ int ctl_selector_parse(ctl_selector *sel, ctl_selector_kind kind, const char *ar
                 r = group_parse_pids(arg, o);
                 break;
         case CTL_SELECT_CGROUP:
-                r = group_check_cgroup(arg);
+                r = cgroup_path_check(arg, NULL);
                 if (r >= 0 && !cJSON_AddStringToObject(o, "cgroup", arg))
                         r = -ENOMEM;
                 break;
@@ -169,26 +149,6 @@ void ctl_selector_done(ctl_selector *sel) {
 }
 
 /* ---- Reading replies --------------------------------------------------------- */
-
-static const char *group_str(const cJSON *o, const char *key) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
-
-        return cJSON_IsString(item) && item->valuestring ? item->valuestring : NULL;
-}
-
-/* An integral number within [0, max]. */
-static bool group_uint(const cJSON *o, const char *key, double max, long long *ret) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
-        double d;
-
-        if (!cJSON_IsNumber(item))
-                return false;
-        d = item->valuedouble;
-        if (!isfinite(d) || d != floor(d) || d < 0 || d > max)
-                return false;
-        *ret = (long long) d;
-        return true;
-}
 
 static double group_ms(const cJSON *o, const char *key) {
         const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -287,8 +247,8 @@ static void group_seen_done(group_seen *s) {
  * time its rollback error does.  NULL when out of memory. */
 static char *group_progress_text(group_progress *p, const char *phase, const cJSON *member, long long done,
                                  long long total, bool *ret_failed) {
-        const char *state = group_str(member, "state"), *error = group_str(member, "error");
-        const char *rollback = group_str(member, "rollback_error");
+        const char *state = json_get_string(member, "state"), *error = json_get_string(member, "error");
+        const char *rollback = json_get_string(member, "rollback_error");
         double ms = group_ms(member, "duration_ms");
         char *text = NULL, *desc = NULL;
         size_t size = 0;
@@ -303,7 +263,7 @@ static char *group_progress_text(group_progress *p, const char *phase, const cJS
         if (total > 0)
                 fprintf(f, " %lld/%lld", done, total);
         fputs(":", f);
-        have_pid = group_uint(member, "pid", 2147483647.0, &pid);
+        have_pid = json_get_integer(member, "pid", 0, 2147483647.0, &pid);
         if (have_pid)
                 fprintf(f, " %lld", pid);
         /* Without a pid every error is news. */
@@ -343,7 +303,7 @@ static int group_on_progress(void *ctx, const char *parameters_json) {
         cJSON *params = cJSON_Parse(parameters_json);
         const cJSON *progress = cJSON_GetObjectItemCaseSensitive(params, "progress");
         const cJSON *member = cJSON_GetObjectItemCaseSensitive(progress, "member");
-        const char *phase = group_str(progress, "phase");
+        const char *phase = json_get_string(progress, "phase");
         long long done = 0, total = 0;
         bool failed = false;
         char *text;
@@ -351,7 +311,7 @@ static int group_on_progress(void *ctx, const char *parameters_json) {
         /* Not a progress report we understand: nothing to show, not fatal. */
         if (!phase || !cJSON_IsObject(member) || strlen(phase) >= sizeof(p->phase))
                 goto out;
-        if (!group_uint(progress, "done", 1e9, &done) || !group_uint(progress, "total", 1e9, &total))
+        if (!json_get_integer(progress, "done", 0, 1e9, &done) || !json_get_integer(progress, "total", 0, 1e9, &total))
                 done = total = 0;
         text = group_progress_text(p, phase, member, done, total, &failed);
         if (!text)
@@ -400,14 +360,14 @@ static void group_print_skipped(FILE *f, const cJSON *params) {
         if (!cJSON_IsArray(skipped))
                 return;
         cJSON_ArrayForEach(s, skipped) {
-                const char *reason = group_str(s, "reason");
+                const char *reason = json_get_string(s, "reason");
                 bool seen = false, first = true;
 
                 for (t = skipped->child; t && t != s; t = t->next) {
-                        const char *other = group_str(t, "reason");
+                        const char *other = json_get_string(t, "reason");
                         long long pid;
 
-                        if (group_uint(t, "pid", 2147483647.0, &pid) &&
+                        if (json_get_integer(t, "pid", 0, 2147483647.0, &pid) &&
                             ((!reason && !other) || (reason && other && strcmp(reason, other) == 0))) {
                                 seen = true;
                                 break;
@@ -417,10 +377,10 @@ static void group_print_skipped(FILE *f, const cJSON *params) {
                         continue;
                 /* The first entry of this reason: the line of all of them. */
                 for (t = s; t; t = t->next) {
-                        const char *other = group_str(t, "reason");
+                        const char *other = json_get_string(t, "reason");
                         long long pid;
 
-                        if (!group_uint(t, "pid", 2147483647.0, &pid) ||
+                        if (!json_get_integer(t, "pid", 0, 2147483647.0, &pid) ||
                             !((!reason && !other) || (reason && other && strcmp(reason, other) == 0)))
                                 continue;
                         if (first) {
@@ -451,11 +411,11 @@ static size_t group_print_members(FILE *f, const cJSON *members, bool with_error
         char buf[64];
 
         cJSON_ArrayForEach(m, members) {
-                const char *state = group_str(m, "state");
+                const char *state = json_get_string(m, "state");
                 double ms = group_ms(m, "duration_ms");
                 long long pid;
 
-                if (!group_uint(m, "pid", 2147483647.0, &pid))
+                if (!json_get_integer(m, "pid", 0, 2147483647.0, &pid))
                         continue;
                 n++;
                 snprintf(buf, sizeof(buf), "%lld", pid);
@@ -485,12 +445,12 @@ static size_t group_print_members(FILE *f, const cJSON *members, bool with_error
         } else
                 fputs("TIME\n", f);
         cJSON_ArrayForEach(m, members) {
-                const char *state = group_str(m, "state"), *error = group_str(m, "error");
-                const char *rollback = group_str(m, "rollback_error");
+                const char *state = json_get_string(m, "state"), *error = json_get_string(m, "error");
+                const char *rollback = json_get_string(m, "rollback_error");
                 double ms = group_ms(m, "duration_ms");
                 long long pid;
 
-                if (!group_uint(m, "pid", 2147483647.0, &pid))
+                if (!json_get_integer(m, "pid", 0, 2147483647.0, &pid))
                         continue;
                 fprintf(f, "%*lld  ", (int) w_pid, pid);
                 group_put_cell(f, state ? state : "unknown", w_state);
@@ -636,7 +596,8 @@ static cJSON *group_members_selector(const cudackpt_reply *reply) {
         if (!pids)
                 goto fail;
         cJSON_ArrayForEach(m, members) {
-                if (!group_uint(m, "pid", 2147483647.0, &pid) || !group_uint(m, "start_time", 9007199254740992.0, &start))
+                if (!json_get_integer(m, "pid", 0, 2147483647.0, &pid) ||
+                    !json_get_integer(m, "start_time", 0, JSON_MAX_EXACT, &start))
                         goto fail;
                 ref = cJSON_CreateObject();
                 if (!ref || !cJSON_AddItemToArray(pids, ref) || !cJSON_AddNumberToObject(ref, "pid", (double) pid) ||
@@ -749,7 +710,7 @@ static char *ps_user(const cJSON *o) {
         long long uid;
         char *s = NULL;
 
-        if (!group_uint(o, "uid", 4294967295.0, &uid))
+        if (!json_get_integer(o, "uid", 0, 4294967295.0, &uid))
                 return strdup("?");
         pw = getpwuid((uid_t) uid);
         if (pw && pw->pw_name && *pw->pw_name)
@@ -758,8 +719,8 @@ static char *ps_user(const cJSON *o) {
 }
 
 static char *ps_state(const cJSON *o) {
-        const char *state = group_str(o, "state"), *stop = group_str(o, "stop");
-        const char *in_flight = group_str(o, "in_flight");
+        const char *state = json_get_string(o, "state"), *stop = json_get_string(o, "stop");
+        const char *in_flight = json_get_string(o, "in_flight");
         char *s = NULL, *base = NULL;
         int k;
 
@@ -790,15 +751,15 @@ static int ps_print_table(const ctl_ps *p, const cJSON *processes) {
                 ps_row *row = &rows[n];
                 char buf[32];
 
-                if (!group_uint(o, "pid", 2147483647.0, &row->pid))
+                if (!json_get_integer(o, "pid", 0, 2147483647.0, &row->pid))
                         continue;
                 row->user = ps_user(o);
                 row->state = ps_state(o);
                 n++;
                 if (!row->user || !row->state)
                         goto oom;
-                row->cgroup = group_str(o, "cgroup");
-                row->command = group_str(o, "command");
+                row->cgroup = json_get_string(o, "cgroup");
+                row->command = json_get_string(o, "command");
                 if (!row->cgroup || !*row->cgroup)
                         row->cgroup = "-";
                 if (!row->command)

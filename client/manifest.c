@@ -15,8 +15,10 @@
  * it is checked as input from anywhere (the images name only directories
  * of the form tree-PID inside DIR). */
 #include "job.h"
+#include "json.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,8 +144,7 @@ out:
 
 /* A whole number from 1 to INT_MAX. */
 static bool manifest_is_pid(const cJSON *v) {
-        return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 2147483647.0 &&
-               v->valuedouble == (double) (int) v->valuedouble;
+        return json_is_integer(v, 1, INT_MAX);
 }
 
 static bool manifest_pid(const cJSON *o, const char *key, int *ret) {
