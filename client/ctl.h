@@ -63,11 +63,17 @@ const char *ctl_describe_call_failure(int r);
  * CUDACKPT_EXIT_FAILURE. */
 int ctl_call_failure_exit_code(int r);
 
+/* Columns a sanitised s takes: one per UTF-8 code point (0 for NULL). */
+size_t ctl_text_width(const char *s);
+
+/* s sanitised, then padded with spaces to width columns: a table's cell. */
+void ctl_put_cell(FILE *f, const char *s, size_t width);
+
 /* {"error": NAME, "parameters": {...}} for r, as one line of JSON; the
  * caller frees it.  NULL when out of memory. */
 char *ctl_error_json(const cudackpt_reply *r);
 
-/* ---- group.c ---- */
+/* ---- selector.c ---- */
 
 /* Which processes a group form or ps acts on. */
 typedef enum ctl_selector_kind {
@@ -94,6 +100,8 @@ const char *ctl_selector_option(ctl_selector_kind kind);
 int ctl_selector_parse(ctl_selector *sel, ctl_selector_kind kind, const char *arg);
 void ctl_selector_done(ctl_selector *sel);
 
+/* ---- group.c ---- */
+
 /* One group operation. */
 struct ctl_held;
 
@@ -117,6 +125,8 @@ typedef struct ctl_group {
 
 /* Run g and print its result; returns the exit status. */
 int ctl_group_run(cudackpt_client *client, const ctl_group *g);
+
+/* ---- ps.c ---- */
 
 /* ps: ListProcesses. */
 typedef struct ctl_ps {

@@ -292,3 +292,20 @@ out:
         cJSON_Delete(o);
         return copy;
 }
+
+/* Columns a sanitised s takes: one per UTF-8 code point. */
+size_t ctl_text_width(const char *s) {
+        size_t n = 0;
+
+        for (; s && *s; s++)
+                n += ((unsigned char) *s & 0xc0) != 0x80;
+        return n;
+}
+
+/* s sanitised, then padded with spaces to width columns. */
+void ctl_put_cell(FILE *f, const char *s, size_t width) {
+        ctl_fputs_safe(s, f);
+        for (size_t w = ctl_text_width(s); w < width; w++)
+                putc(' ', f);
+}
+
