@@ -197,22 +197,23 @@ static void job_print_lines(const char *text) {
 }
 
 void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const ctl_criu_run *runs,
-                                 const int *roots, size_t n) {
-        for (size_t i = 0; i < n; i++) {
+                                 const ctl_manifest *m) {
+        for (size_t i = 0; i < m->n_trees; i++) {
                 const ctl_criu_run *r = &runs[i];
+                int root = m->trees[i].root;
 
                 if (r->status == 0 && !r->early)
                         continue;
                 fputs(a->prefix, stderr);
                 if (r->early)
                         fprintf(stderr, "criu %s of tree %d exited 0 after %.1f ms without getting to post-dump: it "
-                                "dumped nothing (an option such as -V, --help or --check-only?)%s\n", verb, roots[i],
+                                "dumped nothing (an option such as -V, --help or --check-only?)%s\n", verb, root,
                                 r->ms, r->output && *r->output ? "; it printed:" : "");
                 else if (r->status < 0)
-                        fprintf(stderr, "criu %s of tree %d was not started\n", verb, roots[i]);
+                        fprintf(stderr, "criu %s of tree %d was not started\n", verb, root);
                 else
                         fprintf(stderr, "criu %s of tree %d exited with status %d after %.1f ms%s\n", verb,
-                                roots[i], r->status, r->ms, r->output && *r->output ? "; it printed:" : "");
+                                root, r->status, r->ms, r->output && *r->output ? "; it printed:" : "");
                 if (r->output && *r->output)
                         job_print_lines(r->output);
                 if (r->status > 0 && r->log) {
@@ -222,6 +223,48 @@ void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const 
                         ctl_criu_print_log_tail(r->log, 25);
                 }
         }
+}
+
+cJSON *ctl_job_trees_json(const ctl_manifest *m, const ctl_criu_run *runs, bool with_images) {
+        cJSON *arr = cJSON_CreateArray();
+
+        for (size_t i = 0; arr && i < m->n_trees; i++) {
+                cJSON *o = cJSON_CreateObject();
+
+                if (!o || !cJSON_AddItemToArray(arr, o)) {
+                        cJSON_Delete(o);
+                        break;
+                }
+                cJSON_AddNumberToObject(o, "root", m->trees[i].root);
+                if (with_images)
+                        cJSON_AddStringToObject(o, "images", m->trees[i].images);
+                cJSON_AddNumberToObject(o, "processes", (double) m->trees[i].n_pids);
+                if (runs) {
+                        cJSON_AddNumberToObject(o, "criu_status", runs[i].status);
+                        cJSON_AddNumberToObject(o, "criu_ms", runs[i].ms);
+                }
+        }
+        return arr;
+}
+
+void ctl_job_print_json(cJSON *o) {
+        char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+
+        if (text)
+                puts(text);
+        cJSON_free(text);
+        cJSON_Delete(o);
+}
+
+char **ctl_job_argv_checked(char **argv, size_t n) {
+        for (size_t k = 0; k < n; k++)
+                if (!argv[k]) {
+                        for (size_t j = 0; j < n; j++)
+                                free(argv[j]);
+                        free(argv);
+                        return NULL;
+                }
+        return argv;
 }
 
 void ctl_job_progress(const ctl_job_args *a, const char *fmt, ...) {

@@ -46,6 +46,8 @@ typedef struct ctl_criu_run {
         double ms;                /* how long it ran */
 } ctl_criu_run;
 
+struct ctl_manifest; /* manifest.c, below */
+
 /* ---- job.c ---- */
 
 /* Whether argv is a dump, a restore with --images, or the dump's barrier
@@ -84,9 +86,23 @@ int ctl_job_group(cudackpt_client *client, const ctl_job_args *a, const char *me
 /* The pids of a Selector {"pids": [{"pid": N, ...}]}; count in *ret_n. */
 int *ctl_job_selector_pids(const cJSON *sel, size_t *ret_n);
 
-/* On stderr: what each failed run printed and the end of its log. */
+/* On stderr: what each failed run of m's trees (runs[i] for tree i)
+ * printed and the end of its log. */
 void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const ctl_criu_run *runs,
-                                 const int *roots, size_t n);
+                                 const struct ctl_manifest *m);
+
+/* --json's "trees": per tree of m, its root, with_images its directory,
+ * its number of processes and, when runs is not NULL, its criu's status
+ * and time.  NULL when out of memory; a tree that does not fit is left
+ * out. */
+cJSON *ctl_job_trees_json(const struct ctl_manifest *m, const ctl_criu_run *runs, bool with_images);
+
+/* --json: o as one line on stdout; frees o (accepts NULL). */
+void ctl_job_print_json(cJSON *o);
+
+/* argv of n strings, some of which may have failed to be allocated (NULL):
+ * argv when none did, else NULL with argv and its strings freed. */
+char **ctl_job_argv_checked(char **argv, size_t n);
 
 /* Whether a's progress lines are on: one line "criu VERB: TEXT" on stderr. */
 void ctl_job_progress(const ctl_job_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
