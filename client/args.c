@@ -110,7 +110,7 @@ int ctl_map_add(ctl_map *m, const char *arg) {
         }
 
         free(copy);
-        ctl_map_done(m);
+        ctl_map_free(m);
         m->items = items;
         m->n_items = n;
         return 0;
@@ -124,7 +124,7 @@ fail:
         return r;
 }
 
-void ctl_map_done(ctl_map *m) {
+void ctl_map_free(ctl_map *m) {
         if (!m)
                 return;
         for (size_t i = 0; i < m->n_items; i++)

@@ -385,8 +385,8 @@ int ctl_cmdline_prefix(ctl_args *a) {
 }
 
 void ctl_cmdline_free(ctl_args *a) {
-        ctl_map_done(&a->map);
-        ctl_selector_done(&a->selector);
+        ctl_map_free(&a->map);
+        ctl_selector_free(&a->selector);
         free(a->prefix);
         a->prefix = NULL;
 }

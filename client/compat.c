@@ -409,7 +409,7 @@ int compat_main(int argc, char **argv) {
         status = compat_parse_args(argc, argv, &args);
         if (status < 0)
                 status = compat_run(&args);
-        ctl_map_done(&args.map);
+        ctl_map_free(&args.map);
         if (fflush(stdout) != 0 && status == 0)
                 status = 1;
         return status;

@@ -34,7 +34,7 @@ typedef struct ctl_map {
  * empty list or side, a pair without exactly one '='), -EEXIST when an old
  * UUID is named twice, -ENOMEM.  The map is unchanged on failure. */
 int ctl_map_add(ctl_map *m, const char *arg);
-void ctl_map_done(ctl_map *m);
+void ctl_map_free(ctl_map *m);
 
 /* The socket to use: option, else $CUDACKPT_SOCKET when not empty, else
  * the default.  Resolved here, not in the library, to name it in errors. */
@@ -98,7 +98,7 @@ const char *ctl_selector_option(ctl_selector_kind kind);
  * "." or ".." component), -EEXIST for a pid listed twice, -ENOMEM.  sel
  * is unchanged on failure. */
 int ctl_selector_parse(ctl_selector *sel, ctl_selector_kind kind, const char *arg);
-void ctl_selector_done(ctl_selector *sel);
+void ctl_selector_free(ctl_selector *sel);
 
 /* ---- group.c ---- */
 

@@ -165,7 +165,7 @@ static int dump_find_trees(dump_job *x) {
                 if (r == 0)
                         r = dump_member_gpus(x, m);
         }
-        ctl_proctree_done(&t);
+        ctl_proctree_free(&t);
         free(set);
         free(roots);
         free(members);
@@ -523,7 +523,7 @@ int ctl_job_dump(const ctl_job_args *a) {
         if (x.dir_fd >= 0)
                 close(x.dir_fd);
         ctl_criu_runs_free(x.runs, x.m.n_trees);
-        ctl_manifest_done(&x.m);
+        ctl_manifest_free(&x.m);
         cJSON_Delete(x.processes);
         cJSON_Delete(x.members);
         cudackpt_client_free(x.client);

@@ -97,7 +97,7 @@ static bool group_seen_check(group_seen *s, long long pid) {
         return false;
 }
 
-static void group_seen_done(group_seen *s) {
+static void group_seen_free(group_seen *s) {
         free(s->pids);
         *s = (group_seen) { 0 };
 }
@@ -159,7 +159,7 @@ static void group_progress_end_line(group_progress *p) {
 }
 
 /* cudackpt_progress_fn: one progress reply of the daemon. */
-static int group_on_progress(void *ctx, const char *parameters_json) {
+static int group_progress_cb(void *ctx, const char *parameters_json) {
         group_progress *p = ctx;
         cJSON *params = cJSON_Parse(parameters_json);
         const cJSON *progress = cJSON_GetObjectItemCaseSensitive(params, "progress");
@@ -518,10 +518,10 @@ int ctl_group_run(cudackpt_client *client, const ctl_group *g) {
                 progress.cols = 80;
                 if (progress.tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
                         progress.cols = ws.ws_col;
-                r = cudackpt_call_more(client, g->method, params, group_on_progress, &progress, &reply);
+                r = cudackpt_call_more(client, g->method, params, group_progress_cb, &progress, &reply);
                 group_progress_end_line(&progress);
-                group_seen_done(&progress.failed);
-                group_seen_done(&progress.rollback_failed);
+                group_seen_free(&progress.failed);
+                group_seen_free(&progress.rollback_failed);
         } else
                 r = cudackpt_call(client, g->method, params, &reply);
         free(params);

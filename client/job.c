@@ -491,8 +491,8 @@ int ctl_job_main(int argc, char **argv) {
         status = job_parse(argc, argv, &a);
         if (status < 0)
                 status = a.dump ? ctl_job_dump(&a) : ctl_job_restore(&a);
-        ctl_map_done(&a.map);
-        ctl_selector_done(&a.selector);
+        ctl_map_free(&a.map);
+        ctl_selector_free(&a.selector);
         free(a.prefix);
         if (fflush(stdout) != 0 && status == CUDACKPT_EXIT_OK)
                 status = CUDACKPT_EXIT_FAILURE;

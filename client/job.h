@@ -122,7 +122,7 @@ typedef struct ctl_proctree {
 } ctl_proctree;
 
 int ctl_proctree_scan(ctl_proctree *ret);
-void ctl_proctree_done(ctl_proctree *t);
+void ctl_proctree_free(ctl_proctree *t);
 /* pid and every descendant of it in t (pid first); -ESRCH when pid is not in t. */
 int ctl_proctree_subtree(const ctl_proctree *t, int pid, int **ret, size_t *ret_n);
 /* The members of set (n pids) that have no proper ancestor in set, in the
@@ -147,7 +147,7 @@ int ctl_criu_find(char *path, size_t size, char *version, size_t version_size, c
  * when all exited 0 (through the barrier), -EIO when any failed, -errno when
  * some could not be started (those have status -1). */
 int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barrier_sock);
-void ctl_criu_run_done(ctl_criu_run *run);
+void ctl_criu_run_free(ctl_criu_run *run);
 /* Frees runs[0..n) (their argv, log path and output) and runs itself;
  * accepts NULL. */
 void ctl_criu_runs_free(ctl_criu_run *runs, size_t n);
@@ -211,6 +211,6 @@ int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd);
  * it) and checks it as restore needs it (trees and members agree, at most
  * CTL_JOB_MAX_TREES trees); err gets a sentence on failure. */
 int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size);
-void ctl_manifest_done(ctl_manifest *m);
+void ctl_manifest_free(ctl_manifest *m);
 
 #endif

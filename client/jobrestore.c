@@ -345,7 +345,7 @@ int ctl_job_restore(const ctl_job_args *a) {
         if (status != CUDACKPT_EXIT_OK) {
                 if (x.dir_fd >= 0)
                         close(x.dir_fd);
-                ctl_manifest_done(&x.m);
+                ctl_manifest_free(&x.m);
                 return status;
         }
         ctl_job_progress(a, "%zu tree%s (criu %s), CUDA plugin aside", x.m.n_trees, x.m.n_trees == 1 ? "" : "s",
@@ -366,7 +366,7 @@ int ctl_job_restore(const ctl_job_args *a) {
         }
         ctl_criu_runs_free(x.runs, x.m.n_trees);
         cJSON_Delete(x.members);
-        ctl_manifest_done(&x.m);
+        ctl_manifest_free(&x.m);
         close(x.dir_fd);
         return status;
 }

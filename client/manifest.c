@@ -354,7 +354,7 @@ int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err,
                                  ? "its trees and members do not agree (a tree without its root, a pid in two "
                                    "trees or twice a member, a member outside its tree): not as dump wrote it"
                                  : "not a manifest of cudackptctl dump (format 1)");
-                ctl_manifest_done(&m);
+                ctl_manifest_free(&m);
         } else
                 *ret = m;
         cJSON_Delete(root);
@@ -362,7 +362,7 @@ int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err,
         return r;
 }
 
-void ctl_manifest_done(ctl_manifest *m) {
+void ctl_manifest_free(ctl_manifest *m) {
         if (!m)
                 return;
         cJSON_Delete(m->selector);

@@ -69,7 +69,7 @@ int ctl_proctree_scan(ctl_proctree *ret) {
                         b = a ? realloc(t.ppid, ncap * sizeof(int)) : NULL;
                         if (!b) {
                                 closedir(d);
-                                ctl_proctree_done(&t);
+                                ctl_proctree_free(&t);
                                 return -ENOMEM;
                         }
                         t.ppid = b;
@@ -83,7 +83,7 @@ int ctl_proctree_scan(ctl_proctree *ret) {
         return 0;
 }
 
-void ctl_proctree_done(ctl_proctree *t) {
+void ctl_proctree_free(ctl_proctree *t) {
         if (!t)
                 return;
         free(t->pid);

@@ -116,14 +116,14 @@ int ctl_selector_parse(ctl_selector *sel, ctl_selector_kind kind, const char *ar
                 cJSON_Delete(o);
                 return r;
         }
-        ctl_selector_done(sel);
+        ctl_selector_free(sel);
         sel->kind = kind;
         sel->arg = arg;
         sel->json = o;
         return 0;
 }
 
-void ctl_selector_done(ctl_selector *sel) {
+void ctl_selector_free(ctl_selector *sel) {
         if (!sel)
                 return;
         cJSON_Delete(sel->json);

@@ -75,7 +75,7 @@ static void print_event(const cJSON *e)
         putchar('\n');
 }
 
-static int on_event(void *ctx, const char *parameters_json)
+static int watch_event_cb(void *ctx, const char *parameters_json)
 {
         const ctl_watch *w = ctx;
         cJSON *p = cJSON_Parse(parameters_json);
@@ -115,7 +115,7 @@ int ctl_watch_run(cudackpt_client *client, const ctl_watch *w)
                 fprintf(stderr, "%sout of memory\n", w->prefix);
                 return CUDACKPT_EXIT_FAILURE;
         }
-        r = cudackpt_call_more(client, CUDACKPT_METHOD_WATCH, text, on_event, (void *)w, &reply);
+        r = cudackpt_call_more(client, CUDACKPT_METHOD_WATCH, text, watch_event_cb, (void *)w, &reply);
         cJSON_free(text);
         if (r == -EPIPE) {
                 status = CUDACKPT_EXIT_OK; /* the reader went away */
