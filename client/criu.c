@@ -478,6 +478,20 @@ int ctl_criu_barrier_main(const char *sock) {
         return 1;
 }
 
+void ctl_criu_print_lines(const char *text) {
+        char *copy = strdup(text), *nl;
+
+        for (char *line = copy; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                fputs("  ", stderr);
+                ctl_fputs_safe(line, stderr);
+                fputc('\n', stderr);
+        }
+        free(copy);
+}
+
 void ctl_criu_print_log_tail(const char *path, int lines) {
         FILE *f = fopen(path, "re");
         char *buf = NULL, *p, *start;
@@ -512,13 +526,6 @@ void ctl_criu_print_log_tail(const char *path, int lines) {
                         start = p;
                         break;
                 }
-        for (char *line = start, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-                nl = strchr(line, '\n');
-                if (nl)
-                        *nl = '\0';
-                fputs("  ", stderr);
-                ctl_fputs_safe(line, stderr);
-                fputc('\n', stderr);
-        }
+        ctl_criu_print_lines(start);
         free(buf);
 }

@@ -369,7 +369,7 @@ int ctl_call_failure_exit_code(int r) {
 
 char *ctl_error_json(const cudackpt_reply *r) {
         cJSON *o = cJSON_CreateObject(), *params = NULL;
-        char *text = NULL, *copy = NULL;
+        char *copy = NULL;
 
         if (!o || !cJSON_AddStringToObject(o, "error", r->error ? r->error : ""))
                 goto out;
@@ -380,10 +380,8 @@ char *ctl_error_json(const cudackpt_reply *r) {
                 cJSON_Delete(params);
                 goto out;
         }
-        text = cJSON_PrintUnformatted(o);
-        copy = text ? strdup(text) : NULL;
+        copy = json_print_dup(o);
 out:
-        cJSON_free(text);
         cJSON_Delete(o);
         return copy;
 }

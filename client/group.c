@@ -439,7 +439,7 @@ static void group_print_error(const ctl_group *g, const cudackpt_reply *reply) {
 /* The parameters of a Group call: selector, timeout_ms, gpu_mapping. */
 static char *group_params(const ctl_group *g) {
         cJSON *params = cJSON_CreateObject(), *sel = cJSON_Duplicate(g->selector->json, 1), *map;
-        char *text = NULL, *copy = NULL;
+        char *copy = NULL;
 
         if (!params || !sel || !cJSON_AddItemToObject(params, "selector", sel)) {
                 cJSON_Delete(sel);
@@ -460,10 +460,8 @@ static char *group_params(const ctl_group *g) {
                         if (!cJSON_AddStringToObject(map, g->map[i], g->map[i + 1]))
                                 goto out;
         }
-        text = cJSON_PrintUnformatted(params);
-        copy = text ? strdup(text) : NULL;
+        copy = json_print_dup(params);
 out:
-        cJSON_free(text);
         cJSON_Delete(params);
         return copy;
 }

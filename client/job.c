@@ -181,21 +181,6 @@ int *ctl_job_selector_pids(const cJSON *sel, size_t *ret_n) {
         return out;
 }
 
-/* Text from criu, line by line, indented, each line sanitised. */
-static void job_print_lines(const char *text) {
-        char *copy = strdup(text), *nl;
-
-        for (char *line = copy; line && *line; line = nl ? nl + 1 : NULL) {
-                nl = strchr(line, '\n');
-                if (nl)
-                        *nl = '\0';
-                fputs("  ", stderr);
-                ctl_fputs_safe(line, stderr);
-                fputc('\n', stderr);
-        }
-        free(copy);
-}
-
 void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const ctl_criu_run *runs,
                                  const ctl_manifest *m) {
         for (size_t i = 0; i < m->n_trees; i++) {
@@ -215,7 +200,7 @@ void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const 
                         fprintf(stderr, "criu %s of tree %d exited with status %d after %.1f ms%s\n", verb,
                                 root, r->status, r->ms, r->output && *r->output ? "; it printed:" : "");
                 if (r->output && *r->output)
-                        job_print_lines(r->output);
+                        ctl_criu_print_lines(r->output);
                 if (r->status > 0 && r->log) {
                         fputs("criu's log ", stderr);
                         ctl_fputs_safe(r->log, stderr);

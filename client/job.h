@@ -169,6 +169,9 @@ int ctl_criu_barrier_main(const char *sock);
 
 /* Writes the last lines of a criu log to stderr, indented. */
 void ctl_criu_print_log_tail(const char *path, int lines);
+/* Writes text from criu to stderr line by line, indented, each line
+ * sanitised. */
+void ctl_criu_print_lines(const char *text);
 
 /* environ with PATH replaced by "dir:PATH" (dir NULL: unchanged); to
  * ctl_criu_env_free(). */

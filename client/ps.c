@@ -209,9 +209,7 @@ int ctl_ps_run(cudackpt_client *client, const ctl_ps *p) {
                         params = NULL;
                         goto oom;
                 }
-                text = cJSON_PrintUnformatted(params);
-                copy = text ? strdup(text) : NULL;
-                cJSON_free(text);
+                copy = json_print_dup(params);
                 cJSON_Delete(params);
                 params = NULL;
                 if (!copy)

@@ -95,12 +95,9 @@ int client_reply_decode(const char *msg, size_t len, cudackpt_reply *ret_reply, 
         if (params && !cJSON_IsObject(params))
                 goto out;
         if (params) {
-                /* Copied so that the reply's strings are all plain malloc()
-                 * memory, whatever allocator hooks the application gave cJSON. */
-                char *text = cJSON_PrintUnformatted(params);
-
-                reply.parameters_json = text ? strdup(text) : NULL;
-                cJSON_free(text);
+                /* Plain malloc() memory like the reply's other strings,
+                 * whatever allocator hooks the application gave cJSON. */
+                reply.parameters_json = json_print_dup(params);
         } else
                 reply.parameters_json = strdup("{}");
         if (!reply.parameters_json) {

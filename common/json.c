@@ -2,6 +2,8 @@
 #include "json.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 const char *json_get_string(const cJSON *o, const char *key) {
         const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -43,4 +45,11 @@ bool json_get_bool(const cJSON *o, const char *key, bool *ret_value) {
                 return false;
         *ret_value = cJSON_IsTrue(item);
         return true;
+}
+
+char *json_print_dup(const cJSON *o) {
+        char *text = cJSON_PrintUnformatted(o), *copy = text ? strdup(text) : NULL;
+
+        cJSON_free(text);
+        return copy;
 }

@@ -29,4 +29,8 @@ bool json_get_number(const cJSON *o, const char *key, double *ret_value);
 /* Member key of o, when a boolean, into *ret_value; false otherwise. */
 bool json_get_bool(const cJSON *o, const char *key, bool *ret_value);
 
+/* o as unformatted JSON text in plain malloc() memory (to free()),
+ * whatever allocator hooks cJSON was given; NULL when out of memory. */
+char *json_print_dup(const cJSON *o);
+
 #endif
