@@ -1,9 +1,12 @@
-/* ctl.h: names shared by the two faces of cudackptctl.
+/* ctl.h: names shared by the rooms of cudackptctl, each section under the
+ * name of the file that defines it.
  *
- * cudackptctl.c is the native command line, compat.c the cuda-checkpoint
- * compatible one; both parse the same kinds of arguments (args.c) and
- * describe daemon errors in the same words (describe.c).  Private to
- * client/: nothing here is part of libcudackpt. */
+ * cudackptctl.c runs the native command line (cmdline.c), compat.c the
+ * cuda-checkpoint compatible one; both parse the same kinds of arguments
+ * (args.c, selector.c) and describe daemon errors in the same words
+ * (describe.c); the other files are commands (group.c, ps.c, watch.c,
+ * status.c, lease.c, exporter.c) or parts of them (progress.c).  Private
+ * to client/: nothing here is part of libcudackpt. */
 #ifndef CUDACKPT_CTL_H
 #define CUDACKPT_CTL_H
 

@@ -113,6 +113,23 @@ static const struct {
         { CUDACKPT_VARLINK_PERMISSION_DENIED, "permission denied" },
 };
 
+/* Errors whose sentence is lead, then sep and their string parameter key,
+ * or absent without it. */
+static const struct {
+        const char *name;
+        const char *key;
+        const char *lead;
+        const char *sep;
+        const char *absent;
+} describe_with_string[] = {
+        { CUDACKPT_ERROR_PROCESS_GONE, "method", "the process exited during", " ", " the operation" },
+        { CUDACKPT_ERROR_DRIVER_UNAVAILABLE, "reason", "no usable CUDA driver", ": ", "" },
+        { CUDACKPT_ERROR_INVALID_REQUEST, "reason", "the daemon rejected the request", ": ", "" },
+        { CUDACKPT_VARLINK_METHOD_NOT_FOUND, "method", "the daemon has no method", " ", " of that name" },
+        { CUDACKPT_VARLINK_INTERFACE_NOT_FOUND, "interface", "the daemon has no interface", " ", " of that name" },
+        { CUDACKPT_VARLINK_INVALID_PARAMETER, "parameter", "invalid parameter", " ", " in the request" },
+};
+
 static void describe_permission_denied(FILE *f, const cJSON *params) {
         long long n;
 
@@ -168,24 +185,12 @@ static void describe_not_supported(FILE *f, const cJSON *params) {
         describe_tail(f, params, 1);
 }
 
-static void describe_process_gone(FILE *f, const cJSON *params) {
-        const char *s = json_get_string(params, "method");
-
-        fprintf(f, "the process exited during %s", s ? s : "the operation");
-}
-
 static void describe_process_changed(FILE *f, const cJSON *params) {
         long long n, m;
 
         fputs("the pid now belongs to another process", f);
         if (describe_int(params, "actual_start_time", &n) && describe_int(params, "start_time", &m))
                 fprintf(f, " (start time %lld, expected %lld)", n, m);
-}
-
-static void describe_driver_unavailable(FILE *f, const cJSON *params) {
-        const char *s = json_get_string(params, "reason");
-
-        fprintf(f, "no usable CUDA driver%s%s", s ? ": " : "", s ? s : "");
 }
 
 static void describe_driver_error(FILE *f, const cJSON *params) {
@@ -227,36 +232,12 @@ static void describe_no_such_lease(FILE *f, const cJSON *params) {
                 fprintf(f, " (%lld): it has ended, or it is not yours", n);
 }
 
-static void describe_invalid_request(FILE *f, const cJSON *params) {
-        const char *s = json_get_string(params, "reason");
-
-        fprintf(f, "the daemon rejected the request%s%s", s ? ": " : "", s ? s : "");
-}
-
 static void describe_message_too_large(FILE *f, const cJSON *params) {
         long long n;
 
         fputs("the request is too large", f);
         if (describe_int(params, "max_bytes", &n))
                 fprintf(f, " (limit %lld bytes)", n);
-}
-
-static void describe_method_not_found(FILE *f, const cJSON *params) {
-        const char *s = json_get_string(params, "method");
-
-        fprintf(f, "the daemon has no method %s", s ? s : "of that name");
-}
-
-static void describe_interface_not_found(FILE *f, const cJSON *params) {
-        const char *s = json_get_string(params, "interface");
-
-        fprintf(f, "the daemon has no interface %s", s ? s : "of that name");
-}
-
-static void describe_invalid_parameter(FILE *f, const cJSON *params) {
-        const char *s = json_get_string(params, "parameter");
-
-        fprintf(f, "invalid parameter %s", s ? s : "in the request");
 }
 
 /* Errors whose sentence says what their parameters hold. */
@@ -270,18 +251,12 @@ static const struct {
         { CUDACKPT_ERROR_TIMEOUT, describe_timeout },
         { CUDACKPT_ERROR_INVALID_GPU_MAPPING, describe_invalid_gpu_mapping },
         { CUDACKPT_ERROR_NOT_SUPPORTED, describe_not_supported },
-        { CUDACKPT_ERROR_PROCESS_GONE, describe_process_gone },
         { CUDACKPT_ERROR_PROCESS_CHANGED, describe_process_changed },
-        { CUDACKPT_ERROR_DRIVER_UNAVAILABLE, describe_driver_unavailable },
         { CUDACKPT_ERROR_DRIVER_ERROR, describe_driver_error },
         { CUDACKPT_ERROR_QUEUE_FULL, describe_queue_full },
         { CUDACKPT_ERROR_GROUP_TOO_LARGE, describe_group_too_large },
         { CUDACKPT_ERROR_NO_SUCH_LEASE, describe_no_such_lease },
-        { CUDACKPT_ERROR_INVALID_REQUEST, describe_invalid_request },
         { CUDACKPT_ERROR_MESSAGE_TOO_LARGE, describe_message_too_large },
-        { CUDACKPT_VARLINK_METHOD_NOT_FOUND, describe_method_not_found },
-        { CUDACKPT_VARLINK_INTERFACE_NOT_FOUND, describe_interface_not_found },
-        { CUDACKPT_VARLINK_INVALID_PARAMETER, describe_invalid_parameter },
 };
 
 /* The sentence for one error of io.cudackpt.Process or org.varlink.service;
@@ -291,6 +266,16 @@ static int describe_known(FILE *f, const char *name, const cJSON *params, int ne
         for (size_t i = 0; i < sizeof(describe_fixed) / sizeof(describe_fixed[0]); i++)
                 if (strcmp(name, describe_fixed[i].name) == 0) {
                         fputs(describe_fixed[i].sentence, f);
+                        return 1;
+                }
+        for (size_t i = 0; i < sizeof(describe_with_string) / sizeof(describe_with_string[0]); i++)
+                if (strcmp(name, describe_with_string[i].name) == 0) {
+                        const char *s = json_get_string(params, describe_with_string[i].key);
+
+                        fputs(describe_with_string[i].lead, f);
+                        fputs(s ? describe_with_string[i].sep : describe_with_string[i].absent, f);
+                        if (s)
+                                fputs(s, f);
                         return 1;
                 }
         for (size_t i = 0; i < sizeof(describe_with_params) / sizeof(describe_with_params[0]); i++)

@@ -7,7 +7,11 @@
  * main() hands such a command line here (ctl_job_wanted) before its own
  * parser sees it: "restore PID" stays the driver's single restore, and
  * what follows "--" belongs to criu.  "criu-barrier SOCKET" is the dump's
- * own action script for CRIU (criu.c), not for people. */
+ * own action script for CRIU (criu.c), not for people.
+ *
+ * Also what dump.c and jobrestore.c share: the image directory's checks,
+ * the group calls, the report of failed criu runs, --json's trees and
+ * progress lines. */
 #include "job.h"
 
 #include <cudackpt/protocol.h>

@@ -1,4 +1,5 @@
-/* watch.c: cudackptctl watch (the Watch stream) and metrics (GetMetrics). */
+/* watch.c: cudackptctl watch (the Watch stream, one line or JSON object
+ * per event) and metrics (GetMetrics's text, on stdout or into a file). */
 #include "ctl.h"
 #include "json.h"
 
