@@ -98,7 +98,8 @@ static int doctor_kernel_module_version(char *buf, size_t size) {
  * missing; returns the length (0: none lacks). */
 static size_t doctor_missing_symbols(void *h, char *missing, size_t size) {
 #define DOCTOR_SYMBOL_NAME(field, name) name,
-        static const char *const symbols[] = { CUDA_CHECKPOINT_SYMBOLS(DOCTOR_SYMBOL_NAME) };
+        static const char *const symbols[] = { CUDA_CHECKPOINT_ACTION_SYMBOLS(DOCTOR_SYMBOL_NAME)
+                                                       CUDA_CHECKPOINT_QUERY_SYMBOLS(DOCTOR_SYMBOL_NAME) };
 #undef DOCTOR_SYMBOL_NAME
         size_t off = 0;
 

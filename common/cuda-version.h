@@ -13,14 +13,18 @@
 #define CUDA_VERSION_REMAP 13000
 
 /* The checkpoint API's symbols, as X(field, "name"): field is the name
- * daemon/driver.h gives the resolved pointer.  The driver lacks one of
- * them when it is older than CUDA_VERSION_MIN. */
-#define CUDA_CHECKPOINT_SYMBOLS(X)                                              \
+ * daemon/driver.h gives the resolved pointer.  The driver lacks them when
+ * it is older than CUDA_VERSION_MIN.  The queries, then the actions: the
+ * daemon resolves them in that order and names the first one missing;
+ * doctor lists every one missing, the actions first. */
+#define CUDA_CHECKPOINT_QUERY_SYMBOLS(X)                                        \
         X(cu_get_state, "cuCheckpointProcessGetState")                          \
-        X(cu_get_restore_tid, "cuCheckpointProcessGetRestoreThreadId")          \
+        X(cu_get_restore_tid, "cuCheckpointProcessGetRestoreThreadId")
+#define CUDA_CHECKPOINT_ACTION_SYMBOLS(X)                                       \
         X(cu_lock, "cuCheckpointProcessLock")                                   \
         X(cu_checkpoint, "cuCheckpointProcessCheckpoint")                       \
         X(cu_restore, "cuCheckpointProcessRestore")                             \
         X(cu_unlock, "cuCheckpointProcessUnlock")
+#define CUDA_CHECKPOINT_SYMBOLS(X) CUDA_CHECKPOINT_QUERY_SYMBOLS(X) CUDA_CHECKPOINT_ACTION_SYMBOLS(X)
 
 #endif
