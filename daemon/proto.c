@@ -14,6 +14,7 @@
 
 #include "cudackpt/protocol.h"
 #include "cgroup-path.h"
+#include "json.h"
 #include "uuid.h"
 
 #define SERVICE_INTERFACE "org.varlink.service"
@@ -371,14 +372,9 @@ void proto_call_done(struct proto_call *call)
 
 static int get_integer(const cJSON *item, double min, double max, double *ret)
 {
-        double v;
-
-        if (!cJSON_IsNumber(item))
+        if (!json_is_integer(item, min, max))
                 return -EINVAL;
-        v = item->valuedouble;
-        if (!isfinite(v) || v != floor(v) || v < min || v > max)
-                return -EINVAL;
-        *ret = v;
+        *ret = item->valuedouble;
         return 0;
 }
 
