@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,17 +83,9 @@ typedef struct ctl_cmdline_state {
         bool saw_map;                   /* --map given */
 } ctl_cmdline_state;
 
-__attribute__((format(printf, 1, 2)))
-static int ctl_usage_error(const char *fmt, ...) {
-        va_list ap;
-
-        fputs(CTL_NAME ": ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputs("\nTry '" CTL_NAME " --help' for more information.\n", stderr);
-        return CUDACKPT_EXIT_USAGE;
-}
+#define ctl_usage_error(...)                                                                      \
+        ctl_usage_fail(CUDACKPT_EXIT_USAGE, CTL_NAME, "\nTry '" CTL_NAME " --help' for more information.\n", \
+                       __VA_ARGS__)
 
 static int ctl_out_of_memory(void) {
         fputs(CTL_NAME ": out of memory\n", stderr);

@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,17 +101,7 @@ static void compat_help(void) {
                "line on stderr.\n");
 }
 
-__attribute__((format(printf, 1, 2)))
-static int compat_usage_error(const char *fmt, ...) {
-        va_list ap;
-
-        fputs(COMPAT_NAME ": ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputs(" (see --help)\n", stderr);
-        return 1;
-}
+#define compat_usage_error(...) ctl_usage_fail(1, COMPAT_NAME, " (see --help)\n", __VA_ARGS__)
 
 static int compat_set_mode(compat_args *a, compat_mode mode) {
         if (a->mode != COMPAT_NONE && a->mode != mode)

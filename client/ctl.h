@@ -39,6 +39,11 @@ typedef struct ctl_map {
 int ctl_map_add(ctl_map *m, const char *arg);
 void ctl_map_free(ctl_map *m);
 
+/* A usage error of a command line: "NAME: MESSAGE" and then tail (the
+ * hint and the newline) on stderr; returns status, the exit status. */
+__attribute__((format(printf, 4, 5)))
+int ctl_usage_fail(int status, const char *name, const char *tail, const char *fmt, ...);
+
 /* The socket to use: option, else $CUDACKPT_SOCKET when not empty, else
  * the default.  Resolved here, not in the library, to name it in errors. */
 const char *ctl_socket_path(const char *option);

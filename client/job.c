@@ -326,17 +326,9 @@ static void job_help(void) {
                "cudackptctl(1) and docs/criu.md.\n");
 }
 
-__attribute__((format(printf, 1, 2)))
-static int job_usage(const char *fmt, ...) {
-        va_list ap;
-
-        fputs(JOB_NAME ": ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputs("\nTry '" JOB_NAME " dump --help' for more information.\n", stderr);
-        return CUDACKPT_EXIT_USAGE;
-}
+#define job_usage(...)                                                                            \
+        ctl_usage_fail(CUDACKPT_EXIT_USAGE, JOB_NAME, "\nTry '" JOB_NAME " dump --help' for more information.\n", \
+                       __VA_ARGS__)
 
 /* A selector option of dump. */
 static int job_selector(ctl_job_args *a, ctl_selector_kind kind, const char *arg) {
