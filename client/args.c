@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,7 +112,7 @@ int ctl_map_add(ctl_map *m, const char *arg) {
         }
 
         free(copy);
-        ctl_map_done(m);
+        ctl_map_free(m);
         m->items = items;
         m->n_items = n;
         return 0;
@@ -124,7 +126,7 @@ fail:
         return r;
 }
 
-void ctl_map_done(ctl_map *m) {
+void ctl_map_free(ctl_map *m) {
         if (!m)
                 return;
         for (size_t i = 0; i < m->n_items; i++)
@@ -141,4 +143,15 @@ const char *ctl_socket_path(const char *option) {
                 return option;
         env = secure_getenv(CUDACKPT_SOCKET_ENV);
         return env && *env ? env : CUDACKPT_DEFAULT_SOCKET;
+}
+
+int ctl_usage_fail(int status, const char *name, const char *tail, const char *fmt, ...) {
+        va_list ap;
+
+        fprintf(stderr, "%s: ", name);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputs(tail, stderr);
+        return status;
 }

@@ -1,4 +1,6 @@
-/* client.c: libcudackpt, the blocking Varlink client of cudackptd.
+/* client.c: libcudackpt, the blocking Varlink client of cudackptd: the
+ * connection and its calls.  Replies are decoded in reply.c, the typed
+ * methods are in methods.c (libclient.h).
  *
  * One connection carries one call at a time: the request is written whole,
  * then the reply is read up to its NUL terminator.  Bytes that arrive after
@@ -8,8 +10,8 @@
  *
  * Everything the daemon sends is treated as hostile: replies are capped at
  * CUDACKPT_CLIENT_MAX_REPLY_BYTES, must be one JSON object, and typed
- * fields are range-checked before they are converted. */
-#include <cudackpt/client.h>
+ * fields are range-checked before they are converted (reply.c). */
+#include "libclient.h"
 
 #include <cJSON.h>
 
@@ -33,8 +35,6 @@
 #define CLIENT_BUF_KEEP (64u * 1024u)
 /* The buffer never holds more than one maximal reply plus its NUL. */
 #define CLIENT_BUF_MAX ((size_t)CUDACKPT_CLIENT_MAX_REPLY_BYTES + 1u)
-/* The driver takes the lock timeout as a 32-bit count of milliseconds. */
-#define CLIENT_TIMEOUT_MS_MAX 4294967295LL
 
 struct cudackpt_client {
         int fd;             /* the connected socket, owned */
@@ -206,134 +206,6 @@ CUDACKPT_EXPORT int cudackpt_client_set_timeout(cudackpt_client *c, int timeout_
         return 0;
 }
 
-/* ---- Replies --------------------------------------------------------------- */
-
-CUDACKPT_EXPORT void cudackpt_reply_init(cudackpt_reply *r) {
-        if (!r)
-                return;
-        *r = (cudackpt_reply) {
-                .pid = -1,
-                .duration_ms = -1,
-                .restore_thread_id = -1,
-        };
-}
-
-CUDACKPT_EXPORT void cudackpt_reply_clear(cudackpt_reply *r) {
-        if (!r)
-                return;
-        free(r->error);
-        free(r->parameters_json);
-        free(r->state);
-        free(r->in_flight);
-        cudackpt_reply_init(r);
-}
-
-/* A JSON number that is an integer within [min, max]; -1 otherwise, so
- * that 1e300 or 3.5 never reach a conversion to int. */
-static int client_json_int(const cJSON *item, int min, int max) {
-        double d;
-
-        if (!cJSON_IsNumber(item))
-                return -1;
-        d = item->valuedouble;
-        if (!isfinite(d) || d != floor(d) || d < min || d > max)
-                return -1;
-        return (int) d;
-}
-
-/* Duplicate a JSON string member; *ret stays NULL when it is absent or not
- * a string. */
-static int client_json_strdup(const cJSON *params, const char *key, char **ret) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
-
-        if (!cJSON_IsString(item) || !item->valuestring)
-                return 0;
-        *ret = strdup(item->valuestring);
-        return *ret ? 0 : -ENOMEM;
-}
-
-/* Decode one reply message (len bytes, NUL excluded) into *ret_reply.
- * ret_continues NULL: a call without "more", for which a reply with
- * "continues": true is out of protocol.  Otherwise *ret_continues says
- * whether more replies follow this one. */
-static int client_decode_reply(const char *msg, size_t len, cudackpt_reply *ret_reply, int *ret_continues) {
-        cudackpt_reply reply;
-        const cJSON *error, *params, *continues, *item;
-        cJSON *root;
-        int r = -EPROTO;
-
-        cudackpt_reply_init(&reply);
-
-        /* len + 1 includes the NUL: require_null_terminated then rejects
-         * anything but whitespace after the object. */
-        root = cJSON_ParseWithLengthOpts(msg, len + 1, NULL, 1);
-        if (!cJSON_IsObject(root))
-                goto out;
-
-        /* Only a call with "more" may be answered with "continues": true,
-         * and never by an error: an error ends the call. */
-        continues = cJSON_GetObjectItemCaseSensitive(root, "continues");
-        if (continues && !cJSON_IsBool(continues))
-                goto out;
-        if (cJSON_IsTrue(continues) && !ret_continues)
-                goto out;
-
-        error = cJSON_GetObjectItemCaseSensitive(root, "error");
-        if (error && cJSON_IsTrue(continues))
-                goto out;
-        if (error) {
-                if (!cJSON_IsString(error) || !error->valuestring || !*error->valuestring)
-                        goto out;
-                reply.error = strdup(error->valuestring);
-                if (!reply.error) {
-                        r = -ENOMEM;
-                        goto out;
-                }
-        }
-
-        params = cJSON_GetObjectItemCaseSensitive(root, "parameters");
-        if (params && !cJSON_IsObject(params))
-                goto out;
-        if (params) {
-                /* Copied so that the reply's strings are all plain malloc()
-                 * memory, whatever allocator hooks the application gave cJSON. */
-                char *text = cJSON_PrintUnformatted(params);
-
-                reply.parameters_json = text ? strdup(text) : NULL;
-                cJSON_free(text);
-        } else
-                reply.parameters_json = strdup("{}");
-        if (!reply.parameters_json) {
-                r = -ENOMEM;
-                goto out;
-        }
-
-        if (params) {
-                reply.pid = client_json_int(cJSON_GetObjectItemCaseSensitive(params, "pid"), 0, INT_MAX);
-                reply.restore_thread_id = client_json_int(
-                        cJSON_GetObjectItemCaseSensitive(params, "restore_thread_id"), 0, INT_MAX);
-                item = cJSON_GetObjectItemCaseSensitive(params, "duration_ms");
-                if (cJSON_IsNumber(item) && isfinite(item->valuedouble) && item->valuedouble >= 0)
-                        reply.duration_ms = item->valuedouble;
-                r = client_json_strdup(params, "state", &reply.state);
-                if (r < 0)
-                        goto out;
-                r = client_json_strdup(params, "in_flight", &reply.in_flight);
-                if (r < 0)
-                        goto out;
-        }
-
-        *ret_reply = reply;
-        cudackpt_reply_init(&reply);
-        if (ret_continues)
-                *ret_continues = cJSON_IsTrue(continues);
-        r = 0;
-out:
-        cudackpt_reply_clear(&reply);
-        cJSON_Delete(root);
-        return r;
-}
-
 /* ---- Transport ------------------------------------------------------------- */
 
 /* Write all of buf (len bytes). */
@@ -455,7 +327,7 @@ static int client_transact(cudackpt_client *c, const char *request, int more, cu
                 if (r < 0)
                         goto broken;
                 cudackpt_reply_init(&reply);
-                r = client_decode_reply(c->buf, len, &reply, more ? &continues : NULL);
+                r = client_reply_decode(c->buf, len, &reply, more ? &continues : NULL);
                 client_buf_consume(c, len + 1);
                 if (r == -ENOMEM && !more)
                         return r; /* the stream itself is still in step */
@@ -516,8 +388,7 @@ static int client_call_object_more(cudackpt_client *c, const char *method, cJSON
         return r;
 }
 
-static int client_call_object(cudackpt_client *c, const char *method, cJSON *params,
-                              cudackpt_reply *ret_reply) {
+int client_call_params(cudackpt_client *c, const char *method, cJSON *params, cudackpt_reply *ret_reply) {
         return client_call_object_more(c, method, params, 0, NULL, NULL, ret_reply);
 }
 
@@ -546,7 +417,7 @@ CUDACKPT_EXPORT int cudackpt_call(cudackpt_client *c, const char *method, const 
         r = client_parse_params(parameters_json, &params);
         if (r < 0)
                 return r;
-        return client_call_object(c, method, params, ret_reply);
+        return client_call_params(c, method, params, ret_reply);
 }
 
 CUDACKPT_EXPORT int cudackpt_call_more(cudackpt_client *c, const char *method, const char *parameters_json,
@@ -560,176 +431,3 @@ CUDACKPT_EXPORT int cudackpt_call_more(cudackpt_client *c, const char *method, c
         return client_call_object_more(c, method, params, 1, fn, ctx, ret_reply);
 }
 
-/* ---- Typed methods ----------------------------------------------------------- */
-
-/* A new parameters object {"pid": pid}; NULL with *ret_error set on failure. */
-static cJSON *client_params_pid(int pid, int *ret_error) {
-        cJSON *params;
-
-        if (pid <= 0) {
-                *ret_error = -EINVAL;
-                return NULL;
-        }
-        params = cJSON_CreateObject();
-        if (!params || !cJSON_AddNumberToObject(params, "pid", pid)) {
-                cJSON_Delete(params);
-                *ret_error = -ENOMEM;
-                return NULL;
-        }
-        return params;
-}
-
-static int client_call_pid(cudackpt_client *c, const char *method, int pid, cudackpt_reply *ret_reply) {
-        int r = 0;
-        cJSON *params = client_params_pid(pid, &r);
-
-        if (!params)
-                return r;
-        return client_call_object(c, method, params, ret_reply);
-}
-
-static int client_call_timeout(cudackpt_client *c, const char *method, int pid, long long timeout_ms,
-                               cudackpt_reply *ret_reply) {
-        int r = 0;
-        cJSON *params;
-
-        if (timeout_ms > CLIENT_TIMEOUT_MS_MAX)
-                return -EINVAL;
-        params = client_params_pid(pid, &r);
-        if (!params)
-                return r;
-        /* Integers up to 2^32 are exact in a double, and cJSON prints them without exponent. */
-        if (timeout_ms >= 0 && !cJSON_AddNumberToObject(params, "timeout_ms", (double) timeout_ms)) {
-                cJSON_Delete(params);
-                return -ENOMEM;
-        }
-        return client_call_object(c, method, params, ret_reply);
-}
-
-static int client_call_mapping(cudackpt_client *c, const char *method, int pid,
-                               const char *const *gpu_mapping, cudackpt_reply *ret_reply) {
-        cJSON *params, *map;
-        int r = 0;
-
-        params = client_params_pid(pid, &r);
-        if (!params)
-                return r;
-        if (gpu_mapping && gpu_mapping[0]) {
-                map = cJSON_AddObjectToObject(params, "gpu_mapping");
-                if (!map) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                for (size_t i = 0; gpu_mapping[i]; i += 2) {
-                        if (!gpu_mapping[i + 1] ||
-                            cJSON_GetObjectItemCaseSensitive(map, gpu_mapping[i])) {
-                                /* An odd count, or a duplicate key the daemon would reject. */
-                                r = -EINVAL;
-                                goto fail;
-                        }
-                        if (!cJSON_AddStringToObject(map, gpu_mapping[i], gpu_mapping[i + 1])) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                }
-        }
-        return client_call_object(c, method, params, ret_reply);
-
-fail:
-        cJSON_Delete(params);
-        return r;
-}
-
-CUDACKPT_EXPORT int cudackpt_get_state(cudackpt_client *c, int pid, cudackpt_reply *ret_reply) {
-        return client_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid, ret_reply);
-}
-
-CUDACKPT_EXPORT int cudackpt_get_restore_thread_id(cudackpt_client *c, int pid, cudackpt_reply *ret_reply) {
-        return client_call_pid(c, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, pid, ret_reply);
-}
-
-CUDACKPT_EXPORT int cudackpt_lock(cudackpt_client *c, int pid, long long timeout_ms, cudackpt_reply *ret_reply) {
-        return client_call_timeout(c, CUDACKPT_METHOD_LOCK, pid, timeout_ms, ret_reply);
-}
-
-CUDACKPT_EXPORT int cudackpt_checkpoint(cudackpt_client *c, int pid, cudackpt_reply *ret_reply) {
-        return client_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid, ret_reply);
-}
-
-CUDACKPT_EXPORT int cudackpt_restore(cudackpt_client *c, int pid, const char *const *gpu_mapping,
-                                     cudackpt_reply *ret_reply) {
-        return client_call_mapping(c, CUDACKPT_METHOD_RESTORE, pid, gpu_mapping, ret_reply);
-}
-
-CUDACKPT_EXPORT int cudackpt_unlock(cudackpt_client *c, int pid, cudackpt_reply *ret_reply) {
-        return client_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid, ret_reply);
-}
-
-CUDACKPT_EXPORT int cudackpt_suspend(cudackpt_client *c, int pid, long long timeout_ms, cudackpt_reply *ret_reply) {
-        return client_call_timeout(c, CUDACKPT_METHOD_SUSPEND, pid, timeout_ms, ret_reply);
-}
-
-CUDACKPT_EXPORT int cudackpt_resume(cudackpt_client *c, int pid, const char *const *gpu_mapping,
-                                    cudackpt_reply *ret_reply) {
-        return client_call_mapping(c, CUDACKPT_METHOD_RESUME, pid, gpu_mapping, ret_reply);
-}
-
-/* ---- Exit codes -------------------------------------------------------------- */
-
-CUDACKPT_EXPORT int cudackpt_error_exit_code(const char *error_name) {
-        static const struct {
-                const char *name;
-                int code;
-        } table[] = {
-                { CUDACKPT_ERROR_NO_SUCH_PROCESS, CUDACKPT_EXIT_NO_SUCH_PROCESS },
-                { CUDACKPT_ERROR_NOT_CUDA_PROCESS, CUDACKPT_EXIT_NOT_CUDA_PROCESS },
-                { CUDACKPT_ERROR_PERMISSION_DENIED, CUDACKPT_EXIT_PERMISSION_DENIED },
-                { CUDACKPT_ERROR_INVALID_STATE, CUDACKPT_EXIT_INVALID_STATE },
-                { CUDACKPT_ERROR_TIMEOUT, CUDACKPT_EXIT_TIMEOUT },
-                { CUDACKPT_ERROR_INVALID_GPU_MAPPING, CUDACKPT_EXIT_INVALID_GPU_MAPPING },
-                { CUDACKPT_ERROR_NOT_SUPPORTED, CUDACKPT_EXIT_NOT_SUPPORTED },
-                { CUDACKPT_ERROR_PROCESS_GONE, CUDACKPT_EXIT_PROCESS_GONE },
-                { CUDACKPT_ERROR_DRIVER_UNAVAILABLE, CUDACKPT_EXIT_DRIVER_UNAVAILABLE },
-                { CUDACKPT_ERROR_DRIVER_ERROR, CUDACKPT_EXIT_DRIVER_ERROR },
-                { CUDACKPT_ERROR_PROCESS_CHANGED, CUDACKPT_EXIT_PROCESS_CHANGED },
-                { CUDACKPT_ERROR_PROCESS_STOPPED, CUDACKPT_EXIT_PROCESS_STOPPED },
-                { CUDACKPT_ERROR_QUEUE_FULL, CUDACKPT_EXIT_QUEUE_FULL },
-                { CUDACKPT_ERROR_GROUP_TOO_LARGE, CUDACKPT_EXIT_GROUP_TOO_LARGE },
-                { CUDACKPT_ERROR_SHUTTING_DOWN, CUDACKPT_EXIT_SHUTTING_DOWN },
-                { CUDACKPT_ERROR_INVALID_REQUEST, CUDACKPT_EXIT_PROTOCOL },
-                { CUDACKPT_ERROR_MESSAGE_TOO_LARGE, CUDACKPT_EXIT_PROTOCOL },
-                { CUDACKPT_VARLINK_PERMISSION_DENIED, CUDACKPT_EXIT_PERMISSION_DENIED },
-        };
-        static const char varlink_prefix[] = "org.varlink.service.";
-
-        if (!error_name)
-                return CUDACKPT_EXIT_OK;
-        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-                if (strcmp(error_name, table[i].name) == 0)
-                        return table[i].code;
-        /* MethodNotFound, InvalidParameter, InterfaceNotFound, ExpectedMore, ...:
-         * the call itself was wrong. */
-        if (strncmp(error_name, varlink_prefix, sizeof(varlink_prefix) - 1) == 0)
-                return CUDACKPT_EXIT_PROTOCOL;
-        return CUDACKPT_EXIT_FAILURE;
-}
-
-CUDACKPT_EXPORT int cudackpt_reply_exit_code(const cudackpt_reply *r) {
-        const cJSON *inner;
-        cJSON *params;
-        int code = CUDACKPT_EXIT_FAILURE;
-
-        if (!r || !r->error)
-                return CUDACKPT_EXIT_OK;
-        if (strcmp(r->error, CUDACKPT_ERROR_GROUP_FAILED) != 0)
-                return cudackpt_error_exit_code(r->error);
-        /* The status of the member's own error; a GroupFailed nested in a
-         * GroupFailed is out of protocol and has none. */
-        params = r->parameters_json ? cJSON_Parse(r->parameters_json) : NULL;
-        inner = cJSON_GetObjectItemCaseSensitive(params, "error");
-        if (cJSON_IsString(inner) && inner->valuestring && *inner->valuestring &&
-            strcmp(inner->valuestring, CUDACKPT_ERROR_GROUP_FAILED) != 0)
-                code = cudackpt_error_exit_code(inner->valuestring);
-        cJSON_Delete(params);
-        return code;
-}

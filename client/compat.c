@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,17 +101,7 @@ static void compat_help(void) {
                "line on stderr.\n");
 }
 
-__attribute__((format(printf, 1, 2)))
-static int compat_usage_error(const char *fmt, ...) {
-        va_list ap;
-
-        fputs(COMPAT_NAME ": ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputs(" (see --help)\n", stderr);
-        return 1;
-}
+#define compat_usage_error(...) ctl_usage_fail(1, COMPAT_NAME, " (see --help)\n", __VA_ARGS__)
 
 static int compat_set_mode(compat_args *a, compat_mode mode) {
         if (a->mode != COMPAT_NONE && a->mode != mode)
@@ -163,6 +152,37 @@ static int compat_env_map(compat_args *a) {
 }
 
 /* Returns -1 to go on, else the exit status. */
+/* --action NAME: 0, or the exit status of a usage error. */
+static int compat_set_action(compat_args *a, const char *name) {
+        size_t i;
+        int r = compat_set_mode(a, COMPAT_ACTION);
+
+        if (r != 0)
+                return r;
+        for (i = 0; i < sizeof(compat_action_names) / sizeof(compat_action_names[0]); i++)
+                if (strcmp(name, compat_action_names[i]) == 0)
+                        break;
+        if (i == sizeof(compat_action_names) / sizeof(compat_action_names[0]))
+                return compat_usage_error("unknown action '%s': expected lock, checkpoint, "
+                                          "restore or unlock", name);
+        a->action = (compat_action) i;
+        return 0;
+}
+
+/* --device-map OLD=NEW[,...]: 0, or the exit status of the error. */
+static int compat_add_map(compat_args *a, const char *arg) {
+        int r = ctl_map_add(&a->map, arg);
+
+        if (r == -ENOMEM) {
+                fputs(COMPAT_NAME ": out of memory\n", stderr);
+                return 1;
+        }
+        if (r < 0)
+                return compat_usage_error("invalid device map '%s': expected "
+                                          "OLD=NEW[,OLD=NEW...], each GPU once", arg);
+        return 0;
+}
+
 static int compat_parse_args(int argc, char **argv, compat_args *a) {
         enum { OPT_GET_STATE = 0x100, OPT_GET_RESTORE_TID, OPT_ACTION, OPT_TOGGLE };
         static const struct option options[] = {
@@ -177,7 +197,6 @@ static int compat_parse_args(int argc, char **argv, compat_args *a) {
                 { NULL, 0, NULL, 0 },
         };
         unsigned long long v;
-        size_t i;
         int c, r;
 
         opterr = 0;
@@ -195,16 +214,9 @@ static int compat_parse_args(int argc, char **argv, compat_args *a) {
                                 return r;
                         break;
                 case OPT_ACTION:
-                        r = compat_set_mode(a, COMPAT_ACTION);
+                        r = compat_set_action(a, optarg);
                         if (r != 0)
                                 return r;
-                        for (i = 0; i < sizeof(compat_action_names) / sizeof(compat_action_names[0]); i++)
-                                if (strcmp(optarg, compat_action_names[i]) == 0)
-                                        break;
-                        if (i == sizeof(compat_action_names) / sizeof(compat_action_names[0]))
-                                return compat_usage_error("unknown action '%s': expected lock, checkpoint, "
-                                                          "restore or unlock", optarg);
-                        a->action = (compat_action) i;
                         break;
                 case 'p':
                         if (ctl_parse_pid(optarg, &a->pid) < 0)
@@ -217,14 +229,9 @@ static int compat_parse_args(int argc, char **argv, compat_args *a) {
                         a->timeout_ms = (long long) v;
                         break;
                 case 'd':
-                        r = ctl_map_add(&a->map, optarg);
-                        if (r == -ENOMEM) {
-                                fputs(COMPAT_NAME ": out of memory\n", stderr);
-                                return 1;
-                        }
-                        if (r < 0)
-                                return compat_usage_error("invalid device map '%s': expected "
-                                                          "OLD=NEW[,OLD=NEW...], each GPU once", optarg);
+                        r = compat_add_map(a, optarg);
+                        if (r != 0)
+                                return r;
                         break;
                 case 'h':
                         compat_help();
@@ -391,7 +398,7 @@ int compat_main(int argc, char **argv) {
         status = compat_parse_args(argc, argv, &args);
         if (status < 0)
                 status = compat_run(&args);
-        ctl_map_done(&args.map);
+        ctl_map_free(&args.map);
         if (fflush(stdout) != 0 && status == 0)
                 status = 1;
         return status;

@@ -82,10 +82,10 @@ int ctl_criu_find(char *path, size_t size, char *version, size_t version_size, c
         v = run.output ? strstr(run.output, "Version:") : NULL;
         if (r < 0 || !v || sscanf(v, "Version: %d.%d", &major, &minor) < 1) {
                 snprintf(err, err_size, "%s --version failed or does not say \"Version: N.M\"", path);
-                ctl_criu_run_done(&run);
+                ctl_criu_run_free(&run);
                 return -ENOEXEC;
         }
-        ctl_criu_run_done(&run);
+        ctl_criu_run_free(&run);
         if (major < 4) {
                 snprintf(err, err_size, "%s is CRIU %d.%d; its CUDA plugin needs CRIU 4 or newer", path, major, minor);
                 return -ENOTSUP;
@@ -144,12 +144,12 @@ volatile sig_atomic_t ctl_criu_signal;
 static const int criu_held[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU };
 #define CRIU_N_NOTED 4  /* the first four are noted, the others ignored */
 
-static void criu_on_signal(int sig) {
+static void criu_signal_cb(int sig) {
         ctl_criu_signal = sig;
 }
 
 void ctl_criu_signals_hold(ctl_criu_signals *s) {
-        struct sigaction noted = { .sa_handler = criu_on_signal }, ignored = { .sa_handler = SIG_IGN };
+        struct sigaction noted = { .sa_handler = criu_signal_cb }, ignored = { .sa_handler = SIG_IGN };
 
         ctl_criu_signal = 0;
         for (size_t i = 0; i < sizeof(criu_held) / sizeof(criu_held[0]); i++)
@@ -432,7 +432,7 @@ out:
         return r;
 }
 
-void ctl_criu_run_done(ctl_criu_run *run) {
+void ctl_criu_run_free(ctl_criu_run *run) {
         if (!run)
                 return;
         free(run->output);
@@ -445,7 +445,7 @@ void ctl_criu_runs_free(ctl_criu_run *runs, size_t n) {
                         free(runs[i].argv[k]);
                 free(runs[i].argv);
                 free((char *) runs[i].log);
-                ctl_criu_run_done(&runs[i]);
+                ctl_criu_run_free(&runs[i]);
         }
         free(runs);
 }
@@ -476,6 +476,20 @@ int ctl_criu_barrier_main(const char *sock) {
         fputs("cudackptctl criu-barrier: another tree of the job failed, or cudackptctl dump ended: "
               "not ending this tree\n", stderr);
         return 1;
+}
+
+void ctl_criu_print_lines(const char *text) {
+        char *copy = strdup(text), *nl;
+
+        for (char *line = copy; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                fputs("  ", stderr);
+                ctl_fputs_safe(line, stderr);
+                fputc('\n', stderr);
+        }
+        free(copy);
 }
 
 void ctl_criu_print_log_tail(const char *path, int lines) {
@@ -512,13 +526,6 @@ void ctl_criu_print_log_tail(const char *path, int lines) {
                         start = p;
                         break;
                 }
-        for (char *line = start, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-                nl = strchr(line, '\n');
-                if (nl)
-                        *nl = '\0';
-                fputs("  ", stderr);
-                ctl_fputs_safe(line, stderr);
-                fputc('\n', stderr);
-        }
+        ctl_criu_print_lines(start);
         free(buf);
 }

@@ -1,9 +1,12 @@
-/* ctl.h: names shared by the two faces of cudackptctl.
+/* ctl.h: names shared by the rooms of cudackptctl, each section under the
+ * name of the file that defines it.
  *
- * cudackptctl.c is the native command line, compat.c the cuda-checkpoint
- * compatible one; both parse the same kinds of arguments (args.c) and
- * describe daemon errors in the same words (describe.c).  Private to
- * client/: nothing here is part of libcudackpt. */
+ * cudackptctl.c runs the native command line (cmdline.c), compat.c the
+ * cuda-checkpoint compatible one; both parse the same kinds of arguments
+ * (args.c, selector.c) and describe daemon errors in the same words
+ * (describe.c); the other files are commands (group.c, ps.c, watch.c,
+ * status.c, lease.c, exporter.c) or parts of them (progress.c).  Private
+ * to client/: nothing here is part of libcudackpt. */
 #ifndef CUDACKPT_CTL_H
 #define CUDACKPT_CTL_H
 
@@ -34,7 +37,12 @@ typedef struct ctl_map {
  * empty list or side, a pair without exactly one '='), -EEXIST when an old
  * UUID is named twice, -ENOMEM.  The map is unchanged on failure. */
 int ctl_map_add(ctl_map *m, const char *arg);
-void ctl_map_done(ctl_map *m);
+void ctl_map_free(ctl_map *m);
+
+/* A usage error of a command line: "NAME: MESSAGE" and then tail (the
+ * hint and the newline) on stderr; returns status, the exit status. */
+__attribute__((format(printf, 4, 5)))
+int ctl_usage_fail(int status, const char *name, const char *tail, const char *fmt, ...);
 
 /* The socket to use: option, else $CUDACKPT_SOCKET when not empty, else
  * the default.  Resolved here, not in the library, to name it in errors. */
@@ -63,11 +71,17 @@ const char *ctl_describe_call_failure(int r);
  * CUDACKPT_EXIT_FAILURE. */
 int ctl_call_failure_exit_code(int r);
 
+/* Columns a sanitised s takes: one per UTF-8 code point (0 for NULL). */
+size_t ctl_text_width(const char *s);
+
+/* s sanitised, then padded with spaces to width columns: a table's cell. */
+void ctl_put_cell(FILE *f, const char *s, size_t width);
+
 /* {"error": NAME, "parameters": {...}} for r, as one line of JSON; the
  * caller frees it.  NULL when out of memory. */
 char *ctl_error_json(const cudackpt_reply *r);
 
-/* ---- group.c ---- */
+/* ---- selector.c ---- */
 
 /* Which processes a group form or ps acts on. */
 typedef enum ctl_selector_kind {
@@ -92,7 +106,9 @@ const char *ctl_selector_option(ctl_selector_kind kind);
  * "." or ".." component), -EEXIST for a pid listed twice, -ENOMEM.  sel
  * is unchanged on failure. */
 int ctl_selector_parse(ctl_selector *sel, ctl_selector_kind kind, const char *arg);
-void ctl_selector_done(ctl_selector *sel);
+void ctl_selector_free(ctl_selector *sel);
+
+/* ---- group.c ---- */
 
 /* One group operation. */
 struct ctl_held;
@@ -117,6 +133,8 @@ typedef struct ctl_group {
 
 /* Run g and print its result; returns the exit status. */
 int ctl_group_run(cudackpt_client *client, const ctl_group *g);
+
+/* ---- ps.c ---- */
 
 /* ps: ListProcesses. */
 typedef struct ctl_ps {

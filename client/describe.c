@@ -5,11 +5,11 @@
  * for a terminal or a log line, e.g. "InvalidState: process is locked".
  * Every string that came from the daemon is sanitised before it is shown. */
 #include "ctl.h"
+#include "json.h"
 
 #include <cJSON.h>
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,46 +44,22 @@ void ctl_fputs_safe(const char *s, FILE *f) {
 
 /* ---- Parameters ---------------------------------------------------------- */
 
-static const char *describe_str(const cJSON *params, const char *key) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
-
-        return cJSON_IsString(item) && item->valuestring ? item->valuestring : NULL;
-}
-
-/* An integral number within +-2^53 (exact in a double), else 0. */
-static int describe_int(const cJSON *params, const char *key, long long *ret) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
-        double d;
-
-        if (!cJSON_IsNumber(item))
-                return 0;
-        d = item->valuedouble;
-        if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
-                return 0;
-        *ret = (long long) d;
-        return 1;
-}
-
-static int describe_bool(const cJSON *params, const char *key, int *ret) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key);
-
-        if (!cJSON_IsBool(item))
-                return 0;
-        *ret = cJSON_IsTrue(item);
-        return 1;
+/* An integral number within +-2^53 (exact in a double). */
+static bool describe_int(const cJSON *params, const char *key, long long *ret) {
+        return json_get_integer(params, key, -JSON_MAX_EXACT, JSON_MAX_EXACT, ret);
 }
 
 /* Optional details shared by the operation errors, e.g.
  * " at the checkpoint step; process is locked; rolled back". */
 static void describe_tail(FILE *f, const cJSON *params, int with_state) {
-        const char *step = describe_str(params, "step"), *state = describe_str(params, "state");
-        int rolled_back;
+        const char *step = json_get_string(params, "step"), *state = json_get_string(params, "state");
+        bool rolled_back;
 
         if (step)
                 fprintf(f, " at the %s step", step);
         if (with_state && state)
                 fprintf(f, "; process is %s", state);
-        if (describe_bool(params, "rolled_back", &rolled_back))
+        if (json_get_bool(params, "rolled_back", &rolled_back))
                 fputs(rolled_back ? "; rolled back" : "; not rolled back", f);
 }
 
@@ -104,9 +80,9 @@ static void describe_inner(FILE *f, const char *name, const cJSON *params) {
 /* GroupFailed: where it failed, the member's own error, what became of
  * the others. */
 static void describe_group_failed(FILE *f, const cJSON *params) {
-        const char *phase = describe_str(params, "phase"), *inner = describe_str(params, "error");
+        const char *phase = json_get_string(params, "phase"), *inner = json_get_string(params, "error");
         const cJSON *inner_params = cJSON_GetObjectItemCaseSensitive(params, "error_parameters");
-        int rolled_back;
+        bool rolled_back;
         long long n;
 
         fputs("the group failed", f);
@@ -120,118 +96,198 @@ static void describe_group_failed(FILE *f, const cJSON *params) {
         }
         if (phase && (strcmp(phase, CUDACKPT_PHASE_SELECT) == 0 || strcmp(phase, CUDACKPT_PHASE_STATE) == 0))
                 fputs("; nothing was changed", f);
-        else if (describe_bool(params, "rolled_back", &rolled_back))
+        else if (json_get_bool(params, "rolled_back", &rolled_back))
                 fputs(rolled_back ? "; every member was brought back to running" : "; not rolled back", f);
 }
+
+/* ---- One sentence per error ------------------------------------------------ */
+
+/* Errors with a fixed sentence. */
+static const struct {
+        const char *name;
+        const char *sentence;
+} describe_fixed[] = {
+        { CUDACKPT_ERROR_NO_SUCH_PROCESS, "no such process" },
+        { CUDACKPT_ERROR_NOT_CUDA_PROCESS, "the process has not initialised CUDA" },
+        { CUDACKPT_ERROR_SHUTTING_DOWN, "the daemon is shutting down" },
+        { CUDACKPT_VARLINK_PERMISSION_DENIED, "permission denied" },
+};
+
+/* Errors whose sentence is lead, then sep and their string parameter key,
+ * or absent without it. */
+static const struct {
+        const char *name;
+        const char *key;
+        const char *lead;
+        const char *sep;
+        const char *absent;
+} describe_with_string[] = {
+        { CUDACKPT_ERROR_PROCESS_GONE, "method", "the process exited during", " ", " the operation" },
+        { CUDACKPT_ERROR_DRIVER_UNAVAILABLE, "reason", "no usable CUDA driver", ": ", "" },
+        { CUDACKPT_ERROR_INVALID_REQUEST, "reason", "the daemon rejected the request", ": ", "" },
+        { CUDACKPT_VARLINK_METHOD_NOT_FOUND, "method", "the daemon has no method", " ", " of that name" },
+        { CUDACKPT_VARLINK_INTERFACE_NOT_FOUND, "interface", "the daemon has no interface", " ", " of that name" },
+        { CUDACKPT_VARLINK_INVALID_PARAMETER, "parameter", "invalid parameter", " ", " in the request" },
+};
+
+static void describe_permission_denied(FILE *f, const cJSON *params) {
+        long long n;
+
+        if (describe_int(params, "caller_uid", &n))
+                fprintf(f, "uid %lld may not act on this process", n);
+        else
+                fputs("permission denied", f);
+}
+
+static void describe_invalid_state(FILE *f, const cJSON *params) {
+        const char *required = json_get_string(params, "required_state"), *s = json_get_string(params, "state");
+
+        if (s)
+                fprintf(f, "process is %s", s);
+        else if (required)
+                fprintf(f, "process is not %s", required);
+        else
+                fputs("process is in the wrong state", f);
+        describe_tail(f, params, 0);
+}
+
+static void describe_process_stopped(FILE *f, const cJSON *params) {
+        const char *s = json_get_string(params, "stop");
+
+        fprintf(f, "every thread of the process is stopped%s; the driver cannot act on it "
+                   "until it runs again",
+                s && strcmp(s, "traced") == 0 ? " by a tracer" : s ? " by a signal" : "");
+        describe_tail(f, params, 1);
+}
+
+static void describe_timeout(FILE *f, const cJSON *params) {
+        long long n;
+
+        if (describe_int(params, "timeout_ms", &n))
+                fprintf(f, "lock did not complete within %lld ms", n);
+        else
+                fputs("lock did not complete in time", f);
+        describe_tail(f, params, 1);
+}
+
+static void describe_invalid_gpu_mapping(FILE *f, const cJSON *params) {
+        const char *s = json_get_string(params, "reason");
+
+        fprintf(f, "invalid GPU mapping: %s", s ? s : "refused");
+        s = json_get_string(params, "uuid");
+        if (s)
+                fprintf(f, " (%s)", s);
+        describe_tail(f, params, 1);
+}
+
+static void describe_not_supported(FILE *f, const cJSON *params) {
+        fputs("the driver cannot checkpoint this process", f);
+        describe_tail(f, params, 1);
+}
+
+static void describe_process_changed(FILE *f, const cJSON *params) {
+        long long n, m;
+
+        fputs("the pid now belongs to another process", f);
+        if (describe_int(params, "actual_start_time", &n) && describe_int(params, "start_time", &m))
+                fprintf(f, " (start time %lld, expected %lld)", n, m);
+}
+
+static void describe_driver_error(FILE *f, const cJSON *params) {
+        const char *s = json_get_string(params, "cuda_error");
+        long long n;
+
+        fprintf(f, "the driver failed with %s", s ? s : "an error");
+        if (describe_int(params, "cuda_error_code", &n))
+                fprintf(f, " (%lld)", n);
+        describe_tail(f, params, 1);
+}
+
+static void describe_queue_full(FILE *f, const cJSON *params) {
+        long long n;
+
+        /* Without a pid: the limit of groups in flight. */
+        fputs(describe_int(params, "pid", &n) ? "too many operations are queued"
+                                              : "too many group operations are in flight", f);
+        if (describe_int(params, "limit", &n))
+                fprintf(f, " (limit %lld)", n);
+}
+
+static void describe_group_too_large(FILE *f, const cJSON *params) {
+        long long n, m;
+
+        if (describe_int(params, "members", &n))
+                fprintf(f, "the selection holds %lld processes", n);
+        else
+                fputs("the selection holds too many processes", f);
+        if (describe_int(params, "limit", &m))
+                fprintf(f, ", more than the limit of %lld", m);
+}
+
+static void describe_no_such_lease(FILE *f, const cJSON *params) {
+        long long n;
+
+        fputs("no such lease", f);
+        if (describe_int(params, "lease", &n))
+                fprintf(f, " (%lld): it has ended, or it is not yours", n);
+}
+
+static void describe_message_too_large(FILE *f, const cJSON *params) {
+        long long n;
+
+        fputs("the request is too large", f);
+        if (describe_int(params, "max_bytes", &n))
+                fprintf(f, " (limit %lld bytes)", n);
+}
+
+/* Errors whose sentence says what their parameters hold. */
+static const struct {
+        const char *name;
+        void (*describe)(FILE *f, const cJSON *params);
+} describe_with_params[] = {
+        { CUDACKPT_ERROR_PERMISSION_DENIED, describe_permission_denied },
+        { CUDACKPT_ERROR_INVALID_STATE, describe_invalid_state },
+        { CUDACKPT_ERROR_PROCESS_STOPPED, describe_process_stopped },
+        { CUDACKPT_ERROR_TIMEOUT, describe_timeout },
+        { CUDACKPT_ERROR_INVALID_GPU_MAPPING, describe_invalid_gpu_mapping },
+        { CUDACKPT_ERROR_NOT_SUPPORTED, describe_not_supported },
+        { CUDACKPT_ERROR_PROCESS_CHANGED, describe_process_changed },
+        { CUDACKPT_ERROR_DRIVER_ERROR, describe_driver_error },
+        { CUDACKPT_ERROR_QUEUE_FULL, describe_queue_full },
+        { CUDACKPT_ERROR_GROUP_TOO_LARGE, describe_group_too_large },
+        { CUDACKPT_ERROR_NO_SUCH_LEASE, describe_no_such_lease },
+        { CUDACKPT_ERROR_MESSAGE_TOO_LARGE, describe_message_too_large },
+};
 
 /* The sentence for one error of io.cudackpt.Process or org.varlink.service;
  * returns 0 when the name is not one of them.  nested: inside a
  * GroupFailed, which does not nest. */
 static int describe_known(FILE *f, const char *name, const cJSON *params, int nested) {
-        const char *s = NULL;
-        long long n, m;
+        for (size_t i = 0; i < sizeof(describe_fixed) / sizeof(describe_fixed[0]); i++)
+                if (strcmp(name, describe_fixed[i].name) == 0) {
+                        fputs(describe_fixed[i].sentence, f);
+                        return 1;
+                }
+        for (size_t i = 0; i < sizeof(describe_with_string) / sizeof(describe_with_string[0]); i++)
+                if (strcmp(name, describe_with_string[i].name) == 0) {
+                        const char *s = json_get_string(params, describe_with_string[i].key);
 
-#define IS(suffix) (strcmp(name, suffix) == 0)
-        if (IS(CUDACKPT_ERROR_NO_SUCH_PROCESS))
-                fputs("no such process", f);
-        else if (IS(CUDACKPT_ERROR_NOT_CUDA_PROCESS))
-                fputs("the process has not initialised CUDA", f);
-        else if (IS(CUDACKPT_ERROR_PERMISSION_DENIED)) {
-                if (describe_int(params, "caller_uid", &n))
-                        fprintf(f, "uid %lld may not act on this process", n);
-                else
-                        fputs("permission denied", f);
-        } else if (IS(CUDACKPT_ERROR_INVALID_STATE)) {
-                const char *required = describe_str(params, "required_state");
-                s = describe_str(params, "state");
-                if (s)
-                        fprintf(f, "process is %s", s);
-                else if (required)
-                        fprintf(f, "process is not %s", required);
-                else
-                        fputs("process is in the wrong state", f);
-                describe_tail(f, params, 0);
-        } else if (IS(CUDACKPT_ERROR_PROCESS_STOPPED)) {
-                s = describe_str(params, "stop");
-                fprintf(f, "every thread of the process is stopped%s; the driver cannot act on it "
-                           "until it runs again",
-                        s && strcmp(s, "traced") == 0 ? " by a tracer" : s ? " by a signal" : "");
-                describe_tail(f, params, 1);
-        } else if (IS(CUDACKPT_ERROR_TIMEOUT)) {
-                if (describe_int(params, "timeout_ms", &n))
-                        fprintf(f, "lock did not complete within %lld ms", n);
-                else
-                        fputs("lock did not complete in time", f);
-                describe_tail(f, params, 1);
-        } else if (IS(CUDACKPT_ERROR_INVALID_GPU_MAPPING)) {
-                s = describe_str(params, "reason");
-                fprintf(f, "invalid GPU mapping: %s", s ? s : "refused");
-                s = describe_str(params, "uuid");
-                if (s)
-                        fprintf(f, " (%s)", s);
-                describe_tail(f, params, 1);
-        } else if (IS(CUDACKPT_ERROR_NOT_SUPPORTED)) {
-                fputs("the driver cannot checkpoint this process", f);
-                describe_tail(f, params, 1);
-        } else if (IS(CUDACKPT_ERROR_PROCESS_GONE)) {
-                s = describe_str(params, "method");
-                fprintf(f, "the process exited during %s", s ? s : "the operation");
-        } else if (IS(CUDACKPT_ERROR_PROCESS_CHANGED)) {
-                fputs("the pid now belongs to another process", f);
-                if (describe_int(params, "actual_start_time", &n) && describe_int(params, "start_time", &m))
-                        fprintf(f, " (start time %lld, expected %lld)", n, m);
-        } else if (IS(CUDACKPT_ERROR_DRIVER_UNAVAILABLE)) {
-                s = describe_str(params, "reason");
-                fprintf(f, "no usable CUDA driver%s%s", s ? ": " : "", s ? s : "");
-        } else if (IS(CUDACKPT_ERROR_DRIVER_ERROR)) {
-                s = describe_str(params, "cuda_error");
-                fprintf(f, "the driver failed with %s", s ? s : "an error");
-                if (describe_int(params, "cuda_error_code", &n))
-                        fprintf(f, " (%lld)", n);
-                describe_tail(f, params, 1);
-        } else if (IS(CUDACKPT_ERROR_QUEUE_FULL)) {
-                /* Without a pid: the limit of groups in flight. */
-                fputs(describe_int(params, "pid", &n) ? "too many operations are queued"
-                                                      : "too many group operations are in flight", f);
-                if (describe_int(params, "limit", &n))
-                        fprintf(f, " (limit %lld)", n);
-        } else if (IS(CUDACKPT_ERROR_GROUP_TOO_LARGE)) {
-                if (describe_int(params, "members", &n))
-                        fprintf(f, "the selection holds %lld processes", n);
-                else
-                        fputs("the selection holds too many processes", f);
-                if (describe_int(params, "limit", &m))
-                        fprintf(f, ", more than the limit of %lld", m);
-        } else if (IS(CUDACKPT_ERROR_NO_SUCH_LEASE)) {
-                fputs("no such lease", f);
-                if (describe_int(params, "lease", &n))
-                        fprintf(f, " (%lld): it has ended, or it is not yours", n);
-        } else if (IS(CUDACKPT_ERROR_GROUP_FAILED) && !nested)
+                        fputs(describe_with_string[i].lead, f);
+                        fputs(s ? describe_with_string[i].sep : describe_with_string[i].absent, f);
+                        if (s)
+                                fputs(s, f);
+                        return 1;
+                }
+        for (size_t i = 0; i < sizeof(describe_with_params) / sizeof(describe_with_params[0]); i++)
+                if (strcmp(name, describe_with_params[i].name) == 0) {
+                        describe_with_params[i].describe(f, params);
+                        return 1;
+                }
+        if (strcmp(name, CUDACKPT_ERROR_GROUP_FAILED) == 0 && !nested) {
                 describe_group_failed(f, params);
-        else if (IS(CUDACKPT_ERROR_SHUTTING_DOWN))
-                fputs("the daemon is shutting down", f);
-        else if (IS(CUDACKPT_ERROR_INVALID_REQUEST)) {
-                s = describe_str(params, "reason");
-                fprintf(f, "the daemon rejected the request%s%s", s ? ": " : "", s ? s : "");
-        } else if (IS(CUDACKPT_ERROR_MESSAGE_TOO_LARGE)) {
-                fputs("the request is too large", f);
-                if (describe_int(params, "max_bytes", &n))
-                        fprintf(f, " (limit %lld bytes)", n);
-        } else if (IS(CUDACKPT_VARLINK_METHOD_NOT_FOUND)) {
-                s = describe_str(params, "method");
-                fprintf(f, "the daemon has no method %s", s ? s : "of that name");
-        } else if (IS(CUDACKPT_VARLINK_INTERFACE_NOT_FOUND)) {
-                s = describe_str(params, "interface");
-                fprintf(f, "the daemon has no interface %s", s ? s : "of that name");
-        } else if (IS(CUDACKPT_VARLINK_INVALID_PARAMETER)) {
-                s = describe_str(params, "parameter");
-                fprintf(f, "invalid parameter %s", s ? s : "in the request");
-        } else if (IS(CUDACKPT_VARLINK_PERMISSION_DENIED))
-                fputs("permission denied", f);
-        else
-                return 0;
-#undef IS
-        return 1;
+                return 1;
+        }
+        return 0;
 }
 
 char *ctl_describe_error(const cudackpt_reply *r) {
@@ -298,7 +354,7 @@ int ctl_call_failure_exit_code(int r) {
 
 char *ctl_error_json(const cudackpt_reply *r) {
         cJSON *o = cJSON_CreateObject(), *params = NULL;
-        char *text = NULL, *copy = NULL;
+        char *copy = NULL;
 
         if (!o || !cJSON_AddStringToObject(o, "error", r->error ? r->error : ""))
                 goto out;
@@ -309,10 +365,25 @@ char *ctl_error_json(const cudackpt_reply *r) {
                 cJSON_Delete(params);
                 goto out;
         }
-        text = cJSON_PrintUnformatted(o);
-        copy = text ? strdup(text) : NULL;
+        copy = json_print_dup(o);
 out:
-        cJSON_free(text);
         cJSON_Delete(o);
         return copy;
 }
+
+/* Columns a sanitised s takes: one per UTF-8 code point. */
+size_t ctl_text_width(const char *s) {
+        size_t n = 0;
+
+        for (; s && *s; s++)
+                n += ((unsigned char) *s & 0xc0) != 0x80;
+        return n;
+}
+
+/* s sanitised, then padded with spaces to width columns. */
+void ctl_put_cell(FILE *f, const char *s, size_t width) {
+        ctl_fputs_safe(s, f);
+        for (size_t w = ctl_text_width(s); w < width; w++)
+                putc(' ', f);
+}
+

@@ -165,7 +165,7 @@ static int dump_find_trees(dump_job *x) {
                 if (r == 0)
                         r = dump_member_gpus(x, m);
         }
-        ctl_proctree_done(&t);
+        ctl_proctree_free(&t);
         free(set);
         free(roots);
         free(members);
@@ -210,14 +210,7 @@ static char **dump_criu_argv(const dump_job *x, size_t i, const char *barrier) {
                         continue;
                 argv[n++] = strdup(a->criu_argv[k]);
         }
-        for (size_t k = 0; k < n; k++)
-                if (!argv[k]) {
-                        for (size_t j = 0; j < n; j++)
-                                free(argv[j]);
-                        free(argv);
-                        return NULL;
-                }
-        return argv;
+        return ctl_job_argv_checked(argv, n);
 }
 
 /* The user's --action-script scripts, in the order criu would run them
@@ -374,29 +367,9 @@ static int dump_resume(dump_job *x) {
         return status;
 }
 
-static cJSON *dump_json_trees(const dump_job *x) {
-        cJSON *arr = cJSON_CreateArray();
-
-        for (size_t i = 0; arr && i < x->m.n_trees; i++) {
-                cJSON *o = cJSON_CreateObject();
-
-                if (!o || !cJSON_AddItemToArray(arr, o))
-                        return cJSON_Delete(o), arr;
-                cJSON_AddNumberToObject(o, "root", x->m.trees[i].root);
-                cJSON_AddStringToObject(o, "images", x->m.trees[i].images);
-                cJSON_AddNumberToObject(o, "processes", (double) x->m.trees[i].n_pids);
-                if (x->runs) {
-                        cJSON_AddNumberToObject(o, "criu_status", x->runs[i].status);
-                        cJSON_AddNumberToObject(o, "criu_ms", x->runs[i].ms);
-                }
-        }
-        return arr;
-}
-
 /* --json: one object on stdout, whatever the outcome. */
 static void dump_print_json(const dump_job *x, const char *failed_step, bool resumed) {
         cJSON *o = cJSON_CreateObject();
-        char *text;
 
         if (!o)
                 return;
@@ -408,31 +381,24 @@ static void dump_print_json(const dump_job *x, const char *failed_step, bool res
         }
         cJSON_AddBoolToObject(o, "left_running", x->a->leave_running && !failed_step);
         cJSON_AddNumberToObject(o, "members", (double) x->m.n_members);
-        cJSON_AddItemToObject(o, "trees", dump_json_trees(x));
+        cJSON_AddItemToObject(o, "trees", ctl_job_trees_json(&x->m, x->runs, true));
         cJSON_AddNumberToObject(o, "suspend_ms", x->suspend_ms);
         cJSON_AddNumberToObject(o, "criu_ms", x->criu_ms);
         if (x->resume_ms > 0)
                 cJSON_AddNumberToObject(o, "resume_ms", x->resume_ms);
         cJSON_AddNumberToObject(o, "duration_ms", ctl_job_now_ms() - x->t0);
-        text = cJSON_PrintUnformatted(o);
-        if (text)
-                puts(text);
-        cJSON_free(text);
-        cJSON_Delete(o);
+        ctl_job_print_json(o);
 }
 
 /* Step 2 failed (or could not run): resume the job, say what happened. */
 static int dump_fail_criu(dump_job *x, int r) {
         const char *step = "step 2 of 3 (criu dump)";
-        int *roots = calloc(x->m.n_trees + 1, sizeof(int)), status;
+        int status;
 
-        for (size_t i = 0; roots && i < x->m.n_trees; i++)
-                roots[i] = x->m.trees[i].root;
         if (r != -EIO)
                 fprintf(stderr, "%s%s could not be run: %s\n", x->a->prefix, step, strerror(-r));
-        else if (roots)
-                ctl_job_print_criu_failures(x->a, "dump", x->runs, roots, x->m.n_trees);
-        free(roots);
+        else
+                ctl_job_print_criu_failures(x->a, "dump", x->runs, &x->m);
         status = dump_resume(x);
         if (status == CUDACKPT_EXIT_OK)
                 fprintf(stderr, "%s%s failed; the job was resumed (%zu CUDA process%s running again, every "
@@ -557,7 +523,7 @@ int ctl_job_dump(const ctl_job_args *a) {
         if (x.dir_fd >= 0)
                 close(x.dir_fd);
         ctl_criu_runs_free(x.runs, x.m.n_trees);
-        ctl_manifest_done(&x.m);
+        ctl_manifest_free(&x.m);
         cJSON_Delete(x.processes);
         cJSON_Delete(x.members);
         cudackpt_client_free(x.client);

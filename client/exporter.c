@@ -165,7 +165,7 @@ static unsigned exporter_scrape(const exporter *x, char **ret_text) {
         return status;
 }
 
-static enum MHD_Result exporter_handle(void *cls, struct MHD_Connection *conn, const char *url,
+static enum MHD_Result exporter_request_cb(void *cls, struct MHD_Connection *conn, const char *url,
                                        const char *method, const char *version, const char *upload_data,
                                        size_t *upload_data_size, void **req_cls) {
         exporter *x = cls;
@@ -216,7 +216,7 @@ static struct MHD_Daemon *exporter_start(exporter *x, struct sockaddr_storage *s
 
         if (any)   /* ":PORT": IPv6 and IPv4, or IPv4 alone on a node without IPv6 */
                 d = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, ntohs(((struct sockaddr_in *) ss)->sin_port),
-                                     NULL, NULL, exporter_handle, x,
+                                     NULL, NULL, exporter_request_cb, x,
                                      MHD_OPTION_THREAD_POOL_SIZE, EXPORTER_THREADS,
                                      MHD_OPTION_CONNECTION_LIMIT, EXPORTER_MAX_CONNECTIONS,
                                      MHD_OPTION_CONNECTION_TIMEOUT, EXPORTER_IDLE_S,
@@ -225,7 +225,7 @@ static struct MHD_Daemon *exporter_start(exporter *x, struct sockaddr_storage *s
                 return d;
         if (ss->ss_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
-        return MHD_start_daemon(flags, 0, NULL, NULL, exporter_handle, x,
+        return MHD_start_daemon(flags, 0, NULL, NULL, exporter_request_cb, x,
                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *) ss,
                                 MHD_OPTION_THREAD_POOL_SIZE, EXPORTER_THREADS,
                                 MHD_OPTION_CONNECTION_LIMIT, EXPORTER_MAX_CONNECTIONS,

@@ -1,8 +1,8 @@
-/* group.c: cudackptctl's group forms and ps.
+/* group.c: cudackptctl's group forms.
  *
- * A selector (--pids, --cgroup, --tree) names a set of processes; the
- * group forms of lock, checkpoint, restore, unlock, suspend and resume send
- * it to the daemon's Group methods, and ps to ListProcesses.  While a
+ * A selector (--pids, --cgroup, --tree; selector.c) names a set of
+ * processes; the group forms of lock, checkpoint, restore, unlock, suspend
+ * and resume send it to the daemon's Group methods.  While a
  * group runs, the daemon's progress replies ("more") are shown on stderr:
  * on a terminal one line per phase, rewritten in place; otherwise one
  * plain line per event.  The result is a table of the members (stdout on
@@ -12,12 +12,12 @@
  * the right type are used, and every string is sanitised before it is
  * shown. */
 #include "ctl.h"
+#include "json.h"
 
 #include <cJSON.h>
 
 #include <errno.h>
 #include <math.h>
-#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,170 +25,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-/* Start times are exact integers in a double up to 2^53, as the daemon takes them. */
-#define GROUP_START_TIME_MAX 9007199254740992ULL
-
-/* ---- Selectors ------------------------------------------------------------- */
-
-/* One "PID" or "PID:START_TIME" of a --pids list, appended to arr. */
-static int group_add_ref(cJSON *arr, char *item) {
-        unsigned long long start = 0;
-        char *colon = strchr(item, ':');
-        const cJSON *ref;
-        cJSON *o;
-        int pid, r;
-
-        if (colon)
-                *colon = '\0';
-        r = ctl_parse_pid(item, &pid);
-        if (r < 0)
-                return -EINVAL;
-        if (colon && ctl_parse_uint(colon + 1, GROUP_START_TIME_MAX, &start) < 0)
-                return -EINVAL;
-        cJSON_ArrayForEach(ref, arr) {
-                const cJSON *p = cJSON_GetObjectItemCaseSensitive(ref, "pid");
-
-                if (cJSON_IsNumber(p) && p->valuedouble == pid)
-                        return -EEXIST;
-        }
-        o = cJSON_CreateObject();
-        if (!o || !cJSON_AddNumberToObject(o, "pid", pid) ||
-            (colon && !cJSON_AddNumberToObject(o, "start_time", (double) start)) ||
-            !cJSON_AddItemToArray(arr, o)) {
-                cJSON_Delete(o);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-/* {"pids": [{"pid": N[, "start_time": T]}, ...]} from "N[:T][,N[:T]...]". */
-static int group_parse_pids(const char *arg, cJSON *sel) {
-        char *copy, *item, *next;
-        cJSON *arr;
-        int r = 0;
-
-        if (!*arg)
-                return -EINVAL;
-        arr = cJSON_AddArrayToObject(sel, "pids");
-        copy = strdup(arg);
-        if (!arr || !copy) {
-                free(copy);
-                return -ENOMEM;
-        }
-        /* strtok_r would merge ",," into one separator; an empty item must be an error. */
-        for (item = copy; item && r >= 0; item = next) {
-                char *comma = strchr(item, ',');
-
-                next = comma ? comma + 1 : NULL;
-                if (comma)
-                        *comma = '\0';
-                r = group_add_ref(arr, item);
-        }
-        free(copy);
-        return r;
-}
-
-/* An absolute cgroup path without empty, "." or ".." components (a
- * trailing slash is allowed), as the daemon takes it. */
-static int group_check_cgroup(const char *path) {
-        size_t n = strlen(path);
-
-        if (path[0] != '/' || n >= 4096)
-                return -EINVAL;
-        while (n > 1 && path[n - 1] == '/')
-                n--;
-        for (size_t i = 1; i < n;) {
-                size_t j = i;
-
-                while (j < n && path[j] != '/')
-                        j++;
-                if (j == i || (j - i == 1 && path[i] == '.') ||
-                    (j - i == 2 && path[i] == '.' && path[i + 1] == '.'))
-                        return -EINVAL;
-                i = j + 1;
-        }
-        return 0;
-}
-
-const char *ctl_selector_option(ctl_selector_kind kind) {
-        switch (kind) {
-        case CTL_SELECT_PIDS:
-                return "--pids";
-        case CTL_SELECT_CGROUP:
-                return "--cgroup";
-        case CTL_SELECT_TREE:
-                return "--tree";
-        case CTL_SELECT_NONE:
-                break;
-        }
-        return "";
-}
-
-int ctl_selector_parse(ctl_selector *sel, ctl_selector_kind kind, const char *arg) {
-        cJSON *o;
-        int pid, r = 0;
-
-        if (!arg || kind == CTL_SELECT_NONE)
-                return -EINVAL;
-        o = cJSON_CreateObject();
-        if (!o)
-                return -ENOMEM;
-        switch (kind) {
-        case CTL_SELECT_PIDS:
-                r = group_parse_pids(arg, o);
-                break;
-        case CTL_SELECT_CGROUP:
-                r = group_check_cgroup(arg);
-                if (r >= 0 && !cJSON_AddStringToObject(o, "cgroup", arg))
-                        r = -ENOMEM;
-                break;
-        case CTL_SELECT_TREE:
-                r = ctl_parse_pid(arg, &pid) < 0 ? -EINVAL : 0;
-                if (r >= 0 && !cJSON_AddNumberToObject(o, "tree", pid))
-                        r = -ENOMEM;
-                break;
-        case CTL_SELECT_NONE:
-                break;
-        }
-        if (r < 0) {
-                cJSON_Delete(o);
-                return r;
-        }
-        ctl_selector_done(sel);
-        sel->kind = kind;
-        sel->arg = arg;
-        sel->json = o;
-        return 0;
-}
-
-void ctl_selector_done(ctl_selector *sel) {
-        if (!sel)
-                return;
-        cJSON_Delete(sel->json);
-        *sel = (ctl_selector) { .kind = CTL_SELECT_NONE };
-}
-
 /* ---- Reading replies --------------------------------------------------------- */
-
-static const char *group_str(const cJSON *o, const char *key) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
-
-        return cJSON_IsString(item) && item->valuestring ? item->valuestring : NULL;
-}
-
-/* An integral number within [0, max]. */
-static bool group_uint(const cJSON *o, const char *key, double max, long long *ret) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
-        double d;
-
-        if (!cJSON_IsNumber(item))
-                return false;
-        d = item->valuedouble;
-        if (!isfinite(d) || d != floor(d) || d < 0 || d > max)
-                return false;
-        *ret = (long long) d;
-        return true;
-}
 
 static double group_ms(const cJSON *o, const char *key) {
         const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -197,22 +34,6 @@ static double group_ms(const cJSON *o, const char *key) {
             item->valuedouble > 1e15)
                 return -1;
         return item->valuedouble;
-}
-
-/* Columns a sanitised s takes: one per UTF-8 code point. */
-static size_t group_width(const char *s) {
-        size_t n = 0;
-
-        for (; s && *s; s++)
-                n += ((unsigned char) *s & 0xc0) != 0x80;
-        return n;
-}
-
-/* s sanitised, then padded with spaces to width columns. */
-static void group_put_cell(FILE *f, const char *s, size_t width) {
-        ctl_fputs_safe(s, f);
-        for (size_t w = group_width(s); w < width; w++)
-                putc(' ', f);
 }
 
 /* "Name: sentence" of a member's error (name, parameters object or
@@ -276,7 +97,7 @@ static bool group_seen_check(group_seen *s, long long pid) {
         return false;
 }
 
-static void group_seen_done(group_seen *s) {
+static void group_seen_free(group_seen *s) {
         free(s->pids);
         *s = (group_seen) { 0 };
 }
@@ -287,8 +108,8 @@ static void group_seen_done(group_seen *s) {
  * time its rollback error does.  NULL when out of memory. */
 static char *group_progress_text(group_progress *p, const char *phase, const cJSON *member, long long done,
                                  long long total, bool *ret_failed) {
-        const char *state = group_str(member, "state"), *error = group_str(member, "error");
-        const char *rollback = group_str(member, "rollback_error");
+        const char *state = json_get_string(member, "state"), *error = json_get_string(member, "error");
+        const char *rollback = json_get_string(member, "rollback_error");
         double ms = group_ms(member, "duration_ms");
         char *text = NULL, *desc = NULL;
         size_t size = 0;
@@ -303,7 +124,7 @@ static char *group_progress_text(group_progress *p, const char *phase, const cJS
         if (total > 0)
                 fprintf(f, " %lld/%lld", done, total);
         fputs(":", f);
-        have_pid = group_uint(member, "pid", 2147483647.0, &pid);
+        have_pid = json_get_integer(member, "pid", 0, 2147483647.0, &pid);
         if (have_pid)
                 fprintf(f, " %lld", pid);
         /* Without a pid every error is news. */
@@ -338,12 +159,12 @@ static void group_progress_end_line(group_progress *p) {
 }
 
 /* cudackpt_progress_fn: one progress reply of the daemon. */
-static int group_on_progress(void *ctx, const char *parameters_json) {
+static int group_progress_cb(void *ctx, const char *parameters_json) {
         group_progress *p = ctx;
         cJSON *params = cJSON_Parse(parameters_json);
         const cJSON *progress = cJSON_GetObjectItemCaseSensitive(params, "progress");
         const cJSON *member = cJSON_GetObjectItemCaseSensitive(progress, "member");
-        const char *phase = group_str(progress, "phase");
+        const char *phase = json_get_string(progress, "phase");
         long long done = 0, total = 0;
         bool failed = false;
         char *text;
@@ -351,7 +172,7 @@ static int group_on_progress(void *ctx, const char *parameters_json) {
         /* Not a progress report we understand: nothing to show, not fatal. */
         if (!phase || !cJSON_IsObject(member) || strlen(phase) >= sizeof(p->phase))
                 goto out;
-        if (!group_uint(progress, "done", 1e9, &done) || !group_uint(progress, "total", 1e9, &total))
+        if (!json_get_integer(progress, "done", 0, 1e9, &done) || !json_get_integer(progress, "total", 0, 1e9, &total))
                 done = total = 0;
         text = group_progress_text(p, phase, member, done, total, &failed);
         if (!text)
@@ -400,14 +221,14 @@ static void group_print_skipped(FILE *f, const cJSON *params) {
         if (!cJSON_IsArray(skipped))
                 return;
         cJSON_ArrayForEach(s, skipped) {
-                const char *reason = group_str(s, "reason");
+                const char *reason = json_get_string(s, "reason");
                 bool seen = false, first = true;
 
                 for (t = skipped->child; t && t != s; t = t->next) {
-                        const char *other = group_str(t, "reason");
+                        const char *other = json_get_string(t, "reason");
                         long long pid;
 
-                        if (group_uint(t, "pid", 2147483647.0, &pid) &&
+                        if (json_get_integer(t, "pid", 0, 2147483647.0, &pid) &&
                             ((!reason && !other) || (reason && other && strcmp(reason, other) == 0))) {
                                 seen = true;
                                 break;
@@ -417,10 +238,10 @@ static void group_print_skipped(FILE *f, const cJSON *params) {
                         continue;
                 /* The first entry of this reason: the line of all of them. */
                 for (t = s; t; t = t->next) {
-                        const char *other = group_str(t, "reason");
+                        const char *other = json_get_string(t, "reason");
                         long long pid;
 
-                        if (!group_uint(t, "pid", 2147483647.0, &pid) ||
+                        if (!json_get_integer(t, "pid", 0, 2147483647.0, &pid) ||
                             !((!reason && !other) || (reason && other && strcmp(reason, other) == 0)))
                                 continue;
                         if (first) {
@@ -440,60 +261,100 @@ static void group_print_skipped(FILE *f, const cJSON *params) {
         }
 }
 
-/* The members table: PID STATE TIME, and with errors ERROR.  Returns the
- * number of members; *ret_state is the state they all share (NULL when
- * they differ or none has one). */
-static size_t group_print_members(FILE *f, const cJSON *members, bool with_errors, const char **ret_state) {
-        size_t n = 0, w_pid = 3, w_state = 5, w_time = 4;
+/* The widths of the members table's columns. */
+typedef struct group_widths {
+        size_t pid, state, time;
+} group_widths;
+
+/* The columns' widths for members; returns the number of members, and
+ * *ret_state the state they all share (NULL when they differ or none has
+ * one). */
+static size_t group_measure_members(const cJSON *members, group_widths *w, const char **ret_state) {
         const char *common = NULL;
         bool mixed = false;
         const cJSON *m;
         char buf[64];
+        size_t n = 0;
 
+        *w = (group_widths) { .pid = 3, .state = 5, .time = 4 };
         cJSON_ArrayForEach(m, members) {
-                const char *state = group_str(m, "state");
+                const char *state = json_get_string(m, "state");
                 double ms = group_ms(m, "duration_ms");
                 long long pid;
 
-                if (!group_uint(m, "pid", 2147483647.0, &pid))
+                if (!json_get_integer(m, "pid", 0, 2147483647.0, &pid))
                         continue;
                 n++;
                 snprintf(buf, sizeof(buf), "%lld", pid);
-                if (strlen(buf) > w_pid)
-                        w_pid = strlen(buf);
+                if (strlen(buf) > w->pid)
+                        w->pid = strlen(buf);
                 if (!state)
                         state = "unknown";
-                if (group_width(state) > w_state)
-                        w_state = group_width(state);
-                if (ms >= 0 && (size_t) snprintf(buf, sizeof(buf), "%.1f ms", ms) > w_time)
-                        w_time = strlen(buf);
+                if (ctl_text_width(state) > w->state)
+                        w->state = ctl_text_width(state);
+                if (ms >= 0 && (size_t) snprintf(buf, sizeof(buf), "%.1f ms", ms) > w->time)
+                        w->time = strlen(buf);
                 if (!common)
                         common = state;
                 else if (strcmp(common, state) != 0)
                         mixed = true;
         }
         *ret_state = mixed || !common || strcmp(common, "unknown") == 0 ? NULL : common;
+        return n;
+}
+
+/* The ERROR cell of member m: its error and its rollback's, or "-". */
+static void group_print_member_error(FILE *f, const cJSON *m) {
+        const char *error = json_get_string(m, "error"), *rollback = json_get_string(m, "rollback_error");
+
+        if (error) {
+                char *desc = group_describe_member_error(error,
+                                                         cJSON_GetObjectItemCaseSensitive(m, "error_parameters"));
+
+                if (desc)
+                        fputs(desc, f);
+                else
+                        ctl_fputs_safe(group_short_name(error), f);
+                free(desc);
+        }
+        if (rollback) {
+                fputs(error ? "; rollback failed: " : "rollback failed: ", f);
+                ctl_fputs_safe(group_short_name(rollback), f);
+        }
+        if (!error && !rollback)
+                fputs("-", f);
+}
+
+/* The members table: PID STATE TIME, and with errors ERROR.  Returns the
+ * number of members; *ret_state is the state they all share (NULL when
+ * they differ or none has one). */
+static size_t group_print_members(FILE *f, const cJSON *members, bool with_errors, const char **ret_state) {
+        size_t n = 0;
+        group_widths w;
+        const cJSON *m;
+        char buf[64];
+
+        n = group_measure_members(members, &w, ret_state);
         if (n == 0)
                 return 0;
 
-        fprintf(f, "%*s  ", (int) w_pid, "PID");
-        group_put_cell(f, "STATE", w_state);
+        fprintf(f, "%*s  ", (int) w.pid, "PID");
+        ctl_put_cell(f, "STATE", w.state);
         fputs("  ", f);
         if (with_errors) {
-                group_put_cell(f, "TIME", w_time);
+                ctl_put_cell(f, "TIME", w.time);
                 fputs("  ERROR\n", f);
         } else
                 fputs("TIME\n", f);
         cJSON_ArrayForEach(m, members) {
-                const char *state = group_str(m, "state"), *error = group_str(m, "error");
-                const char *rollback = group_str(m, "rollback_error");
+                const char *state = json_get_string(m, "state");
                 double ms = group_ms(m, "duration_ms");
                 long long pid;
 
-                if (!group_uint(m, "pid", 2147483647.0, &pid))
+                if (!json_get_integer(m, "pid", 0, 2147483647.0, &pid))
                         continue;
-                fprintf(f, "%*lld  ", (int) w_pid, pid);
-                group_put_cell(f, state ? state : "unknown", w_state);
+                fprintf(f, "%*lld  ", (int) w.pid, pid);
+                ctl_put_cell(f, state ? state : "unknown", w.state);
                 fputs("  ", f);
                 if (ms >= 0)
                         snprintf(buf, sizeof(buf), "%.1f ms", ms);
@@ -503,24 +364,9 @@ static size_t group_print_members(FILE *f, const cJSON *members, bool with_error
                         fprintf(f, "%s\n", buf);
                         continue;
                 }
-                group_put_cell(f, buf, w_time);
+                ctl_put_cell(f, buf, w.time);
                 fputs("  ", f);
-                if (error) {
-                        char *desc = group_describe_member_error(
-                                error, cJSON_GetObjectItemCaseSensitive(m, "error_parameters"));
-
-                        if (desc)
-                                fputs(desc, f);
-                        else
-                                ctl_fputs_safe(group_short_name(error), f);
-                        free(desc);
-                }
-                if (rollback) {
-                        fputs(error ? "; rollback failed: " : "rollback failed: ", f);
-                        ctl_fputs_safe(group_short_name(rollback), f);
-                }
-                if (!error && !rollback)
-                        fputs("-", f);
+                group_print_member_error(f, m);
                 fputc('\n', f);
         }
         return n;
@@ -593,7 +439,7 @@ static void group_print_error(const ctl_group *g, const cudackpt_reply *reply) {
 /* The parameters of a Group call: selector, timeout_ms, gpu_mapping. */
 static char *group_params(const ctl_group *g) {
         cJSON *params = cJSON_CreateObject(), *sel = cJSON_Duplicate(g->selector->json, 1), *map;
-        char *text = NULL, *copy = NULL;
+        char *copy = NULL;
 
         if (!params || !sel || !cJSON_AddItemToObject(params, "selector", sel)) {
                 cJSON_Delete(sel);
@@ -614,10 +460,8 @@ static char *group_params(const ctl_group *g) {
                         if (!cJSON_AddStringToObject(map, g->map[i], g->map[i + 1]))
                                 goto out;
         }
-        text = cJSON_PrintUnformatted(params);
-        copy = text ? strdup(text) : NULL;
+        copy = json_print_dup(params);
 out:
-        cJSON_free(text);
         cJSON_Delete(params);
         return copy;
 }
@@ -636,7 +480,8 @@ static cJSON *group_members_selector(const cudackpt_reply *reply) {
         if (!pids)
                 goto fail;
         cJSON_ArrayForEach(m, members) {
-                if (!group_uint(m, "pid", 2147483647.0, &pid) || !group_uint(m, "start_time", 9007199254740992.0, &start))
+                if (!json_get_integer(m, "pid", 0, 2147483647.0, &pid) ||
+                    !json_get_integer(m, "start_time", 0, JSON_MAX_EXACT, &start))
                         goto fail;
                 ref = cJSON_CreateObject();
                 if (!ref || !cJSON_AddItemToArray(pids, ref) || !cJSON_AddNumberToObject(ref, "pid", (double) pid) ||
@@ -671,10 +516,10 @@ int ctl_group_run(cudackpt_client *client, const ctl_group *g) {
                 progress.cols = 80;
                 if (progress.tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
                         progress.cols = ws.ws_col;
-                r = cudackpt_call_more(client, g->method, params, group_on_progress, &progress, &reply);
+                r = cudackpt_call_more(client, g->method, params, group_progress_cb, &progress, &reply);
                 group_progress_end_line(&progress);
-                group_seen_done(&progress.failed);
-                group_seen_done(&progress.rollback_failed);
+                group_seen_free(&progress.failed);
+                group_seen_free(&progress.rollback_failed);
         } else
                 r = cudackpt_call(client, g->method, params, &reply);
         free(params);
@@ -701,240 +546,3 @@ int ctl_group_run(cudackpt_client *client, const ctl_group *g) {
         return status;
 }
 
-/* ---- ps ---------------------------------------------------------------------- */
-
-/* What ps shows of one process. */
-typedef struct ps_row {
-        long long pid;
-        char *user;     /* name, or the uid in digits */
-        char *state;    /* "locked", "stopped(signal)", "locked [Suspend]" */
-        const char *cgroup;
-        const char *command;
-        char *gpu_mem;  /* "1.5 GiB", "3.0 GiB (2 GPUs)", "-"; NULL: no "gpus" */
-} ps_row;
-
-/* The GPU memory column of one process: its "gpus" summed (NVML's view: a
- * checkpointed process holds none). */
-static char *ps_gpu_mem(const cJSON *o) {
-        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "gpus"), *g;
-        double bytes = 0;
-        int n = 0, k;
-        char *s = NULL;
-
-        if (!cJSON_IsArray(arr))
-                return NULL;
-        cJSON_ArrayForEach(g, arr) {
-                const cJSON *b = cJSON_GetObjectItemCaseSensitive(g, "memory_bytes");
-                n++;
-                if (cJSON_IsNumber(b) && b->valuedouble > 0)
-                        bytes += b->valuedouble;
-        }
-        if (n == 0)
-                return strdup("-");
-        if (bytes >= 1024.0 * 1024 * 1024)
-                k = asprintf(&s, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
-        else
-                k = asprintf(&s, "%.0f MiB", bytes / (1024.0 * 1024));
-        if (k >= 0 && n > 1) {
-                char *t = NULL;
-                k = asprintf(&t, "%s (%d GPUs)", s, n);
-                free(s);
-                s = t;
-        }
-        return k < 0 ? NULL : s;
-}
-
-static char *ps_user(const cJSON *o) {
-        const struct passwd *pw;
-        long long uid;
-        char *s = NULL;
-
-        if (!group_uint(o, "uid", 4294967295.0, &uid))
-                return strdup("?");
-        pw = getpwuid((uid_t) uid);
-        if (pw && pw->pw_name && *pw->pw_name)
-                return strdup(pw->pw_name);
-        return asprintf(&s, "%lld", uid) < 0 ? NULL : s;
-}
-
-static char *ps_state(const cJSON *o) {
-        const char *state = group_str(o, "state"), *stop = group_str(o, "stop");
-        const char *in_flight = group_str(o, "in_flight");
-        char *s = NULL, *base = NULL;
-        int k;
-
-        if (stop)
-                k = asprintf(&base, "stopped(%s)", stop);
-        else
-                k = asprintf(&base, "%s", state ? state : "unknown");
-        if (k < 0)
-                return NULL;
-        if (!in_flight)
-                return base;
-        k = asprintf(&s, "%s [%s]", base, in_flight);
-        free(base);
-        return k < 0 ? NULL : s;
-}
-
-static int ps_print_table(const ctl_ps *p, const cJSON *processes) {
-        size_t n = 0, w_pid = 3, w_user = 4, w_state = 5, w_cgroup = 6, w_gpu = 7;
-        bool gpus = false;
-        ps_row *rows;
-        const cJSON *o;
-        int status = CUDACKPT_EXIT_OK;
-
-        rows = calloc((size_t) cJSON_GetArraySize(processes) + 1, sizeof(*rows));
-        if (!rows)
-                goto oom;
-        cJSON_ArrayForEach(o, processes) {
-                ps_row *row = &rows[n];
-                char buf[32];
-
-                if (!group_uint(o, "pid", 2147483647.0, &row->pid))
-                        continue;
-                row->user = ps_user(o);
-                row->state = ps_state(o);
-                n++;
-                if (!row->user || !row->state)
-                        goto oom;
-                row->cgroup = group_str(o, "cgroup");
-                row->command = group_str(o, "command");
-                if (!row->cgroup || !*row->cgroup)
-                        row->cgroup = "-";
-                if (!row->command)
-                        row->command = "?";
-                row->gpu_mem = ps_gpu_mem(o);
-                if (row->gpu_mem) {
-                        gpus = true;
-                        if (group_width(row->gpu_mem) > w_gpu)
-                                w_gpu = group_width(row->gpu_mem);
-                }
-                snprintf(buf, sizeof(buf), "%lld", row->pid);
-                if (strlen(buf) > w_pid)
-                        w_pid = strlen(buf);
-                if (group_width(row->user) > w_user)
-                        w_user = group_width(row->user);
-                if (group_width(row->state) > w_state)
-                        w_state = group_width(row->state);
-                if (group_width(row->cgroup) > w_cgroup)
-                        w_cgroup = group_width(row->cgroup);
-        }
-        if (n == 0) {
-                puts(p->selector && p->selector->kind != CTL_SELECT_NONE ? "no CUDA process matched"
-                                                                         : "no CUDA process found");
-                goto out;
-        }
-        printf("%*s  ", (int) w_pid, "PID");
-        group_put_cell(stdout, "USER", w_user);
-        fputs("  ", stdout);
-        group_put_cell(stdout, "STATE", w_state);
-        fputs("  ", stdout);
-        group_put_cell(stdout, "CGROUP", w_cgroup);
-        if (gpus) {
-                fputs("  ", stdout);
-                group_put_cell(stdout, "GPU MEM", w_gpu);
-        }
-        fputs("  COMMAND\n", stdout);
-        for (size_t i = 0; i < n; i++) {
-                printf("%*lld  ", (int) w_pid, rows[i].pid);
-                group_put_cell(stdout, rows[i].user, w_user);
-                fputs("  ", stdout);
-                group_put_cell(stdout, rows[i].state, w_state);
-                fputs("  ", stdout);
-                group_put_cell(stdout, rows[i].cgroup, w_cgroup);
-                fputs("  ", stdout);
-                if (gpus) {
-                        group_put_cell(stdout, rows[i].gpu_mem ? rows[i].gpu_mem : "?", w_gpu);
-                        fputs("  ", stdout);
-                }
-                ctl_fputs_safe(rows[i].command, stdout);
-                putchar('\n');
-        }
-        goto out;
-oom:
-        fprintf(stderr, "%sout of memory\n", p->prefix);
-        status = CUDACKPT_EXIT_FAILURE;
-out:
-        for (size_t i = 0; rows && i < n; i++) {
-                free(rows[i].user);
-                free(rows[i].state);
-                free(rows[i].gpu_mem);
-        }
-        free(rows);
-        return status;
-}
-
-int ctl_ps_run(cudackpt_client *client, const ctl_ps *p) {
-        cJSON *params = NULL, *processes;
-        cudackpt_reply reply;
-        char *text = NULL, *copy = NULL;
-        int r, status;
-
-        if (p->selector && p->selector->kind != CTL_SELECT_NONE) {
-                cJSON *sel = cJSON_Duplicate(p->selector->json, 1);
-
-                params = cJSON_CreateObject();
-                if (!params || !sel || !cJSON_AddItemToObject(params, "selector", sel)) {
-                        cJSON_Delete(sel);
-                        cJSON_Delete(params);
-                        params = NULL;
-                        goto oom;
-                }
-                text = cJSON_PrintUnformatted(params);
-                copy = text ? strdup(text) : NULL;
-                cJSON_free(text);
-                cJSON_Delete(params);
-                params = NULL;
-                if (!copy)
-                        goto oom;
-        }
-        cudackpt_reply_init(&reply);
-        r = cudackpt_call(client, CUDACKPT_METHOD_LIST_PROCESSES, copy, &reply);
-        free(copy);
-        if (r < 0) {
-                fprintf(stderr, "%s%s\n", p->prefix, ctl_describe_call_failure(r));
-                return ctl_call_failure_exit_code(r);
-        }
-        if (reply.error) {
-                text = ctl_describe_error(&reply);
-                fputs(p->prefix, stderr);
-                /* Of several pids, the one the daemon refused (NoSuchProcess). */
-                if (p->selector && p->selector->kind == CTL_SELECT_PIDS && reply.pid > 0)
-                        fprintf(stderr, "pid %d: ", reply.pid);
-                fprintf(stderr, "%s\n", text ? text : "error");
-                free(text);
-                if (p->json) {
-                        text = ctl_error_json(&reply);
-                        if (text)
-                                puts(text);
-                        free(text);
-                }
-                status = cudackpt_reply_exit_code(&reply);
-                cudackpt_reply_clear(&reply);
-                return status;
-        }
-
-        params = cJSON_Parse(reply.parameters_json);
-        cudackpt_reply_clear(&reply);
-        processes = cJSON_GetObjectItemCaseSensitive(params, "processes");
-        if (!cJSON_IsArray(processes)) {
-                cJSON_Delete(params);
-                fprintf(stderr, "%sinvalid reply from cudackptd: no processes\n", p->prefix);
-                return CUDACKPT_EXIT_FAILURE;
-        }
-        if (p->json) {
-                /* The daemon's objects as they are, as one JSON list. */
-                text = cJSON_PrintUnformatted(processes);
-                if (text)
-                        puts(text);
-                cJSON_free(text);
-                status = text ? CUDACKPT_EXIT_OK : CUDACKPT_EXIT_FAILURE;
-        } else
-                status = ps_print_table(p, processes);
-        cJSON_Delete(params);
-        return status;
-
-oom:
-        fprintf(stderr, "%sout of memory\n", p->prefix);
-        return CUDACKPT_EXIT_FAILURE;
-}

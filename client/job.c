@@ -7,7 +7,11 @@
  * main() hands such a command line here (ctl_job_wanted) before its own
  * parser sees it: "restore PID" stays the driver's single restore, and
  * what follows "--" belongs to criu.  "criu-barrier SOCKET" is the dump's
- * own action script for CRIU (criu.c), not for people. */
+ * own action script for CRIU (criu.c), not for people.
+ *
+ * Also what dump.c and jobrestore.c share: the image directory's checks,
+ * the group calls, the report of failed criu runs, --json's trees and
+ * progress lines. */
 #include "job.h"
 
 #include <cudackpt/protocol.h>
@@ -181,40 +185,26 @@ int *ctl_job_selector_pids(const cJSON *sel, size_t *ret_n) {
         return out;
 }
 
-/* Text from criu, line by line, indented, each line sanitised. */
-static void job_print_lines(const char *text) {
-        char *copy = strdup(text), *nl;
-
-        for (char *line = copy; line && *line; line = nl ? nl + 1 : NULL) {
-                nl = strchr(line, '\n');
-                if (nl)
-                        *nl = '\0';
-                fputs("  ", stderr);
-                ctl_fputs_safe(line, stderr);
-                fputc('\n', stderr);
-        }
-        free(copy);
-}
-
 void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const ctl_criu_run *runs,
-                                 const int *roots, size_t n) {
-        for (size_t i = 0; i < n; i++) {
+                                 const ctl_manifest *m) {
+        for (size_t i = 0; i < m->n_trees; i++) {
                 const ctl_criu_run *r = &runs[i];
+                int root = m->trees[i].root;
 
                 if (r->status == 0 && !r->early)
                         continue;
                 fputs(a->prefix, stderr);
                 if (r->early)
                         fprintf(stderr, "criu %s of tree %d exited 0 after %.1f ms without getting to post-dump: it "
-                                "dumped nothing (an option such as -V, --help or --check-only?)%s\n", verb, roots[i],
+                                "dumped nothing (an option such as -V, --help or --check-only?)%s\n", verb, root,
                                 r->ms, r->output && *r->output ? "; it printed:" : "");
                 else if (r->status < 0)
-                        fprintf(stderr, "criu %s of tree %d was not started\n", verb, roots[i]);
+                        fprintf(stderr, "criu %s of tree %d was not started\n", verb, root);
                 else
                         fprintf(stderr, "criu %s of tree %d exited with status %d after %.1f ms%s\n", verb,
-                                roots[i], r->status, r->ms, r->output && *r->output ? "; it printed:" : "");
+                                root, r->status, r->ms, r->output && *r->output ? "; it printed:" : "");
                 if (r->output && *r->output)
-                        job_print_lines(r->output);
+                        ctl_criu_print_lines(r->output);
                 if (r->status > 0 && r->log) {
                         fputs("criu's log ", stderr);
                         ctl_fputs_safe(r->log, stderr);
@@ -222,6 +212,48 @@ void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const 
                         ctl_criu_print_log_tail(r->log, 25);
                 }
         }
+}
+
+cJSON *ctl_job_trees_json(const ctl_manifest *m, const ctl_criu_run *runs, bool with_images) {
+        cJSON *arr = cJSON_CreateArray();
+
+        for (size_t i = 0; arr && i < m->n_trees; i++) {
+                cJSON *o = cJSON_CreateObject();
+
+                if (!o || !cJSON_AddItemToArray(arr, o)) {
+                        cJSON_Delete(o);
+                        break;
+                }
+                cJSON_AddNumberToObject(o, "root", m->trees[i].root);
+                if (with_images)
+                        cJSON_AddStringToObject(o, "images", m->trees[i].images);
+                cJSON_AddNumberToObject(o, "processes", (double) m->trees[i].n_pids);
+                if (runs) {
+                        cJSON_AddNumberToObject(o, "criu_status", runs[i].status);
+                        cJSON_AddNumberToObject(o, "criu_ms", runs[i].ms);
+                }
+        }
+        return arr;
+}
+
+void ctl_job_print_json(cJSON *o) {
+        char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+
+        if (text)
+                puts(text);
+        cJSON_free(text);
+        cJSON_Delete(o);
+}
+
+char **ctl_job_argv_checked(char **argv, size_t n) {
+        for (size_t k = 0; k < n; k++)
+                if (!argv[k]) {
+                        for (size_t j = 0; j < n; j++)
+                                free(argv[j]);
+                        free(argv);
+                        return NULL;
+                }
+        return argv;
 }
 
 void ctl_job_progress(const ctl_job_args *a, const char *fmt, ...) {
@@ -294,17 +326,9 @@ static void job_help(void) {
                "cudackptctl(1) and docs/criu.md.\n");
 }
 
-__attribute__((format(printf, 1, 2)))
-static int job_usage(const char *fmt, ...) {
-        va_list ap;
-
-        fputs(JOB_NAME ": ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputs("\nTry '" JOB_NAME " dump --help' for more information.\n", stderr);
-        return CUDACKPT_EXIT_USAGE;
-}
+#define job_usage(...)                                                                            \
+        ctl_usage_fail(CUDACKPT_EXIT_USAGE, JOB_NAME, "\nTry '" JOB_NAME " dump --help' for more information.\n", \
+                       __VA_ARGS__)
 
 /* A selector option of dump. */
 static int job_selector(ctl_job_args *a, ctl_selector_kind kind, const char *arg) {
@@ -448,8 +472,8 @@ int ctl_job_main(int argc, char **argv) {
         status = job_parse(argc, argv, &a);
         if (status < 0)
                 status = a.dump ? ctl_job_dump(&a) : ctl_job_restore(&a);
-        ctl_map_done(&a.map);
-        ctl_selector_done(&a.selector);
+        ctl_map_free(&a.map);
+        ctl_selector_free(&a.selector);
         free(a.prefix);
         if (fflush(stdout) != 0 && status == CUDACKPT_EXIT_OK)
                 status = CUDACKPT_EXIT_FAILURE;

@@ -46,6 +46,8 @@ typedef struct ctl_criu_run {
         double ms;                /* how long it ran */
 } ctl_criu_run;
 
+struct ctl_manifest; /* manifest.c, below */
+
 /* ---- job.c ---- */
 
 /* Whether argv is a dump, a restore with --images, or the dump's barrier
@@ -84,9 +86,23 @@ int ctl_job_group(cudackpt_client *client, const ctl_job_args *a, const char *me
 /* The pids of a Selector {"pids": [{"pid": N, ...}]}; count in *ret_n. */
 int *ctl_job_selector_pids(const cJSON *sel, size_t *ret_n);
 
-/* On stderr: what each failed run printed and the end of its log. */
+/* On stderr: what each failed run of m's trees (runs[i] for tree i)
+ * printed and the end of its log. */
 void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const ctl_criu_run *runs,
-                                 const int *roots, size_t n);
+                                 const struct ctl_manifest *m);
+
+/* --json's "trees": per tree of m, its root, with_images its directory,
+ * its number of processes and, when runs is not NULL, its criu's status
+ * and time.  NULL when out of memory; a tree that does not fit is left
+ * out. */
+cJSON *ctl_job_trees_json(const struct ctl_manifest *m, const ctl_criu_run *runs, bool with_images);
+
+/* --json: o as one line on stdout; frees o (accepts NULL). */
+void ctl_job_print_json(cJSON *o);
+
+/* argv of n strings, some of which may have failed to be allocated (NULL):
+ * argv when none did, else NULL with argv and its strings freed. */
+char **ctl_job_argv_checked(char **argv, size_t n);
 
 /* Whether a's progress lines are on: one line "criu VERB: TEXT" on stderr. */
 void ctl_job_progress(const ctl_job_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -106,7 +122,7 @@ typedef struct ctl_proctree {
 } ctl_proctree;
 
 int ctl_proctree_scan(ctl_proctree *ret);
-void ctl_proctree_done(ctl_proctree *t);
+void ctl_proctree_free(ctl_proctree *t);
 /* pid and every descendant of it in t (pid first); -ESRCH when pid is not in t. */
 int ctl_proctree_subtree(const ctl_proctree *t, int pid, int **ret, size_t *ret_n);
 /* The members of set (n pids) that have no proper ancestor in set, in the
@@ -131,7 +147,7 @@ int ctl_criu_find(char *path, size_t size, char *version, size_t version_size, c
  * when all exited 0 (through the barrier), -EIO when any failed, -errno when
  * some could not be started (those have status -1). */
 int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barrier_sock);
-void ctl_criu_run_done(ctl_criu_run *run);
+void ctl_criu_run_free(ctl_criu_run *run);
 /* Frees runs[0..n) (their argv, log path and output) and runs itself;
  * accepts NULL. */
 void ctl_criu_runs_free(ctl_criu_run *runs, size_t n);
@@ -153,6 +169,9 @@ int ctl_criu_barrier_main(const char *sock);
 
 /* Writes the last lines of a criu log to stderr, indented. */
 void ctl_criu_print_log_tail(const char *path, int lines);
+/* Writes text from criu to stderr line by line, indented, each line
+ * sanitised. */
+void ctl_criu_print_lines(const char *text);
 
 /* environ with PATH replaced by "dir:PATH" (dir NULL: unchanged); to
  * ctl_criu_env_free(). */
@@ -195,6 +214,6 @@ int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd);
  * it) and checks it as restore needs it (trees and members agree, at most
  * CTL_JOB_MAX_TREES trees); err gets a sentence on failure. */
 int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size);
-void ctl_manifest_done(ctl_manifest *m);
+void ctl_manifest_free(ctl_manifest *m);
 
 #endif

@@ -168,14 +168,7 @@ static char **jrestore_criu_argv(const jrestore *x, size_t i) {
         argv[n++] = strdup("-v4");
         for (size_t k = 0; k < n_user; k++)
                 argv[n++] = strdup(x->a->criu_argv[k]);
-        for (size_t k = 0; k < n; k++)
-                if (!argv[k]) {
-                        for (size_t j = 0; j < n; j++)
-                                free(argv[j]);
-                        free(argv);
-                        return NULL;
-                }
-        return argv;
+        return ctl_job_argv_checked(argv, n);
 }
 
 /* Step 1; 0, -EIO (a criu failed) or -errno. */
@@ -266,10 +259,10 @@ static void jrestore_print_pids(const jrestore *x) {
 }
 
 static void jrestore_print_json(const jrestore *x, const char *failed_step) {
-        cJSON *o = cJSON_CreateObject(), *trees = o ? cJSON_AddArrayToObject(o, "trees") : NULL;
-        char *text;
+        cJSON *o = cJSON_CreateObject(), *trees = ctl_job_trees_json(&x->m, x->runs, false);
 
-        if (!trees) {
+        if (!o || !trees || !cJSON_AddItemToObject(o, "trees", trees)) {
+                cJSON_Delete(trees);
                 cJSON_Delete(o);
                 return;
         }
@@ -278,42 +271,20 @@ static void jrestore_print_json(const jrestore *x, const char *failed_step) {
         if (failed_step)
                 cJSON_AddStringToObject(o, "failed_step", failed_step);
         cJSON_AddNumberToObject(o, "members", (double) x->m.n_members);
-        for (size_t i = 0; i < x->m.n_trees; i++) {
-                cJSON *t = cJSON_CreateObject();
-
-                if (!t || !cJSON_AddItemToArray(trees, t)) {
-                        cJSON_Delete(t);
-                        break;
-                }
-                cJSON_AddNumberToObject(t, "root", x->m.trees[i].root);
-                cJSON_AddNumberToObject(t, "processes", (double) x->m.trees[i].n_pids);
-                if (x->runs) {
-                        cJSON_AddNumberToObject(t, "criu_status", x->runs[i].status);
-                        cJSON_AddNumberToObject(t, "criu_ms", x->runs[i].ms);
-                }
-        }
         cJSON_AddNumberToObject(o, "criu_ms", x->criu_ms);
         cJSON_AddNumberToObject(o, "resume_ms", x->resume_ms);
         cJSON_AddNumberToObject(o, "duration_ms", ctl_job_now_ms() - x->t0);
-        text = cJSON_PrintUnformatted(o);
-        if (text)
-                puts(text);
-        cJSON_free(text);
-        cJSON_Delete(o);
+        ctl_job_print_json(o);
 }
 
 /* Step 1 failed: end what came back, say so. */
 static int jrestore_fail_criu(jrestore *x, int r) {
-        int *roots = calloc(x->m.n_trees + 1, sizeof(int));
         size_t ended;
 
-        for (size_t i = 0; roots && i < x->m.n_trees; i++)
-                roots[i] = x->m.trees[i].root;
         if (r != -EIO)
                 fprintf(stderr, "%sstep 1 of 2 (criu restore) could not be run: %s\n", x->a->prefix, strerror(-r));
-        else if (roots)
-                ctl_job_print_criu_failures(x->a, "restore", x->runs, roots, x->m.n_trees);
-        free(roots);
+        else
+                ctl_job_print_criu_failures(x->a, "restore", x->runs, &x->m);
         ended = x->runs ? jrestore_end_trees(x) : 0;
         fprintf(stderr, "%sstep 1 of 2 (criu restore) failed; %zu tree%s restored meanwhile %s ended, so no process "
                 "of the job runs; the images are intact: fix the cause and run restore again\n", x->a->prefix, ended,
@@ -374,7 +345,7 @@ int ctl_job_restore(const ctl_job_args *a) {
         if (status != CUDACKPT_EXIT_OK) {
                 if (x.dir_fd >= 0)
                         close(x.dir_fd);
-                ctl_manifest_done(&x.m);
+                ctl_manifest_free(&x.m);
                 return status;
         }
         ctl_job_progress(a, "%zu tree%s (criu %s), CUDA plugin aside", x.m.n_trees, x.m.n_trees == 1 ? "" : "s",
@@ -395,7 +366,7 @@ int ctl_job_restore(const ctl_job_args *a) {
         }
         ctl_criu_runs_free(x.runs, x.m.n_trees);
         cJSON_Delete(x.members);
-        ctl_manifest_done(&x.m);
+        ctl_manifest_free(&x.m);
         close(x.dir_fd);
         return status;
 }

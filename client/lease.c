@@ -18,7 +18,7 @@ extern char **environ;
 
 static volatile sig_atomic_t stop_signal;
 
-static void on_stop(int sig)
+static void hold_signal_cb(int sig)
 {
         stop_signal = sig;
 }
@@ -90,7 +90,7 @@ static int run_command(const char *prefix, char **command)
 void ctl_hold_signals(void)
 {
         /* Until the undo: a stop ends the hold, not the client. */
-        struct sigaction sa = { .sa_handler = on_stop };
+        struct sigaction sa = { .sa_handler = hold_signal_cb };
 
         sigemptyset(&sa.sa_mask);
         sigaction(SIGINT, &sa, NULL);

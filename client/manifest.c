@@ -15,8 +15,10 @@
  * it is checked as input from anywhere (the images name only directories
  * of the form tree-PID inside DIR). */
 #include "job.h"
+#include "json.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,8 +144,7 @@ out:
 
 /* A whole number from 1 to INT_MAX. */
 static bool manifest_is_pid(const cJSON *v) {
-        return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 2147483647.0 &&
-               v->valuedouble == (double) (int) v->valuedouble;
+        return json_is_integer(v, 1, INT_MAX);
 }
 
 static bool manifest_pid(const cJSON *o, const char *key, int *ret) {
@@ -353,7 +354,7 @@ int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err,
                                  ? "its trees and members do not agree (a tree without its root, a pid in two "
                                    "trees or twice a member, a member outside its tree): not as dump wrote it"
                                  : "not a manifest of cudackptctl dump (format 1)");
-                ctl_manifest_done(&m);
+                ctl_manifest_free(&m);
         } else
                 *ret = m;
         cJSON_Delete(root);
@@ -361,7 +362,7 @@ int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err,
         return r;
 }
 
-void ctl_manifest_done(ctl_manifest *m) {
+void ctl_manifest_free(ctl_manifest *m) {
         if (!m)
                 return;
         cJSON_Delete(m->selector);

@@ -4,6 +4,7 @@
  *
  * A snapshot: the job is suspended when it is taken, but its processes
  * that do no CUDA may still fork or exit; CRIU reads the tree again itself. */
+#include "host.h"
 #include "job.h"
 
 #include <ctype.h>
@@ -15,29 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Reads a small /proc file into buf (NUL-terminated); -errno. */
-static int proctree_read(const char *path, char *buf, size_t size) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        size_t len = 0;
-        ssize_t k;
-
-        if (fd < 0)
-                return -errno;
-        while (len < size - 1 && (k = read(fd, buf + len, size - 1 - len)) != 0) {
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        int e = errno;
-                        close(fd);
-                        return -e;
-                }
-                len += (size_t) k;
-        }
-        close(fd);
-        buf[len] = '\0';
-        return 0;
-}
-
 /* Field 4 (ppid) and field 22 (start time) of /proc/PID/stat. */
 static int proctree_stat(int pid, int *ret_ppid, uint64_t *ret_start) {
         char path[64], buf[1024];
@@ -46,7 +24,7 @@ static int proctree_stat(int pid, int *ret_ppid, uint64_t *ret_start) {
         int ppid, r;
 
         snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-        r = proctree_read(path, buf, sizeof(buf));
+        r = ctl_host_read_file(path, buf, sizeof(buf));
         if (r < 0)
                 return r;
         /* The command may hold spaces and parentheses: fields follow the last ')'. */
@@ -91,7 +69,7 @@ int ctl_proctree_scan(ctl_proctree *ret) {
                         b = a ? realloc(t.ppid, ncap * sizeof(int)) : NULL;
                         if (!b) {
                                 closedir(d);
-                                ctl_proctree_done(&t);
+                                ctl_proctree_free(&t);
                                 return -ENOMEM;
                         }
                         t.ppid = b;
@@ -105,7 +83,7 @@ int ctl_proctree_scan(ctl_proctree *ret) {
         return 0;
 }
 
-void ctl_proctree_done(ctl_proctree *t) {
+void ctl_proctree_free(ctl_proctree *t) {
         if (!t)
                 return;
         free(t->pid);
@@ -177,7 +155,7 @@ static bool proctree_in_cgroup(int pid, const char *cgroup, size_t len) {
         const char *line;
 
         snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-        if (proctree_read(path, buf, sizeof(buf)) < 0)
+        if (ctl_host_read_file(path, buf, sizeof(buf)) < 0)
                 return false;
         for (line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
                 const char *p = line + 3;

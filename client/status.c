@@ -3,24 +3,18 @@
  * driver.  The exit status is 18, as for DriverUnavailable, when the
  * daemon has no usable driver: a readiness probe needs nothing else. */
 #include "ctl.h"
+#include "json.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *status_str(const cJSON *o, const char *key) {
-        return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
-}
-
 /* An integer member 0..2^53, or -1 when absent or of another kind. */
 static long long status_count(const cJSON *o, const char *key) {
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, key);
+        long long n;
 
-        if (!cJSON_IsNumber(n) || n->valuedouble < 0 || n->valuedouble > 9007199254740992.0 ||
-            n->valuedouble != (double) (long long) n->valuedouble)
-                return -1;
-        return (long long) n->valuedouble;
+        return json_get_integer(o, key, 0, JSON_MAX_EXACT, &n) ? n : -1;
 }
 
 static void status_copy(char *dst, size_t size, const char *src) {
@@ -41,8 +35,8 @@ int ctl_status_driver(const cJSON *params, ctl_driver_status *ret) {
         ret->simulated = cJSON_IsTrue(simulated);
         ret->version = version > 0 && version < 1000000 ? (int) version : 0;
         ret->gpus = status_count(d, "gpus");
-        status_copy(ret->path, sizeof(ret->path), status_str(d, "path"));
-        status_copy(ret->reason, sizeof(ret->reason), status_str(d, "reason"));
+        status_copy(ret->path, sizeof(ret->path), json_get_string(d, "path"));
+        status_copy(ret->reason, sizeof(ret->reason), json_get_string(d, "reason"));
         if (!ret->available && !ret->reason[0])
                 status_copy(ret->reason, sizeof(ret->reason), "no reason given");
         return 0;
@@ -65,7 +59,7 @@ void ctl_status_describe_driver(const ctl_driver_status *d, char *buf, size_t si
 /* "tracepoint", "proc (no index: REASON)", ... */
 static void status_print_index(const cJSON *params) {
         const cJSON *ix = cJSON_GetObjectItemCaseSensitive(params, "process_index");
-        const char *source = status_str(ix, "source"), *reason = status_str(ix, "reason");
+        const char *source = json_get_string(ix, "source"), *reason = json_get_string(ix, "reason");
 
         fputs("process index: ", stdout);
         ctl_fputs_safe(source ? source : "?", stdout);
@@ -91,7 +85,7 @@ static void status_print_count(const char *label, const cJSON *params, const cha
 }
 
 static void status_print(const cJSON *params, const ctl_driver_status *drv) {
-        const char *version = status_str(params, "version");
+        const char *version = json_get_string(params, "version");
         long long busy = status_count(params, "workers_busy");
         char line[1024];
 

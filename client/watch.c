@@ -1,5 +1,7 @@
-/* watch.c: cudackptctl watch (the Watch stream) and metrics (GetMetrics). */
+/* watch.c: cudackptctl watch (the Watch stream, one line or JSON object
+ * per event) and metrics (GetMetrics's text, on stdout or into a file). */
 #include "ctl.h"
+#include "json.h"
 
 #include <cudackpt/protocol.h>
 
@@ -10,22 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *jstr(const cJSON *o, const char *key)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-        return cJSON_IsString(v) && v->valuestring ? v->valuestring : NULL;
-}
-
-static bool jnum(const cJSON *o, const char *key, double *ret)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-        if (!cJSON_IsNumber(v))
-                return false;
-        *ret = v->valuedouble;
-        return true;
-}
-
 static void put_safe(const char *s)
 {
         if (s)
@@ -35,69 +21,69 @@ static void put_safe(const char *s)
 /* "12:00:01.123 4242 finished Suspend: ok, checkpointed (812.3 ms)" */
 static void print_event(const cJSON *e)
 {
-        const char *type = jstr(e, "type"), *s;
+        const char *type = json_get_string(e, "type"), *s;
         double t, v;
 
         if (!type)
                 return;
-        if (jnum(e, "time", &t)) {
+        if (json_get_number(e, "time", &t)) {
                 time_t sec = (time_t)t;
                 struct tm tm;
                 char buf[32];
                 if (localtime_r(&sec, &tm) && strftime(buf, sizeof(buf), "%H:%M:%S", &tm) > 0)
                         printf("%s.%03d ", buf, (int)((t - (double)sec) * 1000.0));
         }
-        if (jnum(e, "pid", &v))
+        if (json_get_number(e, "pid", &v))
                 printf("%d ", (int)v);
         put_safe(type);
-        if ((s = jstr(e, "method"))) {
+        if ((s = json_get_string(e, "method"))) {
                 putchar(' ');
                 put_safe(s);
         }
-        if ((s = jstr(e, "group"))) {
+        if ((s = json_get_string(e, "group"))) {
                 fputs(" (", stdout);
                 put_safe(s);
                 putchar(')');
         }
-        if (strcmp(type, "started") == 0 && jnum(e, "caller_uid", &v))
+        if (strcmp(type, "started") == 0 && json_get_number(e, "caller_uid", &v))
                 printf(" by uid %.0f", v);
-        if ((s = jstr(e, "result"))) {
+        if ((s = json_get_string(e, "result"))) {
                 fputs(": ", stdout);
                 put_safe(s);
         }
-        if ((s = jstr(e, "state"))) {
+        if ((s = json_get_string(e, "state"))) {
                 fputs(strcmp(type, "finished") == 0 ? ", " : " ", stdout);
                 put_safe(s);
         }
-        if (jnum(e, "duration_ms", &v))
+        if (json_get_number(e, "duration_ms", &v))
                 printf(" (%.1f ms)", v);
-        if (jnum(e, "lease", &v))
+        if (json_get_number(e, "lease", &v))
                 printf(" lease %.0f", v);
-        if ((s = jstr(e, "reason"))) {
+        if ((s = json_get_string(e, "reason"))) {
                 putchar(' ');
                 put_safe(s);
         }
-        if ((s = jstr(e, "undo"))) {
+        if ((s = json_get_string(e, "undo"))) {
                 fputs(", undo ", stdout);
                 put_safe(s);
         }
-        if ((s = jstr(e, "command"))) {
+        if ((s = json_get_string(e, "command"))) {
                 putchar(' ');
                 put_safe(s);
-                if (jnum(e, "uid", &v))
+                if (json_get_number(e, "uid", &v))
                         printf(" uid %.0f", v);
         }
         putchar('\n');
 }
 
-static int on_event(void *ctx, const char *parameters_json)
+static int watch_event_cb(void *ctx, const char *parameters_json)
 {
         const ctl_watch *w = ctx;
         cJSON *p = cJSON_Parse(parameters_json);
         const cJSON *e = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "event") : NULL;
 
         if (cJSON_IsObject(e)) {
-                const char *type = jstr(e, "type");
+                const char *type = json_get_string(e, "type");
                 if (w->json) {
                         char *text = cJSON_PrintUnformatted(e);
                         if (text)
@@ -130,7 +116,7 @@ int ctl_watch_run(cudackpt_client *client, const ctl_watch *w)
                 fprintf(stderr, "%sout of memory\n", w->prefix);
                 return CUDACKPT_EXIT_FAILURE;
         }
-        r = cudackpt_call_more(client, CUDACKPT_METHOD_WATCH, text, on_event, (void *)w, &reply);
+        r = cudackpt_call_more(client, CUDACKPT_METHOD_WATCH, text, watch_event_cb, (void *)w, &reply);
         cJSON_free(text);
         if (r == -EPIPE) {
                 status = CUDACKPT_EXIT_OK; /* the reader went away */
@@ -170,7 +156,7 @@ int ctl_metrics_run(cudackpt_client *client, const char *prefix, const char *out
                 goto out;
         }
         p = cJSON_Parse(reply.parameters_json);
-        text = p ? jstr(p, "text") : NULL;
+        text = p ? json_get_string(p, "text") : NULL;
         if (!text) {
                 fprintf(stderr, "%sinvalid reply from cudackptd: no text\n", prefix);
                 goto out;

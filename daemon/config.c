@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "cudackpt/protocol.h"
+#include "json.h"
 
 void config_init(struct config *c)
 {
@@ -103,9 +104,7 @@ static unsigned line_of_key(const char *text, const char *key)
 
 static int get_uint(const cJSON *item, double min, double max, double *ret)
 {
-        if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) ||
-            item->valuedouble != floor(item->valuedouble) || item->valuedouble < min ||
-            item->valuedouble > max)
+        if (!json_is_integer(item, min, max))
                 return -EINVAL;
         *ret = item->valuedouble;
         return 0;

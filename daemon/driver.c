@@ -41,12 +41,9 @@ int driver_open(struct driver *d, const char *path)
         *(void **)(&d->cu_device_get_uuid) = dlsym(d->handle, "cuDeviceGetUuid_v2");
         if (!d->cu_device_get_uuid)
                 RESOLVE(d, cu_device_get_uuid, "cuDeviceGetUuid");
-        RESOLVE(d, cu_get_state, "cuCheckpointProcessGetState");
-        RESOLVE(d, cu_get_restore_tid, "cuCheckpointProcessGetRestoreThreadId");
-        RESOLVE(d, cu_lock, "cuCheckpointProcessLock");
-        RESOLVE(d, cu_checkpoint, "cuCheckpointProcessCheckpoint");
-        RESOLVE(d, cu_restore, "cuCheckpointProcessRestore");
-        RESOLVE(d, cu_unlock, "cuCheckpointProcessUnlock");
+#define RESOLVE_CHECKPOINT(field, name) RESOLVE(d, field, name);
+        CUDA_CHECKPOINT_SYMBOLS(RESOLVE_CHECKPOINT)
+#undef RESOLVE_CHECKPOINT
         *(void **)(&is_sim) = dlsym(d->handle, "cudackptSimIsSimulator");
         d->simulated = is_sim && is_sim() == 1;
         return 0;

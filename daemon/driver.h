@@ -13,8 +13,9 @@
 #include <stddef.h>
 
 #include "cuda-api.h"
+#include "cuda-version.h"
 
-#define DRIVER_MIN_VERSION 12080
+#define DRIVER_MIN_VERSION CUDA_VERSION_MIN
 #define DRIVER_MAX_DEVICES 64
 
 struct driver {

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "json.h"
 #include "target.h"
 
 #define MAX_ID 9007199254740992.0 /* 2^53: exact in a JSON number */
@@ -259,8 +260,7 @@ static bool get_num(const cJSON *o, const char *key, double max, double *ret)
 {
         const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
 
-        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || it->valuedouble != floor(it->valuedouble) ||
-            it->valuedouble < 0 || it->valuedouble > max)
+        if (!json_is_integer(it, 0, max))
                 return false;
         *ret = it->valuedouble;
         return true;

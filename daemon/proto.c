@@ -14,18 +14,15 @@
 #include <string.h>
 
 #include "cudackpt/protocol.h"
+#include "cgroup-path.h"
+#include "json.h"
 #include "uuid.h"
 
 static int get_integer(const cJSON *item, double min, double max, double *ret)
 {
-        double v;
-
-        if (!cJSON_IsNumber(item))
+        if (!json_is_integer(item, min, max))
                 return -EINVAL;
-        v = item->valuedouble;
-        if (!isfinite(v) || v != floor(v) || v < min || v > max)
-                return -EINVAL;
-        *ret = v;
+        *ret = item->valuedouble;
         return 0;
 }
 
@@ -292,25 +289,15 @@ bad:
         return -EINVAL;
 }
 
-/* A cgroup v2 path as /proc/PID/cgroup writes it: absolute, no empty, "."
- * or ".." component; a trailing slash is dropped. */
+/* A cgroup v2 path as /proc/PID/cgroup writes it (common/cgroup-path.h);
+ * a trailing slash is dropped. */
 static int parse_cgroup(const cJSON *item, struct proto_group_request *req)
 {
         const char *s = cJSON_IsString(item) ? item->valuestring : NULL;
         size_t n;
 
-        if (!s || s[0] != '/' || (n = strlen(s)) >= 4096)
+        if (!s || cgroup_path_check(s, &n) < 0)
                 return -EINVAL;
-        while (n > 1 && s[n - 1] == '/')
-                n--;
-        for (size_t i = 1; i < n;) {
-                size_t j = i;
-                while (j < n && s[j] != '/')
-                        j++;
-                if (j == i || (j - i == 1 && s[i] == '.') || (j - i == 2 && s[i] == '.' && s[i + 1] == '.'))
-                        return -EINVAL;
-                i = j + 1;
-        }
         req->cgroup = strndup(s, n);
         return req->cgroup ? 0 : -EINVAL;
 }

@@ -1,7 +1,8 @@
 /* kernel-abi.h: the Linux interfaces the project uses that older headers
  * lack, each defined only where the headers do not.  The values and
- * layouts are the kernel's ABI.  Shared by the daemon and cudackptctl's
- * doctor, which checks that the running kernel has them. */
+ * layouts are the kernel's ABI.  Shared by the daemon, which uses them,
+ * and cudackptctl's doctor, which checks that the running kernel has
+ * them. */
 #ifndef CUDACKPT_KERNEL_ABI_H
 #define CUDACKPT_KERNEL_ABI_H
 

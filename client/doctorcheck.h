@@ -1,0 +1,47 @@
+/* doctorcheck.h: what a check of cudackptctl doctor gives back (a verdict,
+ * what it found, what to do), shared by the checks of the CUDA stack
+ * (doctor.c) and those of the system around it (doctorsys.c).  Private to
+ * client/. */
+#ifndef CUDACKPT_DOCTORCHECK_H
+#define CUDACKPT_DOCTORCHECK_H
+
+#include "doctor.h"
+
+/* How long a program run for a check (criu, nvidia-smi) may take. */
+#define DOCTOR_PROGRAM_TIMEOUT_MS 10000
+
+typedef enum doctor_verdict {
+        DOCTOR_OK,
+        DOCTOR_WARN,
+        DOCTOR_FAIL,
+        DOCTOR_SKIP,
+} doctor_verdict;
+
+/* The outcome of one check. */
+typedef struct doctor_result {
+        doctor_verdict verdict;
+        char found[1024];       /* what the check saw, one line */
+        char advice[512];       /* what to do about it; "" for none */
+} doctor_result;
+
+typedef void (*doctor_check_fn)(const ctl_doctor *d, doctor_result *r);
+
+/* What the check saw (replacing what was said), with verdict v. */
+__attribute__((format(printf, 3, 4)))
+void doctor_set(doctor_result *r, doctor_verdict v, const char *fmt, ...);
+
+/* What to do about it. */
+__attribute__((format(printf, 2, 3)))
+void doctor_advise(doctor_result *r, const char *fmt, ...);
+
+/* doctorsys.c: the kernel features the daemon uses, cgroup v2, CRIU,
+ * transparent huge pages. */
+void doctor_check_pidfd_open(const ctl_doctor *d, doctor_result *r);
+void doctor_check_peer_pidfd(const ctl_doctor *d, doctor_result *r);
+void doctor_check_pidns_ioctl(const ctl_doctor *d, doctor_result *r);
+void doctor_check_procmap_query(const ctl_doctor *d, doctor_result *r);
+void doctor_check_cgroup(const ctl_doctor *d, doctor_result *r);
+void doctor_check_criu(const ctl_doctor *d, doctor_result *r);
+void doctor_check_thp(const ctl_doctor *d, doctor_result *r);
+
+#endif
