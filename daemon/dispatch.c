@@ -291,7 +291,7 @@ static void process_call(struct conn *c, struct proto_call *call)
                 reply(c, call, err);
                 return;
         }
-        if (s->shutting_down) {
+        if (life_stopping(&s->life)) {
                 reply(c, call, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
                 goto out;
         }
@@ -335,6 +335,7 @@ static void process_call(struct conn *c, struct proto_call *call)
         }
 queued:
         conn_ref(c);
+        life_hold(&s->life); /* until dispatch_op_done */
         c->busy = true;
         return; /* req now belongs to op */
 out:
@@ -388,6 +389,7 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
                 break;
         case PROTO_WATCH:
                 watch_call(c, &call);
+                conn_set_streaming(c, c->watcher != NULL); /* SHIM until watch.c says so itself */
                 break;
         case PROTO_GET_METRICS:
                 if (call.parameters && call.parameters->child) {
@@ -461,5 +463,5 @@ void dispatch_op_done(struct sched *s, struct sched_op *op)
         free(op);
         conn_request_done(c);
         conn_unref(c);
-        server_maybe_finish(srv);
+        life_release(&srv->life);
 }

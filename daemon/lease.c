@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,23 @@ static void member_event(struct server *s, const struct lease *l, const struct l
 static void arm(struct server *s);
 static void lease_undo(struct server *s, struct lease *l, enum metrics_counter why);
 static void park(struct server *s, struct lease *l);
+static void holder_closing_cb(struct conn_hook *h, struct conn *c);
+
+/* c (NULL: none) becomes the holder of on-close lease l: pinned while it
+ * holds it (never idle), and its closing undoes it. */
+static void hold_by(struct lease *l, struct conn *c)
+{
+        if (l->conn) {
+                conn_hook_remove(l->conn, &l->closing);
+                conn_unpin(l->conn);
+        }
+        l->conn = c;
+        if (c) {
+                l->closing.closing_cb = holder_closing_cb;
+                conn_hook_add(c, &l->closing);
+                conn_pin(c);
+        }
+}
 
 /* Writes the table to the store, before the reply that changed it (a small
  * write and two fsyncs on the loop thread: docs/design.md).  A failure is
@@ -107,8 +125,7 @@ static void unlink_lease(struct server *s, struct lease *l)
         t->n--;
         t->n_members -= (unsigned)l->n;
         share_give(&t->share, l->uid, l->privileged);
-        if (l->conn)
-                l->conn->leases--;
+        hold_by(l, NULL);
         free(l->m);
         free(l);
         arm(s);
@@ -221,10 +238,7 @@ static void lease_undo(struct server *s, struct lease *l, enum metrics_counter w
         l->undoing = true;
         l->unclaimed = false;
         l->why = why;
-        if (l->conn) {
-                l->conn->leases--;
-                l->conn = NULL;
-        }
+        hold_by(l, NULL);
         if (s->shutting_down) {
                 park(s, l);
                 arm(s);
@@ -386,12 +400,10 @@ static struct lease *add_lease(struct server *s, struct conn *c, enum proto_meth
                 log_warning("Lease %" PRIu64 ": no random secret (%s): it cannot be claimed after a restart", l->id,
                             strerror(errno));
         lease_link(s, l);
-        if (l->on_close && !s->shutting_down) {
-                l->conn = c;
-                c->leases++;
-        } else if (l->on_close) {
+        if (l->on_close && !s->shutting_down)
+                hold_by(l, c);
+        else if (l->on_close)
                 l->unclaimed = true; /* its connection closes with the daemon */
-        }
         return l;
 }
 
@@ -444,11 +456,15 @@ void lease_op_finished(struct server *s, pid_t pid, uint64_t start_time, enum pr
                 drop_member(s, l, i, METRICS_LEASES_FINISHED);
 }
 
-void lease_conn_closed(struct server *s, struct conn *c)
+/* A holder is closing: all its on-close leases are undone, at the first
+ * one's hook, in the table's order (the others' hooks leave with them). */
+static void holder_closing_cb(struct conn_hook *h, struct conn *c)
 {
+        struct lease *first = (struct lease *)((char *)h - offsetof(struct lease, closing));
+        struct server *s = first->srv;
         struct lease *l, *next;
 
-        if (c->leases == 0 || s->shutting_down)
+        if (s->shutting_down)
                 return;
         for (l = table_of(s)->head; l; l = next) {
                 next = l->next;
@@ -467,8 +483,7 @@ void lease_shutdown(struct server *s)
                 /* The connections close with the daemon: the next start waits
                  * for the holder to claim its lease. */
                 if (l->conn) {
-                        l->conn->leases--;
-                        l->conn = NULL;
+                        hold_by(l, NULL);
                         l->unclaimed = true;
                 }
                 if (l->undoing)
@@ -518,10 +533,7 @@ void lease_renew(struct server *s, struct lease *l, uint32_t ms)
 
 void lease_claim(struct server *s, struct lease *l, struct conn *c)
 {
-        if (l->conn)
-                l->conn->leases--;
-        l->conn = c;
-        c->leases++;
+        hold_by(l, c);
         l->unclaimed = false;
         arm(s);
 }

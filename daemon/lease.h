@@ -36,6 +36,7 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
+#include "conn.h"
 #include "metrics.h"
 #include "ops.h"
 #include "policy.h"
@@ -59,7 +60,8 @@ struct lease {
         struct lease *prev, *next;
         struct server *srv;
         uint64_t id;
-        struct conn *conn;              /* on_close: the holder; NULL once it closed */
+        struct conn *conn;              /* on_close: the holder (pinned); NULL once it closed */
+        struct conn_hook closing;       /* on conn: its closing undoes the lease */
         bool on_close;
         uint32_t ms;                    /* 0: no expiry */
         uint64_t expires;               /* uv_now() deadline; 0: none */
@@ -121,9 +123,6 @@ void lease_grant(struct server *s, struct conn *c, enum proto_method m, const st
  * a process back to running or gone leaves its lease. */
 void lease_op_finished(struct server *s, pid_t pid, uint64_t start_time, enum proto_method m,
                        const struct ops_result *r);
-
-/* c is closing: undo its on-close leases. */
-void lease_conn_closed(struct server *s, struct conn *c);
 
 /* ReleaseLease, RenewLease and ClaimLease (leasecall.c). */
 void lease_call(struct conn *c, const struct proto_call *call);
