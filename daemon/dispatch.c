@@ -298,7 +298,7 @@ static void process_call(struct conn *c, struct proto_call *call)
         if (!translate_pid(c, call, &req) || answered_before_queue(c, call, &req))
                 goto out;
         if (req.lease.wanted) {
-                if (!lease_admit(s, &c->caller, &limit)) {
+                if (!lease_admit(&s->leases, &c->caller, &limit)) {
                         audit_early(c, call->method, req.pid, "QueueFull", limit.key);
                         reply(c, call, queue_full(req.caller_pid, &limit));
                         goto out;
@@ -340,7 +340,7 @@ queued:
         return; /* req now belongs to op */
 out:
         if (req.lease.admitted)
-                lease_unadmit(s, &c->caller);
+                lease_unadmit(&s->leases, &c->caller);
         proto_request_done(&req);
 }
 
@@ -385,7 +385,7 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
         case PROTO_RELEASE_LEASE:
         case PROTO_RENEW_LEASE:
         case PROTO_CLAIM_LEASE:
-                lease_call(c, &call);
+                lease_call(&c->server->leases, c, &call);
                 break;
         case PROTO_WATCH:
                 watch_call(c, &call);
@@ -423,7 +423,7 @@ static void grant_lease(struct conn *c, struct sched_op *op, cJSON *msg)
                                   .start_time = r->pinned_start_time, .owner = r->pinned_owner };
 
         if (r->pinned) /* a success pinned it */
-                lease_grant(c->server, c, op->method, &op->req.lease, &m, 1, msg);
+                lease_grant(&c->server->leases, c, op->method, &op->req.lease, &m, 1, msg);
 }
 
 void dispatch_op_done(struct sched *s, struct sched_op *op)
@@ -453,7 +453,7 @@ void dispatch_op_done(struct sched *s, struct sched_op *op)
         if (r->error == OPS_OK && op->req.lease.wanted && !op->cancelled)
                 grant_lease(c, op, msg);
         if (op->req.lease.admitted)
-                lease_unadmit(srv, op->caller);
+                lease_unadmit(&srv->leases, op->caller);
         if (op->reply && !c->closing)
                 conn_send(c, msg);
         else

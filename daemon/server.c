@@ -381,7 +381,7 @@ static void on_op_finished(void *ctx, const struct sched_op *op)
         watch_op_finished(s, op);
         /* Only an operation that reached its process says anything of it. */
         if (op->result.pinned)
-                lease_op_finished(s, op->result.pinned_pid, op->result.pinned_start_time, op->method, &op->result);
+                lease_op_finished(&s->leases, op->result.pinned_pid, op->result.pinned_start_time, op->method, &op->result);
 }
 
 void server_maybe_finish(struct server *s)
@@ -398,7 +398,7 @@ static void on_stopped_cb(struct life *l)
 {
         struct server *s = (struct server *)((char *)l - offsetof(struct server, life));
 
-        lease_close(s);
+        lease_close(&s->leases);
         watch_close(s);
         sched_close(&s->sched);
         close_handle((uv_handle_t *)&s->sig_term);
@@ -407,13 +407,11 @@ static void on_stopped_cb(struct life *l)
                 close_handle((uv_handle_t *)&s->notify_timer);
 }
 
-/* The stop begins: no more connections, queued operations answered with
- * ShuttingDown, idle connections closed; busy ones close once answered
- * (conn_request_done). */
+/* The stop begins: no more connections.  The features' stop hooks run
+ * next (the leases are kept), then on_stop_serving_cb. */
 static void on_stop_cb(struct life_hook *h)
 {
         struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_hook));
-        struct conn *c, *next;
 
         s->shutting_down = true;
         if (s->groups.n > 0) {
@@ -431,9 +429,15 @@ static void on_stop_cb(struct life_hook *h)
                 free(s->bound_path);
                 s->bound_path = NULL;
         }
-        /* Leases are not undone by a stopping daemon: the store keeps them
-         * for the next start. */
-        lease_shutdown(s);
+}
+
+/* Queued operations are answered with ShuttingDown and idle connections
+ * closed; busy ones close once answered (conn_request_done). */
+static void on_stop_serving_cb(struct life_hook *h)
+{
+        struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_serving_hook));
+        struct conn *c, *next;
+
         (void)sched_cancel_queued(&s->sched);
         for (c = s->conns; c; c = next) {
                 next = c->next;
@@ -579,7 +583,7 @@ static void driver_ready(uv_work_t *w, int status)
         }
         /* Before READY=1 and before any call is read: the leases the last
          * daemon left are honoured first. */
-        lease_restore(s);
+        lease_restore(&s->leases);
         if (s->notify) {
                 sd_notify(0, "READY=1");
                 notify_status(s);
@@ -640,8 +644,12 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         share_init(&s->groups.slots, group_keys, cfg->max_groups_in_flight, cfg->max_groups_per_uid,
                    cfg->max_groups_reserved);
         s->runtime_dir = runtime_dir(cfg);
-        lease_init(s, s->runtime_dir);
+        lease_init(&s->leases,
+                   &(struct lease_deps){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life, .srv = s },
+                   s->runtime_dir);
         watch_init(s);
+        s->stop_serving_hook.stop_cb = on_stop_serving_cb;
+        life_on_stop(&s->life, &s->stop_serving_hook);
         s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
         if (sd_watchdog_enabled(0, &usec) > 0)
                 s->watchdog_usec = usec;

@@ -53,7 +53,8 @@ struct server {
         uint64_t watchdog_usec;
         bool notify;                    /* NOTIFY_SOCKET is set */
         struct life life;               /* holds until everything has finished (life.h) */
-        struct life_hook stop_hook;     /* the server's part of the stop */
+        struct life_hook stop_hook;     /* the stop's beginning: listeners close */
+        struct life_hook stop_serving_hook; /* after the features': queues and connections */
         bool groups_held;               /* SHIM: a hold for the groups in flight at the stop */
         struct conn_owner conn_owner;   /* what the connections share (conn.h) */
         struct conn *conns;             /* all open connections */
