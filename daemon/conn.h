@@ -45,6 +45,7 @@ struct conn_owner {
         void (*message_cb)(struct conn *c, const char *msg, size_t len);
         /* c's last reference is gone: it is freed when this returns. */
         void (*free_cb)(struct conn *c);
+        void *userdata;                 /* message_cb's: the method table */
 };
 
 /* A subscriber to a connection's closing, embedded in the subscriber's own

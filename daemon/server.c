@@ -21,7 +21,6 @@
 
 #include "access.h"
 #include "conn.h"
-#include "dispatch.h"
 #include "kernel-abi.h"
 #include "log.h"
 #include "procindex.h"
@@ -340,35 +339,6 @@ static void close_handle(uv_handle_t *h)
                 uv_close(h, NULL);
 }
 
-char *server_metrics_text(struct server *s)
-{
-        struct metrics_gauges g = {
-                .connections = s->n_conns,
-                .running = s->sched.n_running,
-                .queued = s->sched.n_ops - s->sched.n_running,
-                .groups = s->groups.n,
-                .leases = s->leases.n,
-                .leased_processes = s->leases.n_members,
-                .watchers = s->watch.n,
-                .workers = s->cfg->workers,
-                .driver = s->drv.available,
-                .simulated = s->drv.simulated,
-                .driver_version = s->drv.version,
-                .gpus = s->drv.n_devices,
-                .scans_index = atomic_load(&s->groups.scans_index),
-                .scans_proc = atomic_load(&s->groups.scans_proc),
-        };
-        struct procindex *ix = atomic_load(&s->groups.index);
-
-        if (ix) {
-                g.index_hook = procindex_hook(ix);
-                g.process_index = !atomic_load(&s->groups.index_lost);
-                g.index_processes = procindex_last_size(ix);
-        }
-
-        return metrics_text(&s->metrics, &g);
-}
-
 static void on_op_started(void *ctx, const struct sched_op *op)
 {
         watch_op_started(ctx, op);
@@ -627,8 +597,9 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         s->stop_hook.stop_cb = on_stop_cb;
         life_on_stop(&s->life, &s->stop_hook);
         s->conn_owner = (struct conn_owner){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
-                                             .message_cb = dispatch_message, .free_cb = conn_free_cb };
-        r = sched_init(&s->sched, loop, cfg, &s->drv, dispatch_op_done);
+                                             .message_cb = methods_message_cb, .free_cb = conn_free_cb,
+                                             .userdata = &s->methods };
+        r = sched_init(&s->sched, loop, cfg, &s->drv, proccall_op_done_cb);
         if (r < 0)
                 return r;
         s->sched.hooks = (struct sched_hooks){ .started = on_op_started, .finished = on_op_finished, .ctx = s };
@@ -648,6 +619,15 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
                    &(struct lease_deps){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life, .srv = s },
                    s->runtime_dir);
         watch_init(s);
+        s->proccall = (struct proccall){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .metrics = &s->metrics,
+                                         .life = &s->life, .leases = &s->leases };
+        s->status = (struct status){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .groups = &s->groups,
+                                     .leases = &s->leases, .watch = &s->watch, .metrics = &s->metrics,
+                                     .n_conns = &s->n_conns, .index_opening = &s->index_opening,
+                                     .index_why = s->index_why };
+        methods_init(&s->methods, &(struct methods_features){ .proccall = &s->proccall, .groups = &s->groups,
+                                                              .leases = &s->leases, .watch = &s->watch,
+                                                              .status = &s->status, .metrics = &s->metrics });
         s->stop_serving_hook.stop_cb = on_stop_serving_cb;
         life_on_stop(&s->life, &s->stop_serving_hook);
         s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;

@@ -19,8 +19,11 @@
 #include "group.h"
 #include "lease.h"
 #include "life.h"
+#include "methods.h"
 #include "metrics.h"
+#include "proccall.h"
 #include "sched.h"
+#include "status.h"
 #include "watch.h"
 
 #define SERVER_MAX_LISTENERS 16
@@ -39,6 +42,9 @@ struct server {
         struct lease_table leases;      /* leases held (lease.h) */
         struct watch_table watch;       /* watchers (watch.h) */
         struct metrics metrics;
+        struct proccall proccall;       /* the calls on one process (proccall.h) */
+        struct status status;           /* GetStatus and GetMetrics (status.h) */
+        struct methods methods;         /* from a method to its handler (methods.h) */
         uv_work_t driver_work;          /* loads the driver off the loop thread */
         uv_work_t index_work;           /* opens the process index off it */
         struct procindex *index_opened; /* index_work's result, and why not */
@@ -70,8 +76,6 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg);
 int server_run(struct server *s);
 void server_done(struct server *s);
 
-/* GetMetrics's text (malloc'ed), NULL when out of memory. */
-char *server_metrics_text(struct server *s);
 /* SHIM for group.c, until each group holds the life itself: called when a
  * group has ended, drops the hold the groups in flight took at the stop
  * once none is left. */
