@@ -5,16 +5,12 @@
 #include "discover.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -22,6 +18,7 @@
 #include "access.h"
 #include "conn.h"
 #include "kernel-abi.h"
+#include "listen.h"
 #include "log.h"
 #include "procindex.h"
 
@@ -172,148 +169,6 @@ static void on_connection(uv_stream_t *listener, int status)
         (void)conn_start(c);
 }
 
-static int listen_on(struct server *s, uv_pipe_t *p)
-{
-        int r;
-
-        p->data = s;
-        r = uv_listen((uv_stream_t *)p, SOMAXCONN, on_connection); /* keep a passed socket's backlog */
-        if (r < 0)
-                return r;
-        return 0;
-}
-
-static int take_activated_sockets(struct server *s)
-{
-        char **names = NULL;
-        int n = sd_listen_fds_with_names(1, &names), served = 0, r;
-
-        if (n <= 0)
-                return n;
-        for (int i = 0; i < n; i++) {
-                int fd = SD_LISTEN_FDS_START + i;
-                const char *name = names && names[i] ? names[i] : "unknown";
-                uv_pipe_t *p;
-
-                if (sd_is_socket(fd, AF_UNIX, SOCK_STREAM, 1) <= 0 ||
-                    s->n_listeners >= SERVER_MAX_LISTENERS) {
-                        log_warning("Passed file descriptor %d (%s) is not a listening AF_UNIX stream socket, ignoring",
-                                    fd, name);
-                        close(fd);
-                        continue;
-                }
-                (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-                p = &s->listeners[s->n_listeners];
-                r = uv_pipe_init(s->loop, p, 0);
-                if (r < 0) {
-                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
-                        close(fd);
-                        continue;
-                }
-                /* From here the slot holds a handle on the loop: a failure
-                 * closes it (and with it fd, once it is the handle's) and
-                 * leaves the slot used, never to be initialised again. */
-                s->n_listeners++;
-                r = uv_pipe_open(p, fd);
-                if (r < 0)
-                        close(fd);
-                else
-                        r = listen_on(s, p);
-                if (r < 0) {
-                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
-                        uv_close((uv_handle_t *)p, NULL);
-                        continue;
-                }
-                served++;
-                log_info("Serving socket-activated socket %d (%s)", fd, name);
-        }
-        for (int i = 0; names && i < n; i++)
-                free(names[i]);
-        free(names);
-        /* Under socket activation the daemon serves what it was given: binding
-         * a socket of its own would serve a path nobody configured. */
-        if (served == 0) {
-                log_error("None of the %d passed file descriptors can be served", n);
-                return -EBADF;
-        }
-        return served;
-}
-
-/* A socket file left by a daemon that died is removed; a live one is not. */
-static int clear_stale_socket(const char *path)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        struct stat st;
-        int fd, r;
-
-        if (lstat(path, &st) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (!S_ISSOCK(st.st_mode))
-                return -EEXIST;
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
-        r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-        close(fd);
-        if (r == 0)
-                return -EADDRINUSE;
-        return unlink(path) < 0 ? -errno : 0;
-}
-
-static int bind_own_socket(struct server *s)
-{
-        const char *path = s->cfg->socket_path;
-        char *dir = strdup(path);
-        uv_pipe_t *p = &s->listeners[0];
-        mode_t old;
-        int r;
-
-        if (!dir)
-                return -ENOMEM;
-        if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-                free(dir);
-                log_error("Socket path %s is too long", path);
-                return -ENAMETOOLONG;
-        }
-        /* The runtime directory (/run/cudackpt) is created when missing;
-         * nothing above it is. */
-        if (mkdir(dirname(dir), 0755) < 0 && errno != EEXIST) {
-                r = -errno;
-                log_error("Failed to create %s: %s", dir, strerror(errno));
-                free(dir);
-                return r;
-        }
-        free(dir);
-        r = clear_stale_socket(path);
-        if (r < 0) {
-                log_error("Failed to bind %s: %s", path,
-                          r == -EADDRINUSE ? "another daemon is serving it"
-                          : r == -EEXIST   ? "a file that is not a socket is in the way"
-                                           : strerror(-r));
-                return r;
-        }
-        r = uv_pipe_init(s->loop, p, 0);
-        if (r < 0)
-                return r;
-        old = umask(0177); /* no window in which the socket is open to all */
-        r = uv_pipe_bind(p, path);
-        umask(old);
-        if (r == 0 && chmod(path, s->cfg->socket_mode) < 0)
-                r = -errno;
-        if (r == 0)
-                r = listen_on(s, p);
-        if (r < 0) {
-                log_error("Failed to listen on %s: %s", path, uv_strerror(r));
-                uv_close((uv_handle_t *)p, NULL);
-                return r;
-        }
-        s->n_listeners = 1;
-        s->bound_path = strdup(path);
-        log_info("Listening on %s", path);
-        return 0;
-}
-
 static void notify_status(struct server *s)
 {
         if (!s->notify)
@@ -392,13 +247,7 @@ static void on_stop_cb(struct life_hook *h)
                  s->n_conns);
         if (s->notify)
                 sd_notify(0, "STOPPING=1");
-        for (unsigned i = 0; i < s->n_listeners; i++)
-                close_handle((uv_handle_t *)&s->listeners[i]);
-        if (s->bound_path) {
-                unlink(s->bound_path);
-                free(s->bound_path);
-                s->bound_path = NULL;
-        }
+        listen_stop(&s->listen);
 }
 
 /* Queued operations are answered with ShuttingDown and idle connections
@@ -520,7 +369,6 @@ static void driver_ready(uv_work_t *w, int status)
         int r;
 
         (void)status;
-        s->starting = false;
         /* The first line an operator reads says which driver serves. */
         if (s->drv.simulated)
                 log_warning("SIMULATED CUDA DRIVER loaded from %s: no GPU is involved, for development and tests only",
@@ -536,9 +384,7 @@ static void driver_ready(uv_work_t *w, int status)
                 life_release(&s->life); /* start-up's */
                 return;
         }
-        r = take_activated_sockets(s);
-        if (r == 0)
-                r = bind_own_socket(s);
+        r = listen_start(&s->listen, s->loop, s->cfg, on_connection, s);
         if (r < 0) {
                 s->exit_code = 1;
                 life_stop(&s->life);
@@ -647,7 +493,6 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
 
 int server_run(struct server *s)
 {
-        s->starting = true;
         life_hold(&s->life); /* start-up's: until driver_ready */
         s->driver_work.data = s;
         uv_queue_work(s->loop, &s->driver_work, driver_work, driver_ready);
@@ -661,10 +506,10 @@ void server_done(struct server *s)
         gpumem_close(&s->gpumem);
         sched_done(&s->sched);
         driver_close(&s->drv);
+        listen_free(&s->listen);
         share_free(&s->conns_share);
         share_free(&s->groups.slots);
         share_free(&s->leases.share);
         share_free(&s->watch.share);
-        free(s->bound_path);
         free(s->runtime_dir);
 }
