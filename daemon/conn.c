@@ -1,4 +1,5 @@
-/* conn.c: reading, framing and writing for one connection. */
+/* conn.c: reading, framing and writing for one connection, its limits,
+ * and the hooks, pins and streaming mode features use (conn.h). */
 #include "conn.h"
 
 #include <errno.h>

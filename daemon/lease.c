@@ -334,12 +334,8 @@ void lease_close(struct lease_table *t)
         if (!uv_is_closing((uv_handle_t *)&t->timer))
                 uv_close((uv_handle_t *)&t->timer, NULL);
         /* What is left is in the store, for the next start. */
-        while (t->head) {
-                struct lease *l = t->head;
-                t->head = l->next;
-                free(l->m);
-                free(l);
-        }
+        leasestore_free(t->head);
+        t->head = NULL;
         free(t->store);
         t->store = NULL;
 }
@@ -500,14 +496,6 @@ static void stop_cb(struct life_hook *h)
 }
 
 /* ---- changes made by calls (leasecall.c) -------------------------------------- */
-
-struct lease *lease_find(struct lease_table *t, uint64_t id)
-{
-        for (struct lease *l = t->head; l; l = l->next)
-                if (l->id == id)
-                        return l;
-        return NULL;
-}
 
 void lease_release(struct lease_table *t, struct lease *l)
 {

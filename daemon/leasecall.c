@@ -1,5 +1,6 @@
 /* leasecall.c: the calls on leases: ReleaseLease, RenewLease and
- * ClaimLease, and the lease share of calls that ask for one (lease.h). */
+ * ClaimLease, the "lease" of a grant's reply, and the lease share of calls
+ * that ask for one (lease.h). */
 #include "lease.h"
 
 #include <inttypes.h>
@@ -30,6 +31,14 @@ void lease_reply_grant(const struct lease *l, cJSON *reply)
                 leasestore_hex(l->secret, sizeof(l->secret), hex);
                 cJSON_AddStringToObject(o, "secret", hex);
         }
+}
+
+struct lease *lease_find(struct lease_table *t, uint64_t id)
+{
+        for (struct lease *l = t->head; l; l = l->next)
+                if (l->id == id)
+                        return l;
+        return NULL;
 }
 
 /* Whether caller may release, renew or claim l (access.h has the rule). */

@@ -1,5 +1,6 @@
-/* server.c: sockets, accepting, limits on connections, signals, systemd
- * notification and the orderly shutdown. */
+/* server.c: building and wiring the daemon's parts, accepting connections
+ * (their credentials and limits), the start-up on workers, signals, systemd
+ * notification, and the stop as a hold count (server.h). */
 #include "server.h"
 
 #include "discover.h"
