@@ -452,12 +452,16 @@ static void holder_closing_cb(struct conn_hook *h, struct conn *c)
         struct lease_table *t = first->table;
         struct lease *l, *next;
 
-        if (life_stopping(t->life))
-                return;
         for (l = t->head; l; l = next) {
                 next = l->next;
-                if (l->conn == c)
+                if (l->conn != c)
+                        continue;
+                if (!life_stopping(t->life)) {
                         lease_undo(t, l, METRICS_LEASES_CLOSED);
+                } else {
+                        hold_by(l, NULL); /* as at the stop (stop_cb): the next start waits for a claim */
+                        l->unclaimed = true;
+                }
         }
 }
 
