@@ -159,7 +159,7 @@ static struct lease *find_member(struct lease_table *t, pid_t pid, size_t *ret_i
 
 /* ---- undo ------------------------------------------------------------------ */
 
-static void undo_done(void *ctx, cJSON *msg)
+static void undo_ended_cb(void *ctx, cJSON *msg)
 {
         struct lease *l = ctx;
         struct lease_table *t = l->table;
@@ -246,14 +246,14 @@ static void lease_undo(struct lease_table *t, struct lease *l, enum metrics_coun
                                                               .start_time = l->m[i].start_time };
                 req.n_pids = (unsigned)l->n;
         }
-        if (!req.pids || group_start_internal(t->srv, PROTO_RESUME_GROUP, &t->self, &req, undo_done, l) < 0) {
+        if (!req.pids || group_start_internal(t->srv, PROTO_RESUME_GROUP, &t->self, &req, undo_ended_cb, l) < 0) {
                 proto_group_request_done(&req);
-                undo_done(l, NULL);
+                undo_ended_cb(l, NULL);
         }
         arm(t);
 }
 
-static void on_timer(uv_timer_t *timer)
+static void timer_cb(uv_timer_t *timer)
 {
         struct lease_table *t = timer->data;
         uint64_t now = uv_now(t->loop);
@@ -287,7 +287,7 @@ static void arm(struct lease_table *t)
                 uv_timer_stop(&t->timer);
                 return;
         }
-        uv_timer_start(&t->timer, on_timer, first > now ? first - now : 0, 0);
+        uv_timer_start(&t->timer, timer_cb, first > now ? first - now : 0, 0);
 }
 
 /* Puts l (its members counted) at the head of the table. */

@@ -91,7 +91,7 @@ static void read_peer(int fd, struct policy_caller *caller)
         pidns_of_peer(caller->pid, caller->pidfd, &caller->pidns);
 }
 
-static void on_refused_closed(uv_handle_t *h)
+static void refused_close_cb(uv_handle_t *h)
 {
         free(h);
 }
@@ -106,10 +106,10 @@ static void refuse(struct server *s, uv_stream_t *listener, const char *why, uid
         }
         if (uv_accept(listener, (uv_stream_t *)p) == 0)
                 log_warning("Refusing connection from uid %u: %s (limit %u)", (unsigned)uid, why, limit);
-        uv_close((uv_handle_t *)p, on_refused_closed);
+        uv_close((uv_handle_t *)p, refused_close_cb);
 }
 
-static void on_connection(uv_stream_t *listener, int status)
+static void connection_cb(uv_stream_t *listener, int status)
 {
         struct server *s = listener->data;
         struct watch_shim_hook *shim;
@@ -141,7 +141,7 @@ static void on_connection(uv_stream_t *listener, int status)
             uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0) {
                 free(shim);
                 c->pipe.data = c;
-                uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
+                uv_close((uv_handle_t *)&c->pipe, refused_close_cb);
                 return;
         }
         read_peer(fd, &c->caller);
@@ -155,7 +155,7 @@ static void on_connection(uv_stream_t *listener, int status)
                         close(c->caller.pidfd);
                 pidns_done(&c->caller.pidns);
                 free(shim);
-                uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
+                uv_close((uv_handle_t *)&c->pipe, refused_close_cb);
                 return;
         }
         metrics_count(&s->metrics, METRICS_CONNECTIONS_ACCEPTED);
@@ -179,7 +179,7 @@ static void notify_status(struct server *s)
                    s->sched.n_ops - s->sched.n_running);
 }
 
-static void on_notify_timer(uv_timer_t *t)
+static void notify_timer_cb(uv_timer_t *t)
 {
         struct server *s = t->data;
 
@@ -195,12 +195,12 @@ static void close_handle(uv_handle_t *h)
                 uv_close(h, NULL);
 }
 
-static void on_op_started(void *ctx, const struct sched_op *op)
+static void op_started_cb(void *ctx, const struct sched_op *op)
 {
         watch_op_started(ctx, op);
 }
 
-static void on_op_finished(void *ctx, const struct sched_op *op)
+static void op_finished_cb(void *ctx, const struct sched_op *op)
 {
         struct server *s = ctx;
 
@@ -220,7 +220,7 @@ void server_maybe_finish(struct server *s)
 
 /* Everything that held the daemon's life has finished: the last handles
  * close and the loop ends. */
-static void on_stopped_cb(struct life *l)
+static void stopped_cb(struct life *l)
 {
         struct server *s = (struct server *)((char *)l - offsetof(struct server, life));
 
@@ -234,8 +234,8 @@ static void on_stopped_cb(struct life *l)
 }
 
 /* The stop begins: no more connections.  The features' stop hooks run
- * next (the leases are kept), then on_stop_serving_cb. */
-static void on_stop_cb(struct life_hook *h)
+ * next (the leases are kept), then stop_serving_cb. */
+static void stop_cb(struct life_hook *h)
 {
         struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_hook));
 
@@ -253,7 +253,7 @@ static void on_stop_cb(struct life_hook *h)
 
 /* Queued operations are answered with ShuttingDown and idle connections
  * closed; busy ones close once answered (conn_request_done). */
-static void on_stop_serving_cb(struct life_hook *h)
+static void stop_serving_cb(struct life_hook *h)
 {
         struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_serving_hook));
         struct conn *c, *next;
@@ -266,7 +266,7 @@ static void on_stop_serving_cb(struct life_hook *h)
         }
 }
 
-static void on_signal(uv_signal_t *h, int signum)
+static void signal_cb(uv_signal_t *h, int signum)
 {
         struct server *s = h->data;
 
@@ -278,7 +278,7 @@ static void on_signal(uv_signal_t *h, int signum)
         life_stop(&s->life);
 }
 
-static void driver_work(uv_work_t *w)
+static void driver_work_cb(uv_work_t *w)
 {
         struct server *s = w->data;
 
@@ -289,7 +289,7 @@ static void driver_work(uv_work_t *w)
         }
 }
 
-static void index_work(uv_work_t *w)
+static void index_work_cb(uv_work_t *w)
 {
         struct server *s = w->data;
 
@@ -298,7 +298,7 @@ static void index_work(uv_work_t *w)
                 s->index_opened = NULL;
 }
 
-static void index_ready(uv_work_t *w, int status)
+static void index_ready_cb(uv_work_t *w, int status)
 {
         struct server *s = w->data;
         struct procindex *ix = s->index_opened;
@@ -323,14 +323,14 @@ static void index_ready(uv_work_t *w, int status)
         life_release(&s->life);
 }
 
-static void gpumem_work(uv_work_t *w)
+static void gpumem_work_cb(uv_work_t *w)
 {
         struct server *s = w->data;
 
         (void)gpumem_open(&s->gpumem, s->cfg->nvml_path);
 }
 
-static void gpumem_ready(uv_work_t *w, int status)
+static void gpumem_ready_cb(uv_work_t *w, int status)
 {
         struct server *s = w->data;
 
@@ -358,13 +358,13 @@ static void index_start(struct server *s)
                 return;
         }
         s->index_work.data = s;
-        if (uv_queue_work(s->loop, &s->index_work, index_work, index_ready) == 0) {
+        if (uv_queue_work(s->loop, &s->index_work, index_work_cb, index_ready_cb) == 0) {
                 s->index_opening = true;
-                life_hold(&s->life); /* until index_ready */
+                life_hold(&s->life); /* until index_ready_cb */
         }
 }
 
-static void driver_ready(uv_work_t *w, int status)
+static void driver_ready_cb(uv_work_t *w, int status)
 {
         struct server *s = w->data;
         int r;
@@ -385,7 +385,7 @@ static void driver_ready(uv_work_t *w, int status)
                 life_release(&s->life); /* start-up's */
                 return;
         }
-        r = listen_start(&s->listen, s->loop, s->cfg, on_connection, s);
+        r = listen_start(&s->listen, s->loop, s->cfg, connection_cb, s);
         if (r < 0) {
                 s->exit_code = 1;
                 life_stop(&s->life);
@@ -394,9 +394,9 @@ static void driver_ready(uv_work_t *w, int status)
         }
         index_start(s);
         s->gpumem_work.data = s;
-        if (uv_queue_work(s->loop, &s->gpumem_work, gpumem_work, gpumem_ready) == 0) {
+        if (uv_queue_work(s->loop, &s->gpumem_work, gpumem_work_cb, gpumem_ready_cb) == 0) {
                 s->gpumem_opening = true;
-                life_hold(&s->life); /* until gpumem_ready */
+                life_hold(&s->life); /* until gpumem_ready_cb */
         }
         /* Before READY=1 and before any call is read: the leases the last
          * daemon left are honoured first. */
@@ -407,7 +407,7 @@ static void driver_ready(uv_work_t *w, int status)
                 uint64_t period = s->watchdog_usec > 0 ? s->watchdog_usec / 2 / 1000 : 5000;
                 if (period < 1)
                         period = 1;
-                uv_timer_start(&s->notify_timer, on_notify_timer, period, period);
+                uv_timer_start(&s->notify_timer, notify_timer_cb, period, period);
         }
         life_release(&s->life); /* start-up's */
 }
@@ -440,8 +440,8 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         memset(s, 0, sizeof(*s));
         s->loop = loop;
         s->cfg = cfg;
-        life_init(&s->life, on_stopped_cb);
-        s->stop_hook.stop_cb = on_stop_cb;
+        life_init(&s->life, stopped_cb);
+        s->stop_hook.stop_cb = stop_cb;
         life_on_stop(&s->life, &s->stop_hook);
         s->conn_owner = (struct conn_owner){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
                                              .message_cb = methods_message_cb, .free_cb = conn_free_cb,
@@ -449,7 +449,7 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         r = sched_init(&s->sched, loop, cfg, &s->drv, proccall_op_done_cb);
         if (r < 0)
                 return r;
-        s->sched.hooks = (struct sched_hooks){ .started = on_op_started, .finished = on_op_finished, .ctx = s };
+        s->sched.hooks = (struct sched_hooks){ .started = op_started_cb, .finished = op_finished_cb, .ctx = s };
         metrics_init(&s->metrics);
         static const char *const conn_keys[] = { "max_connections", "max_connections_per_uid",
                                                  "max_connections_reserved" };
@@ -475,7 +475,7 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         methods_init(&s->methods, &(struct methods_features){ .proccall = &s->proccall, .groups = &s->groups,
                                                               .leases = &s->leases, .watch = &s->watch,
                                                               .status = &s->status, .metrics = &s->metrics });
-        s->stop_serving_hook.stop_cb = on_stop_serving_cb;
+        s->stop_serving_hook.stop_cb = stop_serving_cb;
         life_on_stop(&s->life, &s->stop_serving_hook);
         s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
         if (sd_watchdog_enabled(0, &usec) > 0)
@@ -483,8 +483,8 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         uv_signal_init(loop, &s->sig_term);
         uv_signal_init(loop, &s->sig_int);
         s->sig_term.data = s->sig_int.data = s;
-        uv_signal_start(&s->sig_term, on_signal, SIGTERM);
-        uv_signal_start(&s->sig_int, on_signal, SIGINT);
+        uv_signal_start(&s->sig_term, signal_cb, SIGTERM);
+        uv_signal_start(&s->sig_int, signal_cb, SIGINT);
         if (s->notify) {
                 uv_timer_init(loop, &s->notify_timer);
                 s->notify_timer.data = s;
@@ -494,9 +494,9 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
 
 int server_run(struct server *s)
 {
-        life_hold(&s->life); /* start-up's: until driver_ready */
+        life_hold(&s->life); /* start-up's: until driver_ready_cb */
         s->driver_work.data = s;
-        uv_queue_work(s->loop, &s->driver_work, driver_work, driver_ready);
+        uv_queue_work(s->loop, &s->driver_work, driver_work_cb, driver_ready_cb);
         uv_run(s->loop, UV_RUN_DEFAULT);
         return s->exit_code;
 }
