@@ -90,9 +90,10 @@ void conn_unref(struct conn *c);
 
 /* h->closing_cb (set by the caller) runs once, when conn_close() begins
  * closing c, in the order the hooks were added; a hook may remove itself
- * or others.  Added to a connection already closing, it never runs. */
+ * or others (a hook another one adds runs in its turn).  Added once c's
+ * hooks have run, it never runs: check c->closing first. */
 void conn_hook_add(struct conn *c, struct conn_hook *h);
-/* Safe for a hook not added or already run. */
+/* Safe for a hook not added (zeroed) or already run. */
 void conn_hook_remove(struct conn *c, struct conn_hook *h);
 /* While pinned (a count), the idle timeout never closes c. */
 void conn_pin(struct conn *c);

@@ -310,14 +310,9 @@ void lease_init(struct lease_table *t, const struct lease_deps *deps, const char
 {
         static const char *const keys[] = { "max_leases", "max_leases_per_uid", "max_leases_reserved" };
 
-        t->loop = deps->loop;
-        t->cfg = deps->cfg;
-        t->metrics = deps->metrics;
-        t->life = deps->life;
-        t->srv = deps->srv;
-        t->stop_hook.stop_cb = stop_cb;
+        *t = (struct lease_table){ .loop = deps->loop, .cfg = deps->cfg, .metrics = deps->metrics, .life = deps->life,
+                                   .srv = deps->srv, .stop_hook.stop_cb = stop_cb, .next_id = 1 };
         life_on_stop(t->life, &t->stop_hook);
-        t->next_id = 1;
         share_init(&t->share, keys, t->cfg->max_leases, t->cfg->max_leases_per_uid, t->cfg->max_leases_reserved);
         uv_timer_init(t->loop, &t->timer);
         t->timer.data = t;
