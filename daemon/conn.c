@@ -225,6 +225,15 @@ void conn_send_bytes(struct conn *c, char *data, size_t len)
         }
 }
 
+void conn_reply(struct conn *c, const struct proto_call *call, cJSON *msg)
+{
+        if (call->oneway) {
+                cJSON_Delete(msg);
+                return;
+        }
+        conn_send(c, msg);
+}
+
 bool conn_write_pending(struct conn *c)
 {
         return uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) > 0;

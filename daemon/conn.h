@@ -33,6 +33,7 @@
 #include "policy.h"
 
 struct conn;
+struct proto_call;
 struct server;
 
 /* What the connections of one server share; it outlives them. */
@@ -108,6 +109,8 @@ void conn_send(struct conn *c, cJSON *msg);
 /* The same for a message already serialised: data (malloc'ed, taken over)
  * holds len bytes, each message with its NUL terminator. */
 void conn_send_bytes(struct conn *c, char *data, size_t len);
+/* Answers call with msg (consumed): sent unless the call was oneway. */
+void conn_reply(struct conn *c, const struct proto_call *call, cJSON *msg);
 /* Whether written bytes still wait in the queue (the socket is full). */
 bool conn_write_pending(struct conn *c);
 /* Closes the connection once the replies queued so far are written (at

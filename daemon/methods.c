@@ -57,22 +57,13 @@ static const char service_idl[] =
         "# Method is expected to be called with 'more' set to true, but wasn't\n"
         "error ExpectedMore ()\n";
 
-static void reply(struct conn *c, const struct proto_call *call, cJSON *msg)
-{
-        if (call->oneway) {
-                cJSON_Delete(msg);
-                return;
-        }
-        conn_send(c, msg);
-}
-
 static void get_info_call(void *feature, struct conn *c, struct proto_call *call)
 {
         cJSON *p = cJSON_CreateObject(), *ifaces;
 
         (void)feature;
         if (!p) {
-                reply(c, call, NULL);
+                conn_reply(c, call, NULL);
                 return;
         }
         cJSON_AddStringToObject(p, "vendor", "cudackpt");
@@ -84,7 +75,7 @@ static void get_info_call(void *feature, struct conn *c, struct proto_call *call
                 cJSON_AddItemToArray(ifaces, cJSON_CreateString("org.varlink.service"));
                 cJSON_AddItemToArray(ifaces, cJSON_CreateString(CUDACKPT_INTERFACE));
         }
-        reply(c, call, proto_reply_new(p));
+        conn_reply(c, call, proto_reply_new(p));
 }
 
 static cJSON *interface_description(const struct proto_call *call)
@@ -117,7 +108,7 @@ static cJSON *interface_description(const struct proto_call *call)
 static void get_interface_description_call(void *feature, struct conn *c, struct proto_call *call)
 {
         (void)feature;
-        reply(c, call, interface_description(call));
+        conn_reply(c, call, interface_description(call));
 }
 
 /* ---- the rows' handlers: each hands the call to its feature --------------- */
@@ -149,12 +140,12 @@ static void watch_row(void *feature, struct conn *c, struct proto_call *call)
 
 static void metrics_row(void *feature, struct conn *c, struct proto_call *call)
 {
-        reply(c, call, status_metrics_reply(feature));
+        conn_reply(c, call, status_metrics_reply(feature));
 }
 
 static void status_row(void *feature, struct conn *c, struct proto_call *call)
 {
-        reply(c, call, status_reply(feature));
+        conn_reply(c, call, status_reply(feature));
 }
 
 /* ---- the table -------------------------------------------------------------- */
@@ -207,7 +198,7 @@ void methods_message_cb(struct conn *c, const char *msg, size_t len)
         }
         row = &m->rows[call.method];
         if (row->no_parameters && call.parameters && call.parameters->child)
-                reply(c, &call, proto_invalid_parameter(call.parameters->child->string));
+                conn_reply(c, &call, proto_invalid_parameter(call.parameters->child->string));
         else
                 row->fn(row->feature, c, &call);
         proto_call_done(&call);

@@ -17,15 +17,6 @@
 #include "proto.h"
 #include "uuid.h"
 
-static void reply(struct conn *c, const struct proto_call *call, cJSON *msg)
-{
-        if (call && call->oneway) {
-                cJSON_Delete(msg);
-                return;
-        }
-        conn_send(c, msg);
-}
-
 static cJSON *simple_error(const char *name, pid_t pid, const char *method)
 {
         cJSON *p = cJSON_CreateObject();
@@ -75,7 +66,7 @@ static bool refuse_now(struct proccall *pc, struct conn *c, const struct proto_c
         if (ops_judge(pc->cfg, &c->caller, call->method, req, &snap->owner, snap->start_time, &r))
                 return false;
         audit_early(pc, c, call->method, req->pid, ops_error_short_name(r.error), NULL);
-        reply(c, call, ops_reply(pc->drv, call->method, req->caller_pid, c->caller.uid, &r));
+        conn_reply(c, call, ops_reply(pc->drv, call->method, req->caller_pid, c->caller.uid, &r));
         return true;
 }
 
@@ -96,7 +87,7 @@ static bool answer_state_now(struct proccall *pc, struct conn *c, const struct p
         r = (struct ops_result){ .error = OPS_OK, .state = snap.last_state, .restore_tid = -1,
                                  .rolled_back = -1, .in_flight = (int)snap.running };
         metrics_op(pc->metrics, call->method, "ok", 0);
-        reply(c, call, ops_reply(pc->drv, call->method, req->caller_pid, c->caller.uid, &r));
+        conn_reply(c, call, ops_reply(pc->drv, call->method, req->caller_pid, c->caller.uid, &r));
         return true;
 }
 
@@ -119,7 +110,7 @@ static bool translate_pid(struct proccall *pc, struct conn *c, const struct prot
                 snprintf(why, sizeof(why), "pid %d not in the caller's pid namespace", (int)req->caller_pid);
         }
         audit_early(pc, c, call->method, 0, ops_error_short_name(r.error), why);
-        reply(c, call, ops_reply(pc->drv, call->method, req->caller_pid, c->caller.uid, &r));
+        conn_reply(c, call, ops_reply(pc->drv, call->method, req->caller_pid, c->caller.uid, &r));
         return false;
 }
 
@@ -181,7 +172,7 @@ static bool answered_before_queue(struct proccall *pc, struct conn *c, const str
                 err = check_mapping(pc->drv, call, req);
                 if (err) {
                         audit_early(pc, c, call->method, req->pid, "InvalidGpuMapping", "unknown new GPU");
-                        reply(c, call, err);
+                        conn_reply(c, call, err);
                         return true;
                 }
         }
@@ -198,11 +189,11 @@ void proccall_call(struct proccall *pc, struct conn *c, struct proto_call *call)
 
         if (proto_parse_request(call, pc->cfg->max_gpu_pairs, &req, &err) < 0) {
                 /* Parameter errors are not refusals: not audited. */
-                reply(c, call, err);
+                conn_reply(c, call, err);
                 return;
         }
         if (life_stopping(pc->life)) {
-                reply(c, call, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
+                conn_reply(c, call, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
                 goto out;
         }
         if (!translate_pid(pc, c, call, &req) || answered_before_queue(pc, c, call, &req))
@@ -210,7 +201,7 @@ void proccall_call(struct proccall *pc, struct conn *c, struct proto_call *call)
         if (req.lease.wanted) {
                 if (!lease_admit(pc->leases, &c->caller, &limit)) {
                         audit_early(pc, c, call->method, req.pid, "QueueFull", limit.key);
-                        reply(c, call, queue_full(req.caller_pid, &limit));
+                        conn_reply(c, call, queue_full(req.caller_pid, &limit));
                         goto out;
                 }
                 req.lease.admitted = true;
@@ -241,7 +232,7 @@ void proccall_call(struct proccall *pc, struct conn *c, struct proto_call *call)
         r = sched_submit(pc->sched, op, &limit);
         if (r < 0) {
                 audit_early(pc, c, call->method, req.pid, "QueueFull", limit.key);
-                reply(c, call, r == -EAGAIN ? queue_full(req.caller_pid, &limit) : NULL);
+                conn_reply(c, call, r == -EAGAIN ? queue_full(req.caller_pid, &limit) : NULL);
                 free(op);
                 goto out;
         }
