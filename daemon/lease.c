@@ -331,6 +331,7 @@ void lease_close(struct lease_table *t)
         /* What is left is in the store, for the next start. */
         leasestore_free(t->head);
         t->head = NULL;
+        share_free(&t->share);
         free(t->store);
         t->store = NULL;
 }

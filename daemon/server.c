@@ -510,7 +510,6 @@ void server_done(struct server *s)
         listen_free(&s->listen);
         share_free(&s->conns_share);
         share_free(&s->groups.slots);
-        share_free(&s->leases.share);
         share_free(&s->watch.share);
         free(s->runtime_dir);
 }
