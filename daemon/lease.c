@@ -338,8 +338,8 @@ void lease_close(struct lease_table *t)
 
 /* A new lease of c's caller on members, in the table (ends members'
  * older leases); NULL when out of memory. */
-static struct lease *add_lease(struct lease_table *t, struct conn *c, enum proto_method m, const struct proto_lease *want,
-                               const struct lease_member *members, size_t n)
+static struct lease *add_lease(struct lease_table *t, struct conn *c, enum proto_method m,
+                               const struct proto_lease *want, const struct lease_member *members, size_t n)
 {
         struct lease *l = calloc(1, sizeof(*l));
 

@@ -207,7 +207,8 @@ static void op_finished_cb(void *ctx, const struct sched_op *op)
         watch_op_finished(s, op);
         /* Only an operation that reached its process says anything of it. */
         if (op->result.pinned)
-                lease_op_finished(&s->leases, op->result.pinned_pid, op->result.pinned_start_time, op->method, &op->result);
+                lease_op_finished(&s->leases, op->result.pinned_pid, op->result.pinned_start_time, op->method,
+                                  &op->result);
 }
 
 void server_maybe_finish(struct server *s)
