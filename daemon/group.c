@@ -428,7 +428,7 @@ static void group_end(struct group *g, cJSON *msg)
         if (g->holds_slot)
                 share_give(&t->slots, g->caller->uid, access_privileged(srv->cfg, g->caller));
         if (g->req.lease.admitted)
-                lease_unadmit(srv, g->caller);
+                lease_unadmit(&srv->leases, g->caller);
         group_free(g);
         if (c) {
                 conn_request_done(c);
@@ -455,7 +455,7 @@ static void grant_lease(struct group *g, cJSON *msg)
                         lm[n++] = (struct lease_member){ .pid = g->m[i].pid, .vpid = g->m[i].vpid,
                                                          .start_time = g->m[i].start_time,
                                                          .owner = g->m[i].owner };
-        lease_grant(g->srv, g->conn, g->method, &g->req.lease, lm, n, msg);
+        lease_grant(&g->srv->leases, g->conn, g->method, &g->req.lease, lm, n, msg);
         free(lm);
 }
 
@@ -1314,7 +1314,7 @@ static bool admit(struct group *g, struct conn *c)
                 goto refuse;
         }
         if (g->req.lease.wanted) {
-                if (!lease_admit(srv, &c->caller, &why))
+                if (!lease_admit(&srv->leases, &c->caller, &why))
                         goto full;
                 g->req.lease.admitted = true;
         }
@@ -1323,7 +1323,7 @@ static bool admit(struct group *g, struct conn *c)
                 return true;
         }
         if (g->req.lease.admitted)
-                lease_unadmit(srv, &c->caller);
+                lease_unadmit(&srv->leases, &c->caller);
         g->req.lease.admitted = false;
 full:
         p = cJSON_CreateObject();

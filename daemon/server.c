@@ -1,32 +1,39 @@
-/* server.c: sockets, accepting, limits on connections, signals, systemd
- * notification and the orderly shutdown. */
+/* server.c: building and wiring the daemon's parts, accepting connections
+ * (their credentials and limits), the start-up on workers, signals, systemd
+ * notification, and the stop as a hold count (server.h). */
 #include "server.h"
 
 #include "discover.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
 
 #include "access.h"
 #include "conn.h"
-#include "dispatch.h"
 #include "kernel-abi.h"
+#include "listen.h"
 #include "log.h"
 #include "procindex.h"
 
-void server_conn_gone(struct server *s, struct conn *c)
+static struct server *server_of_conn(const struct conn *c)
 {
+        return (struct server *)((char *)c->owner - offsetof(struct server, conn_owner));
+}
+
+/* c's last reference is gone: it leaves the server's list, its share and
+ * the holds on the daemon's life. */
+static void conn_free_cb(struct conn *c)
+{
+        struct server *s = server_of_conn(c);
+
         share_give(&s->conns_share, c->caller.uid, access_privileged(s->cfg, &c->caller));
         if (c->prev)
                 c->prev->next = c->next;
@@ -35,7 +42,22 @@ void server_conn_gone(struct server *s, struct conn *c)
         if (c->next)
                 c->next->prev = c->prev;
         s->n_conns--;
-        server_maybe_finish(s);
+        life_release(&s->life);
+}
+
+/* SHIM until watch.c subscribes to its connections' closing itself: one
+ * per connection, it tells watch.c and goes. */
+struct watch_shim_hook {
+        struct conn_hook hook;
+        struct server *s;
+};
+
+static void watch_shim_closing_cb(struct conn_hook *h, struct conn *c)
+{
+        struct watch_shim_hook *w = (struct watch_shim_hook *)h;
+
+        watch_conn_closed(w->s, c);
+        free(w);
 }
 
 static void read_peer(int fd, struct policy_caller *caller)
@@ -69,7 +91,7 @@ static void read_peer(int fd, struct policy_caller *caller)
         pidns_of_peer(caller->pid, caller->pidfd, &caller->pidns);
 }
 
-static void on_refused_closed(uv_handle_t *h)
+static void refused_close_cb(uv_handle_t *h)
 {
         free(h);
 }
@@ -84,12 +106,13 @@ static void refuse(struct server *s, uv_stream_t *listener, const char *why, uid
         }
         if (uv_accept(listener, (uv_stream_t *)p) == 0)
                 log_warning("Refusing connection from uid %u: %s (limit %u)", (unsigned)uid, why, limit);
-        uv_close((uv_handle_t *)p, on_refused_closed);
+        uv_close((uv_handle_t *)p, refused_close_cb);
 }
 
-static void on_connection(uv_stream_t *listener, int status)
+static void connection_cb(uv_stream_t *listener, int status)
 {
         struct server *s = listener->data;
+        struct watch_shim_hook *shim;
         struct conn *c;
         uv_os_fd_t fd;
         struct share_refusal limit = { 0 };
@@ -98,7 +121,7 @@ static void on_connection(uv_stream_t *listener, int status)
                 log_warning("Failed to accept a connection: %s, ignoring", uv_strerror(status));
                 return;
         }
-        if (s->shutting_down)
+        if (life_stopping(&s->life))
                 return;
         if (s->conns_share.used >= s->conns_share.limit) {
                 metrics_count(&s->metrics, METRICS_REFUSED_MAX_CONNECTIONS);
@@ -106,17 +129,19 @@ static void on_connection(uv_stream_t *listener, int status)
                 return;
         }
         c = calloc(1, sizeof(*c));
-        if (!c)
-                return;
-        c->server = s;
-        if (uv_pipe_init(s->loop, &c->pipe, 0) < 0) {
+        shim = malloc(sizeof(*shim));
+        if (!c || !shim || uv_pipe_init(s->loop, &c->pipe, 0) < 0) {
                 free(c);
+                free(shim);
                 return;
         }
+        c->owner = &s->conn_owner;
+        c->server = s;
         if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0 ||
             uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0) {
+                free(shim);
                 c->pipe.data = c;
-                uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
+                uv_close((uv_handle_t *)&c->pipe, refused_close_cb);
                 return;
         }
         read_peer(fd, &c->caller);
@@ -129,7 +154,8 @@ static void on_connection(uv_stream_t *listener, int status)
                 if (c->caller.has_pidfd)
                         close(c->caller.pidfd);
                 pidns_done(&c->caller.pidns);
-                uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
+                free(shim);
+                uv_close((uv_handle_t *)&c->pipe, refused_close_cb);
                 return;
         }
         metrics_count(&s->metrics, METRICS_CONNECTIONS_ACCEPTED);
@@ -138,149 +164,10 @@ static void on_connection(uv_stream_t *listener, int status)
                 s->conns->prev = c;
         s->conns = c;
         s->n_conns++;
+        life_hold(&s->life); /* until conn_free_cb */
+        *shim = (struct watch_shim_hook){ .hook.closing_cb = watch_shim_closing_cb, .s = s };
+        conn_hook_add(c, &shim->hook);
         (void)conn_start(c);
-}
-
-static int listen_on(struct server *s, uv_pipe_t *p)
-{
-        int r;
-
-        p->data = s;
-        r = uv_listen((uv_stream_t *)p, SOMAXCONN, on_connection); /* keep a passed socket's backlog */
-        if (r < 0)
-                return r;
-        return 0;
-}
-
-static int take_activated_sockets(struct server *s)
-{
-        char **names = NULL;
-        int n = sd_listen_fds_with_names(1, &names), served = 0, r;
-
-        if (n <= 0)
-                return n;
-        for (int i = 0; i < n; i++) {
-                int fd = SD_LISTEN_FDS_START + i;
-                const char *name = names && names[i] ? names[i] : "unknown";
-                uv_pipe_t *p;
-
-                if (sd_is_socket(fd, AF_UNIX, SOCK_STREAM, 1) <= 0 ||
-                    s->n_listeners >= SERVER_MAX_LISTENERS) {
-                        log_warning("Passed file descriptor %d (%s) is not a listening AF_UNIX stream socket, ignoring",
-                                    fd, name);
-                        close(fd);
-                        continue;
-                }
-                (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-                p = &s->listeners[s->n_listeners];
-                r = uv_pipe_init(s->loop, p, 0);
-                if (r < 0) {
-                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
-                        close(fd);
-                        continue;
-                }
-                /* From here the slot holds a handle on the loop: a failure
-                 * closes it (and with it fd, once it is the handle's) and
-                 * leaves the slot used, never to be initialised again. */
-                s->n_listeners++;
-                r = uv_pipe_open(p, fd);
-                if (r < 0)
-                        close(fd);
-                else
-                        r = listen_on(s, p);
-                if (r < 0) {
-                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
-                        uv_close((uv_handle_t *)p, NULL);
-                        continue;
-                }
-                served++;
-                log_info("Serving socket-activated socket %d (%s)", fd, name);
-        }
-        for (int i = 0; names && i < n; i++)
-                free(names[i]);
-        free(names);
-        /* Under socket activation the daemon serves what it was given: binding
-         * a socket of its own would serve a path nobody configured. */
-        if (served == 0) {
-                log_error("None of the %d passed file descriptors can be served", n);
-                return -EBADF;
-        }
-        return served;
-}
-
-/* A socket file left by a daemon that died is removed; a live one is not. */
-static int clear_stale_socket(const char *path)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        struct stat st;
-        int fd, r;
-
-        if (lstat(path, &st) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (!S_ISSOCK(st.st_mode))
-                return -EEXIST;
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
-        r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-        close(fd);
-        if (r == 0)
-                return -EADDRINUSE;
-        return unlink(path) < 0 ? -errno : 0;
-}
-
-static int bind_own_socket(struct server *s)
-{
-        const char *path = s->cfg->socket_path;
-        char *dir = strdup(path);
-        uv_pipe_t *p = &s->listeners[0];
-        mode_t old;
-        int r;
-
-        if (!dir)
-                return -ENOMEM;
-        if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-                free(dir);
-                log_error("Socket path %s is too long", path);
-                return -ENAMETOOLONG;
-        }
-        /* The runtime directory (/run/cudackpt) is created when missing;
-         * nothing above it is. */
-        if (mkdir(dirname(dir), 0755) < 0 && errno != EEXIST) {
-                r = -errno;
-                log_error("Failed to create %s: %s", dir, strerror(errno));
-                free(dir);
-                return r;
-        }
-        free(dir);
-        r = clear_stale_socket(path);
-        if (r < 0) {
-                log_error("Failed to bind %s: %s", path,
-                          r == -EADDRINUSE ? "another daemon is serving it"
-                          : r == -EEXIST   ? "a file that is not a socket is in the way"
-                                           : strerror(-r));
-                return r;
-        }
-        r = uv_pipe_init(s->loop, p, 0);
-        if (r < 0)
-                return r;
-        old = umask(0177); /* no window in which the socket is open to all */
-        r = uv_pipe_bind(p, path);
-        umask(old);
-        if (r == 0 && chmod(path, s->cfg->socket_mode) < 0)
-                r = -errno;
-        if (r == 0)
-                r = listen_on(s, p);
-        if (r < 0) {
-                log_error("Failed to listen on %s: %s", path, uv_strerror(r));
-                uv_close((uv_handle_t *)p, NULL);
-                return r;
-        }
-        s->n_listeners = 1;
-        s->bound_path = strdup(path);
-        log_info("Listening on %s", path);
-        return 0;
 }
 
 static void notify_status(struct server *s)
@@ -288,11 +175,11 @@ static void notify_status(struct server *s)
         if (!s->notify)
                 return;
         sd_notifyf(0, "STATUS=%s: %u connections, %u operations running, %u queued",
-                   s->shutting_down ? "Stopping" : "Serving", s->n_conns, s->sched.n_running,
+                   life_stopping(&s->life) ? "Stopping" : "Serving", s->n_conns, s->sched.n_running,
                    s->sched.n_ops - s->sched.n_running);
 }
 
-static void on_notify_timer(uv_timer_t *t)
+static void notify_timer_cb(uv_timer_t *t)
 {
         struct server *s = t->data;
 
@@ -308,62 +195,37 @@ static void close_handle(uv_handle_t *h)
                 uv_close(h, NULL);
 }
 
-void server_conn_closing(struct server *s, struct conn *c)
-{
-        watch_conn_closed(s, c);
-        lease_conn_closed(s, c);
-}
-
-char *server_metrics_text(struct server *s)
-{
-        struct metrics_gauges g = {
-                .connections = s->n_conns,
-                .running = s->sched.n_running,
-                .queued = s->sched.n_ops - s->sched.n_running,
-                .groups = s->groups.n,
-                .leases = s->leases.n,
-                .leased_processes = s->leases.n_members,
-                .watchers = s->watch.n,
-                .workers = s->cfg->workers,
-                .driver = s->drv.available,
-                .simulated = s->drv.simulated,
-                .driver_version = s->drv.version,
-                .gpus = s->drv.n_devices,
-                .scans_index = atomic_load(&s->groups.scans_index),
-                .scans_proc = atomic_load(&s->groups.scans_proc),
-        };
-        struct procindex *ix = atomic_load(&s->groups.index);
-
-        if (ix) {
-                g.index_hook = procindex_hook(ix);
-                g.process_index = !atomic_load(&s->groups.index_lost);
-                g.index_processes = procindex_last_size(ix);
-        }
-
-        return metrics_text(&s->metrics, &g);
-}
-
-static void on_op_started(void *ctx, const struct sched_op *op)
+static void op_started_cb(void *ctx, const struct sched_op *op)
 {
         watch_op_started(ctx, op);
 }
 
-static void on_op_finished(void *ctx, const struct sched_op *op)
+static void op_finished_cb(void *ctx, const struct sched_op *op)
 {
         struct server *s = ctx;
 
         watch_op_finished(s, op);
         /* Only an operation that reached its process says anything of it. */
         if (op->result.pinned)
-                lease_op_finished(s, op->result.pinned_pid, op->result.pinned_start_time, op->method, &op->result);
+                lease_op_finished(&s->leases, op->result.pinned_pid, op->result.pinned_start_time, op->method,
+                                  &op->result);
 }
 
 void server_maybe_finish(struct server *s)
 {
-        if (!s->shutting_down || s->starting || s->index_opening || s->gpumem_opening || s->sched.n_running > 0 ||
-            s->n_conns > 0 || s->groups.n > 0)
-                return;
-        lease_close(s);
+        if (s->groups_held && s->groups.n == 0) {
+                s->groups_held = false;
+                life_release(&s->life);
+        }
+}
+
+/* Everything that held the daemon's life has finished: the last handles
+ * close and the loop ends. */
+static void stopped_cb(struct life *l)
+{
+        struct server *s = (struct server *)((char *)l - offsetof(struct server, life));
+
+        lease_close(&s->leases);
         watch_close(s);
         sched_close(&s->sched);
         close_handle((uv_handle_t *)&s->sig_term);
@@ -372,49 +234,52 @@ void server_maybe_finish(struct server *s)
                 close_handle((uv_handle_t *)&s->notify_timer);
 }
 
-static void begin_shutdown(struct server *s)
+/* The stop begins: no more connections.  The features' stop hooks run
+ * next (the leases are kept), then stop_serving_cb. */
+static void stop_cb(struct life_hook *h)
 {
-        struct conn *c, *next;
+        struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_hook));
 
-        if (s->shutting_down)
-                return;
         s->shutting_down = true;
+        if (s->groups.n > 0) {
+                s->groups_held = true; /* until server_maybe_finish sees none left */
+                life_hold(&s->life);
+        }
         log_info("Shutting down: %u operations running, %u connections", s->sched.n_running,
                  s->n_conns);
         if (s->notify)
                 sd_notify(0, "STOPPING=1");
-        for (unsigned i = 0; i < s->n_listeners; i++)
-                close_handle((uv_handle_t *)&s->listeners[i]);
-        if (s->bound_path) {
-                unlink(s->bound_path);
-                free(s->bound_path);
-                s->bound_path = NULL;
-        }
-        /* Leases are not undone by a stopping daemon: the store keeps them
-         * for the next start. */
-        lease_shutdown(s);
+        listen_stop(&s->listen);
+}
+
+/* Queued operations are answered with ShuttingDown and idle connections
+ * closed; busy ones close once answered (conn_request_done). */
+static void stop_serving_cb(struct life_hook *h)
+{
+        struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_serving_hook));
+        struct conn *c, *next;
+
         (void)sched_cancel_queued(&s->sched);
         for (c = s->conns; c; c = next) {
                 next = c->next;
-                if (!c->busy || c->watcher)
+                if (!c->busy || c->streaming)
                         conn_close(c);
         }
-        server_maybe_finish(s);
 }
 
-static void on_signal(uv_signal_t *h, int signum)
+static void signal_cb(uv_signal_t *h, int signum)
 {
         struct server *s = h->data;
 
-        if (s->shutting_down) {
+        if (life_stopping(&s->life)) {
                 log_warning("Second signal %s: exiting at once with %u driver calls running",
                             strsignal(signum), s->sched.n_running);
                 _exit(1);
         }
-        begin_shutdown(s);
+        life_stop(&s->life);
 }
 
-static void driver_work(uv_work_t *w)
+static void driver_work_cb(uv_work_t *w)
 {
         struct server *s = w->data;
 
@@ -425,7 +290,7 @@ static void driver_work(uv_work_t *w)
         }
 }
 
-static void index_work(uv_work_t *w)
+static void index_work_cb(uv_work_t *w)
 {
         struct server *s = w->data;
 
@@ -434,14 +299,14 @@ static void index_work(uv_work_t *w)
                 s->index_opened = NULL;
 }
 
-static void index_ready(uv_work_t *w, int status)
+static void index_ready_cb(uv_work_t *w, int status)
 {
         struct server *s = w->data;
         struct procindex *ix = s->index_opened;
 
         (void)status;
         s->index_opening = false;
-        if (ix && s->shutting_down) {
+        if (ix && life_stopping(&s->life)) {
                 procindex_free(ix);
         } else if (ix) {
                 atomic_store(&s->groups.index, ix);
@@ -456,17 +321,17 @@ static void index_ready(uv_work_t *w, int status)
                 log_info("No process index (%s): ListProcesses and Watch scan /proc", s->index_why);
         }
         s->index_opened = NULL;
-        server_maybe_finish(s);
+        life_release(&s->life);
 }
 
-static void gpumem_work(uv_work_t *w)
+static void gpumem_work_cb(uv_work_t *w)
 {
         struct server *s = w->data;
 
         (void)gpumem_open(&s->gpumem, s->cfg->nvml_path);
 }
 
-static void gpumem_ready(uv_work_t *w, int status)
+static void gpumem_ready_cb(uv_work_t *w, int status)
 {
         struct server *s = w->data;
 
@@ -479,7 +344,7 @@ static void gpumem_ready(uv_work_t *w, int status)
                 log_info("No NVML (%s): ListProcesses shows no GPU memory", s->gpumem.reason);
         /* From now on the listings read it (group.c, on the loop thread). */
         s->gpumem_on = s->gpumem.available;
-        server_maybe_finish(s);
+        life_release(&s->life);
 }
 
 /* After the driver: the index looks for the file the driver was loaded from. */
@@ -494,17 +359,18 @@ static void index_start(struct server *s)
                 return;
         }
         s->index_work.data = s;
-        if (uv_queue_work(s->loop, &s->index_work, index_work, index_ready) == 0)
+        if (uv_queue_work(s->loop, &s->index_work, index_work_cb, index_ready_cb) == 0) {
                 s->index_opening = true;
+                life_hold(&s->life); /* until index_ready_cb */
+        }
 }
 
-static void driver_ready(uv_work_t *w, int status)
+static void driver_ready_cb(uv_work_t *w, int status)
 {
         struct server *s = w->data;
         int r;
 
         (void)status;
-        s->starting = false;
         /* The first line an operator reads says which driver serves. */
         if (s->drv.simulated)
                 log_warning("SIMULATED CUDA DRIVER loaded from %s: no GPU is involved, for development and tests only",
@@ -516,33 +382,35 @@ static void driver_ready(uv_work_t *w, int status)
                 log_error("No usable CUDA driver: %s; every operation will fail with DriverUnavailable",
                           s->drv.reason);
 
-        if (s->shutting_down) {
-                server_maybe_finish(s);
+        if (life_stopping(&s->life)) {
+                life_release(&s->life); /* start-up's */
                 return;
         }
-        r = take_activated_sockets(s);
-        if (r == 0)
-                r = bind_own_socket(s);
+        r = listen_start(&s->listen, s->loop, s->cfg, connection_cb, s);
         if (r < 0) {
                 s->exit_code = 1;
-                begin_shutdown(s);
+                life_stop(&s->life);
+                life_release(&s->life); /* start-up's */
                 return;
         }
         index_start(s);
         s->gpumem_work.data = s;
-        if (uv_queue_work(s->loop, &s->gpumem_work, gpumem_work, gpumem_ready) == 0)
+        if (uv_queue_work(s->loop, &s->gpumem_work, gpumem_work_cb, gpumem_ready_cb) == 0) {
                 s->gpumem_opening = true;
+                life_hold(&s->life); /* until gpumem_ready_cb */
+        }
         /* Before READY=1 and before any call is read: the leases the last
          * daemon left are honoured first. */
-        lease_restore(s);
+        lease_restore(&s->leases);
         if (s->notify) {
                 sd_notify(0, "READY=1");
                 notify_status(s);
                 uint64_t period = s->watchdog_usec > 0 ? s->watchdog_usec / 2 / 1000 : 5000;
                 if (period < 1)
                         period = 1;
-                uv_timer_start(&s->notify_timer, on_notify_timer, period, period);
+                uv_timer_start(&s->notify_timer, notify_timer_cb, period, period);
         }
+        life_release(&s->life); /* start-up's */
 }
 
 /* Where the lease store lives: systemd's $RUNTIME_DIRECTORY (its first
@@ -573,10 +441,16 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         memset(s, 0, sizeof(*s));
         s->loop = loop;
         s->cfg = cfg;
-        r = sched_init(&s->sched, loop, cfg, &s->drv, dispatch_op_done);
+        life_init(&s->life, stopped_cb);
+        s->stop_hook.stop_cb = stop_cb;
+        life_on_stop(&s->life, &s->stop_hook);
+        s->conn_owner = (struct conn_owner){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
+                                             .message_cb = methods_message_cb, .free_cb = conn_free_cb,
+                                             .userdata = &s->methods };
+        r = sched_init(&s->sched, loop, cfg, &s->drv, proccall_op_done_cb);
         if (r < 0)
                 return r;
-        s->sched.hooks = (struct sched_hooks){ .started = on_op_started, .finished = on_op_finished, .ctx = s };
+        s->sched.hooks = (struct sched_hooks){ .started = op_started_cb, .finished = op_finished_cb, .ctx = s };
         metrics_init(&s->metrics);
         static const char *const conn_keys[] = { "max_connections", "max_connections_per_uid",
                                                  "max_connections_reserved" };
@@ -589,16 +463,29 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         share_init(&s->groups.slots, group_keys, cfg->max_groups_in_flight, cfg->max_groups_per_uid,
                    cfg->max_groups_reserved);
         s->runtime_dir = runtime_dir(cfg);
-        lease_init(s, s->runtime_dir);
+        lease_init(&s->leases,
+                   &(struct lease_deps){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life, .srv = s },
+                   s->runtime_dir);
         watch_init(s);
+        s->proccall = (struct proccall){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .metrics = &s->metrics,
+                                         .life = &s->life, .leases = &s->leases };
+        s->status = (struct status){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .groups = &s->groups,
+                                     .leases = &s->leases, .watch = &s->watch, .metrics = &s->metrics,
+                                     .n_conns = &s->n_conns, .index_opening = &s->index_opening,
+                                     .index_why = s->index_why };
+        methods_init(&s->methods, &(struct methods_features){ .proccall = &s->proccall, .groups = &s->groups,
+                                                              .leases = &s->leases, .watch = &s->watch,
+                                                              .status = &s->status, .metrics = &s->metrics });
+        s->stop_serving_hook.stop_cb = stop_serving_cb;
+        life_on_stop(&s->life, &s->stop_serving_hook);
         s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
         if (sd_watchdog_enabled(0, &usec) > 0)
                 s->watchdog_usec = usec;
         uv_signal_init(loop, &s->sig_term);
         uv_signal_init(loop, &s->sig_int);
         s->sig_term.data = s->sig_int.data = s;
-        uv_signal_start(&s->sig_term, on_signal, SIGTERM);
-        uv_signal_start(&s->sig_int, on_signal, SIGINT);
+        uv_signal_start(&s->sig_term, signal_cb, SIGTERM);
+        uv_signal_start(&s->sig_int, signal_cb, SIGINT);
         if (s->notify) {
                 uv_timer_init(loop, &s->notify_timer);
                 s->notify_timer.data = s;
@@ -608,9 +495,9 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
 
 int server_run(struct server *s)
 {
-        s->starting = true;
+        life_hold(&s->life); /* start-up's: until driver_ready_cb */
         s->driver_work.data = s;
-        uv_queue_work(s->loop, &s->driver_work, driver_work, driver_ready);
+        uv_queue_work(s->loop, &s->driver_work, driver_work_cb, driver_ready_cb);
         uv_run(s->loop, UV_RUN_DEFAULT);
         return s->exit_code;
 }
@@ -621,10 +508,9 @@ void server_done(struct server *s)
         gpumem_close(&s->gpumem);
         sched_done(&s->sched);
         driver_close(&s->drv);
+        listen_free(&s->listen);
         share_free(&s->conns_share);
         share_free(&s->groups.slots);
-        share_free(&s->leases.share);
         share_free(&s->watch.share);
-        free(s->bound_path);
         free(s->runtime_dir);
 }
