@@ -723,6 +723,21 @@ pid_t itest_target_as(uid_t uid, const char *first, ...)
         return pid;
 }
 
+pid_t itest_sim_target(void)
+{
+        return itest_target("CUDACKPT_SIM=1", NULL);
+}
+
+pid_t itest_small_target(void)
+{
+        return itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", NULL);
+}
+
+pid_t itest_mapped_target(void)
+{
+        return itest_target(itest_sim_preload(), "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", NULL);
+}
+
 void itest_target_kill(pid_t pid)
 {
         for (size_t i = 0; i < itest_n_targets; i++) {

@@ -109,6 +109,14 @@ pid_t itest_target_env(uid_t uid, const char *const *env);
 /* Variadic forms: itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", NULL). */
 pid_t itest_target(const char *first, ...) __attribute__((sentinel));
 pid_t itest_target_as(uid_t uid, const char *first, ...) __attribute__((sentinel));
+/* The targets most tests want: a simulated CUDA process with the
+ * simulator's default memory; one with 8 MiB (quick operations); and a
+ * small one that maps the driver library too (LD_PRELOAD of the
+ * simulator), as cgroup and tree selections, ListProcesses and the
+ * process index look for. */
+pid_t itest_sim_target(void);
+pid_t itest_small_target(void);
+pid_t itest_mapped_target(void);
 /* Starts path with argv and env as a target (root, or uid when not -1)
  * and returns once it has written a byte to fd 3, its "ready" signal (it
  * may change its own ids first).  Killed and reaped at teardown. */

@@ -436,7 +436,7 @@ START_TEST(flood_max_connections)
         enum { LIMIT = 8, FLOOD = 64, CHURN = 200 };
         struct itest_daemon_opts o = { .config_json = "{\"max_connections\":8}" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         struct itest_conn *good = itest_connect(d);
         assert_running(good, pid);
         struct itest_conn *fill[LIMIT - 1];
@@ -539,7 +539,7 @@ START_TEST(flood_max_connections_per_uid)
         enum { LIMIT = 4 };
         struct itest_daemon_opts o = { .config_json = "{\"max_connections_per_uid\":4}" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         struct itest_conn *mine[LIMIT];
         for (int i = 0; i < LIMIT; i++) {
                 mine[i] = itest_connect(d);
@@ -769,7 +769,7 @@ START_TEST(unread_replies_disconnect)
         enum { N = 40000 };
         struct itest_daemon_opts o = { .config_json = "{\"max_write_queue_bytes\":4096}" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         /* A Suspend, then a Resume, of about 0.5 s each run meanwhile. */
         pid_t big = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=1024", NULL);
         struct itest_conn *other = itest_connect(d);
@@ -900,7 +900,7 @@ START_TEST(garbage)
         /* Room for nesting deeper than any parser limit. */
         struct itest_daemon_opts o = { .config_json = "{\"max_message_bytes\":1048576}" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         struct garbage_list *l = itest_keep(calloc(1, sizeof(*l)));
         ck_assert(l);
         const char *gs = CUDACKPT_METHOD_GET_STATE;
@@ -1056,7 +1056,7 @@ END_TEST
 START_TEST(replies_are_utf8)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         const char *const msgs[] = {
                 itest_strdupf("{\"method\":\"" CUDACKPT_METHOD_GET_STATE "\xff\",\"parameters\":{\"pid\":%d}}",
                               (int)pid),
@@ -1098,7 +1098,7 @@ END_TEST
 START_TEST(nul_escape)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         const char *const msgs[] = {
                 itest_strdupf("{\"method\":\"" CUDACKPT_METHOD_LOCK "\\u0000.GetState\",\"parameters\":{\"pid\":%d}}",
                               (int)pid),
@@ -1138,8 +1138,8 @@ END_TEST
 START_TEST(bytewise_interleaved)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t a = itest_target("CUDACKPT_SIM=1", NULL);
-        pid_t b = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t a = itest_sim_target();
+        pid_t b = itest_sim_target();
         pid_t busy = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048", NULL);
         struct itest_conn *w = itest_connect(d);
         send_pid_call(w, CUDACKPT_METHOD_SUSPEND, busy);
@@ -1196,7 +1196,7 @@ START_TEST(operator_group)
         struct itest_daemon_opts o = { .config_json = itest_strdupf("{\"operator_groups\":[%d]}", OPERATOR_GID) };
         struct itest_daemon *d = itest_daemon_start(&o);
         pid_t user = itest_target_as(OTHER + 1, "CUDACKPT_SIM=1", NULL);
-        pid_t root = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t root = itest_sim_target();
         pid_t setuid_root = itest_target_uids(OTHER + 1, OTHER + 1, 0);
         const char *denied = CUDACKPT_ERROR_PERMISSION_DENIED;
 
@@ -1247,7 +1247,7 @@ START_TEST(operator_may_act_on_root)
                 .env = env,
         };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t root = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t root = itest_sim_target();
         pid_t setuid_root = itest_target_uids(OTHER + 1, OTHER + 1, 0);
         const char *denied = CUDACKPT_ERROR_PERMISSION_DENIED;
         const struct step member[] = {

@@ -154,7 +154,7 @@ static void assert_op_output(const struct itest_proc_result *r, const char *stat
 START_TEST(cli_state)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         assert_run(ctl(d, "state", pidstr(pid), NULL), 0, "running\n");
 }
 END_TEST
@@ -162,7 +162,7 @@ END_TEST
 START_TEST(cli_socket_from_environment)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         const char *argv[] = { ctl_path(), "state", pidstr(pid), NULL };
         const char *env[] = { itest_strdupf(CUDACKPT_SOCKET_ENV "=%s", d->sock), "PATH=/usr/bin:/bin", NULL };
         struct itest_proc_result r;
@@ -174,7 +174,7 @@ END_TEST
 START_TEST(cli_restore_tid)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         struct itest_proc_result *r = ctl(d, "restore-tid", pidstr(pid), NULL);
         assert_run(r, 0, NULL);
         char *end = NULL;
@@ -186,7 +186,7 @@ END_TEST
 START_TEST(cli_operations)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         const char *p = pidstr(pid);
         assert_op_output(ctl(d, "lock", p, "--lock-timeout=5000", NULL), "locked");
         assert_run(ctl(d, "state", p, NULL), 0, "locked\n");
@@ -203,7 +203,7 @@ END_TEST
 START_TEST(cli_json)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         struct itest_proc_result *r = ctl(d, "--json", "state", pidstr(pid), NULL);
         assert_run(r, 0, NULL);
         cJSON *j = itest_keep_json(cJSON_Parse(r->out));
@@ -242,7 +242,7 @@ START_TEST(cli_exit_codes)
         static const char *const env[] = { "CUDACKPT_SIM_DEVICE_COUNT=1", NULL };
         struct itest_daemon_opts o = { .env = env };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         const char *p = pidstr(pid);
         assert_run(ctl(d, "state", pidstr(itest_dead_pid()), NULL), 10, "");
         assert_run(ctl(d, "state", pidstr(itest_target("CUDACKPT_SIM_MEM_MIB=1", NULL)), NULL), 11, "");
@@ -263,7 +263,7 @@ START_TEST(cli_driver_unavailable)
 {
         struct itest_daemon_opts o = { .driver = "/nonexistent.so" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         assert_run(ctl(d, "state", pidstr(pid), NULL), 18, "");
 }
 END_TEST
@@ -289,7 +289,7 @@ START_TEST(cli_permission_denied)
         if (itest_need_root())
                 return;
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         assert_run(ctl_as(ITEST_OTHER_UID, d, "state", pidstr(pid), NULL), 12, "");
         pid_t own = itest_target_as(ITEST_OTHER_UID, "CUDACKPT_SIM=1", NULL);
         assert_run(ctl_as(ITEST_OTHER_UID, d, "state", pidstr(own), NULL), 0, "running\n");
@@ -347,7 +347,7 @@ END_TEST
 START_TEST(cli_compat_device_map_option_wins)
 {
         struct itest_daemon *d = start_two_gpus();
-        const char *p = pidstr(itest_target("CUDACKPT_SIM=1", NULL));
+        const char *p = pidstr(itest_sim_target());
         compat_checkpoint(d, p);
         /* Merged, GPU 0 would be named twice; the variable alone is refused. */
         assert_compat_ok(compat(d, ITEST_GPU0 "=" ITEST_GPU_NONE, COMPAT_RESTORE(p), "--device-map",
@@ -371,7 +371,7 @@ END_TEST
 START_TEST(cli_compat_device_map_env_scope)
 {
         struct itest_daemon *d = start_two_gpus();
-        const char *p = pidstr(itest_target("CUDACKPT_SIM=1", NULL));
+        const char *p = pidstr(itest_sim_target());
         const char *bad = "garbage";
 
         /* Malformed, it is no error for what does not restore. */
@@ -449,7 +449,7 @@ START_TEST(cli_compat_device_map_env_malformed)
         const char *silent = NULL;
         int lfd = listen_silent(d, &silent);
         const char *compat_exe = compat_path();
-        const char *p = pidstr(itest_target("CUDACKPT_SIM=1", NULL));
+        const char *p = pidstr(itest_sim_target());
 
         for (size_t i = 0; malformed[i]; i++) {
                 struct itest_proc_result *r = run_map_env(compat_exe, silent, malformed[i], COMPAT_RESTORE(p), NULL);
@@ -622,7 +622,7 @@ START_TEST(cli_ps)
         ck_assert_msg(cJSON_IsArray(j) && find_pid(j, a) && find_pid(j, b), "ps --cgroup printed \"%s\"", r->out);
 
         /* A process that never maps the driver is no CUDA process. */
-        pid_t plain = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t plain = itest_sim_target();
         assert_run(ctl(d, "ps", itest_strdupf("--tree=%d", (int)plain), NULL), 0, "no CUDA process matched\n");
         assert_run(ctl(d, "--json", "ps", itest_strdupf("--tree=%d", (int)plain), NULL), 0, "[]\n");
 }
@@ -635,7 +635,7 @@ START_TEST(cli_group_pids)
         static const char *const env[] = { "CUDACKPT_SIM_DEVICE_COUNT=1", NULL };
         struct itest_daemon_opts o = { .env = env };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t t[3] = { itest_target("CUDACKPT_SIM=1", NULL), itest_target("CUDACKPT_SIM=1", NULL),
+        pid_t t[3] = { itest_sim_target(), itest_sim_target(),
                        itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=64", NULL) };
         const char *sel = itest_strdupf("--pids=%d,%d:%llu,%d", (int)t[0], (int)t[1],
                                         (unsigned long long)itest_start_time(t[1]), (int)t[2]);
@@ -691,7 +691,7 @@ START_TEST(cli_group_tree_and_empty)
         assert_run(ctl(d, "state", pidstr(a), NULL), 0, "running\n");
 
         /* Not a CUDA process for the daemon: skipped. */
-        pid_t plain = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t plain = itest_sim_target();
         r = ctl(d, "suspend", itest_strdupf("--tree=%d", (int)plain), NULL);
         assert_run(r, 0, NULL);
         assert_line("suspend of nothing", r->out, "^skipped, not CUDA processes: %d$", (int)plain);
@@ -713,9 +713,9 @@ END_TEST
 START_TEST(cli_group_failure)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t t[3] = { itest_target("CUDACKPT_SIM=1", NULL),
+        pid_t t[3] = { itest_sim_target(),
                        itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MANAGED=1", NULL),
-                       itest_target("CUDACKPT_SIM=1", NULL) };
+                       itest_sim_target() };
         const char *sel = itest_strdupf("--pids=%d,%d,%d", (int)t[0], (int)t[1], (int)t[2]);
 
         struct itest_proc_result *r = ctl(d, "suspend", sel, NULL);
@@ -771,8 +771,8 @@ START_TEST(cli_group_too_large)
 {
         struct itest_daemon_opts o = { .config_json = "{\"max_group_members\": 2}" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t t[3] = { itest_target("CUDACKPT_SIM=1", NULL), itest_target("CUDACKPT_SIM=1", NULL),
-                       itest_target("CUDACKPT_SIM=1", NULL) };
+        pid_t t[3] = { itest_sim_target(), itest_sim_target(),
+                       itest_sim_target() };
         struct itest_proc_result *r =
                 ctl(d, "suspend", itest_strdupf("--pids=%d,%d,%d", (int)t[0], (int)t[1], (int)t[2]), NULL);
         assert_run(r, 25, "");
@@ -785,7 +785,7 @@ END_TEST
 START_TEST(cli_group_progress)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t t[2] = { itest_target("CUDACKPT_SIM=1", NULL), itest_target("CUDACKPT_SIM=1", NULL) };
+        pid_t t[2] = { itest_sim_target(), itest_sim_target() };
         const char *sel = itest_strdupf("--pids=%d,%d", (int)t[0], (int)t[1]);
         struct itest_proc_result *r = ctl(d, "--progress", "suspend", sel, NULL);
         ck_assert_msg(r->status == 0, "exit status %d (stderr \"%s\")", r->status, r->err);
@@ -877,7 +877,7 @@ END_TEST
 START_TEST(cli_group_usage)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         const char *p = pidstr(pid), *pids = itest_strdupf("--pids=%d", (int)pid);
         static const char *const bad_pids[] = { "--pids=", "--pids=1,,2", "--pids=1,", "--pids=,1", "--pids=x",
                                                 "--pids=0", "--pids=-1", "--pids=1:", "--pids=1:x", "--pids=1:2:3",

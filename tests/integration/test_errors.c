@@ -25,11 +25,6 @@ static const char *const all_methods[] = {
         CUDACKPT_METHOD_SUSPEND, CUDACKPT_METHOD_RESUME, NULL,
 };
 
-static pid_t sim_target(void)
-{
-        return itest_target("CUDACKPT_SIM=1", NULL);
-}
-
 static void assert_state_now(struct itest_conn *c, pid_t pid, const char *state)
 {
         cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid);
@@ -140,7 +135,7 @@ static void assert_invalid_state(const cJSON *j, pid_t pid, const char *method, 
 START_TEST(invalid_state_on_running)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
 
         cJSON *j = itest_call(c, CUDACKPT_METHOD_UNLOCK,
@@ -175,7 +170,7 @@ END_TEST
 START_TEST(invalid_state_on_locked)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
         assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_RESTORE, pid), pid, "Restore", "checkpointed");
@@ -196,7 +191,7 @@ END_TEST
 START_TEST(invalid_state_on_checkpointed)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         suspend(c, pid);
         assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "Unlock", "locked");
@@ -290,7 +285,7 @@ static cJSON *restore_with(struct itest_conn *c, const char *method, pid_t pid, 
 START_TEST(mapping_to_no_device)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         suspend(c, pid);
         cJSON *j = restore_with(c, CUDACKPT_METHOD_RESTORE, pid, "{\"" ITEST_GPU0 "\":\"" ITEST_GPU_NONE "\"}");
@@ -319,7 +314,7 @@ END_TEST
 START_TEST(mapping_malformed_uuid)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         suspend(c, pid);
         static const char *const bad[] = {
@@ -559,7 +554,7 @@ END_TEST
 
 static void assert_unavailable_everywhere(struct itest_daemon *d, const char *mention1, const char *mention2)
 {
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         for (size_t i = 0; all_methods[i]; i++) {
                 cJSON *j = itest_call_pid(c, all_methods[i], pid);
@@ -613,7 +608,7 @@ END_TEST
 START_TEST(process_changed)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         unsigned long long st = (unsigned long long)itest_start_time(pid);
         struct itest_conn *c = itest_connect(d);
         for (size_t i = 0; all_methods[i]; i++) {
@@ -718,7 +713,7 @@ static void assert_restore_tid_answers(struct itest_conn *c, pid_t pid)
 START_TEST(stopped_target_refused)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         assert_state_now(c, pid, "running");
 
@@ -750,7 +745,7 @@ END_TEST
 START_TEST(stopped_while_locked)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
         ck_assert_int_eq(kill(pid, SIGSTOP), 0);
@@ -770,7 +765,7 @@ END_TEST
 START_TEST(traced_target_refused)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         assert_op_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
         ck_assert_msg(ptrace(PTRACE_SEIZE, pid, NULL, NULL) == 0, "PTRACE_SEIZE: %s", strerror(errno));

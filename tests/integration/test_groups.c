@@ -65,18 +65,6 @@ static const char *short_name(const char *method)
         return dot ? dot + 1 : method;
 }
 
-static pid_t sim_target(void)
-{
-        return itest_target(SIM, SMALL, NULL);
-}
-
-/* A sim target that maps the driver library (found by cgroup and tree
- * selections and ListProcesses). */
-static pid_t mapped_target(void)
-{
-        return itest_target(itest_sim_preload(), SIM, SMALL, NULL);
-}
-
 static const char *sel_pids(size_t n, const pid_t *pids)
 {
         size_t cap = 32 + n * 40, k;
@@ -519,7 +507,7 @@ static const cJSON *assert_listed(const cJSON *j, pid_t pid, uid_t uid, const ch
 START_TEST(suspend_resume_group)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t p[3] = { sim_target(), sim_target(), sim_target() };
+        pid_t p[3] = { itest_small_target(), itest_small_target(), itest_small_target() };
         struct itest_conn *c = itest_connect(d);
 
         cJSON *j = group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p);
@@ -545,7 +533,7 @@ END_TEST
 START_TEST(phase_groups_cycle)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t p[3] = { sim_target(), sim_target(), sim_target() };
+        pid_t p[3] = { itest_small_target(), itest_small_target(), itest_small_target() };
         struct itest_conn *c = itest_connect(d);
         /* Pinned this time, each to its start time. */
         const char *sel = itest_strdupf("{\"pids\":[{\"pid\":%d,\"start_time\":%llu},{\"pid\":%d,\"start_time\":%llu},"
@@ -620,7 +608,7 @@ START_TEST(barrier_lock_before_checkpoint)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t slow = itest_target(SIM, SMALL, "CUDACKPT_SIM_BUSY_MS=1500", NULL);
-        pid_t p[3] = { sim_target(), sim_target(), slow };
+        pid_t p[3] = { itest_small_target(), itest_small_target(), slow };
         struct itest_conn *op = itest_connect(d);
         struct itest_conn *watch = itest_connect(d);
         send_group(op, CUDACKPT_METHOD_SUSPEND_GROUP, sel_pids(3, p), "\"timeout_ms\":10000");
@@ -654,7 +642,7 @@ START_TEST(barrier_restore_before_unlock)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t slow = itest_target(SIM, SLOW_CKPT_MEM, SLOW_RESTORE_RATE, NULL);
-        pid_t p[3] = { sim_target(), sim_target(), slow };
+        pid_t p[3] = { itest_small_target(), itest_small_target(), slow };
         struct itest_conn *op = itest_connect(d);
         struct itest_conn *watch = itest_connect(d);
         assert_group_ok(group_pids(op, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p), 3, p, "checkpointed");
@@ -690,7 +678,7 @@ START_TEST(fail_lock_rolls_back)
         const char *methods[] = { CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_METHOD_LOCK_GROUP };
         for (size_t i = 0; i < N_OF(methods); i++) {
                 pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=lock:CUDA_ERROR_UNKNOWN", NULL);
-                pid_t p[3] = { sim_target(), bad, sim_target() };
+                pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
                 cJSON *j = group_pids(c, methods[i], 3, p);
                 assert_group_failed(j, methods[i], CUDACKPT_PHASE_LOCK, bad, CUDACKPT_ERROR_DRIVER_ERROR);
                 const char *ce = ostr(error_params(j), "cuda_error");
@@ -710,7 +698,7 @@ START_TEST(fail_checkpoint_rolls_back)
         struct itest_conn *c = itest_connect(d);
         /* SuspendGroup from running ... */
         pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t p[3] = { sim_target(), bad, sim_target() };
+        pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
         cJSON *j = group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p);
         assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad,
                             CUDACKPT_ERROR_DRIVER_ERROR);
@@ -721,7 +709,7 @@ START_TEST(fail_checkpoint_rolls_back)
 
         /* ... and CheckpointGroup from locked: back to running too. */
         pid_t bad2 = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t q[3] = { sim_target(), sim_target(), bad2 };
+        pid_t q[3] = { itest_small_target(), itest_small_target(), bad2 };
         assert_group_ok(group_pids(c, CUDACKPT_METHOD_LOCK_GROUP, 3, q), 3, q, "locked");
         j = group_pids(c, CUDACKPT_METHOD_CHECKPOINT_GROUP, 3, q);
         assert_group_failed(j, CUDACKPT_METHOD_CHECKPOINT_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad2,
@@ -738,7 +726,7 @@ START_TEST(fail_managed_memory)
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
         pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_MANAGED=1", NULL);
-        pid_t p[3] = { sim_target(), sim_target(), bad };
+        pid_t p[3] = { itest_small_target(), itest_small_target(), bad };
         cJSON *j = group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p);
         assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad,
                             CUDACKPT_ERROR_NOT_SUPPORTED);
@@ -757,7 +745,7 @@ START_TEST(fail_restore_then_retry)
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
         pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=restore:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t p[3] = { sim_target(), bad, sim_target() };
+        pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
         assert_group_ok(group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p), 3, p, "checkpointed");
 
         cJSON *j = group_pids(c, CUDACKPT_METHOD_RESUME_GROUP, 3, p);
@@ -790,7 +778,7 @@ START_TEST(fail_unlock)
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
         pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t p[3] = { sim_target(), bad, sim_target() };
+        pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
         assert_group_ok(group_pids(c, CUDACKPT_METHOD_LOCK_GROUP, 3, p), 3, p, "locked");
         cJSON *j = group_pids(c, CUDACKPT_METHOD_UNLOCK_GROUP, 3, p);
         assert_group_failed(j, CUDACKPT_METHOD_UNLOCK_GROUP, CUDACKPT_PHASE_UNLOCK, bad, CUDACKPT_ERROR_DRIVER_ERROR);
@@ -805,7 +793,7 @@ START_TEST(fail_unlock)
 
         /* ResumeGroup's unlock phase: restored, then all but one unlocked. */
         pid_t bad2 = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t q[2] = { sim_target(), bad2 };
+        pid_t q[2] = { itest_small_target(), bad2 };
         assert_group_ok(group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 2, q), 2, q, "checkpointed");
         j = group_pids(c, CUDACKPT_METHOD_RESUME_GROUP, 2, q);
         assert_group_failed(j, CUDACKPT_METHOD_RESUME_GROUP, CUDACKPT_PHASE_UNLOCK, bad2, CUDACKPT_ERROR_DRIVER_ERROR);
@@ -829,7 +817,7 @@ START_TEST(fail_rollback)
         struct itest_conn *c = itest_connect(d);
         pid_t ck = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN", NULL);
         pid_t un = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t p[3] = { sim_target(), ck, un };
+        pid_t p[3] = { itest_small_target(), ck, un };
         cJSON *j = group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p);
         assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT, ck,
                             CUDACKPT_ERROR_DRIVER_ERROR);
@@ -852,7 +840,7 @@ START_TEST(lock_timeout_rolls_back)
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
         pid_t busy = itest_target(SIM, SMALL, "CUDACKPT_SIM_BUSY_MS=3000", NULL);
-        pid_t p[3] = { sim_target(), busy, sim_target() };
+        pid_t p[3] = { itest_small_target(), busy, itest_small_target() };
         double t0 = itest_now_ms();
         cJSON *j = group(c, CUDACKPT_METHOD_SUSPEND_GROUP, sel_pids(3, p), "\"timeout_ms\":200");
         double took = itest_now_ms() - t0;
@@ -869,7 +857,7 @@ START_TEST(converge_suspend_and_resume)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t p[4] = { sim_target(), sim_target(), sim_target(), sim_target() };
+        pid_t p[4] = { itest_small_target(), itest_small_target(), itest_small_target(), itest_small_target() };
         /* running, locked, checkpointed, running. */
         op_ok(c, CUDACKPT_METHOD_LOCK, p[1], "locked");
         op_ok(c, CUDACKPT_METHOD_SUSPEND, p[2], "checkpointed");
@@ -891,7 +879,7 @@ START_TEST(converge_nothing_to_do)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t p[2] = { sim_target(), sim_target() };
+        pid_t p[2] = { itest_small_target(), itest_small_target() };
         assert_group_ok(group_pids(c, CUDACKPT_METHOD_UNLOCK_GROUP, 2, p), 2, p, "running");
         assert_group_ok(group_pids(c, CUDACKPT_METHOD_RESUME_GROUP, 2, p), 2, p, "running");
         assert_all_now(c, 2, p, "running");
@@ -947,7 +935,7 @@ START_TEST(invalid_state_in_phase_state)
                                 cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_LOCK, (int)pair[k]);
                                 itest_assert_error(j, CUDACKPT_ERROR_DRIVER_ERROR);
                         } else {
-                                pair[k] = sim_target();
+                                pair[k] = itest_small_target();
                                 if (strcmp(s, "locked") == 0)
                                         op_ok(c, CUDACKPT_METHOD_LOCK, pair[k], "locked");
                                 else if (strcmp(s, "checkpointed") == 0)
@@ -969,7 +957,7 @@ START_TEST(member_exits_mid_group)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t slow = itest_target(SIM, SLOW_CKPT_MEM, SLOW_CKPT_RATE, NULL);
-        pid_t p[3] = { sim_target(), slow, sim_target() };
+        pid_t p[3] = { itest_small_target(), slow, itest_small_target() };
         struct itest_conn *op = itest_connect(d);
         struct itest_conn *watch = itest_connect(d);
         send_group(op, CUDACKPT_METHOD_SUSPEND_GROUP, sel_pids(3, p), NULL);
@@ -1075,7 +1063,7 @@ START_TEST(other_user_member_refused)
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t own = itest_target_as(ITEST_OTHER_UID, SIM, SMALL, NULL);
         pid_t own2 = itest_target_as(ITEST_OTHER_UID, SIM, SMALL, NULL);
-        pid_t roots = sim_target();
+        pid_t roots = itest_small_target();
         struct itest_conn *c = itest_connect(d);
         pid_t p[3] = { own, roots, own2 };
         char msg[1024];
@@ -1111,7 +1099,7 @@ START_TEST(not_cuda_in_pids)
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
         pid_t plain = itest_target(SMALL, NULL);
-        pid_t p[3] = { sim_target(), plain, sim_target() };
+        pid_t p[3] = { itest_small_target(), plain, itest_small_target() };
         for (size_t i = 0; i < N_OF(all_groups); i++) {
                 cJSON *j = group_pids(c, all_groups[i], 3, p);
                 assert_group_failed(j, all_groups[i], CUDACKPT_PHASE_STATE, plain, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
@@ -1126,7 +1114,7 @@ START_TEST(no_such_process_in_pids)
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
         pid_t dead = itest_dead_pid();
-        pid_t p[3] = { sim_target(), dead, sim_target() };
+        pid_t p[3] = { itest_small_target(), dead, itest_small_target() };
         for (size_t i = 0; i < N_OF(all_groups); i++) {
                 cJSON *j = group_pids(c, all_groups[i], 3, p);
                 assert_group_failed(j, all_groups[i], CUDACKPT_PHASE_SELECT, dead, CUDACKPT_ERROR_NO_SUCH_PROCESS);
@@ -1140,7 +1128,7 @@ START_TEST(start_time_pins)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t a = sim_target(), b = sim_target();
+        pid_t a = itest_small_target(), b = itest_small_target();
         unsigned long long sa = (unsigned long long)itest_start_time(a), sb = (unsigned long long)itest_start_time(b);
         const char *wrong = itest_strdupf("{\"pids\":[{\"pid\":%d,\"start_time\":%llu},{\"pid\":%d,\"start_time\":%llu}]}",
                                           (int)a, sa, (int)b, sb + 1);
@@ -1168,8 +1156,8 @@ START_TEST(stopped_member)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t st = sim_target();
-        pid_t p[2] = { sim_target(), st };
+        pid_t st = itest_small_target();
+        pid_t p[2] = { itest_small_target(), st };
         ck_assert_int_eq(kill(st, SIGSTOP), 0);
         itest_await_proc_state(st, 'T', true);
         double t0 = itest_now_ms();
@@ -1195,7 +1183,7 @@ START_TEST(overlapping_groups)
         struct itest_daemon *d = itest_daemon_start_default();
         /* A 4 s checkpoint: a loaded machine may take a while to see it run. */
         pid_t a = itest_target(SIM, "CUDACKPT_SIM_MEM_MIB=512", SLOW_CKPT_RATE, NULL);
-        pid_t b = sim_target(), cc = sim_target();
+        pid_t b = itest_small_target(), cc = itest_small_target();
         struct itest_conn *c1 = itest_connect(d);
         struct itest_conn *c2 = itest_connect(d);
         struct itest_conn *watch = itest_connect(d);
@@ -1270,7 +1258,7 @@ START_TEST(group_too_large)
         struct itest_daemon_opts o = { .config_json = "{\"max_group_members\":2}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d);
-        pid_t p[3] = { sim_target(), sim_target(), sim_target() };
+        pid_t p[3] = { itest_small_target(), itest_small_target(), itest_small_target() };
         for (size_t i = 0; i < N_OF(all_groups); i++) {
                 cJSON *j = group_pids(c, all_groups[i], 3, p);
                 itest_assert_error(j, CUDACKPT_ERROR_GROUP_TOO_LARGE);
@@ -1297,7 +1285,7 @@ START_TEST(groups_in_flight_queue_full)
         struct itest_daemon_opts o = { .config_json = "{\"max_groups_in_flight\":1}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         pid_t slow = itest_target(SIM, SLOW_CKPT_MEM, SLOW_CKPT_RATE, NULL);
-        pid_t other = sim_target();
+        pid_t other = itest_small_target();
         struct itest_conn *c1 = itest_connect(d);
         struct itest_conn *c2 = itest_connect(d);
         struct itest_conn *watch = itest_connect(d);
@@ -1319,7 +1307,7 @@ START_TEST(invalid_parameters)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t a = sim_target();
+        pid_t a = itest_small_target();
         unsigned long long sa = (unsigned long long)itest_start_time(a);
         const char *bad[] = {
                 itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d}],\"tree\":%d}}", (int)a, (int)a),
@@ -1408,7 +1396,7 @@ START_TEST(tree_selector)
         struct itest_conn *c = itest_connect(d);
         struct tree t;
         make_tree(&t);
-        pid_t outside = mapped_target();
+        pid_t outside = itest_mapped_target();
         pid_t members[4] = { t.root, t.sim, t.node, t.grandchild };
         pid_t skipped[2] = { t.preload, t.plain };
 
@@ -1518,9 +1506,9 @@ START_TEST(cgroup_selector)
         const char *top_path = itest_strdupf("/%s", name);
         const char *sub_path = itest_strdupf("/%s/sub", name);
 
-        pid_t a = mapped_target(), b = mapped_target(), in_sub = mapped_target();
+        pid_t a = itest_mapped_target(), b = itest_mapped_target(), in_sub = itest_mapped_target();
         pid_t ninit = itest_target(itest_sim_preload(), SMALL, NULL);
-        pid_t in_sib = mapped_target(), at_root = mapped_target();
+        pid_t in_sib = itest_mapped_target(), at_root = itest_mapped_target();
         pid_t moved[5] = { a, b, in_sub, ninit, in_sib };
         write_pid(itest_strdupf("%s/cgroup.procs", top), a);
         write_pid(itest_strdupf("%s/cgroup.procs", top), b);
@@ -1574,10 +1562,10 @@ START_TEST(list_processes)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t s1 = mapped_target(), s2 = mapped_target(), locked = mapped_target();
+        pid_t s1 = itest_mapped_target(), s2 = itest_mapped_target(), locked = itest_mapped_target();
         pid_t plain = itest_target(SMALL, NULL);
         pid_t ninit = itest_target(itest_sim_preload(), SMALL, NULL);
-        pid_t unmapped = sim_target();
+        pid_t unmapped = itest_small_target();
         op_ok(c, CUDACKPT_METHOD_SUSPEND, s2, "checkpointed");
         op_ok(c, CUDACKPT_METHOD_LOCK, locked, "locked");
 
@@ -1628,7 +1616,7 @@ START_TEST(list_processes_gpus)
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d);
         itest_await_log(d, "NVML from", 10000);
-        pid_t on0 = mapped_target(), ckpt = mapped_target();
+        pid_t on0 = itest_mapped_target(), ckpt = itest_mapped_target();
         pid_t on1 = itest_target(itest_sim_preload(), SIM, "CUDACKPT_SIM_MEM_MIB=16", "CUDACKPT_SIM_GPUS=1", NULL);
         op_ok(c, CUDACKPT_METHOD_SUSPEND, ckpt, "checkpointed");
 
@@ -1662,7 +1650,7 @@ START_TEST(list_processes_selectors)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t s1 = mapped_target(), s2 = mapped_target(), s3 = mapped_target();
+        pid_t s1 = itest_mapped_target(), s2 = itest_mapped_target(), s3 = itest_mapped_target();
         op_ok(c, CUDACKPT_METHOD_SUSPEND, s2, "checkpointed");
 
         cJSON *j = list(c, sel_pids(1, &s2));
@@ -1714,7 +1702,7 @@ START_TEST(list_processes_stopped)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t s = mapped_target(), other = mapped_target();
+        pid_t s = itest_mapped_target(), other = itest_mapped_target();
         ck_assert_int_eq(kill(s, SIGSTOP), 0);
         itest_await_proc_state(s, 'T', true);
         const char *sels[] = { NULL, sel_pids(1, &s), sel_tree(s) };
@@ -1742,7 +1730,7 @@ START_TEST(list_processes_non_root)
                 return;
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t own = itest_target_as(ITEST_OTHER_UID, itest_sim_preload_for_others(d), SIM, SMALL, NULL);
-        pid_t roots = mapped_target();
+        pid_t roots = itest_mapped_target();
         struct itest_conn *c = itest_connect(d);
         /* Root sees both. */
         cJSON *j = list(c, NULL);
@@ -1849,7 +1837,7 @@ START_TEST(more_progress)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t p[3] = { sim_target(), sim_target(), sim_target() };
+        pid_t p[3] = { itest_small_target(), itest_small_target(), itest_small_target() };
         struct progress_log log;
 
         itest_sendf(c, "{\"method\":\"" CUDACKPT_METHOD_SUSPEND_GROUP "\",\"parameters\":%s,\"more\":true}",
@@ -1881,7 +1869,7 @@ START_TEST(more_progress_failure)
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
         pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t p[3] = { sim_target(), sim_target(), bad };
+        pid_t p[3] = { itest_small_target(), itest_small_target(), bad };
         struct progress_log log;
         itest_sendf(c, "{\"method\":\"" CUDACKPT_METHOD_SUSPEND_GROUP "\",\"parameters\":%s,\"more\":true}",
                     group_params(sel_pids(3, p), NULL));

@@ -25,11 +25,6 @@
 #define SIM "CUDACKPT_SIM=1"
 #define SMALL "CUDACKPT_SIM_MEM_MIB=8"
 
-static pid_t sim_target(void)
-{
-        return itest_target(SIM, SMALL, NULL);
-}
-
 static long long lease_id(const cJSON *reply)
 {
         const cJSON *l = itest_get(reply, "lease");
@@ -109,7 +104,7 @@ static void killed_holder(const char *method, const char *held_state)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *q = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         char *reply;
         pid_t h = holder(d,
                          itest_strdupf("{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_on_close\":true}}",
@@ -161,7 +156,7 @@ START_TEST(lease_ms_expires)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d), *q = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         cJSON *j = itest_call(c, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"lease_ms\":1500}", (int)pid));
 
         itest_assert_state(j, pid, "checkpointed");
@@ -182,7 +177,7 @@ END_TEST
 /* Takes a barrier lease of ms on a new process and waits until it is undone. */
 static void barrier(struct itest_conn *c, unsigned ms)
 {
-        pid_t b = sim_target();
+        pid_t b = itest_small_target();
 
         itest_assert_state(itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_ms\":%u}", (int)b, ms)),
                            b, "locked");
@@ -193,7 +188,7 @@ START_TEST(lease_released)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         cJSON *j = itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_ms\":300}", (int)pid));
         long long id = lease_id(j);
 
@@ -213,7 +208,7 @@ START_TEST(lease_renewed)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         long long id = lease_id(
                 itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_ms\":300}", (int)pid)));
         cJSON *j = itest_call(c, CUDACKPT_METHOD_RENEW_LEASE, itest_strdupf("{\"lease\":%lld,\"lease_ms\":600000}", id));
@@ -231,7 +226,7 @@ START_TEST(lease_ended_by_another_resume)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *a = itest_connect(d), *b = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
 
         (void)lease_id(itest_call(a, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"lease_ms\":400}", (int)pid)));
         itest_assert_state(itest_call_pid(b, CUDACKPT_METHOD_RESUME, pid), pid, "running");
@@ -247,7 +242,7 @@ START_TEST(lease_finished_by_cycle)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d), *q = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
 
         (void)lease_id(itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_on_close\":true}", (int)pid)));
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "checkpointed");
@@ -265,7 +260,7 @@ START_TEST(group_lease_killed_holder)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *q = itest_connect(d);
-        pid_t a = sim_target(), b = sim_target();
+        pid_t a = itest_small_target(), b = itest_small_target();
         char *reply;
         pid_t h = holder(d,
                          itest_strdupf("{\"method\":\"" CUDACKPT_METHOD_SUSPEND_GROUP
@@ -287,7 +282,7 @@ START_TEST(group_lease_expires)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t a = sim_target(), b = sim_target();
+        pid_t a = itest_small_target(), b = itest_small_target();
         cJSON *j = itest_call(c, CUDACKPT_METHOD_LOCK_GROUP,
                               itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d},{\"pid\":%d}]},\"lease_ms\":300}",
                                             (int)a, (int)b));
@@ -304,7 +299,7 @@ START_TEST(lease_holder_never_idle)
         struct itest_daemon_opts o = { .config_json = "{\"idle_timeout_ms\":200}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d), *q = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
 
         (void)lease_id(itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_on_close\":true}", (int)pid)));
         itest_assert_eof(q, 5000); /* the idle timeout works */
@@ -358,7 +353,7 @@ START_TEST(watch_cycle_in_order)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = sim_target(), other = sim_target();
+        pid_t pid = itest_small_target(), other = itest_small_target();
         struct itest_conn *w = watcher(d, itest_strdupf("{\"pids\":[{\"pid\":%d}]}", (int)pid));
         struct itest_conn *w2 = watcher(d, itest_strdupf("{\"pids\":[{\"pid\":%d}]}", (int)other));
         static const char *const methods[] = { CUDACKPT_METHOD_LOCK, CUDACKPT_METHOD_CHECKPOINT,
@@ -401,7 +396,7 @@ START_TEST(watch_lease_events)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         struct itest_conn *w = watcher(d, NULL);
         bool taken = false, ended = false;
         long long id = lease_id(
@@ -437,7 +432,7 @@ START_TEST(watch_appear_exit)
          * ListProcesses is a barrier of the same pool. */
         itest_assert_ok(itest_call(c, CUDACKPT_METHOD_LIST_PROCESSES, NULL));
         usleep(300 * 1000); /* past the baseline scan, which has no event to await */
-        pid_t pid = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+        pid_t pid = itest_mapped_target();
         for (int i = 0; i < 200 && !appeared; i++) {
                 const cJSON *e = next_event(w, 5000);
                 const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "pid");
@@ -486,7 +481,7 @@ START_TEST(watch_hangup)
         struct itest_daemon_opts o = { .config_json = "{\"workers\":1}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         pid_t slow = itest_target(SIM, "CUDACKPT_SIM_MEM_MIB=256", "CUDACKPT_SIM_CKPT_MIBPS=256", NULL);
         struct itest_conn *w = watcher(d, itest_strdupf("{\"pids\":[{\"pid\":%d}]}", (int)pid));
         struct itest_conn *busy = itest_connect(d);
@@ -554,8 +549,8 @@ START_TEST(watch_tree)
         struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":50}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d);
-        pid_t in = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
-        pid_t out = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+        pid_t in = itest_mapped_target();
+        pid_t out = itest_mapped_target();
         struct itest_conn *w = watcher(d, itest_strdupf("{\"tree\":%d}", (int)in));
 
         assert_selection(c, w, in, out);
@@ -600,8 +595,8 @@ START_TEST(watch_cgroup)
         struct itest_conn *c = itest_connect(d);
         const char *name = itest_strdupf("itest-watch-%d", (int)getpid());
         const char *top = itest_strdupf("%s/%s", mnt, name);
-        pid_t in = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
-        pid_t out = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+        pid_t in = itest_mapped_target();
+        pid_t out = itest_mapped_target();
 
         ck_assert_msg(mkdir(top, 0755) == 0, "mkdir %s: %s", top, strerror(errno));
         move_to(top, in);
@@ -621,7 +616,7 @@ START_TEST(watch_slow_watcher_cut)
         struct itest_daemon_opts o = { .config_json = "{\"max_write_queue_bytes\":4096}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         struct itest_conn *w = watcher(d, NULL);
         int cycles = 0, got = 0;
 
@@ -832,7 +827,7 @@ START_TEST(cli_hold_command)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         struct itest_proc_result r;
         const char *args[] = { "suspend", "--hold", itest_strdupf("%d", (int)pid), "--", "sh", "-c",
                                itest_strdupf("test \"$(%s --socket=%s state %d)\" = checkpointed && exit 3", ctl_path(),
@@ -850,7 +845,7 @@ START_TEST(cli_hold_killed)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         const char *args[] = { "lock", "--hold", itest_strdupf("%d", (int)pid), NULL };
         pid_t h = spawn_ctl(d, args, NULL);
 
@@ -866,7 +861,7 @@ START_TEST(cli_hold_group)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t a = sim_target(), b = sim_target();
+        pid_t a = itest_small_target(), b = itest_small_target();
         const char *pids = itest_strdupf("--pids=%d,%d", (int)a, (int)b);
         const char *args[] = { "suspend", "--hold", pids, NULL };
         pid_t h = spawn_ctl(d, args, NULL);
@@ -891,7 +886,7 @@ START_TEST(cli_hold_signal)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         const char *args[] = { "suspend", "--hold", itest_strdupf("%d", (int)pid), NULL };
         int out, st;
         pid_t h = spawn_ctl(d, args, &out);
@@ -914,7 +909,7 @@ END_TEST
 START_TEST(cli_release_and_metrics)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         struct itest_proc_result r;
         long long id = 0;
         const char *lock[] = { "lock", "--lease-ms=600000", itest_strdupf("%d", (int)pid), NULL };
@@ -947,7 +942,7 @@ START_TEST(cli_watch_json)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = sim_target();
+        pid_t pid = itest_small_target();
         const char *args[] = { "--json", "watch", itest_strdupf("--pids=%d", (int)pid), NULL };
         int out;
         pid_t w = spawn_ctl(d, args, &out);

@@ -581,11 +581,6 @@ static int foreign_lease_untouchable(struct ns_ctx *x, char *msg, size_t size)
 
 /* ---- the tests -------------------------------------------------------------- */
 
-static pid_t host_target(void)
-{
-        return itest_target(itest_sim_preload(), "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", NULL);
-}
-
 /* The host's view after the namespace is done: its target untouched. */
 static void host_untouched(struct itest_daemon *d, pid_t host)
 {
@@ -600,7 +595,7 @@ START_TEST(own_process_by_namespace_pid)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1 };
 
         run_in_ns(&how, own_cycle_host_hidden, &x);
@@ -613,7 +608,7 @@ START_TEST(watch_by_namespace_pid)
         struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":100}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1 };
         struct itest_conn *c = itest_connect(d);
 
@@ -629,7 +624,7 @@ START_TEST(nested_namespace)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 2 };
 
         run_in_ns(&how, own_cycle_host_hidden, &x);
@@ -641,7 +636,7 @@ START_TEST(groups_and_list_in_namespace)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1 };
 
         run_in_ns(&how, groups_and_list, &x);
@@ -655,7 +650,7 @@ START_TEST(rootless_user_namespace)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1, .userns = true, .uid = ITEST_OTHER_UID };
 
         run_in_ns(&how, own_cycle_host_hidden, &x);
@@ -668,7 +663,7 @@ END_TEST
 START_TEST(host_caller_unchanged)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t t = host_target();
+        pid_t t = itest_mapped_target();
         struct itest_conn *c = itest_connect(d);
         cJSON *r = itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, t);
         long long pid = 0;
@@ -696,7 +691,7 @@ START_TEST(reused_pid_exit_not_sent_to_container)
         struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":150}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1 };
         int go[2], done[2];
 

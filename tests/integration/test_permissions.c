@@ -187,7 +187,7 @@ END_TEST
 START_TEST(other_uid_refused_on_root_target)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         run_as(OTHER, as_expect_denied, d, pid);
         /* None of the refused calls acted. */
         root_expects_state(d, pid, "running");

@@ -223,7 +223,7 @@ START_TEST(status_counts)
         struct itest_daemon_opts o = { .config_json = "{\"workers\":3}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d);
-        pid_t leased = itest_target(SIM, SMALL, NULL);
+        pid_t leased = itest_small_target();
         pid_t busy = itest_target(SIM, SMALL, "CUDACKPT_SIM_BUSY_MS=8000", NULL);
         /* A checkpoint of about 8 s (1 GiB at 128 MiB/s). */
         pid_t slow = itest_target(SIM, "CUDACKPT_SIM_MEM_MIB=1024", "CUDACKPT_SIM_CKPT_MIBPS=128", NULL);
@@ -328,7 +328,7 @@ static void assert_unavailable_status(struct itest_daemon *d, const char *path, 
 static void assert_driver_needed(struct itest_daemon *d)
 {
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+        pid_t pid = itest_mapped_target();
         const char *pids = itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d}]}}", (int)pid);
 
         cJSON *j = itest_call(c, CUDACKPT_METHOD_LIST_PROCESSES, NULL);
@@ -386,7 +386,7 @@ START_TEST(ps_no_such_pid)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t mapped = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+        pid_t mapped = itest_mapped_target();
         pid_t plain = itest_target(SMALL, NULL);
         pid_t dead = itest_dead_pid();
 

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runner.h"
+
 #include "sched.h"
 
 #define MAX_EVENTS 64
@@ -492,13 +494,10 @@ START_TEST(test_read_only_lane)
 }
 END_TEST
 
-int main(void)
-{
-        Suite *s = suite_create("sched");
-        TCase *tc = tcase_create("core");
-        SRunner *sr;
-        int failed;
+const char unit_suite_name[] = "sched";
 
+void unit_tests(TCase *tc)
+{
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, test_serial_per_pid_parallel_across);
@@ -508,10 +507,4 @@ int main(void)
         tcase_add_test(tc, test_cache_rereads_uids);
         tcase_add_test(tc, test_thread_and_process_serialised);
         tcase_add_test(tc, test_read_only_lane);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
