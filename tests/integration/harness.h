@@ -22,6 +22,7 @@
 
 #include <check.h>
 #include <cJSON.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -365,6 +366,42 @@ void itest_await_fake_server(pid_t pid);
  * reads one request before each reply, and saves the requests in
  * request_file, one a line. */
 pid_t itest_fake_server_calls(const char *path, const char *const *replies, const char *request_file);
+
+/* ---- features: leases, Watch, cudackptctl (harness_features.c) ------------ */
+
+/* The id of the lease a reply grants; asserts there is one. */
+long long itest_lease_id(const cJSON *reply);
+/* How many times needle stands in hay (without overlaps). */
+int itest_count(const char *hay, const char *needle);
+/* SIGKILLs pid, a child of the test (a holder, a cudackptctl), and reaps
+ * it; asserts both. */
+void itest_kill_wait(pid_t pid);
+
+/* Opens a Watch on a new connection, with selector (a JSON object; NULL:
+ * every process), and asserts its first event is "watching". */
+struct itest_conn *itest_watcher(struct itest_daemon *d, const char *selector);
+/* The next event of w within timeout_ms, asserted to continue. */
+const cJSON *itest_next_event(struct itest_conn *w, int timeout_ms);
+/* An event's string member key, "" when absent. */
+const char *itest_event_str(const cJSON *e, const char *key);
+
+/* The cudackptctl under test (CUDACKPT_TEST_CTL). */
+const char *itest_ctl_path(void);
+/* Runs path [pre] ARGS... (the NULL-terminated rest of ap) as uid with
+ * environment env (NULL: the harness's), within 20 s; the result is kept
+ * until teardown. */
+struct itest_proc_result *itest_run_va(uid_t uid, const char *path, const char *pre, const char *const *env,
+                                       const char *first, va_list ap);
+/* Runs cudackptctl --socket=D ARGS... (NULL-terminated; d NULL: no
+ * --socket) as uid; as another uid, the copy staged in the test's dir. */
+struct itest_proc_result *itest_ctl_as(uid_t uid, struct itest_daemon *d, const char *first, ...);
+#define itest_ctl(d, ...) itest_ctl_as((uid_t)-1, (d), __VA_ARGS__)
+/* The same with the args in an array (NULL-terminated), into *ret. */
+void itest_ctl_run(struct itest_daemon *d, struct itest_proc_result *ret, const char *const *args);
+/* Starts cudackptctl --socket=D args... in the background, its stdout to
+ * *ret_out_fd (a pipe's reading end) when not NULL; returns its pid (the
+ * test's child: itest_kill_wait() or waitpid() it). */
+pid_t itest_ctl_spawn(struct itest_daemon *d, const char *const *args, int *ret_out_fd);
 
 /* The value of an environment variable ctest sets (a path of the build);
  * asserts it is set. */

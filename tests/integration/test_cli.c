@@ -24,53 +24,10 @@
 
 #define CTL_TIMEOUT_MS 20000
 
-static const char *ctl_path(void)
-{
-        return itest_need_env("CUDACKPT_TEST_CTL");
-}
-
-/* Runs path [pre] ARGS... (the NULL-terminated rest of ap) as uid with
- * environment env (NULL: the harness's). */
-static struct itest_proc_result *run_va(uid_t uid, const char *path, const char *pre, const char *const *env,
-                                        const char *first, va_list ap)
-{
-        const char *argv[32];
-        size_t n = 0;
-        argv[n++] = path;
-        if (pre)
-                argv[n++] = pre;
-        for (const char *a = first; a && n < 31; a = va_arg(ap, const char *))
-                argv[n++] = a;
-        argv[n] = NULL;
-        struct itest_proc_result *r = itest_keep(calloc(1, sizeof(*r)));
-        ck_assert(r);
-        itest_run_proc(uid, argv, env, CTL_TIMEOUT_MS, r);
-        return r;
-}
-
-/* Runs cudackptctl --socket=SOCK ARGS... (NULL-terminated) as uid; as
- * another uid, the copy staged in the test's dir. */
-static struct itest_proc_result *ctl_as(uid_t uid, struct itest_daemon *d, const char *first, ...)
-{
-        const char *path = ctl_path();
-        if (uid != (uid_t)-1) {
-                ck_assert_msg(d, "ctl_as: another uid needs the daemon, to stage cudackptctl in its dir");
-                path = itest_stage_exe(d, path, NULL);
-        }
-        va_list ap;
-        va_start(ap, first);
-        struct itest_proc_result *r =
-                run_va(uid, path, d ? itest_strdupf("--socket=%s", d->sock) : NULL, NULL, first, ap);
-        va_end(ap);
-        return r;
-}
-
-#define ctl(d, ...) ctl_as((uid_t)-1, (d), __VA_ARGS__)
-
 /* The cuda-checkpoint symlink the build puts beside cudackptctl. */
 static const char *compat_path(void)
 {
-        const char *ctl = ctl_path();
+        const char *ctl = itest_ctl_path();
         const char *slash = strrchr(ctl, '/');
         const char *p = itest_strdupf("%.*scuda-checkpoint", slash ? (int)(slash - ctl + 1) : 0, ctl);
         ck_assert_msg(access(p, X_OK) == 0, "%s: %s", p, strerror(errno));
@@ -86,7 +43,7 @@ static struct itest_proc_result *run_map_env(const char *path, const char *sock,
                               map ? itest_strdupf("CUDACKPT_DEVICE_MAP=%s", map) : NULL, NULL };
         va_list ap;
         va_start(ap, first);
-        struct itest_proc_result *r = run_va((uid_t)-1, path, NULL, env, first, ap);
+        struct itest_proc_result *r = itest_run_va((uid_t)-1, path, NULL, env, first, ap);
         va_end(ap);
         return r;
 }
@@ -94,7 +51,7 @@ static struct itest_proc_result *run_map_env(const char *path, const char *sock,
 /* cuda-checkpoint ARGS... against d, with CUDACKPT_DEVICE_MAP=map (NULL: unset). */
 #define compat(d, map, ...) run_map_env(compat_path(), (d)->sock, (map), __VA_ARGS__)
 /* cudackptctl ARGS... against d, the same way. */
-#define ctl_map_env(d, map, ...) run_map_env(ctl_path(), (d)->sock, (map), __VA_ARGS__)
+#define ctl_map_env(d, map, ...) run_map_env(itest_ctl_path(), (d)->sock, (map), __VA_ARGS__)
 
 static const char *pidstr(pid_t pid)
 {
@@ -155,7 +112,7 @@ START_TEST(cli_state)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t pid = itest_sim_target();
-        assert_run(ctl(d, "state", pidstr(pid), NULL), 0, "running\n");
+        assert_run(itest_ctl(d, "state", pidstr(pid), NULL), 0, "running\n");
 }
 END_TEST
 
@@ -163,7 +120,7 @@ START_TEST(cli_socket_from_environment)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t pid = itest_sim_target();
-        const char *argv[] = { ctl_path(), "state", pidstr(pid), NULL };
+        const char *argv[] = { itest_ctl_path(), "state", pidstr(pid), NULL };
         const char *env[] = { itest_strdupf(CUDACKPT_SOCKET_ENV "=%s", d->sock), "PATH=/usr/bin:/bin", NULL };
         struct itest_proc_result r;
         itest_run_proc((uid_t)-1, argv, env, CTL_TIMEOUT_MS, &r);
@@ -175,7 +132,7 @@ START_TEST(cli_restore_tid)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t pid = itest_sim_target();
-        struct itest_proc_result *r = ctl(d, "restore-tid", pidstr(pid), NULL);
+        struct itest_proc_result *r = itest_ctl(d, "restore-tid", pidstr(pid), NULL);
         assert_run(r, 0, NULL);
         char *end = NULL;
         long tid = strtol(r->out, &end, 10);
@@ -188,15 +145,15 @@ START_TEST(cli_operations)
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t pid = itest_sim_target();
         const char *p = pidstr(pid);
-        assert_op_output(ctl(d, "lock", p, "--lock-timeout=5000", NULL), "locked");
-        assert_run(ctl(d, "state", p, NULL), 0, "locked\n");
-        assert_op_output(ctl(d, "checkpoint", p, NULL), "checkpointed");
-        assert_run(ctl(d, "state", p, NULL), 0, "checkpointed\n");
-        assert_op_output(ctl(d, "restore", p, "--map=" ITEST_GPU0 "=" ITEST_GPU0_PLAIN, NULL), "locked");
-        assert_op_output(ctl(d, "unlock", p, NULL), "running");
-        assert_op_output(ctl(d, "suspend", p, NULL), "checkpointed");
-        assert_op_output(ctl(d, "resume", p, NULL), "running");
-        assert_run(ctl(d, "state", p, NULL), 0, "running\n");
+        assert_op_output(itest_ctl(d, "lock", p, "--lock-timeout=5000", NULL), "locked");
+        assert_run(itest_ctl(d, "state", p, NULL), 0, "locked\n");
+        assert_op_output(itest_ctl(d, "checkpoint", p, NULL), "checkpointed");
+        assert_run(itest_ctl(d, "state", p, NULL), 0, "checkpointed\n");
+        assert_op_output(itest_ctl(d, "restore", p, "--map=" ITEST_GPU0 "=" ITEST_GPU0_PLAIN, NULL), "locked");
+        assert_op_output(itest_ctl(d, "unlock", p, NULL), "running");
+        assert_op_output(itest_ctl(d, "suspend", p, NULL), "checkpointed");
+        assert_op_output(itest_ctl(d, "resume", p, NULL), "running");
+        assert_run(itest_ctl(d, "state", p, NULL), 0, "running\n");
 }
 END_TEST
 
@@ -204,7 +161,7 @@ START_TEST(cli_json)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t pid = itest_sim_target();
-        struct itest_proc_result *r = ctl(d, "--json", "state", pidstr(pid), NULL);
+        struct itest_proc_result *r = itest_ctl(d, "--json", "state", pidstr(pid), NULL);
         assert_run(r, 0, NULL);
         cJSON *j = itest_keep_json(cJSON_Parse(r->out));
         ck_assert_msg(cJSON_IsObject(j), "--json printed \"%s\"", r->out);
@@ -215,7 +172,7 @@ START_TEST(cli_json)
                       "--json printed \"%s\"", r->out);
 
         pid_t dead = itest_dead_pid();
-        r = ctl(d, "--json", "state", pidstr(dead), NULL);
+        r = itest_ctl(d, "--json", "state", pidstr(dead), NULL);
         ck_assert_msg(r->status == 10, "exit status %d for NoSuchProcess (stderr \"%s\")", r->status, r->err);
         j = itest_keep_json(cJSON_Parse(r->out));
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
@@ -230,7 +187,7 @@ END_TEST
 START_TEST(cli_info)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        struct itest_proc_result *r = ctl(d, "info", NULL);
+        struct itest_proc_result *r = itest_ctl(d, "info", NULL);
         assert_run(r, 0, NULL);
         ck_assert_msg(strstr(r->out, CUDACKPT_INTERFACE), "info does not name the interface: \"%s\"", r->out);
 }
@@ -244,18 +201,18 @@ START_TEST(cli_exit_codes)
         struct itest_daemon *d = itest_daemon_start(&o);
         pid_t pid = itest_sim_target();
         const char *p = pidstr(pid);
-        assert_run(ctl(d, "state", pidstr(itest_dead_pid()), NULL), 10, "");
-        assert_run(ctl(d, "state", pidstr(itest_target("CUDACKPT_SIM_MEM_MIB=1", NULL)), NULL), 11, "");
-        assert_run(ctl(d, "unlock", p, NULL), 13, "");
+        assert_run(itest_ctl(d, "state", pidstr(itest_dead_pid()), NULL), 10, "");
+        assert_run(itest_ctl(d, "state", pidstr(itest_target("CUDACKPT_SIM_MEM_MIB=1", NULL)), NULL), 11, "");
+        assert_run(itest_ctl(d, "unlock", p, NULL), 13, "");
         pid_t busy = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=2000", NULL);
-        assert_run(ctl(d, "lock", pidstr(busy), "--lock-timeout=100", NULL), 14, "");
-        assert_op_output(ctl(d, "suspend", p, NULL), "checkpointed");
-        assert_run(ctl(d, "restore", p, "--map=" ITEST_GPU0 "=" ITEST_GPU_NONE, NULL), 15, "");
-        assert_op_output(ctl(d, "resume", p, NULL), "running");
+        assert_run(itest_ctl(d, "lock", pidstr(busy), "--lock-timeout=100", NULL), 14, "");
+        assert_op_output(itest_ctl(d, "suspend", p, NULL), "checkpointed");
+        assert_run(itest_ctl(d, "restore", p, "--map=" ITEST_GPU0 "=" ITEST_GPU_NONE, NULL), 15, "");
+        assert_op_output(itest_ctl(d, "resume", p, NULL), "running");
         pid_t managed = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MANAGED=1", NULL);
-        assert_run(ctl(d, "suspend", pidstr(managed), NULL), 16, "");
+        assert_run(itest_ctl(d, "suspend", pidstr(managed), NULL), 16, "");
         pid_t failing = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=getstate:CUDA_ERROR_UNKNOWN", NULL);
-        assert_run(ctl(d, "state", pidstr(failing), NULL), 19, "");
+        assert_run(itest_ctl(d, "state", pidstr(failing), NULL), 19, "");
 }
 END_TEST
 
@@ -264,22 +221,22 @@ START_TEST(cli_driver_unavailable)
         struct itest_daemon_opts o = { .driver = "/nonexistent.so" };
         struct itest_daemon *d = itest_daemon_start(&o);
         pid_t pid = itest_sim_target();
-        assert_run(ctl(d, "state", pidstr(pid), NULL), 18, "");
+        assert_run(itest_ctl(d, "state", pidstr(pid), NULL), 18, "");
 }
 END_TEST
 
 START_TEST(cli_usage_and_unreachable)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        assert_run(ctl(d, NULL), 2, "");
-        assert_run(ctl(d, "frobnicate", "1", NULL), 2, "");
-        assert_run(ctl(d, "state", NULL), 2, "");
-        assert_run(ctl(d, "state", "notapid", NULL), 2, "");
-        assert_run(ctl(d, "state", "0", NULL), 2, "");
-        assert_run(ctl(d, "state", "1", "2", NULL), 2, "");
-        assert_run(ctl(NULL, itest_strdupf("--socket=%s/nosuchsock", d->dir), "state", "1", NULL), 3, "");
+        assert_run(itest_ctl(d, NULL), 2, "");
+        assert_run(itest_ctl(d, "frobnicate", "1", NULL), 2, "");
+        assert_run(itest_ctl(d, "state", NULL), 2, "");
+        assert_run(itest_ctl(d, "state", "notapid", NULL), 2, "");
+        assert_run(itest_ctl(d, "state", "0", NULL), 2, "");
+        assert_run(itest_ctl(d, "state", "1", "2", NULL), 2, "");
+        assert_run(itest_ctl(NULL, itest_strdupf("--socket=%s/nosuchsock", d->dir), "state", "1", NULL), 3, "");
         /* --help is not an error. */
-        struct itest_proc_result *r = ctl(NULL, "--help", NULL);
+        struct itest_proc_result *r = itest_ctl(NULL, "--help", NULL);
         ck_assert_msg(r->status == 0 && r->out[0], "--help: status %d, stdout \"%s\"", r->status, r->out);
 }
 END_TEST
@@ -290,9 +247,9 @@ START_TEST(cli_permission_denied)
                 return;
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t pid = itest_sim_target();
-        assert_run(ctl_as(ITEST_OTHER_UID, d, "state", pidstr(pid), NULL), 12, "");
+        assert_run(itest_ctl_as(ITEST_OTHER_UID, d, "state", pidstr(pid), NULL), 12, "");
         pid_t own = itest_target_as(ITEST_OTHER_UID, "CUDACKPT_SIM=1", NULL);
-        assert_run(ctl_as(ITEST_OTHER_UID, d, "state", pidstr(own), NULL), 0, "running\n");
+        assert_run(itest_ctl_as(ITEST_OTHER_UID, d, "state", pidstr(own), NULL), 0, "running\n");
 }
 END_TEST
 
@@ -543,7 +500,7 @@ static cJSON *out_json(const struct itest_proc_result *r)
 static void assert_states(struct itest_daemon *d, const char *state, const pid_t *pids, size_t n)
 {
         for (size_t i = 0; i < n; i++)
-                assert_run(ctl(d, "state", pidstr(pids[i]), NULL), 0, itest_strdupf("%s\n", state));
+                assert_run(itest_ctl(d, "state", pidstr(pids[i]), NULL), 0, itest_strdupf("%s\n", state));
 }
 
 /* The name ps shows for our uid. */
@@ -559,11 +516,11 @@ START_TEST(cli_ps)
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t a = mapped_target(), b = mapped_target(), c = mapped_target();
         const char *sel = itest_strdupf("--pids=%d,%d,%d", (int)a, (int)b, (int)c);
-        assert_op_output(ctl(d, "lock", pidstr(b), NULL), "locked");
+        assert_op_output(itest_ctl(d, "lock", pidstr(b), NULL), "locked");
         ck_assert_int_eq(kill(c, SIGSTOP), 0);
         itest_await_proc_state(c, 'T', true);
 
-        struct itest_proc_result *r = ctl(d, "ps", sel, NULL);
+        struct itest_proc_result *r = itest_ctl(d, "ps", sel, NULL);
         assert_run(r, 0, NULL);
         assert_line("ps", r->out, "^ *PID +USER +STATE +CGROUP +COMMAND$");
         const char *user = own_user();
@@ -571,7 +528,7 @@ START_TEST(cli_ps)
         assert_line("ps", r->out, "^ *%d +%s +locked +/[^ ]* +sleep$", (int)b, user);
         assert_line("ps", r->out, "^ *%d +%s +stopped\\(signal\\) +/[^ ]* +sleep$", (int)c, user);
 
-        r = ctl(d, "--json", "ps", sel, NULL);
+        r = itest_ctl(d, "--json", "ps", sel, NULL);
         assert_run(r, 0, NULL);
         cJSON *j = out_json(r);
         ck_assert_msg(cJSON_IsArray(j) && cJSON_GetArraySize(j) == 3, "ps --json printed \"%s\"", r->out);
@@ -593,10 +550,10 @@ START_TEST(cli_ps)
                     (int)busy);
         struct itest_conn *probe = itest_connect(d);
         (void)itest_await_in_flight(probe, busy, "Lock", 2000);
-        r = ctl(d, "ps", itest_strdupf("--pids=%d", (int)busy), NULL);
+        r = itest_ctl(d, "ps", itest_strdupf("--pids=%d", (int)busy), NULL);
         assert_run(r, 0, NULL);
         assert_line("ps", r->out, "^ *%d +%s +running \\[Lock\\] +/[^ ]* +sleep$", (int)busy, user);
-        r = ctl(d, "--json", "ps", itest_strdupf("--pids=%d", (int)busy), NULL);
+        r = itest_ctl(d, "--json", "ps", itest_strdupf("--pids=%d", (int)busy), NULL);
         j = out_json(r);
         ck_assert_msg(cJSON_GetArraySize(j) == 1 && obj_str(find_pid(j, busy), "in_flight") &&
                               strcmp(obj_str(find_pid(j, busy), "in_flight"), "Lock") == 0,
@@ -604,27 +561,27 @@ START_TEST(cli_ps)
         itest_assert_state(itest_recv(conn), busy, "locked");
 
         /* Without a selector: the whole machine, ours among it. */
-        r = ctl(d, "--json", "ps", NULL);
+        r = itest_ctl(d, "--json", "ps", NULL);
         assert_run(r, 0, NULL);
         j = out_json(r);
         ck_assert_msg(cJSON_IsArray(j) && find_pid(j, a) && find_pid(j, b), "ps --json printed \"%s\"", r->out);
         /* By tree: the target alone (sleep has no children). */
-        r = ctl(d, "--json", "ps", itest_strdupf("--tree=%d", (int)a), NULL);
+        r = itest_ctl(d, "--json", "ps", itest_strdupf("--tree=%d", (int)a), NULL);
         assert_run(r, 0, NULL);
         j = out_json(r);
         ck_assert_msg(cJSON_IsArray(j) && cJSON_GetArraySize(j) == 1 && find_pid(j, a), "ps --tree printed \"%s\"",
                       r->out);
         /* By cgroup: the targets are in ours. */
         const char *cgroup = obj_str(pa, "cgroup");
-        r = ctl(d, "--json", "ps", itest_strdupf("--cgroup=%s", cgroup), NULL);
+        r = itest_ctl(d, "--json", "ps", itest_strdupf("--cgroup=%s", cgroup), NULL);
         assert_run(r, 0, NULL);
         j = out_json(r);
         ck_assert_msg(cJSON_IsArray(j) && find_pid(j, a) && find_pid(j, b), "ps --cgroup printed \"%s\"", r->out);
 
         /* A process that never maps the driver is no CUDA process. */
         pid_t plain = itest_sim_target();
-        assert_run(ctl(d, "ps", itest_strdupf("--tree=%d", (int)plain), NULL), 0, "no CUDA process matched\n");
-        assert_run(ctl(d, "--json", "ps", itest_strdupf("--tree=%d", (int)plain), NULL), 0, "[]\n");
+        assert_run(itest_ctl(d, "ps", itest_strdupf("--tree=%d", (int)plain), NULL), 0, "no CUDA process matched\n");
+        assert_run(itest_ctl(d, "--json", "ps", itest_strdupf("--tree=%d", (int)plain), NULL), 0, "[]\n");
 }
 END_TEST
 
@@ -640,7 +597,7 @@ START_TEST(cli_group_pids)
         const char *sel = itest_strdupf("--pids=%d,%d:%llu,%d", (int)t[0], (int)t[1],
                                         (unsigned long long)itest_start_time(t[1]), (int)t[2]);
 
-        struct itest_proc_result *r = ctl(d, "suspend", sel, "--lock-timeout=5000", NULL);
+        struct itest_proc_result *r = itest_ctl(d, "suspend", sel, "--lock-timeout=5000", NULL);
         assert_run(r, 0, NULL);
         assert_line("suspend", r->out, "^ *PID +STATE +TIME$");
         for (size_t i = 0; i < 3; i++)
@@ -649,16 +606,16 @@ START_TEST(cli_group_pids)
         assert_states(d, "checkpointed", t, 3);
 
         /* Converges: a member already there is left as it is. */
-        assert_op_output(ctl(d, "restore", pidstr(t[0]), NULL), "locked");
-        r = ctl(d, "restore", sel, "--map=" ITEST_GPU0 "=" ITEST_GPU0, NULL);
+        assert_op_output(itest_ctl(d, "restore", pidstr(t[0]), NULL), "locked");
+        r = itest_ctl(d, "restore", sel, "--map=" ITEST_GPU0 "=" ITEST_GPU0, NULL);
         assert_run(r, 0, NULL);
         assert_line("restore", r->out, "^3 processes locked \\([0-9]+\\.[0-9] ms\\)$");
         assert_states(d, "locked", t, 3);
-        assert_run(ctl(d, "unlock", sel, NULL), 0, NULL);
+        assert_run(itest_ctl(d, "unlock", sel, NULL), 0, NULL);
         assert_states(d, "running", t, 3);
 
         /* --json: the daemon's reply. */
-        r = ctl(d, "--json", "lock", sel, NULL);
+        r = itest_ctl(d, "--json", "lock", sel, NULL);
         assert_run(r, 0, NULL);
         cJSON *j = out_json(r);
         const cJSON *members = cJSON_GetObjectItemCaseSensitive(j, "members");
@@ -668,9 +625,9 @@ START_TEST(cli_group_pids)
                 ck_assert_msg(m && obj_str(m, "state") && strcmp(obj_str(m, "state"), "locked") == 0,
                               "lock --json: \"%s\"", r->out);
         }
-        assert_run(ctl(d, "checkpoint", sel, NULL), 0, NULL);
+        assert_run(itest_ctl(d, "checkpoint", sel, NULL), 0, NULL);
         assert_states(d, "checkpointed", t, 3);
-        assert_run(ctl(d, "resume", sel, NULL), 0, NULL);
+        assert_run(itest_ctl(d, "resume", sel, NULL), 0, NULL);
         assert_states(d, "running", t, 3);
 }
 END_TEST
@@ -682,21 +639,21 @@ START_TEST(cli_group_tree_and_empty)
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t a = mapped_target();
         const char *tree = itest_strdupf("--tree=%d", (int)a);
-        struct itest_proc_result *r = ctl(d, "suspend", tree, NULL);
+        struct itest_proc_result *r = itest_ctl(d, "suspend", tree, NULL);
         assert_run(r, 0, NULL);
         assert_line("suspend --tree", r->out, "^ *%d +checkpointed ", (int)a);
         assert_line("suspend --tree", r->out, "^1 process checkpointed \\(");
-        assert_run(ctl(d, "state", pidstr(a), NULL), 0, "checkpointed\n");
-        assert_run(ctl(d, "resume", tree, NULL), 0, NULL);
-        assert_run(ctl(d, "state", pidstr(a), NULL), 0, "running\n");
+        assert_run(itest_ctl(d, "state", pidstr(a), NULL), 0, "checkpointed\n");
+        assert_run(itest_ctl(d, "resume", tree, NULL), 0, NULL);
+        assert_run(itest_ctl(d, "state", pidstr(a), NULL), 0, "running\n");
 
         /* Not a CUDA process for the daemon: skipped. */
         pid_t plain = itest_sim_target();
-        r = ctl(d, "suspend", itest_strdupf("--tree=%d", (int)plain), NULL);
+        r = itest_ctl(d, "suspend", itest_strdupf("--tree=%d", (int)plain), NULL);
         assert_run(r, 0, NULL);
         assert_line("suspend of nothing", r->out, "^skipped, not CUDA processes: %d$", (int)plain);
         assert_line("suspend of nothing", r->out, "^no CUDA process matched");
-        r = ctl(d, "--json", "suspend", itest_strdupf("--tree=%d", (int)plain), NULL);
+        r = itest_ctl(d, "--json", "suspend", itest_strdupf("--tree=%d", (int)plain), NULL);
         assert_run(r, 0, NULL);
         cJSON *j = out_json(r);
         const cJSON *members = cJSON_GetObjectItemCaseSensitive(j, "members");
@@ -704,7 +661,7 @@ START_TEST(cli_group_tree_and_empty)
         ck_assert_msg(cJSON_IsArray(members) && cJSON_GetArraySize(members) == 0 && find_pid(skipped, plain) &&
                               strcmp(obj_str(find_pid(skipped, plain), "reason"), CUDACKPT_SKIP_NOT_CUDA) == 0,
                       "suspend --json of nothing: \"%s\"", r->out);
-        assert_run(ctl(d, "state", pidstr(plain), NULL), 0, "running\n");
+        assert_run(itest_ctl(d, "state", pidstr(plain), NULL), 0, "running\n");
 }
 END_TEST
 
@@ -718,7 +675,7 @@ START_TEST(cli_group_failure)
                        itest_sim_target() };
         const char *sel = itest_strdupf("--pids=%d,%d,%d", (int)t[0], (int)t[1], (int)t[2]);
 
-        struct itest_proc_result *r = ctl(d, "suspend", sel, NULL);
+        struct itest_proc_result *r = itest_ctl(d, "suspend", sel, NULL);
         ck_assert_msg(r->status == 16 && r->out[0] == '\0', "exit status %d, stdout \"%s\", stderr \"%s\"",
                       r->status, r->out, r->err);
         assert_line("stderr", r->err,
@@ -732,7 +689,7 @@ START_TEST(cli_group_failure)
         assert_states(d, "running", t, 3);
 
         /* --json: the error on stdout, one line on stderr. */
-        r = ctl(d, "--json", "suspend", sel, NULL);
+        r = itest_ctl(d, "--json", "suspend", sel, NULL);
         ck_assert_msg(r->status == 19, "exit status %d (stderr \"%s\")", r->status, r->err);
         size_t len = strlen(r->err);
         ck_assert_msg(len > 1 && !memchr(r->err, '\n', len - 1), "stderr is not one line: \"%s\"", r->err);
@@ -748,16 +705,16 @@ START_TEST(cli_group_failure)
         assert_states(d, "running", t, 3);
 
         /* The select phase: a pid pinned to another start time. */
-        r = ctl(d, "lock", itest_strdupf("--pids=%d,%d:1", (int)t[0], (int)t[2]), NULL);
+        r = itest_ctl(d, "lock", itest_strdupf("--pids=%d,%d:1", (int)t[0], (int)t[2]), NULL);
         ck_assert_msg(r->status == 20, "exit status %d (stderr \"%s\")", r->status, r->err);
         assert_line("stderr", r->err, "GroupFailed: the group failed in the select phase at pid %d: ProcessChanged: "
                     ".*; nothing was changed$", (int)t[2]);
         pid_t dead = itest_dead_pid();
-        r = ctl(d, "lock", itest_strdupf("--pids=%d,%d", (int)t[0], (int)dead), NULL);
+        r = itest_ctl(d, "lock", itest_strdupf("--pids=%d,%d", (int)t[0], (int)dead), NULL);
         ck_assert_msg(r->status == 10, "exit status %d (stderr \"%s\")", r->status, r->err);
         assert_has("stderr", r->err, "NoSuchProcess");
         /* The state phase: nothing to converge from. */
-        r = ctl(d, "checkpoint", itest_strdupf("--pids=%d,%d", (int)t[0], (int)t[2]), NULL);
+        r = itest_ctl(d, "checkpoint", itest_strdupf("--pids=%d,%d", (int)t[0], (int)t[2]), NULL);
         ck_assert_msg(r->status == 13, "exit status %d (stderr \"%s\")", r->status, r->err);
         assert_line("stderr", r->err, "the group failed in the state phase at pid [0-9]+: InvalidState: "
                     ".*; nothing was changed$");
@@ -774,7 +731,7 @@ START_TEST(cli_group_too_large)
         pid_t t[3] = { itest_sim_target(), itest_sim_target(),
                        itest_sim_target() };
         struct itest_proc_result *r =
-                ctl(d, "suspend", itest_strdupf("--pids=%d,%d,%d", (int)t[0], (int)t[1], (int)t[2]), NULL);
+                itest_ctl(d, "suspend", itest_strdupf("--pids=%d,%d,%d", (int)t[0], (int)t[1], (int)t[2]), NULL);
         assert_run(r, 25, "");
         assert_has("stderr", r->err, "GroupTooLarge: the selection holds 3 processes, more than the limit of 2");
         assert_states(d, "running", t, 3);
@@ -787,7 +744,7 @@ START_TEST(cli_group_progress)
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t t[2] = { itest_sim_target(), itest_sim_target() };
         const char *sel = itest_strdupf("--pids=%d,%d", (int)t[0], (int)t[1]);
-        struct itest_proc_result *r = ctl(d, "--progress", "suspend", sel, NULL);
+        struct itest_proc_result *r = itest_ctl(d, "--progress", "suspend", sel, NULL);
         ck_assert_msg(r->status == 0, "exit status %d (stderr \"%s\")", r->status, r->err);
         ck_assert_msg(!strchr(r->err, '\r') && !strchr(r->err, '\033'), "terminal controls off a terminal: \"%s\"",
                       r->err);
@@ -797,7 +754,7 @@ START_TEST(cli_group_progress)
         }
         assert_line("suspend", r->out, "^2 processes checkpointed");
         /* Not asked for, off a terminal: none. */
-        assert_run(ctl(d, "resume", sel, NULL), 0, NULL);
+        assert_run(itest_ctl(d, "resume", sel, NULL), 0, NULL);
         assert_states(d, "running", t, 2);
 }
 END_TEST
@@ -832,7 +789,7 @@ START_TEST(cli_group_hostile_server)
         };
         pid_t srv = itest_fake_server(sock, evil, req);
         struct itest_proc_result *r =
-                ctl(NULL, itest_strdupf("--socket=%s", sock), "--progress", "lock", "--pids=7", NULL);
+                itest_ctl(NULL, itest_strdupf("--socket=%s", sock), "--progress", "lock", "--pids=7", NULL);
         itest_await_fake_server(srv);
         ck_assert_msg(r->status == 0, "exit status %d (stdout \"%s\", stderr \"%s\")", r->status, r->out, r->err);
         cJSON *j = itest_keep_json(cJSON_Parse(read_text(req)));
@@ -853,7 +810,7 @@ START_TEST(cli_group_hostile_server)
         /* Without --progress off a terminal: no "more". */
         static const char *const plain[] = { "{\"parameters\":{\"members\":[],\"skipped\":[]}}", NULL };
         srv = itest_fake_server(itest_strdupf("%s/fake2", d->dir), plain, req);
-        r = ctl(NULL, itest_strdupf("--socket=%s/fake2", d->dir), "unlock", "--tree=1", NULL);
+        r = itest_ctl(NULL, itest_strdupf("--socket=%s/fake2", d->dir), "unlock", "--tree=1", NULL);
         itest_await_fake_server(srv);
         assert_run(r, 0, "no CUDA process matched\n");
         j = itest_keep_json(cJSON_Parse(read_text(req)));
@@ -866,7 +823,7 @@ START_TEST(cli_group_hostile_server)
                 NULL,
         };
         srv = itest_fake_server(itest_strdupf("%s/fake3", d->dir), bad, req);
-        r = ctl(NULL, itest_strdupf("--socket=%s/fake3", d->dir), "--progress", "suspend", "--pids=7", NULL);
+        r = itest_ctl(NULL, itest_strdupf("--socket=%s/fake3", d->dir), "--progress", "suspend", "--pids=7", NULL);
         itest_await_fake_server(srv);
         assert_run(r, 1, "");
         assert_has("stderr", r->err, "invalid reply from cudackptd");
@@ -883,33 +840,33 @@ START_TEST(cli_group_usage)
                                                 "--pids=0", "--pids=-1", "--pids=1:", "--pids=1:x", "--pids=1:2:3",
                                                 "--pids=1,1", "--pids=1,1:5", "--pids=2147483648", NULL };
         for (size_t i = 0; bad_pids[i]; i++)
-                assert_run(ctl(d, "lock", bad_pids[i], NULL), 2, "");
+                assert_run(itest_ctl(d, "lock", bad_pids[i], NULL), 2, "");
         /* Two selectors, or the same twice. */
-        assert_run(ctl(d, "lock", pids, "--tree=1", NULL), 2, "");
-        assert_run(ctl(d, "lock", pids, "--cgroup=/", NULL), 2, "");
-        assert_run(ctl(d, "ps", "--tree=1", "--tree=2", NULL), 2, "");
+        assert_run(itest_ctl(d, "lock", pids, "--tree=1", NULL), 2, "");
+        assert_run(itest_ctl(d, "lock", pids, "--cgroup=/", NULL), 2, "");
+        assert_run(itest_ctl(d, "ps", "--tree=1", "--tree=2", NULL), 2, "");
         /* A pid and a selector. */
-        assert_run(ctl(d, "suspend", p, pids, NULL), 2, "");
-        assert_run(ctl(d, "resume", "--tree=1", p, NULL), 2, "");
+        assert_run(itest_ctl(d, "suspend", p, pids, NULL), 2, "");
+        assert_run(itest_ctl(d, "resume", "--tree=1", p, NULL), 2, "");
         /* Not for queries, nor ps a pid. */
-        assert_run(ctl(d, "state", pids, NULL), 2, "");
-        assert_run(ctl(d, "restore-tid", "--tree=1", NULL), 2, "");
-        assert_run(ctl(d, "info", "--cgroup=/", NULL), 2, "");
-        assert_run(ctl(d, "ps", p, NULL), 2, "");
-        assert_run(ctl(d, "ps", "--map=" ITEST_GPU0 "=" ITEST_GPU1, NULL), 2, "");
+        assert_run(itest_ctl(d, "state", pids, NULL), 2, "");
+        assert_run(itest_ctl(d, "restore-tid", "--tree=1", NULL), 2, "");
+        assert_run(itest_ctl(d, "info", "--cgroup=/", NULL), 2, "");
+        assert_run(itest_ctl(d, "ps", p, NULL), 2, "");
+        assert_run(itest_ctl(d, "ps", "--map=" ITEST_GPU0 "=" ITEST_GPU1, NULL), 2, "");
         /* Bad trees and cgroups. */
-        assert_run(ctl(d, "lock", "--tree=0", NULL), 2, "");
-        assert_run(ctl(d, "lock", "--tree=x", NULL), 2, "");
-        assert_run(ctl(d, "lock", "--cgroup=kubepods", NULL), 2, "");
-        assert_run(ctl(d, "lock", "--cgroup=/a/../b", NULL), 2, "");
-        assert_run(ctl(d, "lock", "--cgroup=/a//b", NULL), 2, "");
-        assert_run(ctl(d, "lock", "--cgroup=", NULL), 2, "");
+        assert_run(itest_ctl(d, "lock", "--tree=0", NULL), 2, "");
+        assert_run(itest_ctl(d, "lock", "--tree=x", NULL), 2, "");
+        assert_run(itest_ctl(d, "lock", "--cgroup=kubepods", NULL), 2, "");
+        assert_run(itest_ctl(d, "lock", "--cgroup=/a/../b", NULL), 2, "");
+        assert_run(itest_ctl(d, "lock", "--cgroup=/a//b", NULL), 2, "");
+        assert_run(itest_ctl(d, "lock", "--cgroup=", NULL), 2, "");
         /* --progress not with lock of a PID; options where they belong. */
-        assert_run(ctl(d, "--progress", "lock", p, NULL), 2, "");
-        assert_run(ctl(d, "--no-progress", "ps", NULL), 2, "");
-        assert_run(ctl(d, "checkpoint", pids, "--lock-timeout=5", NULL), 2, "");
-        assert_run(ctl(d, "lock", pids, "--map=" ITEST_GPU0 "=" ITEST_GPU1, NULL), 2, "");
-        assert_run(ctl(d, "state", p, NULL), 0, "running\n");
+        assert_run(itest_ctl(d, "--progress", "lock", p, NULL), 2, "");
+        assert_run(itest_ctl(d, "--no-progress", "ps", NULL), 2, "");
+        assert_run(itest_ctl(d, "checkpoint", pids, "--lock-timeout=5", NULL), 2, "");
+        assert_run(itest_ctl(d, "lock", pids, "--map=" ITEST_GPU0 "=" ITEST_GPU1, NULL), 2, "");
+        assert_run(itest_ctl(d, "state", p, NULL), 0, "running\n");
 }
 END_TEST
 
