@@ -13,6 +13,10 @@
  * removes it.  On success the checked teardown stops the daemon with
  * SIGTERM, asserts a clean exit, kills the targets and removes the dir.
  *
+ * The harness is harness.c (the daemon, fixtures, runner),
+ * harness_targets.c (processes), harness_varlink.c (connections, replies,
+ * fake servers) and harness_features.c (leases, Watch, cudackptctl).
+ *
  * Paths of the programs under test come from the environment, set by ctest:
  *   CUDACKPT_TEST_DAEMON  cudackptd
  *   CUDACKPT_TEST_SIM     libcudackpt-sim.so
