@@ -402,6 +402,13 @@ struct itest_proc_result *itest_ctl_as(uid_t uid, struct itest_daemon *d, const 
 #define itest_ctl(d, ...) itest_ctl_as((uid_t)-1, (d), __VA_ARGS__)
 /* The same with the args in an array (NULL-terminated), into *ret. */
 void itest_ctl_run(struct itest_daemon *d, struct itest_proc_result *ret, const char *const *args);
+/* pid in decimal (kept), an argument of cudackptctl. */
+const char *itest_pidstr(pid_t pid);
+/* A cudackptctl run's exit status and stdout exactly (out NULL: any);
+ * stderr empty on success, one line on a daemon's error. */
+void itest_assert_run(const struct itest_proc_result *r, int status, const char *out);
+/* An operation's output: "STATE (D.D ms)", exit status 0. */
+void itest_assert_op_output(const struct itest_proc_result *r, const char *state);
 /* Starts cudackptctl --socket=D args... in the background, its stdout to
  * *ret_out_fd (a pipe's reading end) when not NULL; returns its pid (the
  * test's child: itest_kill_wait() or waitpid() it). */

@@ -4,6 +4,7 @@
  * with Check and keeps what it returns until the test's teardown. */
 #include "harness.h"
 
+#include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -158,4 +159,39 @@ struct itest_proc_result *itest_ctl_as(uid_t uid, struct itest_daemon *d, const 
                 itest_run_va(uid, path, d ? itest_strdupf("--socket=%s", d->sock) : NULL, NULL, first, ap);
         va_end(ap);
         return r;
+}
+
+const char *itest_pidstr(pid_t pid)
+{
+        return itest_strdupf("%d", (int)pid);
+}
+
+void itest_assert_run(const struct itest_proc_result *r, int status, const char *out)
+{
+        ck_assert_msg(r->status == status, "exit status %d, expected %d (stdout \"%s\", stderr \"%s\")", r->status,
+                      status, r->out, r->err);
+        if (out)
+                ck_assert_msg(strcmp(r->out, out) == 0, "stdout \"%s\", expected \"%s\" (stderr \"%s\")", r->out, out,
+                              r->err);
+        if (status == 0) {
+                ck_assert_msg(r->err[0] == '\0', "stderr on success: %s", r->err);
+        } else if (status < 10) {
+                ck_assert_msg(r->err[0] != '\0', "nothing on stderr for exit status %d", status);
+        } else {
+                /* A daemon's error: one line. */
+                size_t len = strlen(r->err);
+                ck_assert_msg(len > 1 && r->err[len - 1] == '\n' && !memchr(r->err, '\n', len - 1),
+                              "stderr on failure is not one line: \"%s\"", r->err);
+        }
+}
+
+void itest_assert_op_output(const struct itest_proc_result *r, const char *state)
+{
+        ck_assert_msg(r->status == 0, "exit status %d (stderr \"%s\")", r->status, r->err);
+        regex_t re;
+        char *pat = itest_strdupf("^%s \\([0-9]+\\.[0-9]+ ms\\)\n$", state);
+        ck_assert_int_eq(regcomp(&re, pat, REG_EXTENDED | REG_NOSUB), 0);
+        int m = regexec(&re, r->out, 0, NULL, 0);
+        regfree(&re);
+        ck_assert_msg(m == 0, "stdout \"%s\" is not \"%s (D.D ms)\"", r->out, state);
 }
