@@ -234,18 +234,10 @@ const cJSON *gitest_error_params(const cJSON *j)
         return itest_get(j, "error_parameters");
 }
 
-/* GetState now: state, nothing in flight. */
-void gitest_assert_state_now(struct itest_conn *c, pid_t pid, const char *state)
-{
-        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, (int)pid);
-        itest_assert_state(j, pid, state);
-        itest_assert_absent(j, "in_flight");
-}
-
 void gitest_assert_all_now(struct itest_conn *c, size_t n, const pid_t *pids, const char *state)
 {
         for (size_t i = 0; i < n; i++)
-                gitest_assert_state_now(c, pids[i], state);
+                itest_assert_state_now(c, pids[i], state);
 }
 
 /* GetState's state (in flight or not). */

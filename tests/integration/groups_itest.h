@@ -80,8 +80,6 @@ void gitest_assert_skipped(const cJSON *reply, size_t n, const pid_t *pids);
 /* GroupFailed naming method, phase, the failed member and its error. */
 void gitest_assert_group_failed(const cJSON *j, const char *method, const char *phase, pid_t pid, const char *error);
 const cJSON *gitest_error_params(const cJSON *j);
-/* GetState now: state, nothing in flight. */
-void gitest_assert_state_now(struct itest_conn *c, pid_t pid, const char *state);
 void gitest_assert_all_now(struct itest_conn *c, size_t n, const pid_t *pids, const char *state);
 /* GetState's state (in flight or not). */
 const char *gitest_state_of(struct itest_conn *c, pid_t pid, bool *in_flight);

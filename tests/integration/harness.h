@@ -260,6 +260,10 @@ const char *itest_uuid_norm(const char *uuid);
         itest_assert_int(rr_, "pid", (pid)); \
         itest_assert_str(rr_, "state", (state)); \
 } while (0)
+/* GetState of pid now: state, and no operation in flight. */
+void itest_assert_state_now(struct itest_conn *c, pid_t pid, const char *state);
+/* The methods of io.cudackpt.Process that name one process, NULL-ended. */
+extern const char *const itest_process_methods[];
 
 /* ---- client library ------------------------------------------------------ */
 

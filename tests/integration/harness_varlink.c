@@ -352,6 +352,19 @@ const char *itest_uuid_norm(const char *uuid)
         return out;
 }
 
+const char *const itest_process_methods[] = {
+        CUDACKPT_METHOD_GET_STATE, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, CUDACKPT_METHOD_LOCK,
+        CUDACKPT_METHOD_CHECKPOINT, CUDACKPT_METHOD_RESTORE, CUDACKPT_METHOD_UNLOCK,
+        CUDACKPT_METHOD_SUSPEND, CUDACKPT_METHOD_RESUME, NULL,
+};
+
+void itest_assert_state_now(struct itest_conn *c, pid_t pid, const char *state)
+{
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, (int)pid);
+        itest_assert_state(j, pid, state);
+        itest_assert_absent(j, "in_flight");
+}
+
 /* ---- client library ------------------------------------------------------ */
 
 cudackpt_client *itest_client(struct itest_daemon *d)

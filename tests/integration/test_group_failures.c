@@ -108,17 +108,17 @@ START_TEST(fail_restore_then_retry)
         gitest_assert_member(j, p[0], "locked");
         gitest_assert_member_opt(j, bad, "checkpointed");
         gitest_assert_member(j, p[2], "locked");
-        gitest_assert_state_now(c, p[0], "locked");
-        gitest_assert_state_now(c, bad, "checkpointed");
-        gitest_assert_state_now(c, p[2], "locked");
+        itest_assert_state_now(c, p[0], "locked");
+        itest_assert_state_now(c, bad, "checkpointed");
+        itest_assert_state_now(c, p[2], "locked");
 
         /* The same from RestoreGroup. */
         j = gitest_group_pids(c, CUDACKPT_METHOD_RESTORE_GROUP, 3, p);
         gitest_assert_group_failed(j, CUDACKPT_METHOD_RESTORE_GROUP, CUDACKPT_PHASE_RESTORE, bad,
                             CUDACKPT_ERROR_DRIVER_ERROR);
         itest_assert_bool(j, "rolled_back", false);
-        gitest_assert_state_now(c, p[0], "locked");
-        gitest_assert_state_now(c, bad, "checkpointed");
+        itest_assert_state_now(c, p[0], "locked");
+        itest_assert_state_now(c, bad, "checkpointed");
 
         gitest_disarm_fail(bad);
         j = gitest_group_pids(c, CUDACKPT_METHOD_RESUME_GROUP, 3, p);
@@ -141,9 +141,9 @@ START_TEST(fail_unlock)
         gitest_assert_member(j, p[0], "running");
         gitest_assert_member_opt(j, bad, "locked");
         gitest_assert_member(j, p[2], "running");
-        gitest_assert_state_now(c, p[0], "running");
-        gitest_assert_state_now(c, bad, "locked");
-        gitest_assert_state_now(c, p[2], "running");
+        itest_assert_state_now(c, p[0], "running");
+        itest_assert_state_now(c, bad, "locked");
+        itest_assert_state_now(c, p[2], "running");
 
         /* ResumeGroup's unlock phase: restored, then all but one unlocked. */
         pid_t bad2 = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
@@ -153,8 +153,8 @@ START_TEST(fail_unlock)
         gitest_assert_group_failed(j, CUDACKPT_METHOD_RESUME_GROUP, CUDACKPT_PHASE_UNLOCK, bad2, CUDACKPT_ERROR_DRIVER_ERROR);
         gitest_assert_member(j, q[0], "running");
         gitest_assert_member_opt(j, bad2, "locked");
-        gitest_assert_state_now(c, q[0], "running");
-        gitest_assert_state_now(c, bad2, "locked");
+        itest_assert_state_now(c, q[0], "running");
+        itest_assert_state_now(c, bad2, "locked");
 
         /* Once the unlock works again, a retry converges. */
         gitest_disarm_fail(bad2);
@@ -181,9 +181,9 @@ START_TEST(fail_rollback)
                       itest_dump(j));
         gitest_assert_member(j, p[0], "running");
         gitest_assert_member(j, ck, "running");
-        gitest_assert_state_now(c, p[0], "running");
-        gitest_assert_state_now(c, ck, "running");
-        gitest_assert_state_now(c, un, "locked");
+        itest_assert_state_now(c, p[0], "running");
+        itest_assert_state_now(c, ck, "running");
+        itest_assert_state_now(c, un, "locked");
 }
 END_TEST
 
@@ -230,8 +230,8 @@ START_TEST(member_exits_mid_group)
                             CUDACKPT_ERROR_PROCESS_GONE);
         gitest_assert_member(j, p[0], "running");
         gitest_assert_member(j, p[2], "running");
-        gitest_assert_state_now(watch, p[0], "running");
-        gitest_assert_state_now(watch, p[2], "running");
+        itest_assert_state_now(watch, p[0], "running");
+        itest_assert_state_now(watch, p[2], "running");
 }
 END_TEST
 
@@ -271,7 +271,7 @@ START_TEST(other_user_member_refused)
         int r = itest_run_as(ITEST_OTHER_UID, gitest_as_call, &ok, msg, sizeof(msg));
         ck_assert_msg(r == 0, "SuspendGroup of its own as uid %d: %s", ITEST_OTHER_UID, msg);
         gitest_assert_all_now(c, 2, mine, "checkpointed");
-        gitest_assert_state_now(c, roots, "running");
+        itest_assert_state_now(c, roots, "running");
 }
 END_TEST
 
@@ -284,8 +284,8 @@ START_TEST(not_cuda_in_pids)
         for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
                 cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
                 gitest_assert_group_failed(j, gitest_all_groups[i], CUDACKPT_PHASE_STATE, plain, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
-                gitest_assert_state_now(c, p[0], "running");
-                gitest_assert_state_now(c, p[2], "running");
+                itest_assert_state_now(c, p[0], "running");
+                itest_assert_state_now(c, p[2], "running");
         }
 }
 END_TEST
@@ -299,8 +299,8 @@ START_TEST(no_such_process_in_pids)
         for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
                 cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
                 gitest_assert_group_failed(j, gitest_all_groups[i], CUDACKPT_PHASE_SELECT, dead, CUDACKPT_ERROR_NO_SUCH_PROCESS);
-                gitest_assert_state_now(c, p[0], "running");
-                gitest_assert_state_now(c, p[2], "running");
+                itest_assert_state_now(c, p[0], "running");
+                itest_assert_state_now(c, p[2], "running");
         }
 }
 END_TEST
@@ -321,8 +321,8 @@ START_TEST(start_time_pins)
                 ck_assert_msg(gitest_onum(ep, "start_time", &v) && v == (double)(sb + 1) && gitest_onum(ep, "actual_start_time", &v) &&
                                       v == (double)sb,
                               "ProcessChanged without the start times: %s", itest_dump(j));
-                gitest_assert_state_now(c, a, "running");
-                gitest_assert_state_now(c, b, "running");
+                itest_assert_state_now(c, a, "running");
+                itest_assert_state_now(c, b, "running");
         }
         const char *right = itest_strdupf("{\"pids\":[{\"pid\":%d,\"start_time\":%llu},{\"pid\":%d,\"start_time\":%llu}]}",
                                           (int)a, sa, (int)b, sb);
@@ -347,10 +347,10 @@ START_TEST(stopped_member)
         gitest_assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_STATE, st, CUDACKPT_ERROR_PROCESS_STOPPED);
         ck_assert_msg(gitest_streq(gitest_ostr(gitest_error_params(j), "stop"), "signal"), "no stop \"signal\" in %s", itest_dump(j));
         ck_assert_msg(took < 2000, "SuspendGroup with a stopped member took %.0f ms", took);
-        gitest_assert_state_now(c, p[0], "running");
+        itest_assert_state_now(c, p[0], "running");
         ck_assert_int_eq(kill(st, SIGCONT), 0);
         itest_await_proc_state(st, 'T', false);
-        gitest_assert_state_now(c, st, "running");
+        itest_assert_state_now(c, st, "running");
         gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 2, p), 2, p, "checkpointed");
 }
 END_TEST

@@ -286,12 +286,12 @@ START_TEST(invalid_state_in_phase_state)
                                 else if (strcmp(s, "checkpointed") == 0)
                                         gitest_op_ok(c, CUDACKPT_METHOD_SUSPEND, pair[k], "checkpointed");
                         }
-                        gitest_assert_state_now(c, pair[k], s);
+                        itest_assert_state_now(c, pair[k], s);
                 }
                 cJSON *j = gitest_group_pids(c, rows[i].method, 2, pair);
                 gitest_assert_group_failed(j, rows[i].method, CUDACKPT_PHASE_STATE, pair[1], CUDACKPT_ERROR_INVALID_STATE);
-                gitest_assert_state_now(c, pair[0], rows[i].good);
-                gitest_assert_state_now(c, pair[1], rows[i].bad);
+                itest_assert_state_now(c, pair[0], rows[i].good);
+                itest_assert_state_now(c, pair[1], rows[i].bad);
         }
 }
 END_TEST
@@ -340,9 +340,9 @@ START_TEST(overlapping_groups)
         cJSON *j2 = gitest_recv_reply(c2, 10000);
         gitest_assert_group_ok(j1, 2, g1, "checkpointed");
         gitest_assert_group_ok(j2, 2, g2, "running");
-        gitest_assert_state_now(watch, a, "checkpointed");
-        gitest_assert_state_now(watch, b, "running");
-        gitest_assert_state_now(watch, cc, "running");
+        itest_assert_state_now(watch, a, "checkpointed");
+        itest_assert_state_now(watch, b, "running");
+        itest_assert_state_now(watch, cc, "running");
 }
 END_TEST
 
@@ -396,7 +396,7 @@ START_TEST(group_too_large)
         itest_assert_int(j, "limit", 2);
         long long m = 0;
         ck_assert_msg(itest_int(j, "members", &m) && m > 2, "GroupTooLarge for 3 with members <= 2: %s", itest_dump(j));
-        gitest_assert_state_now(c, root, "running");
+        itest_assert_state_now(c, root, "running");
 }
 END_TEST
 
@@ -415,7 +415,7 @@ START_TEST(groups_in_flight_queue_full)
         itest_assert_error(j, CUDACKPT_ERROR_QUEUE_FULL);
         itest_assert_int(j, "limit", 1);
         itest_assert_absent(j, "pid");
-        gitest_assert_state_now(watch, other, "running");
+        itest_assert_state_now(watch, other, "running");
         ck_assert_msg(!itest_conn_readable(c1), "the slow group ended too soon for the test");
         gitest_assert_group_ok(gitest_recv_reply(c1, 10000), 1, &slow, "checkpointed");
         /* Room again. */
@@ -453,7 +453,7 @@ START_TEST(invalid_parameters)
                         ck_assert_msg(itest_str(j, "parameter"), "InvalidParameter names no parameter: %s",
                                       itest_dump(j));
                 }
-        gitest_assert_state_now(c, a, "running");
+        itest_assert_state_now(c, a, "running");
         /* ListProcesses too, for a bad selector. */
         for (size_t k = 0; k < 9; k++) {
                 cJSON *j = itest_call(c, CUDACKPT_METHOD_LIST_PROCESSES, bad[k]);
@@ -585,7 +585,7 @@ START_TEST(more_progress_failure)
         gitest_assert_all_now(c, 3, p, "running");
         /* The connection goes on. */
         ck_assert_msg(!itest_conn_readable(c), "a further reply after the final one");
-        gitest_assert_state_now(c, bad, "running");
+        itest_assert_state_now(c, bad, "running");
 }
 END_TEST
 

@@ -38,7 +38,7 @@ START_TEST(tree_selector)
         gitest_assert_group_ok(j, 4, members, "checkpointed");
         gitest_assert_skipped(j, 2, skipped);
         gitest_assert_all_now(c, 4, members, "checkpointed");
-        gitest_assert_state_now(c, outside, "running");
+        itest_assert_state_now(c, outside, "running");
 
         j = gitest_list(c, gitest_sel_tree(t.root));
         gitest_assert_pid_set(j, "processes", 4, members);
@@ -50,7 +50,7 @@ START_TEST(tree_selector)
         j = gitest_group(c, CUDACKPT_METHOD_RESUME_GROUP, gitest_sel_tree(t.node), NULL);
         gitest_assert_group_ok(j, 2, sub, "running");
         gitest_assert_skipped(j, 0, NULL);
-        gitest_assert_state_now(c, t.root, "checkpointed");
+        itest_assert_state_now(c, t.root, "checkpointed");
 
         j = gitest_group(c, CUDACKPT_METHOD_RESUME_GROUP, gitest_sel_tree(t.root), NULL);
         gitest_assert_group_ok(j, 4, members, "running");
@@ -157,8 +157,8 @@ START_TEST(cgroup_selector)
         gitest_assert_group_ok(j, 3, all, "checkpointed");
         gitest_assert_skipped(j, 1, &ninit);
         gitest_assert_all_now(c, 3, all, "checkpointed");
-        gitest_assert_state_now(c, in_sib, "running");
-        gitest_assert_state_now(c, at_root, "running");
+        itest_assert_state_now(c, in_sib, "running");
+        itest_assert_state_now(c, at_root, "running");
 
         /* A trailing slash names the same group. */
         j = gitest_list(c, gitest_sel_cgroup(itest_strdupf("%s/", top_path)));
@@ -171,7 +171,7 @@ START_TEST(cgroup_selector)
 
         j = gitest_group(c, CUDACKPT_METHOD_RESUME_GROUP, gitest_sel_cgroup(sub_path), NULL);
         gitest_assert_group_ok(j, 1, &in_sub, "running");
-        gitest_assert_state_now(c, a, "checkpointed");
+        itest_assert_state_now(c, a, "checkpointed");
         j = gitest_group(c, CUDACKPT_METHOD_RESUME_GROUP, gitest_sel_cgroup(top_path), NULL);
         gitest_assert_group_ok(j, 3, all, "running");
         gitest_assert_all_now(c, 3, all, "running");
