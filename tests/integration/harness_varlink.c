@@ -497,7 +497,8 @@ fail:
         return -1;
 }
 
-pid_t itest_fake_server(const char *path, const char *const *replies, const char *request_file)
+/* A listening socket on path for a fake server; asserts it works. */
+static int itest_fake_listen(const char *path)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         ck_assert(strlen(path) < sizeof(sa.sun_path));
@@ -506,6 +507,12 @@ pid_t itest_fake_server(const char *path, const char *const *replies, const char
         ck_assert_msg(fd >= 0, "socket: %s", strerror(errno));
         ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 4) == 0, "listen %s: %s",
                       path, strerror(errno));
+        return fd;
+}
+
+pid_t itest_fake_server(const char *path, const char *const *replies, const char *request_file)
+{
+        int fd = itest_fake_listen(path);
         pid_t pid = fork();
         ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
         if (pid == 0) {
@@ -565,13 +572,7 @@ static int fake_server_calls(int fd, const char *const *replies, const char *req
 
 pid_t itest_fake_server_calls(const char *path, const char *const *replies, const char *request_file)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        ck_assert(strlen(path) < sizeof(sa.sun_path));
-        strcpy(sa.sun_path, path);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_msg(fd >= 0, "socket: %s", strerror(errno));
-        ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 4) == 0, "listen %s: %s",
-                      path, strerror(errno));
+        int fd = itest_fake_listen(path);
         pid_t pid = fork();
         ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
         if (pid == 0)
