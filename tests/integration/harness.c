@@ -246,6 +246,54 @@ const char *itest_describe_status(int status)
 
 /* Starts the daemon in d->dir (made anew unless again: then the same
  * directory, socket and configuration, the log appended to). */
+/* The daemon's NOTIFY_SOCKET, bound at path. */
+static int itest_notify_socket(const char *path)
+{
+        int nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        ck_assert_msg(nfd >= 0, "socket: %s", strerror(errno));
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        ck_assert(strlen(path) < sizeof(sa.sun_path));
+        strcpy(sa.sun_path, path);
+        ck_assert_msg(bind(nfd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind %s: %s", path,
+                      strerror(errno));
+        return nfd;
+}
+
+/* Waits for READY=1 on nfd (which it closes), or asserts why it did not
+ * come: the daemon exited or took too long. */
+static void itest_daemon_await_ready(struct itest_daemon *d, int nfd)
+{
+        pid_t pid = d->pid;
+        double t0 = itest_now_ms();
+        double deadline = t0 + ITEST_READY_TIMEOUT_MS;
+        bool ready = false;
+        while (!ready) {
+                struct pollfd p[2] = { { .fd = nfd, .events = POLLIN }, { .fd = d->pidfd, .events = POLLIN } };
+                int r = poll(p, 2, itest_left_ms(deadline));
+                if (r < 0 && errno == EINTR)
+                        continue;
+                ck_assert_msg(r >= 0, "poll: %s", strerror(errno));
+                if (r == 0) {
+                        itest_daemon_print_log(d);
+                        ck_abort_msg("the daemon sent no READY=1 within %d ms", ITEST_READY_TIMEOUT_MS);
+                }
+                if (p[0].revents & POLLIN)
+                        ready = itest_read_notify(nfd);
+                if (!ready && (p[1].revents & POLLIN)) {
+                        int status = 0;
+                        waitpid(pid, &status, 0);
+                        d->pid = 0;
+                        itest_daemon_running = false;
+                        itest_daemon_print_log(d);
+                        ck_abort_msg("the daemon exited before READY=1: %s", itest_describe_status(status));
+                }
+        }
+        close(nfd);
+        struct stat st;
+        ck_assert_msg(stat(d->sock, &st) == 0 && S_ISSOCK(st.st_mode),
+                      "READY=1 came but %s is not a socket", d->sock);
+}
+
 static struct itest_daemon *itest_daemon_spawn(const struct itest_daemon_opts *opts, bool again)
 {
         struct itest_daemon *d = &itest_the_daemon;
@@ -272,13 +320,7 @@ static struct itest_daemon *itest_daemon_spawn(const struct itest_daemon_opts *o
         char notify[160];
         itest_path(notify, sizeof(notify), d->dir, "notify");
         (void)unlink(notify);
-        int nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        ck_assert_msg(nfd >= 0, "socket: %s", strerror(errno));
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        ck_assert(strlen(notify) < sizeof(sa.sun_path));
-        strcpy(sa.sun_path, notify);
-        ck_assert_msg(bind(nfd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind %s: %s", notify,
-                      strerror(errno));
+        int nfd = itest_notify_socket(notify);
 
         itest_path(path, sizeof(path), d->dir, "daemon.log");
         int logfd = open(path, O_WRONLY | O_CREAT | (again ? O_APPEND : O_TRUNC) | O_CLOEXEC, 0644);
@@ -322,34 +364,7 @@ static struct itest_daemon *itest_daemon_spawn(const struct itest_daemon_opts *o
         d->pidfd = itest_pidfd_open(pid);
         ck_assert_msg(d->pidfd >= 0, "pidfd_open: %s", strerror(errno));
 
-        double t0 = itest_now_ms();
-        double deadline = t0 + ITEST_READY_TIMEOUT_MS;
-        bool ready = false;
-        while (!ready) {
-                struct pollfd p[2] = { { .fd = nfd, .events = POLLIN }, { .fd = d->pidfd, .events = POLLIN } };
-                int r = poll(p, 2, itest_left_ms(deadline));
-                if (r < 0 && errno == EINTR)
-                        continue;
-                ck_assert_msg(r >= 0, "poll: %s", strerror(errno));
-                if (r == 0) {
-                        itest_daemon_print_log(d);
-                        ck_abort_msg("the daemon sent no READY=1 within %d ms", ITEST_READY_TIMEOUT_MS);
-                }
-                if (p[0].revents & POLLIN)
-                        ready = itest_read_notify(nfd);
-                if (!ready && (p[1].revents & POLLIN)) {
-                        int status = 0;
-                        waitpid(pid, &status, 0);
-                        d->pid = 0;
-                        itest_daemon_running = false;
-                        itest_daemon_print_log(d);
-                        ck_abort_msg("the daemon exited before READY=1: %s", itest_describe_status(status));
-                }
-        }
-        close(nfd);
-        struct stat st;
-        ck_assert_msg(stat(d->sock, &st) == 0 && S_ISSOCK(st.st_mode),
-                      "READY=1 came but %s is not a socket", d->sock);
+        itest_daemon_await_ready(d, nfd);
         return d;
 }
 

@@ -129,16 +129,9 @@ static void add_bad_param(struct garbage_list *l, const char *method, const char
  * numbers, duplicated keys, 10 KiB names: each gets an error reply (and
  * the connection closed where protocol.md says so), never a crash; after
  * each, a fresh connection is served. */
-START_TEST(garbage)
+/* Random bytes and text, NULs, white space, trailing garbage, comments. */
+static void garbage_bytes(struct garbage_list *l)
 {
-        /* Room for nesting deeper than any parser limit. */
-        struct itest_daemon_opts o = { .config_json = "{\"max_message_bytes\":1048576}" };
-        struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t pid = itest_sim_target();
-        struct garbage_list *l = itest_keep(calloc(1, sizeof(*l)));
-        ck_assert(l);
-        const char *gs = CUDACKPT_METHOD_GET_STATE;
-
         /* Random binary, NULs in it: the first message is refused, the
          * connection closed, the rest never read. */
         for (uint32_t seed = 1; seed <= 8; seed++) {
@@ -170,6 +163,12 @@ START_TEST(garbage)
         add_text(l, "white space only", " \t\r\n ", GARBAGE_CLOSE, NULL, NULL);
         add_text(l, "garbage after the object", "{\"method\":\"" GET_INFO "\"}}", GARBAGE_CLOSE, NULL, NULL);
         add_text(l, "a comment", "/**/{\"method\":\"" GET_INFO "\"}", GARBAGE_CLOSE, NULL, NULL);
+}
+
+/* Invalid UTF-8 and lone surrogates wherever a string goes. */
+static void garbage_utf8(struct garbage_list *l, pid_t pid)
+{
+        const char *gs = CUDACKPT_METHOD_GET_STATE;
 
         /* Invalid UTF-8 in every place a string goes: not a Varlink message. */
         add_text(l, "invalid UTF-8 in the method name",
@@ -200,6 +199,12 @@ START_TEST(garbage)
         add_text(l, "a lone low surrogate escape",
                  itest_strdupf("{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"\\udfff\":1}}", gs, (int)pid),
                  GARBAGE_CLOSE, NULL, NULL);
+}
+
+/* Nesting past any parser limit, and deep but allowed. */
+static void garbage_nesting(struct garbage_list *l, pid_t pid)
+{
+        const char *gs = CUDACKPT_METHOD_GET_STATE;
 
         /* Nesting far deeper than any parser allows, and deep but allowed. */
         add_text(l, "100000 [", repeat("", "[", 100000, ""), GARBAGE_CLOSE, NULL, NULL);
@@ -219,6 +224,12 @@ START_TEST(garbage)
                                "{\"x\":", 900, "1"),
                         "}", 900, "}}"),
                  GARBAGE_ERROR, CUDACKPT_VARLINK_INVALID_PARAMETER, "x");
+}
+
+/* Numbers at and past every edge. */
+static void garbage_numbers(struct garbage_list *l, pid_t pid)
+{
+        const char *gs = CUDACKPT_METHOD_GET_STATE;
 
         /* Numbers at and past every edge. */
         static const char *const bad_pids[] = {
@@ -234,6 +245,12 @@ START_TEST(garbage)
                       "timeout_ms");
         add_bad_param(l, gs, itest_strdupf("{\"pid\":%d,\"start_time\":1e309}", (int)pid), "start_time");
         add_bad_param(l, gs, itest_strdupf("{\"pid\":%d,\"start_time\":18446744073709551616}", (int)pid), "start_time");
+}
+
+/* Duplicated and miscased keys. */
+static void garbage_duplicates(struct garbage_list *l, pid_t pid)
+{
+        const char *gs = CUDACKPT_METHOD_GET_STATE;
 
         /* Duplicated keys: in the call object the connection closes, in
          * the parameters it is an InvalidParameter. */
@@ -255,6 +272,12 @@ START_TEST(garbage)
         add_bad_param(l, gs, itest_strdupf("{\"pid\":%d,\"pid\":null}", (int)pid), "pid");
         add_bad_param(l, CUDACKPT_METHOD_LOCK,
                       itest_strdupf("{\"pid\":%d,\"timeout_ms\":1,\"timeout_ms\":2}", (int)pid), "timeout_ms");
+}
+
+/* Names of 10 KiB, and empty ones. */
+static void garbage_long_names(struct garbage_list *l, pid_t pid)
+{
+        const char *gs = CUDACKPT_METHOD_GET_STATE;
 
         /* Names of 10 KiB. */
         add_text(l, "a method name of 10 KiB", repeat("{\"method\":\"io.cudackpt.Process.", "A", 10240, "\"}"),
@@ -272,6 +295,23 @@ START_TEST(garbage)
                  GARBAGE_ERROR, CUDACKPT_VARLINK_INVALID_PARAMETER, NULL);
         add_text(l, "an empty method name", "{\"method\":\"io.cudackpt.Process.\"}", GARBAGE_CLOSE, NULL, NULL);
         add_text(l, "an empty interface name", "{\"method\":\".GetState\"}", GARBAGE_CLOSE, NULL, NULL);
+}
+
+START_TEST(garbage)
+{
+        /* Room for nesting deeper than any parser limit. */
+        struct itest_daemon_opts o = { .config_json = "{\"max_message_bytes\":1048576}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        pid_t pid = itest_sim_target();
+        struct garbage_list *l = itest_keep(calloc(1, sizeof(*l)));
+        ck_assert(l);
+
+        garbage_bytes(l);
+        garbage_utf8(l, pid);
+        garbage_nesting(l, pid);
+        garbage_numbers(l, pid);
+        garbage_duplicates(l, pid);
+        garbage_long_names(l, pid);
 
         for (size_t i = 0; i < l->n; i++)
                 throw_garbage(d, pid, &l->g[i]);
