@@ -142,16 +142,21 @@ void itest_send(struct itest_conn *c, const char *json)
         ck_assert_msg(r == 0, "sending %s: %s", json, strerror(-r));
 }
 
-void itest_sendf(struct itest_conn *c, const char *fmt, ...)
+static void itest_vsendf(struct itest_conn *c, const char *fmt, va_list ap)
 {
-        va_list ap;
         char *s = NULL;
-        va_start(ap, fmt);
         int r = vasprintf(&s, fmt, ap);
-        va_end(ap);
         ck_assert(r >= 0);
         itest_send(c, s);
         free(s);
+}
+
+void itest_sendf(struct itest_conn *c, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        itest_vsendf(c, fmt, ap);
+        va_end(ap);
 }
 
 int itest_recv_raw(struct itest_conn *c, int timeout_ms, cJSON **ret_reply)
@@ -226,13 +231,9 @@ cJSON *itest_recv(struct itest_conn *c)
 cJSON *itest_callf(struct itest_conn *c, const char *fmt, ...)
 {
         va_list ap;
-        char *s = NULL;
         va_start(ap, fmt);
-        int r = vasprintf(&s, fmt, ap);
+        itest_vsendf(c, fmt, ap);
         va_end(ap);
-        ck_assert(r >= 0);
-        itest_send(c, s);
-        free(s);
         return itest_recv(c);
 }
 
