@@ -100,7 +100,7 @@ static bool alive(pid_t pid)
 
 /* The element of arr (of objects with "pid") for pid; asserts there is at
  * most one.  NULL when none. */
-static const cJSON *arr_find(const cJSON *arr, pid_t pid, const cJSON *reply)
+const cJSON *gitest_arr_find(const cJSON *arr, pid_t pid, const cJSON *reply)
 {
         const cJSON *e, *found = NULL;
         cJSON_ArrayForEach(e, arr) {
@@ -136,7 +136,7 @@ const cJSON *gitest_assert_pid_set(const cJSON *reply, const char *key, size_t n
                               (int)v, itest_dump(reply));
         }
         for (size_t i = 0; i < n; i++)
-                ck_assert_msg(arr_find(arr, pids[i], reply), "%s lacks pid %d in %s", key, (int)pids[i],
+                ck_assert_msg(gitest_arr_find(arr, pids[i], reply), "%s lacks pid %d in %s", key, (int)pids[i],
                               itest_dump(reply));
         return arr;
 }
@@ -145,7 +145,7 @@ const cJSON *gitest_assert_pid_set(const cJSON *reply, const char *key, size_t n
  * NULL, that state. */
 const cJSON *gitest_assert_member(const cJSON *reply, pid_t pid, const char *state)
 {
-        const cJSON *m = arr_find(itest_get(reply, "members"), pid, reply);
+        const cJSON *m = gitest_arr_find(itest_get(reply, "members"), pid, reply);
         ck_assert_msg(m, "no member %d in %s", (int)pid, itest_dump(reply));
         double v;
         ck_assert_msg(gitest_onum(m, "start_time", &v), "member %d has no start_time in %s", (int)pid, itest_dump(reply));
@@ -191,7 +191,7 @@ void gitest_assert_skipped(const cJSON *reply, size_t n, const pid_t *pids)
 {
         const cJSON *arr = gitest_assert_pid_set(reply, "skipped", n, pids);
         for (size_t i = 0; i < n; i++) {
-                const cJSON *e = arr_find(arr, pids[i], reply);
+                const cJSON *e = gitest_arr_find(arr, pids[i], reply);
                 double v;
                 ck_assert_msg(gitest_onum(e, "start_time", &v) && v == (double)itest_start_time(pids[i]),
                               "skipped %d: bad start_time in %s", (int)pids[i], itest_dump(reply));
@@ -219,7 +219,7 @@ void gitest_assert_group_failed(const cJSON *j, const char *method, const char *
         ck_assert_msg(cJSON_IsArray(itest_get(j, "skipped")), "no skipped array in %s", itest_dump(j));
         if (strcmp(phase, CUDACKPT_PHASE_SELECT) != 0) {
                 /* The failed member says so itself. */
-                const cJSON *m = arr_find(itest_get(j, "members"), pid, j);
+                const cJSON *m = gitest_arr_find(itest_get(j, "members"), pid, j);
                 ck_assert_msg(m, "the failed member %d is not among the members of %s", (int)pid, itest_dump(j));
                 const char *e = gitest_ostr(m, "error");
                 ck_assert_msg(e && strcmp(e, error) == 0, "member %d does not carry error %s in %s", (int)pid, error,
@@ -274,7 +274,7 @@ void gitest_op_ok(struct itest_conn *c, const char *method, pid_t pid, const cha
 }
 
 /* The whole of /proc/PID/<name> (environ, cgroup); *len its size. */
-static char *read_proc(pid_t pid, const char *name, size_t *len)
+char *gitest_read_proc(pid_t pid, const char *name, size_t *len)
 {
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
@@ -302,7 +302,7 @@ static char *read_proc(pid_t pid, const char *name, size_t *len)
 bool gitest_environ_has(pid_t pid, const char *entry)
 {
         size_t len;
-        char *env = read_proc(pid, "environ", &len);
+        char *env = gitest_read_proc(pid, "environ", &len);
         for (size_t i = 0; i < len; i += strlen(env + i) + 1)
                 if (strcmp(env + i, entry) == 0)
                         return true;
@@ -312,7 +312,7 @@ bool gitest_environ_has(pid_t pid, const char *entry)
 static bool environ_has_prefix(pid_t pid, const char *prefix)
 {
         size_t len;
-        char *env = read_proc(pid, "environ", &len);
+        char *env = gitest_read_proc(pid, "environ", &len);
         for (size_t i = 0; i < len; i += strlen(env + i) + 1)
                 if (strncmp(env + i, prefix, strlen(prefix)) == 0)
                         return true;
@@ -323,7 +323,7 @@ static bool environ_has_prefix(pid_t pid, const char *prefix)
 const char *gitest_cgroup_of(pid_t pid)
 {
         size_t len;
-        char *text = read_proc(pid, "cgroup", &len);
+        char *text = gitest_read_proc(pid, "cgroup", &len);
         for (char *line = text; line && *line;) {
                 char *nl = strchr(line, '\n');
                 if (nl)
@@ -339,7 +339,7 @@ const char *gitest_cgroup_of(pid_t pid)
 static unsigned long long stat_field(pid_t pid, int field)
 {
         size_t len;
-        char *buf = read_proc(pid, "stat", &len);
+        char *buf = gitest_read_proc(pid, "stat", &len);
         char *p = strrchr(buf, ')');
         ck_assert(p);
         p++;
@@ -358,7 +358,7 @@ void gitest_disarm_fail(pid_t pid)
 {
         static const char key[] = "CUDACKPT_SIM_FAIL=";
         size_t len;
-        char *env = read_proc(pid, "environ", &len);
+        char *env = gitest_read_proc(pid, "environ", &len);
         size_t off = len;
         for (size_t i = 0; i < len; i += strlen(env + i) + 1)
                 if (strncmp(env + i, key, strlen(key)) == 0)
@@ -393,66 +393,6 @@ bool gitest_log_line_count(const struct itest_daemon *d, const char *a, const ch
         fclose(f);
         *ret = n;
         return true;
-}
-
-/* ---- ListProcesses helpers --------------------------------------------------- */
-
-cJSON *gitest_list(struct itest_conn *c, const char *selector)
-{
-        if (selector)
-                itest_send_call(c, CUDACKPT_METHOD_LIST_PROCESSES, itest_strdupf("{\"selector\":%s}", selector));
-        else
-                itest_send_call(c, CUDACKPT_METHOD_LIST_PROCESSES, NULL);
-        cJSON *j = gitest_recv_reply(c, ITEST_REPLY_TIMEOUT_MS);
-        itest_assert_ok(j);
-        const cJSON *arr = itest_get(j, "processes");
-        ck_assert_msg(cJSON_IsArray(arr), "no processes array in %s", itest_dump(j));
-        /* Sorted by pid. */
-        double last = 0;
-        const cJSON *e;
-        cJSON_ArrayForEach(e, arr) {
-                double v;
-                ck_assert_msg(gitest_onum(e, "pid", &v), "an entry without pid in %s", itest_dump(j));
-                ck_assert_msg(v > last, "processes are not sorted by pid (%.0f after %.0f) in %s", v, last,
-                              itest_dump(j));
-                last = v;
-        }
-        return j;
-}
-
-const cJSON *gitest_listed(const cJSON *j, pid_t pid)
-{
-        return arr_find(itest_get(j, "processes"), pid, j);
-}
-
-/* The entry of pid: every field, the state (NULL: absent, with stop). */
-const cJSON *gitest_assert_listed(const cJSON *j, pid_t pid, uid_t uid, const char *state)
-{
-        const cJSON *e = gitest_listed(j, pid);
-        ck_assert_msg(e, "pid %d is not listed in %s", (int)pid, itest_dump(j));
-        double v;
-        ck_assert_msg(gitest_onum(e, "uid", &v) && v == (double)uid, "pid %d: uid is not %d in %s", (int)pid, (int)uid,
-                      itest_dump(j));
-        ck_assert_msg(gitest_onum(e, "start_time", &v) && v == (double)itest_start_time(pid),
-                      "pid %d: start_time is not %llu in %s", (int)pid, (unsigned long long)itest_start_time(pid),
-                      itest_dump(j));
-        size_t len;
-        char *comm = read_proc(pid, "comm", &len);
-        if (len && comm[len - 1] == '\n')
-                comm[len - 1] = '\0';
-        const char *cmd = gitest_ostr(e, "command");
-        ck_assert_msg(cmd && strcmp(cmd, comm) == 0, "pid %d: command is not \"%s\" in %s", (int)pid, comm,
-                      itest_dump(j));
-        const char *cg = gitest_ostr(e, "cgroup");
-        ck_assert_msg(cg && strcmp(cg, gitest_cgroup_of(pid)) == 0, "pid %d: cgroup is not \"%s\" in %s", (int)pid,
-                      gitest_cgroup_of(pid), itest_dump(j));
-        const char *s = gitest_ostr(e, "state");
-        if (state)
-                ck_assert_msg(s && strcmp(s, state) == 0, "pid %d: state is not %s in %s", (int)pid, state,
-                              itest_dump(j));
-        else
-                ck_assert_msg(!s, "pid %d: a state where none was expected in %s", (int)pid, itest_dump(j));
-        return e;
 }
 
 /* ---- other uids, trees ---------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /* groups_itest.h: what the integration tests of groups and selections
  * share (test_groups.c, test_group_failures.c, test_selection.c; the
  * helpers are groups_itest.c): selectors, group calls and the assertions
- * on their replies, ListProcesses, /proc readers and process trees.
+ * on their replies, /proc readers and process trees.
  *
  * cgroup and tree selections and ListProcesses count a process as a CUDA
  * process only when it maps the daemon's driver library: their targets are
@@ -65,6 +65,12 @@ cJSON *gitest_group_pids(struct itest_conn *c, const char *method, size_t n, con
 const char *gitest_ostr(const cJSON *o, const char *key);
 bool gitest_onum(const cJSON *o, const char *key, double *ret);
 bool gitest_in_set(pid_t pid, size_t n, const pid_t *pids);
+/* The element of arr (of objects with "pid") for pid; asserts there is at
+ * most one.  NULL when none. */
+const cJSON *gitest_arr_find(const cJSON *arr, pid_t pid, const cJSON *reply);
+/* The whole of /proc/PID/<name> (environ, cgroup), kept; *len its size
+ * (asserts it can be read). */
+char *gitest_read_proc(pid_t pid, const char *name, size_t *len);
 /* Asserts that array key of reply holds exactly the pids given (any order). */
 const cJSON *gitest_assert_pid_set(const cJSON *reply, const char *key, size_t n, const pid_t *pids);
 /* One Member of a reply: start time, a duration and, when state is not
@@ -97,10 +103,6 @@ const char *gitest_cgroup_of(pid_t pid);
  * transient one would, without a new process. */
 void gitest_disarm_fail(pid_t pid);
 bool gitest_log_line_count(const struct itest_daemon *d, const char *a, const char *b, int *ret);
-cJSON *gitest_list(struct itest_conn *c, const char *selector);
-const cJSON *gitest_listed(const cJSON *j, pid_t pid);
-/* The entry of pid: every field, the state (NULL: absent, with stop). */
-const cJSON *gitest_assert_listed(const cJSON *j, pid_t pid, uid_t uid, const char *state);
 /* In a child of another uid: one call, its reply checked without ck_assert. */
 int gitest_as_call(void *p, char *msg, size_t n);
 /* The test program in --itest-tree mode with the given child specs (see the

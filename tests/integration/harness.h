@@ -331,7 +331,7 @@ void itest_run_proc(uid_t uid, const char *const *argv, const char *const *env, 
  * symbolic link would not open it. */
 const char *itest_stage_exe(struct itest_daemon *d, const char *path, const char *name);
 
-/* ---- groups, process trees, other uids (test_groups) --------------------- */
+/* ---- groups, process trees, other uids ------------------------------------ */
 
 /* "LD_PRELOAD=<CUDACKPT_TEST_SIM>" (owned by the harness): a target whose
  * environment holds it maps the daemon's driver library, as a real CUDA

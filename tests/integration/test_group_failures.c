@@ -5,7 +5,7 @@
  * with GetState afterwards, not only what the reply says.
  *
  * The other-uid tests need root; without it they say so and pass without
- * checking (as test_attacks does). */
+ * checking (as test_floods does). */
 #include "groups_itest.h"
 
 #include <dirent.h>

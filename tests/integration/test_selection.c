@@ -3,8 +3,8 @@
  * against the real daemon (helpers: groups_itest.h).
  *
  * The binary doubles as a target: --itest-tree (see groups_itest.h).  The
- * cgroup test needs root; without it, it says so and passes without
- * checking (as test_attacks does). */
+ * cgroup test and the other-uid ListProcesses need root; without it they
+ * say so and pass without checking (as test_floods does). */
 #include "groups_itest.h"
 
 #include <dirent.h>
@@ -21,6 +21,66 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* ---- ListProcesses helpers --------------------------------------------------- */
+
+static cJSON *list(struct itest_conn *c, const char *selector)
+{
+        if (selector)
+                itest_send_call(c, CUDACKPT_METHOD_LIST_PROCESSES, itest_strdupf("{\"selector\":%s}", selector));
+        else
+                itest_send_call(c, CUDACKPT_METHOD_LIST_PROCESSES, NULL);
+        cJSON *j = gitest_recv_reply(c, ITEST_REPLY_TIMEOUT_MS);
+        itest_assert_ok(j);
+        const cJSON *arr = itest_get(j, "processes");
+        ck_assert_msg(cJSON_IsArray(arr), "no processes array in %s", itest_dump(j));
+        /* Sorted by pid. */
+        double last = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, arr) {
+                double v;
+                ck_assert_msg(gitest_onum(e, "pid", &v), "an entry without pid in %s", itest_dump(j));
+                ck_assert_msg(v > last, "processes are not sorted by pid (%.0f after %.0f) in %s", v, last,
+                              itest_dump(j));
+                last = v;
+        }
+        return j;
+}
+
+static const cJSON *listed(const cJSON *j, pid_t pid)
+{
+        return gitest_arr_find(itest_get(j, "processes"), pid, j);
+}
+
+/* The entry of pid: every field, the state (NULL: absent, with stop). */
+static const cJSON *assert_listed(const cJSON *j, pid_t pid, uid_t uid, const char *state)
+{
+        const cJSON *e = listed(j, pid);
+        ck_assert_msg(e, "pid %d is not listed in %s", (int)pid, itest_dump(j));
+        double v;
+        ck_assert_msg(gitest_onum(e, "uid", &v) && v == (double)uid, "pid %d: uid is not %d in %s", (int)pid, (int)uid,
+                      itest_dump(j));
+        ck_assert_msg(gitest_onum(e, "start_time", &v) && v == (double)itest_start_time(pid),
+                      "pid %d: start_time is not %llu in %s", (int)pid, (unsigned long long)itest_start_time(pid),
+                      itest_dump(j));
+        size_t len;
+        char *comm = gitest_read_proc(pid, "comm", &len);
+        if (len && comm[len - 1] == '\n')
+                comm[len - 1] = '\0';
+        const char *cmd = gitest_ostr(e, "command");
+        ck_assert_msg(cmd && strcmp(cmd, comm) == 0, "pid %d: command is not \"%s\" in %s", (int)pid, comm,
+                      itest_dump(j));
+        const char *cg = gitest_ostr(e, "cgroup");
+        ck_assert_msg(cg && strcmp(cg, gitest_cgroup_of(pid)) == 0, "pid %d: cgroup is not \"%s\" in %s", (int)pid,
+                      gitest_cgroup_of(pid), itest_dump(j));
+        const char *s = gitest_ostr(e, "state");
+        if (state)
+                ck_assert_msg(s && strcmp(s, state) == 0, "pid %d: state is not %s in %s", (int)pid, state,
+                              itest_dump(j));
+        else
+                ck_assert_msg(!s, "pid %d: a state where none was expected in %s", (int)pid, itest_dump(j));
+        return e;
+}
 
 /* ---- tree and cgroup selectors --------------------------------------------------- */
 
@@ -40,10 +100,10 @@ START_TEST(tree_selector)
         gitest_assert_all_now(c, 4, members, "checkpointed");
         itest_assert_state_now(c, outside, "running");
 
-        j = gitest_list(c, gitest_sel_tree(t.root));
+        j = list(c, gitest_sel_tree(t.root));
         gitest_assert_pid_set(j, "processes", 4, members);
         for (size_t i = 0; i < 4; i++)
-                gitest_assert_listed(j, members[i], 0, "checkpointed");
+                assert_listed(j, members[i], 0, "checkpointed");
 
         /* A subtree. */
         pid_t sub[2] = { t.node, t.grandchild };
@@ -161,12 +221,12 @@ START_TEST(cgroup_selector)
         itest_assert_state_now(c, at_root, "running");
 
         /* A trailing slash names the same group. */
-        j = gitest_list(c, gitest_sel_cgroup(itest_strdupf("%s/", top_path)));
+        j = list(c, gitest_sel_cgroup(itest_strdupf("%s/", top_path)));
         gitest_assert_pid_set(j, "processes", 3, all);
-        gitest_assert_listed(j, a, 0, "checkpointed");
-        gitest_assert_listed(j, in_sub, 0, "checkpointed");
+        assert_listed(j, a, 0, "checkpointed");
+        assert_listed(j, in_sub, 0, "checkpointed");
 
-        j = gitest_list(c, gitest_sel_cgroup(sub_path));
+        j = list(c, gitest_sel_cgroup(sub_path));
         gitest_assert_pid_set(j, "processes", 1, &in_sub);
 
         j = gitest_group(c, CUDACKPT_METHOD_RESUME_GROUP, gitest_sel_cgroup(sub_path), NULL);
@@ -178,7 +238,7 @@ START_TEST(cgroup_selector)
 
         /* An empty group selects nobody. */
         ck_assert_int_eq(mkdir(itest_strdupf("%s/empty", sub), 0755), 0);
-        j = gitest_list(c, gitest_sel_cgroup(itest_strdupf("%s/empty", sub_path)));
+        j = list(c, gitest_sel_cgroup(itest_strdupf("%s/empty", sub_path)));
         gitest_assert_pid_set(j, "processes", 0, NULL);
         ck_assert_int_eq(rmdir(itest_strdupf("%s/empty", sub)), 0);
 
@@ -203,21 +263,21 @@ START_TEST(list_processes)
         gitest_op_ok(c, CUDACKPT_METHOD_SUSPEND, s2, "checkpointed");
         gitest_op_ok(c, CUDACKPT_METHOD_LOCK, locked, "locked");
 
-        cJSON *j = gitest_list(c, NULL);
-        const cJSON *e = gitest_assert_listed(j, s1, 0, "running");
+        cJSON *j = list(c, NULL);
+        const cJSON *e = assert_listed(j, s1, 0, "running");
         ck_assert_msg(!cJSON_GetObjectItemCaseSensitive(e, "stop") && !cJSON_GetObjectItemCaseSensitive(e, "in_flight"),
                       "stop or in_flight for an idle running process: %s", itest_dump(j));
-        gitest_assert_listed(j, s2, 0, "checkpointed");
-        gitest_assert_listed(j, locked, 0, "locked");
-        ck_assert_msg(!gitest_listed(j, plain), "a plain process is listed: %s", itest_dump(j));
-        ck_assert_msg(!gitest_listed(j, ninit), "a process that never initialised CUDA is listed: %s", itest_dump(j));
-        ck_assert_msg(!gitest_listed(j, unmapped), "a process that does not map the driver is listed: %s", itest_dump(j));
-        ck_assert_msg(!gitest_listed(j, d->pid), "the daemon lists itself: %s", itest_dump(j));
+        assert_listed(j, s2, 0, "checkpointed");
+        assert_listed(j, locked, 0, "locked");
+        ck_assert_msg(!listed(j, plain), "a plain process is listed: %s", itest_dump(j));
+        ck_assert_msg(!listed(j, ninit), "a process that never initialised CUDA is listed: %s", itest_dump(j));
+        ck_assert_msg(!listed(j, unmapped), "a process that does not map the driver is listed: %s", itest_dump(j));
+        ck_assert_msg(!listed(j, d->pid), "the daemon lists itself: %s", itest_dump(j));
 
         /* A null selector is no selector. */
-        j = gitest_list(c, "null");
-        gitest_assert_listed(j, s1, 0, "running");
-        gitest_assert_listed(j, s2, 0, "checkpointed");
+        j = list(c, "null");
+        assert_listed(j, s1, 0, "running");
+        assert_listed(j, s2, 0, "checkpointed");
 }
 END_TEST
 
@@ -254,21 +314,21 @@ START_TEST(list_processes_gpus)
         pid_t on1 = itest_target(itest_sim_preload(), SIM, "CUDACKPT_SIM_MEM_MIB=16", "CUDACKPT_SIM_GPUS=1", NULL);
         gitest_op_ok(c, CUDACKPT_METHOD_SUSPEND, ckpt, "checkpointed");
 
-        cJSON *j = gitest_list(c, NULL);
+        cJSON *j = list(c, NULL);
         const char *want0 = ITEST_GPU0 "=8388608", *want1 = ITEST_GPU1 "=16777216";
-        const char *g0 = gpus_of(gitest_assert_listed(j, on0, 0, "running"));
-        const char *g1 = gpus_of(gitest_assert_listed(j, on1, 0, "running"));
-        const char *gc = gpus_of(gitest_assert_listed(j, ckpt, 0, "checkpointed"));
+        const char *g0 = gpus_of(assert_listed(j, on0, 0, "running"));
+        const char *g1 = gpus_of(assert_listed(j, on1, 0, "running"));
+        const char *gc = gpus_of(assert_listed(j, ckpt, 0, "checkpointed"));
         ck_assert_msg(g0 && gitest_streq(g0, want0), "gpus of %d: %s, want %s", (int)on0, g0 ? g0 : "(none)", want0);
         ck_assert_msg(g1 && gitest_streq(g1, want1), "gpus of %d: %s, want %s", (int)on1, g1 ? g1 : "(none)", want1);
         ck_assert_msg(gc && gitest_streq(gc, ""), "gpus of checkpointed %d: %s, want none", (int)ckpt, gc ? gc : "(no key)");
         /* A selection too. */
-        j = gitest_list(c, gitest_sel_pids(1, &on1));
-        g1 = gpus_of(gitest_assert_listed(j, on1, 0, "running"));
+        j = list(c, gitest_sel_pids(1, &on1));
+        g1 = gpus_of(assert_listed(j, on1, 0, "running"));
         ck_assert_msg(g1 && gitest_streq(g1, want1), "gpus of %d by pid: %s", (int)on1, g1 ? g1 : "(none)");
         /* Back from the checkpoint, on its GPU again. */
         gitest_op_ok(c, CUDACKPT_METHOD_RESUME, ckpt, "running");
-        gc = gpus_of(gitest_assert_listed(gitest_list(c, NULL), ckpt, 0, "running"));
+        gc = gpus_of(assert_listed(list(c, NULL), ckpt, 0, "running"));
         ck_assert_msg(gc && gitest_streq(gc, ITEST_GPU0 "=8388608"), "gpus of resumed %d: %s", (int)ckpt, gc ? gc : "-");
         itest_daemon_stop(d);
 
@@ -276,7 +336,7 @@ START_TEST(list_processes_gpus)
         d = itest_daemon_start(&none);
         c = itest_connect(d);
         itest_await_log(d, "No NVML", 10000);
-        ck_assert_msg(!gpus_of(gitest_assert_listed(gitest_list(c, NULL), on0, 0, "running")), "gpus without NVML");
+        ck_assert_msg(!gpus_of(assert_listed(list(c, NULL), on0, 0, "running")), "gpus without NVML");
 }
 END_TEST
 
@@ -287,22 +347,22 @@ START_TEST(list_processes_selectors)
         pid_t s1 = itest_mapped_target(), s2 = itest_mapped_target(), s3 = itest_mapped_target();
         gitest_op_ok(c, CUDACKPT_METHOD_SUSPEND, s2, "checkpointed");
 
-        cJSON *j = gitest_list(c, gitest_sel_pids(1, &s2));
+        cJSON *j = list(c, gitest_sel_pids(1, &s2));
         gitest_assert_pid_set(j, "processes", 1, &s2);
-        gitest_assert_listed(j, s2, 0, "checkpointed");
+        assert_listed(j, s2, 0, "checkpointed");
 
         pid_t two[2] = { s3, s1 };
-        j = gitest_list(c, gitest_sel_pids(2, two));
+        j = list(c, gitest_sel_pids(2, two));
         gitest_assert_pid_set(j, "processes", 2, two);
 
-        j = gitest_list(c, gitest_sel_tree(s1));
+        j = list(c, gitest_sel_tree(s1));
         gitest_assert_pid_set(j, "processes", 1, &s1);
-        gitest_assert_listed(j, s1, 0, "running");
+        assert_listed(j, s1, 0, "running");
 
-        j = gitest_list(c, gitest_sel_cgroup(gitest_cgroup_of(s1)));
-        gitest_assert_listed(j, s1, 0, "running");
-        gitest_assert_listed(j, s2, 0, "checkpointed");
-        gitest_assert_listed(j, s3, 0, "running");
+        j = list(c, gitest_sel_cgroup(gitest_cgroup_of(s1)));
+        assert_listed(j, s1, 0, "running");
+        assert_listed(j, s2, 0, "checkpointed");
+        assert_listed(j, s3, 0, "running");
         const cJSON *e;
         cJSON_ArrayForEach(e, itest_get(j, "processes")) {
                 const char *cg = gitest_ostr(e, "cgroup");
@@ -322,9 +382,9 @@ START_TEST(list_processes_in_flight)
         itest_send_call(op, CUDACKPT_METHOD_CHECKPOINT, itest_strdupf("{\"pid\":%d}", (int)slow));
         itest_await_in_flight(c, slow, "Checkpoint", 3000);
         double t0 = itest_now_ms();
-        cJSON *j = gitest_list(c, gitest_sel_pids(1, &slow));
+        cJSON *j = list(c, gitest_sel_pids(1, &slow));
         double took = itest_now_ms() - t0;
-        const cJSON *e = gitest_assert_listed(j, slow, 0, "locked");
+        const cJSON *e = assert_listed(j, slow, 0, "locked");
         ck_assert_msg(gitest_streq(gitest_ostr(e, "in_flight"), "Checkpoint"), "no in_flight Checkpoint in %s", itest_dump(j));
         ck_assert_msg(took < 1000, "ListProcesses waited %.0f ms for the checkpoint", took);
         ck_assert_msg(!itest_conn_readable(op), "the checkpoint ended too soon for the test");
@@ -342,18 +402,18 @@ START_TEST(list_processes_stopped)
         const char *sels[] = { NULL, gitest_sel_pids(1, &s), gitest_sel_tree(s) };
         for (size_t i = 0; i < N_OF(sels); i++) {
                 double t0 = itest_now_ms();
-                cJSON *j = gitest_list(c, sels[i]);
+                cJSON *j = list(c, sels[i]);
                 double took = itest_now_ms() - t0;
-                const cJSON *e = gitest_assert_listed(j, s, 0, NULL);
+                const cJSON *e = assert_listed(j, s, 0, NULL);
                 ck_assert_msg(gitest_streq(gitest_ostr(e, "stop"), "signal"), "no stop \"signal\" in %s", itest_dump(j));
                 ck_assert_msg(took < 2000, "ListProcesses with a stopped target took %.0f ms", took);
                 if (!sels[i])
-                        gitest_assert_listed(j, other, 0, "running");
+                        assert_listed(j, other, 0, "running");
         }
         ck_assert_int_eq(kill(s, SIGCONT), 0);
         itest_await_proc_state(s, 'T', false);
-        cJSON *j = gitest_list(c, gitest_sel_pids(1, &s));
-        const cJSON *e = gitest_assert_listed(j, s, 0, "running");
+        cJSON *j = list(c, gitest_sel_pids(1, &s));
+        const cJSON *e = assert_listed(j, s, 0, "running");
         ck_assert_msg(!cJSON_GetObjectItemCaseSensitive(e, "stop"), "stop after SIGCONT: %s", itest_dump(j));
 }
 END_TEST
@@ -367,9 +427,9 @@ START_TEST(list_processes_non_root)
         pid_t roots = itest_mapped_target();
         struct itest_conn *c = itest_connect(d);
         /* Root sees both. */
-        cJSON *j = gitest_list(c, NULL);
-        gitest_assert_listed(j, own, ITEST_OTHER_UID, "running");
-        gitest_assert_listed(j, roots, 0, "running");
+        cJSON *j = list(c, NULL);
+        assert_listed(j, own, ITEST_OTHER_UID, "running");
+        assert_listed(j, roots, 0, "running");
 
         char msg[1024];
         struct gitest_as_ctx x = {
