@@ -1,11 +1,13 @@
 /* test_group_failures.c: group methods that fail, on the simulator,
- * against the real daemon: a failure in each phase and its rollback, and
- * members that exit, change, stop or belong to another user (helpers:
- * groups_itest.h).  Every test checks the states the members are left in
- * with GetState afterwards, not only what the reply says.
+ * against the real daemon: a failure in each phase and its rollback,
+ * members that exit, change, stop or belong to another user, and the
+ * limits: size, groups in flight, parameters (helpers: groups_itest.h).
+ * Every test checks the states the members are left in with GetState
+ * afterwards, not only what the reply says.
  *
  * The other-uid tests need root; without it they say so and pass without
- * checking (as test_floods does). */
+ * checking (as test_floods does).  The binary doubles as a target:
+ * --itest-tree (see groups_itest.h). */
 #include "groups_itest.h"
 
 #include <dirent.h>
@@ -355,6 +357,98 @@ START_TEST(stopped_member)
 }
 END_TEST
 
+/* ---- limits ---------------------------------------------------------------------- */
+
+START_TEST(group_too_large)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"max_group_members\":2}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        struct itest_conn *c = itest_connect(d);
+        pid_t p[3] = { itest_small_target(), itest_small_target(), itest_small_target() };
+        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
+                cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
+                itest_assert_error(j, CUDACKPT_ERROR_GROUP_TOO_LARGE);
+                itest_assert_int(j, "limit", 2);
+                itest_assert_int(j, "members", 3);
+        }
+        gitest_assert_all_now(c, 3, p, "running");
+        gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 2, p), 2, p, "checkpointed");
+
+        /* A tree of three CUDA processes. */
+        static const char *const specs[] = { "sim", "sim", NULL };
+        pid_t root = gitest_start_tree(specs);
+        cJSON *j = gitest_group(c, CUDACKPT_METHOD_SUSPEND_GROUP, gitest_sel_tree(root), NULL);
+        itest_assert_error(j, CUDACKPT_ERROR_GROUP_TOO_LARGE);
+        itest_assert_int(j, "limit", 2);
+        long long m = 0;
+        ck_assert_msg(itest_int(j, "members", &m) && m > 2, "GroupTooLarge for 3 with members <= 2: %s", itest_dump(j));
+        itest_assert_state_now(c, root, "running");
+}
+END_TEST
+
+START_TEST(groups_in_flight_queue_full)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"max_groups_in_flight\":1}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        pid_t slow = itest_target(SIM, SLOW_CKPT_MEM, SLOW_CKPT_RATE, NULL);
+        pid_t other = itest_small_target();
+        struct itest_conn *c1 = itest_connect(d);
+        struct itest_conn *c2 = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        gitest_send_group(c1, CUDACKPT_METHOD_SUSPEND_GROUP, gitest_sel_pids(1, &slow), NULL);
+        gitest_await_any_in_flight(watch, slow, 5000);
+        cJSON *j = gitest_group_pids(c2, CUDACKPT_METHOD_SUSPEND_GROUP, 1, &other);
+        itest_assert_error(j, CUDACKPT_ERROR_QUEUE_FULL);
+        itest_assert_int(j, "limit", 1);
+        itest_assert_absent(j, "pid");
+        itest_assert_state_now(watch, other, "running");
+        ck_assert_msg(!itest_conn_readable(c1), "the slow group ended too soon for the test");
+        gitest_assert_group_ok(gitest_recv_reply(c1, 10000), 1, &slow, "checkpointed");
+        /* Room again. */
+        gitest_assert_group_ok(gitest_group_pids(c2, CUDACKPT_METHOD_SUSPEND_GROUP, 1, &other), 1, &other, "checkpointed");
+}
+END_TEST
+
+START_TEST(invalid_parameters)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = itest_small_target();
+        unsigned long long sa = (unsigned long long)itest_start_time(a);
+        const char *bad[] = {
+                itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d}],\"tree\":%d}}", (int)a, (int)a),
+                itest_strdupf("{\"selector\":{\"cgroup\":\"/\",\"tree\":%d}}", (int)a),
+                "{\"selector\":{\"pids\":[]}}",
+                itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d},{\"pid\":%d}]}}", (int)a, (int)a),
+                itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d,\"start_time\":%llu},{\"pid\":%d}]}}", (int)a, sa,
+                              (int)a),
+                "{\"selector\":{\"pids\":[{\"pid\":0}]}}",
+                itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d},{\"pid\":0}]}}", (int)a),
+                "{\"selector\":{\"pids\":[{\"pid\":-1}]}}",
+                "{\"selector\":{}}",
+                "{}",
+                "{\"selector\":{\"tree\":0}}",
+                itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d}]},\"bogus\":1}", (int)a),
+        };
+        for (size_t i = 0; i < N_OF(gitest_all_groups); i++)
+                for (size_t k = 0; k < N_OF(bad); k++) {
+                        cJSON *j = itest_call(c, gitest_all_groups[i], bad[k]);
+                        ck_assert_msg(gitest_streq(itest_error(j), "org.varlink.service.InvalidParameter"),
+                                      "%s %s: expected InvalidParameter, got %s", gitest_short_name(gitest_all_groups[i]), bad[k],
+                                      itest_dump(j));
+                        ck_assert_msg(itest_str(j, "parameter"), "InvalidParameter names no parameter: %s",
+                                      itest_dump(j));
+                }
+        itest_assert_state_now(c, a, "running");
+        /* ListProcesses too, for a bad selector. */
+        for (size_t k = 0; k < 9; k++) {
+                cJSON *j = itest_call(c, CUDACKPT_METHOD_LIST_PROCESSES, bad[k]);
+                ck_assert_msg(gitest_streq(itest_error(j), "org.varlink.service.InvalidParameter"),
+                              "ListProcesses %s: expected InvalidParameter, got %s", bad[k], itest_dump(j));
+        }
+}
+END_TEST
+
 static Suite *failures_suite(void)
 {
         Suite *s = suite_create("integration.group_failures");
@@ -372,10 +466,15 @@ static Suite *failures_suite(void)
         tcase_add_test(tc, no_such_process_in_pids);
         tcase_add_test(tc, start_time_pins);
         tcase_add_test(tc, stopped_member);
+        tcase_add_test(tc, group_too_large);
+        tcase_add_test(tc, groups_in_flight_queue_full);
+        tcase_add_test(tc, invalid_parameters);
         return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+        if (argc >= 2 && strcmp(argv[1], "--itest-tree") == 0)
+                return gitest_tree_mode(argc, argv);
         return itest_main(failures_suite());
 }
