@@ -14,8 +14,9 @@
  * SIGTERM, asserts a clean exit, kills the targets and removes the dir.
  *
  * The harness is harness.c (the daemon, fixtures, runner),
- * harness_targets.c (processes), harness_varlink.c (connections, replies,
- * fake servers) and harness_features.c (leases, Watch, cudackptctl).
+ * harness_targets.c (targets, /proc), harness_run.c (other uids, other
+ * programs), harness_varlink.c (connections, replies, fake servers) and
+ * harness_features.c (leases, Watch, cudackptctl).
  *
  * Paths of the programs under test come from the environment, set by ctest:
  *   CUDACKPT_TEST_DAEMON  cudackptd

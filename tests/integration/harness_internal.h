@@ -1,5 +1,6 @@
 /* harness_internal.h: what the harness's own files share (harness.c,
- * harness_targets.c, harness_varlink.c); the tests use harness.h only. */
+ * harness_targets.c, harness_run.c, harness_varlink.c); the tests use
+ * harness.h only. */
 #ifndef CUDACKPT_ITEST_HARNESS_INTERNAL_H
 #define CUDACKPT_ITEST_HARNESS_INTERNAL_H
 
@@ -36,6 +37,8 @@ void itest_unkeep_last(void *p);
 /* Drops to uid/gid `uid` with exactly the supplementary groups given;
  * -errno on failure. */
 int itest_become_with(uid_t uid, const gid_t *groups, size_t n_groups);
+/* The same with no supplementary groups. */
+int itest_become(uid_t uid);
 /* Forgets the targets (a test starts) / kills and reaps every target of
  * the current test (it ends). */
 void itest_targets_reset(void);
