@@ -137,6 +137,11 @@ const char *itest_self_exe(void);
 pid_t itest_target_uids(uid_t r, uid_t e, uid_t s);
 /* The --itest-hold-uids mode: set the ids, say so on fd 3, wait to be killed. */
 int itest_hold_uids(char **argv);
+/* The --itest-grow MIB_PER_S mode: a target whose resident memory grows
+ * at that rate (up to 1 GiB), as a real one's does while the driver
+ * checkpoints it (the simulator moves no memory); it says ready on fd 3
+ * first.  Started with argv { self, "--itest-grow", RATE }. */
+int itest_grow_mode(char **argv);
 /* For a helper-mode target: says "ready" on fd 3 (itest_target_exec waits
  * for it) and waits to be killed; returns 1 only when fd 3 fails. */
 int itest_ready_and_wait(void);

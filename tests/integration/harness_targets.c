@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -420,6 +421,27 @@ void itest_await_proc_state(pid_t pid, char want, bool equal)
 /* A server on path that answers one connection: it saves the request
  * (up to its NUL) in request_file, sends each of replies with its NUL and
  * closes.  Returns its pid, to wait for. */
+
+/* --itest-grow MIB_PER_S: a target whose resident memory grows at that
+ * rate (up to 1 GiB), as a real one's does while the driver checkpoints
+ * it; the simulator moves no memory. */
+int itest_grow_mode(char **argv)
+{
+        size_t cap = (size_t)1 << 30, step = (size_t)1 << 20, done = 0;
+        long rate = strtol(argv[2], NULL, 10);
+        char *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+        if (p == MAP_FAILED || rate <= 0 || write(3, "r", 1) != 1)
+                return 1;
+        close(3);
+        for (;;) {
+                if (done + step <= cap) {
+                        memset(p + done, 1, step);
+                        done += step;
+                }
+                usleep((useconds_t)(1000000 / rate));
+        }
+}
 
 void itest_targets_reset(void)
 {

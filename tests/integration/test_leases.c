@@ -1,6 +1,6 @@
-/* test_leases.c: leases on Lock and Suspend (and on groups), through the
- * client protocol and through cudackptctl --hold and release, on the
- * simulator, against the real daemon; the Watch stream is test_watch.c's.
+/* test_leases.c: leases on Lock and Suspend (and on groups) through the
+ * client protocol, on the simulator, against the real daemon; the Watch
+ * stream is test_watch.c's, cudackptctl --hold and release test_cli.c's.
  *
  * A lease undoes its Lock or Suspend (the process runs again) when its
  * connection closes or lease_ms passes, unless it ended first.  Tests that
@@ -330,123 +330,6 @@ START_TEST(lease_undo_fails_once)
 }
 END_TEST
 
-/* ---- cudackptctl -------------------------------------------------------------- */
-
-START_TEST(cli_hold_command)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct itest_conn *c = itest_connect(d);
-        pid_t pid = itest_small_target();
-        struct itest_proc_result r;
-        const char *args[] = { "suspend", "--hold", itest_strdupf("%d", (int)pid), "--", "sh", "-c",
-                               itest_strdupf("test \"$(%s --socket=%s state %d)\" = checkpointed && exit 3", itest_ctl_path(),
-                                             d->sock, (int)pid),
-                               NULL };
-
-        itest_ctl_run(d, &r, args);
-        ck_assert_msg(r.status == 3, "exit %d (the command's 3 expected); out %s err %s", r.status, r.out, r.err);
-        ck_assert_msg(strstr(r.out, "checkpointed (") && strstr(r.out, ", lease 1\nrunning ("), "out: %s", r.out);
-        itest_assert_state(state_of(c, pid), pid, "running");
-}
-END_TEST
-
-START_TEST(cli_hold_killed)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct itest_conn *c = itest_connect(d);
-        pid_t pid = itest_small_target();
-        const char *args[] = { "lock", "--hold", itest_strdupf("%d", (int)pid), NULL };
-        pid_t h = itest_ctl_spawn(d, args, NULL);
-
-        itest_await_state(c, pid, "locked", 10000);
-        itest_kill_wait(h);
-        itest_await_state(c, pid, "running", 1000);
-}
-END_TEST
-
-/* A group under --hold: a killed client's members all run again; with a
- * command, the members are resumed once it ends. */
-START_TEST(cli_hold_group)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct itest_conn *c = itest_connect(d);
-        pid_t a = itest_small_target(), b = itest_small_target();
-        const char *pids = itest_strdupf("--pids=%d,%d", (int)a, (int)b);
-        const char *args[] = { "suspend", "--hold", pids, NULL };
-        pid_t h = itest_ctl_spawn(d, args, NULL);
-
-        itest_await_state(c, a, "checkpointed", 10000);
-        itest_await_state(c, b, "checkpointed", 10000);
-        itest_kill_wait(h);
-        itest_await_state(c, a, "running", 1000);
-        itest_await_state(c, b, "running", 1000);
-
-        struct itest_proc_result r;
-        const char *cmd[] = { "lock", "--hold", pids, "--", "sh", "-c", "exit 5", NULL };
-        itest_ctl_run(d, &r, cmd);
-        ck_assert_msg(r.status == 5 && strstr(r.out, "2 processes locked") && strstr(r.out, "2 processes running"),
-                      "exit %d, out %s err %s", r.status, r.out, r.err);
-        itest_assert_state(state_of(c, a), a, "running");
-}
-END_TEST
-
-/* Without a command, --hold lasts until a signal, then undoes it itself. */
-START_TEST(cli_hold_signal)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct itest_conn *c = itest_connect(d);
-        pid_t pid = itest_small_target();
-        const char *args[] = { "suspend", "--hold", itest_strdupf("%d", (int)pid), NULL };
-        int out, st;
-        pid_t h = itest_ctl_spawn(d, args, &out);
-        char buf[512];
-        ssize_t n = 0, k;
-
-        itest_await_state(c, pid, "checkpointed", 10000);
-        ck_assert(kill(h, SIGTERM) == 0);
-        ck_assert(waitpid(h, &st, 0) == h);
-        while (n < (ssize_t)sizeof(buf) - 1 && (k = read(out, buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
-                n += k;
-        buf[n > 0 ? n : 0] = '\0';
-        close(out);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x, out %s", st, buf);
-        ck_assert_msg(strstr(buf, "\nrunning ("), "out: %s", buf);
-        itest_assert_state(state_of(c, pid), pid, "running");
-}
-END_TEST
-
-START_TEST(cli_release_and_metrics)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_small_target();
-        struct itest_proc_result r;
-        long long id = 0;
-        const char *lock[] = { "lock", "--lease-ms=600000", itest_strdupf("%d", (int)pid), NULL };
-
-        itest_ctl_run(d, &r, lock);
-        ck_assert_msg(r.status == 0 && sscanf(r.out, "locked (%*f ms), lease %lld", &id) == 1, "out %s", r.out);
-        const char *release[] = { "release", itest_strdupf("%lld", id), NULL };
-        itest_ctl_run(d, &r, release);
-        ck_assert_msg(r.status == 0 && strstr(r.out, "released"), "out %s err %s", r.out, r.err);
-        itest_ctl_run(d, &r, release);
-        ck_assert_msg(r.status == 1 && strstr(r.err, "NoSuchLease: no such lease"), "status %d err %s", r.status, r.err);
-        const char *metrics[] = { "metrics", itest_strdupf("--output=%s/m.prom", d->dir), NULL };
-        itest_ctl_run(d, &r, metrics);
-        ck_assert_msg(r.status == 0, "err %s", r.err);
-        FILE *f = fopen(itest_strdupf("%s/m.prom", d->dir), "r");
-        char line[256];
-        bool granted = false;
-        ck_assert(f);
-        while (fgets(line, sizeof(line), f))
-                granted = granted || strcmp(line, "cudackpt_leases_granted_total 1\n") == 0;
-        fclose(f);
-        ck_assert_msg(granted, "no cudackpt_leases_granted_total 1 in the file");
-        const char *bad[] = { "state", "--lease-ms=5", itest_strdupf("%d", (int)pid), NULL };
-        itest_ctl_run(d, &r, bad);
-        ck_assert_int_eq(r.status, 2);
-}
-END_TEST
-
 static Suite *leases_suite(void)
 {
         Suite *s = suite_create("integration.leases");
@@ -463,12 +346,6 @@ static Suite *leases_suite(void)
         tcase_add_test(tc, group_lease_expires);
         tcase_add_test(tc, lease_holder_never_idle);
         tcase_add_test(tc, lease_undo_fails_once);
-        tc = itest_tcase(s, "cli", 60);
-        tcase_add_test(tc, cli_hold_command);
-        tcase_add_test(tc, cli_hold_killed);
-        tcase_add_test(tc, cli_hold_signal);
-        tcase_add_test(tc, cli_hold_group);
-        tcase_add_test(tc, cli_release_and_metrics);
         return s;
 }
 

@@ -1,7 +1,9 @@
 /* test_watch.c: the Watch stream (its events in order, leases, exits,
  * selections by pids, tree and cgroup, slow and vanished watchers) and
- * checkpoint progress, through the protocol and through cudackptctl watch
- * and --progress, on the simulator, against the real daemon. */
+ * checkpoint progress through the protocol, on the simulator, against the
+ * real daemon; cudackptctl watch and --progress are test_cli.c's.
+ *
+ * The binary doubles as a target: --itest-grow (see harness.h). */
 #include "harness.h"
 
 #include <errno.h>
@@ -318,27 +320,6 @@ END_TEST
 
 /* ---- progress ---------------------------------------------------------------- */
 
-/* --itest-grow MIB_PER_S: a target whose resident memory grows at that
- * rate (up to 1 GiB), as a real one's does while the driver checkpoints
- * it; the simulator moves no memory. */
-static int grow_mode(char **argv)
-{
-        size_t cap = (size_t)1 << 30, step = (size_t)1 << 20, done = 0;
-        long rate = strtol(argv[2], NULL, 10);
-        char *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-        if (p == MAP_FAILED || rate <= 0 || write(3, "r", 1) != 1)
-                return 1;
-        close(3);
-        for (;;) {
-                if (done + step <= cap) {
-                        memset(p + done, 1, step);
-                        done += step;
-                }
-                usleep((useconds_t)(1000000 / rate));
-        }
-}
-
 static const cJSON *ev_num(const cJSON *e, const char *key)
 {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, key);
@@ -402,70 +383,6 @@ START_TEST(watch_progress)
 }
 END_TEST
 
-/* ---- cudackptctl -------------------------------------------------------------- */
-
-START_TEST(cli_watch_json)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct itest_conn *c = itest_connect(d);
-        pid_t pid = itest_small_target();
-        const char *args[] = { "--json", "watch", itest_strdupf("--pids=%d", (int)pid), NULL };
-        int out;
-        pid_t w = itest_ctl_spawn(d, args, &out);
-        char buf[8192];
-        size_t n = 0;
-
-        /* The watch is set up once the daemon counts a watcher. */
-        for (int i = 0;; i++) {
-                const char *text = itest_str(itest_call(c, CUDACKPT_METHOD_GET_METRICS, NULL), "text");
-                if (strstr(text, "\ncudackpt_watchers 1\n"))
-                        break;
-                ck_assert_msg(i < 500, "the watcher never connected");
-                usleep(10000);
-        }
-        itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid));
-        itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid));
-        while (n < sizeof(buf) - 1 && !strstr(buf, "\"method\":\"Unlock\",\"result\":\"ok\"")) {
-                struct pollfd p = { .fd = out, .events = POLLIN };
-                ck_assert_msg(poll(&p, 1, 5000) == 1, "no event line; got %s", buf);
-                ssize_t k = read(out, buf + n, sizeof(buf) - 1 - n);
-                ck_assert(k > 0);
-                n += (size_t)k;
-                buf[n] = '\0';
-        }
-        ck_assert_msg(strncmp(buf, "{\"type\":\"watching\",", strlen("{\"type\":\"watching\",")) == 0, "first line: %s", buf);
-        itest_kill_wait(w);
-        close(out);
-}
-END_TEST
-
-/* --progress off a terminal: a line per progress event on stderr. */
-START_TEST(cli_progress)
-{
-        struct itest_daemon_opts o = { .config_json = "{\"progress_interval_ms\":100}" };
-        struct itest_daemon *d = itest_daemon_start(&o);
-        const char *argv[] = { itest_self_exe(), "--itest-grow", "200", NULL };
-        const char *env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=384", "CUDACKPT_SIM_CKPT_MIBPS=256", NULL };
-        pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
-        struct itest_proc_result r;
-        const char *args[] = { "--progress", "suspend", itest_strdupf("%d", (int)pid), NULL };
-        const char *resume[] = { "resume", itest_strdupf("%d", (int)pid), NULL };
-        char want[64];
-        int lines = 0;
-
-        itest_ctl_run(d, &r, args);
-        ck_assert_msg(r.status == 0 && strncmp(r.out, "checkpointed (", 14) == 0, "out %s err %s", r.out, r.err);
-        snprintf(want, sizeof(want), "checkpoint of %d: ", (int)pid);
-        for (const char *p = r.err; (p = strstr(p, want)); p++)
-                lines++;
-        ck_assert_msg(lines >= 3, "%d progress lines: %s", lines, r.err);
-        itest_ctl_run(d, &r, resume);
-        ck_assert_int_eq(r.status, 0);
-        itest_ctl_run(d, &r, args);
-        ck_assert_msg(strstr(r.err, " GiB of ") && strstr(r.err, "%)\n"), "no total in %s", r.err);
-}
-END_TEST
-
 static Suite *watch_suite(void)
 {
         Suite *s = suite_create("integration.watch");
@@ -479,15 +396,12 @@ static Suite *watch_suite(void)
         tcase_add_test(tc, watch_tree);
         tcase_add_test(tc, watch_hangup);
         tcase_add_test(tc, watch_cgroup);
-        tc = itest_tcase(s, "cli", 60);
-        tcase_add_test(tc, cli_watch_json);
-        tcase_add_test(tc, cli_progress);
         return s;
 }
 
 int main(int argc, char **argv)
 {
         if (argc >= 3 && strcmp(argv[1], "--itest-grow") == 0)
-                return grow_mode(argv);
+                return itest_grow_mode(argv);
         return itest_main(watch_suite());
 }
