@@ -13,6 +13,11 @@
  * removes it.  On success the checked teardown stops the daemon with
  * SIGTERM, asserts a clean exit, kills the targets and removes the dir.
  *
+ * The harness is harness.c (the daemon, fixtures, runner),
+ * harness_targets.c (targets, /proc), harness_run.c (other uids, other
+ * programs), harness_varlink.c (connections, replies, fake servers) and
+ * harness_features.c (leases, Watch, cudackptctl).
+ *
  * Paths of the programs under test come from the environment, set by ctest:
  *   CUDACKPT_TEST_DAEMON  cudackptd
  *   CUDACKPT_TEST_SIM     libcudackpt-sim.so
@@ -22,6 +27,7 @@
 
 #include <check.h>
 #include <cJSON.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -109,6 +115,14 @@ pid_t itest_target_env(uid_t uid, const char *const *env);
 /* Variadic forms: itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", NULL). */
 pid_t itest_target(const char *first, ...) __attribute__((sentinel));
 pid_t itest_target_as(uid_t uid, const char *first, ...) __attribute__((sentinel));
+/* The targets most tests want: a simulated CUDA process with the
+ * simulator's default memory; one with 8 MiB (quick operations); and a
+ * small one that maps the driver library too (LD_PRELOAD of the
+ * simulator), as cgroup and tree selections, ListProcesses and the
+ * process index look for. */
+pid_t itest_sim_target(void);
+pid_t itest_small_target(void);
+pid_t itest_mapped_target(void);
 /* Starts path with argv and env as a target (root, or uid when not -1)
  * and returns once it has written a byte to fd 3, its "ready" signal (it
  * may change its own ids first).  Killed and reaped at teardown. */
@@ -123,6 +137,11 @@ const char *itest_self_exe(void);
 pid_t itest_target_uids(uid_t r, uid_t e, uid_t s);
 /* The --itest-hold-uids mode: set the ids, say so on fd 3, wait to be killed. */
 int itest_hold_uids(char **argv);
+/* The --itest-grow MIB_PER_S mode: a target whose resident memory grows
+ * at that rate (up to 1 GiB), as a real one's does while the driver
+ * checkpoints it (the simulator moves no memory); it says ready on fd 3
+ * first.  Started with argv { self, "--itest-grow", RATE }. */
+int itest_grow_mode(char **argv);
 /* For a helper-mode target: says "ready" on fd 3 (itest_target_exec waits
  * for it) and waits to be killed; returns 1 only when fd 3 fails. */
 int itest_ready_and_wait(void);
@@ -247,6 +266,10 @@ const char *itest_uuid_norm(const char *uuid);
         itest_assert_int(rr_, "pid", (pid)); \
         itest_assert_str(rr_, "state", (state)); \
 } while (0)
+/* GetState of pid now: state, and no operation in flight. */
+void itest_assert_state_now(struct itest_conn *c, pid_t pid, const char *state);
+/* The methods of io.cudackpt.Process that name one process, NULL-ended. */
+extern const char *const itest_process_methods[];
 
 /* ---- client library ------------------------------------------------------ */
 
@@ -314,7 +337,7 @@ void itest_run_proc(uid_t uid, const char *const *argv, const char *const *env, 
  * symbolic link would not open it. */
 const char *itest_stage_exe(struct itest_daemon *d, const char *path, const char *name);
 
-/* ---- groups, process trees, other uids (test_groups) --------------------- */
+/* ---- groups, process trees, other uids ------------------------------------ */
 
 /* "LD_PRELOAD=<CUDACKPT_TEST_SIM>" (owned by the harness): a target whose
  * environment holds it maps the daemon's driver library, as a real CUDA
@@ -357,6 +380,49 @@ void itest_await_fake_server(pid_t pid);
  * reads one request before each reply, and saves the requests in
  * request_file, one a line. */
 pid_t itest_fake_server_calls(const char *path, const char *const *replies, const char *request_file);
+
+/* ---- features: leases, Watch, cudackptctl (harness_features.c) ------------ */
+
+/* The id of the lease a reply grants; asserts there is one. */
+long long itest_lease_id(const cJSON *reply);
+/* How many times needle stands in hay (without overlaps). */
+int itest_count(const char *hay, const char *needle);
+/* SIGKILLs pid, a child of the test (a holder, a cudackptctl), and reaps
+ * it; asserts both. */
+void itest_kill_wait(pid_t pid);
+
+/* Opens a Watch on a new connection, with selector (a JSON object; NULL:
+ * every process), and asserts its first event is "watching". */
+struct itest_conn *itest_watcher(struct itest_daemon *d, const char *selector);
+/* The next event of w within timeout_ms, asserted to continue. */
+const cJSON *itest_next_event(struct itest_conn *w, int timeout_ms);
+/* An event's string member key, "" when absent. */
+const char *itest_event_str(const cJSON *e, const char *key);
+
+/* The cudackptctl under test (CUDACKPT_TEST_CTL). */
+const char *itest_ctl_path(void);
+/* Runs path [pre] ARGS... (the NULL-terminated rest of ap) as uid with
+ * environment env (NULL: the harness's), within 20 s; the result is kept
+ * until teardown. */
+struct itest_proc_result *itest_run_va(uid_t uid, const char *path, const char *pre, const char *const *env,
+                                       const char *first, va_list ap);
+/* Runs cudackptctl --socket=D ARGS... (NULL-terminated; d NULL: no
+ * --socket) as uid; as another uid, the copy staged in the test's dir. */
+struct itest_proc_result *itest_ctl_as(uid_t uid, struct itest_daemon *d, const char *first, ...);
+#define itest_ctl(d, ...) itest_ctl_as((uid_t)-1, (d), __VA_ARGS__)
+/* The same with the args in an array (NULL-terminated), into *ret. */
+void itest_ctl_run(struct itest_daemon *d, struct itest_proc_result *ret, const char *const *args);
+/* pid in decimal (kept), an argument of cudackptctl. */
+const char *itest_pidstr(pid_t pid);
+/* A cudackptctl run's exit status and stdout exactly (out NULL: any);
+ * stderr empty on success, one line on a daemon's error. */
+void itest_assert_run(const struct itest_proc_result *r, int status, const char *out);
+/* An operation's output: "STATE (D.D ms)", exit status 0. */
+void itest_assert_op_output(const struct itest_proc_result *r, const char *state);
+/* Starts cudackptctl --socket=D args... in the background, its stdout to
+ * *ret_out_fd (a pipe's reading end) when not NULL; returns its pid (the
+ * test's child: itest_kill_wait() or waitpid() it). */
+pid_t itest_ctl_spawn(struct itest_daemon *d, const char *const *args, int *ret_out_fd);
 
 /* The value of an environment variable ctest sets (a path of the build);
  * asserts it is set. */

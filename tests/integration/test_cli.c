@@ -2,7 +2,11 @@
  * (the state word alone, "STATE (D.D ms)" for operations, --json) and its
  * exit statuses, one per error; and started as cuda-checkpoint (the
  * symlink beside it), the GPU mapping CRIU cannot pass, taken from
- * CUDACKPT_DEVICE_MAP.
+ * CUDACKPT_DEVICE_MAP; --hold (a lease for as long as the command runs),
+ * release, metrics, watch and --progress.  Its ps and group verbs are
+ * test_cli_groups.c's.
+ *
+ * The binary doubles as a target: --itest-grow (see harness.h).
  *
  * A process of another uid execs a copy staged in the test's dir, not the
  * build tree's binary: the tree may be closed to that uid (a checkout in
@@ -10,6 +14,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pwd.h>
 #include <regex.h>
 #include <signal.h>
@@ -24,53 +29,10 @@
 
 #define CTL_TIMEOUT_MS 20000
 
-static const char *ctl_path(void)
-{
-        return itest_need_env("CUDACKPT_TEST_CTL");
-}
-
-/* Runs path [pre] ARGS... (the NULL-terminated rest of ap) as uid with
- * environment env (NULL: the harness's). */
-static struct itest_proc_result *run_va(uid_t uid, const char *path, const char *pre, const char *const *env,
-                                        const char *first, va_list ap)
-{
-        const char *argv[32];
-        size_t n = 0;
-        argv[n++] = path;
-        if (pre)
-                argv[n++] = pre;
-        for (const char *a = first; a && n < 31; a = va_arg(ap, const char *))
-                argv[n++] = a;
-        argv[n] = NULL;
-        struct itest_proc_result *r = itest_keep(calloc(1, sizeof(*r)));
-        ck_assert(r);
-        itest_run_proc(uid, argv, env, CTL_TIMEOUT_MS, r);
-        return r;
-}
-
-/* Runs cudackptctl --socket=SOCK ARGS... (NULL-terminated) as uid; as
- * another uid, the copy staged in the test's dir. */
-static struct itest_proc_result *ctl_as(uid_t uid, struct itest_daemon *d, const char *first, ...)
-{
-        const char *path = ctl_path();
-        if (uid != (uid_t)-1) {
-                ck_assert_msg(d, "ctl_as: another uid needs the daemon, to stage cudackptctl in its dir");
-                path = itest_stage_exe(d, path, NULL);
-        }
-        va_list ap;
-        va_start(ap, first);
-        struct itest_proc_result *r =
-                run_va(uid, path, d ? itest_strdupf("--socket=%s", d->sock) : NULL, NULL, first, ap);
-        va_end(ap);
-        return r;
-}
-
-#define ctl(d, ...) ctl_as((uid_t)-1, (d), __VA_ARGS__)
-
 /* The cuda-checkpoint symlink the build puts beside cudackptctl. */
 static const char *compat_path(void)
 {
-        const char *ctl = ctl_path();
+        const char *ctl = itest_ctl_path();
         const char *slash = strrchr(ctl, '/');
         const char *p = itest_strdupf("%.*scuda-checkpoint", slash ? (int)(slash - ctl + 1) : 0, ctl);
         ck_assert_msg(access(p, X_OK) == 0, "%s: %s", p, strerror(errno));
@@ -86,7 +48,7 @@ static struct itest_proc_result *run_map_env(const char *path, const char *sock,
                               map ? itest_strdupf("CUDACKPT_DEVICE_MAP=%s", map) : NULL, NULL };
         va_list ap;
         va_start(ap, first);
-        struct itest_proc_result *r = run_va((uid_t)-1, path, NULL, env, first, ap);
+        struct itest_proc_result *r = itest_run_va((uid_t)-1, path, NULL, env, first, ap);
         va_end(ap);
         return r;
 }
@@ -94,32 +56,7 @@ static struct itest_proc_result *run_map_env(const char *path, const char *sock,
 /* cuda-checkpoint ARGS... against d, with CUDACKPT_DEVICE_MAP=map (NULL: unset). */
 #define compat(d, map, ...) run_map_env(compat_path(), (d)->sock, (map), __VA_ARGS__)
 /* cudackptctl ARGS... against d, the same way. */
-#define ctl_map_env(d, map, ...) run_map_env(ctl_path(), (d)->sock, (map), __VA_ARGS__)
-
-static const char *pidstr(pid_t pid)
-{
-        return itest_strdupf("%d", (int)pid);
-}
-
-/* Exit status and stdout exactly; stderr empty on success, one line on error. */
-static void assert_run(const struct itest_proc_result *r, int status, const char *out)
-{
-        ck_assert_msg(r->status == status, "exit status %d, expected %d (stdout \"%s\", stderr \"%s\")", r->status,
-                      status, r->out, r->err);
-        if (out)
-                ck_assert_msg(strcmp(r->out, out) == 0, "stdout \"%s\", expected \"%s\" (stderr \"%s\")", r->out, out,
-                              r->err);
-        if (status == 0) {
-                ck_assert_msg(r->err[0] == '\0', "stderr on success: %s", r->err);
-        } else if (status < 10) {
-                ck_assert_msg(r->err[0] != '\0', "nothing on stderr for exit status %d", status);
-        } else {
-                /* A daemon's error: one line. */
-                size_t len = strlen(r->err);
-                ck_assert_msg(len > 1 && r->err[len - 1] == '\n' && !memchr(r->err, '\n', len - 1),
-                              "stderr on failure is not one line: \"%s\"", r->err);
-        }
-}
+#define ctl_map_env(d, map, ...) run_map_env(itest_ctl_path(), (d)->sock, (map), __VA_ARGS__)
 
 /* The compat mode's success: exit 0, stdout exactly out, stderr empty. */
 static void assert_compat_ok(const struct itest_proc_result *r, const char *out)
@@ -140,43 +77,32 @@ static void assert_compat_fails(const struct itest_proc_result *r, const char *w
         ck_assert_msg(strstr(r->err, want), "stderr \"%s\" does not say \"%s\"", r->err, want);
 }
 
-static void assert_op_output(const struct itest_proc_result *r, const char *state)
-{
-        ck_assert_msg(r->status == 0, "exit status %d (stderr \"%s\")", r->status, r->err);
-        regex_t re;
-        char *pat = itest_strdupf("^%s \\([0-9]+\\.[0-9]+ ms\\)\n$", state);
-        ck_assert_int_eq(regcomp(&re, pat, REG_EXTENDED | REG_NOSUB), 0);
-        int m = regexec(&re, r->out, 0, NULL, 0);
-        regfree(&re);
-        ck_assert_msg(m == 0, "stdout \"%s\" is not \"%s (D.D ms)\"", r->out, state);
-}
-
 START_TEST(cli_state)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
-        assert_run(ctl(d, "state", pidstr(pid), NULL), 0, "running\n");
+        pid_t pid = itest_sim_target();
+        itest_assert_run(itest_ctl(d, "state", itest_pidstr(pid), NULL), 0, "running\n");
 }
 END_TEST
 
 START_TEST(cli_socket_from_environment)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
-        const char *argv[] = { ctl_path(), "state", pidstr(pid), NULL };
+        pid_t pid = itest_sim_target();
+        const char *argv[] = { itest_ctl_path(), "state", itest_pidstr(pid), NULL };
         const char *env[] = { itest_strdupf(CUDACKPT_SOCKET_ENV "=%s", d->sock), "PATH=/usr/bin:/bin", NULL };
         struct itest_proc_result r;
         itest_run_proc((uid_t)-1, argv, env, CTL_TIMEOUT_MS, &r);
-        assert_run(&r, 0, "running\n");
+        itest_assert_run(&r, 0, "running\n");
 }
 END_TEST
 
 START_TEST(cli_restore_tid)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
-        struct itest_proc_result *r = ctl(d, "restore-tid", pidstr(pid), NULL);
-        assert_run(r, 0, NULL);
+        pid_t pid = itest_sim_target();
+        struct itest_proc_result *r = itest_ctl(d, "restore-tid", itest_pidstr(pid), NULL);
+        itest_assert_run(r, 0, NULL);
         char *end = NULL;
         long tid = strtol(r->out, &end, 10);
         ck_assert_msg(tid > 0 && end && strcmp(end, "\n") == 0, "restore-tid printed \"%s\"", r->out);
@@ -186,26 +112,26 @@ END_TEST
 START_TEST(cli_operations)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
-        const char *p = pidstr(pid);
-        assert_op_output(ctl(d, "lock", p, "--lock-timeout=5000", NULL), "locked");
-        assert_run(ctl(d, "state", p, NULL), 0, "locked\n");
-        assert_op_output(ctl(d, "checkpoint", p, NULL), "checkpointed");
-        assert_run(ctl(d, "state", p, NULL), 0, "checkpointed\n");
-        assert_op_output(ctl(d, "restore", p, "--map=" ITEST_GPU0 "=" ITEST_GPU0_PLAIN, NULL), "locked");
-        assert_op_output(ctl(d, "unlock", p, NULL), "running");
-        assert_op_output(ctl(d, "suspend", p, NULL), "checkpointed");
-        assert_op_output(ctl(d, "resume", p, NULL), "running");
-        assert_run(ctl(d, "state", p, NULL), 0, "running\n");
+        pid_t pid = itest_sim_target();
+        const char *p = itest_pidstr(pid);
+        itest_assert_op_output(itest_ctl(d, "lock", p, "--lock-timeout=5000", NULL), "locked");
+        itest_assert_run(itest_ctl(d, "state", p, NULL), 0, "locked\n");
+        itest_assert_op_output(itest_ctl(d, "checkpoint", p, NULL), "checkpointed");
+        itest_assert_run(itest_ctl(d, "state", p, NULL), 0, "checkpointed\n");
+        itest_assert_op_output(itest_ctl(d, "restore", p, "--map=" ITEST_GPU0 "=" ITEST_GPU0_PLAIN, NULL), "locked");
+        itest_assert_op_output(itest_ctl(d, "unlock", p, NULL), "running");
+        itest_assert_op_output(itest_ctl(d, "suspend", p, NULL), "checkpointed");
+        itest_assert_op_output(itest_ctl(d, "resume", p, NULL), "running");
+        itest_assert_run(itest_ctl(d, "state", p, NULL), 0, "running\n");
 }
 END_TEST
 
 START_TEST(cli_json)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
-        struct itest_proc_result *r = ctl(d, "--json", "state", pidstr(pid), NULL);
-        assert_run(r, 0, NULL);
+        pid_t pid = itest_sim_target();
+        struct itest_proc_result *r = itest_ctl(d, "--json", "state", itest_pidstr(pid), NULL);
+        itest_assert_run(r, 0, NULL);
         cJSON *j = itest_keep_json(cJSON_Parse(r->out));
         ck_assert_msg(cJSON_IsObject(j), "--json printed \"%s\"", r->out);
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "state");
@@ -215,7 +141,7 @@ START_TEST(cli_json)
                       "--json printed \"%s\"", r->out);
 
         pid_t dead = itest_dead_pid();
-        r = ctl(d, "--json", "state", pidstr(dead), NULL);
+        r = itest_ctl(d, "--json", "state", itest_pidstr(dead), NULL);
         ck_assert_msg(r->status == 10, "exit status %d for NoSuchProcess (stderr \"%s\")", r->status, r->err);
         j = itest_keep_json(cJSON_Parse(r->out));
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
@@ -230,8 +156,8 @@ END_TEST
 START_TEST(cli_info)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        struct itest_proc_result *r = ctl(d, "info", NULL);
-        assert_run(r, 0, NULL);
+        struct itest_proc_result *r = itest_ctl(d, "info", NULL);
+        itest_assert_run(r, 0, NULL);
         ck_assert_msg(strstr(r->out, CUDACKPT_INTERFACE), "info does not name the interface: \"%s\"", r->out);
 }
 END_TEST
@@ -242,20 +168,20 @@ START_TEST(cli_exit_codes)
         static const char *const env[] = { "CUDACKPT_SIM_DEVICE_COUNT=1", NULL };
         struct itest_daemon_opts o = { .env = env };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
-        const char *p = pidstr(pid);
-        assert_run(ctl(d, "state", pidstr(itest_dead_pid()), NULL), 10, "");
-        assert_run(ctl(d, "state", pidstr(itest_target("CUDACKPT_SIM_MEM_MIB=1", NULL)), NULL), 11, "");
-        assert_run(ctl(d, "unlock", p, NULL), 13, "");
+        pid_t pid = itest_sim_target();
+        const char *p = itest_pidstr(pid);
+        itest_assert_run(itest_ctl(d, "state", itest_pidstr(itest_dead_pid()), NULL), 10, "");
+        itest_assert_run(itest_ctl(d, "state", itest_pidstr(itest_target("CUDACKPT_SIM_MEM_MIB=1", NULL)), NULL), 11, "");
+        itest_assert_run(itest_ctl(d, "unlock", p, NULL), 13, "");
         pid_t busy = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=2000", NULL);
-        assert_run(ctl(d, "lock", pidstr(busy), "--lock-timeout=100", NULL), 14, "");
-        assert_op_output(ctl(d, "suspend", p, NULL), "checkpointed");
-        assert_run(ctl(d, "restore", p, "--map=" ITEST_GPU0 "=" ITEST_GPU_NONE, NULL), 15, "");
-        assert_op_output(ctl(d, "resume", p, NULL), "running");
+        itest_assert_run(itest_ctl(d, "lock", itest_pidstr(busy), "--lock-timeout=100", NULL), 14, "");
+        itest_assert_op_output(itest_ctl(d, "suspend", p, NULL), "checkpointed");
+        itest_assert_run(itest_ctl(d, "restore", p, "--map=" ITEST_GPU0 "=" ITEST_GPU_NONE, NULL), 15, "");
+        itest_assert_op_output(itest_ctl(d, "resume", p, NULL), "running");
         pid_t managed = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MANAGED=1", NULL);
-        assert_run(ctl(d, "suspend", pidstr(managed), NULL), 16, "");
+        itest_assert_run(itest_ctl(d, "suspend", itest_pidstr(managed), NULL), 16, "");
         pid_t failing = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=getstate:CUDA_ERROR_UNKNOWN", NULL);
-        assert_run(ctl(d, "state", pidstr(failing), NULL), 19, "");
+        itest_assert_run(itest_ctl(d, "state", itest_pidstr(failing), NULL), 19, "");
 }
 END_TEST
 
@@ -263,23 +189,23 @@ START_TEST(cli_driver_unavailable)
 {
         struct itest_daemon_opts o = { .driver = "/nonexistent.so" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
-        assert_run(ctl(d, "state", pidstr(pid), NULL), 18, "");
+        pid_t pid = itest_sim_target();
+        itest_assert_run(itest_ctl(d, "state", itest_pidstr(pid), NULL), 18, "");
 }
 END_TEST
 
 START_TEST(cli_usage_and_unreachable)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        assert_run(ctl(d, NULL), 2, "");
-        assert_run(ctl(d, "frobnicate", "1", NULL), 2, "");
-        assert_run(ctl(d, "state", NULL), 2, "");
-        assert_run(ctl(d, "state", "notapid", NULL), 2, "");
-        assert_run(ctl(d, "state", "0", NULL), 2, "");
-        assert_run(ctl(d, "state", "1", "2", NULL), 2, "");
-        assert_run(ctl(NULL, itest_strdupf("--socket=%s/nosuchsock", d->dir), "state", "1", NULL), 3, "");
+        itest_assert_run(itest_ctl(d, NULL), 2, "");
+        itest_assert_run(itest_ctl(d, "frobnicate", "1", NULL), 2, "");
+        itest_assert_run(itest_ctl(d, "state", NULL), 2, "");
+        itest_assert_run(itest_ctl(d, "state", "notapid", NULL), 2, "");
+        itest_assert_run(itest_ctl(d, "state", "0", NULL), 2, "");
+        itest_assert_run(itest_ctl(d, "state", "1", "2", NULL), 2, "");
+        itest_assert_run(itest_ctl(NULL, itest_strdupf("--socket=%s/nosuchsock", d->dir), "state", "1", NULL), 3, "");
         /* --help is not an error. */
-        struct itest_proc_result *r = ctl(NULL, "--help", NULL);
+        struct itest_proc_result *r = itest_ctl(NULL, "--help", NULL);
         ck_assert_msg(r->status == 0 && r->out[0], "--help: status %d, stdout \"%s\"", r->status, r->out);
 }
 END_TEST
@@ -289,10 +215,10 @@ START_TEST(cli_permission_denied)
         if (itest_need_root())
                 return;
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
-        assert_run(ctl_as(ITEST_OTHER_UID, d, "state", pidstr(pid), NULL), 12, "");
+        pid_t pid = itest_sim_target();
+        itest_assert_run(itest_ctl_as(ITEST_OTHER_UID, d, "state", itest_pidstr(pid), NULL), 12, "");
         pid_t own = itest_target_as(ITEST_OTHER_UID, "CUDACKPT_SIM=1", NULL);
-        assert_run(ctl_as(ITEST_OTHER_UID, d, "state", pidstr(own), NULL), 0, "running\n");
+        itest_assert_run(itest_ctl_as(ITEST_OTHER_UID, d, "state", itest_pidstr(own), NULL), 0, "running\n");
 }
 END_TEST
 
@@ -322,7 +248,7 @@ static void compat_checkpoint(struct itest_daemon *d, const char *p)
 START_TEST(cli_compat_device_map_env)
 {
         struct itest_daemon *d = start_two_gpus();
-        const char *p = pidstr(itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_GPUS=0", NULL));
+        const char *p = itest_pidstr(itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_GPUS=0", NULL));
         compat_checkpoint(d, p);
         /* Sent: without it this restore would succeed in place.  The
          * daemon refuses a GPU the machine lacks; nothing changed. */
@@ -347,7 +273,7 @@ END_TEST
 START_TEST(cli_compat_device_map_option_wins)
 {
         struct itest_daemon *d = start_two_gpus();
-        const char *p = pidstr(itest_target("CUDACKPT_SIM=1", NULL));
+        const char *p = itest_pidstr(itest_sim_target());
         compat_checkpoint(d, p);
         /* Merged, GPU 0 would be named twice; the variable alone is refused. */
         assert_compat_ok(compat(d, ITEST_GPU0 "=" ITEST_GPU_NONE, COMPAT_RESTORE(p), "--device-map",
@@ -371,7 +297,7 @@ END_TEST
 START_TEST(cli_compat_device_map_env_scope)
 {
         struct itest_daemon *d = start_two_gpus();
-        const char *p = pidstr(itest_target("CUDACKPT_SIM=1", NULL));
+        const char *p = itest_pidstr(itest_sim_target());
         const char *bad = "garbage";
 
         /* Malformed, it is no error for what does not restore. */
@@ -403,11 +329,11 @@ START_TEST(cli_compat_device_map_env_scope)
         /* cudackptctl's restore and resume take --map only: the process is
          * on GPU 1, where a mapping from the variable would be refused. */
         const char *refused = ITEST_GPU1 "=" ITEST_GPU_NONE;
-        assert_op_output(ctl_map_env(d, refused, "suspend", p, NULL), "checkpointed");
-        assert_op_output(ctl_map_env(d, refused, "restore", p, NULL), "locked");
-        assert_op_output(ctl_map_env(d, refused, "unlock", p, NULL), "running");
-        assert_op_output(ctl_map_env(d, bad, "suspend", p, NULL), "checkpointed");
-        assert_op_output(ctl_map_env(d, bad, "resume", p, NULL), "running");
+        itest_assert_op_output(ctl_map_env(d, refused, "suspend", p, NULL), "checkpointed");
+        itest_assert_op_output(ctl_map_env(d, refused, "restore", p, NULL), "locked");
+        itest_assert_op_output(ctl_map_env(d, refused, "unlock", p, NULL), "running");
+        itest_assert_op_output(ctl_map_env(d, bad, "suspend", p, NULL), "checkpointed");
+        itest_assert_op_output(ctl_map_env(d, bad, "resume", p, NULL), "running");
 }
 END_TEST
 
@@ -449,7 +375,7 @@ START_TEST(cli_compat_device_map_env_malformed)
         const char *silent = NULL;
         int lfd = listen_silent(d, &silent);
         const char *compat_exe = compat_path();
-        const char *p = pidstr(itest_target("CUDACKPT_SIM=1", NULL));
+        const char *p = itest_pidstr(itest_sim_target());
 
         for (size_t i = 0; malformed[i]; i++) {
                 struct itest_proc_result *r = run_map_env(compat_exe, silent, malformed[i], COMPAT_RESTORE(p), NULL);
@@ -472,444 +398,187 @@ START_TEST(cli_compat_device_map_env_malformed)
 }
 END_TEST
 
-/* ---- groups and ps ---------------------------------------------------------- */
+/* ---- --hold, release, metrics, watch, --progress ---------------------------- */
 
-/* A simulated CUDA target that maps the simulator's library, as a real
- * one maps libcuda: the kind ListProcesses and the cgroup and tree
- * selectors find. */
-static pid_t mapped_target_with(const char *extra_env)
+static cJSON *state_of(struct itest_conn *c, pid_t pid)
 {
-        const char *sim = getenv("CUDACKPT_TEST_SIM");
-        ck_assert_msg(sim && *sim, "CUDACKPT_TEST_SIM is not set: run the integration tests through ctest");
-        /* Under "make check-sanitize" the simulator links the ASan runtime,
-         * which /bin/sleep does not: preloaded, it must not insist on
-         * coming first. */
-        return itest_target(itest_strdupf("LD_PRELOAD=%s", sim), "ASAN_OPTIONS=verify_asan_link_order=0",
-                            "CUDACKPT_SIM=1", extra_env, NULL);
+        return itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid);
 }
 
-static pid_t mapped_target(void)
-{
-        return mapped_target_with(NULL);
-}
-
-static void assert_has(const char *what, const char *text, const char *want)
-{
-        ck_assert_msg(strstr(text, want), "%s \"%s\" does not say \"%s\"", what, text, want);
-}
-
-/* Whether a line of text matches the extended regex pat. */
-static bool has_line(const char *text, const char *pat)
-{
-        regex_t re;
-        ck_assert_int_eq(regcomp(&re, pat, REG_EXTENDED | REG_NOSUB | REG_NEWLINE), 0);
-        bool m = regexec(&re, text, 0, NULL, 0) == 0;
-        regfree(&re);
-        return m;
-}
-
-#define assert_line(what, text, ...) do { \
-        const char *pat_ = itest_strdupf(__VA_ARGS__); \
-        ck_assert_msg(has_line((text), pat_), "%s \"%s\" has no line matching /%s/", (what), (text), pat_); \
-} while (0)
-
-/* The object of pid in a JSON list of processes or members, or NULL. */
-static const cJSON *find_pid(const cJSON *list, pid_t pid)
-{
-        const cJSON *o;
-        cJSON_ArrayForEach(o, list) {
-                const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "pid");
-                if (cJSON_IsNumber(p) && p->valuedouble == pid)
-                        return o;
-        }
-        return NULL;
-}
-
-static const char *obj_str(const cJSON *o, const char *key)
-{
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
-        return cJSON_IsString(item) ? item->valuestring : NULL;
-}
-
-/* ctl's --json output, parsed (owned by the harness). */
-static cJSON *out_json(const struct itest_proc_result *r)
-{
-        cJSON *j = itest_keep_json(cJSON_Parse(r->out));
-        ck_assert_msg(j, "stdout is not JSON: \"%s\" (stderr \"%s\")", r->out, r->err);
-        return j;
-}
-
-/* Asserts the state of each pid, one GetState each. */
-static void assert_states(struct itest_daemon *d, const char *state, const pid_t *pids, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                assert_run(ctl(d, "state", pidstr(pids[i]), NULL), 0, itest_strdupf("%s\n", state));
-}
-
-/* The name ps shows for our uid. */
-static const char *own_user(void)
-{
-        const struct passwd *pw = getpwuid(geteuid());
-        return pw ? itest_strdupf("%s", pw->pw_name) : itest_strdupf("%u", (unsigned)geteuid());
-}
-
-/* ps: the table a person reads, and --json, the daemon's objects. */
-START_TEST(cli_ps)
+START_TEST(cli_hold_command)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t a = mapped_target(), b = mapped_target(), c = mapped_target();
-        const char *sel = itest_strdupf("--pids=%d,%d,%d", (int)a, (int)b, (int)c);
-        assert_op_output(ctl(d, "lock", pidstr(b), NULL), "locked");
-        ck_assert_int_eq(kill(c, SIGSTOP), 0);
-        itest_await_proc_state(c, 'T', true);
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = itest_small_target();
+        struct itest_proc_result r;
+        const char *args[] = { "suspend", "--hold", itest_strdupf("%d", (int)pid), "--", "sh", "-c",
+                               itest_strdupf("test \"$(%s --socket=%s state %d)\" = checkpointed && exit 3", itest_ctl_path(),
+                                             d->sock, (int)pid),
+                               NULL };
 
-        struct itest_proc_result *r = ctl(d, "ps", sel, NULL);
-        assert_run(r, 0, NULL);
-        assert_line("ps", r->out, "^ *PID +USER +STATE +CGROUP +COMMAND$");
-        const char *user = own_user();
-        assert_line("ps", r->out, "^ *%d +%s +running +/[^ ]* +sleep$", (int)a, user);
-        assert_line("ps", r->out, "^ *%d +%s +locked +/[^ ]* +sleep$", (int)b, user);
-        assert_line("ps", r->out, "^ *%d +%s +stopped\\(signal\\) +/[^ ]* +sleep$", (int)c, user);
-
-        r = ctl(d, "--json", "ps", sel, NULL);
-        assert_run(r, 0, NULL);
-        cJSON *j = out_json(r);
-        ck_assert_msg(cJSON_IsArray(j) && cJSON_GetArraySize(j) == 3, "ps --json printed \"%s\"", r->out);
-        const cJSON *pa = find_pid(j, a), *pb = find_pid(j, b), *pc = find_pid(j, c);
-        ck_assert_msg(pa && pb && pc, "ps --json misses a target: \"%s\"", r->out);
-        ck_assert_str_eq(obj_str(pa, "state"), "running");
-        ck_assert_str_eq(obj_str(pb, "state"), "locked");
-        ck_assert_msg(!obj_str(pc, "state") && obj_str(pc, "stop") && strcmp(obj_str(pc, "stop"), "signal") == 0,
-                      "stopped target in ps --json: \"%s\"", r->out);
-        ck_assert_msg(obj_str(pa, "command") && strcmp(obj_str(pa, "command"), "sleep") == 0 &&
-                              obj_str(pa, "cgroup") && obj_str(pa, "cgroup")[0] == '/',
-                      "ps --json: \"%s\"", r->out);
-        ck_assert_int_eq(kill(c, SIGCONT), 0);
-
-        /* An operation in flight is named beside the state. */
-        pid_t busy = mapped_target_with("CUDACKPT_SIM_BUSY_MS=3000");
-        struct itest_conn *conn = itest_connect(d);
-        itest_sendf(conn, "{\"method\":\"" CUDACKPT_METHOD_LOCK "\",\"parameters\":{\"pid\":%d,\"timeout_ms\":0}}",
-                    (int)busy);
-        struct itest_conn *probe = itest_connect(d);
-        (void)itest_await_in_flight(probe, busy, "Lock", 2000);
-        r = ctl(d, "ps", itest_strdupf("--pids=%d", (int)busy), NULL);
-        assert_run(r, 0, NULL);
-        assert_line("ps", r->out, "^ *%d +%s +running \\[Lock\\] +/[^ ]* +sleep$", (int)busy, user);
-        r = ctl(d, "--json", "ps", itest_strdupf("--pids=%d", (int)busy), NULL);
-        j = out_json(r);
-        ck_assert_msg(cJSON_GetArraySize(j) == 1 && obj_str(find_pid(j, busy), "in_flight") &&
-                              strcmp(obj_str(find_pid(j, busy), "in_flight"), "Lock") == 0,
-                      "ps --json of a process in flight: \"%s\"", r->out);
-        itest_assert_state(itest_recv(conn), busy, "locked");
-
-        /* Without a selector: the whole machine, ours among it. */
-        r = ctl(d, "--json", "ps", NULL);
-        assert_run(r, 0, NULL);
-        j = out_json(r);
-        ck_assert_msg(cJSON_IsArray(j) && find_pid(j, a) && find_pid(j, b), "ps --json printed \"%s\"", r->out);
-        /* By tree: the target alone (sleep has no children). */
-        r = ctl(d, "--json", "ps", itest_strdupf("--tree=%d", (int)a), NULL);
-        assert_run(r, 0, NULL);
-        j = out_json(r);
-        ck_assert_msg(cJSON_IsArray(j) && cJSON_GetArraySize(j) == 1 && find_pid(j, a), "ps --tree printed \"%s\"",
-                      r->out);
-        /* By cgroup: the targets are in ours. */
-        const char *cgroup = obj_str(pa, "cgroup");
-        r = ctl(d, "--json", "ps", itest_strdupf("--cgroup=%s", cgroup), NULL);
-        assert_run(r, 0, NULL);
-        j = out_json(r);
-        ck_assert_msg(cJSON_IsArray(j) && find_pid(j, a) && find_pid(j, b), "ps --cgroup printed \"%s\"", r->out);
-
-        /* A process that never maps the driver is no CUDA process. */
-        pid_t plain = itest_target("CUDACKPT_SIM=1", NULL);
-        assert_run(ctl(d, "ps", itest_strdupf("--tree=%d", (int)plain), NULL), 0, "no CUDA process matched\n");
-        assert_run(ctl(d, "--json", "ps", itest_strdupf("--tree=%d", (int)plain), NULL), 0, "[]\n");
+        itest_ctl_run(d, &r, args);
+        ck_assert_msg(r.status == 3, "exit %d (the command's 3 expected); out %s err %s", r.status, r.out, r.err);
+        ck_assert_msg(strstr(r.out, "checkpointed (") && strstr(r.out, ", lease 1\nrunning ("), "out: %s", r.out);
+        itest_assert_state(state_of(c, pid), pid, "running");
 }
 END_TEST
 
-/* The group forms by --pids: each member's state on stdout, and the
- * processes really are there. */
-START_TEST(cli_group_pids)
-{
-        static const char *const env[] = { "CUDACKPT_SIM_DEVICE_COUNT=1", NULL };
-        struct itest_daemon_opts o = { .env = env };
-        struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t t[3] = { itest_target("CUDACKPT_SIM=1", NULL), itest_target("CUDACKPT_SIM=1", NULL),
-                       itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=64", NULL) };
-        const char *sel = itest_strdupf("--pids=%d,%d:%llu,%d", (int)t[0], (int)t[1],
-                                        (unsigned long long)itest_start_time(t[1]), (int)t[2]);
-
-        struct itest_proc_result *r = ctl(d, "suspend", sel, "--lock-timeout=5000", NULL);
-        assert_run(r, 0, NULL);
-        assert_line("suspend", r->out, "^ *PID +STATE +TIME$");
-        for (size_t i = 0; i < 3; i++)
-                assert_line("suspend", r->out, "^ *%d +checkpointed +[0-9]+\\.[0-9] ms$", (int)t[i]);
-        assert_line("suspend", r->out, "^3 processes checkpointed \\([0-9]+\\.[0-9] ms\\)$");
-        assert_states(d, "checkpointed", t, 3);
-
-        /* Converges: a member already there is left as it is. */
-        assert_op_output(ctl(d, "restore", pidstr(t[0]), NULL), "locked");
-        r = ctl(d, "restore", sel, "--map=" ITEST_GPU0 "=" ITEST_GPU0, NULL);
-        assert_run(r, 0, NULL);
-        assert_line("restore", r->out, "^3 processes locked \\([0-9]+\\.[0-9] ms\\)$");
-        assert_states(d, "locked", t, 3);
-        assert_run(ctl(d, "unlock", sel, NULL), 0, NULL);
-        assert_states(d, "running", t, 3);
-
-        /* --json: the daemon's reply. */
-        r = ctl(d, "--json", "lock", sel, NULL);
-        assert_run(r, 0, NULL);
-        cJSON *j = out_json(r);
-        const cJSON *members = cJSON_GetObjectItemCaseSensitive(j, "members");
-        ck_assert_msg(cJSON_IsArray(members) && cJSON_GetArraySize(members) == 3, "lock --json: \"%s\"", r->out);
-        for (size_t i = 0; i < 3; i++) {
-                const cJSON *m = find_pid(members, t[i]);
-                ck_assert_msg(m && obj_str(m, "state") && strcmp(obj_str(m, "state"), "locked") == 0,
-                              "lock --json: \"%s\"", r->out);
-        }
-        assert_run(ctl(d, "checkpoint", sel, NULL), 0, NULL);
-        assert_states(d, "checkpointed", t, 3);
-        assert_run(ctl(d, "resume", sel, NULL), 0, NULL);
-        assert_states(d, "running", t, 3);
-}
-END_TEST
-
-/* --cgroup and --tree: the mapped targets are found, others skipped;
- * a selection without a CUDA process succeeds and says so. */
-START_TEST(cli_group_tree_and_empty)
+START_TEST(cli_hold_killed)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t a = mapped_target();
-        const char *tree = itest_strdupf("--tree=%d", (int)a);
-        struct itest_proc_result *r = ctl(d, "suspend", tree, NULL);
-        assert_run(r, 0, NULL);
-        assert_line("suspend --tree", r->out, "^ *%d +checkpointed ", (int)a);
-        assert_line("suspend --tree", r->out, "^1 process checkpointed \\(");
-        assert_run(ctl(d, "state", pidstr(a), NULL), 0, "checkpointed\n");
-        assert_run(ctl(d, "resume", tree, NULL), 0, NULL);
-        assert_run(ctl(d, "state", pidstr(a), NULL), 0, "running\n");
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = itest_small_target();
+        const char *args[] = { "lock", "--hold", itest_strdupf("%d", (int)pid), NULL };
+        pid_t h = itest_ctl_spawn(d, args, NULL);
 
-        /* Not a CUDA process for the daemon: skipped. */
-        pid_t plain = itest_target("CUDACKPT_SIM=1", NULL);
-        r = ctl(d, "suspend", itest_strdupf("--tree=%d", (int)plain), NULL);
-        assert_run(r, 0, NULL);
-        assert_line("suspend of nothing", r->out, "^skipped, not CUDA processes: %d$", (int)plain);
-        assert_line("suspend of nothing", r->out, "^no CUDA process matched");
-        r = ctl(d, "--json", "suspend", itest_strdupf("--tree=%d", (int)plain), NULL);
-        assert_run(r, 0, NULL);
-        cJSON *j = out_json(r);
-        const cJSON *members = cJSON_GetObjectItemCaseSensitive(j, "members");
-        const cJSON *skipped = cJSON_GetObjectItemCaseSensitive(j, "skipped");
-        ck_assert_msg(cJSON_IsArray(members) && cJSON_GetArraySize(members) == 0 && find_pid(skipped, plain) &&
-                              strcmp(obj_str(find_pid(skipped, plain), "reason"), CUDACKPT_SKIP_NOT_CUDA) == 0,
-                      "suspend --json of nothing: \"%s\"", r->out);
-        assert_run(ctl(d, "state", pidstr(plain), NULL), 0, "running\n");
+        itest_await_state(c, pid, "locked", 10000);
+        itest_kill_wait(h);
+        itest_await_state(c, pid, "running", 1000);
 }
 END_TEST
 
-/* GroupFailed: the member's error's exit status, the phase, the member,
- * the rollback and every member's state on stderr; nothing on stdout. */
-START_TEST(cli_group_failure)
+/* A group under --hold: a killed client's members all run again; with a
+ * command, the members are resumed once it ends. */
+START_TEST(cli_hold_group)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t t[3] = { itest_target("CUDACKPT_SIM=1", NULL),
-                       itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MANAGED=1", NULL),
-                       itest_target("CUDACKPT_SIM=1", NULL) };
-        const char *sel = itest_strdupf("--pids=%d,%d,%d", (int)t[0], (int)t[1], (int)t[2]);
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = itest_small_target(), b = itest_small_target();
+        const char *pids = itest_strdupf("--pids=%d,%d", (int)a, (int)b);
+        const char *args[] = { "suspend", "--hold", pids, NULL };
+        pid_t h = itest_ctl_spawn(d, args, NULL);
 
-        struct itest_proc_result *r = ctl(d, "suspend", sel, NULL);
-        ck_assert_msg(r->status == 16 && r->out[0] == '\0', "exit status %d, stdout \"%s\", stderr \"%s\"",
-                      r->status, r->out, r->err);
-        assert_line("stderr", r->err,
-                    "^cudackptctl: suspend --pids %d,%d,%d: GroupFailed: the group failed in the checkpoint phase "
-                    "at pid %d: NotSupported: .*; every member was brought back to running$",
-                    (int)t[0], (int)t[1], (int)t[2], (int)t[1]);
-        assert_line("stderr", r->err, "^ *PID +STATE +TIME +ERROR$");
-        assert_line("stderr", r->err, "^ *%d +running +[0-9.]+ ms +-$", (int)t[0]);
-        assert_line("stderr", r->err, "^ *%d +running +[0-9.]+ ms +NotSupported: ", (int)t[1]);
-        assert_line("stderr", r->err, "^ *%d +running +[0-9.]+ ms +-$", (int)t[2]);
-        assert_states(d, "running", t, 3);
+        itest_await_state(c, a, "checkpointed", 10000);
+        itest_await_state(c, b, "checkpointed", 10000);
+        itest_kill_wait(h);
+        itest_await_state(c, a, "running", 1000);
+        itest_await_state(c, b, "running", 1000);
 
-        /* --json: the error on stdout, one line on stderr. */
-        r = ctl(d, "--json", "suspend", sel, NULL);
-        ck_assert_msg(r->status == 19, "exit status %d (stderr \"%s\")", r->status, r->err);
-        size_t len = strlen(r->err);
-        ck_assert_msg(len > 1 && !memchr(r->err, '\n', len - 1), "stderr is not one line: \"%s\"", r->err);
-        cJSON *j = out_json(r);
-        const cJSON *params = cJSON_GetObjectItemCaseSensitive(j, "parameters");
-        const cJSON *rb = cJSON_GetObjectItemCaseSensitive(params, "rolled_back");
-        ck_assert_msg(obj_str(j, "error") && strcmp(obj_str(j, "error"), CUDACKPT_ERROR_GROUP_FAILED) == 0 &&
-                              obj_str(params, "error") &&
-                              strcmp(obj_str(params, "error"), CUDACKPT_ERROR_DRIVER_ERROR) == 0 &&
-                              cJSON_IsTrue(rb) &&
-                              cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(params, "members")) == 3,
-                      "--json GroupFailed: \"%s\"", r->out);
-        assert_states(d, "running", t, 3);
-
-        /* The select phase: a pid pinned to another start time. */
-        r = ctl(d, "lock", itest_strdupf("--pids=%d,%d:1", (int)t[0], (int)t[2]), NULL);
-        ck_assert_msg(r->status == 20, "exit status %d (stderr \"%s\")", r->status, r->err);
-        assert_line("stderr", r->err, "GroupFailed: the group failed in the select phase at pid %d: ProcessChanged: "
-                    ".*; nothing was changed$", (int)t[2]);
-        pid_t dead = itest_dead_pid();
-        r = ctl(d, "lock", itest_strdupf("--pids=%d,%d", (int)t[0], (int)dead), NULL);
-        ck_assert_msg(r->status == 10, "exit status %d (stderr \"%s\")", r->status, r->err);
-        assert_has("stderr", r->err, "NoSuchProcess");
-        /* The state phase: nothing to converge from. */
-        r = ctl(d, "checkpoint", itest_strdupf("--pids=%d,%d", (int)t[0], (int)t[2]), NULL);
-        ck_assert_msg(r->status == 13, "exit status %d (stderr \"%s\")", r->status, r->err);
-        assert_line("stderr", r->err, "the group failed in the state phase at pid [0-9]+: InvalidState: "
-                    ".*; nothing was changed$");
-        pid_t ok[2] = { t[0], t[2] };
-        assert_states(d, "running", ok, 2);
+        struct itest_proc_result r;
+        const char *cmd[] = { "lock", "--hold", pids, "--", "sh", "-c", "exit 5", NULL };
+        itest_ctl_run(d, &r, cmd);
+        ck_assert_msg(r.status == 5 && strstr(r.out, "2 processes locked") && strstr(r.out, "2 processes running"),
+                      "exit %d, out %s err %s", r.status, r.out, r.err);
+        itest_assert_state(state_of(c, a), a, "running");
 }
 END_TEST
 
-/* GroupTooLarge: exit status 25. */
-START_TEST(cli_group_too_large)
-{
-        struct itest_daemon_opts o = { .config_json = "{\"max_group_members\": 2}" };
-        struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t t[3] = { itest_target("CUDACKPT_SIM=1", NULL), itest_target("CUDACKPT_SIM=1", NULL),
-                       itest_target("CUDACKPT_SIM=1", NULL) };
-        struct itest_proc_result *r =
-                ctl(d, "suspend", itest_strdupf("--pids=%d,%d,%d", (int)t[0], (int)t[1], (int)t[2]), NULL);
-        assert_run(r, 25, "");
-        assert_has("stderr", r->err, "GroupTooLarge: the selection holds 3 processes, more than the limit of 2");
-        assert_states(d, "running", t, 3);
-}
-END_TEST
-
-/* --progress off a terminal: one plain line per event on stderr. */
-START_TEST(cli_group_progress)
+/* Without a command, --hold lasts until a signal, then undoes it itself. */
+START_TEST(cli_hold_signal)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t t[2] = { itest_target("CUDACKPT_SIM=1", NULL), itest_target("CUDACKPT_SIM=1", NULL) };
-        const char *sel = itest_strdupf("--pids=%d,%d", (int)t[0], (int)t[1]);
-        struct itest_proc_result *r = ctl(d, "--progress", "suspend", sel, NULL);
-        ck_assert_msg(r->status == 0, "exit status %d (stderr \"%s\")", r->status, r->err);
-        ck_assert_msg(!strchr(r->err, '\r') && !strchr(r->err, '\033'), "terminal controls off a terminal: \"%s\"",
-                      r->err);
-        for (size_t i = 0; i < 2; i++) {
-                assert_line("progress", r->err, "^lock [12]/2: %d locked \\([0-9.]+ ms\\)$", (int)t[i]);
-                assert_line("progress", r->err, "^checkpoint [12]/2: %d checkpointed \\([0-9.]+ ms\\)$", (int)t[i]);
-        }
-        assert_line("suspend", r->out, "^2 processes checkpointed");
-        /* Not asked for, off a terminal: none. */
-        assert_run(ctl(d, "resume", sel, NULL), 0, NULL);
-        assert_states(d, "running", t, 2);
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = itest_small_target();
+        const char *args[] = { "suspend", "--hold", itest_strdupf("%d", (int)pid), NULL };
+        int out, st;
+        pid_t h = itest_ctl_spawn(d, args, &out);
+        char buf[512];
+        ssize_t n = 0, k;
+
+        itest_await_state(c, pid, "checkpointed", 10000);
+        ck_assert(kill(h, SIGTERM) == 0);
+        ck_assert(waitpid(h, &st, 0) == h);
+        while (n < (ssize_t)sizeof(buf) - 1 && (k = read(out, buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
+                n += k;
+        buf[n > 0 ? n : 0] = '\0';
+        close(out);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x, out %s", st, buf);
+        ck_assert_msg(strstr(buf, "\nrunning ("), "out: %s", buf);
+        itest_assert_state(state_of(c, pid), pid, "running");
 }
 END_TEST
 
-static char *read_text(const char *path)
+START_TEST(cli_release_and_metrics)
 {
-        static char buf[4096];
-        FILE *f = fopen(path, "re");
-        ck_assert_msg(f, "%s: %s", path, strerror(errno));
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_small_target();
+        struct itest_proc_result r;
+        long long id = 0;
+        const char *lock[] = { "lock", "--lease-ms=600000", itest_strdupf("%d", (int)pid), NULL };
+
+        itest_ctl_run(d, &r, lock);
+        ck_assert_msg(r.status == 0 && sscanf(r.out, "locked (%*f ms), lease %lld", &id) == 1, "out %s", r.out);
+        const char *release[] = { "release", itest_strdupf("%lld", id), NULL };
+        itest_ctl_run(d, &r, release);
+        ck_assert_msg(r.status == 0 && strstr(r.out, "released"), "out %s err %s", r.out, r.err);
+        itest_ctl_run(d, &r, release);
+        ck_assert_msg(r.status == 1 && strstr(r.err, "NoSuchLease: no such lease"), "status %d err %s", r.status, r.err);
+        const char *metrics[] = { "metrics", itest_strdupf("--output=%s/m.prom", d->dir), NULL };
+        itest_ctl_run(d, &r, metrics);
+        ck_assert_msg(r.status == 0, "err %s", r.err);
+        FILE *f = fopen(itest_strdupf("%s/m.prom", d->dir), "r");
+        char line[256];
+        bool granted = false;
+        ck_assert(f);
+        while (fgets(line, sizeof(line), f))
+                granted = granted || strcmp(line, "cudackpt_leases_granted_total 1\n") == 0;
         fclose(f);
-        buf[n] = '\0';
-        return buf;
-}
-
-/* Against a server that is not cudackptd: the streamed call asks for
- * "more"; terminal controls in progress and results never reach the
- * terminal; an error that "continues" is no valid reply. */
-START_TEST(cli_group_hostile_server)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        const char *sock = itest_strdupf("%s/fake", d->dir), *req = itest_strdupf("%s/request", d->dir);
-        static const char *const evil[] = {
-                "{\"parameters\":{\"progress\":{\"phase\":\"lock\\u001b[2J\",\"member\":{\"pid\":7,"
-                "\"start_time\":1,\"state\":\"locked\\u001b]0;owned\\u0007\",\"duration_ms\":1.5},"
-                "\"done\":1,\"total\":1}},\"continues\":true}",
-                "{\"parameters\":{\"progress\":\"garbage\"},\"continues\":true}",
-                "{\"parameters\":{\"members\":[{\"pid\":7,\"start_time\":1,\"state\":\"locked\\u009b2J\","
-                "\"duration_ms\":1.5}],\"skipped\":[{\"pid\":8,\"start_time\":1,\"reason\":\"x\\u001bc\"}],"
-                "\"duration_ms\":2.0}}",
-                NULL,
-        };
-        pid_t srv = itest_fake_server(sock, evil, req);
-        struct itest_proc_result *r =
-                ctl(NULL, itest_strdupf("--socket=%s", sock), "--progress", "lock", "--pids=7", NULL);
-        itest_await_fake_server(srv);
-        ck_assert_msg(r->status == 0, "exit status %d (stdout \"%s\", stderr \"%s\")", r->status, r->out, r->err);
-        cJSON *j = itest_keep_json(cJSON_Parse(read_text(req)));
-        const cJSON *more = cJSON_GetObjectItemCaseSensitive(j, "more");
-        const cJSON *params = cJSON_GetObjectItemCaseSensitive(j, "parameters");
-        const cJSON *pids = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(params, "selector"),
-                                                             "pids");
-        ck_assert_msg(obj_str(j, "method") && strcmp(obj_str(j, "method"), CUDACKPT_METHOD_LOCK_GROUP) == 0 &&
-                              cJSON_IsTrue(more) && cJSON_GetArraySize(pids) == 1 && find_pid(pids, 7),
-                      "request \"%s\"", read_text(req));
-        ck_assert_msg(!strchr(r->out, '\033') && !strchr(r->err, '\033') && !strchr(r->err, '\a') &&
-                              !strstr(r->out, "\xc2\x9b"),
-                      "terminal controls passed through: stdout \"%s\", stderr \"%s\"", r->out, r->err);
-        assert_line("progress", r->err, "^lock\\?\\[2J 1/1: 7 locked\\?\\]0;owned\\? \\(1\\.5 ms\\)$");
-        assert_line("result", r->out, "^ *7 +locked\\?\\?2J +1\\.5 ms$");
-        assert_line("result", r->out, "^skipped \\(x\\?c\\): 8$");
-
-        /* Without --progress off a terminal: no "more". */
-        static const char *const plain[] = { "{\"parameters\":{\"members\":[],\"skipped\":[]}}", NULL };
-        srv = itest_fake_server(itest_strdupf("%s/fake2", d->dir), plain, req);
-        r = ctl(NULL, itest_strdupf("--socket=%s/fake2", d->dir), "unlock", "--tree=1", NULL);
-        itest_await_fake_server(srv);
-        assert_run(r, 0, "no CUDA process matched\n");
-        j = itest_keep_json(cJSON_Parse(read_text(req)));
-        ck_assert_msg(!cJSON_GetObjectItemCaseSensitive(j, "more"), "request \"%s\"", read_text(req));
-
-        /* An error that says it continues. */
-        static const char *const bad[] = {
-                "{\"error\":\"" CUDACKPT_ERROR_GROUP_FAILED "\",\"parameters\":{\"error\":\""
-                CUDACKPT_ERROR_NOT_SUPPORTED "\"},\"continues\":true}",
-                NULL,
-        };
-        srv = itest_fake_server(itest_strdupf("%s/fake3", d->dir), bad, req);
-        r = ctl(NULL, itest_strdupf("--socket=%s/fake3", d->dir), "--progress", "suspend", "--pids=7", NULL);
-        itest_await_fake_server(srv);
-        assert_run(r, 1, "");
-        assert_has("stderr", r->err, "invalid reply from cudackptd");
+        ck_assert_msg(granted, "no cudackpt_leases_granted_total 1 in the file");
+        const char *bad[] = { "state", "--lease-ms=5", itest_strdupf("%d", (int)pid), NULL };
+        itest_ctl_run(d, &r, bad);
+        ck_assert_int_eq(r.status, 2);
 }
 END_TEST
 
-/* Bad group command lines: exit 2 before the daemon is asked. */
-START_TEST(cli_group_usage)
+START_TEST(cli_watch_json)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
-        const char *p = pidstr(pid), *pids = itest_strdupf("--pids=%d", (int)pid);
-        static const char *const bad_pids[] = { "--pids=", "--pids=1,,2", "--pids=1,", "--pids=,1", "--pids=x",
-                                                "--pids=0", "--pids=-1", "--pids=1:", "--pids=1:x", "--pids=1:2:3",
-                                                "--pids=1,1", "--pids=1,1:5", "--pids=2147483648", NULL };
-        for (size_t i = 0; bad_pids[i]; i++)
-                assert_run(ctl(d, "lock", bad_pids[i], NULL), 2, "");
-        /* Two selectors, or the same twice. */
-        assert_run(ctl(d, "lock", pids, "--tree=1", NULL), 2, "");
-        assert_run(ctl(d, "lock", pids, "--cgroup=/", NULL), 2, "");
-        assert_run(ctl(d, "ps", "--tree=1", "--tree=2", NULL), 2, "");
-        /* A pid and a selector. */
-        assert_run(ctl(d, "suspend", p, pids, NULL), 2, "");
-        assert_run(ctl(d, "resume", "--tree=1", p, NULL), 2, "");
-        /* Not for queries, nor ps a pid. */
-        assert_run(ctl(d, "state", pids, NULL), 2, "");
-        assert_run(ctl(d, "restore-tid", "--tree=1", NULL), 2, "");
-        assert_run(ctl(d, "info", "--cgroup=/", NULL), 2, "");
-        assert_run(ctl(d, "ps", p, NULL), 2, "");
-        assert_run(ctl(d, "ps", "--map=" ITEST_GPU0 "=" ITEST_GPU1, NULL), 2, "");
-        /* Bad trees and cgroups. */
-        assert_run(ctl(d, "lock", "--tree=0", NULL), 2, "");
-        assert_run(ctl(d, "lock", "--tree=x", NULL), 2, "");
-        assert_run(ctl(d, "lock", "--cgroup=kubepods", NULL), 2, "");
-        assert_run(ctl(d, "lock", "--cgroup=/a/../b", NULL), 2, "");
-        assert_run(ctl(d, "lock", "--cgroup=/a//b", NULL), 2, "");
-        assert_run(ctl(d, "lock", "--cgroup=", NULL), 2, "");
-        /* --progress not with lock of a PID; options where they belong. */
-        assert_run(ctl(d, "--progress", "lock", p, NULL), 2, "");
-        assert_run(ctl(d, "--no-progress", "ps", NULL), 2, "");
-        assert_run(ctl(d, "checkpoint", pids, "--lock-timeout=5", NULL), 2, "");
-        assert_run(ctl(d, "lock", pids, "--map=" ITEST_GPU0 "=" ITEST_GPU1, NULL), 2, "");
-        assert_run(ctl(d, "state", p, NULL), 0, "running\n");
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = itest_small_target();
+        const char *args[] = { "--json", "watch", itest_strdupf("--pids=%d", (int)pid), NULL };
+        int out;
+        pid_t w = itest_ctl_spawn(d, args, &out);
+        char buf[8192];
+        size_t n = 0;
+
+        /* The watch is set up once the daemon counts a watcher. */
+        for (int i = 0;; i++) {
+                const char *text = itest_str(itest_call(c, CUDACKPT_METHOD_GET_METRICS, NULL), "text");
+                if (strstr(text, "\ncudackpt_watchers 1\n"))
+                        break;
+                ck_assert_msg(i < 500, "the watcher never connected");
+                usleep(10000);
+        }
+        itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid));
+        itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid));
+        while (n < sizeof(buf) - 1 && !strstr(buf, "\"method\":\"Unlock\",\"result\":\"ok\"")) {
+                struct pollfd p = { .fd = out, .events = POLLIN };
+                ck_assert_msg(poll(&p, 1, 5000) == 1, "no event line; got %s", buf);
+                ssize_t k = read(out, buf + n, sizeof(buf) - 1 - n);
+                ck_assert(k > 0);
+                n += (size_t)k;
+                buf[n] = '\0';
+        }
+        ck_assert_msg(strncmp(buf, "{\"type\":\"watching\",", strlen("{\"type\":\"watching\",")) == 0, "first line: %s", buf);
+        itest_kill_wait(w);
+        close(out);
+}
+END_TEST
+
+/* --progress off a terminal: a line per progress event on stderr. */
+START_TEST(cli_progress)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"progress_interval_ms\":100}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        const char *argv[] = { itest_self_exe(), "--itest-grow", "200", NULL };
+        const char *env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=384", "CUDACKPT_SIM_CKPT_MIBPS=256", NULL };
+        pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
+        struct itest_proc_result r;
+        const char *args[] = { "--progress", "suspend", itest_strdupf("%d", (int)pid), NULL };
+        const char *resume[] = { "resume", itest_strdupf("%d", (int)pid), NULL };
+        char want[64];
+        int lines = 0;
+
+        itest_ctl_run(d, &r, args);
+        ck_assert_msg(r.status == 0 && strncmp(r.out, "checkpointed (", 14) == 0, "out %s err %s", r.out, r.err);
+        snprintf(want, sizeof(want), "checkpoint of %d: ", (int)pid);
+        for (const char *p = r.err; (p = strstr(p, want)); p++)
+                lines++;
+        ck_assert_msg(lines >= 3, "%d progress lines: %s", lines, r.err);
+        itest_ctl_run(d, &r, resume);
+        ck_assert_int_eq(r.status, 0);
+        itest_ctl_run(d, &r, args);
+        ck_assert_msg(strstr(r.err, " GiB of ") && strstr(r.err, "%)\n"), "no total in %s", r.err);
 }
 END_TEST
 
@@ -931,18 +600,19 @@ static Suite *cli_suite(void)
         tcase_add_test(tc, cli_compat_device_map_option_wins);
         tcase_add_test(tc, cli_compat_device_map_env_scope);
         tcase_add_test(tc, cli_compat_device_map_env_malformed);
-        tcase_add_test(tc, cli_ps);
-        tcase_add_test(tc, cli_group_pids);
-        tcase_add_test(tc, cli_group_tree_and_empty);
-        tcase_add_test(tc, cli_group_failure);
-        tcase_add_test(tc, cli_group_too_large);
-        tcase_add_test(tc, cli_group_progress);
-        tcase_add_test(tc, cli_group_hostile_server);
-        tcase_add_test(tc, cli_group_usage);
+        tcase_add_test(tc, cli_hold_command);
+        tcase_add_test(tc, cli_hold_killed);
+        tcase_add_test(tc, cli_hold_signal);
+        tcase_add_test(tc, cli_hold_group);
+        tcase_add_test(tc, cli_release_and_metrics);
+        tcase_add_test(tc, cli_watch_json);
+        tcase_add_test(tc, cli_progress);
         return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+        if (argc >= 3 && strcmp(argv[1], "--itest-grow") == 0)
+                return itest_grow_mode(argv);
         return itest_main(cli_suite());
 }

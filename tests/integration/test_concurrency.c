@@ -224,7 +224,7 @@ END_TEST
 START_TEST(many_connections)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         enum { N = 20 };
         struct itest_conn *c[N];
         for (int i = 0; i < N; i++)
@@ -241,7 +241,7 @@ END_TEST
 START_TEST(slow_reader)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         struct itest_conn *hog = itest_connect(d);
         static const char req[] = "{\"method\":\"org.varlink.service.GetInfo\"}";
         /* Write until the socket is full (the daemon stopped reading) or

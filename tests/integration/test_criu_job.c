@@ -15,7 +15,7 @@
  * good and bad.
  *
  * Skips as integration.criu does (citest_probe). */
-#include "criu_itest.h"
+#include "criu_job_itest.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -31,171 +31,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Bound on one cudackptctl dump or restore (each runs criu once per tree). */
-#define JOB_TIMEOUT_MS (2 * CRIU_TIMEOUT_MS)
-/* The lease's promise: killed, the job runs again within this. */
-#define LEASE_UNDO_MS 1000
-
-/* Asserts cond about a cudackptctl run; its output goes to stderr first
- * (too long for Check's message). */
-#define assert_run(cond, res, ...) do { \
-        if (!(cond)) \
-                fprintf(stderr, "----- cudackptctl printed -----\n%s----- end -----\n", (res)->out); \
-        ck_assert_msg((cond), __VA_ARGS__); \
-} while (0)
-
-/* An executable script DIR/bin/NAME holding body (criu runs an action
- * script's path as it is given); its path. */
-static const char *script(struct citest_ctx *x, const char *name, const char *body)
-{
-        const char *path = itest_strdupf("%s/%s", x->bin, name);
-        FILE *f = fopen(path, "we");
-        ck_assert(f);
-        fprintf(f, "#!/bin/sh\n%s\n", body);
-        ck_assert_int_eq(fclose(f), 0);
-        ck_assert_int_eq(chmod(path, 0755), 0);
-        return path;
-}
-
-/* x's environment plus CUDACKPT_CRIU (what cudackptctl runs as criu). */
-static const char *const *job_env(struct citest_ctx *x, const char *criu)
-{
-        const char **env = itest_keep(calloc(24, sizeof(char *)));
-        size_t n = 0;
-        ck_assert(env);
-        for (; x->env[n]; n++)
-                env[n] = x->env[n];
-        env[n++] = itest_strdupf("CUDACKPT_CRIU=%s", criu ? criu : citest_criu_path);
-        env[n] = NULL;
-        return env;
-}
-
-/* Runs cudackptctl ARGS... (NULL-terminated) with env; the result. */
-static struct citest_run *ctl(const char *const *env, ...)
-{
-        const char *argv[40];
-        size_t n = 0;
-        argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
-        va_list ap;
-        va_start(ap, env);
-        for (const char *a = va_arg(ap, const char *); a && n < 39; a = va_arg(ap, const char *))
-                argv[n++] = a;
-        va_end(ap);
-        argv[n] = NULL;
-        struct citest_run *res = itest_keep(calloc(1, sizeof(*res)));
-        ck_assert(res);
-        int r = citest_run_bounded(argv, env, JOB_TIMEOUT_MS, res);
-        ck_assert_msg(r == 0, "cannot run cudackptctl: %s", strerror(-r));
-        assert_run(!res->timed_out, res, "cudackptctl %s did not finish within %d ms", argv[1], JOB_TIMEOUT_MS);
-        return res;
-}
-
-static void expect_ok(const struct citest_run *res, const char *what)
-{
-        assert_run(res->status == 0, res, "%s: exit status %d (its output above)", what, res->status);
-}
-
-/* The daemon's log holds no audit of a single call of method on pid (any
- * result): a group's own steps carry detail="...Group". */
-static void assert_no_audit(struct citest_ctx *x, const char *method, pid_t pid)
-{
-        char *text = citest_slurp(itest_strdupf("%s/daemon.log", x->d->dir));
-        const char *bad = itest_strdupf(" method=%s target_pid=%d ", method, (int)pid);
-        ck_assert(text);
-        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-                nl = strchr(line, '\n');
-                if (nl)
-                        *nl = '\0';
-                ck_assert_msg(!strstr(line, bad) || strstr(line, " detail="),
-                              "the daemon audited a single %s of %d (the plugin did GPU work): %s", method, (int)pid,
-                              line);
-        }
-}
-
-/* After a dump: the pids gone, the manifest there, the plugin having left
- * every member alone. */
-static void check_dumped(struct citest_ctx *x, const char *img, const pid_t *pids, size_t n, size_t trees)
-{
-        for (size_t i = 0; i < n; i++)
-                citest_await_gone(pids[i], AWAIT_MS);
-        char *manifest = citest_slurp(itest_strdupf("%s/manifest.json", img));
-        ck_assert_msg(manifest, "no %s/manifest.json after a good dump", img);
-        cJSON *m = itest_keep_json(cJSON_Parse(manifest));
-        ck_assert_msg(m, "manifest.json is not JSON: %s", manifest);
-        ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "trees")), (int)trees);
-        ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "members")), (int)n);
-        for (size_t i = 0; i < n; i++) {
-                itest_await_log(x->d, itest_strdupf(" method=SuspendGroup"), AWAIT_MS);
-                assert_no_audit(x, "Lock", pids[i]);
-                assert_no_audit(x, "Checkpoint", pids[i]);
-        }
-}
-
-/* The plugin saw pid checkpointed at the dump (tree dir DIR/tree-ROOT). */
-static void check_plugin_skipped(const char *img, pid_t root, pid_t pid)
-{
-        const char *log = itest_strdupf("%s/tree-%d/dump.log", img, (int)root);
-        char *text = citest_slurp(log);
-        ck_assert_msg(text, "no %s", log);
-        const char *want = itest_strdupf("pid %d already in a checkpointed state", (int)pid);
-        if (!strstr(text, want))
-                citest_print_log_tail("dump.log", log);
-        ck_assert_msg(strstr(text, want), "%s does not say \"%s\": the plugin was off, or it checkpointed", log,
-                      want);
-}
-
-/* After a restore: the same pids, new processes, running, memory intact
- * (the check counter as it was dumped, plus one), and the GPU state
- * restored by the group, not by the plugin. */
-static void check_job_restored(struct citest_ctx *x, const pid_t *pids, const uint64_t *start, size_t n,
-                               unsigned long check)
-{
-        for (size_t i = 0; i < n; i++) {
-                char st = 0;
-                pid_t ppid = 0;
-                ck_assert_msg(citest_proc_stat(pids[i], &st, &ppid), "pid %d did not come back", (int)pids[i]);
-                ck_assert_msg(st != 'Z' && st != 'X', "restored pid %d is dead (%c)", (int)pids[i], st);
-                ck_assert_msg(itest_start_time(pids[i]) != start[i], "pid %d is not a restored process",
-                              (int)pids[i]);
-                citest_assert_state(x, pids[i], "running");
-                assert_no_audit(x, "Restore", pids[i]);
-                citest_check_memory(x, pids[i], check);
-        }
-        itest_await_log(x->d, " method=ResumeGroup", AWAIT_MS);
-}
-
-static void start_times(const pid_t *pids, uint64_t *start, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                start[i] = itest_start_time(pids[i]);
-}
-
 /* ---- the tests ----------------------------------------------------------- */
 
 START_TEST(job_tree_dump_restore)
 {
         struct citest_ctx x;
         citest_setup(&x);
-        const char *const *env = job_env(&x, NULL);
+        const char *const *env = cjob_env(&x, NULL);
         pid_t pids[3];
         uint64_t start[3];
         ck_assert_int_eq(citest_start_target(&x, "tree", pids, 3), 3);
-        start_times(pids, start, 3);
+        cjob_start_times(pids, start, 3);
         for (int i = 0; i < 3; i++)
                 citest_check_memory(&x, pids[i], 1);
 
-        struct citest_run *d = ctl(env, "dump", "--tree", itest_strdupf("%d", (int)pids[0]), "--images", x.img,
+        struct citest_run *d = cjob_ctl(env, "dump", "--tree", itest_strdupf("%d", (int)pids[0]), "--images", x.img,
                                    "--progress", NULL);
-        expect_ok(d, "dump --tree");
+        cjob_expect_ok(d, "dump --tree");
         assert_run(strstr(d->out, "dumped 3 CUDA processes in 1 tree"), d, "dump said something else");
-        check_dumped(&x, x.img, pids, 3, 1);
+        cjob_check_dumped(&x, x.img, pids, 3, 1);
         for (int i = 0; i < 3; i++)
-                check_plugin_skipped(x.img, pids[0], pids[i]);
+                cjob_check_plugin_skipped(x.img, pids[0], pids[i]);
 
-        struct citest_run *r = ctl(env, "restore", "--images", x.img, "--json", NULL);
-        expect_ok(r, "restore --images");
+        struct citest_run *r = cjob_ctl(env, "restore", "--images", x.img, "--json", NULL);
+        cjob_expect_ok(r, "restore --images");
         assert_run(strstr(r->out, "\"restored\":true"), r, "restore --json said something else");
-        check_job_restored(&x, pids, start, 3, 2);
+        cjob_check_job_restored(&x, pids, start, 3, 2);
         citest_kill_all(pids, 3);
 }
 END_TEST
@@ -204,11 +65,11 @@ START_TEST(job_dump_failures_leave_job_running)
 {
         struct citest_ctx x;
         citest_setup(&x);
-        const char *const *env = job_env(&x, NULL);
+        const char *const *env = cjob_env(&x, NULL);
         pid_t pids[3];
         ck_assert_int_eq(citest_start_target(&x, "tree", pids, 3), 3);
         uint64_t start[3];
-        start_times(pids, start, 3);
+        cjob_start_times(pids, start, 3);
         const char *tree = itest_strdupf("%d", (int)pids[0]);
 
         /* An image directory that cannot be written: refused before anything is suspended. */
@@ -216,14 +77,14 @@ START_TEST(job_dump_failures_leave_job_running)
         int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
         ck_assert_int_ge(fd, 0);
         close(fd);
-        struct citest_run *res = ctl(env, "dump", "--tree", tree, "--images", itest_strdupf("%s/img", file), NULL);
+        struct citest_run *res = cjob_ctl(env, "dump", "--tree", tree, "--images", itest_strdupf("%s/img", file), NULL);
         assert_run(res->status != 0 && strstr(res->out, "nothing was suspended"), res, "dump into a file: %d",
                    res->status);
         /* criu's --action-script abbreviated (getopt_long takes prefixes):
          * refused, it would run beside dump's own script. */
         static const char *const abbrev[][2] = { { "--action-scr", "/bin/true" }, { "--act=/bin/true", NULL } };
         for (int k = 0; k < 2; k++) {
-                res = ctl(env, "dump", "--tree", tree, "--images", x.img, "--", abbrev[k][0], abbrev[k][1], NULL);
+                res = cjob_ctl(env, "dump", "--tree", tree, "--images", x.img, "--", abbrev[k][0], abbrev[k][1], NULL);
                 assert_run(res->status == 2 && strstr(res->out, "--action-script in full"), res, "dump -- %s: %d",
                            abbrev[k][0], res->status);
         }
@@ -233,13 +94,13 @@ START_TEST(job_dump_failures_leave_job_running)
         /* An option criu refuses, then a criu failing at post-dump, after
          * writing every image, with the tasks frozen; then criu exiting 0
          * without dumping anything (-V, --help). */
-        const char *late = script(&x, "fail-post-dump", "test \"$CRTOOLS_SCRIPT_ACTION\" != post-dump");
+        const char *late = cjob_script(&x, "fail-post-dump", "test \"$CRTOOLS_SCRIPT_ACTION\" != post-dump");
         const char *const *opts[] = { (const char *const[]){ "--no-such-criu-option", NULL },
                                       (const char *const[]){ "--action-script", late, NULL },
                                       (const char *const[]){ "-V", NULL },
                                       (const char *const[]){ "--help", NULL } };
         for (int k = 0; k < 4; k++) {
-                res = ctl(env, "dump", "--tree", tree, "--images", x.img, "--", opts[k][0], opts[k][1], NULL);
+                res = cjob_ctl(env, "dump", "--tree", tree, "--images", x.img, "--", opts[k][0], opts[k][1], NULL);
                 assert_run(res->status == 1, res, "dump with a failing criu (%s): exit status %d", opts[k][0],
                            res->status);
                 assert_run(strstr(res->out, "step 2 of 3 (criu dump) failed; the job was resumed"), res,
@@ -293,7 +154,7 @@ START_TEST(job_dump_refuses_untrusted_dir)
 {
         struct citest_ctx x;
         citest_setup(&x);
-        const char *const *env = job_env(&x, NULL);
+        const char *const *env = cjob_env(&x, NULL);
         pid_t pids[1];
         ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
         const char *pid = itest_strdupf("%d", (int)pids[0]);
@@ -315,7 +176,7 @@ START_TEST(job_dump_refuses_untrusted_dir)
         const char *dirs[] = { other, group, link, x.img };
         const char *why[] = { "another user's", "writable by others", "symbolic link", "not a file of this user's" };
         for (int k = 0; k < 4; k++) {
-                struct citest_run *res = ctl(env, "dump", "--pids", pid, "--images", dirs[k], NULL);
+                struct citest_run *res = cjob_ctl(env, "dump", "--pids", pid, "--images", dirs[k], NULL);
                 assert_run(res->status == 1 && strstr(res->out, why[k]) && strstr(res->out, "nothing was suspended"),
                            res, "dump into %s: exit status %d", dirs[k], res->status);
         }
@@ -328,7 +189,7 @@ START_TEST(job_dump_refuses_untrusted_dir)
         ck_assert_int_eq(unlink(itest_strdupf("%s/manifest.json.part", x.img)), 0);
         ck_assert_int_eq(mkdir(elsewhere, 0700), 0);
         ck_assert_int_eq(symlink(elsewhere, itest_strdupf("%s/tree-%s", x.img, pid)), 0);
-        struct citest_run *res = ctl(env, "dump", "--pids", pid, "--images", x.img, NULL);
+        struct citest_run *res = cjob_ctl(env, "dump", "--pids", pid, "--images", x.img, NULL);
         assert_run(res->status == 1 && strstr(res->out, "not a directory of this user's") &&
                            strstr(res->out, "the job was resumed"),
                    res, "dump with a linked tree directory: exit status %d", res->status);
@@ -355,9 +216,9 @@ START_TEST(job_restore_refuses_untrusted_images)
         citest_setup(&x);
         /* A criu that notes a restore (and fails it); --version as the real one. */
         const char *ran = itest_strdupf("%s/criu-ran", x.d->dir);
-        const char *criu = script(&x, "criu-notes", itest_strdupf("[ \"$1\" = restore ] && { touch '%s'; exit 1; }\n"
+        const char *criu = cjob_script(&x, "criu-notes", itest_strdupf("[ \"$1\" = restore ] && { touch '%s'; exit 1; }\n"
                                                                    "exec '%s' \"$@\"", ran, citest_criu_path));
-        const char *const *env = job_env(&x, criu);
+        const char *const *env = cjob_env(&x, criu);
         /* Pids above any pid_max: free, and nothing to end. */
         const char *tree = "{\"root\": 2000000001, \"images\": \"tree-2000000001\", \"pids\": [2000000001, 2000000002]}";
         const char *tree2 = "{\"root\": 2000000003, \"images\": \"tree-2000000003\", \"pids\": [2000000003, 2000000002]}";
@@ -377,7 +238,7 @@ START_TEST(job_restore_refuses_untrusted_images)
         };
         for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
                 write_manifest(x.img, bad[k][0], bad[k][1]);
-                struct citest_run *res = ctl(env, "restore", "--images", x.img, NULL);
+                struct citest_run *res = cjob_ctl(env, "restore", "--images", x.img, NULL);
                 assert_run(res->status == 1 && strstr(res->out, bad[k][2]) && strstr(res->out, "nothing was restored"),
                            res, "restore of bad manifest %zu: exit status %d", k, res->status);
                 ck_assert_msg(access(ran, F_OK) != 0, "criu ran for bad manifest %zu", k);
@@ -390,27 +251,27 @@ START_TEST(job_restore_refuses_untrusted_images)
         write_manifest(good, tree, "{\"pid\": 2000000002, \"tree\": 2000000001}");
         ck_assert_int_eq(unlink(manifest), 0);
         ck_assert_int_eq(mkfifo(manifest, 0600), 0);
-        struct citest_run *res = ctl(env, "restore", "--images", x.img, NULL);
+        struct citest_run *res = cjob_ctl(env, "restore", "--images", x.img, NULL);
         assert_run(res->status == 1 && strstr(res->out, "not a regular file"), res, "FIFO manifest: %d", res->status);
         ck_assert_int_eq(unlink(manifest), 0);
         ck_assert_int_eq(symlink(itest_strdupf("%s/manifest.json", good), manifest), 0);
-        res = ctl(env, "restore", "--images", x.img, NULL);
+        res = cjob_ctl(env, "restore", "--images", x.img, NULL);
         assert_run(res->status == 1 && strstr(res->out, "symbolic link"), res, "linked manifest: %d", res->status);
         ck_assert_int_eq(unlink(manifest), 0);
         write_manifest(x.img, tree, "{\"pid\": 2000000002, \"tree\": 2000000001}");
         ck_assert_int_eq(chown(manifest, 65534, 65534), 0);
-        res = ctl(env, "restore", "--images", x.img, NULL);
+        res = cjob_ctl(env, "restore", "--images", x.img, NULL);
         assert_run(res->status == 1 && strstr(res->out, "not a regular file of uid"), res, "another's manifest: %d",
                    res->status);
         ck_assert_int_eq(chown(manifest, 0, 0), 0);
         ck_assert_int_eq(chown(x.img, 65534, 65534), 0);
-        res = ctl(env, "restore", "--images", x.img, NULL);
+        res = cjob_ctl(env, "restore", "--images", x.img, NULL);
         assert_run(res->status == 1 && strstr(res->out, "another user's"), res, "another's DIR: %d", res->status);
         ck_assert_int_eq(chown(x.img, 0, 0), 0);
         const char *tdir = itest_strdupf("%s/tree-2000000001", x.img);
         ck_assert_int_eq(rmdir(tdir), 0);
         ck_assert_int_eq(symlink(good, tdir), 0);
-        res = ctl(env, "restore", "--images", x.img, NULL);
+        res = cjob_ctl(env, "restore", "--images", x.img, NULL);
         assert_run(res->status == 1 && strstr(res->out, "is not a directory of uid"), res, "linked tree: %d",
                    res->status);
         ck_assert_msg(access(ran, F_OK) != 0, "criu ran for untrusted images");
@@ -418,7 +279,7 @@ START_TEST(job_restore_refuses_untrusted_images)
         /* The same, good: criu runs (and fails, as this one does). */
         ck_assert_int_eq(unlink(tdir), 0);
         ck_assert_int_eq(mkdir(tdir, 0700), 0);
-        res = ctl(env, "restore", "--images", x.img, NULL);
+        res = cjob_ctl(env, "restore", "--images", x.img, NULL);
         assert_run(res->status == 1 && strstr(res->out, "step 1 of 2 (criu restore) failed"), res, "good: %d",
                    res->status);
         ck_assert_msg(access(ran, F_OK) == 0, "criu did not run for good images");
@@ -430,7 +291,7 @@ END_TEST
 static const char *waiting_criu(struct citest_ctx *x)
 {
         const char *d = x->d->dir;
-        return script(x, "criu-waits",
+        return cjob_script(x, "criu-waits",
                       itest_strdupf("case \"$1\" in dump|restore)\n  touch '%s/criu.'\"$1\"\n"
                                     "  while [ ! -e '%s/go.'\"$1\" ]; do sleep 0.01; done;;\nesac\nexec '%s' \"$@\"",
                                     d, d, citest_criu_path));
@@ -501,19 +362,19 @@ START_TEST(job_signals_wait_for_criu)
 {
         struct citest_ctx x;
         citest_setup(&x);
-        const char *const *env = job_env(&x, waiting_criu(&x));
+        const char *const *env = cjob_env(&x, waiting_criu(&x));
         pid_t pids[1];
         uint64_t start[1];
         ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
-        start_times(pids, start, 1);
+        cjob_start_times(pids, start, 1);
         citest_check_memory(&x, pids[0], 1);
 
         const char *const dump[] = { "dump", "--pids", itest_strdupf("%d", (int)pids[0]), "--images", x.img, NULL };
         signals_during_criu(&x, env, "dump", dump);
-        check_dumped(&x, x.img, pids, 1, 1);
+        cjob_check_dumped(&x, x.img, pids, 1, 1);
         const char *const restore[] = { "restore", "--images", x.img, NULL };
         signals_during_criu(&x, env, "restore", restore);
-        check_job_restored(&x, pids, start, 1, 2);
+        cjob_check_job_restored(&x, pids, start, 1, 2);
         citest_kill_all(pids, 1);
 }
 END_TEST
@@ -538,7 +399,7 @@ START_TEST(job_dump_killed_leaves_job_running)
         struct citest_ctx x;
         citest_setup(&x);
         const char *pidfile = itest_strdupf("%s/criu.pid", x.d->dir);
-        const char *const *env = job_env(&x, blocking_criu(&x, pidfile));
+        const char *const *env = cjob_env(&x, blocking_criu(&x, pidfile));
         pid_t pids[3];
         ck_assert_int_eq(citest_start_target(&x, "tree", pids, 3), 3);
 
@@ -593,32 +454,32 @@ START_TEST(job_leave_running_then_restore)
 {
         struct citest_ctx x;
         citest_setup(&x);
-        const char *const *env = job_env(&x, NULL);
+        const char *const *env = cjob_env(&x, NULL);
         pid_t pids[1];
         ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
         uint64_t start[1];
-        start_times(pids, start, 1);
+        cjob_start_times(pids, start, 1);
 
-        struct citest_run *d = ctl(env, "dump", "--pids", itest_strdupf("%d", (int)pids[0]), "--images", x.img,
+        struct citest_run *d = cjob_ctl(env, "dump", "--pids", itest_strdupf("%d", (int)pids[0]), "--images", x.img,
                                    "--leave-running", NULL);
-        expect_ok(d, "dump --leave-running");
+        cjob_expect_ok(d, "dump --leave-running");
         ck_assert_int_eq(itest_start_time(pids[0]), start[0]);
         citest_assert_state(&x, pids[0], "running");
         citest_check_memory(&x, pids[0], 1);
-        check_plugin_skipped(x.img, pids[0], pids[0]);
+        cjob_check_plugin_skipped(x.img, pids[0], pids[0]);
         const char *manifest = citest_slurp(itest_strdupf("%s/manifest.json", x.img));
         ck_assert_msg(manifest && strstr(manifest, "\"left_running\":\ttrue"), "manifest: %s", manifest);
 
         /* A restore while the job still runs is refused, untouched. */
-        struct citest_run *r = ctl(env, "restore", "--images", x.img, NULL);
+        struct citest_run *r = cjob_ctl(env, "restore", "--images", x.img, NULL);
         assert_run(r->status != 0 && strstr(r->out, "is in use"), r, "restore over a running job: %d", r->status);
         citest_check_memory(&x, pids[0], 2);
 
         /* The images are good: the job, ended, comes back from them (the counter as dumped). */
         citest_kill_all(pids, 1);
-        r = ctl(env, "restore", "--images", x.img, NULL);
-        expect_ok(r, "restore of a --leave-running dump");
-        check_job_restored(&x, pids, start, 1, 1);
+        r = cjob_ctl(env, "restore", "--images", x.img, NULL);
+        cjob_expect_ok(r, "restore of a --leave-running dump");
+        cjob_check_job_restored(&x, pids, start, 1, 1);
         citest_kill_all(pids, 1);
 }
 END_TEST
@@ -627,22 +488,22 @@ START_TEST(job_two_trees_all_or_nothing)
 {
         struct citest_ctx x;
         citest_setup(&x);
-        const char *const *env = job_env(&x, NULL);
+        const char *const *env = cjob_env(&x, NULL);
         pid_t pids[2];
         ck_assert_int_eq(citest_start_target(&x, "single", &pids[0], 1), 1);
         ck_assert_int_eq(citest_start_target(&x, "single", &pids[1], 1), 1);
         uint64_t start[2];
-        start_times(pids, start, 2);
+        cjob_start_times(pids, start, 2);
         const char *list = itest_strdupf("%d,%d", (int)pids[0], (int)pids[1]);
 
         /* The second tree's criu fails at post-dump, after the first's is done
          * too: neither tree may end. */
-        const char *fail_second = script(&x, "fail-second-tree",
+        const char *fail_second = cjob_script(&x, "fail-second-tree",
                                          itest_strdupf("[ \"$CRTOOLS_SCRIPT_ACTION\" = post-dump ] || exit 0\n"
                                                        "case \"$(readlink \"$CRTOOLS_IMAGE_DIR\")\" in\n"
                                                        "*/tree-%d) exit 1;;\nesac",
                                                        (int)pids[1]));
-        struct citest_run *res = ctl(env, "dump", "--pids", list, "--images", x.img, "--", "--action-script",
+        struct citest_run *res = cjob_ctl(env, "dump", "--pids", list, "--images", x.img, "--", "--action-script",
                                      fail_second, NULL);
         assert_run(res->status == 1 && strstr(res->out, "the job was resumed"), res, "dump: %d", res->status);
         for (int i = 0; i < 2; i++) {
@@ -663,7 +524,7 @@ START_TEST(job_two_trees_all_or_nothing)
                 (int)pids[1], x.img, (int)pids[0], citest_criu_path, citest_criu_path);
         ck_assert_int_eq(fclose(f), 0);
         ck_assert_int_eq(chmod(early, 0755), 0);
-        res = ctl(job_env(&x, early), "dump", "--pids", list, "--images", x.img, NULL);
+        res = cjob_ctl(cjob_env(&x, early), "dump", "--pids", list, "--images", x.img, NULL);
         /* (The first's barrier script, when it had not connected yet, is
          * refused instead of let down: either way its criu fails.) */
         assert_run(res->status == 1 && strstr(res->out, "the job was resumed") && strstr(res->out, "dumped nothing") &&
@@ -676,13 +537,13 @@ START_TEST(job_two_trees_all_or_nothing)
         }
 
         /* Both dumped, both back. */
-        res = ctl(env, "dump", "--pids", list, "--images", x.img, NULL);
-        expect_ok(res, "dump of two trees");
+        res = cjob_ctl(env, "dump", "--pids", list, "--images", x.img, NULL);
+        cjob_expect_ok(res, "dump of two trees");
         assert_run(strstr(res->out, "in 2 trees"), res, "dump said something else");
-        check_dumped(&x, x.img, pids, 2, 2);
-        res = ctl(env, "restore", "--images", x.img, NULL);
-        expect_ok(res, "restore of two trees");
-        check_job_restored(&x, pids, start, 2, 2);
+        cjob_check_dumped(&x, x.img, pids, 2, 2);
+        res = cjob_ctl(env, "restore", "--images", x.img, NULL);
+        cjob_expect_ok(res, "restore of two trees");
+        cjob_check_job_restored(&x, pids, start, 2, 2);
         citest_kill_all(pids, 2);
 }
 END_TEST
@@ -693,18 +554,18 @@ START_TEST(job_restore_device_map)
         struct itest_daemon_opts o = { .env = denv };
         struct citest_ctx x;
         citest_setup_with(&x, &o);
-        const char *const *env = job_env(&x, NULL);
+        const char *const *env = cjob_env(&x, NULL);
         pid_t pids[3];
         ck_assert_int_eq(citest_start_target(&x, "tree", pids, 3), 3);
         uint64_t start[3];
-        start_times(pids, start, 3);
-        struct citest_run *res = ctl(env, "dump", "--tree", itest_strdupf("%d", (int)pids[0]), "--images", x.img,
+        cjob_start_times(pids, start, 3);
+        struct citest_run *res = cjob_ctl(env, "dump", "--tree", itest_strdupf("%d", (int)pids[0]), "--images", x.img,
                                      NULL);
-        expect_ok(res, "dump --tree");
-        check_dumped(&x, x.img, pids, 3, 1);
+        cjob_expect_ok(res, "dump --tree");
+        cjob_check_dumped(&x, x.img, pids, 3, 1);
 
         /* Onto a GPU this machine does not have: no member unlocked, and said. */
-        res = ctl(env, "restore", "--images", x.img, "--device-map", ITEST_GPU0 "=" ITEST_GPU_NONE, NULL);
+        res = cjob_ctl(env, "restore", "--images", x.img, "--device-map", ITEST_GPU0 "=" ITEST_GPU_NONE, NULL);
         assert_run(res->status == 15 && strstr(res->out, "no process was unlocked"), res, "restore: %d", res->status);
         for (int i = 0; i < 3; i++) {
                 cudackpt_reply r;
@@ -717,9 +578,9 @@ START_TEST(job_restore_device_map)
         citest_kill_all(pids, 3);
 
         /* Onto the other GPU: every member. */
-        res = ctl(env, "restore", "--images", x.img, "--device-map", ITEST_GPU0 "=" ITEST_GPU1, NULL);
-        expect_ok(res, "restore --device-map");
-        check_job_restored(&x, pids, start, 3, 1);
+        res = cjob_ctl(env, "restore", "--images", x.img, "--device-map", ITEST_GPU0 "=" ITEST_GPU1, NULL);
+        cjob_expect_ok(res, "restore --device-map");
+        cjob_check_job_restored(&x, pids, start, 3, 1);
         citest_kill_all(pids, 3);
 }
 END_TEST

@@ -36,11 +36,6 @@
 #define SIM "CUDACKPT_SIM=1"
 #define SMALL "CUDACKPT_SIM_MEM_MIB=8"
 
-static pid_t mapped_target(void)
-{
-        return itest_target(itest_sim_preload(), SIM, SMALL, NULL);
-}
-
 /* This test program in one of its helper modes, preloaded with the driver. */
 static pid_t helper(const char *mode)
 {
@@ -166,7 +161,7 @@ static const char *metric_text(struct itest_conn *c)
 
 START_TEST(index_follows_processes)
 {
-        pid_t before = mapped_target();
+        pid_t before = itest_mapped_target();
         /* A CUDA process and the child it forked, both before the daemon. */
         pid_t old_forker = helper("--itest-forker"), old_kids[2];
         ck_assert_msg(itest_children(old_forker, old_kids, 2) == 1, "the first forker has no child");
@@ -194,9 +189,9 @@ START_TEST(index_follows_processes)
         ck_assert_msg(!indexed(map, d->pid), "the daemon is in its own index");
 
         /* The mmap hook. */
-        pid_t after = mapped_target();
+        pid_t after = itest_mapped_target();
         await_indexed(map, after, true, "a process started after the index");
-        pid_t plain = itest_target(SIM, SMALL, NULL);
+        pid_t plain = itest_small_target();
         ck_assert_msg(!indexed(map, plain), "a process that never mapped the driver is in the index");
 
         /* The fork hook: the child maps nothing itself. */
@@ -236,7 +231,7 @@ START_TEST(index_full_scans_proc)
         struct itest_conn *c = itest_connect(d);
         pid_t p[20];
         for (size_t i = 0; i < 20; i++)
-                p[i] = mapped_target();
+                p[i] = itest_mapped_target();
         cJSON *j = list_all(c);
         for (size_t i = 0; i < 20; i++)
                 ck_assert_msg(listed(j, p[i]), "pid %d is not listed with a full index: %s", (int)p[i], itest_dump(j));
@@ -251,7 +246,7 @@ START_TEST(index_off)
         struct itest_daemon_opts o = { .config_json = "{\"process_index_max\":0}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d);
-        pid_t p = mapped_target();
+        pid_t p = itest_mapped_target();
         cJSON *j = list_all(c);
         ck_assert_msg(listed(j, p), "pid %d is not listed without an index: %s", (int)p, itest_dump(j));
         ck_assert_msg(metric(c, "cudackpt_process_index") == 0, "an index with process_index_max 0");
@@ -271,7 +266,7 @@ START_TEST(index_default_never_tracepoint)
                 nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
         }
         struct itest_conn *c = itest_connect(d);
-        pid_t p = mapped_target();
+        pid_t p = itest_mapped_target();
         cJSON *j = list_all(c);
         ck_assert_msg(listed(j, p), "pid %d is not listed: %s", (int)p, itest_dump(j));
         const char *log = itest_daemon_log(d);

@@ -10,11 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pid_t sim_target(void)
-{
-        return itest_target("CUDACKPT_SIM=1", NULL);
-}
-
 /* The connection still works: a GetState on pid answers "running". */
 static void assert_usable(struct itest_conn *c, pid_t pid)
 {
@@ -37,7 +32,7 @@ static void assert_invalid_request_closes(struct itest_daemon *d, const char *ms
 START_TEST(invalid_requests)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         static const char *const bad[] = {
                 "{\"method\":",                                                  /* malformed */
                 "{\"method\":\"" CUDACKPT_METHOD_GET_STATE "\",\"parameters\":{\"pid\":1}",
@@ -80,7 +75,7 @@ static void assert_invalid_parameter(struct itest_conn *c, pid_t good_pid, const
 START_TEST(invalid_pid)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         static const char *const bad[] = {
                 "{\"pid\":\"1\"}", "{\"pid\":1.5}", "{\"pid\":0}", "{\"pid\":-1}", "{\"pid\":2147483648}",
@@ -103,7 +98,7 @@ END_TEST
 START_TEST(invalid_timeout_and_start_time)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         static const char *const bad[] = { "-1", "4294967296", "1.5", "\"100\"", "true", "1e20", NULL };
         for (size_t i = 0; bad[i]; i++) {
@@ -124,7 +119,7 @@ END_TEST
 START_TEST(unknown_parameter)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         assert_invalid_parameter(c, pid, CUDACKPT_METHOD_GET_STATE, itest_strdupf("{\"pid\":%d,\"bogus\":1}", (int)pid),
                                  "bogus");
@@ -139,7 +134,7 @@ END_TEST
 START_TEST(invalid_gpu_mapping_parameter)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         static const char *const bad[] = {
                 "[]", "\"" ITEST_GPU0 "\"", "5", "true",
@@ -157,7 +152,7 @@ END_TEST
 START_TEST(unknown_method_and_interface)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         cJSON *j = itest_call(c, "io.cudackpt.Process.Frobnicate", itest_strdupf("{\"pid\":%d}", (int)pid));
         itest_assert_error(j, CUDACKPT_VARLINK_METHOD_NOT_FOUND);
@@ -181,7 +176,7 @@ START_TEST(message_too_large)
 {
         struct itest_daemon_opts o = { .config_json = "{\"max_message_bytes\":4096}" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
 
         /* Below the limit (JSON whitespace as padding): served. */
         struct itest_conn *c = itest_connect(d);
@@ -225,7 +220,7 @@ END_TEST
 START_TEST(split_writes)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         char *msg = itest_strdupf("{\"method\":\"" CUDACKPT_METHOD_GET_STATE "\",\"parameters\":{\"pid\":%d}}", (int)pid);
         /* One byte per write, the NUL too, twice on the same connection. */
@@ -247,8 +242,8 @@ END_TEST
 START_TEST(pipelined_in_one_write)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t a = sim_target();
-        pid_t b = sim_target();
+        pid_t a = itest_sim_target();
+        pid_t b = itest_sim_target();
         pid_t dead = itest_dead_pid();
         struct itest_conn *c = itest_connect(d);
         char buf[1024];
@@ -284,7 +279,7 @@ END_TEST
 START_TEST(oneway)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         itest_sendf(c, "{\"method\":\"" CUDACKPT_METHOD_LOCK "\",\"parameters\":{\"pid\":%d},\"oneway\":true}",
                     (int)pid);
@@ -308,8 +303,8 @@ END_TEST
 START_TEST(more_gets_one_reply)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t a = sim_target();
-        pid_t b = sim_target();
+        pid_t a = itest_sim_target();
+        pid_t b = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         itest_sendf(c, "{\"method\":\"" CUDACKPT_METHOD_GET_STATE "\",\"parameters\":{\"pid\":%d},\"more\":true}",
                     (int)a);
@@ -363,7 +358,7 @@ END_TEST
 START_TEST(vanish_mid_message)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         for (int k = 0; k < 10; k++) {
                 struct itest_conn *c = itest_connect(d);
                 static const char part[] = "{\"method\":\"io.cudackpt.Process.GetSt";

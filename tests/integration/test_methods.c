@@ -9,11 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static pid_t sim_target(void)
-{
-        return itest_target("CUDACKPT_SIM=1", NULL);
-}
-
 /* GetState through the library and raw, as one call then as expected. */
 static void check_state_both(struct itest_daemon *d, cudackpt_client *c, pid_t pid, const char *state)
 {
@@ -33,7 +28,7 @@ static void check_state_both(struct itest_daemon *d, cudackpt_client *c, pid_t p
 START_TEST(client_get_state)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         cudackpt_client *c = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
@@ -55,7 +50,7 @@ END_TEST
 START_TEST(raw_get_state)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid);
         itest_assert_state(j, pid, "running");
@@ -71,7 +66,7 @@ END_TEST
 START_TEST(client_restore_thread_id)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         cudackpt_client *c = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
@@ -87,7 +82,7 @@ END_TEST
 START_TEST(raw_restore_thread_id)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, pid);
         itest_assert_ok(j);
@@ -109,7 +104,7 @@ END_TEST
 START_TEST(client_full_cycle)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         cudackpt_client *c = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
@@ -152,7 +147,7 @@ static void assert_raw_op(const cJSON *j, pid_t pid, const char *state)
 START_TEST(raw_full_cycle)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         char *lock = itest_strdupf("{\"pid\":%d,\"timeout_ms\":0}", (int)pid);
 
@@ -183,7 +178,7 @@ END_TEST
 START_TEST(client_suspend_resume)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         cudackpt_client *c = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
@@ -201,7 +196,7 @@ END_TEST
 START_TEST(raw_suspend_resume)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         assert_raw_op(itest_call(c, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"timeout_ms\":5000}", (int)pid)),
                       pid, "checkpointed");
@@ -252,7 +247,7 @@ END_TEST
 START_TEST(restore_identity_mapping)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         cudackpt_client *c = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
@@ -281,7 +276,7 @@ END_TEST
 START_TEST(raw_restore_identity_mapping)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         assert_raw_op(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
         assert_raw_op(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "checkpointed");
@@ -296,7 +291,7 @@ END_TEST
 START_TEST(resume_identity_mapping)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = sim_target();
+        pid_t pid = itest_sim_target();
         cudackpt_client *c = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);

@@ -14,7 +14,7 @@
  * NoSuchProcess, exactly as a pid that does not exist; thread ids, group
  * members and ListProcesses are translated the same way.  Needs root (to
  * make pid namespaces); skips otherwise. */
-#include "harness.h"
+#include "ns_itest.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,233 +33,6 @@
 #include <unistd.h>
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
-#define NS_MAX_TARGETS 4
-
-/* What runs as pid 1 of a namespace: 0, or why it failed in msg. */
-struct ns_ctx {
-        const char *sock;
-        const char *preload;         /* LD_PRELOAD= of the driver, open to every uid */
-        long long lease;             /* a host lease the namespace must not manage */
-        int reuse_go, reuse_done;    /* pipes to and from reuse_helper_main() */
-        pid_t host_target;           /* a host CUDA process the caller must not see */
-        pid_t seen[NS_MAX_TARGETS];  /* what the namespace started, in its pids */
-        int n_seen;
-};
-typedef int (*ns_fn)(struct ns_ctx *x, char *msg, size_t size);
-
-static int ns_fail(char *msg, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int ns_fail(char *msg, size_t size, const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(msg, size, fmt, ap);
-        va_end(ap);
-        return -1;
-}
-
-/* The host pid of a child of this process (its pidfd's fdinfo, through
- * the host's /proc), or -1. */
-static pid_t host_pid_of(pid_t child)
-{
-        char path[64], buf[1024];
-        int pfd = (int)syscall(SYS_pidfd_open, child, 0), fd;
-        ssize_t n = -1;
-
-        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pfd);
-        if (pfd >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-                n = read(fd, buf, sizeof(buf) - 1);
-                close(fd);
-        }
-        if (pfd >= 0)
-                close(pfd);
-        const char *p = n > 0 ? (buf[n] = '\0', strstr(buf, "\nPid:")) : NULL;
-        return p ? (pid_t)atoi(p + 5) : -1;
-}
-
-/* A simulated CUDA process started from inside the namespace: its pid
- * there, or -1.  Returns once it has exec'd (the simulator reads its
- * environment, which is the parent's until then): the end of a close-on-exec
- * pipe says so. */
-static pid_t ns_target(const struct ns_ctx *x)
-{
-        const char *preload = x->preload;
-        int p[2];
-        char c;
-        pid_t pid;
-
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -1;
-        pid = fork();
-        if (pid == 0) {
-                char *argv[] = { "sleep", "1000", NULL };
-                char *env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", (char *)preload, "PATH=/usr/bin:/bin",
-                                NULL };
-                close(p[0]);
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                execve("/bin/sleep", argv, env);
-                _exit(127);
-        }
-        close(p[1]);
-        while (pid > 0 && read(p[0], &c, 1) < 0 && errno == EINTR)
-                ;
-        close(p[0]);
-        /* The exec has begun; await its end through the pid this /proc (the
-         * host's) knows it by, which its pidfd's fdinfo gives. */
-        if (pid > 0) {
-                const char *env[] = { preload, NULL };
-                pid_t host = host_pid_of(pid);
-                if (host <= 0 || !itest_await_exec(host, env))
-                        return -1;
-        }
-        return pid;
-}
-
-/* One call; 0 with the reply (caller frees), or -1 with why in msg. */
-static int call(struct ns_ctx *x, const char *method, const char *params, cJSON **ret, char *msg, size_t size)
-{
-        char *json = itest_strdupf("{\"method\":\"io.cudackpt.Process.%s\",\"parameters\":%s}", method, params);
-        int r = itest_raw_call(x->sock, json, ITEST_REPLY_TIMEOUT_MS, ret, msg, size);
-
-        free(json);
-        return r;
-}
-
-/* Calls method on pid and checks the reply: error (NULL: success) and, on
- * success, state (NULL: not checked) and "pid" == pid. */
-static int expect(struct ns_ctx *x, const char *method, pid_t pid, const char *error, const char *state, char *msg,
-                  size_t size)
-{
-        char params[64];
-        cJSON *rep = NULL;
-        const cJSON *p;
-        int r = 0;
-
-        snprintf(params, sizeof(params), "{\"pid\":%d}", (int)pid);
-        if (call(x, method, params, &rep, msg, size) < 0)
-                return -1;
-        const char *got = itest_error(rep);
-        if ((error == NULL) != (got == NULL) || (error && strcmp(got, error) != 0))
-                r = ns_fail(msg, size, "%s(%d) in the namespace: wanted %s, got %s", method, (int)pid,
-                         error ? error : "success", itest_dump(rep));
-        else if (!error && state && (!itest_str(rep, "state") || strcmp(itest_str(rep, "state"), state) != 0))
-                r = ns_fail(msg, size, "%s(%d): wanted state %s: %s", method, (int)pid, state, itest_dump(rep));
-        else if ((p = itest_get(rep, "pid")) && (!cJSON_IsNumber(p) || p->valuedouble != (double)pid))
-                r = ns_fail(msg, size, "%s(%d): the reply names another pid: %s", method, (int)pid, itest_dump(rep));
-        cJSON_Delete(rep);
-        return r;
-}
-
-/* Runs fn as pid 1 of a new pid namespace, depth namespaces down (2: a
- * namespace inside a namespace), as uid (with a user namespace mapping
- * root to it when userns) or as root.  The namespace's targets are
- * reported in x->seen (their pids in the namespace); host_pids gets their
- * pids on the host.  Returns fn's result with its message. */
-struct ns_run {
-        int depth;
-        bool userns;
-        uid_t uid;
-};
-
-static int write_file(const char *path, const char *text)
-{
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        ssize_t n;
-
-        if (fd < 0)
-                return -errno;
-        n = write(fd, text, strlen(text));
-        close(fd);
-        return n == (ssize_t)strlen(text) ? 0 : -EIO;
-}
-
-static int enter(const struct ns_run *how, bool first, char *msg, size_t size)
-{
-        if (first && how->userns) {
-                char map[64];
-                /* Changing uids made this process undumpable, which makes
-                 * its /proc files root's: it could not write its maps. */
-                prctl(PR_SET_DUMPABLE, 1);
-                if (unshare(CLONE_NEWUSER) < 0)
-                        return ns_fail(msg, size, "unshare(CLONE_NEWUSER) as uid %u: %s", (unsigned)how->uid,
-                                    strerror(errno));
-                snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)how->uid);
-                if (write_file("/proc/self/setgroups", "deny") < 0 || write_file("/proc/self/uid_map", map) < 0)
-                        return ns_fail(msg, size, "cannot write the uid map: %s", strerror(errno));
-                snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)how->uid);
-                if (write_file("/proc/self/gid_map", map) < 0)
-                        return ns_fail(msg, size, "cannot write the gid map: %s", strerror(errno));
-        }
-        if (unshare(CLONE_NEWPID) < 0)
-                return ns_fail(msg, size, "unshare(CLONE_NEWPID): %s", strerror(errno));
-        return 0;
-}
-
-/* The body of the namespace's pid 1 (or of the intermediate level). */
-static int ns_level(const struct ns_run *how, int level, ns_fn fn, struct ns_ctx *x, char *msg, size_t size)
-{
-        int p[2], st, r;
-        pid_t pid;
-
-        if (enter(how, level == 1, msg, size) < 0)
-                return -1;
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return ns_fail(msg, size, "pipe: %s", strerror(errno));
-        pid = fork();
-        if (pid < 0)
-                return ns_fail(msg, size, "fork: %s", strerror(errno));
-        if (pid == 0) {
-                char m[2048] = "";
-                close(p[0]);
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (level < how->depth)
-                        r = ns_level(how, level + 1, fn, x, m, sizeof(m));
-                else if (getpid() != 1)
-                        r = ns_fail(m, sizeof(m), "pid %d, not 1, in the new namespace", (int)getpid());
-                else
-                        r = fn(x, m, sizeof(m));
-                ssize_t w = write(p[1], m, strlen(m));
-                (void)w;
-                _exit(r == 0 ? 0 : 1);
-        }
-        close(p[1]);
-        ssize_t n = read(p[0], msg, size - 1);
-        msg[n > 0 ? n : 0] = '\0';
-        close(p[0]);
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-                ;
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-                return msg[0] ? -1 : ns_fail(msg, size, "the namespace's pid 1 %s", itest_describe_status(st));
-        return 0;
-}
-
-static int ns_run_as(void *ctx, char *msg, size_t size);
-
-struct ns_job {
-        const struct ns_run *how;
-        ns_fn fn;
-        struct ns_ctx *x;
-};
-
-static int ns_run_as(void *ctx, char *msg, size_t size)
-{
-        struct ns_job *j = ctx;
-
-        return ns_level(j->how, 1, j->fn, j->x, msg, size);
-}
-
-static void run_in_ns(const struct ns_run *how, ns_fn fn, struct ns_ctx *x)
-{
-        char msg[2048];
-        struct ns_job j = { how, fn, x };
-        int r;
-
-        if (how->uid != 0)
-                r = itest_run_as(how->uid, ns_run_as, &j, msg, sizeof(msg));
-        else
-                r = ns_level(how, 1, fn, x, msg, sizeof(msg));
-        ck_assert_msg(r == 0, "in the namespace: %s", msg);
-}
 
 /* ---- what the namespace's pid 1 does --------------------------------------- */
 
@@ -271,18 +44,18 @@ static int own_cycle_host_hidden(struct ns_ctx *x, char *msg, size_t size)
 
         if (t <= 1)
                 return ns_fail(msg, size, "cannot start a target in the namespace (%d)", (int)t);
-        if (expect(x, "GetState", t, NULL, "running", msg, size) < 0 ||
-            expect(x, "Suspend", t, NULL, "checkpointed", msg, size) < 0 ||
-            expect(x, "GetState", t, NULL, "checkpointed", msg, size) < 0 ||
-            expect(x, "Resume", t, NULL, "running", msg, size) < 0)
+        if (ns_expect(x, "GetState", t, NULL, "running", msg, size) < 0 ||
+            ns_expect(x, "Suspend", t, NULL, "checkpointed", msg, size) < 0 ||
+            ns_expect(x, "GetState", t, NULL, "checkpointed", msg, size) < 0 ||
+            ns_expect(x, "Resume", t, NULL, "running", msg, size) < 0)
                 return -1;
         /* The host's process, by its host pid: no such process here. */
-        if (expect(x, "GetState", x->host_target, CUDACKPT_ERROR_NO_SUCH_PROCESS, NULL, msg, size) < 0 ||
-            expect(x, "Suspend", x->host_target, CUDACKPT_ERROR_NO_SUCH_PROCESS, NULL, msg, size) < 0 ||
-            expect(x, "Lock", x->host_target, CUDACKPT_ERROR_NO_SUCH_PROCESS, NULL, msg, size) < 0)
+        if (ns_expect(x, "GetState", x->host_target, CUDACKPT_ERROR_NO_SUCH_PROCESS, NULL, msg, size) < 0 ||
+            ns_expect(x, "Suspend", x->host_target, CUDACKPT_ERROR_NO_SUCH_PROCESS, NULL, msg, size) < 0 ||
+            ns_expect(x, "Lock", x->host_target, CUDACKPT_ERROR_NO_SUCH_PROCESS, NULL, msg, size) < 0)
                 return -1;
         /* Pid 1 is this namespace's (this process: no CUDA), not the host's init. */
-        if (expect(x, "GetState", 1, CUDACKPT_ERROR_NOT_CUDA_PROCESS, NULL, msg, size) < 0)
+        if (ns_expect(x, "GetState", 1, CUDACKPT_ERROR_NOT_CUDA_PROCESS, NULL, msg, size) < 0)
                 return -1;
         /* The thread id comes back in the namespace's pids: a one-thread
          * sleep's restore thread is itself. */
@@ -291,7 +64,7 @@ static int own_cycle_host_hidden(struct ns_ctx *x, char *msg, size_t size)
                 char params[64];
                 long long tid = 0;
                 snprintf(params, sizeof(params), "{\"pid\":%d}", (int)t);
-                if (call(x, "GetRestoreThreadId", params, &rep, msg, size) < 0)
+                if (ns_call(x, "GetRestoreThreadId", params, &rep, msg, size) < 0)
                         return -1;
                 bool ok = !itest_error(rep) && itest_int(rep, "restore_thread_id", &tid) && tid == t;
                 if (!ok)
@@ -319,7 +92,7 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
         /* A pids group with a pid from outside: NoSuchProcess for that member. */
         snprintf(params, sizeof(params), "{\"selector\":{\"pids\":[{\"pid\":%d},{\"pid\":%d}]}}", (int)a,
                  (int)x->host_target);
-        if (call(x, "SuspendGroup", params, &rep, msg, size) < 0)
+        if (ns_call(x, "SuspendGroup", params, &rep, msg, size) < 0)
                 return -1;
         if (!itest_error(rep) || strcmp(itest_error(rep), CUDACKPT_ERROR_GROUP_FAILED) != 0 ||
             !strstr(itest_dump(rep), "NoSuchProcess")) {
@@ -329,7 +102,7 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
         }
         cJSON_Delete(rep);
         /* The tree of this namespace's pid 1: both targets, by their pids here. */
-        if (call(x, "SuspendGroup", "{\"selector\":{\"tree\":1}}", &rep, msg, size) < 0)
+        if (ns_call(x, "SuspendGroup", "{\"selector\":{\"tree\":1}}", &rep, msg, size) < 0)
                 return -1;
         arr = itest_get(rep, "members");
         cJSON_ArrayForEach(e, arr) {
@@ -343,11 +116,11 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
                 return -1;
         }
         cJSON_Delete(rep);
-        if (expect(x, "GetState", a, NULL, "checkpointed", msg, size) < 0 ||
-            expect(x, "GetState", b, NULL, "checkpointed", msg, size) < 0)
+        if (ns_expect(x, "GetState", a, NULL, "checkpointed", msg, size) < 0 ||
+            ns_expect(x, "GetState", b, NULL, "checkpointed", msg, size) < 0)
                 return -1;
         snprintf(params, sizeof(params), "{\"selector\":{\"pids\":[{\"pid\":%d},{\"pid\":%d}]}}", (int)a, (int)b);
-        if (call(x, "ResumeGroup", params, &rep, msg, size) < 0)
+        if (ns_call(x, "ResumeGroup", params, &rep, msg, size) < 0)
                 return -1;
         if (itest_error(rep)) {
                 ns_fail(msg, size, "ResumeGroup: %s", itest_dump(rep));
@@ -356,7 +129,7 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
         }
         cJSON_Delete(rep);
         /* ListProcesses: exactly the two targets, by their pids here. */
-        if (call(x, "ListProcesses", "{}", &rep, msg, size) < 0)
+        if (ns_call(x, "ListProcesses", "{}", &rep, msg, size) < 0)
                 return -1;
         arr = itest_get(rep, "processes");
         seen = 0;
@@ -439,7 +212,7 @@ static int watch_in_namespace(struct ns_ctx *x, char *msg, size_t size)
                         return ns_fail(msg, size, "an event of pid %ld, not %d: %s", pid, (int)a, type);
                 appeared = strcmp(type, "appeared") == 0;
         }
-        if (expect(x, "Lock", a, NULL, "locked", msg, size) < 0 || expect(x, "Unlock", a, NULL, "running", msg, size) < 0)
+        if (ns_expect(x, "Lock", a, NULL, "locked", msg, size) < 0 || ns_expect(x, "Unlock", a, NULL, "running", msg, size) < 0)
                 return -1;
         kill(a, SIGKILL);
         waitpid(a, NULL, 0);
@@ -529,7 +302,7 @@ static int reused_pid_exit_unseen(struct ns_ctx *x, char *msg, size_t size)
                         pause();
                         _exit(0);
                 }
-                if (child > 0 && host_pid_of(child) == host) {
+                if (child > 0 && ns_host_pid_of(child) == host) {
                         mine = child;
                         break;
                 }
@@ -564,7 +337,7 @@ static int foreign_lease_untouchable(struct ns_ctx *x, char *msg, size_t size)
         for (size_t i = 0; i < N_OF(calls); i++) {
                 char *params = itest_strdupf("{\"lease\":%lld%s}", x->lease, calls[i][1]);
                 cJSON *rep = NULL;
-                int r = call(x, calls[i][0], params, &rep, msg, size);
+                int r = ns_call(x, calls[i][0], params, &rep, msg, size);
                 free(params);
                 if (r < 0)
                         return -1;
@@ -581,11 +354,6 @@ static int foreign_lease_untouchable(struct ns_ctx *x, char *msg, size_t size)
 
 /* ---- the tests -------------------------------------------------------------- */
 
-static pid_t host_target(void)
-{
-        return itest_target(itest_sim_preload(), "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=8", NULL);
-}
-
 /* The host's view after the namespace is done: its target untouched. */
 static void host_untouched(struct itest_daemon *d, pid_t host)
 {
@@ -600,10 +368,10 @@ START_TEST(own_process_by_namespace_pid)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1 };
 
-        run_in_ns(&how, own_cycle_host_hidden, &x);
+        ns_run_in(&how, own_cycle_host_hidden, &x);
         host_untouched(d, x.host_target);
 }
 END_TEST
@@ -613,13 +381,13 @@ START_TEST(watch_by_namespace_pid)
         struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":100}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1 };
         struct itest_conn *c = itest_connect(d);
 
         /* The host's process acts meanwhile: the namespace must not hear of it. */
         itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_LOCK, x.host_target));
-        run_in_ns(&how, watch_in_namespace, &x);
+        ns_run_in(&how, watch_in_namespace, &x);
         itest_assert_ok(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, x.host_target));
         host_untouched(d, x.host_target);
 }
@@ -629,10 +397,10 @@ START_TEST(nested_namespace)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 2 };
 
-        run_in_ns(&how, own_cycle_host_hidden, &x);
+        ns_run_in(&how, own_cycle_host_hidden, &x);
         host_untouched(d, x.host_target);
 }
 END_TEST
@@ -641,10 +409,10 @@ START_TEST(groups_and_list_in_namespace)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1 };
 
-        run_in_ns(&how, groups_and_list, &x);
+        ns_run_in(&how, groups_and_list, &x);
         host_untouched(d, x.host_target);
 }
 END_TEST
@@ -655,10 +423,10 @@ START_TEST(rootless_user_namespace)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1, .userns = true, .uid = ITEST_OTHER_UID };
 
-        run_in_ns(&how, own_cycle_host_hidden, &x);
+        ns_run_in(&how, own_cycle_host_hidden, &x);
         host_untouched(d, x.host_target);
 }
 END_TEST
@@ -668,7 +436,7 @@ END_TEST
 START_TEST(host_caller_unchanged)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t t = host_target();
+        pid_t t = itest_mapped_target();
         struct itest_conn *c = itest_connect(d);
         cJSON *r = itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, t);
         long long pid = 0;
@@ -696,7 +464,7 @@ START_TEST(reused_pid_exit_not_sent_to_container)
         struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":150}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = host_target() };
+                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1 };
         int go[2], done[2];
 
@@ -713,7 +481,7 @@ START_TEST(reused_pid_exit_not_sent_to_container)
         close(done[1]);
         x.reuse_go = go[1];
         x.reuse_done = done[0];
-        run_in_ns(&how, reused_pid_exit_unseen, &x);
+        ns_run_in(&how, reused_pid_exit_unseen, &x);
         close(go[1]);
         close(done[0]);
         waitpid(helper, NULL, 0);
@@ -735,7 +503,7 @@ START_TEST(container_root_cannot_manage_host_lease)
 
         x.lease = lease_of(itest_callf(user, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
                                        CUDACKPT_METHOD_LOCK, (int)t));
-        run_in_ns(&how, foreign_lease_untouchable, &x);
+        ns_run_in(&how, foreign_lease_untouchable, &x);
         itest_assert_ok(itest_call(user, CUDACKPT_METHOD_RELEASE_LEASE, itest_strdupf("{\"lease\":%lld}", x.lease)));
         itest_assert_ok(itest_call_pid(user, CUDACKPT_METHOD_UNLOCK, t));
 }
@@ -755,7 +523,7 @@ START_TEST(rootless_container_cannot_manage_host_lease)
 
         x.lease = lease_of(itest_callf(root, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
                                        CUDACKPT_METHOD_LOCK, (int)t));
-        run_in_ns(&how, foreign_lease_untouchable, &x);
+        ns_run_in(&how, foreign_lease_untouchable, &x);
         itest_assert_ok(itest_call(root, CUDACKPT_METHOD_RELEASE_LEASE, itest_strdupf("{\"lease\":%lld}", x.lease)));
         itest_assert_ok(itest_call_pid(root, CUDACKPT_METHOD_UNLOCK, t));
 }

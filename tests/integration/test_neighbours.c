@@ -217,7 +217,7 @@ START_TEST(group_error_names_no_foreign_pid)
         if (itest_need_root())
                 return;
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t roots = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+        pid_t roots = itest_mapped_target();
         pid_t own = itest_target_as(B, itest_sim_preload_for_others(d), SIM, SMALL, NULL);
         struct itest_conn *b = itest_connect_as(d, B);
         const char *sels[] = { itest_strdupf("{\"tree\":%d}", (int)getpid()), "{\"cgroup\":\"/\"}" };

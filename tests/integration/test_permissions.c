@@ -3,11 +3,15 @@
  * equal its own; root may act on any.  The callers here are children that
  * switch to ITEST_OTHER_UID and use the client library.
  *
+ * Operator groups and read-only access (docs/security.md, "Who may do
+ * what") are attacked here too, with scripts of calls run as other users
+ * (attacks_itest.h).
+ *
  * Needs root (to switch uids); exits 77, which ctest reports as skipped,
  * otherwise.  The binary doubles as a target whose uids differ from each
  * other (exec'd with --itest-hold-uids R E S): exec would reset the saved
  * uid of a plain /bin/sleep, so the ids are set after the exec. */
-#include "harness.h"
+#include "attacks_itest.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -187,7 +191,7 @@ END_TEST
 START_TEST(other_uid_refused_on_root_target)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", NULL);
+        pid_t pid = itest_sim_target();
         run_as(OTHER, as_expect_denied, d, pid);
         /* None of the refused calls acted. */
         root_expects_state(d, pid, "running");
@@ -245,6 +249,198 @@ START_TEST(other_uid_refused_on_mixed_uids)
 }
 END_TEST
 
+/* ---- 7: operator groups and read-only access ----------------------------- */
+
+/* A member of an operator group may act on another user's process, not
+ * on root's (any of its three uids 0) nor on the daemon; without the group
+ * (another group, or none) the same calls are refused. */
+START_TEST(operator_group)
+{
+        if (itest_need_root())
+                return;
+        struct itest_daemon_opts o = { .config_json = itest_strdupf("{\"operator_groups\":[%d]}", OPERATOR_GID) };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        pid_t user = itest_target_as(OTHER + 1, "CUDACKPT_SIM=1", NULL);
+        pid_t root = itest_sim_target();
+        pid_t setuid_root = itest_target_uids(OTHER + 1, OTHER + 1, 0);
+        const char *denied = CUDACKPT_ERROR_PERMISSION_DENIED;
+
+        const struct atest_step member[] = {
+                { CUDACKPT_METHOD_GET_STATE, user, NULL, "running", NULL },
+                { CUDACKPT_METHOD_LOCK, user, NULL, "locked", NULL },
+                { CUDACKPT_METHOD_UNLOCK, user, NULL, "running", NULL },
+                { CUDACKPT_METHOD_SUSPEND, user, NULL, "checkpointed", NULL },
+                { CUDACKPT_METHOD_RESUME, user, NULL, "running", NULL },
+                { CUDACKPT_METHOD_LOCK, root, denied, NULL, NULL },
+                { CUDACKPT_METHOD_GET_STATE, root, denied, NULL, NULL },
+                { CUDACKPT_METHOD_SUSPEND, root, denied, NULL, NULL },
+                { CUDACKPT_METHOD_LOCK, setuid_root, denied, NULL, NULL },
+                { CUDACKPT_METHOD_LOCK, d->pid, denied, NULL, NULL },
+        };
+        const gid_t op_groups[] = { NOT_OPERATOR_GID, OPERATOR_GID };
+        atest_run_script(OTHER, op_groups, 2, d, member, N_STEPS(member));
+
+        const struct atest_step stranger[] = {
+                { CUDACKPT_METHOD_LOCK, user, denied, NULL, NULL },
+                { CUDACKPT_METHOD_GET_STATE, user, denied, NULL, NULL },
+                { CUDACKPT_METHOD_SUSPEND, user, denied, NULL, NULL },
+                { CUDACKPT_METHOD_LOCK, root, denied, NULL, NULL },
+        };
+        const gid_t other_group[] = { NOT_OPERATOR_GID };
+        atest_run_script(OTHER, other_group, 1, d, stranger, N_STEPS(stranger));
+        atest_run_script(OTHER, NULL, 0, d, stranger, N_STEPS(stranger));
+
+        struct itest_conn *c = itest_connect(d);
+        atest_assert_running(c, user);
+        atest_assert_running(c, root);
+        atest_assert_running(c, setuid_root);
+}
+END_TEST
+
+/* operators_may_act_on_root: operators act on root's processes too, still
+ * never on the daemon; others still may not. */
+START_TEST(operator_may_act_on_root)
+{
+        if (itest_need_root())
+                return;
+        /* With CUDACKPT_SIM=1 the simulator would lock the daemon itself if
+         * asked to: the refusal must come from the daemon. */
+        static const char *const env[] = { "CUDACKPT_SIM=1", NULL };
+        struct itest_daemon_opts o = {
+                .config_json = itest_strdupf("{\"operator_groups\":[%d],\"operators_may_act_on_root\":true}",
+                                             OPERATOR_GID),
+                .env = env,
+        };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        pid_t root = itest_sim_target();
+        pid_t setuid_root = itest_target_uids(OTHER + 1, OTHER + 1, 0);
+        const char *denied = CUDACKPT_ERROR_PERMISSION_DENIED;
+        const struct atest_step member[] = {
+                { CUDACKPT_METHOD_LOCK, root, NULL, "locked", NULL },
+                { CUDACKPT_METHOD_UNLOCK, root, NULL, "running", NULL },
+                { CUDACKPT_METHOD_LOCK, setuid_root, NULL, "locked", NULL },
+                { CUDACKPT_METHOD_UNLOCK, setuid_root, NULL, "running", NULL },
+                { CUDACKPT_METHOD_LOCK, d->pid, denied, NULL, NULL },
+                { CUDACKPT_METHOD_SUSPEND, d->pid, denied, NULL, NULL },
+        };
+        const gid_t op_groups[] = { OPERATOR_GID };
+        atest_run_script(OTHER, op_groups, 1, d, member, N_STEPS(member));
+        const struct atest_step stranger[] = {
+                { CUDACKPT_METHOD_LOCK, root, denied, NULL, NULL },
+                { CUDACKPT_METHOD_GET_STATE, root, denied, NULL, NULL },
+        };
+        atest_run_script(OTHER, NULL, 0, d, stranger, N_STEPS(stranger));
+        struct itest_conn *c = itest_connect(d);
+        atest_assert_running(c, root);
+        atest_assert_running(c, setuid_root);
+}
+END_TEST
+
+/* read_only_unrestricted: anyone may GetState and GetRestoreThreadId any
+ * process, also while an operation runs on it (answered from the running
+ * operation), but no operation. */
+START_TEST(read_only_unrestricted)
+{
+        if (itest_need_root())
+                return;
+        struct itest_daemon_opts o = { .config_json = "{\"read_only_unrestricted\":true}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        /* A checkpoint of about 2 s. */
+        pid_t root = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048", "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL);
+        const char *denied = CUDACKPT_ERROR_PERMISSION_DENIED;
+        const struct atest_step stranger[] = {
+                { CUDACKPT_METHOD_GET_STATE, root, NULL, "running", NULL },
+                { CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, root, NULL, NULL, NULL },
+                { CUDACKPT_METHOD_LOCK, root, denied, NULL, NULL },
+                { CUDACKPT_METHOD_SUSPEND, root, denied, NULL, NULL },
+                { CUDACKPT_METHOD_CHECKPOINT, root, denied, NULL, NULL },
+                { CUDACKPT_METHOD_UNLOCK, root, denied, NULL, NULL },
+                { CUDACKPT_METHOD_RESTORE, root, denied, NULL, NULL },
+                { CUDACKPT_METHOD_RESUME, root, denied, NULL, NULL },
+        };
+        atest_run_script(OTHER, NULL, 0, d, stranger, N_STEPS(stranger));
+
+        struct itest_conn *c = itest_connect(d);
+        struct itest_conn *q = itest_connect(d);
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, root), root, "locked");
+        atest_send_pid_call(c, CUDACKPT_METHOD_CHECKPOINT, root);
+        itest_await_in_flight(q, root, "Checkpoint", 2000);
+        const struct atest_step during[] = {
+                { CUDACKPT_METHOD_GET_STATE, root, NULL, "locked", "Checkpoint" },
+        };
+        atest_run_script(OTHER, NULL, 0, d, during, N_STEPS(during));
+        ck_assert_msg(!itest_conn_readable(c), "the 2 s checkpoint ended before the stranger's calls");
+        itest_assert_state(itest_recv(c), root, "checkpointed");
+}
+END_TEST
+
+/* Without read_only_unrestricted, GetState on another user's process
+ * while an operation runs on it (answered from the running operation,
+ * without the driver) is refused too, and leaks neither state nor
+ * in_flight. */
+START_TEST(stranger_get_state_during_operation)
+{
+        if (itest_need_root())
+                return;
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t root = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048", "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL);
+        struct itest_conn *c = itest_connect(d);
+        struct itest_conn *q = itest_connect(d);
+        atest_send_pid_call(c, CUDACKPT_METHOD_SUSPEND, root);
+        atest_await_in_flight_state(q, root, "Suspend", "locked", 2000);
+        const struct atest_step during[] = {
+                { CUDACKPT_METHOD_GET_STATE, root, CUDACKPT_ERROR_PERMISSION_DENIED, NULL, NULL },
+        };
+        atest_run_script(OTHER, NULL, 0, d, during, N_STEPS(during));
+        ck_assert_msg(!itest_conn_readable(c), "the 2 s checkpoint ended before the stranger's calls");
+        itest_assert_state(itest_recv(c), root, "checkpointed");
+}
+END_TEST
+
+/* A user with no right to a process cannot fill its queue: while a long
+ * Checkpoint runs, a stranger sends more requests for the process than
+ * max_queue_per_pid (64) from as many connections; the requests of those
+ * who may act on it are still taken.  (Until the dispatcher refused callers
+ * at once from what the running operation learnt of the process, doomed
+ * requests were queued against max_queue_per_pid and judged only when they
+ * ran, so the process's owner got QueueFull.) */
+START_TEST(stranger_cannot_fill_the_queue)
+{
+        if (itest_need_root())
+                return;
+        enum { FLOOD = 70, PER_PID = 64 };
+        struct itest_daemon *d = itest_daemon_start_default();
+        /* Another user's process, with a checkpoint of about 4 s. */
+        pid_t pid = itest_target_as(OTHER + 1, "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=4096",
+                                    "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL);
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *q = itest_connect(d);
+        itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        atest_send_pid_call(op, CUDACKPT_METHOD_CHECKPOINT, pid);
+        itest_await_in_flight(q, pid, "Checkpoint", 2000);
+
+        /* The stranger's flood: at least FLOOD - (PER_PID - 1) answers come
+         * at once, refusals of one kind or the other. */
+        char *msg = itest_strdupf("{\"method\":\"" CUDACKPT_METHOD_UNLOCK "\",\"parameters\":{\"pid\":%d}}", (int)pid);
+        struct atest_client_seen seen;
+        pid_t stranger = atest_spawn_clients(OTHER, d->sock, msg, FLOOD, FLOOD - (PER_PID - 1), &seen);
+        ck_assert_msg(seen.replies >= FLOOD - (PER_PID - 1) && seen.other == 0,
+                      "the stranger's %d Unlocks: %d answered at once (%d QueueFull, %d PermissionDenied, %d other)",
+                      FLOOD, seen.replies, seen.queue_full, seen.denied, seen.other);
+
+        /* Root's request is taken (and answered once the Checkpoint is done). */
+        cJSON *j = itest_call_pid(q, CUDACKPT_METHOD_UNLOCK, pid);
+        ck_assert_msg(!itest_error(j) || strcmp(itest_error(j), CUDACKPT_ERROR_QUEUE_FULL) != 0,
+                      "root's Unlock of pid %d got %s: uid %d, who may not act on it, filled its queue (%d of %d "
+                      "Unlocks answered at once: %d QueueFull, %d PermissionDenied)",
+                      (int)pid, itest_dump(j), OTHER, seen.replies, FLOOD, seen.queue_full, seen.denied);
+        itest_assert_error(j, CUDACKPT_ERROR_INVALID_STATE);
+        itest_assert_str(j, "state", "checkpointed");
+        atest_kill_clients(stranger);
+        itest_assert_state(itest_recv(op), pid, "checkpointed");
+}
+END_TEST
+
 static Suite *permissions_suite(void)
 {
         Suite *s = suite_create("integration.permissions");
@@ -255,6 +451,11 @@ static Suite *permissions_suite(void)
         tcase_add_test(tc, other_uid_allowed_on_own_target);
         tcase_add_test(tc, root_allowed_on_other_uid_target);
         tcase_add_test(tc, other_uid_refused_on_mixed_uids);
+        tcase_add_test(tc, operator_group);
+        tcase_add_test(tc, operator_may_act_on_root);
+        tcase_add_test(tc, read_only_unrestricted);
+        tcase_add_test(tc, stranger_get_state_during_operation);
+        tcase_add_test(tc, stranger_cannot_fill_the_queue);
         return s;
 }
 

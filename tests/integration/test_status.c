@@ -11,37 +11,13 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define CTL_TIMEOUT_MS 20000
 #define SIM "CUDACKPT_SIM=1"
 #define SMALL "CUDACKPT_SIM_MEM_MIB=8"
-
-/* Runs cudackptctl --socket=SOCK ARGS... (NULL-terminated). */
-static struct itest_proc_result *ctl_sock(const char *sock, const char *first, ...)
-{
-        const char *argv[16];
-        size_t n = 0;
-        va_list ap;
-
-        argv[n++] = itest_need_env("CUDACKPT_TEST_CTL");
-        argv[n++] = itest_strdupf("--socket=%s", sock);
-        va_start(ap, first);
-        for (const char *a = first; a && n < 15; a = va_arg(ap, const char *))
-                argv[n++] = a;
-        va_end(ap);
-        argv[n] = NULL;
-        struct itest_proc_result *r = itest_keep(calloc(1, sizeof(*r)));
-        ck_assert(r);
-        itest_run_proc((uid_t)-1, argv, NULL, CTL_TIMEOUT_MS, r);
-        return r;
-}
-
-#define ctl(d, ...) ctl_sock((d)->sock, __VA_ARGS__)
 
 static void assert_exit(const struct itest_proc_result *r, int status)
 {
@@ -223,7 +199,7 @@ START_TEST(status_counts)
         struct itest_daemon_opts o = { .config_json = "{\"workers\":3}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d);
-        pid_t leased = itest_target(SIM, SMALL, NULL);
+        pid_t leased = itest_small_target();
         pid_t busy = itest_target(SIM, SMALL, "CUDACKPT_SIM_BUSY_MS=8000", NULL);
         /* A checkpoint of about 8 s (1 GiB at 128 MiB/s). */
         pid_t slow = itest_target(SIM, "CUDACKPT_SIM_MEM_MIB=1024", "CUDACKPT_SIM_CKPT_MIBPS=128", NULL);
@@ -272,7 +248,7 @@ END_TEST
 START_TEST(status_cli_simulated)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        struct itest_proc_result *r = ctl(d, "status", NULL);
+        struct itest_proc_result *r = itest_ctl(d, "status", NULL);
 
         assert_exit(r, 0);
         assert_has("status", r->out, "daemon: cudackptd ");
@@ -283,7 +259,7 @@ START_TEST(status_cli_simulated)
         assert_has("status", r->out, "\nqueued operations: 0\n");
         assert_has("status", r->out, "\nconnections: 1\n");
 
-        r = ctl(d, "--json", "status", NULL);
+        r = itest_ctl(d, "--json", "status", NULL);
         assert_exit(r, 0);
         cJSON *j = itest_keep_json(cJSON_Parse(r->out));
         ck_assert_msg(cJSON_IsObject(j), "status --json: \"%s\"", r->out);
@@ -310,25 +286,25 @@ static void assert_unavailable_status(struct itest_daemon *d, const char *path, 
                       itest_dump(p));
         ck_assert_int_eq(jnum(p, "connections"), 1);
 
-        struct itest_proc_result *r = ctl(d, "status", NULL);
+        struct itest_proc_result *r = itest_ctl(d, "status", NULL);
         assert_exit(r, CUDACKPT_EXIT_DRIVER_UNAVAILABLE);
         assert_has("status", r->out, itest_strdupf("driver: no usable CUDA driver (%s): ", path));
         assert_has("status", r->out, why);
         assert_has("status stderr", r->err, "cudackptctl: status: the daemon has no usable CUDA driver: ");
-        r = ctl(d, "--json", "status", NULL);
+        r = itest_ctl(d, "--json", "status", NULL);
         assert_exit(r, CUDACKPT_EXIT_DRIVER_UNAVAILABLE);
         cJSON *j = itest_keep_json(cJSON_Parse(r->out));
         ck_assert_msg(member(j, "driver") && !jbool(member(j, "driver"), "available"), "status --json: \"%s\"",
                       r->out);
         /* info answers: the loop turns, whatever the driver. */
-        assert_exit(ctl(d, "info", NULL), 0);
+        assert_exit(itest_ctl(d, "info", NULL), 0);
 }
 
 /* What needs the driver says so at once: ListProcesses, the groups, ps. */
 static void assert_driver_needed(struct itest_daemon *d)
 {
         struct itest_conn *c = itest_connect(d);
-        pid_t pid = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+        pid_t pid = itest_mapped_target();
         const char *pids = itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d}]}}", (int)pid);
 
         cJSON *j = itest_call(c, CUDACKPT_METHOD_LIST_PROCESSES, NULL);
@@ -339,14 +315,14 @@ static void assert_driver_needed(struct itest_daemon *d)
         itest_assert_error(itest_call(c, CUDACKPT_METHOD_UNLOCK_GROUP, "{\"selector\":{\"tree\":1}}"),
                            CUDACKPT_ERROR_DRIVER_UNAVAILABLE);
 
-        struct itest_proc_result *r = ctl(d, "ps", NULL);
+        struct itest_proc_result *r = itest_ctl(d, "ps", NULL);
         assert_exit(r, CUDACKPT_EXIT_DRIVER_UNAVAILABLE);
         ck_assert_msg(r->out[0] == '\0', "ps printed \"%s\"", r->out);
         assert_has("ps stderr", r->err, "cudackptctl: ps: DriverUnavailable: no usable CUDA driver");
-        r = ctl(d, "--json", "ps", itest_strdupf("--pids=%d", (int)pid), NULL);
+        r = itest_ctl(d, "--json", "ps", itest_strdupf("--pids=%d", (int)pid), NULL);
         assert_exit(r, CUDACKPT_EXIT_DRIVER_UNAVAILABLE);
         assert_has("ps --json", r->out, "\"error\":\"" CUDACKPT_ERROR_DRIVER_UNAVAILABLE "\"");
-        assert_exit(ctl(d, "suspend", itest_strdupf("--pids=%d", (int)pid), NULL), CUDACKPT_EXIT_DRIVER_UNAVAILABLE);
+        assert_exit(itest_ctl(d, "suspend", itest_strdupf("--pids=%d", (int)pid), NULL), CUDACKPT_EXIT_DRIVER_UNAVAILABLE);
         /* Nothing happened to the process (its state from its own slot). */
         ck_assert_msg(kill(pid, 0) == 0, "the target died");
 }
@@ -386,7 +362,7 @@ START_TEST(ps_no_such_pid)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t mapped = itest_target(itest_sim_preload(), SIM, SMALL, NULL);
+        pid_t mapped = itest_mapped_target();
         pid_t plain = itest_target(SMALL, NULL);
         pid_t dead = itest_dead_pid();
 
@@ -399,20 +375,20 @@ START_TEST(ps_no_such_pid)
         itest_assert_error(j, CUDACKPT_ERROR_NO_SUCH_PROCESS);
         itest_assert_int(j, "pid", dead);
 
-        struct itest_proc_result *r = ctl(d, "ps", itest_strdupf("--pids=%d", (int)dead), NULL);
+        struct itest_proc_result *r = itest_ctl(d, "ps", itest_strdupf("--pids=%d", (int)dead), NULL);
         assert_exit(r, CUDACKPT_EXIT_NO_SUCH_PROCESS);
         ck_assert_msg(r->out[0] == '\0', "ps printed \"%s\"", r->out);
         assert_has("ps stderr", r->err, "NoSuchProcess");
-        r = ctl(d, "ps", itest_strdupf("--pids=%d,%d", (int)mapped, (int)dead), NULL);
+        r = itest_ctl(d, "ps", itest_strdupf("--pids=%d,%d", (int)mapped, (int)dead), NULL);
         assert_exit(r, CUDACKPT_EXIT_NO_SUCH_PROCESS);
         assert_has("ps stderr", r->err, itest_strdupf("pid %d: NoSuchProcess", (int)dead));
-        assert_exit(ctl(d, "ps", itest_strdupf("--tree=%d", (int)dead), NULL), CUDACKPT_EXIT_NO_SUCH_PROCESS);
+        assert_exit(itest_ctl(d, "ps", itest_strdupf("--tree=%d", (int)dead), NULL), CUDACKPT_EXIT_NO_SUCH_PROCESS);
 
         /* A process that is there but no CUDA process: matched by nothing. */
-        r = ctl(d, "ps", itest_strdupf("--pids=%d", (int)plain), NULL);
+        r = itest_ctl(d, "ps", itest_strdupf("--pids=%d", (int)plain), NULL);
         assert_exit(r, 0);
         ck_assert_str_eq(r->out, "no CUDA process matched\n");
-        r = ctl(d, "ps", itest_strdupf("--pids=%d", (int)mapped), NULL);
+        r = itest_ctl(d, "ps", itest_strdupf("--pids=%d", (int)mapped), NULL);
         assert_exit(r, 0);
         assert_has("ps", r->out, itest_strdupf("%d", (int)mapped));
 }
@@ -433,7 +409,7 @@ static const char *fake_status(struct itest_daemon *d, const char *driver)
         };
         unlink(sock);
         pid_t srv = itest_fake_server_calls(sock, replies, itest_strdupf("%s/request", d->dir));
-        struct itest_proc_result *r = ctl_sock(sock, "status", NULL);
+        struct itest_proc_result *r = itest_ctl(NULL, itest_strdupf("--socket=%s", sock), "status", NULL);
         itest_await_fake_server(srv);
         return itest_strdupf("%d|%s|%s", r->status, r->out, r->err);
 }

@@ -8,6 +8,7 @@
 
 #include "cgroup-path.h"
 #include "json.h"
+#include "runner.h"
 
 START_TEST(test_cgroup_accepted)
 {
@@ -91,21 +92,12 @@ START_TEST(test_json_other_kinds)
 }
 END_TEST
 
-int main(void)
-{
-        Suite *s = suite_create("common");
-        TCase *tc = tcase_create("core");
-        SRunner *sr;
-        int failed;
+const char unit_suite_name[] = "common";
 
+void unit_tests(TCase *tc)
+{
         tcase_add_test(tc, test_cgroup_accepted);
         tcase_add_test(tc, test_cgroup_refused);
         tcase_add_test(tc, test_json_integers);
         tcase_add_test(tc, test_json_other_kinds);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

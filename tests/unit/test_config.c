@@ -8,6 +8,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "runner.h"
+
 #include "config.h"
 
 static char path[64];
@@ -187,21 +189,12 @@ START_TEST(test_shipped_file)
 }
 END_TEST
 
-int main(void)
-{
-        Suite *s = suite_create("config");
-        TCase *tc = tcase_create("core");
-        SRunner *sr;
-        int failed;
+const char unit_suite_name[] = "config";
 
+void unit_tests(TCase *tc)
+{
         tcase_add_test(tc, test_defaults_and_missing);
         tcase_add_test(tc, test_values);
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_shipped_file);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

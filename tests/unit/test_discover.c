@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runner.h"
+
 #include "cudackpt/protocol.h"
 #include "discover.h"
 #include "proto.h"
@@ -264,23 +266,14 @@ START_TEST(test_tree)
 }
 END_TEST
 
-int main(void)
-{
-        Suite *s = suite_create("discover");
-        TCase *tc = tcase_create("core");
-        SRunner *sr;
-        int failed;
+const char unit_suite_name[] = "discover";
 
+void unit_tests(TCase *tc)
+{
         tcase_add_test(tc, test_selectors);
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_maps);
         tcase_add_test(tc, test_maps_live);
         tcase_add_test(tc, test_cgroups_and_self);
         tcase_add_test(tc, test_tree);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

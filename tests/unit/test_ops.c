@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner.h"
+
 #include "cudackpt/protocol.h"
 #include "ops.h"
 
@@ -116,19 +118,10 @@ START_TEST(test_replies)
 }
 END_TEST
 
-int main(void)
-{
-        Suite *s = suite_create("ops");
-        TCase *tc = tcase_create("core");
-        SRunner *sr;
-        int failed;
+const char unit_suite_name[] = "ops";
 
+void unit_tests(TCase *tc)
+{
         tcase_add_loop_test(tc, test_classify, 0, (int)(sizeof(rows) / sizeof(rows[0])));
         tcase_add_test(tc, test_replies);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

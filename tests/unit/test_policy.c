@@ -2,6 +2,8 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "runner.h"
+
 #include "policy.h"
 
 #define U 1000 /* the caller */
@@ -79,19 +81,10 @@ START_TEST(test_primary_group_counts)
 }
 END_TEST
 
-int main(void)
-{
-        Suite *s = suite_create("policy");
-        TCase *tc = tcase_create("core");
-        SRunner *sr;
-        int failed;
+const char unit_suite_name[] = "policy";
 
+void unit_tests(TCase *tc)
+{
         tcase_add_loop_test(tc, test_table, 0, (int)(sizeof(rows) / sizeof(rows[0])));
         tcase_add_test(tc, test_primary_group_counts);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner.h"
+
 #include "cudackpt/protocol.h"
 #include "proto.h"
 
@@ -288,22 +290,13 @@ START_TEST(test_states_and_output)
 }
 END_TEST
 
-int main(void)
-{
-        Suite *s = suite_create("proto");
-        TCase *tc = tcase_create("core");
-        SRunner *sr;
-        int failed;
+const char unit_suite_name[] = "proto";
 
+void unit_tests(TCase *tc)
+{
         tcase_add_test(tc, test_call_object);
         tcase_add_test(tc, test_call_lookup);
         tcase_add_test(tc, test_parameters);
         tcase_add_test(tc, test_mapping);
         tcase_add_test(tc, test_states_and_output);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

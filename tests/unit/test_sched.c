@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runner.h"
+
 #include "sched.h"
 
 #define MAX_EVENTS 64
@@ -538,13 +540,10 @@ START_TEST(test_lane_spin)
 }
 END_TEST
 
-int main(void)
-{
-        Suite *s = suite_create("sched");
-        TCase *tc = tcase_create("core");
-        SRunner *sr;
-        int failed;
+const char unit_suite_name[] = "sched";
 
+void unit_tests(TCase *tc)
+{
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, test_serial_per_pid_parallel_across);
@@ -555,10 +554,4 @@ int main(void)
         tcase_add_test(tc, test_thread_and_process_serialised);
         tcase_add_test(tc, test_read_only_lane);
         tcase_add_test(tc, test_lane_spin);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "runner.h"
+
 #include "access.h"
 #include "share.h"
 
@@ -115,21 +117,12 @@ START_TEST(test_manage_lease)
 }
 END_TEST
 
-int main(void)
-{
-        Suite *s = suite_create("share");
-        TCase *tc = tcase_create("core");
-        SRunner *sr;
-        int failed;
+const char unit_suite_name[] = "share";
 
+void unit_tests(TCase *tc)
+{
         tcase_add_test(tc, test_bounds);
         tcase_add_test(tc, test_clamped);
         tcase_add_test(tc, test_per_uid_everyone);
         tcase_add_test(tc, test_manage_lease);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

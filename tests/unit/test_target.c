@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runner.h"
+
 #include "target.h"
 
 START_TEST(test_parse_stat)
@@ -180,22 +182,13 @@ START_TEST(test_settled_exit)
 }
 END_TEST
 
-int main(void)
-{
-        Suite *s = suite_create("target");
-        TCase *tc = tcase_create("core");
-        SRunner *sr;
-        int failed;
+const char unit_suite_name[] = "target";
 
+void unit_tests(TCase *tc)
+{
         tcase_add_test(tc, test_parse_stat);
         tcase_add_test(tc, test_parse_flags);
         tcase_add_test(tc, test_parse_uids);
         tcase_add_test(tc, test_pin_and_exit);
         tcase_add_test(tc, test_settled_exit);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner.h"
+
 #include "uuid.h"
 
 static const unsigned char want[16] = { 0x5e, 0xe1, 0xa5, 0xe1, 0x01, 0x23, 0x45, 0x67,
@@ -56,20 +58,11 @@ START_TEST(test_format_round_trip)
 }
 END_TEST
 
-int main(void)
-{
-        Suite *s = suite_create("uuid");
-        TCase *tc = tcase_create("core");
-        SRunner *sr;
-        int failed;
+const char unit_suite_name[] = "uuid";
 
+void unit_tests(TCase *tc)
+{
         tcase_add_test(tc, test_accepted);
         tcase_add_test(tc, test_refused);
         tcase_add_test(tc, test_format_round_trip);
-        suite_add_tcase(s, tc);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

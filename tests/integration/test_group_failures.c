@@ -1,0 +1,480 @@
+/* test_group_failures.c: group methods that fail, on the simulator,
+ * against the real daemon: a failure in each phase and its rollback,
+ * members that exit, change, stop or belong to another user, and the
+ * limits: size, groups in flight, parameters (helpers: groups_itest.h).
+ * Every test checks the states the members are left in with GetState
+ * afterwards, not only what the reply says.
+ *
+ * The other-uid tests need root; without it they say so and pass without
+ * checking (as test_floods does).  The binary doubles as a target:
+ * --itest-tree (see groups_itest.h). */
+#include "groups_itest.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- failures in each phase -------------------------------------------------- */
+
+START_TEST(fail_lock_rolls_back)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        const char *methods[] = { CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_METHOD_LOCK_GROUP };
+        for (size_t i = 0; i < N_OF(methods); i++) {
+                pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=lock:CUDA_ERROR_UNKNOWN", NULL);
+                pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
+                cJSON *j = gitest_group_pids(c, methods[i], 3, p);
+                gitest_assert_group_failed(j, methods[i], CUDACKPT_PHASE_LOCK, bad, CUDACKPT_ERROR_DRIVER_ERROR);
+                const char *ce = gitest_ostr(gitest_error_params(j), "cuda_error");
+                ck_assert_msg(gitest_streq(ce, "CUDA_ERROR_UNKNOWN"), "error_parameters without the CUDA error: %s",
+                              itest_dump(j));
+                itest_assert_bool(j, "rolled_back", true);
+                for (size_t k = 0; k < 3; k++)
+                        gitest_assert_member(j, p[k], "running");
+                gitest_assert_all_now(c, 3, p, "running");
+        }
+}
+END_TEST
+
+START_TEST(fail_checkpoint_rolls_back)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        /* SuspendGroup from running ... */
+        pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN", NULL);
+        pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
+        cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p);
+        gitest_assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad,
+                            CUDACKPT_ERROR_DRIVER_ERROR);
+        itest_assert_bool(j, "rolled_back", true);
+        for (size_t k = 0; k < 3; k++)
+                gitest_assert_member(j, p[k], "running");
+        gitest_assert_all_now(c, 3, p, "running");
+
+        /* ... and CheckpointGroup from locked: back to running too. */
+        pid_t bad2 = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN", NULL);
+        pid_t q[3] = { itest_small_target(), itest_small_target(), bad2 };
+        gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_LOCK_GROUP, 3, q), 3, q, "locked");
+        j = gitest_group_pids(c, CUDACKPT_METHOD_CHECKPOINT_GROUP, 3, q);
+        gitest_assert_group_failed(j, CUDACKPT_METHOD_CHECKPOINT_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad2,
+                            CUDACKPT_ERROR_DRIVER_ERROR);
+        itest_assert_bool(j, "rolled_back", true);
+        for (size_t k = 0; k < 3; k++)
+                gitest_assert_member(j, q[k], "running");
+        gitest_assert_all_now(c, 3, q, "running");
+}
+END_TEST
+
+START_TEST(fail_managed_memory)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_MANAGED=1", NULL);
+        pid_t p[3] = { itest_small_target(), itest_small_target(), bad };
+        cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p);
+        gitest_assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad,
+                            CUDACKPT_ERROR_NOT_SUPPORTED);
+        itest_assert_bool(j, "rolled_back", true);
+        for (size_t k = 0; k < 3; k++)
+                gitest_assert_member(j, p[k], "running");
+        gitest_assert_all_now(c, 3, p, "running");
+}
+END_TEST
+
+/* A failed restore unlocks no member: the restored stay locked, the failed
+ * one checkpointed.  Once the failure is gone, a retried ResumeGroup
+ * finishes the job. */
+START_TEST(fail_restore_then_retry)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=restore:CUDA_ERROR_UNKNOWN", NULL);
+        pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
+        gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p), 3, p, "checkpointed");
+
+        cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_RESUME_GROUP, 3, p);
+        gitest_assert_group_failed(j, CUDACKPT_METHOD_RESUME_GROUP, CUDACKPT_PHASE_RESTORE, bad, CUDACKPT_ERROR_DRIVER_ERROR);
+        itest_assert_bool(j, "rolled_back", false);
+        gitest_assert_member(j, p[0], "locked");
+        gitest_assert_member_opt(j, bad, "checkpointed");
+        gitest_assert_member(j, p[2], "locked");
+        itest_assert_state_now(c, p[0], "locked");
+        itest_assert_state_now(c, bad, "checkpointed");
+        itest_assert_state_now(c, p[2], "locked");
+
+        /* The same from RestoreGroup. */
+        j = gitest_group_pids(c, CUDACKPT_METHOD_RESTORE_GROUP, 3, p);
+        gitest_assert_group_failed(j, CUDACKPT_METHOD_RESTORE_GROUP, CUDACKPT_PHASE_RESTORE, bad,
+                            CUDACKPT_ERROR_DRIVER_ERROR);
+        itest_assert_bool(j, "rolled_back", false);
+        itest_assert_state_now(c, p[0], "locked");
+        itest_assert_state_now(c, bad, "checkpointed");
+
+        gitest_disarm_fail(bad);
+        j = gitest_group_pids(c, CUDACKPT_METHOD_RESUME_GROUP, 3, p);
+        gitest_assert_group_ok(j, 3, p, "running");
+        gitest_assert_all_now(c, 3, p, "running");
+}
+END_TEST
+
+START_TEST(fail_unlock)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
+        pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
+        gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_LOCK_GROUP, 3, p), 3, p, "locked");
+        cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_UNLOCK_GROUP, 3, p);
+        gitest_assert_group_failed(j, CUDACKPT_METHOD_UNLOCK_GROUP, CUDACKPT_PHASE_UNLOCK, bad, CUDACKPT_ERROR_DRIVER_ERROR);
+        /* Not every member is running. */
+        itest_assert_bool(j, "rolled_back", false);
+        gitest_assert_member(j, p[0], "running");
+        gitest_assert_member_opt(j, bad, "locked");
+        gitest_assert_member(j, p[2], "running");
+        itest_assert_state_now(c, p[0], "running");
+        itest_assert_state_now(c, bad, "locked");
+        itest_assert_state_now(c, p[2], "running");
+
+        /* ResumeGroup's unlock phase: restored, then all but one unlocked. */
+        pid_t bad2 = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
+        pid_t q[2] = { itest_small_target(), bad2 };
+        gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 2, q), 2, q, "checkpointed");
+        j = gitest_group_pids(c, CUDACKPT_METHOD_RESUME_GROUP, 2, q);
+        gitest_assert_group_failed(j, CUDACKPT_METHOD_RESUME_GROUP, CUDACKPT_PHASE_UNLOCK, bad2, CUDACKPT_ERROR_DRIVER_ERROR);
+        gitest_assert_member(j, q[0], "running");
+        gitest_assert_member_opt(j, bad2, "locked");
+        itest_assert_state_now(c, q[0], "running");
+        itest_assert_state_now(c, bad2, "locked");
+
+        /* Once the unlock works again, a retry converges. */
+        gitest_disarm_fail(bad2);
+        gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_RESUME_GROUP, 2, q), 2, q, "running");
+        gitest_assert_all_now(c, 2, q, "running");
+}
+END_TEST
+
+/* A checkpoint fails, and bringing another member back fails too: that
+ * member says why (rollback_error), rolled_back is false. */
+START_TEST(fail_rollback)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t ck = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN", NULL);
+        pid_t un = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
+        pid_t p[3] = { itest_small_target(), ck, un };
+        cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p);
+        gitest_assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT, ck,
+                            CUDACKPT_ERROR_DRIVER_ERROR);
+        itest_assert_bool(j, "rolled_back", false);
+        const cJSON *m = gitest_assert_member_opt(j, un, "locked");
+        ck_assert_msg(gitest_ostr(m, "rollback_error"), "member %d, whose unlock failed, has no rollback_error: %s", (int)un,
+                      itest_dump(j));
+        gitest_assert_member(j, p[0], "running");
+        gitest_assert_member(j, ck, "running");
+        itest_assert_state_now(c, p[0], "running");
+        itest_assert_state_now(c, ck, "running");
+        itest_assert_state_now(c, un, "locked");
+}
+END_TEST
+
+/* timeout_ms bounds the whole lock phase: a member behind a 3 s kernel
+ * times out, and the others are unlocked again. */
+START_TEST(lock_timeout_rolls_back)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t busy = itest_target(SIM, SMALL, "CUDACKPT_SIM_BUSY_MS=3000", NULL);
+        pid_t p[3] = { itest_small_target(), busy, itest_small_target() };
+        double t0 = itest_now_ms();
+        cJSON *j = gitest_group(c, CUDACKPT_METHOD_SUSPEND_GROUP, gitest_sel_pids(3, p), "\"timeout_ms\":200");
+        double took = itest_now_ms() - t0;
+        gitest_assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_LOCK, busy, CUDACKPT_ERROR_TIMEOUT);
+        itest_assert_bool(j, "rolled_back", true);
+        ck_assert_msg(took < 2500, "SuspendGroup with timeout_ms 200 answered after %.0f ms", took);
+        gitest_assert_all_now(c, 3, p, "running");
+}
+END_TEST
+
+/* ---- members that go, change, stop ---------------------------------------------- */
+
+START_TEST(member_exits_mid_group)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t slow = itest_target(SIM, SLOW_CKPT_MEM, SLOW_CKPT_RATE, NULL);
+        pid_t p[3] = { itest_small_target(), slow, itest_small_target() };
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        gitest_send_group(op, CUDACKPT_METHOD_SUSPEND_GROUP, gitest_sel_pids(3, p), NULL);
+        /* The fast ones are checkpointed, the slow one's checkpoint runs. */
+        itest_await_state(watch, p[0], "checkpointed", 5000);
+        itest_await_state(watch, p[2], "checkpointed", 5000);
+        bool f = false;
+        const char *s = gitest_state_of(watch, slow, &f);
+        ck_assert_msg(f && gitest_streq(s, "locked"), "the slow member is not checkpointing: %s%s", s,
+                      f ? " (in flight)" : "");
+        ck_assert_msg(!itest_conn_readable(op), "SuspendGroup answered before its slow checkpoint ended");
+        itest_target_kill(slow);
+
+        cJSON *j = gitest_recv_reply(op, 10000);
+        gitest_assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT, slow,
+                            CUDACKPT_ERROR_PROCESS_GONE);
+        gitest_assert_member(j, p[0], "running");
+        gitest_assert_member(j, p[2], "running");
+        itest_assert_state_now(watch, p[0], "running");
+        itest_assert_state_now(watch, p[2], "running");
+}
+END_TEST
+
+/* A caller that is not root names a process of another user among its
+ * own: the whole group is refused in phase select, nothing changes. */
+START_TEST(other_user_member_refused)
+{
+        if (itest_need_root())
+                return;
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t own = itest_target_as(ITEST_OTHER_UID, SIM, SMALL, NULL);
+        pid_t own2 = itest_target_as(ITEST_OTHER_UID, SIM, SMALL, NULL);
+        pid_t roots = itest_small_target();
+        struct itest_conn *c = itest_connect(d);
+        pid_t p[3] = { own, roots, own2 };
+        char msg[1024];
+        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
+                struct gitest_as_ctx x = {
+                        .sock = d->sock,
+                        .json = itest_strdupf("{\"method\":\"%s\",\"parameters\":{\"selector\":%s}}", gitest_all_groups[i],
+                                              gitest_sel_pids(3, p)),
+                        .error = CUDACKPT_ERROR_GROUP_FAILED,
+                        .phase = CUDACKPT_PHASE_SELECT,
+                        .pid = roots,
+                };
+                int r = itest_run_as(ITEST_OTHER_UID, gitest_as_call, &x, msg, sizeof(msg));
+                ck_assert_msg(r == 0, "%s as uid %d: %s", gitest_short_name(gitest_all_groups[i]), ITEST_OTHER_UID, msg);
+                gitest_assert_all_now(c, 3, p, "running");
+        }
+        /* Its own processes alone: the group goes through. */
+        pid_t mine[2] = { own, own2 };
+        struct gitest_as_ctx ok = {
+                .sock = d->sock,
+                .json = itest_strdupf("{\"method\":\"" CUDACKPT_METHOD_SUSPEND_GROUP "\",\"parameters\":{\"selector\":%s}}",
+                                      gitest_sel_pids(2, mine)),
+        };
+        int r = itest_run_as(ITEST_OTHER_UID, gitest_as_call, &ok, msg, sizeof(msg));
+        ck_assert_msg(r == 0, "SuspendGroup of its own as uid %d: %s", ITEST_OTHER_UID, msg);
+        gitest_assert_all_now(c, 2, mine, "checkpointed");
+        itest_assert_state_now(c, roots, "running");
+}
+END_TEST
+
+START_TEST(not_cuda_in_pids)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t plain = itest_target(SMALL, NULL);
+        pid_t p[3] = { itest_small_target(), plain, itest_small_target() };
+        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
+                cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
+                gitest_assert_group_failed(j, gitest_all_groups[i], CUDACKPT_PHASE_STATE, plain, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
+                itest_assert_state_now(c, p[0], "running");
+                itest_assert_state_now(c, p[2], "running");
+        }
+}
+END_TEST
+
+START_TEST(no_such_process_in_pids)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t dead = itest_dead_pid();
+        pid_t p[3] = { itest_small_target(), dead, itest_small_target() };
+        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
+                cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
+                gitest_assert_group_failed(j, gitest_all_groups[i], CUDACKPT_PHASE_SELECT, dead, CUDACKPT_ERROR_NO_SUCH_PROCESS);
+                itest_assert_state_now(c, p[0], "running");
+                itest_assert_state_now(c, p[2], "running");
+        }
+}
+END_TEST
+
+START_TEST(start_time_pins)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = itest_small_target(), b = itest_small_target();
+        unsigned long long sa = (unsigned long long)itest_start_time(a), sb = (unsigned long long)itest_start_time(b);
+        const char *wrong = itest_strdupf("{\"pids\":[{\"pid\":%d,\"start_time\":%llu},{\"pid\":%d,\"start_time\":%llu}]}",
+                                          (int)a, sa, (int)b, sb + 1);
+        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
+                cJSON *j = gitest_group(c, gitest_all_groups[i], wrong, NULL);
+                gitest_assert_group_failed(j, gitest_all_groups[i], CUDACKPT_PHASE_SELECT, b, CUDACKPT_ERROR_PROCESS_CHANGED);
+                const cJSON *ep = gitest_error_params(j);
+                double v;
+                ck_assert_msg(gitest_onum(ep, "start_time", &v) && v == (double)(sb + 1) && gitest_onum(ep, "actual_start_time", &v) &&
+                                      v == (double)sb,
+                              "ProcessChanged without the start times: %s", itest_dump(j));
+                itest_assert_state_now(c, a, "running");
+                itest_assert_state_now(c, b, "running");
+        }
+        const char *right = itest_strdupf("{\"pids\":[{\"pid\":%d,\"start_time\":%llu},{\"pid\":%d,\"start_time\":%llu}]}",
+                                          (int)a, sa, (int)b, sb);
+        pid_t p[2] = { a, b };
+        gitest_assert_group_ok(gitest_group(c, CUDACKPT_METHOD_SUSPEND_GROUP, right, NULL), 2, p, "checkpointed");
+        gitest_assert_all_now(c, 2, p, "checkpointed");
+}
+END_TEST
+
+/* A stopped member: ProcessStopped in phase state, at once, nothing changed. */
+START_TEST(stopped_member)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t st = itest_small_target();
+        pid_t p[2] = { itest_small_target(), st };
+        ck_assert_int_eq(kill(st, SIGSTOP), 0);
+        itest_await_proc_state(st, 'T', true);
+        double t0 = itest_now_ms();
+        cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 2, p);
+        double took = itest_now_ms() - t0;
+        gitest_assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_STATE, st, CUDACKPT_ERROR_PROCESS_STOPPED);
+        ck_assert_msg(gitest_streq(gitest_ostr(gitest_error_params(j), "stop"), "signal"), "no stop \"signal\" in %s", itest_dump(j));
+        ck_assert_msg(took < 2000, "SuspendGroup with a stopped member took %.0f ms", took);
+        itest_assert_state_now(c, p[0], "running");
+        ck_assert_int_eq(kill(st, SIGCONT), 0);
+        itest_await_proc_state(st, 'T', false);
+        itest_assert_state_now(c, st, "running");
+        gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 2, p), 2, p, "checkpointed");
+}
+END_TEST
+
+/* ---- limits ---------------------------------------------------------------------- */
+
+START_TEST(group_too_large)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"max_group_members\":2}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        struct itest_conn *c = itest_connect(d);
+        pid_t p[3] = { itest_small_target(), itest_small_target(), itest_small_target() };
+        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
+                cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
+                itest_assert_error(j, CUDACKPT_ERROR_GROUP_TOO_LARGE);
+                itest_assert_int(j, "limit", 2);
+                itest_assert_int(j, "members", 3);
+        }
+        gitest_assert_all_now(c, 3, p, "running");
+        gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 2, p), 2, p, "checkpointed");
+
+        /* A tree of three CUDA processes. */
+        static const char *const specs[] = { "sim", "sim", NULL };
+        pid_t root = gitest_start_tree(specs);
+        cJSON *j = gitest_group(c, CUDACKPT_METHOD_SUSPEND_GROUP, gitest_sel_tree(root), NULL);
+        itest_assert_error(j, CUDACKPT_ERROR_GROUP_TOO_LARGE);
+        itest_assert_int(j, "limit", 2);
+        long long m = 0;
+        ck_assert_msg(itest_int(j, "members", &m) && m > 2, "GroupTooLarge for 3 with members <= 2: %s", itest_dump(j));
+        itest_assert_state_now(c, root, "running");
+}
+END_TEST
+
+START_TEST(groups_in_flight_queue_full)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"max_groups_in_flight\":1}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        pid_t slow = itest_target(SIM, SLOW_CKPT_MEM, SLOW_CKPT_RATE, NULL);
+        pid_t other = itest_small_target();
+        struct itest_conn *c1 = itest_connect(d);
+        struct itest_conn *c2 = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        gitest_send_group(c1, CUDACKPT_METHOD_SUSPEND_GROUP, gitest_sel_pids(1, &slow), NULL);
+        gitest_await_any_in_flight(watch, slow, 5000);
+        cJSON *j = gitest_group_pids(c2, CUDACKPT_METHOD_SUSPEND_GROUP, 1, &other);
+        itest_assert_error(j, CUDACKPT_ERROR_QUEUE_FULL);
+        itest_assert_int(j, "limit", 1);
+        itest_assert_absent(j, "pid");
+        itest_assert_state_now(watch, other, "running");
+        ck_assert_msg(!itest_conn_readable(c1), "the slow group ended too soon for the test");
+        gitest_assert_group_ok(gitest_recv_reply(c1, 10000), 1, &slow, "checkpointed");
+        /* Room again. */
+        gitest_assert_group_ok(gitest_group_pids(c2, CUDACKPT_METHOD_SUSPEND_GROUP, 1, &other), 1, &other, "checkpointed");
+}
+END_TEST
+
+START_TEST(invalid_parameters)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = itest_small_target();
+        unsigned long long sa = (unsigned long long)itest_start_time(a);
+        const char *bad[] = {
+                itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d}],\"tree\":%d}}", (int)a, (int)a),
+                itest_strdupf("{\"selector\":{\"cgroup\":\"/\",\"tree\":%d}}", (int)a),
+                "{\"selector\":{\"pids\":[]}}",
+                itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d},{\"pid\":%d}]}}", (int)a, (int)a),
+                itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d,\"start_time\":%llu},{\"pid\":%d}]}}", (int)a, sa,
+                              (int)a),
+                "{\"selector\":{\"pids\":[{\"pid\":0}]}}",
+                itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d},{\"pid\":0}]}}", (int)a),
+                "{\"selector\":{\"pids\":[{\"pid\":-1}]}}",
+                "{\"selector\":{}}",
+                "{}",
+                "{\"selector\":{\"tree\":0}}",
+                itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d}]},\"bogus\":1}", (int)a),
+        };
+        for (size_t i = 0; i < N_OF(gitest_all_groups); i++)
+                for (size_t k = 0; k < N_OF(bad); k++) {
+                        cJSON *j = itest_call(c, gitest_all_groups[i], bad[k]);
+                        ck_assert_msg(gitest_streq(itest_error(j), "org.varlink.service.InvalidParameter"),
+                                      "%s %s: expected InvalidParameter, got %s", gitest_short_name(gitest_all_groups[i]), bad[k],
+                                      itest_dump(j));
+                        ck_assert_msg(itest_str(j, "parameter"), "InvalidParameter names no parameter: %s",
+                                      itest_dump(j));
+                }
+        itest_assert_state_now(c, a, "running");
+        /* ListProcesses too, for a bad selector. */
+        for (size_t k = 0; k < 9; k++) {
+                cJSON *j = itest_call(c, CUDACKPT_METHOD_LIST_PROCESSES, bad[k]);
+                ck_assert_msg(gitest_streq(itest_error(j), "org.varlink.service.InvalidParameter"),
+                              "ListProcesses %s: expected InvalidParameter, got %s", bad[k], itest_dump(j));
+        }
+}
+END_TEST
+
+static Suite *failures_suite(void)
+{
+        Suite *s = suite_create("integration.group_failures");
+        TCase *tc = itest_tcase(s, "group_failures", 60);
+        tcase_add_test(tc, fail_lock_rolls_back);
+        tcase_add_test(tc, fail_checkpoint_rolls_back);
+        tcase_add_test(tc, fail_managed_memory);
+        tcase_add_test(tc, fail_restore_then_retry);
+        tcase_add_test(tc, fail_unlock);
+        tcase_add_test(tc, fail_rollback);
+        tcase_add_test(tc, lock_timeout_rolls_back);
+        tcase_add_test(tc, member_exits_mid_group);
+        tcase_add_test(tc, other_user_member_refused);
+        tcase_add_test(tc, not_cuda_in_pids);
+        tcase_add_test(tc, no_such_process_in_pids);
+        tcase_add_test(tc, start_time_pins);
+        tcase_add_test(tc, stopped_member);
+        tcase_add_test(tc, group_too_large);
+        tcase_add_test(tc, groups_in_flight_queue_full);
+        tcase_add_test(tc, invalid_parameters);
+        return s;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc >= 2 && strcmp(argv[1], "--itest-tree") == 0)
+                return gitest_tree_mode(argc, argv);
+        return itest_main(failures_suite());
+}

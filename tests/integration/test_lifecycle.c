@@ -1,0 +1,302 @@
+/* test_lifecycle.c: processes that exit, stop or are traced while the
+ * daemon works on them (ProcessGone, ProcessStopped and the stall warning),
+ * with the parameters the IDL gives those errors and the state the
+ * process is left in afterwards.
+ *
+ * The binary doubles as a target (started through itest_target_exec()):
+ *   --itest-slow-exit MS  on SIGUSR1 its main thread exits, and the process
+ *                         MS milliseconds later: an exit that takes time,
+ *                         as a CUDA process's does while the driver
+ *                         releases its GPU memory. */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+
+/* ---- ProcessGone ----------------------------------------------------------- */
+
+START_TEST(process_gone_during_checkpoint)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        /* 4096 MiB at 512 MiB/s: an 8 s checkpoint. */
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=4096", "CUDACKPT_SIM_CKPT_MIBPS=512", NULL);
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        itest_sendf(op, "{\"method\":\"" CUDACKPT_METHOD_CHECKPOINT "\",\"parameters\":{\"pid\":%d}}", (int)pid);
+        itest_await_in_flight(watch, pid, "Checkpoint", 3000);
+        itest_target_kill(pid);
+        cJSON *j = itest_recv(op);
+        itest_assert_error(j, CUDACKPT_ERROR_PROCESS_GONE);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", "Checkpoint");
+        itest_assert_error(itest_call_pid(watch, CUDACKPT_METHOD_GET_STATE, pid), CUDACKPT_ERROR_NO_SUCH_PROCESS);
+}
+END_TEST
+
+START_TEST(process_gone_during_suspend)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=4096", "CUDACKPT_SIM_CKPT_MIBPS=512", NULL);
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        itest_sendf(op, "{\"method\":\"" CUDACKPT_METHOD_SUSPEND "\",\"parameters\":{\"pid\":%d}}", (int)pid);
+        itest_await_in_flight(watch, pid, "Suspend", 3000);
+        itest_target_kill(pid);
+        cJSON *j = itest_recv(op);
+        itest_assert_error(j, CUDACKPT_ERROR_PROCESS_GONE);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", "Suspend");
+}
+END_TEST
+
+/* A process's exit first releases its memory and files, then makes its
+ * pidfd readable; the driver already fails in between (the simulator does
+ * too: it can no longer read the process).  The daemon waits for such an
+ * exit to end (exit_wait_ms) and says ProcessGone, not DriverError.  Once
+ * flaky: the window is microseconds for /bin/sleep (55-85 ms for a CUDA
+ * process on an H200), and here stretched to 4 s, past the end of the 2 s
+ * checkpoint. */
+static pid_t slow_exit_target(void)
+{
+        const char *argv[] = { "itest-slow-exit", "--itest-slow-exit", "4000", NULL };
+        static const char *const env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=1024",
+                                           "CUDACKPT_SIM_CKPT_MIBPS=512", NULL };
+        return itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
+}
+
+/* Locks pid and starts its Checkpoint; returns the connection whose reply
+ * is pending. */
+static struct itest_conn *checkpoint_in_flight(struct itest_daemon *d, pid_t pid)
+{
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        itest_sendf(op, "{\"method\":\"" CUDACKPT_METHOD_CHECKPOINT "\",\"parameters\":{\"pid\":%d}}", (int)pid);
+        itest_await_in_flight(watch, pid, "Checkpoint", 3000);
+        return op;
+}
+
+START_TEST(process_gone_while_exiting)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = slow_exit_target();
+        struct itest_conn *op = checkpoint_in_flight(d, pid);
+        ck_assert_int_eq(kill(pid, SIGUSR1), 0);
+        cJSON *j = itest_recv(op);
+        itest_assert_error(j, CUDACKPT_ERROR_PROCESS_GONE);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", "Checkpoint");
+}
+END_TEST
+
+/* The wait is bounded: a process still exiting after exit_wait_ms is
+ * still there, and the driver's failure is reported as it is. */
+START_TEST(exit_wait_is_bounded)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"exit_wait_ms\": 100}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        pid_t pid = slow_exit_target();
+        struct itest_conn *op = checkpoint_in_flight(d, pid);
+        double t0 = itest_now_ms();
+        ck_assert_int_eq(kill(pid, SIGUSR1), 0);
+        cJSON *j = itest_recv(op);
+        double waited = itest_now_ms() - t0;
+        itest_assert_error(j, CUDACKPT_ERROR_DRIVER_ERROR);
+        itest_assert_str(j, "cuda_error", "CUDA_ERROR_OPERATING_SYSTEM");
+        ck_assert_msg(waited < 4000, "the reply came after the process's exit (%.0f ms)", waited);
+}
+END_TEST
+
+/* ---- ProcessStopped -------------------------------------------------------- */
+
+/* Every call but GetRestoreThreadId on a stopped process would wait in the
+ * driver until it runs again: refused at once, naming the stop. */
+static void assert_stopped(struct itest_conn *c, const char *method, pid_t pid, const char *stop)
+{
+        double t0 = itest_now_ms();
+        cJSON *j = itest_call_pid(c, method, pid);
+        double took = itest_now_ms() - t0;
+        itest_assert_error(j, CUDACKPT_ERROR_PROCESS_STOPPED);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", strrchr(method, '.') + 1);
+        itest_assert_str(j, "stop", stop);
+        ck_assert_msg(took < 2000, "%s on a stopped process took %.0f ms", method, took);
+}
+
+static void assert_restore_tid_answers(struct itest_conn *c, pid_t pid)
+{
+        double t0 = itest_now_ms();
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, pid);
+        double took = itest_now_ms() - t0;
+        itest_assert_ok(j);
+        itest_assert_int(j, "pid", pid);
+        long long tid = 0;
+        ck_assert_msg(itest_int(j, "restore_thread_id", &tid) && tid > 0, "no restore_thread_id in %s",
+                      itest_dump(j));
+        ck_assert_msg(took < 2000, "GetRestoreThreadId on a stopped process took %.0f ms", took);
+}
+
+START_TEST(stopped_target_refused)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_sim_target();
+        struct itest_conn *c = itest_connect(d);
+        itest_assert_state_now(c, pid, "running");
+
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        itest_await_proc_state(pid, 'T', true);
+        assert_restore_tid_answers(c, pid);
+        for (size_t i = 0; itest_process_methods[i]; i++)
+                if (strcmp(itest_process_methods[i], CUDACKPT_METHOD_GET_RESTORE_THREAD_ID) != 0)
+                        assert_stopped(c, itest_process_methods[i], pid, "signal");
+        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, pid);
+        itest_assert_str(j, "step", "lock");
+        itest_assert_absent(j, "rolled_back");
+        j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid);
+        itest_assert_str(j, "step", "restore");
+
+        /* Nothing was asked of the driver: once running again, the process
+         * is as it was and the cycle works. */
+        ck_assert_int_eq(kill(pid, SIGCONT), 0);
+        itest_await_proc_state(pid, 'T', false);
+        itest_assert_state_now(c, pid, "running");
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, pid), pid, "checkpointed");
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
+}
+END_TEST
+
+/* A process stopped while locked, as a dumper would leave it: nothing but
+ * GetRestoreThreadId is made, the state is kept, and Unlock works after
+ * SIGCONT. */
+START_TEST(stopped_while_locked)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_sim_target();
+        struct itest_conn *c = itest_connect(d);
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        itest_await_proc_state(pid, 'T', true);
+        assert_restore_tid_answers(c, pid);
+        assert_stopped(c, CUDACKPT_METHOD_CHECKPOINT, pid, "signal");
+        assert_stopped(c, CUDACKPT_METHOD_UNLOCK, pid, "signal");
+        assert_stopped(c, CUDACKPT_METHOD_GET_STATE, pid, "signal");
+        ck_assert_int_eq(kill(pid, SIGCONT), 0);
+        itest_await_proc_state(pid, 'T', false);
+        itest_assert_state_now(c, pid, "locked");
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
+}
+END_TEST
+
+/* A tracing stop (a debugger's, CRIU's seize) is named "traced". */
+START_TEST(traced_target_refused)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = itest_sim_target();
+        struct itest_conn *c = itest_connect(d);
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        ck_assert_msg(ptrace(PTRACE_SEIZE, pid, NULL, NULL) == 0, "PTRACE_SEIZE: %s", strerror(errno));
+        ck_assert_msg(ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) == 0, "PTRACE_INTERRUPT: %s", strerror(errno));
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, __WALL), pid);
+        ck_assert_msg(WIFSTOPPED(status), "not stopped: status %#x", status);
+        itest_await_proc_state(pid, 't', true);
+        assert_restore_tid_answers(c, pid);
+        assert_stopped(c, CUDACKPT_METHOD_CHECKPOINT, pid, "traced");
+        assert_stopped(c, CUDACKPT_METHOD_GET_STATE, pid, "traced");
+        ck_assert_msg(ptrace(PTRACE_DETACH, pid, NULL, NULL) == 0, "PTRACE_DETACH: %s", strerror(errno));
+        itest_await_proc_state(pid, 't', false);
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "checkpointed");
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
+}
+END_TEST
+
+/* A process stopped after the daemon's check, while its driver call runs,
+ * holds that call: the daemon's log says so once stall_warning_ms has
+ * passed, and the call completes once the process runs again. */
+START_TEST(stall_warning_names_the_stop)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"stall_warning_ms\": 300}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        /* The lock waits for a 3 s kernel. */
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=3000", NULL);
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *watch = itest_connect(d);
+        itest_sendf(op, "{\"method\":\"" CUDACKPT_METHOD_LOCK "\",\"parameters\":{\"pid\":%d,\"timeout_ms\":0}}",
+                    (int)pid);
+        itest_await_in_flight(watch, pid, "Lock", 2000);
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        itest_await_proc_state(pid, 'T', true);
+
+        itest_await_log(d, itest_strdupf("every thread of process %d is stopped (signal)", (int)pid), 5000);
+        ck_assert_int_eq(kill(pid, SIGCONT), 0);
+        itest_assert_state(itest_recv_within(op, 10000), pid, "locked");
+        itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
+}
+END_TEST
+
+static Suite *lifecycle_suite(void)
+{
+        Suite *s = suite_create("integration.lifecycle");
+        TCase *tc = itest_tcase(s, "lifecycle", 40);
+        tcase_add_test(tc, stopped_target_refused);
+        tcase_add_test(tc, stopped_while_locked);
+        tcase_add_test(tc, traced_target_refused);
+        tcase_add_test(tc, stall_warning_names_the_stop);
+        tcase_add_test(tc, process_gone_during_checkpoint);
+        tcase_add_test(tc, process_gone_during_suspend);
+        tcase_add_test(tc, process_gone_while_exiting);
+        tcase_add_test(tc, exit_wait_is_bounded);
+        return s;
+}
+
+static int slow_exit_pipe[2];
+static unsigned slow_exit_ms;
+
+static void *slow_exit_last_thread(void *arg)
+{
+        char c;
+        (void)arg;
+        if (read(slow_exit_pipe[0], &c, 1) == 1) {
+                struct timespec ts = { slow_exit_ms / 1000, (long)(slow_exit_ms % 1000) * 1000000L };
+                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                        ;
+        }
+        _exit(0);
+}
+
+/* --itest-slow-exit MS: see the top of the file. */
+static int slow_exit(const char *ms)
+{
+        sigset_t usr1;
+        pthread_t t;
+        int sig;
+
+        slow_exit_ms = (unsigned)strtoul(ms, NULL, 10);
+        sigemptyset(&usr1);
+        sigaddset(&usr1, SIGUSR1);
+        /* Blocked in both threads, taken by sigwait() in this one. */
+        if (pthread_sigmask(SIG_BLOCK, &usr1, NULL) != 0 || pipe(slow_exit_pipe) < 0 ||
+            pthread_create(&t, NULL, slow_exit_last_thread, NULL) != 0)
+                return 1;
+        if (write(3, "1", 1) != 1)
+                return 1;
+        close(3);
+        if (sigwait(&usr1, &sig) != 0 || write(slow_exit_pipe[1], "x", 1) != 1)
+                return 1;
+        pthread_exit(NULL);
+}
+
+int main(int argc, char **argv)
+{
+        if (argc == 3 && strcmp(argv[1], "--itest-slow-exit") == 0)
+                return slow_exit(argv[2]);
+        return itest_main(lifecycle_suite());
+}
