@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""check_structure.py: the house rules for the product's C code, checked.
+
+  - no include circle among the rooms (a room is x.c with x.h) of daemon/,
+    client/ and common/;
+  - the daemon's layer folders are ordered: a room includes only rooms of
+    its own folder or of folders below it (LAYERS, bottom first);
+  - no product file over MAX_LINES lines, no function over MAX_FUNCTION
+    lines (from its signature's first line to its closing brace).
+
+usage: check_structure.py [REPO_ROOT]   exit 0 when all hold, 1 otherwise,
+printing one line per breach.  A room is named by its file's base name:
+the daemon includes its headers by path below daemon/ ("run/sched.h"),
+the client and common/ by name.
+"""
+import os
+import re
+import sys
+
+MAX_LINES = 600
+MAX_FUNCTION = 80
+TREES = ("daemon", "client", "common")
+# The daemon's folders, bottom first; the top level (main, server, the
+# method table) is above them all.
+LAYERS = ("base", "host", "auth", "varlink", "net", "run", "jobs", "")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def sources(root):
+    for tree in TREES:
+        for d, _, files in os.walk(os.path.join(root, tree)):
+            for f in sorted(files):
+                if f.endswith((".c", ".h")):
+                    yield os.path.join(d, f)
+
+
+def room(path):
+    base = os.path.basename(path)
+    return base[: -len(".bpf.c")] + ".bpf" if base.endswith(".bpf.c") else base[:-2]
+
+
+def tree_of(root, path):
+    return os.path.relpath(path, root).split(os.sep)[0]
+
+
+def layer_of(root, path):
+    parts = os.path.relpath(path, root).split(os.sep)
+    return parts[1] if len(parts) > 2 else ""
+
+
+def include_graph(root, paths):
+    """{(tree, room): set of (tree, room)} for includes within the trees."""
+    by_name = {}
+    for p in paths:
+        by_name.setdefault((tree_of(root, p), os.path.basename(p)), p)
+        by_name.setdefault(("*", os.path.basename(p)), p)
+    graph, where = {}, {}
+    for p in paths:
+        tree = tree_of(root, p)
+        me = (tree, room(p))
+        where[me] = p
+        graph.setdefault(me, set())
+        for inc in INCLUDE.findall(open(p, encoding="utf-8").read()):
+            name = os.path.basename(inc)
+            target = by_name.get((tree, name)) or (by_name.get(("*", name)) if tree != "common" else None)
+            if target and os.path.basename(target) == name:
+                other = (tree_of(root, target), room(target))
+                if other != me:
+                    graph[me].add(other)
+                    where.setdefault(other, target)
+    return graph, where
+
+
+def cycles(graph):
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def functions(text):
+    """(name, first line, length) of each function defined at file level:
+    its body opens with "{" alone at the start of a line, below the
+    signature, or at the end of a signature that starts a line."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line == "{":
+            start = i - 1
+            while start > 0 and lines[start - 1].strip() and not lines[start - 1].startswith("#") \
+                    and not lines[start - 1].rstrip().endswith((";", "}", "*/")):
+                start -= 1
+            sig = " ".join(lines[start:i])
+        elif re.match(r"^[A-Za-z_].*\)\s*\{$", line):
+            start, sig = i, line
+        else:
+            continue
+        m = re.search(r"([A-Za-z_][A-Za-z_0-9]*)\s*\(", sig)
+        if not m or "=" in sig.split("(")[0] or sig.startswith(("struct ", "enum ", "union ", "typedef ")) and "(" not in sig:
+            continue
+        end = i + 1
+        while end < len(lines) and lines[end] != "}":
+            end += 1
+        yield m.group(1), start + 1, end - start + 1
+
+
+def main():
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../.."))
+    paths = list(sources(root))
+    breaches = []
+    graph, where = include_graph(root, paths)
+    for comp in cycles(graph):
+        breaches.append("include circle: " + " -> ".join("%s/%s" % r for r in comp))
+    for me, others in sorted(graph.items()):
+        if me[0] != "daemon":
+            continue
+        mine = layer_of(root, where[me])
+        for other in sorted(others):
+            if other[0] != "daemon":
+                continue
+            theirs = layer_of(root, where[other])
+            if mine in LAYERS and theirs in LAYERS and LAYERS.index(theirs) > LAYERS.index(mine):
+                breaches.append("layer: %s (%s) includes %s (%s), a layer above it" % (
+                    os.path.relpath(where[me], root), mine or "top", os.path.relpath(where[other], root), theirs or "top"))
+            elif mine not in LAYERS or theirs not in LAYERS:
+                breaches.append("layer: %s or %s is in no known layer folder" % (where[me], where[other]))
+    for p in paths:
+        text = open(p, encoding="utf-8").read()
+        n = text.count("\n")
+        rel = os.path.relpath(p, root)
+        if n > MAX_LINES:
+            breaches.append("file: %s has %d lines (at most %d)" % (rel, n, MAX_LINES))
+        for name, line, length in functions(text):
+            if length > MAX_FUNCTION:
+                breaches.append("function: %s:%d %s() has %d lines (at most %d)" % (rel, line, name, length, MAX_FUNCTION))
+    for b in breaches:
+        print(b)
+    rooms = len(graph)
+    print("check_structure: %d rooms in %s, %d breaches" % (rooms, ", ".join(TREES), len(breaches)))
+    return 1 if breaches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
