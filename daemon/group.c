@@ -16,6 +16,7 @@
 #include "log.h"
 #include "ops.h"
 #include "pidns.h"
+#include "plan.h"
 #include "policy.h"
 #include "procindex.h"
 #include "proto.h"
@@ -31,20 +32,6 @@
 /* Bound on a tree walk, whatever max_group_members says: the walk itself
  * costs memory before members are counted. */
 #define GROUP_TREE_MAX 65536
-
-enum phase {
-        PH_SELECT,
-        PH_WAIT,
-        PH_STATE,
-        PH_LOCK,
-        PH_CHECKPOINT,
-        PH_RESTORE,
-        PH_UNLOCK,
-        PH_RB_STATE,    /* rollback: learn the states a failure left unknown */
-        PH_RB_RESTORE,
-        PH_RB_UNLOCK,
-        PH_END,
-};
 
 struct member {
         pid_t pid;              /* in the daemon's pid namespace */
@@ -91,7 +78,7 @@ struct group {
         struct proto_group_request req;
         uint64_t t0;
         uint64_t t_scanned, t_selected; /* ListProcesses's times, for the debug log */
-        enum phase phase;
+        enum plan_phase phase;
         uv_work_t scan;
         int scan_error;         /* -errno of the scan itself */
         pid_t *cand;            /* what the scan found */
@@ -102,7 +89,7 @@ struct group {
         unsigned pending;       /* steps of the phase not yet done */
         unsigned done, total;   /* for progress replies */
         bool failed;
-        enum phase failed_phase;
+        enum plan_phase failed_phase;
         size_t failed_at;
         bool rolled_back;
         uint64_t deadline_ns;
@@ -124,38 +111,6 @@ static struct group_table *table_of(struct server *s)
 static bool listing(const struct group *g)
 {
         return g->method == PROTO_LIST_PROCESSES;
-}
-
-/* Lock, Checkpoint and Suspend groups pause a job: their failure brings
- * every member back to running. */
-static bool pausing(const struct group *g)
-{
-        return g->method == PROTO_LOCK_GROUP || g->method == PROTO_CHECKPOINT_GROUP ||
-               g->method == PROTO_SUSPEND_GROUP;
-}
-
-static const char *phase_name(enum phase p)
-{
-        switch (p) {
-        case PH_SELECT:
-        case PH_WAIT:
-                return CUDACKPT_PHASE_SELECT;
-        case PH_STATE:
-        case PH_RB_STATE:
-                return CUDACKPT_PHASE_STATE;
-        case PH_LOCK:
-                return CUDACKPT_PHASE_LOCK;
-        case PH_CHECKPOINT:
-                return CUDACKPT_PHASE_CHECKPOINT;
-        case PH_RESTORE:
-        case PH_RB_RESTORE:
-                return CUDACKPT_PHASE_RESTORE;
-        case PH_UNLOCK:
-        case PH_RB_UNLOCK:
-                return CUDACKPT_PHASE_UNLOCK;
-        default:
-                return "end";
-        }
 }
 
 static void audit(const struct group *g, pid_t pid, const char *method, const char *result,
@@ -336,7 +291,7 @@ static cJSON *final_reply(struct group *g)
                         f = &g->m[i];
         }
         cJSON_AddStringToObject(p, "method", proto_method_name(g->method));
-        cJSON_AddStringToObject(p, "phase", phase_name(g->failed_phase));
+        cJSON_AddStringToObject(p, "phase", plan_phase_name(g->failed_phase));
         if (f) {
                 cJSON_AddNumberToObject(p, "pid", f->vpid);
                 add_error(g, p, f->vpid, f->err_method, &f->err, "error", "error_parameters");
@@ -368,7 +323,7 @@ static void progress(struct group *g, const struct member *mb)
                 cJSON_Delete(p);
                 return;
         }
-        cJSON_AddStringToObject(o, "phase", phase_name(g->phase));
+        cJSON_AddStringToObject(o, "phase", plan_phase_name(g->phase));
         cJSON_AddItemToObject(o, "member", member_json(g, mb));
         cJSON_AddNumberToObject(o, "done", g->done);
         cJSON_AddNumberToObject(o, "total", g->total);
@@ -409,7 +364,7 @@ static void group_end(struct group *g, cJSON *msg)
         struct group_table *t = table_of(srv);
         struct conn *c = g->conn;
 
-        g->phase = PH_END;
+        g->phase = PLAN_END;
         if (!c)
                 g->on_end(g->end_ctx, msg);
         else if (g->reply && !c->closing)
@@ -469,7 +424,7 @@ static void group_finish(struct group *g)
                         n += !g->m[i].excluded && !g->m[i].skipped;
                 if (g->failed)
                         snprintf(detail, sizeof(detail), "%u members, failed in %s%s", n,
-                                 phase_name(g->failed_phase), g->rolled_back ? ", rolled back" : "");
+                                 plan_phase_name(g->failed_phase), g->rolled_back ? ", rolled back" : "");
                 else
                         snprintf(detail, sizeof(detail), "%u members", n);
                 pid_t who = 0;
@@ -502,59 +457,15 @@ static void group_finish(struct group *g)
 static void advance(struct group *g);
 static void step_done(struct sched *s, struct sched_op *op);
 
-static enum ops_step step_of(enum phase p)
-{
-        switch (p) {
-        case PH_LOCK:
-                return OPS_STEP_LOCK;
-        case PH_CHECKPOINT:
-                return OPS_STEP_CHECKPOINT;
-        case PH_RESTORE:
-        case PH_RB_RESTORE:
-                return OPS_STEP_RESTORE;
-        case PH_UNLOCK:
-        case PH_RB_UNLOCK:
-                return OPS_STEP_UNLOCK;
-        default:
-                return OPS_STEP_GET_STATE;
-        }
-}
-
-static enum proto_method method_of(enum ops_step s)
-{
-        switch (s) {
-        case OPS_STEP_LOCK:
-                return PROTO_LOCK;
-        case OPS_STEP_CHECKPOINT:
-                return PROTO_CHECKPOINT;
-        case OPS_STEP_RESTORE:
-                return PROTO_RESTORE;
-        case OPS_STEP_UNLOCK:
-                return PROTO_UNLOCK;
-        default:
-                return PROTO_GET_STATE;
-        }
-}
-
 static bool active(const struct member *mb)
 {
         return !mb->excluded && !mb->skipped && !mb->gone;
 }
 
 /* Whether member mb takes part in phase p. */
-static bool needs(const struct group *g, const struct member *mb, enum phase p)
+static bool needs(const struct member *mb, enum plan_phase p)
 {
-        if (!active(mb))
-                return false;
-        switch (p) {
-        case PH_STATE:
-                return true;
-        case PH_RB_STATE:
-                return mb->state < 0;
-        default:
-                (void)g;
-                return mb->state == ops_state_before(step_of(p));
-        }
+        return active(mb) && plan_needs(p, mb->state);
 }
 
 static void member_fail(struct group *g, size_t i, enum proto_method m, const struct ops_result *r)
@@ -568,11 +479,11 @@ static void member_fail(struct group *g, size_t i, enum proto_method m, const st
 
 /* Queues phase p's step of member i; false when its queue refused it
  * (recorded as the member's failure). */
-static bool submit(struct group *g, size_t i, enum phase p)
+static bool submit(struct group *g, size_t i, enum plan_phase p)
 {
         struct member *mb = &g->m[i];
         struct sched_op *op = calloc(1, sizeof(*op));
-        enum ops_step st = step_of(p);
+        enum ops_step st = plan_step(p);
         struct ops_result r = { .error = OPS_QUEUE_FULL, .state = -1, .restore_tid = -1,
                                 .rolled_back = -1, .in_flight = -1 };
         struct share_refusal limit = { 0 };
@@ -582,7 +493,7 @@ static bool submit(struct group *g, size_t i, enum phase p)
         op->conn = g->conn;
         op->caller = g->caller;
         op->parent = g->method;
-        op->method = method_of(st);
+        op->method = plan_step_method(st);
         op->reply = true;
         op->done = step_done;
         op->ctx = g;
@@ -595,7 +506,7 @@ static bool submit(struct group *g, size_t i, enum phase p)
                 op->req.timeout_ms = g->req.has_timeout ? g->req.timeout_ms : g->srv->cfg->default_lock_timeout_ms;
                 op->req.deadline_ns = g->deadline_ns;
         }
-        if (p == PH_RESTORE && g->req.n_pairs > 0) {
+        if (p == PLAN_RESTORE && g->req.n_pairs > 0) {
                 op->req.pairs = calloc(g->req.n_pairs, sizeof(*op->req.pairs));
                 if (!op->req.pairs) {
                         free(op);
@@ -613,28 +524,28 @@ static bool submit(struct group *g, size_t i, enum phase p)
 refused:
         r.limit = limit.limit;
         r.limit_key = limit.key;
-        if (p == PH_RB_RESTORE || p == PH_RB_UNLOCK) {
+        if (plan_is_rollback(p)) {
                 mb->rb_failed = true;
-                mb->rb_method = method_of(st);
+                mb->rb_method = plan_step_method(st);
                 mb->rb_err = r;
         } else {
-                member_fail(g, i, method_of(st), &r);
+                member_fail(g, i, plan_step_method(st), &r);
         }
         return false;
 }
 
-static void run_phase(struct group *g, enum phase p)
+static void run_phase(struct group *g, enum plan_phase p)
 {
         g->phase = p;
         g->done = g->total = 0;
         for (size_t i = 0; i < g->n; i++)
-                g->total += needs(g, &g->m[i], p);
-        if (p == PH_LOCK) {
+                g->total += needs(&g->m[i], p);
+        if (p == PLAN_LOCK) {
                 uint32_t t = g->req.has_timeout ? g->req.timeout_ms : g->srv->cfg->default_lock_timeout_ms;
                 g->deadline_ns = t ? uv_hrtime() + (uint64_t)t * 1000000u : 0;
         }
         for (size_t i = 0; i < g->n; i++) {
-                if (!needs(g, &g->m[i], p))
+                if (!needs(&g->m[i], p))
                         continue;
                 /* ListProcesses answers from an operation in flight, as GetState does. */
                 if (listing(g)) {
@@ -656,7 +567,7 @@ static void record(struct group *g, struct sched_op *op)
 {
         struct member *mb = &g->m[op->index];
         const struct ops_result *r = &op->result;
-        enum ops_step st = step_of(g->phase);
+        enum ops_step st = plan_step(g->phase);
 
         mb->duration_ns += r->duration_ns;
         if (r->error == OPS_OK) {
@@ -674,13 +585,13 @@ static void record(struct group *g, struct sched_op *op)
                         mb->stopped = r->stopped;
                 return;
         }
-        if (g->phase == PH_STATE && r->error == OPS_NOT_CUDA_PROCESS &&
+        if (g->phase == PLAN_STATE && r->error == OPS_NOT_CUDA_PROCESS &&
             (g->req.kind != PROTO_SELECT_PIDS || g->lenient)) {
                 mb->skipped = true;
                 return;
         }
-        if (g->phase >= PH_RB_STATE) {
-                if (g->phase != PH_RB_STATE) {
+        if (plan_is_rollback(g->phase)) {
+                if (g->phase != PLAN_RB_STATE) {
                         mb->rb_failed = true;
                         mb->rb_method = op->method;
                         mb->rb_err = *r;
@@ -700,7 +611,7 @@ static void step_done(struct sched *s, struct sched_op *op)
                       proto_method_name(g->method), (double)op->result.duration_ns / 1e6);
         record(g, op);
         g->done++;
-        if (g->phase != PH_STATE && g->phase != PH_RB_STATE)
+        if (plan_changes(g->phase))
                 progress(g, &g->m[op->index]);
         proto_request_done(&op->req);
         free(op);
@@ -718,48 +629,6 @@ static bool phase_failed(const struct group *g, size_t *ret_first)
         return false;
 }
 
-/* The states each method converges from; any other is InvalidState. */
-static bool state_allowed(enum proto_method m, int st)
-{
-        switch (m) {
-        case PROTO_LOCK_GROUP:
-                return st == CU_PROCESS_STATE_RUNNING || st == CU_PROCESS_STATE_LOCKED;
-        case PROTO_CHECKPOINT_GROUP:
-                return st == CU_PROCESS_STATE_LOCKED || st == CU_PROCESS_STATE_CHECKPOINTED;
-        case PROTO_RESTORE_GROUP:
-                return st == CU_PROCESS_STATE_CHECKPOINTED || st == CU_PROCESS_STATE_LOCKED;
-        case PROTO_UNLOCK_GROUP:
-                return st == CU_PROCESS_STATE_LOCKED || st == CU_PROCESS_STATE_RUNNING;
-        case PROTO_SUSPEND_GROUP:
-        case PROTO_RESUME_GROUP:
-                return st == CU_PROCESS_STATE_RUNNING || st == CU_PROCESS_STATE_LOCKED ||
-                       st == CU_PROCESS_STATE_CHECKPOINTED;
-        default:
-                return false;
-        }
-}
-
-/* The phase after p on the way forward, PH_END after the last. */
-static enum phase next_forward(const struct group *g, enum phase p)
-{
-        switch (g->method) {
-        case PROTO_LOCK_GROUP:
-                return p < PH_LOCK ? PH_LOCK : PH_END;
-        case PROTO_CHECKPOINT_GROUP:
-                return p < PH_CHECKPOINT ? PH_CHECKPOINT : PH_END;
-        case PROTO_SUSPEND_GROUP:
-                return p < PH_LOCK ? PH_LOCK : p < PH_CHECKPOINT ? PH_CHECKPOINT : PH_END;
-        case PROTO_RESTORE_GROUP:
-                return p < PH_RESTORE ? PH_RESTORE : PH_END;
-        case PROTO_UNLOCK_GROUP:
-                return p < PH_UNLOCK ? PH_UNLOCK : PH_END;
-        case PROTO_RESUME_GROUP:
-                return p < PH_RESTORE ? PH_RESTORE : p < PH_UNLOCK ? PH_UNLOCK : PH_END;
-        default:
-                return PH_END;
-        }
-}
-
 static void plan_check(struct group *g)
 {
         enum proto_method single = proto_group_single(g->method);
@@ -768,7 +637,7 @@ static void plan_check(struct group *g)
                 struct member *mb = &g->m[i];
                 struct ops_result r = { .error = OPS_INVALID_STATE, .state = mb->state, .restore_tid = -1,
                                         .rolled_back = -1, .in_flight = -1 };
-                if (!active(mb) || state_allowed(g->method, mb->state))
+                if (!active(mb) || plan_state_allowed(g->method, mb->state))
                         continue;
                 r.step = ops_first_step(single);
                 member_fail(g, i, single, &r);
@@ -785,58 +654,22 @@ static bool all_running(const struct group *g)
 
 static void advance(struct group *g)
 {
+        enum plan_phase next;
         size_t first;
+        bool failed;
 
-        switch (g->phase) {
-        case PH_STATE:
-                if (listing(g)) {
-                        group_finish(g);
-                        return;
-                }
-                if (!phase_failed(g, &first))
-                        plan_check(g);
-                if (phase_failed(g, &first)) {
-                        /* Nothing has changed yet. */
-                        g->failed = true;
-                        g->failed_phase = PH_STATE;
-                        g->failed_at = first;
-                        group_finish(g);
-                        return;
-                }
-                break;
-        case PH_LOCK:
-        case PH_CHECKPOINT:
-        case PH_RESTORE:
-        case PH_UNLOCK:
-                if (phase_failed(g, &first)) {
-                        g->failed = true;
-                        g->failed_phase = g->phase;
-                        g->failed_at = first;
-                        if (pausing(g)) {
-                                run_phase(g, PH_RB_STATE);
-                                return;
-                        }
-                        /* Restoring and unlocking stop where they failed: no
-                         * member unlocked while another is checkpointed. */
-                        group_finish(g);
-                        return;
-                }
-                break;
-        case PH_RB_STATE:
-                run_phase(g, PH_RB_RESTORE);
-                return;
-        case PH_RB_RESTORE:
-                run_phase(g, PH_RB_UNLOCK);
-                return;
-        case PH_RB_UNLOCK:
-                g->rolled_back = all_running(g);
-                group_finish(g);
-                return;
-        default:
-                return;
+        if (g->phase == PLAN_STATE && !listing(g) && !phase_failed(g, &first))
+                plan_check(g);
+        failed = !plan_is_rollback(g->phase) && phase_failed(g, &first);
+        if (failed && !listing(g)) {
+                g->failed = true;
+                g->failed_phase = g->phase;
+                g->failed_at = first;
         }
-        enum phase next = next_forward(g, g->phase);
-        if (next == PH_END)
+        if (g->phase == PLAN_RB_UNLOCK)
+                g->rolled_back = all_running(g);
+        next = listing(g) ? PLAN_END : plan_after(g->method, g->phase, failed);
+        if (next == PLAN_END)
                 group_finish(g);
         else
                 run_phase(g, next);
@@ -864,7 +697,7 @@ static bool held_back(const struct group *g)
         if (listing(g))
                 return false;
         for (const struct group *e = g->prev; e; e = e->prev)
-                if (!listing(e) && (e->phase == PH_SELECT || overlaps(e, g)))
+                if (!listing(e) && (e->phase == PLAN_SELECT || overlaps(e, g)))
                         return true;
         return false;
 }
@@ -884,8 +717,8 @@ static void start_waiting(struct server *srv)
         do {
                 t->again = false;
                 for (g = t->head; g; g = g->next)
-                        if (g->phase == PH_WAIT && !held_back(g)) {
-                                run_phase(g, PH_STATE);
+                        if (g->phase == PLAN_WAIT && !held_back(g)) {
+                                run_phase(g, PLAN_STATE);
                                 t->again = true; /* the list may have changed */
                                 break;
                         }
@@ -1069,7 +902,7 @@ static void selected(struct group *g)
         }
         if (phase_failed(g, &first)) {
                 g->failed = true;
-                g->failed_phase = PH_SELECT;
+                g->failed_phase = PLAN_SELECT;
                 g->failed_at = first;
                 group_finish(g);
                 return;
@@ -1082,7 +915,7 @@ static void selected(struct group *g)
                 group_end(g, too_large(g->srv->cfg->max_group_members, acting));
                 return;
         }
-        g->phase = PH_WAIT;
+        g->phase = PLAN_WAIT;
         start_waiting(g->srv); /* g, and any that waited for g's selection */
 }
 
@@ -1204,7 +1037,7 @@ static void scan_done(uv_work_t *w, int status)
                                                    .in_flight = -1, .gone = true };
                         member_fail(g, 0, proto_group_single(g->method), &r);
                         g->failed = true;
-                        g->failed_phase = PH_SELECT;
+                        g->failed_phase = PLAN_SELECT;
                         g->failed_at = 0;
                         group_finish(g);
                         return;
@@ -1289,7 +1122,7 @@ static void start_select(struct group *g)
 {
         struct group_table *t = table_of(g->srv);
 
-        g->phase = PH_SELECT;
+        g->phase = PLAN_SELECT;
         g->prev = t->tail;
         if (t->tail)
                 t->tail->next = g;
