@@ -10,6 +10,7 @@
 #include "group.h"
 #include "cudackpt/protocol.h"
 #include "lease.h"
+#include "list.h"
 #include "log.h"
 #include "metrics.h"
 #include "ops.h"
@@ -378,8 +379,10 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
         case PROTO_UNLOCK_GROUP:
         case PROTO_SUSPEND_GROUP:
         case PROTO_RESUME_GROUP:
+                group_call(&c->server->groups, c, &call);
+                break;
         case PROTO_LIST_PROCESSES:
-                group_call(c, &call);
+                list_call(&c->server->lists, c, &call);
                 break;
         case PROTO_RELEASE_LEASE:
         case PROTO_RENEW_LEASE:

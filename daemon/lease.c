@@ -241,7 +241,7 @@ static void lease_undo(struct server *s, struct lease *l, enum metrics_counter w
                                                               .start_time = l->m[i].start_time };
                 req.n_pids = (unsigned)l->n;
         }
-        if (!req.pids || group_start_internal(s, PROTO_RESUME_GROUP, &table_of(s)->self, &req, undo_done, l) < 0) {
+        if (!req.pids || group_start_internal(&s->groups, PROTO_RESUME_GROUP, &table_of(s)->self, &req, undo_done, l) < 0) {
                 proto_group_request_done(&req);
                 undo_done(l, NULL);
         }

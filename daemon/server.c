@@ -320,7 +320,7 @@ char *server_metrics_text(struct server *s)
                 .connections = s->n_conns,
                 .running = s->sched.n_running,
                 .queued = s->sched.n_ops - s->sched.n_running,
-                .groups = s->groups.n,
+                .groups = s->jobs.n,
                 .leases = s->leases.n,
                 .leased_processes = s->leases.n_members,
                 .watchers = s->watch.n,
@@ -329,14 +329,14 @@ char *server_metrics_text(struct server *s)
                 .simulated = s->drv.simulated,
                 .driver_version = s->drv.version,
                 .gpus = s->drv.n_devices,
-                .scans_index = atomic_load(&s->groups.scans_index),
-                .scans_proc = atomic_load(&s->groups.scans_proc),
+                .scans_index = atomic_load(&s->source.scans_index),
+                .scans_proc = atomic_load(&s->source.scans_proc),
         };
-        struct procindex *ix = atomic_load(&s->groups.index);
+        struct procindex *ix = atomic_load(&s->source.index);
 
         if (ix) {
                 g.index_hook = procindex_hook(ix);
-                g.process_index = !atomic_load(&s->groups.index_lost);
+                g.process_index = !atomic_load(&s->source.index_lost);
                 g.index_processes = procindex_last_size(ix);
         }
 
@@ -361,7 +361,7 @@ static void on_op_finished(void *ctx, const struct sched_op *op)
 void server_maybe_finish(struct server *s)
 {
         if (!s->shutting_down || s->starting || s->index_opening || s->gpumem_opening || s->sched.n_running > 0 ||
-            s->n_conns > 0 || s->groups.n > 0)
+            s->n_conns > 0 || s->jobs.n > 0)
                 return;
         lease_close(s);
         watch_close(s);
@@ -421,7 +421,7 @@ static void driver_work(uv_work_t *w)
         if (driver_open(&s->drv, s->cfg->driver_path) == 0) {
                 (void)driver_start(&s->drv);
                 /* The file to look for in targets' maps (discover.h). */
-                (void)discover_lib_of(*(void **)&s->drv.cu_get_state, &s->groups.driver_lib);
+                (void)discover_lib_of(*(void **)&s->drv.cu_get_state, &s->source.driver_lib);
         }
 }
 
@@ -429,7 +429,7 @@ static void index_work(uv_work_t *w)
 {
         struct server *s = w->data;
 
-        if (procindex_open(&s->groups.driver_lib, s->cfg->process_index_max, s->cfg->process_index_tracepoint,
+        if (procindex_open(&s->source.driver_lib, s->cfg->process_index_max, s->cfg->process_index_tracepoint,
                            &s->index_opened, s->index_why, sizeof(s->index_why)) < 0)
                 s->index_opened = NULL;
 }
@@ -444,7 +444,7 @@ static void index_ready(uv_work_t *w, int status)
         if (ix && s->shutting_down) {
                 procindex_free(ix);
         } else if (ix) {
-                atomic_store(&s->groups.index, ix);
+                atomic_store(&s->source.index, ix);
                 bool tp = strcmp(procindex_hook(ix), "tracepoint") == 0;
                 log_info("Process index ready (BPF, mmaps seen by %s%s): ListProcesses and Watch read only the "
                          "processes that may map the driver",
@@ -479,6 +479,7 @@ static void gpumem_ready(uv_work_t *w, int status)
                 log_info("No NVML (%s): ListProcesses shows no GPU memory", s->gpumem.reason);
         /* From now on the listings read it (group.c, on the loop thread). */
         s->gpumem_on = s->gpumem.available;
+        list_gpumem_ready(&s->lists);
         server_maybe_finish(s);
 }
 
@@ -489,7 +490,7 @@ static void index_start(struct server *s)
                 log_info("No process index (process_index_max is 0): ListProcesses and Watch scan /proc");
                 return;
         }
-        if (!s->groups.driver_lib.known) {
+        if (!s->source.driver_lib.known) {
                 log_info("No process index (the driver's file is not known): ListProcesses and Watch scan /proc");
                 return;
         }
@@ -565,6 +566,34 @@ static char *runtime_dir(const struct config *cfg)
         return d;
 }
 
+/* Groups that ask for a lease (group.h): the lease table decides. */
+static bool group_lease_admit_cb(void *ctx, const struct policy_caller *caller, struct share_refusal *ret)
+{
+        return lease_admit(ctx, caller, ret);
+}
+
+static void group_lease_unadmit_cb(void *ctx, const struct policy_caller *caller)
+{
+        lease_unadmit(ctx, caller);
+}
+
+static void group_lease_grant_cb(void *ctx, struct conn *c, enum proto_method m, const struct proto_lease *want,
+                                 const struct group_member_id *members, size_t n, cJSON *reply)
+{
+        struct lease_member *lm = calloc(n ? n : 1, sizeof(*lm));
+
+        if (!lm) {
+                /* No lease can be kept: nothing may stay paused unguarded. */
+                log_error("%s: out of memory for the lease; its members stay as they are", proto_method_name(m));
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                lm[i] = (struct lease_member){ .pid = members[i].pid, .vpid = members[i].vpid,
+                                               .start_time = members[i].start_time, .owner = members[i].owner };
+        lease_grant(ctx, c, m, want, lm, n, reply);
+        free(lm);
+}
+
 int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
 {
         uint64_t usec = 0;
@@ -580,14 +609,17 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         metrics_init(&s->metrics);
         static const char *const conn_keys[] = { "max_connections", "max_connections_per_uid",
                                                  "max_connections_reserved" };
-        static const char *const group_keys[] = { "max_groups_in_flight", "max_groups_per_uid",
-                                                  "max_groups_reserved" };
 
         share_init(&s->conns_share, conn_keys, cfg->max_connections, cfg->max_connections_per_uid,
                    cfg->max_connections_reserved);
         s->conns_share.per_uid_everyone = true; /* root's leaks are bounded too */
-        share_init(&s->groups.slots, group_keys, cfg->max_groups_in_flight, cfg->max_groups_per_uid,
-                   cfg->max_groups_reserved);
+        s->source.index_max = cfg->process_index_max;
+        jobs_init(&s->jobs, loop, cfg, &s->drv, &s->sched, &s->metrics, &s->source, s);
+        group_init(&s->groups, &s->jobs, &(struct group_lease_hooks){ .admit_cb = group_lease_admit_cb,
+                                                                       .unadmit_cb = group_lease_unadmit_cb,
+                                                                       .grant_cb = group_lease_grant_cb,
+                                                                       .ctx = s });
+        list_init(&s->lists, &s->jobs, &s->gpumem);
         s->runtime_dir = runtime_dir(cfg);
         lease_init(s, s->runtime_dir);
         watch_init(s);
@@ -617,12 +649,12 @@ int server_run(struct server *s)
 
 void server_done(struct server *s)
 {
-        procindex_free(atomic_load(&s->groups.index));
+        procindex_free(atomic_load(&s->source.index));
         gpumem_close(&s->gpumem);
         sched_done(&s->sched);
         driver_close(&s->drv);
         share_free(&s->conns_share);
-        share_free(&s->groups.slots);
+        jobs_free(&s->jobs);
         share_free(&s->leases.share);
         share_free(&s->watch.share);
         free(s->bound_path);

@@ -16,9 +16,12 @@
 #include "driver.h"
 #include "gpumem.h"
 #include "group.h"
+#include "jobs.h"
 #include "lease.h"
+#include "list.h"
 #include "metrics.h"
 #include "sched.h"
+#include "select.h"
 #include "watch.h"
 
 #define SERVER_MAX_LISTENERS 16
@@ -33,7 +36,10 @@ struct server {
         uv_work_t gpumem_work;          /* on a worker after READY=1, */
         bool gpumem_opening, gpumem_on; /* then read by listings (loop thread's flag) */
         struct sched sched;
+        struct select_source source;    /* candidate CUDA processes: the index or /proc (select.h) */
+        struct jobs jobs;               /* what groups and listings share (jobs.h) */
         struct group_table groups;      /* group operations in flight */
+        struct list_table lists;        /* ListProcesses (list.h) */
         struct lease_table leases;      /* leases held (lease.h) */
         struct watch_table watch;       /* watchers (watch.h) */
         struct metrics metrics;

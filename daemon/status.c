@@ -37,7 +37,7 @@ static const char *index_reason(const struct server *s, const struct procindex *
                 return NULL;
         if (s->cfg->process_index_max == 0)
                 return "process_index_max is 0";
-        if (!s->groups.driver_lib.known)
+        if (!s->source.driver_lib.known)
                 return "the driver's file is not known";
         /* Written by the worker that opened it, read once it is done. */
         return s->index_why[0] ? s->index_why : "not opened";
@@ -46,8 +46,8 @@ static const char *index_reason(const struct server *s, const struct procindex *
 /* How ListProcesses and Watch find the processes that may map the driver. */
 static bool add_index(cJSON *p, const struct server *s)
 {
-        const struct procindex *ix = atomic_load(&s->groups.index);
-        bool lost = ix && atomic_load(&s->groups.index_lost);
+        const struct procindex *ix = atomic_load(&s->source.index);
+        bool lost = ix && atomic_load(&s->source.index_lost);
         const char *reason = index_reason(s, ix);
         cJSON *o = cJSON_AddObjectToObject(p, "process_index");
 
@@ -67,7 +67,7 @@ static bool add_counts(cJSON *p, const struct server *s)
                 { "workers", s->cfg->workers },
                 { "workers_busy", s->sched.n_running },
                 { "queued", s->sched.n_ops - s->sched.n_running },
-                { "groups", s->groups.n },
+                { "groups", s->jobs.n },
                 { "leases", s->leases.n },
                 { "watchers", s->watch.n },
                 { "connections", s->n_conns },

@@ -528,12 +528,12 @@ static int cmp_proc(const void *a, const void *b)
 static void scan_work(uv_work_t *w)
 {
         struct scan *sc = w->data;
-        const struct discover_lib *lib = &sc->srv->groups.driver_lib;
+        const struct discover_lib *lib = &sc->srv->source.driver_lib;
         pid_t *pids = NULL, self = getpid();
         char cg[DISCOVER_CGROUP_MAX];
         size_t n = 0;
 
-        sc->error = group_candidates(sc->srv, &pids, &n);
+        sc->error = select_candidates(&sc->srv->source, &pids, &n);
         if (sc->error < 0)
                 return;
         sc->procs = calloc(n ? n : 1, sizeof(*sc->procs));
