@@ -7,11 +7,8 @@
 #include <unistd.h>
 
 #include "cudackpt/protocol.h"
-#include "dispatch.h"
 #include "log.h"
-#include "metrics.h"
 #include "proto.h"
-#include "server.h"
 
 #define READ_CHUNK 65536
 /* A client that sends requests without reading the replies: past this many
@@ -34,7 +31,7 @@ void conn_unref(struct conn *c)
 {
         if (--c->refs > 0)
                 return;
-        server_conn_gone(c->server, c);
+        c->owner->free_cb(c);
         if (c->caller.has_pidfd)
                 close(c->caller.pidfd);
         pidns_done(&c->caller.pidns);
@@ -52,11 +49,52 @@ void conn_close(struct conn *c)
         if (c->closing)
                 return;
         c->closing = true;
-        server_conn_closing(c->server, c);
+        /* Each hook leaves the list before it runs: it may remove itself
+         * or others, and runs once. */
+        while (c->hooks) {
+                struct conn_hook *h = c->hooks;
+                conn_hook_remove(c, h);
+                h->closing_cb(h, c);
+        }
         uv_close((uv_handle_t *)&c->pipe, on_handle_closed);
-        if (c->server->cfg->idle_timeout_ms > 0)
+        if (c->owner->cfg->idle_timeout_ms > 0)
                 uv_close((uv_handle_t *)&c->idle, on_handle_closed);
-        server_maybe_finish(c->server);
+}
+
+void conn_hook_add(struct conn *c, struct conn_hook *h)
+{
+        h->next = NULL;
+        h->prev = c->hooks_tail;
+        if (c->hooks_tail)
+                c->hooks_tail->next = h;
+        else
+                c->hooks = h;
+        c->hooks_tail = h;
+}
+
+void conn_hook_remove(struct conn *c, struct conn_hook *h)
+{
+        if (h->prev)
+                h->prev->next = h->next;
+        else if (c->hooks == h)
+                c->hooks = h->next;
+        else
+                return; /* not in the list */
+        if (h->next)
+                h->next->prev = h->prev;
+        else
+                c->hooks_tail = h->prev;
+        h->prev = h->next = NULL;
+}
+
+void conn_pin(struct conn *c)
+{
+        c->pins++;
+}
+
+void conn_unpin(struct conn *c)
+{
+        c->pins--;
 }
 
 /* The timer runs once per idle period, not once per request: it checks
@@ -64,17 +102,17 @@ void conn_close(struct conn *c)
 static void on_idle(uv_timer_t *t)
 {
         struct conn *c = t->data;
-        uint64_t timeout = c->server->cfg->idle_timeout_ms;
-        uint64_t idle = uv_now(c->server->loop) - c->last_active;
+        uint64_t timeout = c->owner->cfg->idle_timeout_ms;
+        uint64_t idle = uv_now(c->owner->loop) - c->last_active;
 
         if (c->closing)
                 return;
-        /* A connection whose closing would undo its leases is never idle. */
-        if (c->busy || c->leases > 0 || idle < timeout) {
-                uv_timer_start(&c->idle, on_idle, c->busy || c->leases > 0 ? timeout : timeout - idle, 0);
+        /* A pinned connection (its closing would undo leases) is never idle. */
+        if (c->busy || c->pins > 0 || idle < timeout) {
+                uv_timer_start(&c->idle, on_idle, c->busy || c->pins > 0 ? timeout : timeout - idle, 0);
                 return;
         }
-        metrics_count(&c->server->metrics, METRICS_CUT_IDLE);
+        metrics_count(c->owner->metrics, METRICS_CUT_IDLE);
         log_debug("Closing connection of uid %u idle for %llu ms", (unsigned)c->caller.uid,
                   (unsigned long long)timeout);
         conn_close(c);
@@ -176,12 +214,12 @@ void conn_send_bytes(struct conn *c, char *data, size_t len)
                 return;
         }
         if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) >
-            c->server->cfg->max_write_queue_bytes) {
-                metrics_count(&c->server->metrics, METRICS_CUT_SLOW_READER);
+            c->owner->cfg->max_write_queue_bytes) {
+                metrics_count(c->owner->metrics, METRICS_CUT_SLOW_READER);
                 log_warning("Disconnecting uid %u pid %d: %zu bytes of replies unread (limit %zu)",
                             (unsigned)c->caller.uid, (int)c->caller.pid,
                             uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe),
-                            c->server->cfg->max_write_queue_bytes);
+                            c->owner->cfg->max_write_queue_bytes);
                 conn_close(c);
         }
 }
@@ -203,10 +241,10 @@ static void send_too_large(struct conn *c)
         cJSON *p = cJSON_CreateObject();
 
         if (p)
-                cJSON_AddNumberToObject(p, "max_bytes", (double)c->server->cfg->max_message_bytes);
-        metrics_count(&c->server->metrics, METRICS_CUT_MESSAGE_TOO_LARGE);
+                cJSON_AddNumberToObject(p, "max_bytes", (double)c->owner->cfg->max_message_bytes);
+        metrics_count(c->owner->metrics, METRICS_CUT_MESSAGE_TOO_LARGE);
         log_notice("Disconnecting uid %u pid %d: message over %zu bytes", (unsigned)c->caller.uid,
-                   (int)c->caller.pid, c->server->cfg->max_message_bytes);
+                   (int)c->caller.pid, c->owner->cfg->max_message_bytes);
         conn_send(c, proto_error_new(CUDACKPT_ERROR_MESSAGE_TOO_LARGE, p));
         c->len = 0;
         conn_close_after_write(c);
@@ -229,16 +267,16 @@ static void update_reading(struct conn *c);
  * waits in the buffer. */
 static bool holds_message(const struct conn *c)
 {
-        return c->len >= c->server->cfg->max_message_bytes ||
+        return c->len >= c->owner->cfg->max_message_bytes ||
                (c->len > 0 && memchr(c->buf, '\0', c->len) != NULL);
 }
 
 /* Handles complete messages while no request is in flight. */
 static void process(struct conn *c)
 {
-        size_t max = c->server->cfg->max_message_bytes;
+        size_t max = c->owner->cfg->max_message_bytes;
 
-        conn_ref(c); /* dispatch may close c */
+        conn_ref(c); /* message_cb may close c */
         while (!c->closing && !c->busy && !c->close_after_write && c->len > 0 && !backlogged(c)) {
                 char *nul = memchr(c->buf, '\0', c->len);
                 size_t n;
@@ -253,10 +291,10 @@ static void process(struct conn *c)
                         send_too_large(c);
                         break;
                 }
-                dispatch_message(c, c->buf, n);
+                c->owner->message_cb(c, c->buf, n);
                 /* Only whole requests count as activity: a client trickling
                  * bytes of a message it never ends is idle. */
-                c->last_active = uv_now(c->server->loop);
+                c->last_active = uv_now(c->owner->loop);
                 c->len -= n + 1;
                 memmove(c->buf, c->buf + n + 1, c->len);
         }
@@ -275,9 +313,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
         if (c->closing)
                 return;
-        /* A watcher's stream is its only call: what it sends after is
-         * dropped, and its hang-up ends the stream. */
-        if (c->watcher && nread != 0) {
+        /* A stream is its connection's only call: what the client sends
+         * after is dropped, and its hang-up ends the stream. */
+        if (c->streaming && nread != 0) {
                 if (nread < 0)
                         conn_close(c);
                 return;
@@ -317,9 +355,16 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         process(c);
 }
 
+void conn_set_streaming(struct conn *c, bool on)
+{
+        c->streaming = on;
+        if (!c->closing)
+                update_reading(c);
+}
+
 static void update_reading(struct conn *c)
 {
-        bool want = !c->close_after_write && !c->read_eof && (c->watcher || !holds_message(c));
+        bool want = !c->close_after_write && !c->read_eof && (c->streaming || !holds_message(c));
 
         if (want == c->reading)
                 return;
@@ -335,8 +380,8 @@ void conn_request_done(struct conn *c)
         c->busy = false;
         if (c->closing)
                 return;
-        c->last_active = uv_now(c->server->loop);
-        if (c->server->shutting_down) {
+        c->last_active = uv_now(c->owner->loop);
+        if (life_stopping(c->owner->life)) {
                 conn_close_after_write(c);
                 return;
         }
@@ -353,12 +398,12 @@ int conn_start(struct conn *c)
 {
         c->pipe.data = c;
         c->refs = 1;
-        c->last_active = uv_now(c->server->loop);
-        if (c->server->cfg->idle_timeout_ms > 0) {
-                uv_timer_init(c->server->loop, &c->idle);
+        c->last_active = uv_now(c->owner->loop);
+        if (c->owner->cfg->idle_timeout_ms > 0) {
+                uv_timer_init(c->owner->loop, &c->idle);
                 c->idle.data = c;
                 c->refs++;
-                uv_timer_start(&c->idle, on_idle, c->server->cfg->idle_timeout_ms, 0);
+                uv_timer_start(&c->idle, on_idle, c->owner->cfg->idle_timeout_ms, 0);
         }
         c->reading = false;
         update_reading(c);

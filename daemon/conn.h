@@ -13,8 +13,12 @@
  *
  * Lifetime: the server creates a connection at accept; conn_close() starts
  * closing it; it is freed when its handles are closed and the last
- * reference (one per request in flight) is dropped, never deep in a call
- * chain. */
+ * reference is dropped, never deep in a call chain.
+ *
+ * The connection knows bytes and messages, not features: a feature that
+ * cares about a connection's end subscribes to it (conn_hook_add), one
+ * that must keep it open pins it (conn_pin), and a call answered with a
+ * stream marks it streaming (conn_set_streaming). */
 #ifndef CUDACKPT_CONN_H
 #define CUDACKPT_CONN_H
 
@@ -23,35 +27,78 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
+#include "config.h"
+#include "life.h"
+#include "metrics.h"
 #include "policy.h"
 
+struct conn;
 struct server;
+
+/* What the connections of one server share; it outlives them. */
+struct conn_owner {
+        uv_loop_t *loop;
+        const struct config *cfg;       /* the limits: message size, unread replies, idle time */
+        struct metrics *metrics;        /* counts the connections cut */
+        struct life *life;              /* once stopping, a connection closes after its request */
+        /* One whole message (without its NUL) to answer; may close c. */
+        void (*message_cb)(struct conn *c, const char *msg, size_t len);
+        /* c's last reference is gone: it is freed when this returns. */
+        void (*free_cb)(struct conn *c);
+};
+
+/* A subscriber to a connection's closing, embedded in the subscriber's own
+ * object. */
+struct conn_hook {
+        void (*closing_cb)(struct conn_hook *h, struct conn *c);
+        struct conn_hook *prev, *next;
+};
 
 struct conn {
         uv_pipe_t pipe;
         uv_timer_t idle;           /* closes the connection after idle_timeout_ms */
         uint64_t last_active;      /* uv_now() when the last request was answered */
-        struct server *server;
+        const struct conn_owner *owner;
+        struct server *server;     /* SHIM: for the handlers that still reach the
+                                    * features through it (group.c, watch.c) */
         struct policy_caller caller; /* from SO_PEERCRED and SO_PEERGROUPS */
-        struct conn *prev, *next;  /* server's list of connections */
-        unsigned refs;             /* open handles + requests in flight */
+        struct conn *prev, *next;  /* the server's list of connections */
+        unsigned refs;             /* the open handles (pipe, idle timer), each write
+                                    * queued, and each holder that outlives a callback
+                                    * (a request in flight, a watcher); freed at 0 */
+        unsigned pins;             /* conn_pin()s: never closed for idleness */
+        struct conn_hook *hooks, *hooks_tail; /* closing_cb, in the order added */
         bool closing;              /* conn_close() was called; callbacks return at once */
         bool busy;                 /* a request is being served */
         bool close_after_write;    /* close once queued replies are written */
         bool reading;
         bool read_eof;             /* the client sent all it will send */
-        unsigned leases;           /* on-close leases it holds: never idle */
-        struct watcher *watcher;   /* Watch made it a watcher (watch.h) */
+        bool streaming;            /* answers one call with a stream: reads only for a hang-up */
+        struct watcher *watcher;   /* SHIM: watch.c's, until it keeps its own (watch.h) */
         void (*drain_cb)(struct conn *c); /* called when queued writes are all written */
         char *buf;                 /* received bytes not yet handled */
         size_t len, cap;
 };
 
-/* Takes over an accepted, initialised pipe; 0 or -errno. */
+/* Takes over an accepted, initialised pipe (c->owner and c->caller set);
+ * 0 or -errno (c is then closing). */
 int conn_start(struct conn *c);
 void conn_close(struct conn *c);
 void conn_ref(struct conn *c);
 void conn_unref(struct conn *c);
+
+/* h->closing_cb (set by the caller) runs once, when conn_close() begins
+ * closing c, in the order the hooks were added; a hook may remove itself
+ * or others.  Added to a connection already closing, it never runs. */
+void conn_hook_add(struct conn *c, struct conn_hook *h);
+/* Safe for a hook not added or already run. */
+void conn_hook_remove(struct conn *c, struct conn_hook *h);
+/* While pinned (a count), the idle timeout never closes c. */
+void conn_pin(struct conn *c);
+void conn_unpin(struct conn *c);
+/* c answers its call with a stream (Watch): what the client sends after is
+ * dropped, and reading goes on only to see it hang up. */
+void conn_set_streaming(struct conn *c, bool on);
 
 /* Queues msg (consumed) for writing.  Cuts the connection if the client
  * leaves more than max_write_queue_bytes unread. */

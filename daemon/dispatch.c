@@ -292,14 +292,14 @@ static void process_call(struct conn *c, struct proto_call *call)
                 reply(c, call, err);
                 return;
         }
-        if (s->shutting_down) {
+        if (life_stopping(&s->life)) {
                 reply(c, call, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
                 goto out;
         }
         if (!translate_pid(c, call, &req) || answered_before_queue(c, call, &req))
                 goto out;
         if (req.lease.wanted) {
-                if (!lease_admit(s, &c->caller, &limit)) {
+                if (!lease_admit(&s->leases, &c->caller, &limit)) {
                         audit_early(c, call->method, req.pid, "QueueFull", limit.key);
                         reply(c, call, queue_full(req.caller_pid, &limit));
                         goto out;
@@ -336,11 +336,12 @@ static void process_call(struct conn *c, struct proto_call *call)
         }
 queued:
         conn_ref(c);
+        life_hold(&s->life); /* until dispatch_op_done */
         c->busy = true;
         return; /* req now belongs to op */
 out:
         if (req.lease.admitted)
-                lease_unadmit(s, &c->caller);
+                lease_unadmit(&s->leases, &c->caller);
         proto_request_done(&req);
 }
 
@@ -387,10 +388,11 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
         case PROTO_RELEASE_LEASE:
         case PROTO_RENEW_LEASE:
         case PROTO_CLAIM_LEASE:
-                lease_call(c, &call);
+                lease_call(&c->server->leases, c, &call);
                 break;
         case PROTO_WATCH:
                 watch_call(c, &call);
+                conn_set_streaming(c, c->watcher != NULL); /* SHIM until watch.c says so itself */
                 break;
         case PROTO_GET_METRICS:
                 if (call.parameters && call.parameters->child) {
@@ -424,7 +426,7 @@ static void grant_lease(struct conn *c, struct sched_op *op, cJSON *msg)
                                   .start_time = r->pinned_start_time, .owner = r->pinned_owner };
 
         if (r->pinned) /* a success pinned it */
-                lease_grant(c->server, c, op->method, &op->req.lease, &m, 1, msg);
+                lease_grant(&c->server->leases, c, op->method, &op->req.lease, &m, 1, msg);
 }
 
 void dispatch_op_done(struct sched *s, struct sched_op *op)
@@ -454,7 +456,7 @@ void dispatch_op_done(struct sched *s, struct sched_op *op)
         if (r->error == OPS_OK && op->req.lease.wanted && !op->cancelled)
                 grant_lease(c, op, msg);
         if (op->req.lease.admitted)
-                lease_unadmit(srv, op->caller);
+                lease_unadmit(&srv->leases, op->caller);
         if (op->reply && !c->closing)
                 conn_send(c, msg);
         else
@@ -464,5 +466,5 @@ void dispatch_op_done(struct sched *s, struct sched_op *op)
         free(op);
         conn_request_done(c);
         conn_unref(c);
-        server_maybe_finish(srv);
+        life_release(&srv->life);
 }

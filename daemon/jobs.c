@@ -9,15 +9,14 @@
 #include "cudackpt/protocol.h"
 #include "log.h"
 #include "pidns.h"
-#include "server.h"
 
 void jobs_init(struct jobs *js, uv_loop_t *loop, const struct config *cfg, const struct driver *drv,
-               struct sched *sched, struct metrics *metrics, struct select_source *source, struct server *srv)
+               struct sched *sched, struct metrics *metrics, struct select_source *source, struct life *life)
 {
         static const char *const keys[] = { "max_groups_in_flight", "max_groups_per_uid", "max_groups_reserved" };
 
         *js = (struct jobs){ .loop = loop, .cfg = cfg, .drv = drv, .sched = sched, .metrics = metrics,
-                             .source = source, .srv = srv };
+                             .source = source, .life = life };
         share_init(&js->slots, keys, cfg->max_groups_in_flight, cfg->max_groups_per_uid, cfg->max_groups_reserved);
 }
 
@@ -28,7 +27,7 @@ void jobs_free(struct jobs *js)
 
 bool jobs_stopping(const struct jobs *js)
 {
-        return js->srv->shutting_down;
+        return life_stopping(js->life);
 }
 
 void jobs_call_audit(const struct jobs_call *jc, pid_t pid, const char *method, const char *result,
@@ -153,6 +152,7 @@ void jobs_call_start(struct jobs_call *jc, enum select_purpose purpose, void (*d
         struct jobs *js = jc->jobs;
 
         js->n++;
+        life_hold(js->life);
         if (jc->conn) {
                 conn_ref(jc->conn);
                 jc->conn->busy = true;
@@ -197,5 +197,5 @@ void jobs_call_end(struct jobs_call *jc, cJSON *msg)
                 conn_request_done(c);
                 conn_unref(c);
         }
-        server_maybe_finish(js->srv);
+        life_release(js->life);
 }

@@ -28,6 +28,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "life.h"
 #include "metrics.h"
 #include "proto.h"
 #include "select.h"
@@ -35,7 +36,6 @@
 
 struct conn;
 struct sched;
-struct server;
 
 struct jobs {
         uv_loop_t *loop;
@@ -44,13 +44,13 @@ struct jobs {
         struct sched *sched;            /* the per-process queues every step goes through */
         struct metrics *metrics;
         struct select_source *source;   /* candidates, the driver's file */
-        struct server *srv;             /* shutdown (until life.h) */
+        struct life *life;              /* each call holds it until it has answered */
         struct share slots;             /* callers' groups and listings in flight, by uid */
         unsigned n;                     /* groups and listings in flight, the daemon's too */
 };
 
 void jobs_init(struct jobs *js, uv_loop_t *loop, const struct config *cfg, const struct driver *drv,
-               struct sched *sched, struct metrics *metrics, struct select_source *source, struct server *srv);
+               struct sched *sched, struct metrics *metrics, struct select_source *source, struct life *life);
 void jobs_free(struct jobs *js);
 /* Whether the daemon is stopping: calls are refused, none starts. */
 bool jobs_stopping(const struct jobs *js);

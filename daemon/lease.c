@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +17,7 @@
 #include "leasestore.h"
 #include "log.h"
 #include "metrics.h"
-#include "server.h"
 #include "watch.h"
-
-static struct lease_table *table_of(struct server *s)
-{
-        return &s->leases;
-}
 
 static const char *const reason_names[] = {
         [METRICS_LEASES_RELEASED] = "released",     [METRICS_LEASES_FINISHED] = "finished",
@@ -44,7 +39,7 @@ static void audit(const struct lease *l, const char *result, const char *detail)
         log_audit(&a);
 }
 
-static void member_event(struct server *s, const struct lease *l, const struct lease_member *mb, const char *type,
+static void member_event(struct lease_table *t, const struct lease *l, const struct lease_member *mb, const char *type,
                          const char *reason, const char *undo)
 {
         struct watch_event e = WATCH_EVENT_INIT(type);
@@ -63,21 +58,37 @@ static void member_event(struct server *s, const struct lease *l, const struct l
         e.gone = reason && strcmp(reason, reason_names[METRICS_LEASES_FINISHED]) != 0 &&
                  strcmp(reason, reason_names[METRICS_LEASES_SUPERSEDED]) != 0;
         e.undo = undo;
-        watch_emit(s, &e);
+        watch_emit(t->srv, &e);
 }
 
 /* ---- the table ------------------------------------------------------------- */
 
-static void arm(struct server *s);
-static void lease_undo(struct server *s, struct lease *l, enum metrics_counter why);
-static void park(struct server *s, struct lease *l);
+static void arm(struct lease_table *t);
+static void lease_undo(struct lease_table *t, struct lease *l, enum metrics_counter why);
+static void park(struct lease_table *t, struct lease *l);
+static void holder_closing_cb(struct conn_hook *h, struct conn *c);
+
+/* c (NULL: none) becomes the holder of on-close lease l: pinned while it
+ * holds it (never idle), and its closing undoes it. */
+static void hold_by(struct lease *l, struct conn *c)
+{
+        if (l->conn) {
+                conn_hook_remove(l->conn, &l->closing);
+                conn_unpin(l->conn);
+        }
+        l->conn = c;
+        if (c) {
+                l->closing.closing_cb = holder_closing_cb;
+                conn_hook_add(c, &l->closing);
+                conn_pin(c);
+        }
+}
 
 /* Writes the table to the store, before the reply that changed it (a small
  * write and two fsyncs on the loop thread: docs/design.md).  A failure is
  * logged once, until a write works again. */
-static void lease_persist(struct server *s)
+static void lease_persist(struct lease_table *t)
 {
-        struct lease_table *t = table_of(s);
         char why[256];
 
         if (!t->store || !t->loaded)
@@ -94,10 +105,8 @@ static void lease_persist(struct server *s)
         }
 }
 
-static void unlink_lease(struct server *s, struct lease *l)
+static void unlink_lease(struct lease_table *t, struct lease *l)
 {
-        struct lease_table *t = table_of(s);
-
         if (l->prev)
                 l->prev->next = l->next;
         else
@@ -107,40 +116,39 @@ static void unlink_lease(struct server *s, struct lease *l)
         t->n--;
         t->n_members -= (unsigned)l->n;
         share_give(&t->share, l->uid, l->privileged);
-        if (l->conn)
-                l->conn->leases--;
+        hold_by(l, NULL);
         free(l->m);
         free(l);
-        arm(s);
-        lease_persist(s);
+        arm(t);
+        lease_persist(t);
 }
 
 /* Ends l without an undo. */
-static void end_lease(struct server *s, struct lease *l, enum metrics_counter why)
+static void end_lease(struct lease_table *t, struct lease *l, enum metrics_counter why)
 {
         char detail[96];
 
         snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s", l->id, reason_names[why]);
         audit(l, reason_names[why], detail);
-        metrics_count(&s->metrics, why);
-        unlink_lease(s, l);
+        metrics_count(t->metrics, why);
+        unlink_lease(t, l);
 }
 
 /* Drops member i of l; the lease ends (for why) with its last member. */
-static void drop_member(struct server *s, struct lease *l, size_t i, enum metrics_counter why)
+static void drop_member(struct lease_table *t, struct lease *l, size_t i, enum metrics_counter why)
 {
-        member_event(s, l, &l->m[i], WATCH_LEASE_ENDED, reason_names[why], NULL);
+        member_event(t, l, &l->m[i], WATCH_LEASE_ENDED, reason_names[why], NULL);
         l->m[i] = l->m[--l->n];
-        table_of(s)->n_members--;
+        t->n_members--;
         if (l->n == 0)
-                end_lease(s, l, why);
+                end_lease(t, l, why);
         else
-                lease_persist(s);
+                lease_persist(t);
 }
 
-static struct lease *find_member(struct server *s, pid_t pid, size_t *ret_i)
+static struct lease *find_member(struct lease_table *t, pid_t pid, size_t *ret_i)
 {
-        for (struct lease *l = table_of(s)->head; l; l = l->next)
+        for (struct lease *l = t->head; l; l = l->next)
                 for (size_t i = 0; i < l->n; i++)
                         if (l->m[i].pid == pid) {
                                 *ret_i = i;
@@ -154,7 +162,7 @@ static struct lease *find_member(struct server *s, pid_t pid, size_t *ret_i)
 static void undo_done(void *ctx, cJSON *msg)
 {
         struct lease *l = ctx;
-        struct server *s = l->srv;
+        struct lease_table *t = l->table;
         const cJSON *err = msg ? cJSON_GetObjectItemCaseSensitive(msg, "error") : NULL;
         bool ok = msg && !err;
         const char *why = reason_names[l->why];
@@ -164,10 +172,10 @@ static void undo_done(void *ctx, cJSON *msg)
          * start: the stop's rule, not the undo's failure. */
         if (!ok && cJSON_IsString(err) && strcmp(err->valuestring, CUDACKPT_ERROR_SHUTTING_DOWN) == 0) {
                 cJSON_Delete(msg);
-                park(s, l);
+                park(t, l);
                 return;
         }
-        metrics_count(&s->metrics, l->why);
+        metrics_count(t->metrics, l->why);
         if (ok) {
                 snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: %zu processes back to running", l->id,
                          why, l->n);
@@ -187,16 +195,16 @@ static void undo_done(void *ctx, cJSON *msg)
                           cJSON_IsString(err) ? err->valuestring : "no reply");
         }
         audit(l, ok ? "undone" : "UndoFailed", detail);
-        metrics_count(&s->metrics, ok ? METRICS_UNDOS_OK : METRICS_UNDOS_FAILED);
+        metrics_count(t->metrics, ok ? METRICS_UNDOS_OK : METRICS_UNDOS_FAILED);
         for (size_t i = 0; i < l->n; i++)
-                member_event(s, l, &l->m[i], WATCH_LEASE_ENDED, why, ok ? "ok" : "failed");
+                member_event(t, l, &l->m[i], WATCH_LEASE_ENDED, why, ok ? "ok" : "failed");
         cJSON_Delete(msg);
-        unlink_lease(s, l);
+        unlink_lease(t, l);
 }
 
 /* The daemon stops before l's undo ran: the store keeps it, and the next
  * start makes it. */
-static void park(struct server *s, struct lease *l)
+static void park(struct lease_table *t, struct lease *l)
 {
         char detail[160];
 
@@ -207,12 +215,12 @@ static void park(struct server *s, struct lease *l)
         snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: undo left to the next start", l->id,
                  reason_names[l->why]);
         audit(l, "kept", detail);
-        lease_persist(s);
+        lease_persist(t);
 }
 
 /* Brings l's processes back to running: ResumeGroup of the daemon's own
  * on exactly the processes leased (pinned by start time). */
-static void lease_undo(struct server *s, struct lease *l, enum metrics_counter why)
+static void lease_undo(struct lease_table *t, struct lease *l, enum metrics_counter why)
 {
         struct proto_group_request req = { .kind = PROTO_SELECT_PIDS };
 
@@ -221,19 +229,16 @@ static void lease_undo(struct server *s, struct lease *l, enum metrics_counter w
         l->undoing = true;
         l->unclaimed = false;
         l->why = why;
-        if (l->conn) {
-                l->conn->leases--;
-                l->conn = NULL;
-        }
-        if (s->shutting_down) {
-                park(s, l);
-                arm(s);
+        hold_by(l, NULL);
+        if (life_stopping(t->life)) {
+                park(t, l);
+                arm(t);
                 return;
         }
         log_notice("Lease %" PRIu64 " of uid %u pid %d on %zu processes %s: undoing its %s", l->id,
                    (unsigned)l->uid, (int)l->caller_pid, l->n,
                    why == METRICS_LEASES_EXPIRED ? "expired" : "lost its connection", proto_method_name(l->method));
-        lease_persist(s); /* a restart before it ends makes it again */
+        lease_persist(t); /* a restart before it ends makes it again */
         req.pids = calloc(l->n ? l->n : 1, sizeof(*req.pids));
         if (req.pids) {
                 for (size_t i = 0; i < l->n; i++)
@@ -241,37 +246,36 @@ static void lease_undo(struct server *s, struct lease *l, enum metrics_counter w
                                                               .start_time = l->m[i].start_time };
                 req.n_pids = (unsigned)l->n;
         }
-        if (!req.pids || group_start_internal(&s->groups, PROTO_RESUME_GROUP, &table_of(s)->self, &req, undo_done, l) < 0) {
+        if (!req.pids || group_start_internal(t->groups, PROTO_RESUME_GROUP, &t->self, &req, undo_done, l) < 0) {
                 proto_group_request_done(&req);
                 undo_done(l, NULL);
         }
-        arm(s);
+        arm(t);
 }
 
 static void on_timer(uv_timer_t *timer)
 {
-        struct server *s = timer->data;
-        uint64_t now = uv_now(s->loop);
+        struct lease_table *t = timer->data;
+        uint64_t now = uv_now(t->loop);
         struct lease *l, *next;
 
-        for (l = table_of(s)->head; l; l = next) {
+        for (l = t->head; l; l = next) {
                 next = l->next;
                 if (!l->undoing && l->expires && l->expires <= now)
-                        lease_undo(s, l, METRICS_LEASES_EXPIRED);
+                        lease_undo(t, l, METRICS_LEASES_EXPIRED);
                 else if (!l->undoing && l->unclaimed && l->claim_by <= now) {
                         log_notice("Lease %" PRIu64 " of uid %u pid %d: its holder did not claim it within "
                                    "lease_claim_grace_ms (%u ms) of the start",
-                                   l->id, (unsigned)l->uid, (int)l->caller_pid, (unsigned)s->cfg->lease_claim_grace_ms);
-                        lease_undo(s, l, METRICS_LEASES_CLOSED);
+                                   l->id, (unsigned)l->uid, (int)l->caller_pid, (unsigned)t->cfg->lease_claim_grace_ms);
+                        lease_undo(t, l, METRICS_LEASES_CLOSED);
                 }
         }
-        arm(s);
+        arm(t);
 }
 
-static void arm(struct server *s)
+static void arm(struct lease_table *t)
 {
-        struct lease_table *t = table_of(s);
-        uint64_t first = 0, now = uv_now(s->loop);
+        uint64_t first = 0, now = uv_now(t->loop);
 
         for (struct lease *l = t->head; l; l = l->next) {
                 if (!l->undoing && l->expires && (!first || l->expires < first))
@@ -287,10 +291,8 @@ static void arm(struct server *s)
 }
 
 /* Puts l (its members counted) at the head of the table. */
-static void lease_link(struct server *s, struct lease *l)
+static void lease_link(struct lease_table *t, struct lease *l)
 {
-        struct lease_table *t = table_of(s);
-
         l->prev = NULL;
         l->next = t->head;
         if (t->head)
@@ -302,16 +304,24 @@ static void lease_link(struct server *s, struct lease *l)
 
 /* ---- the API --------------------------------------------------------------- */
 
-void lease_init(struct server *s, const char *runtime_dir)
-{
-        struct lease_table *t = table_of(s);
+static void stop_cb(struct life_hook *h);
 
+void lease_init(struct lease_table *t, const struct lease_deps *deps, const char *runtime_dir)
+{
         static const char *const keys[] = { "max_leases", "max_leases_per_uid", "max_leases_reserved" };
 
+        t->loop = deps->loop;
+        t->cfg = deps->cfg;
+        t->metrics = deps->metrics;
+        t->life = deps->life;
+        t->srv = deps->srv;
+        t->groups = deps->groups;
+        t->stop_hook.stop_cb = stop_cb;
+        life_on_stop(t->life, &t->stop_hook);
         t->next_id = 1;
-        share_init(&t->share, keys, s->cfg->max_leases, s->cfg->max_leases_per_uid, s->cfg->max_leases_reserved);
-        uv_timer_init(s->loop, &t->timer);
-        t->timer.data = s;
+        share_init(&t->share, keys, t->cfg->max_leases, t->cfg->max_leases_per_uid, t->cfg->max_leases_reserved);
+        uv_timer_init(t->loop, &t->timer);
+        t->timer.data = t;
         /* The undo's caller: root in the daemon's own pid namespace. */
         t->self = (struct policy_caller){ .uid = 0, .gid = 0, .pid = getpid(), .pidfd = -1 };
         t->store = leasestore_path(runtime_dir);
@@ -320,10 +330,8 @@ void lease_init(struct server *s, const char *runtime_dir)
                           runtime_dir ? runtime_dir : "");
 }
 
-void lease_close(struct server *s)
+void lease_close(struct lease_table *t)
 {
-        struct lease_table *t = table_of(s);
-
         if (!uv_is_closing((uv_handle_t *)&t->timer))
                 uv_close((uv_handle_t *)&t->timer, NULL);
         /* What is left is in the store, for the next start. */
@@ -339,10 +347,9 @@ void lease_close(struct server *s)
 
 /* A new lease of c's caller on members, in the table (ends members'
  * older leases); NULL when out of memory. */
-static struct lease *add_lease(struct server *s, struct conn *c, enum proto_method m, const struct proto_lease *want,
+static struct lease *add_lease(struct lease_table *t, struct conn *c, enum proto_method m, const struct proto_lease *want,
                                const struct lease_member *members, size_t n)
 {
-        struct lease_table *t = table_of(s);
         struct lease *l = calloc(1, sizeof(*l));
 
         if (l)
@@ -354,9 +361,9 @@ static struct lease *add_lease(struct server *s, struct conn *c, enum proto_meth
         /* A process belongs to one lease: the newest. */
         for (size_t i = 0; i < n; i++) {
                 size_t k;
-                struct lease *old = find_member(s, members[i].pid, &k);
+                struct lease *old = find_member(t, members[i].pid, &k);
                 if (old && !old->undoing)
-                        drop_member(s, old, k, METRICS_LEASES_SUPERSEDED);
+                        drop_member(t, old, k, METRICS_LEASES_SUPERSEDED);
                 else if (old)
                         /* Queued first, that undo will run after this call
                          * and bring the process back, ending this lease. */
@@ -366,10 +373,10 @@ static struct lease *add_lease(struct server *s, struct conn *c, enum proto_meth
         }
         memcpy(l->m, members, n * sizeof(*l->m));
         l->n = n;
-        l->srv = s;
+        l->table = t;
         l->id = t->next_id++;
         l->uid = c->caller.uid;
-        l->privileged = access_privileged(s->cfg, &c->caller);
+        l->privileged = access_privileged(t->cfg, &c->caller);
         l->caller_pid = c->caller.pid;
         /* Its call was counted since it came (lease_admit), and is given
          * back after: the lease is counted whatever the limits, since
@@ -378,27 +385,25 @@ static struct lease *add_lease(struct server *s, struct conn *c, enum proto_meth
         l->method = m;
         l->on_close = want->on_close;
         l->ms = want->ms;
-        l->expires = want->ms ? uv_now(s->loop) + want->ms : 0;
+        l->expires = want->ms ? uv_now(t->loop) + want->ms : 0;
         l->deadline = want->ms ? leasestore_boottime_ms() + want->ms : 0;
         /* The holder's proof when it claims the lease after a restart. */
         l->has_secret = l->on_close && getrandom(l->secret, sizeof(l->secret), 0) == (ssize_t)sizeof(l->secret);
         if (l->on_close && !l->has_secret)
                 log_warning("Lease %" PRIu64 ": no random secret (%s): it cannot be claimed after a restart", l->id,
                             strerror(errno));
-        lease_link(s, l);
-        if (l->on_close && !s->shutting_down) {
-                l->conn = c;
-                c->leases++;
-        } else if (l->on_close) {
+        lease_link(t, l);
+        if (l->on_close && !life_stopping(t->life))
+                hold_by(l, c);
+        else if (l->on_close)
                 l->unclaimed = true; /* its connection closes with the daemon */
-        }
         return l;
 }
 
-void lease_grant(struct server *s, struct conn *c, enum proto_method m, const struct proto_lease *want,
+void lease_grant(struct lease_table *t, struct conn *c, enum proto_method m, const struct proto_lease *want,
                  const struct lease_member *members, size_t n, cJSON *reply)
 {
-        struct lease *l = add_lease(s, c, m, want, members, n);
+        struct lease *l = add_lease(t, c, m, want, members, n);
         char detail[96];
 
         if (!l) {
@@ -406,60 +411,66 @@ void lease_grant(struct server *s, struct conn *c, enum proto_method m, const st
                           proto_method_name(m), (unsigned)c->caller.uid);
                 return;
         }
-        metrics_count(&s->metrics, METRICS_LEASES_GRANTED);
+        metrics_count(t->metrics, METRICS_LEASES_GRANTED);
         snprintf(detail, sizeof(detail), "lease %" PRIu64 " on %zu processes%s, %u ms", l->id, n,
                  l->on_close ? " until the connection closes" : "", (unsigned)l->ms);
         audit(l, "granted", detail);
         for (size_t i = 0; i < n; i++)
-                member_event(s, l, &l->m[i], WATCH_LEASE_TAKEN, NULL, NULL);
+                member_event(t, l, &l->m[i], WATCH_LEASE_TAKEN, NULL, NULL);
         lease_reply_grant(l, reply);
         if (n == 0) {
-                end_lease(s, l, METRICS_LEASES_FINISHED); /* nothing to guard */
+                end_lease(t, l, METRICS_LEASES_FINISHED); /* nothing to guard */
         } else if (l->on_close && c->closing) {
-                lease_undo(s, l, METRICS_LEASES_CLOSED); /* the holder is already gone */
+                lease_undo(t, l, METRICS_LEASES_CLOSED); /* the holder is already gone */
         } else {
-                arm(s);
-                lease_persist(s); /* before the reply goes out */
+                arm(t);
+                lease_persist(t); /* before the reply goes out */
         }
 }
 
-void lease_op_finished(struct server *s, pid_t pid, uint64_t start_time, enum proto_method m,
+void lease_op_finished(struct lease_table *t, pid_t pid, uint64_t start_time, enum proto_method m,
                        const struct ops_result *r)
 {
         size_t i;
         struct lease *l;
 
-        if (table_of(s)->n == 0 || proto_method_read_only(m))
+        if (t->n == 0 || proto_method_read_only(m))
                 return;
-        l = find_member(s, pid, &i);
+        l = find_member(t, pid, &i);
         if (!l || l->undoing)
                 return;
         if (start_time && l->m[i].start_time != start_time) {
-                drop_member(s, l, i, METRICS_LEASES_EXITED); /* the pid names another process now */
+                drop_member(t, l, i, METRICS_LEASES_EXITED); /* the pid names another process now */
                 return;
         }
         if (r->error == OPS_PROCESS_GONE || r->error == OPS_NO_SUCH_PROCESS)
-                drop_member(s, l, i, METRICS_LEASES_EXITED);
+                drop_member(t, l, i, METRICS_LEASES_EXITED);
         else if (r->state == CU_PROCESS_STATE_RUNNING)
-                drop_member(s, l, i, METRICS_LEASES_FINISHED);
+                drop_member(t, l, i, METRICS_LEASES_FINISHED);
 }
 
-void lease_conn_closed(struct server *s, struct conn *c)
+/* A holder is closing: all its on-close leases are undone, at the first
+ * one's hook, in the table's order (the others' hooks leave with them). */
+static void holder_closing_cb(struct conn_hook *h, struct conn *c)
 {
+        struct lease *first = (struct lease *)((char *)h - offsetof(struct lease, closing));
+        struct lease_table *t = first->table;
         struct lease *l, *next;
 
-        if (c->leases == 0 || s->shutting_down)
+        if (life_stopping(t->life))
                 return;
-        for (l = table_of(s)->head; l; l = next) {
+        for (l = t->head; l; l = next) {
                 next = l->next;
                 if (l->conn == c)
-                        lease_undo(s, l, METRICS_LEASES_CLOSED);
+                        lease_undo(t, l, METRICS_LEASES_CLOSED);
         }
 }
 
-void lease_shutdown(struct server *s)
+/* The daemon is stopping: the leases are kept in the store (their holders'
+ * connections close), for the next start to honour. */
+static void stop_cb(struct life_hook *h)
 {
-        struct lease_table *t = table_of(s);
+        struct lease_table *t = (struct lease_table *)((char *)h - offsetof(struct lease_table, stop_hook));
         bool kept = t->store && t->loaded;
 
         uv_timer_stop(&t->timer);
@@ -467,8 +478,7 @@ void lease_shutdown(struct server *s)
                 /* The connections close with the daemon: the next start waits
                  * for the holder to claim its lease. */
                 if (l->conn) {
-                        l->conn->leases--;
-                        l->conn = NULL;
+                        hold_by(l, NULL);
                         l->unclaimed = true;
                 }
                 if (l->undoing)
@@ -484,58 +494,55 @@ void lease_shutdown(struct server *s)
                                             l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method),
                                             (int)l->m[i].pid);
         }
-        lease_persist(s);
+        lease_persist(t);
         if (!kept || t->store_failing)
                 for (struct lease *l = t->head; l; l = l->next)
-                        metrics_count(&s->metrics, METRICS_LEASES_NOT_HONOURED);
+                        metrics_count(t->metrics, METRICS_LEASES_NOT_HONOURED);
 }
 
 /* ---- changes made by calls (leasecall.c) -------------------------------------- */
 
-struct lease *lease_find(struct server *s, uint64_t id)
+struct lease *lease_find(struct lease_table *t, uint64_t id)
 {
-        for (struct lease *l = table_of(s)->head; l; l = l->next)
+        for (struct lease *l = t->head; l; l = l->next)
                 if (l->id == id)
                         return l;
         return NULL;
 }
 
-void lease_release(struct server *s, struct lease *l)
+void lease_release(struct lease_table *t, struct lease *l)
 {
         for (size_t i = 0; i < l->n; i++)
-                member_event(s, l, &l->m[i], WATCH_LEASE_ENDED, reason_names[METRICS_LEASES_RELEASED], NULL);
-        end_lease(s, l, METRICS_LEASES_RELEASED);
+                member_event(t, l, &l->m[i], WATCH_LEASE_ENDED, reason_names[METRICS_LEASES_RELEASED], NULL);
+        end_lease(t, l, METRICS_LEASES_RELEASED);
 }
 
-void lease_renew(struct server *s, struct lease *l, uint32_t ms)
+void lease_renew(struct lease_table *t, struct lease *l, uint32_t ms)
 {
         l->ms = ms;
-        l->expires = uv_now(s->loop) + ms;
+        l->expires = uv_now(t->loop) + ms;
         l->deadline = leasestore_boottime_ms() + ms;
-        arm(s);
-        lease_persist(s);
+        arm(t);
+        lease_persist(t);
 }
 
-void lease_claim(struct server *s, struct lease *l, struct conn *c)
+void lease_claim(struct lease_table *t, struct lease *l, struct conn *c)
 {
-        if (l->conn)
-                l->conn->leases--;
-        l->conn = c;
-        c->leases++;
+        hold_by(l, c);
         l->unclaimed = false;
-        arm(s);
+        arm(t);
 }
 
 /* ---- read back at start ------------------------------------------------------- */
 
 /* l, read from the store, joins the table as what runs now allows. */
-static void restore_one(struct server *s, struct lease *l, bool same_boot, uint64_t now_boot)
+static void restore_one(struct lease_table *t, struct lease *l, bool same_boot, uint64_t now_boot)
 {
         char detail[160];
 
-        l->srv = s;
-        lease_link(s, l);
-        share_take_anyway(&table_of(s)->share, l->uid, l->privileged);
+        l->table = t;
+        lease_link(t, l);
+        share_take_anyway(&t->share, l->uid, l->privileged);
         for (size_t i = l->n; i-- > 0;) {
                 pid_t pid = l->m[i].pid;
                 uint64_t st = same_boot ? leasestore_start_time(pid) : 0;
@@ -546,7 +553,7 @@ static void restore_one(struct server *s, struct lease *l, bool same_boot, uint6
                 log_notice("Lease %" PRIu64 " of uid %u: process %d %s since the lease store was written; it "
                            "leaves the lease",
                            l->id, (unsigned)l->uid, (int)pid, st ? "is another process" : "exited");
-                drop_member(s, l, i, METRICS_LEASES_EXITED);
+                drop_member(t, l, i, METRICS_LEASES_EXITED);
                 if (last)
                         return; /* the lease ended with it */
         }
@@ -555,15 +562,15 @@ static void restore_one(struct server *s, struct lease *l, bool same_boot, uint6
         if (l->undoing) {
                 /* Its undo had begun, or was left by a daemon that stopped. */
                 l->undoing = false;
-                lease_undo(s, l, l->why);
+                lease_undo(t, l, l->why);
         } else if (l->deadline && l->deadline <= now_boot) {
                 log_notice("Lease %" PRIu64 " of uid %u: it expired while the daemon was not running", l->id,
                            (unsigned)l->uid);
-                lease_undo(s, l, METRICS_LEASES_EXPIRED);
+                lease_undo(t, l, METRICS_LEASES_EXPIRED);
         } else {
-                l->expires = l->deadline ? uv_now(s->loop) + (l->deadline - now_boot) : 0;
+                l->expires = l->deadline ? uv_now(t->loop) + (l->deadline - now_boot) : 0;
                 l->unclaimed = l->on_close;
-                l->claim_by = uv_now(s->loop) + s->cfg->lease_claim_grace_ms;
+                l->claim_by = uv_now(t->loop) + t->cfg->lease_claim_grace_ms;
                 log_info("Lease %" PRIu64 " of uid %u pid %d on %zu processes read back: %s%s", l->id,
                          (unsigned)l->uid, (int)l->caller_pid, l->n,
                          l->on_close ? "waiting for its holder to claim it" : "held",
@@ -571,9 +578,8 @@ static void restore_one(struct server *s, struct lease *l, bool same_boot, uint6
         }
 }
 
-void lease_restore(struct server *s)
+void lease_restore(struct lease_table *t)
 {
-        struct lease_table *t = table_of(s);
         struct lease *head = NULL;
         uint64_t next_id = 1, now_boot = leasestore_boottime_ms();
         bool same_boot = false;
@@ -605,12 +611,12 @@ void lease_restore(struct server *s)
                 struct lease *l = head;
                 head = l->next;
                 l->prev = l->next = NULL;
-                restore_one(s, l, same_boot, now_boot);
+                restore_one(t, l, same_boot, now_boot);
                 n++;
         }
         t->loaded = true;
         log_info("Lease store %s: %u leases read back, %u held; the next lease id is %" PRIu64, t->store, n, t->n,
                  t->next_id);
-        lease_persist(s);
-        arm(s);
+        lease_persist(t);
+        arm(t);
 }

@@ -36,6 +36,9 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
+#include "config.h"
+#include "conn.h"
+#include "life.h"
 #include "metrics.h"
 #include "ops.h"
 #include "policy.h"
@@ -43,6 +46,7 @@
 #include "share.h"
 
 struct conn;
+struct group_table;
 struct server;
 
 struct lease_member {
@@ -57,9 +61,10 @@ struct lease_member {
 /* A lease held.  The store (leasestore.h) writes and reads these. */
 struct lease {
         struct lease *prev, *next;
-        struct server *srv;
+        struct lease_table *table;      /* the table it is in */
         uint64_t id;
-        struct conn *conn;              /* on_close: the holder; NULL once it closed */
+        struct conn *conn;              /* on_close: the holder (pinned); NULL once it closed */
+        struct conn_hook closing;       /* on conn: its closing undoes the lease */
         bool on_close;
         uint32_t ms;                    /* 0: no expiry */
         uint64_t expires;               /* uv_now() deadline; 0: none */
@@ -80,6 +85,14 @@ struct lease {
 };
 
 struct lease_table {
+        uv_loop_t *loop;
+        const struct config *cfg;
+        struct metrics *metrics;
+        struct life *life;              /* stopping: leases are kept, not undone */
+        struct life_hook stop_hook;
+        struct group_table *groups;     /* a lease's undo is a group of the daemon's own */
+        struct server *srv;             /* SHIM: for group_start_internal() and watch_emit(),
+                                         * until they take their own tables */
         struct lease *head;
         unsigned n;                     /* held, undoing ones included */
         unsigned n_members;
@@ -92,52 +105,57 @@ struct lease_table {
         bool store_failing;             /* the last write failed (logged once) */
 };
 
+/* What the table is given at its start (the server's, outliving it). */
+struct lease_deps {
+        uv_loop_t *loop;
+        const struct config *cfg;
+        struct metrics *metrics;
+        struct life *life;
+        struct group_table *groups;
+        struct server *srv;
+};
+
 /* runtime_dir: where the lease store lives (NULL: none, leases end with
- * the daemon). */
-void lease_init(struct server *s, const char *runtime_dir);
+ * the daemon).  Subscribes to the daemon's stop (life_on_stop): the
+ * leases are then kept in the store, their holders' connections close,
+ * and the next start honours them. */
+void lease_init(struct lease_table *t, const struct lease_deps *deps, const char *runtime_dir);
 /* At start, once the driver is ready and the sockets are served, before
  * any call: reads the store back (lease.h's comment says what becomes of
  * each lease). */
-void lease_restore(struct server *s);
+void lease_restore(struct lease_table *t);
 /* Closes the timer and frees what is left (the store keeps it); the loop
  * must run once more. */
-void lease_close(struct server *s);
+void lease_close(struct lease_table *t);
 
 /* A call that asks for a lease is counted in its caller's lease share
  * from its arrival (lease_admit(): false, with *ret saying which limit is
  * in the way, when it is taken) until it is granted or fails
  * (lease_unadmit()), so that calls in flight together cannot pass it. */
-bool lease_admit(struct server *s, const struct policy_caller *caller, struct share_refusal *ret);
-void lease_unadmit(struct server *s, const struct policy_caller *caller);
+bool lease_admit(struct lease_table *t, const struct policy_caller *caller, struct share_refusal *ret);
+void lease_unadmit(struct lease_table *t, const struct policy_caller *caller);
 
 /* A Lock, Suspend, LockGroup or SuspendGroup that asked for want has
  * succeeded on these processes: grants the lease and adds "lease" to the
  * parameters of reply.  When c has already closed and want->on_close, the
  * lease is undone at once. */
-void lease_grant(struct server *s, struct conn *c, enum proto_method m, const struct proto_lease *want,
+void lease_grant(struct lease_table *t, struct conn *c, enum proto_method m, const struct proto_lease *want,
                  const struct lease_member *members, size_t n, cJSON *reply);
 
 /* An operation on pid (start time start_time, 0 unknown) ended with r:
  * a process back to running or gone leaves its lease. */
-void lease_op_finished(struct server *s, pid_t pid, uint64_t start_time, enum proto_method m,
+void lease_op_finished(struct lease_table *t, pid_t pid, uint64_t start_time, enum proto_method m,
                        const struct ops_result *r);
 
-/* c is closing: undo its on-close leases. */
-void lease_conn_closed(struct server *s, struct conn *c);
-
 /* ReleaseLease, RenewLease and ClaimLease (leasecall.c). */
-void lease_call(struct conn *c, const struct proto_call *call);
-
-/* The daemon is stopping: the leases are kept in the store (their holders'
- * connections close), for the next start to honour. */
-void lease_shutdown(struct server *s);
+void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call);
 
 /* Between lease.c and leasecall.c: the lease of this id (undoing ones included), NULL if
  * none; ending it (released), a new expiry, and c as its holder. */
-struct lease *lease_find(struct server *s, uint64_t id);
-void lease_release(struct server *s, struct lease *l);
-void lease_renew(struct server *s, struct lease *l, uint32_t ms);
-void lease_claim(struct server *s, struct lease *l, struct conn *c);
+struct lease *lease_find(struct lease_table *t, uint64_t id);
+void lease_release(struct lease_table *t, struct lease *l);
+void lease_renew(struct lease_table *t, struct lease *l, uint32_t ms);
+void lease_claim(struct lease_table *t, struct lease *l, struct conn *c);
 /* "lease": {"id", "lease_ms"?, "on_close", "secret"?} in the parameters of
  * the reply that granted l. */
 void lease_reply_grant(const struct lease *l, cJSON *reply);

@@ -12,12 +12,6 @@
 #include "cudackpt/protocol.h"
 #include "leasestore.h"
 #include "log.h"
-#include "server.h"
-
-static struct lease_table *table_of(struct server *s)
-{
-        return &s->leases;
-}
 
 /* "lease": {"id", "lease_ms"?, "on_close", "secret"?} in reply's parameters. */
 void lease_reply_grant(const struct lease *l, cJSON *reply)
@@ -39,7 +33,7 @@ void lease_reply_grant(const struct lease *l, cJSON *reply)
 }
 
 /* Whether caller may release, renew or claim l (access.h has the rule). */
-static bool may_manage(const struct server *s, const struct policy_caller *caller, const struct lease *l)
+static bool may_manage(const struct lease_table *t, const struct policy_caller *caller, const struct lease *l)
 {
         struct access_proc procs[16] = { { 0 } }, *p = procs;
         bool ok;
@@ -48,20 +42,20 @@ static bool may_manage(const struct server *s, const struct policy_caller *calle
                 return false;
         for (size_t i = 0; i < l->n; i++)
                 p[i] = (struct access_proc){ .pid = l->m[i].pid, .owner = l->m[i].owner };
-        ok = access_may_manage_lease(s->cfg, caller, l->uid, p, l->n);
+        ok = access_may_manage_lease(t->cfg, caller, l->uid, p, l->n);
         if (p != procs)
                 free(p);
         return ok;
 }
 
-bool lease_admit(struct server *s, const struct policy_caller *caller, struct share_refusal *ret)
+bool lease_admit(struct lease_table *t, const struct policy_caller *caller, struct share_refusal *ret)
 {
-        return share_take(&table_of(s)->share, caller->uid, access_privileged(s->cfg, caller), ret) == 0;
+        return share_take(&t->share, caller->uid, access_privileged(t->cfg, caller), ret) == 0;
 }
 
-void lease_unadmit(struct server *s, const struct policy_caller *caller)
+void lease_unadmit(struct lease_table *t, const struct policy_caller *caller)
 {
-        share_give(&table_of(s)->share, caller->uid, access_privileged(s->cfg, caller));
+        share_give(&t->share, caller->uid, access_privileged(t->cfg, caller));
 }
 
 /* The audit line of a release or renewal names who did it, and whose
@@ -120,9 +114,8 @@ static void reply(struct conn *c, const struct proto_call *call, cJSON *msg)
 
 /* ClaimLease: the caller's connection becomes the holder of an on-close
  * lease, by its secret. */
-static void claim(struct conn *c, const struct proto_call *call)
+static void claim(struct lease_table *t, struct conn *c, const struct proto_call *call)
 {
-        struct server *s = c->server;
         const char *secret = NULL;
         cJSON *err = NULL, *p;
         struct lease *l;
@@ -132,10 +125,10 @@ static void claim(struct conn *c, const struct proto_call *call)
                 reply(c, call, err);
                 return;
         }
-        l = lease_find(s, id);
+        l = lease_find(t, id);
         /* Every refusal reads the same: a wrong secret learns nothing of
          * the lease. */
-        if (!l || !secret_matches(l, secret) || !l->on_close || l->undoing || !may_manage(s, &c->caller, l)) {
+        if (!l || !secret_matches(l, secret) || !l->on_close || l->undoing || !may_manage(t, &c->caller, l)) {
                 log_notice("ClaimLease of lease %" PRIu64 " by uid %u pid %d refused: no such lease, or not its "
                            "secret",
                            id, (unsigned)c->caller.uid, (int)c->caller.pid);
@@ -143,36 +136,35 @@ static void claim(struct conn *c, const struct proto_call *call)
                 return;
         }
         audit_managed(c, l, proto_method_name(call->method), 0);
-        lease_claim(s, l, c);
+        lease_claim(t, l, c);
         p = cJSON_CreateObject();
         if (p) {
                 cJSON_AddNumberToObject(p, "lease", (double)id);
                 if (l->ms && l->expires)
                         cJSON_AddNumberToObject(p, "lease_ms",
-                                                (double)(l->expires > uv_now(s->loop) ? l->expires - uv_now(s->loop) : 0));
+                                                (double)(l->expires > uv_now(t->loop) ? l->expires - uv_now(t->loop) : 0));
                 cJSON_AddBoolToObject(p, "on_close", true);
         }
         reply(c, call, proto_reply_new(p));
 }
 
-void lease_call(struct conn *c, const struct proto_call *call)
+void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call)
 {
-        struct server *s = c->server;
         struct lease *l;
         cJSON *err = NULL, *p, *msg;
         uint64_t id;
         uint32_t ms;
 
         if (call->method == PROTO_CLAIM_LEASE) {
-                claim(c, call);
+                claim(t, c, call);
                 return;
         }
         if (proto_parse_lease_call(call, &id, &ms, &err) < 0) {
                 reply(c, call, err);
                 return;
         }
-        l = lease_find(s, id);
-        if (!l || l->undoing || !may_manage(s, &c->caller, l)) {
+        l = lease_find(t, id);
+        if (!l || l->undoing || !may_manage(t, &c->caller, l)) {
                 /* Another's lease is answered as one that does not exist. */
                 reply(c, call, no_such_lease(id));
                 return;
@@ -183,9 +175,9 @@ void lease_call(struct conn *c, const struct proto_call *call)
         msg = proto_reply_new(p);
         audit_managed(c, l, proto_method_name(call->method), call->method == PROTO_RELEASE_LEASE ? 0 : ms);
         if (call->method == PROTO_RELEASE_LEASE) {
-                lease_release(s, l);
+                lease_release(t, l);
         } else {
-                lease_renew(s, l, ms);
+                lease_renew(t, l, ms);
                 if (p)
                         cJSON_AddNumberToObject(p, "lease_ms", ms);
         }

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,17 @@
 #include "log.h"
 #include "procindex.h"
 
-void server_conn_gone(struct server *s, struct conn *c)
+static struct server *server_of_conn(const struct conn *c)
 {
+        return (struct server *)((char *)c->owner - offsetof(struct server, conn_owner));
+}
+
+/* c's last reference is gone: it leaves the server's list, its share and
+ * the holds on the daemon's life. */
+static void conn_free_cb(struct conn *c)
+{
+        struct server *s = server_of_conn(c);
+
         share_give(&s->conns_share, c->caller.uid, access_privileged(s->cfg, &c->caller));
         if (c->prev)
                 c->prev->next = c->next;
@@ -35,7 +45,22 @@ void server_conn_gone(struct server *s, struct conn *c)
         if (c->next)
                 c->next->prev = c->prev;
         s->n_conns--;
-        server_maybe_finish(s);
+        life_release(&s->life);
+}
+
+/* SHIM until watch.c subscribes to its connections' closing itself: one
+ * per connection, it tells watch.c and goes. */
+struct watch_shim_hook {
+        struct conn_hook hook;
+        struct server *s;
+};
+
+static void watch_shim_closing_cb(struct conn_hook *h, struct conn *c)
+{
+        struct watch_shim_hook *w = (struct watch_shim_hook *)h;
+
+        watch_conn_closed(w->s, c);
+        free(w);
 }
 
 static void read_peer(int fd, struct policy_caller *caller)
@@ -90,6 +115,7 @@ static void refuse(struct server *s, uv_stream_t *listener, const char *why, uid
 static void on_connection(uv_stream_t *listener, int status)
 {
         struct server *s = listener->data;
+        struct watch_shim_hook *shim;
         struct conn *c;
         uv_os_fd_t fd;
         struct share_refusal limit = { 0 };
@@ -98,7 +124,7 @@ static void on_connection(uv_stream_t *listener, int status)
                 log_warning("Failed to accept a connection: %s, ignoring", uv_strerror(status));
                 return;
         }
-        if (s->shutting_down)
+        if (life_stopping(&s->life))
                 return;
         if (s->conns_share.used >= s->conns_share.limit) {
                 metrics_count(&s->metrics, METRICS_REFUSED_MAX_CONNECTIONS);
@@ -106,15 +132,17 @@ static void on_connection(uv_stream_t *listener, int status)
                 return;
         }
         c = calloc(1, sizeof(*c));
-        if (!c)
-                return;
-        c->server = s;
-        if (uv_pipe_init(s->loop, &c->pipe, 0) < 0) {
+        shim = malloc(sizeof(*shim));
+        if (!c || !shim || uv_pipe_init(s->loop, &c->pipe, 0) < 0) {
                 free(c);
+                free(shim);
                 return;
         }
+        c->owner = &s->conn_owner;
+        c->server = s;
         if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0 ||
             uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0) {
+                free(shim);
                 c->pipe.data = c;
                 uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
                 return;
@@ -129,6 +157,7 @@ static void on_connection(uv_stream_t *listener, int status)
                 if (c->caller.has_pidfd)
                         close(c->caller.pidfd);
                 pidns_done(&c->caller.pidns);
+                free(shim);
                 uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
                 return;
         }
@@ -138,6 +167,9 @@ static void on_connection(uv_stream_t *listener, int status)
                 s->conns->prev = c;
         s->conns = c;
         s->n_conns++;
+        life_hold(&s->life); /* until conn_free_cb */
+        *shim = (struct watch_shim_hook){ .hook.closing_cb = watch_shim_closing_cb, .s = s };
+        conn_hook_add(c, &shim->hook);
         (void)conn_start(c);
 }
 
@@ -288,7 +320,7 @@ static void notify_status(struct server *s)
         if (!s->notify)
                 return;
         sd_notifyf(0, "STATUS=%s: %u connections, %u operations running, %u queued",
-                   s->shutting_down ? "Stopping" : "Serving", s->n_conns, s->sched.n_running,
+                   life_stopping(&s->life) ? "Stopping" : "Serving", s->n_conns, s->sched.n_running,
                    s->sched.n_ops - s->sched.n_running);
 }
 
@@ -306,12 +338,6 @@ static void close_handle(uv_handle_t *h)
 {
         if (!uv_is_closing(h))
                 uv_close(h, NULL);
-}
-
-void server_conn_closing(struct server *s, struct conn *c)
-{
-        watch_conn_closed(s, c);
-        lease_conn_closed(s, c);
 }
 
 char *server_metrics_text(struct server *s)
@@ -355,15 +381,16 @@ static void on_op_finished(void *ctx, const struct sched_op *op)
         watch_op_finished(s, op);
         /* Only an operation that reached its process says anything of it. */
         if (op->result.pinned)
-                lease_op_finished(s, op->result.pinned_pid, op->result.pinned_start_time, op->method, &op->result);
+                lease_op_finished(&s->leases, op->result.pinned_pid, op->result.pinned_start_time, op->method, &op->result);
 }
 
-void server_maybe_finish(struct server *s)
+/* Everything that held the daemon's life has finished: the last handles
+ * close and the loop ends. */
+static void on_stopped_cb(struct life *l)
 {
-        if (!s->shutting_down || s->starting || s->index_opening || s->gpumem_opening || s->sched.n_running > 0 ||
-            s->n_conns > 0 || s->jobs.n > 0)
-                return;
-        lease_close(s);
+        struct server *s = (struct server *)((char *)l - offsetof(struct server, life));
+
+        lease_close(&s->leases);
         watch_close(s);
         sched_close(&s->sched);
         close_handle((uv_handle_t *)&s->sig_term);
@@ -372,12 +399,12 @@ void server_maybe_finish(struct server *s)
                 close_handle((uv_handle_t *)&s->notify_timer);
 }
 
-static void begin_shutdown(struct server *s)
+/* The stop begins: no more connections.  The features' stop hooks run
+ * next (the leases are kept), then on_stop_serving_cb. */
+static void on_stop_cb(struct life_hook *h)
 {
-        struct conn *c, *next;
+        struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_hook));
 
-        if (s->shutting_down)
-                return;
         s->shutting_down = true;
         log_info("Shutting down: %u operations running, %u connections", s->sched.n_running,
                  s->n_conns);
@@ -390,28 +417,33 @@ static void begin_shutdown(struct server *s)
                 free(s->bound_path);
                 s->bound_path = NULL;
         }
-        /* Leases are not undone by a stopping daemon: the store keeps them
-         * for the next start. */
-        lease_shutdown(s);
+}
+
+/* Queued operations are answered with ShuttingDown and idle connections
+ * closed; busy ones close once answered (conn_request_done). */
+static void on_stop_serving_cb(struct life_hook *h)
+{
+        struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_serving_hook));
+        struct conn *c, *next;
+
         (void)sched_cancel_queued(&s->sched);
         for (c = s->conns; c; c = next) {
                 next = c->next;
-                if (!c->busy || c->watcher)
+                if (!c->busy || c->streaming)
                         conn_close(c);
         }
-        server_maybe_finish(s);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
 {
         struct server *s = h->data;
 
-        if (s->shutting_down) {
+        if (life_stopping(&s->life)) {
                 log_warning("Second signal %s: exiting at once with %u driver calls running",
                             strsignal(signum), s->sched.n_running);
                 _exit(1);
         }
-        begin_shutdown(s);
+        life_stop(&s->life);
 }
 
 static void driver_work(uv_work_t *w)
@@ -441,7 +473,7 @@ static void index_ready(uv_work_t *w, int status)
 
         (void)status;
         s->index_opening = false;
-        if (ix && s->shutting_down) {
+        if (ix && life_stopping(&s->life)) {
                 procindex_free(ix);
         } else if (ix) {
                 atomic_store(&s->source.index, ix);
@@ -456,7 +488,7 @@ static void index_ready(uv_work_t *w, int status)
                 log_info("No process index (%s): ListProcesses and Watch scan /proc", s->index_why);
         }
         s->index_opened = NULL;
-        server_maybe_finish(s);
+        life_release(&s->life);
 }
 
 static void gpumem_work(uv_work_t *w)
@@ -480,7 +512,7 @@ static void gpumem_ready(uv_work_t *w, int status)
         /* From now on the listings read it (group.c, on the loop thread). */
         s->gpumem_on = s->gpumem.available;
         list_gpumem_ready(&s->lists);
-        server_maybe_finish(s);
+        life_release(&s->life);
 }
 
 /* After the driver: the index looks for the file the driver was loaded from. */
@@ -495,8 +527,10 @@ static void index_start(struct server *s)
                 return;
         }
         s->index_work.data = s;
-        if (uv_queue_work(s->loop, &s->index_work, index_work, index_ready) == 0)
+        if (uv_queue_work(s->loop, &s->index_work, index_work, index_ready) == 0) {
                 s->index_opening = true;
+                life_hold(&s->life); /* until index_ready */
+        }
 }
 
 static void driver_ready(uv_work_t *w, int status)
@@ -517,8 +551,8 @@ static void driver_ready(uv_work_t *w, int status)
                 log_error("No usable CUDA driver: %s; every operation will fail with DriverUnavailable",
                           s->drv.reason);
 
-        if (s->shutting_down) {
-                server_maybe_finish(s);
+        if (life_stopping(&s->life)) {
+                life_release(&s->life); /* start-up's */
                 return;
         }
         r = take_activated_sockets(s);
@@ -526,16 +560,19 @@ static void driver_ready(uv_work_t *w, int status)
                 r = bind_own_socket(s);
         if (r < 0) {
                 s->exit_code = 1;
-                begin_shutdown(s);
+                life_stop(&s->life);
+                life_release(&s->life); /* start-up's */
                 return;
         }
         index_start(s);
         s->gpumem_work.data = s;
-        if (uv_queue_work(s->loop, &s->gpumem_work, gpumem_work, gpumem_ready) == 0)
+        if (uv_queue_work(s->loop, &s->gpumem_work, gpumem_work, gpumem_ready) == 0) {
                 s->gpumem_opening = true;
+                life_hold(&s->life); /* until gpumem_ready */
+        }
         /* Before READY=1 and before any call is read: the leases the last
          * daemon left are honoured first. */
-        lease_restore(s);
+        lease_restore(&s->leases);
         if (s->notify) {
                 sd_notify(0, "READY=1");
                 notify_status(s);
@@ -544,6 +581,7 @@ static void driver_ready(uv_work_t *w, int status)
                         period = 1;
                 uv_timer_start(&s->notify_timer, on_notify_timer, period, period);
         }
+        life_release(&s->life); /* start-up's */
 }
 
 /* Where the lease store lives: systemd's $RUNTIME_DIRECTORY (its first
@@ -602,6 +640,11 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         memset(s, 0, sizeof(*s));
         s->loop = loop;
         s->cfg = cfg;
+        life_init(&s->life, on_stopped_cb);
+        s->stop_hook.stop_cb = on_stop_cb;
+        life_on_stop(&s->life, &s->stop_hook);
+        s->conn_owner = (struct conn_owner){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
+                                             .message_cb = dispatch_message, .free_cb = conn_free_cb };
         r = sched_init(&s->sched, loop, cfg, &s->drv, dispatch_op_done);
         if (r < 0)
                 return r;
@@ -614,15 +657,20 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
                    cfg->max_connections_reserved);
         s->conns_share.per_uid_everyone = true; /* root's leaks are bounded too */
         s->source.index_max = cfg->process_index_max;
-        jobs_init(&s->jobs, loop, cfg, &s->drv, &s->sched, &s->metrics, &s->source, s);
+        jobs_init(&s->jobs, loop, cfg, &s->drv, &s->sched, &s->metrics, &s->source, &s->life);
         group_init(&s->groups, &s->jobs, &(struct group_lease_hooks){ .admit_cb = group_lease_admit_cb,
                                                                        .unadmit_cb = group_lease_unadmit_cb,
                                                                        .grant_cb = group_lease_grant_cb,
-                                                                       .ctx = s });
+                                                                       .ctx = &s->leases });
         list_init(&s->lists, &s->jobs, &s->gpumem);
         s->runtime_dir = runtime_dir(cfg);
-        lease_init(s, s->runtime_dir);
+        lease_init(&s->leases,
+                   &(struct lease_deps){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
+                                         .groups = &s->groups, .srv = s },
+                   s->runtime_dir);
         watch_init(s);
+        s->stop_serving_hook.stop_cb = on_stop_serving_cb;
+        life_on_stop(&s->life, &s->stop_serving_hook);
         s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
         if (sd_watchdog_enabled(0, &usec) > 0)
                 s->watchdog_usec = usec;
@@ -641,6 +689,7 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
 int server_run(struct server *s)
 {
         s->starting = true;
+        life_hold(&s->life); /* start-up's: until driver_ready */
         s->driver_work.data = s;
         uv_queue_work(s->loop, &s->driver_work, driver_work, driver_ready);
         uv_run(s->loop, UV_RUN_DEFAULT);

@@ -13,12 +13,14 @@
 #include <uv.h>
 
 #include "config.h"
+#include "conn.h"
 #include "driver.h"
 #include "gpumem.h"
 #include "group.h"
 #include "jobs.h"
 #include "lease.h"
 #include "list.h"
+#include "life.h"
 #include "metrics.h"
 #include "sched.h"
 #include "select.h"
@@ -56,11 +58,15 @@ struct server {
         uv_timer_t notify_timer;        /* watchdog pings and STATUS= updates */
         uint64_t watchdog_usec;
         bool notify;                    /* NOTIFY_SOCKET is set */
+        struct life life;               /* holds until everything has finished (life.h) */
+        struct life_hook stop_hook;     /* the stop's beginning: listeners close */
+        struct life_hook stop_serving_hook; /* after the features': queues and connections */
+        struct conn_owner conn_owner;   /* what the connections share (conn.h) */
         struct conn *conns;             /* all open connections */
         unsigned n_conns;
         struct share conns_share;       /* open connections, by uid (share.h) */
         bool starting;                  /* the driver is still loading */
-        bool shutting_down;
+        bool shutting_down;             /* SHIM: life_stopping(&life), for group.c and watch.c */
         int exit_code;
 };
 
@@ -69,12 +75,7 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg);
 int server_run(struct server *s);
 void server_done(struct server *s);
 
-/* For conn.c and dispatch.c. */
-void server_conn_gone(struct server *s, struct conn *c);
-/* c has begun to close (conn_close). */
-void server_conn_closing(struct server *s, struct conn *c);
 /* GetMetrics's text (malloc'ed), NULL when out of memory. */
 char *server_metrics_text(struct server *s);
-void server_maybe_finish(struct server *s);
 
 #endif
