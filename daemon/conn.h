@@ -74,7 +74,6 @@ struct conn {
         bool reading;
         bool read_eof;             /* the client sent all it will send */
         bool streaming;            /* answers one call with a stream: reads only for a hang-up */
-        struct watcher *watcher;   /* SHIM: watch.c's, until it keeps its own (watch.h) */
         void (*drain_cb)(struct conn *c); /* called when queued writes are all written */
         char *buf;                 /* received bytes not yet handled */
         size_t len, cap;

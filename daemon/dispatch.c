@@ -391,8 +391,7 @@ void dispatch_message(struct conn *c, const char *msg, size_t len)
                 lease_call(&c->server->leases, c, &call);
                 break;
         case PROTO_WATCH:
-                watch_call(c, &call);
-                conn_set_streaming(c, c->watcher != NULL); /* SHIM until watch.c says so itself */
+                watch_call(&c->server->watch, c, &call);
                 break;
         case PROTO_GET_METRICS:
                 if (call.parameters && call.parameters->child) {

@@ -58,7 +58,7 @@ static void member_event(struct lease_table *t, const struct lease *l, const str
         e.gone = reason && strcmp(reason, reason_names[METRICS_LEASES_FINISHED]) != 0 &&
                  strcmp(reason, reason_names[METRICS_LEASES_SUPERSEDED]) != 0;
         e.undo = undo;
-        watch_emit(t->srv, &e);
+        watch_emit(t->watch, &e);
 }
 
 /* ---- the table ------------------------------------------------------------- */
@@ -314,7 +314,7 @@ void lease_init(struct lease_table *t, const struct lease_deps *deps, const char
         t->cfg = deps->cfg;
         t->metrics = deps->metrics;
         t->life = deps->life;
-        t->srv = deps->srv;
+        t->watch = deps->watch;
         t->groups = deps->groups;
         t->stop_hook.stop_cb = stop_cb;
         life_on_stop(t->life, &t->stop_hook);

@@ -47,7 +47,7 @@
 
 struct conn;
 struct group_table;
-struct server;
+struct watch_table;
 
 struct lease_member {
         pid_t pid;              /* in the daemon's pid namespace */
@@ -91,8 +91,7 @@ struct lease_table {
         struct life *life;              /* stopping: leases are kept, not undone */
         struct life_hook stop_hook;
         struct group_table *groups;     /* a lease's undo is a group of the daemon's own */
-        struct server *srv;             /* SHIM: for group_start_internal() and watch_emit(),
-                                         * until they take their own tables */
+        struct watch_table *watch;      /* tells watchers of leases taken and ended */
         struct lease *head;
         unsigned n;                     /* held, undoing ones included */
         unsigned n_members;
@@ -112,7 +111,7 @@ struct lease_deps {
         struct metrics *metrics;
         struct life *life;
         struct group_table *groups;
-        struct server *srv;
+        struct watch_table *watch;
 };
 
 /* runtime_dir: where the lease store lives (NULL: none, leases end with

@@ -48,21 +48,6 @@ static void conn_free_cb(struct conn *c)
         life_release(&s->life);
 }
 
-/* SHIM until watch.c subscribes to its connections' closing itself: one
- * per connection, it tells watch.c and goes. */
-struct watch_shim_hook {
-        struct conn_hook hook;
-        struct server *s;
-};
-
-static void watch_shim_closing_cb(struct conn_hook *h, struct conn *c)
-{
-        struct watch_shim_hook *w = (struct watch_shim_hook *)h;
-
-        watch_conn_closed(w->s, c);
-        free(w);
-}
-
 static void read_peer(int fd, struct policy_caller *caller)
 {
         struct ucred cred;
@@ -115,7 +100,6 @@ static void refuse(struct server *s, uv_stream_t *listener, const char *why, uid
 static void on_connection(uv_stream_t *listener, int status)
 {
         struct server *s = listener->data;
-        struct watch_shim_hook *shim;
         struct conn *c;
         uv_os_fd_t fd;
         struct share_refusal limit = { 0 };
@@ -132,17 +116,14 @@ static void on_connection(uv_stream_t *listener, int status)
                 return;
         }
         c = calloc(1, sizeof(*c));
-        shim = malloc(sizeof(*shim));
-        if (!c || !shim || uv_pipe_init(s->loop, &c->pipe, 0) < 0) {
+        if (!c || uv_pipe_init(s->loop, &c->pipe, 0) < 0) {
                 free(c);
-                free(shim);
                 return;
         }
         c->owner = &s->conn_owner;
         c->server = s;
         if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0 ||
             uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0) {
-                free(shim);
                 c->pipe.data = c;
                 uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
                 return;
@@ -157,7 +138,6 @@ static void on_connection(uv_stream_t *listener, int status)
                 if (c->caller.has_pidfd)
                         close(c->caller.pidfd);
                 pidns_done(&c->caller.pidns);
-                free(shim);
                 uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
                 return;
         }
@@ -168,8 +148,6 @@ static void on_connection(uv_stream_t *listener, int status)
         s->conns = c;
         s->n_conns++;
         life_hold(&s->life); /* until conn_free_cb */
-        *shim = (struct watch_shim_hook){ .hook.closing_cb = watch_shim_closing_cb, .s = s };
-        conn_hook_add(c, &shim->hook);
         (void)conn_start(c);
 }
 
@@ -371,14 +349,16 @@ char *server_metrics_text(struct server *s)
 
 static void on_op_started(void *ctx, const struct sched_op *op)
 {
-        watch_op_started(ctx, op);
+        struct server *s = ctx;
+
+        watch_op_started(&s->watch, op);
 }
 
 static void on_op_finished(void *ctx, const struct sched_op *op)
 {
         struct server *s = ctx;
 
-        watch_op_finished(s, op);
+        watch_op_finished(&s->watch, op);
         /* Only an operation that reached its process says anything of it. */
         if (op->result.pinned)
                 lease_op_finished(&s->leases, op->result.pinned_pid, op->result.pinned_start_time, op->method, &op->result);
@@ -391,7 +371,7 @@ static void on_stopped_cb(struct life *l)
         struct server *s = (struct server *)((char *)l - offsetof(struct server, life));
 
         lease_close(&s->leases);
-        watch_close(s);
+        watch_close(&s->watch);
         sched_close(&s->sched);
         close_handle((uv_handle_t *)&s->sig_term);
         close_handle((uv_handle_t *)&s->sig_int);
@@ -405,7 +385,6 @@ static void on_stop_cb(struct life_hook *h)
 {
         struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_hook));
 
-        s->shutting_down = true;
         log_info("Shutting down: %u operations running, %u connections", s->sched.n_running,
                  s->n_conns);
         if (s->notify)
@@ -666,9 +645,10 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         s->runtime_dir = runtime_dir(cfg);
         lease_init(&s->leases,
                    &(struct lease_deps){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
-                                         .groups = &s->groups, .srv = s },
+                                         .groups = &s->groups, .watch = &s->watch },
                    s->runtime_dir);
-        watch_init(s);
+        watch_init(&s->watch, &(struct watch_deps){ .loop = loop, .cfg = cfg, .sched = &s->sched, .metrics = &s->metrics,
+                                                    .source = &s->source, .life = &s->life });
         s->stop_serving_hook.stop_cb = on_stop_serving_cb;
         life_on_stop(&s->life, &s->stop_serving_hook);
         s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
@@ -705,7 +685,7 @@ void server_done(struct server *s)
         share_free(&s->conns_share);
         jobs_free(&s->jobs);
         share_free(&s->leases.share);
-        share_free(&s->watch.share);
+        watch_free(&s->watch);
         free(s->bound_path);
         free(s->runtime_dir);
 }

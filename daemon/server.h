@@ -66,7 +66,6 @@ struct server {
         unsigned n_conns;
         struct share conns_share;       /* open connections, by uid (share.h) */
         bool starting;                  /* the driver is still loading */
-        bool shutting_down;             /* SHIM: life_stopping(&life), for group.c and watch.c */
         int exit_code;
 };
 
