@@ -30,12 +30,7 @@ struct watcher {
         bool ready;                     /* set up: events flowing */
         pid_t conn_pid;                 /* the caller, for its cgroup namespace */
         bool setup_pending;             /* setup is on a worker: it frees a closed watcher */
-        char *out;                      /* events not yet handed to the connection */
-        size_t out_len, out_cap;
-        size_t in_flight;               /* the size of the buffer being written, 0 none */
-        size_t mem;                     /* out_cap + in_flight, counted in the table's mem */
-        bool cut;                       /* too much unread: on_flush_cb closes it */
-        bool privileged;                /* its caller has a reserve in the share */
+        struct watchbuf buf;            /* events not yet written; cut: on_flush_cb closes it */
         ino_t ns;                       /* its pid namespace when another than ours, else 0 */
         uv_work_t setup;                /* reads a cgroup selector's namespace root */
         int setup_error;
@@ -91,92 +86,18 @@ static bool selects(const struct watch_table *t, const struct watcher *w, const 
         }
 }
 
-static cJSON *event_json(const struct watch_event *e, pid_t vpid)
-{
-        cJSON *p = cJSON_CreateObject(), *o = p ? cJSON_AddObjectToObject(p, "event") : NULL;
-        struct timespec ts;
-        char buf[32];
-
-        if (!o) {
-                cJSON_Delete(p);
-                return NULL;
-        }
-        clock_gettime(CLOCK_REALTIME, &ts);
-        cJSON_AddStringToObject(o, "type", e->type);
-        cJSON_AddNumberToObject(o, "time", (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6);
-        if (vpid > 0)
-                cJSON_AddNumberToObject(o, "pid", vpid);
-        if (e->start_time)
-                cJSON_AddNumberToObject(o, "start_time", (double)e->start_time);
-        if (e->method < PROTO_METHODS)
-                cJSON_AddStringToObject(o, "method", proto_method_name(e->method));
-        if (e->group < PROTO_METHODS)
-                cJSON_AddStringToObject(o, "group", proto_method_name(e->group));
-        if (e->result)
-                cJSON_AddStringToObject(o, "result", e->result);
-        if (e->state >= 0)
-                cJSON_AddStringToObject(o, "state", proto_state_string(e->state, buf, sizeof(buf)));
-        if (e->duration_ms >= 0)
-                cJSON_AddNumberToObject(o, "duration_ms", e->duration_ms);
-        if (e->caller_uid >= 0)
-                cJSON_AddNumberToObject(o, "caller_uid", (double)e->caller_uid);
-        if (e->lease)
-                cJSON_AddNumberToObject(o, "lease", (double)e->lease);
-        if (e->reason)
-                cJSON_AddStringToObject(o, "reason", e->reason);
-        if (e->undo)
-                cJSON_AddStringToObject(o, "undo", e->undo);
-        if (e->command)
-                cJSON_AddStringToObject(o, "command", e->command);
-        if (e->step)
-                cJSON_AddStringToObject(o, "step", e->step);
-        if (e->owner.ruid != (uid_t)-1 && e->pid > 0)
-                cJSON_AddNumberToObject(o, "uid", e->owner.ruid);
-        if (e->bytes >= 0)
-                cJSON_AddNumberToObject(o, "bytes", (double)e->bytes);
-        if (e->total_bytes >= 0)
-                cJSON_AddNumberToObject(o, "total_bytes", (double)e->total_bytes);
-        return proto_reply_continues(p);
-}
-
-/* w's buffers now take mem bytes: the table's count follows. */
-static void account(struct watch_table *t, struct watcher *w, size_t mem)
-{
-        t->mem = t->mem - w->mem + mem;
-        if (!w->privileged)
-                t->mem_unprivileged = t->mem_unprivileged - w->mem + mem;
-        w->mem = mem;
-}
-
-/* Whether w's buffers may take mem bytes: its own bound, all watchers',
- * and for an unprivileged caller's the part of max_watch_bytes that the
- * watchers' reserve does not keep for privileged ones (in the proportion
- * max_watchers_reserved / max_watchers). */
-static bool may_take(const struct watch_table *t, const struct watcher *w, size_t mem)
-{
-        size_t all = t->cfg->max_watch_bytes;
-        size_t unprivileged = all - all / t->share.limit * t->share.reserved;
-
-        return mem <= t->cfg->max_watcher_bytes && t->mem - w->mem + mem <= all &&
-               (w->privileged || t->mem_unprivileged - w->mem + mem <= unprivileged);
-}
-
 /* Hands w's pending output to its connection.  While a write is in flight
- * the next events wait in w->out: one write per watcher at a time. */
+ * the next events wait in w->buf: one write per watcher at a time. */
 static void flush_one(struct watch_table *t, struct watcher *w)
 {
         struct conn *c = w->conn;
-        char *data = w->out;
-        size_t len = w->out_len, cap = w->out_cap;
+        size_t len, cap;
+        char *data = watchbuf_take(&t->pool, &w->buf, &len, &cap);
 
-        w->out = NULL;
-        w->out_len = w->out_cap = 0;
-        account(t, w, 0);
         conn_send_bytes(c, data, len);
         if (c->closing)
                 return; /* w went with it (watcher_closing_cb) */
-        w->in_flight = conn_write_pending(c) ? cap : 0;
-        account(t, w, w->in_flight);
+        watchbuf_writing(&t->pool, &w->buf, conn_write_pending(c) ? cap : 0);
 }
 
 static void arm_flush(struct watch_table *t)
@@ -203,39 +124,20 @@ static void on_drain_cb(struct conn *c)
 
         if (!w)
                 return;
-        account(w->table, w, w->out_cap);
-        w->in_flight = 0;
-        if (w->out_len > 0)
+        watchbuf_drained(&w->table->pool, &w->buf);
+        if (w->buf.len > 0)
                 arm_flush(w->table);
 }
 
 /* Appends an event to w's pending output, written at the end of this turn
  * of the loop (on_flush_cb).  Never closes a connection itself: it runs in
  * the middle of the lease table's and the scheduler's updates.  A watcher
- * whose buffers would pass max_watcher_bytes, or all watchers' pass
- * max_watch_bytes, is cut by on_flush_cb. */
+ * whose buffer is cut (watchbuf.h) is closed by on_flush_cb. */
 static void queue_bytes(struct watch_table *t, struct watcher *w, const char *data, size_t len)
 {
-        size_t need = w->out_len + len;
-
-        if (w->cut)
+        if (w->buf.cut)
                 return;
-        if (need > w->out_cap) {
-                size_t cap = w->out_cap ? w->out_cap : 1024;
-                char *nb;
-                while (cap < need)
-                        cap *= 2;
-                if (!may_take(t, w, cap + w->in_flight) || !(nb = realloc(w->out, cap))) {
-                        w->cut = true;
-                        goto arm;
-                }
-                w->out = nb;
-                w->out_cap = cap;
-                account(t, w, cap + w->in_flight);
-        }
-        memcpy(w->out + w->out_len, data, len);
-        w->out_len = need;
-arm:
+        (void)watchbuf_append(&t->pool, &w->buf, data, len);
         arm_flush(t);
 }
 
@@ -250,14 +152,14 @@ static void on_flush_cb(uv_check_t *check)
                 next = w->next; /* a failed write may cut w off */
                 if (!w->conn)
                         continue;
-                if (w->cut) {
+                if (w->buf.cut) {
                         metrics_count(t->metrics, METRICS_CUT_SLOW_READER);
                         log_warning("Disconnecting watcher uid %u pid %d: its unread events would take over %zu "
                                     "bytes (max_watcher_bytes %zu, all watchers' max_watch_bytes %zu)",
-                                    (unsigned)w->conn->caller.uid, (int)w->conn->caller.pid, w->mem,
+                                    (unsigned)w->conn->caller.uid, (int)w->conn->caller.pid, w->buf.mem,
                                     t->cfg->max_watcher_bytes, t->cfg->max_watch_bytes);
                         conn_close(w->conn);
-                } else if (w->out_len > 0 && w->in_flight == 0) {
+                } else if (w->buf.len > 0 && w->buf.in_flight == 0) {
                         flush_one(t, w);
                 }
         }
@@ -304,7 +206,7 @@ void watch_emit(struct watch_table *t, const struct watch_event *e)
                         continue;
                 metrics_count(t->metrics, METRICS_WATCH_EVENTS);
                 if (caller->pidns.other) {
-                        cJSON *msg = event_json(e, vpid);
+                        cJSON *msg = watchevent_json(e, vpid);
                         size_t len = 0;
                         char *data = msg ? proto_serialize(msg, &len) : NULL;
                         cJSON_Delete(msg);
@@ -314,7 +216,7 @@ void watch_emit(struct watch_table *t, const struct watch_event *e)
                         continue;
                 }
                 if (!shared) {
-                        cJSON *msg = event_json(e, vpid);
+                        cJSON *msg = watchevent_json(e, vpid);
                         shared = msg ? proto_serialize(msg, &shared_len) : NULL;
                         cJSON_Delete(msg);
                         if (!shared)
@@ -327,36 +229,13 @@ void watch_emit(struct watch_table *t, const struct watch_event *e)
 
 /* ---- what the events tell -------------------------------------------------- */
 
-static enum proto_method group_of(enum proto_method parent)
-{
-        return proto_method_is_group(parent) ? parent : PROTO_METHODS;
-}
-
-static struct watch_event op_event(const struct sched_op *op, const char *type)
-{
-        struct watch_event e = WATCH_EVENT_INIT(type);
-        struct sched_target *t = op->target;
-
-        uv_mutex_lock(&t->lock);
-        e.pid = t->known ? t->watch_pid : op->req.pid;
-        e.start_time = t->start_time;
-        e.owner = t->owner;
-        uv_mutex_unlock(&t->lock);
-        if (e.pid <= 0)
-                e.pid = op->req.pid;
-        e.method = op->method;
-        e.group = group_of(op->parent);
-        e.caller_uid = (long long)op->caller->uid;
-        return e;
-}
-
 void watch_op_started(struct watch_table *t, const struct sched_op *op)
 {
         struct watch_event e;
 
         if (!watch_active(t))
                 return;
-        e = op_event(op, WATCH_STARTED);
+        e = watchevent_of_op(op, WATCH_STARTED);
         watch_emit(t, &e);
 }
 
@@ -367,7 +246,7 @@ void watch_op_finished(struct watch_table *t, const struct sched_op *op)
 
         if (!watch_active(t) || !op->start_reported)
                 return;
-        e = op_event(op, WATCH_FINISHED);
+        e = watchevent_of_op(op, WATCH_FINISHED);
         if (r->pinned) { /* what this operation pinned, not what an earlier one knew */
                 e.pid = r->pinned_pid;
                 e.start_time = r->pinned_start_time;
@@ -389,16 +268,8 @@ void watch_op_finished(struct watch_table *t, const struct sched_op *op)
 static void progress_sample_cb(struct progress *pg, const struct progress_sample *s)
 {
         struct watch_table *t = (struct watch_table *)((char *)pg - offsetof(struct watch_table, progress));
-        struct watch_event e = WATCH_EVENT_INIT(WATCH_PROGRESS);
+        struct watch_event e = watchevent_of_progress(s);
 
-        e.pid = s->pid;
-        e.start_time = s->start_time;
-        e.owner = s->owner;
-        e.method = s->method;
-        e.group = group_of(s->parent);
-        e.step = "checkpoint";
-        e.bytes = s->bytes;
-        e.total_bytes = s->total_bytes;
         watch_emit(t, &e);
 }
 
@@ -424,14 +295,8 @@ static void scan_found_cb(struct procscan *ps, struct procscan_proc *procs, size
 
 static void proc_event(struct procscan *ps, const struct procscan_proc *p, const char *type)
 {
-        struct watch_event e = WATCH_EVENT_INIT(type);
+        struct watch_event e = watchevent_of_proc(p, type);
 
-        e.proc = p;
-        e.gone = strcmp(type, WATCH_EXITED) == 0;
-        e.pid = p->pid;
-        e.start_time = p->start_time;
-        e.owner = p->owner;
-        e.command = p->comm;
         watch_emit(table_of_scan(ps), &e);
 }
 
@@ -467,6 +332,8 @@ void watch_init(struct watch_table *t, const struct watch_deps *deps)
         t->trim_timer.data = t;
         uv_unref((uv_handle_t *)&t->trim_timer);
         share_init(&t->share, keys, t->cfg->max_watchers, t->cfg->max_watchers_per_uid, t->cfg->max_watchers_reserved);
+        watchbuf_pool_init(&t->pool, t->cfg->max_watcher_bytes, t->cfg->max_watch_bytes, t->share.limit,
+                           t->share.reserved);
 }
 
 void watch_close(struct watch_table *t)
@@ -492,7 +359,7 @@ static void watcher_ready(struct watcher *w)
         struct watch_event e = WATCH_EVENT_INIT("watching");
 
         w->ready = true;
-        conn_send(w->conn, event_json(&e, 0));
+        conn_send(w->conn, watchevent_json(&e, 0));
         /* The first watcher ready starts the scans (one set up before it may
          * still wait for its cgroup's root). */
         procscan_kick(&w->table->scan);
@@ -500,7 +367,7 @@ static void watcher_ready(struct watcher *w)
 
 static void watcher_free(struct watcher *w)
 {
-        free(w->out);
+        free(w->buf.out);
         proto_group_request_done(&w->sel);
         free(w->cgroup_sel);
         free(w);
@@ -600,8 +467,8 @@ static bool admit(struct watch_table *t, struct conn *c, struct watcher *w)
         struct share_refusal why = { 0 };
         cJSON *p;
 
-        w->privileged = access_privileged(t->cfg, &c->caller);
-        if (share_take(&t->share, c->caller.uid, w->privileged, &why) == 0)
+        w->buf.privileged = access_privileged(t->cfg, &c->caller);
+        if (share_take(&t->share, c->caller.uid, w->buf.privileged, &why) == 0)
                 return true;
         p = cJSON_CreateObject();
         if (p) {
@@ -690,12 +557,11 @@ static void watcher_closing_cb(struct conn_hook *h, struct conn *c)
         struct watch_table *t = w->table;
 
         c->drain_cb = NULL;
-        share_give(&t->share, c->caller.uid, w->privileged);
+        share_give(&t->share, c->caller.uid, w->buf.privileged);
         /* What its buffers took is freed (the one in flight with the
          * connection); after a burst of such, memory goes back to the
          * system, which the allocator alone would keep. */
-        t->freed += w->mem;
-        account(t, w, 0);
+        t->freed += watchbuf_release(&t->pool, &w->buf);
         if (t->freed >= WATCH_TRIM_BYTES || t->n == 1)
                 uv_timer_start(&t->trim_timer, on_trim_timer_cb, WATCH_TRIM_DELAY_MS, 0);
         if (w->prev)

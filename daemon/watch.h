@@ -33,47 +33,17 @@
 #include "life.h"
 #include "metrics.h"
 #include "policy.h"
-#include "procscan.h"
 #include "progress.h"
 #include "proto.h"
 #include "select.h"
 #include "share.h"
+#include "watchbuf.h"
+#include "watchevent.h"
 
 struct conn;
 struct sched;
 struct sched_op;
 struct watcher;
-
-#define WATCH_STARTED "started"
-#define WATCH_FINISHED "finished"
-#define WATCH_STATE "state"
-#define WATCH_PROGRESS "progress"
-#define WATCH_LEASE_TAKEN "lease-taken"
-#define WATCH_LEASE_ENDED "lease-ended"
-#define WATCH_APPEARED "appeared"
-#define WATCH_EXITED "exited"
-
-struct watch_event {
-        const char *type;               /* WATCH_* */
-        pid_t pid;                      /* in the daemon's pid namespace */
-        uint64_t start_time;            /* 0: unknown */
-        struct policy_target owner;     /* who may see it */
-        enum proto_method method;       /* PROTO_METHODS: none */
-        enum proto_method group;        /* the group method it is part of; PROTO_METHODS: none */
-        const char *result;             /* finished: "ok" or the error's short name */
-        int state;                      /* -1: none */
-        double duration_ms;             /* < 0: none */
-        long long caller_uid;           /* < 0: none */
-        uint64_t lease;                 /* 0: none */
-        const char *reason;             /* lease-ended: why; NULL */
-        const char *undo;               /* lease-ended: "ok", "failed", NULL when not undone */
-        const char *command;            /* appeared: comm; NULL */
-        const char *step;               /* progress: "checkpoint" or "restore" */
-        const struct procscan_proc *proc; /* appeared, exited: the scan's entry */
-        bool gone;                      /* the process has exited: its pid may name
-                                         * another now, so it is never translated */
-        int64_t bytes, total_bytes;     /* progress; < 0: unknown */
-};
 
 /* What the table is given at its start (the server's, outliving it). */
 struct watch_deps {
@@ -94,22 +64,13 @@ struct watch_table {
         struct watcher *head;
         unsigned n;
         struct share share;             /* watchers, by uid (share.h) */
-        size_t mem;                     /* what all watchers' events take (max_watch_bytes) */
-        size_t mem_unprivileged;        /* ... those of unprivileged callers' watchers */
+        struct watchbuf_pool pool;      /* what all watchers' buffers take (watchbuf.h) */
         size_t freed;                   /* ... and what left since the last trim */
         uv_timer_t trim_timer;          /* gives freed memory back to the system */
         uv_check_t flush;               /* writes each watcher's events once per loop turn */
         struct procscan scan;           /* CUDA processes appearing and exiting */
         struct progress progress;       /* samples of running checkpoints */
 };
-
-/* An event with the fields that do not apply at their "none" values. */
-#define WATCH_EVENT_INIT(t)                                                                              \
-        (struct watch_event)                                                                             \
-        {                                                                                                \
-                .type = (t), .method = PROTO_METHODS, .group = PROTO_METHODS, .state = -1,               \
-                .duration_ms = -1, .caller_uid = -1, .bytes = -1, .total_bytes = -1                      \
-        }
 
 void watch_init(struct watch_table *t, const struct watch_deps *deps);
 /* Closes the handles; the loop must run once more.  watch_free() after. */
