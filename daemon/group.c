@@ -2,7 +2,6 @@
 #include "group.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,20 +12,11 @@
 #include "conn.h"
 #include "cudackpt/protocol.h"
 #include "log.h"
+#include "members.h"
 #include "ops.h"
 #include "plan.h"
 #include "proto.h"
 #include "sched.h"
-
-struct member {
-        struct select_member s;         /* who it is; s.failed: its first failure */
-        bool gone;
-        int state;                      /* driver state, -1 unknown */
-        uint64_t duration_ns;
-        bool rb_failed;
-        enum proto_method rb_method;
-        struct ops_result rb_err;
-};
 
 struct group {
         struct jobs_call call;          /* its caller, parameters and selection */
@@ -35,8 +25,7 @@ struct group {
         group_end_cb on_end;            /* the daemon's own groups: who takes the reply */
         void *end_ctx;
         enum plan_phase phase;
-        struct member *m;               /* members, by pid once selected */
-        size_t n;
+        struct members ms;              /* once selected */
         unsigned pending;               /* steps of the phase not yet done */
         unsigned done, total;           /* for progress replies */
         bool failed;
@@ -53,106 +42,6 @@ static const struct config *cfg_of(const struct group *g)
 
 /* ---- replies --------------------------------------------------------------- */
 
-static double ms_of(uint64_t ns)
-{
-        return round((double)ns / 1000.0) / 1000.0;
-}
-
-/* The error name and parameters ops_reply() gives a member's result. */
-static void add_error(const struct group *g, cJSON *o, pid_t pid, enum proto_method m,
-                      const struct ops_result *r, const char *name_key, const char *params_key)
-{
-        cJSON *msg = ops_reply(g->table->jobs->drv, m, pid, g->call.caller->uid, r);
-        cJSON *e = msg ? cJSON_GetObjectItemCaseSensitive(msg, "error") : NULL;
-
-        if (cJSON_IsString(e)) {
-                cJSON_AddStringToObject(o, name_key, e->valuestring);
-                if (params_key) {
-                        cJSON *p = cJSON_DetachItemFromObjectCaseSensitive(msg, "parameters");
-                        if (p)
-                                cJSON_AddItemToObject(o, params_key, p);
-                }
-        }
-        cJSON_Delete(msg);
-}
-
-static cJSON *member_json(const struct group *g, const struct member *mb)
-{
-        cJSON *o = cJSON_CreateObject();
-        char buf[32];
-
-        if (!o)
-                return NULL;
-        cJSON_AddNumberToObject(o, "pid", mb->s.vpid);
-        cJSON_AddNumberToObject(o, "start_time", (double)mb->s.start_time);
-        if (!mb->gone && mb->state >= 0)
-                cJSON_AddStringToObject(o, "state", proto_state_string(mb->state, buf, sizeof(buf)));
-        cJSON_AddNumberToObject(o, "duration_ms", ms_of(mb->duration_ns));
-        if (mb->s.failed)
-                add_error(g, o, mb->s.vpid, mb->s.err_method, &mb->s.err, "error", "error_parameters");
-        if (mb->rb_failed)
-                add_error(g, o, mb->s.vpid, mb->rb_method, &mb->rb_err, "rollback_error", NULL);
-        return o;
-}
-
-static void add_members(const struct group *g, cJSON *p)
-{
-        cJSON *members = cJSON_AddArrayToObject(p, "members");
-        cJSON *skipped = cJSON_AddArrayToObject(p, "skipped");
-
-        if (!members || !skipped)
-                return;
-        for (size_t i = 0; i < g->n; i++) {
-                const struct member *mb = &g->m[i];
-                if (mb->s.hidden)
-                        continue;
-                if (mb->s.skipped) {
-                        cJSON *o = cJSON_CreateObject();
-                        if (!o)
-                                continue;
-                        cJSON_AddNumberToObject(o, "pid", mb->s.vpid);
-                        cJSON_AddNumberToObject(o, "start_time", (double)mb->s.start_time);
-                        cJSON_AddStringToObject(o, "reason", CUDACKPT_SKIP_NOT_CUDA);
-                        cJSON_AddItemToArray(skipped, o);
-                } else {
-                        cJSON_AddItemToArray(members, member_json(g, mb));
-                }
-        }
-}
-
-/* GroupFailed: the first failure the caller may know of; hidden members
- * only as a count. */
-static cJSON *failure_reply(const struct group *g, cJSON *p)
-{
-        const struct member *f = NULL;
-        unsigned hidden = 0;
-
-        for (size_t i = 0; i < g->n; i++) {
-                hidden += g->m[i].s.hidden;
-                if (!f && g->m[i].s.failed && !g->m[i].s.hidden)
-                        f = &g->m[i];
-        }
-        cJSON_AddStringToObject(p, "method", proto_method_name(g->call.method));
-        cJSON_AddStringToObject(p, "phase", plan_phase_name(g->failed_phase));
-        if (f) {
-                cJSON_AddNumberToObject(p, "pid", f->s.vpid);
-                add_error(g, p, f->s.vpid, f->s.err_method, &f->s.err, "error", "error_parameters");
-        } else {
-                cJSON *ep = cJSON_CreateObject();
-                cJSON_AddStringToObject(p, "error", CUDACKPT_ERROR_PERMISSION_DENIED);
-                if (ep) {
-                        cJSON_AddNumberToObject(ep, "caller_uid", g->call.caller->uid);
-                        cJSON_AddNumberToObject(ep, "refused", hidden);
-                        cJSON_AddItemToObject(p, "error_parameters", ep);
-                }
-        }
-        if (hidden)
-                cJSON_AddNumberToObject(p, "refused", hidden);
-        cJSON_AddBoolToObject(p, "rolled_back", g->rolled_back);
-        add_members(g, p);
-        return proto_error_new(CUDACKPT_ERROR_GROUP_FAILED, p);
-}
-
 static cJSON *final_reply(const struct group *g)
 {
         cJSON *p = cJSON_CreateObject();
@@ -160,13 +49,13 @@ static cJSON *final_reply(const struct group *g)
         if (!p)
                 return NULL;
         if (g->failed)
-                return failure_reply(g, p);
-        add_members(g, p);
-        cJSON_AddNumberToObject(p, "duration_ms", ms_of(uv_hrtime() - g->call.t0));
+                return members_failure_reply(&g->ms, g->call.method, g->failed_phase, g->rolled_back, p);
+        members_add(&g->ms, p);
+        cJSON_AddNumberToObject(p, "duration_ms", members_ms(uv_hrtime() - g->call.t0));
         return proto_reply_new(p);
 }
 
-static void progress(struct group *g, const struct member *mb)
+static void progress(struct group *g, const struct group_member *mb)
 {
         struct conn *c = g->call.conn;
         cJSON *p, *o;
@@ -180,18 +69,13 @@ static void progress(struct group *g, const struct member *mb)
                 return;
         }
         cJSON_AddStringToObject(o, "phase", plan_phase_name(g->phase));
-        cJSON_AddItemToObject(o, "member", member_json(g, mb));
+        cJSON_AddItemToObject(o, "member", members_json(&g->ms, mb));
         cJSON_AddNumberToObject(o, "done", g->done);
         cJSON_AddNumberToObject(o, "total", g->total);
         conn_send(c, proto_reply_continues(p));
 }
 
 /* ---- lifetime -------------------------------------------------------------- */
-
-static bool active(const struct member *mb)
-{
-        return !mb->s.skipped && !mb->gone;
-}
 
 static void start_waiting(struct group_table *t);
 
@@ -215,9 +99,7 @@ static void group_end(struct group *g, cJSON *msg)
                 t->tail = g->prev;
         if (g->call.req.lease.admitted)
                 t->lease.unadmit_cb(t->lease.ctx, g->call.caller);
-        for (size_t i = 0; i < g->n; i++)
-                select_member_clear(&g->m[i].s);
-        free(g->m);
+        members_clear(&g->ms);
         jobs_call_end(&g->call, msg);
         free(g);
         start_waiting(t);
@@ -226,7 +108,7 @@ static void group_end(struct group *g, cJSON *msg)
 /* A LockGroup or SuspendGroup that asked for a lease and succeeded. */
 static void grant_lease(struct group *g, cJSON *msg)
 {
-        struct group_member_id *ids = calloc(g->n ? g->n : 1, sizeof(*ids));
+        struct group_member_id *ids = calloc(g->ms.n ? g->ms.n : 1, sizeof(*ids));
         size_t n = 0;
 
         if (!ids) {
@@ -235,11 +117,11 @@ static void grant_lease(struct group *g, cJSON *msg)
                           proto_method_name(g->call.method));
                 return;
         }
-        for (size_t i = 0; i < g->n; i++)
-                if (active(&g->m[i]))
-                        ids[n++] = (struct group_member_id){ .pid = g->m[i].s.pid, .vpid = g->m[i].s.vpid,
-                                                             .start_time = g->m[i].s.start_time,
-                                                             .owner = g->m[i].s.owner };
+        for (size_t i = 0; i < g->ms.n; i++)
+                if (members_active(&g->ms.m[i]))
+                        ids[n++] = (struct group_member_id){ .pid = g->ms.m[i].s.pid, .vpid = g->ms.m[i].s.vpid,
+                                                             .start_time = g->ms.m[i].s.start_time,
+                                                             .owner = g->ms.m[i].s.owner };
         g->table->lease.grant_cb(g->table->lease.ctx, g->call.conn, g->call.method, &g->call.req.lease, ids, n, msg);
         free(ids);
 }
@@ -251,10 +133,10 @@ static void group_finish(struct group *g)
         char detail[96];
         cJSON *msg;
 
-        for (size_t i = 0; i < g->n; i++) {
-                n += !g->m[i].s.skipped;
-                if (!who && !g->m[i].s.skipped)
-                        who = g->m[i].s.pid;
+        for (size_t i = 0; i < g->ms.n; i++) {
+                n += !g->ms.m[i].s.skipped;
+                if (!who && !g->ms.m[i].s.skipped)
+                        who = g->ms.m[i].s.pid;
         }
         if (g->failed)
                 snprintf(detail, sizeof(detail), "%u members, failed in %s%s", n, plan_phase_name(g->failed_phase),
@@ -262,9 +144,9 @@ static void group_finish(struct group *g)
         else
                 snprintf(detail, sizeof(detail), "%u members", n);
         if (g->call.conn)
-                jobs_call_audit(&g->call, g->failed ? g->m[g->failed_at].s.pid : who, proto_method_name(g->call.method),
-                                g->failed ? ops_error_short_name(g->m[g->failed_at].s.err.error) : "ok", detail,
-                                ms_of(uv_hrtime() - g->call.t0));
+                jobs_call_audit(&g->call, g->failed ? g->ms.m[g->failed_at].s.pid : who, proto_method_name(g->call.method),
+                                g->failed ? ops_error_short_name(g->ms.m[g->failed_at].s.err.error) : "ok", detail,
+                                members_ms(uv_hrtime() - g->call.t0));
         jobs_call_count(&g->call, g->failed ? "GroupFailed" : "ok");
         msg = final_reply(g);
         if (!g->failed && g->call.conn && g->call.req.lease.wanted)
@@ -278,30 +160,16 @@ static void advance(struct group *g);
 static void step_done_cb(struct sched *s, struct sched_op *op);
 
 /* Whether member mb takes part in phase p. */
-static bool needs(const struct member *mb, enum plan_phase p)
+static bool needs(const struct group_member *mb, enum plan_phase p)
 {
-        return active(mb) && plan_needs(p, mb->state);
-}
-
-static void member_fail(struct member *mb, enum proto_method m, const struct ops_result *r)
-{
-        mb->s.failed = true;
-        mb->s.err_method = m;
-        mb->s.err = *r;
-}
-
-static void member_rollback_fail(struct member *mb, enum proto_method m, const struct ops_result *r)
-{
-        mb->rb_failed = true;
-        mb->rb_method = m;
-        mb->rb_err = *r;
+        return members_active(mb) && plan_needs(p, mb->state);
 }
 
 /* The step of phase p for member i, owned by the caller; NULL when out
  * of memory. */
 static struct sched_op *step_new(struct group *g, size_t i, enum plan_phase p)
 {
-        struct member *mb = &g->m[i];
+        struct group_member *mb = &g->ms.m[i];
         struct sched_op *op = calloc(1, sizeof(*op));
         enum ops_step st = plan_step(p);
 
@@ -356,23 +224,23 @@ static void submit(struct group *g, size_t i, enum plan_phase p)
         r.limit = limit.limit;
         r.limit_key = limit.key;
         if (plan_is_rollback(p))
-                member_rollback_fail(&g->m[i], m, &r);
+                members_rollback_fail(&g->ms.m[i], m, &r);
         else
-                member_fail(&g->m[i], m, &r);
+                members_fail(&g->ms.m[i], m, &r);
 }
 
 static void run_phase(struct group *g, enum plan_phase p)
 {
         g->phase = p;
         g->done = g->total = 0;
-        for (size_t i = 0; i < g->n; i++)
-                g->total += needs(&g->m[i], p);
+        for (size_t i = 0; i < g->ms.n; i++)
+                g->total += needs(&g->ms.m[i], p);
         if (p == PLAN_LOCK) {
                 uint32_t t = g->call.req.has_timeout ? g->call.req.timeout_ms : cfg_of(g)->default_lock_timeout_ms;
                 g->deadline_ns = t ? uv_hrtime() + (uint64_t)t * 1000000u : 0;
         }
-        for (size_t i = 0; i < g->n; i++)
-                if (needs(&g->m[i], p))
+        for (size_t i = 0; i < g->ms.n; i++)
+                if (needs(&g->ms.m[i], p))
                         submit(g, i, p);
         if (g->pending == 0)
                 advance(g);
@@ -380,7 +248,7 @@ static void run_phase(struct group *g, enum plan_phase p)
 
 static void record(struct group *g, struct sched_op *op)
 {
-        struct member *mb = &g->m[op->index];
+        struct group_member *mb = &g->ms.m[op->index];
         const struct ops_result *r = &op->result;
         enum ops_step st = plan_step(g->phase);
 
@@ -400,10 +268,10 @@ static void record(struct group *g, struct sched_op *op)
         }
         if (plan_is_rollback(g->phase)) {
                 if (g->phase != PLAN_RB_STATE)
-                        member_rollback_fail(mb, op->method, r);
+                        members_rollback_fail(mb, op->method, r);
                 return;
         }
-        member_fail(mb, op->method, r);
+        members_fail(mb, op->method, r);
 }
 
 static void step_done_cb(struct sched *s, struct sched_op *op)
@@ -418,46 +286,11 @@ static void step_done_cb(struct sched *s, struct sched_op *op)
         record(g, op);
         g->done++;
         if (plan_changes(g->phase))
-                progress(g, &g->m[op->index]);
+                progress(g, &g->ms.m[op->index]);
         proto_request_done(&op->req);
         free(op);
         if (--g->pending == 0)
                 advance(g);
-}
-
-static bool phase_failed(const struct group *g, size_t *ret_first)
-{
-        for (size_t i = 0; i < g->n; i++)
-                if (g->m[i].s.failed) {
-                        *ret_first = i;
-                        return true;
-                }
-        return false;
-}
-
-/* Members in a state the method does not converge from fail with
- * InvalidState, as the single call would. */
-static void check_states(struct group *g)
-{
-        enum proto_method single = proto_group_single(g->call.method);
-
-        for (size_t i = 0; i < g->n; i++) {
-                struct member *mb = &g->m[i];
-                struct ops_result r = { .error = OPS_INVALID_STATE, .state = mb->state, .restore_tid = -1,
-                                        .rolled_back = -1, .in_flight = -1 };
-                if (!active(mb) || plan_state_allowed(g->call.method, mb->state))
-                        continue;
-                r.step = ops_first_step(single);
-                member_fail(mb, single, &r);
-        }
-}
-
-static bool all_running(const struct group *g)
-{
-        for (size_t i = 0; i < g->n; i++)
-                if (active(&g->m[i]) && g->m[i].state != CU_PROCESS_STATE_RUNNING)
-                        return false;
-        return true;
 }
 
 /* The barrier of the phase is passed: the plan says what follows. */
@@ -467,16 +300,16 @@ static void advance(struct group *g)
         size_t first;
         bool failed;
 
-        if (g->phase == PLAN_STATE && !phase_failed(g, &first))
-                check_states(g);
-        failed = !plan_is_rollback(g->phase) && phase_failed(g, &first);
+        if (g->phase == PLAN_STATE && !members_first_failed(&g->ms, &first))
+                members_check_states(&g->ms, g->call.method);
+        failed = !plan_is_rollback(g->phase) && members_first_failed(&g->ms, &first);
         if (failed) {
                 g->failed = true;
                 g->failed_phase = g->phase;
                 g->failed_at = first;
         }
         if (g->phase == PLAN_RB_UNLOCK)
-                g->rolled_back = all_running(g);
+                g->rolled_back = members_all_running(&g->ms);
         next = plan_after(g->call.method, g->phase, failed);
         if (next == PLAN_END)
                 group_finish(g);
@@ -486,24 +319,12 @@ static void advance(struct group *g)
 
 /* ---- waiting for one another ----------------------------------------------- */
 
-static bool overlaps(const struct group *a, const struct group *b)
-{
-        for (size_t i = 0; i < a->n; i++) {
-                if (!active(&a->m[i]))
-                        continue;
-                for (size_t j = 0; j < b->n; j++)
-                        if (active(&b->m[j]) && a->m[i].s.pid == b->m[j].s.pid)
-                                return true;
-        }
-        return false;
-}
-
 /* Whether an earlier group holds g back: one still selecting (its members
  * are not known yet) or one sharing a member. */
 static bool held_back(const struct group *g)
 {
         for (const struct group *e = g->prev; e; e = e->prev)
-                if (e->phase == PLAN_SELECT || overlaps(e, g))
+                if (e->phase == PLAN_SELECT || members_overlap(&e->ms, &g->ms))
                         return true;
         return false;
 }
@@ -533,21 +354,6 @@ static void start_waiting(struct group_table *t)
 
 /* ---- select ---------------------------------------------------------------- */
 
-/* Takes the selection's members over; false when out of memory. */
-static bool take_members(struct group *g, struct select_job *j)
-{
-        g->m = calloc(j->n ? j->n : 1, sizeof(*g->m));
-        if (!g->m)
-                return false;
-        for (size_t i = 0; i < j->n; i++)
-                g->m[i] = (struct member){ .s = j->m[i], .state = -1 };
-        g->n = j->n;
-        free(j->m);
-        j->m = NULL;
-        j->n = 0;
-        return true;
-}
-
 static void selected_cb(struct select_job *j)
 {
         struct group *g = (struct group *)((char *)j - offsetof(struct group, call.sel));
@@ -558,7 +364,7 @@ static void selected_cb(struct select_job *j)
                 group_end(g, jobs_call_selection_error(&g->call, js->cfg->max_group_members));
                 return;
         }
-        if (!take_members(g, j)) {
+        if (members_take(&g->ms, j) < 0) {
                 if (g->call.conn)
                         conn_close(g->call.conn);
                 group_end(g, NULL);
@@ -569,15 +375,15 @@ static void selected_cb(struct select_job *j)
                 group_end(g, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));
                 return;
         }
-        if (phase_failed(g, &first)) {
+        if (members_first_failed(&g->ms, &first)) {
                 g->failed = true;
                 g->failed_phase = PLAN_SELECT;
                 g->failed_at = first;
                 group_finish(g);
                 return;
         }
-        for (size_t i = 0; i < g->n; i++)
-                acting += active(&g->m[i]);
+        for (size_t i = 0; i < g->ms.n; i++)
+                acting += members_active(&g->ms.m[i]);
         if (acting > js->cfg->max_group_members) {
                 jobs_call_audit(&g->call, 0, proto_method_name(g->call.method), "GroupTooLarge", NULL, 0);
                 jobs_call_count(&g->call, "GroupTooLarge");
@@ -600,6 +406,8 @@ static void start_select(struct group *g)
         else
                 t->head = g;
         t->tail = g;
+        g->ms.drv = t->jobs->drv;
+        g->ms.caller = g->call.caller;
         jobs_call_start(&g->call, SELECT_TO_ACT, selected_cb);
 }
 
