@@ -55,7 +55,7 @@ static cJSON *final_reply(const struct group *g)
         return proto_reply_new(p);
 }
 
-static void progress(struct group *g, const struct group_member *mb)
+static void send_progress(struct group *g, const struct group_member *mb)
 {
         struct conn *c = g->call.conn;
         cJSON *p, *o;
@@ -286,7 +286,7 @@ static void step_done_cb(struct sched *s, struct sched_op *op)
         record(g, op);
         g->done++;
         if (plan_changes(g->phase))
-                progress(g, &g->ms.m[op->index]);
+                send_progress(g, &g->ms.m[op->index]);
         proto_request_done(&op->req);
         free(op);
         if (--g->pending == 0)

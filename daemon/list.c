@@ -203,7 +203,7 @@ static bool refused(const struct listing *l, size_t *ret)
 }
 
 /* The selection and NVML have answered. */
-static void selected(struct listing *l)
+static void selection_ready(struct listing *l)
 {
         struct select_job *j = &l->call.sel;
         size_t first;
@@ -250,7 +250,7 @@ static void selected_cb(struct select_job *j)
         struct listing *l = (struct listing *)((char *)j - offsetof(struct listing, call.sel));
 
         if (--l->waiting == 0)
-                selected(l);
+                selection_ready(l);
 }
 
 /* A listing's GPU memory (gpumem.h), beside the selection (worker thread). */
@@ -267,7 +267,7 @@ static void usage_done_cb(uv_work_t *w, int status)
 
         (void)status;
         if (--l->waiting == 0)
-                selected(l);
+                selection_ready(l);
 }
 
 void list_call(struct list_table *t, struct conn *c, struct proto_call *call)

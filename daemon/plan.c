@@ -47,18 +47,17 @@ enum ops_step plan_step(enum plan_phase p)
 
 enum proto_method plan_step_method(enum ops_step s)
 {
-        switch (s) {
-        case OPS_STEP_LOCK:
-                return PROTO_LOCK;
-        case OPS_STEP_CHECKPOINT:
-                return PROTO_CHECKPOINT;
-        case OPS_STEP_RESTORE:
-                return PROTO_RESTORE;
-        case OPS_STEP_UNLOCK:
-                return PROTO_UNLOCK;
-        default:
-                return PROTO_GET_STATE;
-        }
+        static const enum proto_method methods[] = {
+                [OPS_STEP_LOCK] = PROTO_LOCK,
+                [OPS_STEP_CHECKPOINT] = PROTO_CHECKPOINT,
+                [OPS_STEP_RESTORE] = PROTO_RESTORE,
+                [OPS_STEP_UNLOCK] = PROTO_UNLOCK,
+        };
+
+        /* The others read the state. */
+        if ((size_t)s < sizeof(methods) / sizeof(methods[0]) && methods[s] != PROTO_GET_STATE)
+                return methods[s];
+        return PROTO_GET_STATE;
 }
 
 bool plan_is_rollback(enum plan_phase p)

@@ -334,7 +334,7 @@ static void chunk_done_cb(uv_work_t *w, int status)
 /* ---- the candidates -------------------------------------------------------- */
 
 /* What the selector names, before any process is looked at (worker). */
-static void scan_work(uv_work_t *w)
+static void candidates_work(uv_work_t *w)
 {
         struct select_job *j = w->data;
         const struct pidns *ns = &j->caller->pidns;
@@ -395,7 +395,7 @@ static void root_gone(struct select_job *j)
         refuse(&j->m[0], proto_group_single(j->method), OPS_NO_SUCH_PROCESS);
 }
 
-static void scan_done_cb(uv_work_t *w, int status)
+static void candidates_done_cb(uv_work_t *w, int status)
 {
         struct select_job *j = w->data;
         size_t per;
@@ -443,7 +443,7 @@ void select_start(struct select_job *j)
 {
         j->error = 0;
         j->scan.data = j;
-        (void)uv_queue_work(j->loop, &j->scan, scan_work, scan_done_cb);
+        (void)uv_queue_work(j->loop, &j->scan, candidates_work, candidates_done_cb);
 }
 
 cJSON *select_too_large(unsigned limit, size_t n)

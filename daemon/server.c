@@ -488,8 +488,7 @@ static void gpumem_ready(uv_work_t *w, int status)
                          s->cfg->nvml_path, s->gpumem.n_gpus);
         else
                 log_info("No NVML (%s): ListProcesses shows no GPU memory", s->gpumem.reason);
-        /* From now on the listings read it (group.c, on the loop thread). */
-        s->gpumem_on = s->gpumem.available;
+        /* From now on the listings read it (list.c, on the loop thread). */
         list_gpumem_ready(&s->lists);
         life_release(&s->life);
 }

@@ -36,7 +36,7 @@ struct server {
         struct driver drv;
         struct gpumem gpumem;           /* NVML, for ListProcesses (gpumem.h): opened */
         uv_work_t gpumem_work;          /* on a worker after READY=1, */
-        bool gpumem_opening, gpumem_on; /* then read by listings (loop thread's flag) */
+        bool gpumem_opening;            /* then read by listings (list_gpumem_ready) */
         struct sched sched;
         struct select_source source;    /* candidate CUDA processes: the index or /proc (select.h) */
         struct jobs jobs;               /* what groups and listings share (jobs.h) */
