@@ -1,4 +1,5 @@
-/* conn.c: reading, framing and writing for one connection. */
+/* conn.c: reading, framing and writing for one connection, its limits,
+ * and the hooks, pins and streaming mode features use (conn.h). */
 #include "conn.h"
 
 #include <errno.h>
@@ -39,7 +40,7 @@ void conn_unref(struct conn *c)
         free(c);
 }
 
-static void on_handle_closed(uv_handle_t *h)
+static void handle_close_cb(uv_handle_t *h)
 {
         conn_unref(h->data);
 }
@@ -56,9 +57,9 @@ void conn_close(struct conn *c)
                 conn_hook_remove(c, h);
                 h->closing_cb(h, c);
         }
-        uv_close((uv_handle_t *)&c->pipe, on_handle_closed);
+        uv_close((uv_handle_t *)&c->pipe, handle_close_cb);
         if (c->owner->cfg->idle_timeout_ms > 0)
-                uv_close((uv_handle_t *)&c->idle, on_handle_closed);
+                uv_close((uv_handle_t *)&c->idle, handle_close_cb);
 }
 
 void conn_hook_add(struct conn *c, struct conn_hook *h)
@@ -99,7 +100,7 @@ void conn_unpin(struct conn *c)
 
 /* The timer runs once per idle period, not once per request: it checks
  * when the connection was last active and waits out the rest. */
-static void on_idle(uv_timer_t *t)
+static void idle_cb(uv_timer_t *t)
 {
         struct conn *c = t->data;
         uint64_t timeout = c->owner->cfg->idle_timeout_ms;
@@ -109,7 +110,7 @@ static void on_idle(uv_timer_t *t)
                 return;
         /* A pinned connection (its closing would undo leases) is never idle. */
         if (c->busy || c->pins > 0 || idle < timeout) {
-                uv_timer_start(&c->idle, on_idle, c->busy || c->pins > 0 ? timeout : timeout - idle, 0);
+                uv_timer_start(&c->idle, idle_cb, c->busy || c->pins > 0 ? timeout : timeout - idle, 0);
                 return;
         }
         metrics_count(c->owner->metrics, METRICS_CUT_IDLE);
@@ -125,7 +126,7 @@ static bool backlogged(struct conn *c)
         return uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) >= WRITE_HIGH_WATER;
 }
 
-static void on_written(uv_write_t *req, int status)
+static void write_cb(uv_write_t *req, int status)
 {
         struct write_req *w = (struct write_req *)req;
         struct conn *c = w->conn;
@@ -206,7 +207,7 @@ void conn_send_bytes(struct conn *c, char *data, size_t len)
         w->data = data;
         w->conn = c;
         conn_ref(c);
-        if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_written) < 0) {
+        if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, write_cb) < 0) {
                 free(w->data);
                 free(w);
                 conn_unref(c);
@@ -222,6 +223,15 @@ void conn_send_bytes(struct conn *c, char *data, size_t len)
                             c->owner->cfg->max_write_queue_bytes);
                 conn_close(c);
         }
+}
+
+void conn_reply(struct conn *c, const struct proto_call *call, cJSON *msg)
+{
+        if (call->oneway) {
+                cJSON_Delete(msg);
+                return;
+        }
+        conn_send(c, msg);
 }
 
 bool conn_write_pending(struct conn *c)
@@ -250,7 +260,7 @@ static void send_too_large(struct conn *c)
         conn_close_after_write(c);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
         /* One buffer serves every connection: read callbacks run one at a time on
          * the loop thread and copy out what they keep. */
@@ -306,7 +316,7 @@ static void process(struct conn *c)
         conn_unref(c);
 }
 
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
         struct conn *c = stream->data;
         size_t need;
@@ -369,7 +379,7 @@ static void update_reading(struct conn *c)
         if (want == c->reading)
                 return;
         if (want)
-                want = uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0;
+                want = uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb) == 0;
         else
                 uv_read_stop((uv_stream_t *)&c->pipe);
         c->reading = want;
@@ -403,7 +413,7 @@ int conn_start(struct conn *c)
                 uv_timer_init(c->owner->loop, &c->idle);
                 c->idle.data = c;
                 c->refs++;
-                uv_timer_start(&c->idle, on_idle, c->owner->cfg->idle_timeout_ms, 0);
+                uv_timer_start(&c->idle, idle_cb, c->owner->cfg->idle_timeout_ms, 0);
         }
         c->reading = false;
         update_reading(c);

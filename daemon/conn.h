@@ -33,7 +33,7 @@
 #include "policy.h"
 
 struct conn;
-struct server;
+struct proto_call;
 
 /* What the connections of one server share; it outlives them. */
 struct conn_owner {
@@ -45,6 +45,7 @@ struct conn_owner {
         void (*message_cb)(struct conn *c, const char *msg, size_t len);
         /* c's last reference is gone: it is freed when this returns. */
         void (*free_cb)(struct conn *c);
+        void *userdata;                 /* message_cb's: the method table */
 };
 
 /* A subscriber to a connection's closing, embedded in the subscriber's own
@@ -59,8 +60,6 @@ struct conn {
         uv_timer_t idle;           /* closes the connection after idle_timeout_ms */
         uint64_t last_active;      /* uv_now() when the last request was answered */
         const struct conn_owner *owner;
-        struct server *server;     /* SHIM: for the handlers that still reach the
-                                    * features through it (group.c, watch.c) */
         struct policy_caller caller; /* from SO_PEERCRED and SO_PEERGROUPS */
         struct conn *prev, *next;  /* the server's list of connections */
         unsigned refs;             /* the open handles (pipe, idle timer), each write
@@ -88,9 +87,10 @@ void conn_unref(struct conn *c);
 
 /* h->closing_cb (set by the caller) runs once, when conn_close() begins
  * closing c, in the order the hooks were added; a hook may remove itself
- * or others.  Added to a connection already closing, it never runs. */
+ * or others (a hook another one adds runs in its turn).  Added once c's
+ * hooks have run, it never runs: check c->closing first. */
 void conn_hook_add(struct conn *c, struct conn_hook *h);
-/* Safe for a hook not added or already run. */
+/* Safe for a hook not added (zeroed) or already run. */
 void conn_hook_remove(struct conn *c, struct conn_hook *h);
 /* While pinned (a count), the idle timeout never closes c. */
 void conn_pin(struct conn *c);
@@ -105,6 +105,8 @@ void conn_send(struct conn *c, cJSON *msg);
 /* The same for a message already serialised: data (malloc'ed, taken over)
  * holds len bytes, each message with its NUL terminator. */
 void conn_send_bytes(struct conn *c, char *data, size_t len);
+/* Answers call with msg (consumed): sent unless the call was oneway. */
+void conn_reply(struct conn *c, const struct proto_call *call, cJSON *msg);
 /* Whether written bytes still wait in the queue (the socket is full). */
 bool conn_write_pending(struct conn *c);
 /* Closes the connection once the replies queued so far are written (at

@@ -159,7 +159,7 @@ static struct lease *find_member(struct lease_table *t, pid_t pid, size_t *ret_i
 
 /* ---- undo ------------------------------------------------------------------ */
 
-static void undo_done(void *ctx, cJSON *msg)
+static void undo_ended_cb(void *ctx, cJSON *msg)
 {
         struct lease *l = ctx;
         struct lease_table *t = l->table;
@@ -246,14 +246,14 @@ static void lease_undo(struct lease_table *t, struct lease *l, enum metrics_coun
                                                               .start_time = l->m[i].start_time };
                 req.n_pids = (unsigned)l->n;
         }
-        if (!req.pids || group_start_internal(t->groups, PROTO_RESUME_GROUP, &t->self, &req, undo_done, l) < 0) {
+        if (!req.pids || group_start_internal(t->groups, PROTO_RESUME_GROUP, &t->self, &req, undo_ended_cb, l) < 0) {
                 proto_group_request_done(&req);
-                undo_done(l, NULL);
+                undo_ended_cb(l, NULL);
         }
         arm(t);
 }
 
-static void on_timer(uv_timer_t *timer)
+static void timer_cb(uv_timer_t *timer)
 {
         struct lease_table *t = timer->data;
         uint64_t now = uv_now(t->loop);
@@ -287,7 +287,7 @@ static void arm(struct lease_table *t)
                 uv_timer_stop(&t->timer);
                 return;
         }
-        uv_timer_start(&t->timer, on_timer, first > now ? first - now : 0, 0);
+        uv_timer_start(&t->timer, timer_cb, first > now ? first - now : 0, 0);
 }
 
 /* Puts l (its members counted) at the head of the table. */
@@ -310,15 +310,9 @@ void lease_init(struct lease_table *t, const struct lease_deps *deps, const char
 {
         static const char *const keys[] = { "max_leases", "max_leases_per_uid", "max_leases_reserved" };
 
-        t->loop = deps->loop;
-        t->cfg = deps->cfg;
-        t->metrics = deps->metrics;
-        t->life = deps->life;
-        t->watch = deps->watch;
-        t->groups = deps->groups;
-        t->stop_hook.stop_cb = stop_cb;
+        *t = (struct lease_table){ .loop = deps->loop, .cfg = deps->cfg, .metrics = deps->metrics, .life = deps->life,
+                                   .groups = deps->groups, .watch = deps->watch, .stop_hook.stop_cb = stop_cb, .next_id = 1 };
         life_on_stop(t->life, &t->stop_hook);
-        t->next_id = 1;
         share_init(&t->share, keys, t->cfg->max_leases, t->cfg->max_leases_per_uid, t->cfg->max_leases_reserved);
         uv_timer_init(t->loop, &t->timer);
         t->timer.data = t;
@@ -335,12 +329,8 @@ void lease_close(struct lease_table *t)
         if (!uv_is_closing((uv_handle_t *)&t->timer))
                 uv_close((uv_handle_t *)&t->timer, NULL);
         /* What is left is in the store, for the next start. */
-        while (t->head) {
-                struct lease *l = t->head;
-                t->head = l->next;
-                free(l->m);
-                free(l);
-        }
+        leasestore_free(t->head);
+        t->head = NULL;
         free(t->store);
         t->store = NULL;
 }
@@ -457,12 +447,16 @@ static void holder_closing_cb(struct conn_hook *h, struct conn *c)
         struct lease_table *t = first->table;
         struct lease *l, *next;
 
-        if (life_stopping(t->life))
-                return;
         for (l = t->head; l; l = next) {
                 next = l->next;
-                if (l->conn == c)
+                if (l->conn != c)
+                        continue;
+                if (!life_stopping(t->life)) {
                         lease_undo(t, l, METRICS_LEASES_CLOSED);
+                } else {
+                        hold_by(l, NULL); /* as at the stop (stop_cb): the next start waits for a claim */
+                        l->unclaimed = true;
+                }
         }
 }
 
@@ -501,14 +495,6 @@ static void stop_cb(struct life_hook *h)
 }
 
 /* ---- changes made by calls (leasecall.c) -------------------------------------- */
-
-struct lease *lease_find(struct lease_table *t, uint64_t id)
-{
-        for (struct lease *l = t->head; l; l = l->next)
-                if (l->id == id)
-                        return l;
-        return NULL;
-}
 
 void lease_release(struct lease_table *t, struct lease *l)
 {

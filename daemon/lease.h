@@ -12,6 +12,10 @@
  *   exited      each process exited (or its pid came to name another)
  *   superseded  a newer lease took each process over
  *
+ * An on-close lease pins its holder's connection (never closed for
+ * idleness) and subscribes to its closing (conn_hook); the table
+ * subscribes to the daemon's stop (life_on_stop).
+ *
  * A process belongs to one lease at most.  The undo is a group of the
  * daemon's own (group_start_internal), through the same queues as any
  * call, made once: one that fails is logged and reported, never retried.

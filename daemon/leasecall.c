@@ -1,5 +1,6 @@
 /* leasecall.c: the calls on leases: ReleaseLease, RenewLease and
- * ClaimLease, and the lease share of calls that ask for one (lease.h). */
+ * ClaimLease, the "lease" of a grant's reply, and the lease share of calls
+ * that ask for one (lease.h). */
 #include "lease.h"
 
 #include <inttypes.h>
@@ -30,6 +31,14 @@ void lease_reply_grant(const struct lease *l, cJSON *reply)
                 leasestore_hex(l->secret, sizeof(l->secret), hex);
                 cJSON_AddStringToObject(o, "secret", hex);
         }
+}
+
+struct lease *lease_find(struct lease_table *t, uint64_t id)
+{
+        for (struct lease *l = t->head; l; l = l->next)
+                if (l->id == id)
+                        return l;
+        return NULL;
 }
 
 /* Whether caller may release, renew or claim l (access.h has the rule). */
@@ -104,14 +113,6 @@ static cJSON *no_such_lease(uint64_t id)
         return proto_error_new(CUDACKPT_ERROR_NO_SUCH_LEASE, p);
 }
 
-static void reply(struct conn *c, const struct proto_call *call, cJSON *msg)
-{
-        if (call->oneway)
-                cJSON_Delete(msg);
-        else
-                conn_send(c, msg);
-}
-
 /* ClaimLease: the caller's connection becomes the holder of an on-close
  * lease, by its secret. */
 static void claim(struct lease_table *t, struct conn *c, const struct proto_call *call)
@@ -122,7 +123,7 @@ static void claim(struct lease_table *t, struct conn *c, const struct proto_call
         uint64_t id;
 
         if (proto_parse_claim_lease(call, &id, &secret, &err) < 0) {
-                reply(c, call, err);
+                conn_reply(c, call, err);
                 return;
         }
         l = lease_find(t, id);
@@ -132,7 +133,7 @@ static void claim(struct lease_table *t, struct conn *c, const struct proto_call
                 log_notice("ClaimLease of lease %" PRIu64 " by uid %u pid %d refused: no such lease, or not its "
                            "secret",
                            id, (unsigned)c->caller.uid, (int)c->caller.pid);
-                reply(c, call, no_such_lease(id));
+                conn_reply(c, call, no_such_lease(id));
                 return;
         }
         audit_managed(c, l, proto_method_name(call->method), 0);
@@ -145,7 +146,7 @@ static void claim(struct lease_table *t, struct conn *c, const struct proto_call
                                                 (double)(l->expires > uv_now(t->loop) ? l->expires - uv_now(t->loop) : 0));
                 cJSON_AddBoolToObject(p, "on_close", true);
         }
-        reply(c, call, proto_reply_new(p));
+        conn_reply(c, call, proto_reply_new(p));
 }
 
 void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call)
@@ -160,13 +161,13 @@ void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call)
                 return;
         }
         if (proto_parse_lease_call(call, &id, &ms, &err) < 0) {
-                reply(c, call, err);
+                conn_reply(c, call, err);
                 return;
         }
         l = lease_find(t, id);
         if (!l || l->undoing || !may_manage(t, &c->caller, l)) {
                 /* Another's lease is answered as one that does not exist. */
-                reply(c, call, no_such_lease(id));
+                conn_reply(c, call, no_such_lease(id));
                 return;
         }
         p = cJSON_CreateObject();
@@ -181,5 +182,5 @@ void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call)
                 if (p)
                         cJSON_AddNumberToObject(p, "lease_ms", ms);
         }
-        reply(c, call, msg);
+        conn_reply(c, call, msg);
 }

@@ -2,8 +2,12 @@
  *
  * Messages go to stderr, or to the journal with structured fields when
  * stderr is connected to it (systemd sets JOURNAL_STREAM).  Levels are the
- * syslog ones.  Safe to call from any thread, though the daemon logs from the
- * loop thread only. */
+ * syslog ones.  log_msg() and log_audit() may be called from any thread
+ * and are: each message is formatted in a buffer of its own and written in
+ * one call, so lines of two threads never mix.  Most messages come from
+ * the loop thread, but worker threads log too (libbpf's messages while
+ * the process index opens, procindex.c).  log_setup() runs before any
+ * thread starts. */
 #ifndef CUDACKPT_LOG_H
 #define CUDACKPT_LOG_H
 

@@ -56,7 +56,13 @@ static void raise_nofile(const struct config *cfg)
                             (unsigned long long)rl.rlim_cur, (unsigned long long)need);
 }
 
-int main(int argc, char **argv)
+struct options {
+        const char *socket, *driver, *config, *workers, *level;
+};
+
+/* -1 when the daemon goes on, else the exit code (--help, --version, a
+ * wrong option). */
+static int parse_options(int argc, char **argv, struct options *ret)
 {
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 's' }, { "driver", required_argument, NULL, 'd' },
@@ -64,20 +70,15 @@ int main(int argc, char **argv)
                 { "log-level", required_argument, NULL, 'l' }, { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },      { 0 },
         };
-        const char *socket = NULL, *driver = NULL, *config = NULL, *workers = NULL, *level = NULL;
-        struct config cfg;
-        struct server srv;
-        char *err = NULL, nbuf[16];
-        uv_loop_t loop;
-        int opt, r;
+        int opt;
 
         while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
                 switch (opt) {
-                case 's': socket = optarg; break;
-                case 'd': driver = optarg; break;
-                case 'c': config = optarg; break;
-                case 'w': workers = optarg; break;
-                case 'l': level = optarg; break;
+                case 's': ret->socket = optarg; break;
+                case 'd': ret->driver = optarg; break;
+                case 'c': ret->config = optarg; break;
+                case 'w': ret->workers = optarg; break;
+                case 'l': ret->level = optarg; break;
                 case 'h': usage(stdout); return 0;
                 case 'V': printf("cudackptd %s\n", CUDACKPT_VERSION); return 0;
                 default: usage(stderr); return 2;
@@ -87,36 +88,63 @@ int main(int argc, char **argv)
                 fprintf(stderr, "cudackptd: unexpected argument '%s'\n", argv[optind]);
                 return 2;
         }
+        return -1;
+}
 
-        config_init(&cfg);
-        log_setup(cfg.log_level);
-        r = config_load_file(&cfg, config ? config : CONFIG_DEFAULT_PATH, config != NULL, &err);
+/* The configuration file, then the options over it.  -1 when the daemon
+ * goes on, else the exit code. */
+static int load_config(struct config *cfg, const struct options *o)
+{
+        char *err = NULL;
+        int r;
+
+        config_init(cfg);
+        log_setup(cfg->log_level);
+        r = config_load_file(cfg, o->config ? o->config : CONFIG_DEFAULT_PATH, o->config != NULL, &err);
         if (r < 0) {
                 log_error("Invalid configuration: %s", err ? err : strerror(-r));
                 free(err);
                 return 1;
         }
-        if ((socket && config_set_string(&cfg.socket_path, socket) < 0) ||
-            (driver && config_set_string(&cfg.driver_path, driver) < 0))
+        if ((o->socket && config_set_string(&cfg->socket_path, o->socket) < 0) ||
+            (o->driver && config_set_string(&cfg->driver_path, o->driver) < 0))
                 return 1;
-        if (workers) {
+        if (o->workers) {
                 char *end;
-                unsigned long n = strtoul(workers, &end, 10);
-                if (*end || end == workers || n < 1 || n > 1024) {
+                unsigned long n = strtoul(o->workers, &end, 10);
+                if (*end || end == o->workers || n < 1 || n > 1024) {
                         fprintf(stderr, "cudackptd: --workers takes a number from 1 to 1024\n");
                         return 2;
                 }
-                cfg.workers = (unsigned)n;
+                cfg->workers = (unsigned)n;
         }
-        if (level) {
-                int l = log_level_from_string(level);
+        if (o->level) {
+                int l = log_level_from_string(o->level);
                 if (l < 0) {
-                        fprintf(stderr, "cudackptd: unknown log level '%s'\n", level);
+                        fprintf(stderr, "cudackptd: unknown log level '%s'\n", o->level);
                         return 2;
                 }
-                cfg.log_level = l;
+                cfg->log_level = l;
         }
-        log_setup(cfg.log_level);
+        log_setup(cfg->log_level);
+        return -1;
+}
+
+int main(int argc, char **argv)
+{
+        struct options o = { 0 };
+        struct config cfg;
+        struct server srv;
+        char nbuf[16];
+        uv_loop_t loop;
+        int r;
+
+        r = parse_options(argc, argv, &o);
+        if (r >= 0)
+                return r;
+        r = load_config(&cfg, &o);
+        if (r >= 0)
+                return r;
         raise_nofile(&cfg);
 
         /* libuv sizes its pool from this on first use; a driver call that takes

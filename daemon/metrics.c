@@ -109,82 +109,92 @@ static void counters(struct text *t, const struct metrics *m, const char *name, 
         }
 }
 
-char *metrics_text(const struct metrics *m, const struct metrics_gauges *g)
+/* The daemon and the driver it serves with. */
+static void put_build(struct text *t, const struct metrics *m, const struct metrics_gauges *g)
 {
-        struct text t = { .cap = 8192 };
-
-        t.buf = malloc(t.cap);
-        if (!t.buf)
-                return NULL;
-        t.buf[0] = '\0';
-
-        family(&t, "cudackpt_build_info", "gauge", "The daemon's version; always 1.");
-        put(&t, "cudackpt_build_info{version=\"%s\"} 1\n", CUDACKPT_VERSION);
-        family(&t, "cudackpt_driver_info", "gauge",
+        family(t, "cudackpt_build_info", "gauge", "The daemon's version; always 1.");
+        put(t, "cudackpt_build_info{version=\"%s\"} 1\n", CUDACKPT_VERSION);
+        family(t, "cudackpt_driver_info", "gauge",
                "The CUDA driver the daemon loaded (1), or 0 when it has none usable.");
-        put(&t, "cudackpt_driver_info{version=\"%d.%d\",simulated=\"%s\"} %d\n", g->driver_version / 1000,
+        put(t, "cudackpt_driver_info{version=\"%d.%d\",simulated=\"%s\"} %d\n", g->driver_version / 1000,
             g->driver_version % 1000 / 10, g->simulated ? "true" : "false", g->driver ? 1 : 0);
-        gauge(&t, "cudackpt_gpus", "GPUs the driver reports.", g->gpus);
-        gauge(&t, "cudackpt_start_time_seconds", "When the daemon started, in seconds since the epoch.",
+        gauge(t, "cudackpt_gpus", "GPUs the driver reports.", g->gpus);
+        gauge(t, "cudackpt_start_time_seconds", "When the daemon started, in seconds since the epoch.",
               m->start_time);
-        gauge(&t, "cudackpt_workers", "Worker threads for driver calls (the workers setting).", g->workers);
+        gauge(t, "cudackpt_workers", "Worker threads for driver calls (the workers setting).", g->workers);
+}
 
-        family(&t, "cudackpt_operations_total", "counter",
-               "Calls answered, by method and result (ok or the error's short name).");
-        for (size_t i = 0; i < m->n_results; i++)
-                put(&t, "cudackpt_operations_total{method=\"%s\",result=\"%s\"} %llu\n",
-                    proto_method_name(m->results[i].method), m->results[i].result,
-                    (unsigned long long)m->results[i].n);
-
-        family(&t, "cudackpt_operation_duration_seconds", "histogram",
+static void put_durations(struct text *t, const struct metrics *m)
+{
+        family(t, "cudackpt_operation_duration_seconds", "histogram",
                "Time from a call's arrival to its answer, by method.");
         for (int k = 0; k < PROTO_METHODS; k++) {
                 const struct metrics_histogram *h = &m->duration[k];
+                const char *name = proto_method_name((enum proto_method)k);
                 uint64_t cum = 0;
                 if (h->count == 0)
                         continue;
                 for (int b = 0; b < METRICS_BUCKETS; b++) {
                         cum += h->bucket[b];
-                        put(&t, "cudackpt_operation_duration_seconds_bucket{method=\"%s\",le=\"%g\"} %llu\n",
-                            proto_method_name((enum proto_method)k), bounds[b], (unsigned long long)cum);
+                        put(t, "cudackpt_operation_duration_seconds_bucket{method=\"%s\",le=\"%g\"} %llu\n", name,
+                            bounds[b], (unsigned long long)cum);
                 }
-                put(&t, "cudackpt_operation_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %llu\n",
-                    proto_method_name((enum proto_method)k), (unsigned long long)h->count);
-                put(&t, "cudackpt_operation_duration_seconds_sum{method=\"%s\"} %.9g\n",
-                    proto_method_name((enum proto_method)k), h->sum);
-                put(&t, "cudackpt_operation_duration_seconds_count{method=\"%s\"} %llu\n",
-                    proto_method_name((enum proto_method)k), (unsigned long long)h->count);
+                put(t, "cudackpt_operation_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %llu\n", name,
+                    (unsigned long long)h->count);
+                put(t, "cudackpt_operation_duration_seconds_sum{method=\"%s\"} %.9g\n", name, h->sum);
+                put(t, "cudackpt_operation_duration_seconds_count{method=\"%s\"} %llu\n", name,
+                    (unsigned long long)h->count);
         }
+}
 
-        gauge(&t, "cudackpt_operations_in_flight", "Operations running on worker threads now.", g->running);
-        gauge(&t, "cudackpt_operations_queued",
+/* Calls answered and operations in flight. */
+static void put_operations(struct text *t, const struct metrics *m, const struct metrics_gauges *g)
+{
+        family(t, "cudackpt_operations_total", "counter",
+               "Calls answered, by method and result (ok or the error's short name).");
+        for (size_t i = 0; i < m->n_results; i++)
+                put(t, "cudackpt_operations_total{method=\"%s\",result=\"%s\"} %llu\n",
+                    proto_method_name(m->results[i].method), m->results[i].result,
+                    (unsigned long long)m->results[i].n);
+
+        put_durations(t, m);
+        gauge(t, "cudackpt_operations_in_flight", "Operations running on worker threads now.", g->running);
+        gauge(t, "cudackpt_operations_queued",
               "Operations waiting behind another on the same process, or for a worker thread.", g->queued);
-        gauge(&t, "cudackpt_groups_in_flight", "Group operations and ListProcesses calls in flight.", g->groups);
-        gauge(&t, "cudackpt_connections", "Client connections open now.", g->connections);
+        gauge(t, "cudackpt_groups_in_flight", "Group operations and ListProcesses calls in flight.", g->groups);
+}
+
+static void put_connections(struct text *t, const struct metrics *m, const struct metrics_gauges *g)
+{
+        gauge(t, "cudackpt_connections", "Client connections open now.", g->connections);
         {
                 static const enum metrics_counter c[] = { METRICS_CONNECTIONS_ACCEPTED };
-                counters(&t, m, "cudackpt_connections_accepted_total", "Client connections accepted.", NULL, c,
+                counters(t, m, "cudackpt_connections_accepted_total", "Client connections accepted.", NULL, c,
                          NULL, 1);
         }
         {
                 static const enum metrics_counter c[] = { METRICS_REFUSED_MAX_CONNECTIONS,
                                                           METRICS_REFUSED_MAX_PER_UID };
                 static const char *const v[] = { "max_connections", "max_connections_per_uid" };
-                counters(&t, m, "cudackpt_connections_refused_total",
+                counters(t, m, "cudackpt_connections_refused_total",
                          "Connections closed at accept, by the limit reached.", "reason", c, v, 2);
         }
         {
                 static const enum metrics_counter c[] = { METRICS_CUT_SLOW_READER, METRICS_CUT_MESSAGE_TOO_LARGE,
                                                           METRICS_CUT_INVALID_REQUEST, METRICS_CUT_IDLE };
                 static const char *const v[] = { "slow_reader", "message_too_large", "invalid_request", "idle" };
-                counters(&t, m, "cudackpt_disconnects_total", "Connections the daemon closed, by reason.",
+                counters(t, m, "cudackpt_disconnects_total", "Connections the daemon closed, by reason.",
                          "reason", c, v, 4);
         }
-        gauge(&t, "cudackpt_leases", "Leases held now.", g->leases);
-        gauge(&t, "cudackpt_leased_processes", "Processes under a lease now.", g->leased_processes);
+}
+
+static void put_leases(struct text *t, const struct metrics *m, const struct metrics_gauges *g)
+{
+        gauge(t, "cudackpt_leases", "Leases held now.", g->leases);
+        gauge(t, "cudackpt_leased_processes", "Processes under a lease now.", g->leased_processes);
         {
                 static const enum metrics_counter c[] = { METRICS_LEASES_GRANTED };
-                counters(&t, m, "cudackpt_leases_granted_total", "Leases granted.", NULL, c, NULL, 1);
+                counters(t, m, "cudackpt_leases_granted_total", "Leases granted.", NULL, c, NULL, 1);
         }
         {
                 static const enum metrics_counter c[] = { METRICS_LEASES_RELEASED,  METRICS_LEASES_FINISHED,
@@ -193,35 +203,55 @@ char *metrics_text(const struct metrics *m, const struct metrics_gauges *g)
                                                           METRICS_LEASES_NOT_HONOURED };
                 static const char *const v[] = { "released", "finished", "expired", "closed",
                                                  "exited",   "superseded", "not_honoured" };
-                counters(&t, m, "cudackpt_leases_ended_total",
+                counters(t, m, "cudackpt_leases_ended_total",
                          "Leases ended, by why: expired and closed ones were undone.", "reason", c, v, 7);
         }
         {
                 static const enum metrics_counter c[] = { METRICS_UNDOS_OK, METRICS_UNDOS_FAILED };
                 static const char *const v[] = { "ok", "failed" };
-                counters(&t, m, "cudackpt_lease_undos_total",
+                counters(t, m, "cudackpt_lease_undos_total",
                          "Undos of expired or closed leases, by whether every process came back to running.",
                          "result", c, v, 2);
         }
-        gauge(&t, "cudackpt_watchers", "Watch streams open now.", g->watchers);
+}
+
+/* Watchers, and how the daemon finds the processes it lists. */
+static void put_processes(struct text *t, const struct metrics *m, const struct metrics_gauges *g)
+{
+        gauge(t, "cudackpt_watchers", "Watch streams open now.", g->watchers);
         {
                 static const enum metrics_counter c[] = { METRICS_WATCH_EVENTS };
-                counters(&t, m, "cudackpt_watch_events_total", "Events sent to watchers.", NULL, c, NULL, 1);
+                counters(t, m, "cudackpt_watch_events_total", "Events sent to watchers.", NULL, c, NULL, 1);
         }
-        gauge(&t, "cudackpt_process_index",
+        gauge(t, "cudackpt_process_index",
               "1 when ListProcesses and Watch read the BPF process index, 0 when they scan /proc.",
               g->process_index);
-        family(&t, "cudackpt_process_index_info", "gauge",
+        family(t, "cudackpt_process_index_info", "gauge",
                "How the process index sees mmaps: hook fentry, tracepoint (a cost on every system call of the "
                "node), or none (no index: /proc scans).");
-        put(&t, "cudackpt_process_index_info{hook=\"%s\"} 1\n", g->index_hook ? g->index_hook : "none");
-        gauge(&t, "cudackpt_process_index_processes",
+        put(t, "cudackpt_process_index_info{hook=\"%s\"} 1\n", g->index_hook ? g->index_hook : "none");
+        gauge(t, "cudackpt_process_index_processes",
               "Processes that may map the driver, as the process index last listed them.",
               (double)g->index_processes);
-        family(&t, "cudackpt_process_scans_total", "counter",
+        family(t, "cudackpt_process_scans_total", "counter",
                "Lists of candidate CUDA processes read, by where from: the process index or /proc.");
-        put(&t, "cudackpt_process_scans_total{source=\"index\"} %llu\n", (unsigned long long)g->scans_index);
-        put(&t, "cudackpt_process_scans_total{source=\"proc\"} %llu\n", (unsigned long long)g->scans_proc);
+        put(t, "cudackpt_process_scans_total{source=\"index\"} %llu\n", (unsigned long long)g->scans_index);
+        put(t, "cudackpt_process_scans_total{source=\"proc\"} %llu\n", (unsigned long long)g->scans_proc);
+}
+
+char *metrics_text(const struct metrics *m, const struct metrics_gauges *g)
+{
+        struct text t = { .cap = 8192 };
+
+        t.buf = malloc(t.cap);
+        if (!t.buf)
+                return NULL;
+        t.buf[0] = '\0';
+        put_build(&t, m, g);
+        put_operations(&t, m, g);
+        put_connections(&t, m, g);
+        put_leases(&t, m, g);
+        put_processes(&t, m, g);
         if (t.oom) {
                 free(t.buf);
                 return NULL;

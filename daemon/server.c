@@ -1,28 +1,25 @@
-/* server.c: sockets, accepting, limits on connections, signals, systemd
- * notification and the orderly shutdown. */
+/* server.c: building and wiring the daemon's parts, accepting connections
+ * (their credentials and limits), the start-up on workers, signals, systemd
+ * notification, and the stop as a hold count (server.h). */
 #include "server.h"
 
 #include "discover.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
 
 #include "access.h"
 #include "conn.h"
-#include "dispatch.h"
 #include "kernel-abi.h"
+#include "listen.h"
 #include "log.h"
 #include "procindex.h"
 
@@ -79,7 +76,7 @@ static void read_peer(int fd, struct policy_caller *caller)
         pidns_of_peer(caller->pid, caller->pidfd, &caller->pidns);
 }
 
-static void on_refused_closed(uv_handle_t *h)
+static void refused_close_cb(uv_handle_t *h)
 {
         free(h);
 }
@@ -94,10 +91,10 @@ static void refuse(struct server *s, uv_stream_t *listener, const char *why, uid
         }
         if (uv_accept(listener, (uv_stream_t *)p) == 0)
                 log_warning("Refusing connection from uid %u: %s (limit %u)", (unsigned)uid, why, limit);
-        uv_close((uv_handle_t *)p, on_refused_closed);
+        uv_close((uv_handle_t *)p, refused_close_cb);
 }
 
-static void on_connection(uv_stream_t *listener, int status)
+static void connection_cb(uv_stream_t *listener, int status)
 {
         struct server *s = listener->data;
         struct conn *c;
@@ -121,11 +118,10 @@ static void on_connection(uv_stream_t *listener, int status)
                 return;
         }
         c->owner = &s->conn_owner;
-        c->server = s;
         if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0 ||
             uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0) {
                 c->pipe.data = c;
-                uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
+                uv_close((uv_handle_t *)&c->pipe, refused_close_cb);
                 return;
         }
         read_peer(fd, &c->caller);
@@ -138,7 +134,7 @@ static void on_connection(uv_stream_t *listener, int status)
                 if (c->caller.has_pidfd)
                         close(c->caller.pidfd);
                 pidns_done(&c->caller.pidns);
-                uv_close((uv_handle_t *)&c->pipe, on_refused_closed);
+                uv_close((uv_handle_t *)&c->pipe, refused_close_cb);
                 return;
         }
         metrics_count(&s->metrics, METRICS_CONNECTIONS_ACCEPTED);
@@ -151,148 +147,6 @@ static void on_connection(uv_stream_t *listener, int status)
         (void)conn_start(c);
 }
 
-static int listen_on(struct server *s, uv_pipe_t *p)
-{
-        int r;
-
-        p->data = s;
-        r = uv_listen((uv_stream_t *)p, SOMAXCONN, on_connection); /* keep a passed socket's backlog */
-        if (r < 0)
-                return r;
-        return 0;
-}
-
-static int take_activated_sockets(struct server *s)
-{
-        char **names = NULL;
-        int n = sd_listen_fds_with_names(1, &names), served = 0, r;
-
-        if (n <= 0)
-                return n;
-        for (int i = 0; i < n; i++) {
-                int fd = SD_LISTEN_FDS_START + i;
-                const char *name = names && names[i] ? names[i] : "unknown";
-                uv_pipe_t *p;
-
-                if (sd_is_socket(fd, AF_UNIX, SOCK_STREAM, 1) <= 0 ||
-                    s->n_listeners >= SERVER_MAX_LISTENERS) {
-                        log_warning("Passed file descriptor %d (%s) is not a listening AF_UNIX stream socket, ignoring",
-                                    fd, name);
-                        close(fd);
-                        continue;
-                }
-                (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-                p = &s->listeners[s->n_listeners];
-                r = uv_pipe_init(s->loop, p, 0);
-                if (r < 0) {
-                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
-                        close(fd);
-                        continue;
-                }
-                /* From here the slot holds a handle on the loop: a failure
-                 * closes it (and with it fd, once it is the handle's) and
-                 * leaves the slot used, never to be initialised again. */
-                s->n_listeners++;
-                r = uv_pipe_open(p, fd);
-                if (r < 0)
-                        close(fd);
-                else
-                        r = listen_on(s, p);
-                if (r < 0) {
-                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
-                        uv_close((uv_handle_t *)p, NULL);
-                        continue;
-                }
-                served++;
-                log_info("Serving socket-activated socket %d (%s)", fd, name);
-        }
-        for (int i = 0; names && i < n; i++)
-                free(names[i]);
-        free(names);
-        /* Under socket activation the daemon serves what it was given: binding
-         * a socket of its own would serve a path nobody configured. */
-        if (served == 0) {
-                log_error("None of the %d passed file descriptors can be served", n);
-                return -EBADF;
-        }
-        return served;
-}
-
-/* A socket file left by a daemon that died is removed; a live one is not. */
-static int clear_stale_socket(const char *path)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        struct stat st;
-        int fd, r;
-
-        if (lstat(path, &st) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (!S_ISSOCK(st.st_mode))
-                return -EEXIST;
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
-        r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-        close(fd);
-        if (r == 0)
-                return -EADDRINUSE;
-        return unlink(path) < 0 ? -errno : 0;
-}
-
-static int bind_own_socket(struct server *s)
-{
-        const char *path = s->cfg->socket_path;
-        char *dir = strdup(path);
-        uv_pipe_t *p = &s->listeners[0];
-        mode_t old;
-        int r;
-
-        if (!dir)
-                return -ENOMEM;
-        if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-                free(dir);
-                log_error("Socket path %s is too long", path);
-                return -ENAMETOOLONG;
-        }
-        /* The runtime directory (/run/cudackpt) is created when missing;
-         * nothing above it is. */
-        if (mkdir(dirname(dir), 0755) < 0 && errno != EEXIST) {
-                r = -errno;
-                log_error("Failed to create %s: %s", dir, strerror(errno));
-                free(dir);
-                return r;
-        }
-        free(dir);
-        r = clear_stale_socket(path);
-        if (r < 0) {
-                log_error("Failed to bind %s: %s", path,
-                          r == -EADDRINUSE ? "another daemon is serving it"
-                          : r == -EEXIST   ? "a file that is not a socket is in the way"
-                                           : strerror(-r));
-                return r;
-        }
-        r = uv_pipe_init(s->loop, p, 0);
-        if (r < 0)
-                return r;
-        old = umask(0177); /* no window in which the socket is open to all */
-        r = uv_pipe_bind(p, path);
-        umask(old);
-        if (r == 0 && chmod(path, s->cfg->socket_mode) < 0)
-                r = -errno;
-        if (r == 0)
-                r = listen_on(s, p);
-        if (r < 0) {
-                log_error("Failed to listen on %s: %s", path, uv_strerror(r));
-                uv_close((uv_handle_t *)p, NULL);
-                return r;
-        }
-        s->n_listeners = 1;
-        s->bound_path = strdup(path);
-        log_info("Listening on %s", path);
-        return 0;
-}
-
 static void notify_status(struct server *s)
 {
         if (!s->notify)
@@ -302,7 +156,7 @@ static void notify_status(struct server *s)
                    s->sched.n_ops - s->sched.n_running);
 }
 
-static void on_notify_timer(uv_timer_t *t)
+static void notify_timer_cb(uv_timer_t *t)
 {
         struct server *s = t->data;
 
@@ -318,43 +172,14 @@ static void close_handle(uv_handle_t *h)
                 uv_close(h, NULL);
 }
 
-char *server_metrics_text(struct server *s)
-{
-        struct metrics_gauges g = {
-                .connections = s->n_conns,
-                .running = s->sched.n_running,
-                .queued = s->sched.n_ops - s->sched.n_running,
-                .groups = s->jobs.n,
-                .leases = s->leases.n,
-                .leased_processes = s->leases.n_members,
-                .watchers = s->watch.n,
-                .workers = s->cfg->workers,
-                .driver = s->drv.available,
-                .simulated = s->drv.simulated,
-                .driver_version = s->drv.version,
-                .gpus = s->drv.n_devices,
-                .scans_index = atomic_load(&s->source.scans_index),
-                .scans_proc = atomic_load(&s->source.scans_proc),
-        };
-        struct procindex *ix = atomic_load(&s->source.index);
-
-        if (ix) {
-                g.index_hook = procindex_hook(ix);
-                g.process_index = !atomic_load(&s->source.index_lost);
-                g.index_processes = procindex_last_size(ix);
-        }
-
-        return metrics_text(&s->metrics, &g);
-}
-
-static void on_op_started(void *ctx, const struct sched_op *op)
+static void op_started_cb(void *ctx, const struct sched_op *op)
 {
         struct server *s = ctx;
 
         watch_op_started(&s->watch, op);
 }
 
-static void on_op_finished(void *ctx, const struct sched_op *op)
+static void op_finished_cb(void *ctx, const struct sched_op *op)
 {
         struct server *s = ctx;
 
@@ -366,7 +191,7 @@ static void on_op_finished(void *ctx, const struct sched_op *op)
 
 /* Everything that held the daemon's life has finished: the last handles
  * close and the loop ends. */
-static void on_stopped_cb(struct life *l)
+static void stopped_cb(struct life *l)
 {
         struct server *s = (struct server *)((char *)l - offsetof(struct server, life));
 
@@ -380,8 +205,8 @@ static void on_stopped_cb(struct life *l)
 }
 
 /* The stop begins: no more connections.  The features' stop hooks run
- * next (the leases are kept), then on_stop_serving_cb. */
-static void on_stop_cb(struct life_hook *h)
+ * next (the leases are kept), then stop_serving_cb. */
+static void stop_cb(struct life_hook *h)
 {
         struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_hook));
 
@@ -389,18 +214,12 @@ static void on_stop_cb(struct life_hook *h)
                  s->n_conns);
         if (s->notify)
                 sd_notify(0, "STOPPING=1");
-        for (unsigned i = 0; i < s->n_listeners; i++)
-                close_handle((uv_handle_t *)&s->listeners[i]);
-        if (s->bound_path) {
-                unlink(s->bound_path);
-                free(s->bound_path);
-                s->bound_path = NULL;
-        }
+        listen_stop(&s->listen);
 }
 
 /* Queued operations are answered with ShuttingDown and idle connections
  * closed; busy ones close once answered (conn_request_done). */
-static void on_stop_serving_cb(struct life_hook *h)
+static void stop_serving_cb(struct life_hook *h)
 {
         struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_serving_hook));
         struct conn *c, *next;
@@ -413,7 +232,7 @@ static void on_stop_serving_cb(struct life_hook *h)
         }
 }
 
-static void on_signal(uv_signal_t *h, int signum)
+static void signal_cb(uv_signal_t *h, int signum)
 {
         struct server *s = h->data;
 
@@ -425,7 +244,7 @@ static void on_signal(uv_signal_t *h, int signum)
         life_stop(&s->life);
 }
 
-static void driver_work(uv_work_t *w)
+static void driver_work_cb(uv_work_t *w)
 {
         struct server *s = w->data;
 
@@ -436,7 +255,7 @@ static void driver_work(uv_work_t *w)
         }
 }
 
-static void index_work(uv_work_t *w)
+static void index_work_cb(uv_work_t *w)
 {
         struct server *s = w->data;
 
@@ -445,7 +264,7 @@ static void index_work(uv_work_t *w)
                 s->index_opened = NULL;
 }
 
-static void index_ready(uv_work_t *w, int status)
+static void index_ready_cb(uv_work_t *w, int status)
 {
         struct server *s = w->data;
         struct procindex *ix = s->index_opened;
@@ -470,14 +289,14 @@ static void index_ready(uv_work_t *w, int status)
         life_release(&s->life);
 }
 
-static void gpumem_work(uv_work_t *w)
+static void gpumem_work_cb(uv_work_t *w)
 {
         struct server *s = w->data;
 
         (void)gpumem_open(&s->gpumem, s->cfg->nvml_path);
 }
 
-static void gpumem_ready(uv_work_t *w, int status)
+static void gpumem_ready_cb(uv_work_t *w, int status)
 {
         struct server *s = w->data;
 
@@ -505,19 +324,18 @@ static void index_start(struct server *s)
                 return;
         }
         s->index_work.data = s;
-        if (uv_queue_work(s->loop, &s->index_work, index_work, index_ready) == 0) {
+        if (uv_queue_work(s->loop, &s->index_work, index_work_cb, index_ready_cb) == 0) {
                 s->index_opening = true;
-                life_hold(&s->life); /* until index_ready */
+                life_hold(&s->life); /* until index_ready_cb */
         }
 }
 
-static void driver_ready(uv_work_t *w, int status)
+static void driver_ready_cb(uv_work_t *w, int status)
 {
         struct server *s = w->data;
         int r;
 
         (void)status;
-        s->starting = false;
         /* The first line an operator reads says which driver serves. */
         if (s->drv.simulated)
                 log_warning("SIMULATED CUDA DRIVER loaded from %s: no GPU is involved, for development and tests only",
@@ -533,9 +351,7 @@ static void driver_ready(uv_work_t *w, int status)
                 life_release(&s->life); /* start-up's */
                 return;
         }
-        r = take_activated_sockets(s);
-        if (r == 0)
-                r = bind_own_socket(s);
+        r = listen_start(&s->listen, s->loop, s->cfg, connection_cb, s);
         if (r < 0) {
                 s->exit_code = 1;
                 life_stop(&s->life);
@@ -544,9 +360,9 @@ static void driver_ready(uv_work_t *w, int status)
         }
         index_start(s);
         s->gpumem_work.data = s;
-        if (uv_queue_work(s->loop, &s->gpumem_work, gpumem_work, gpumem_ready) == 0) {
+        if (uv_queue_work(s->loop, &s->gpumem_work, gpumem_work_cb, gpumem_ready_cb) == 0) {
                 s->gpumem_opening = true;
-                life_hold(&s->life); /* until gpumem_ready */
+                life_hold(&s->life); /* until gpumem_ready_cb */
         }
         /* Before READY=1 and before any call is read: the leases the last
          * daemon left are honoured first. */
@@ -557,7 +373,7 @@ static void driver_ready(uv_work_t *w, int status)
                 uint64_t period = s->watchdog_usec > 0 ? s->watchdog_usec / 2 / 1000 : 5000;
                 if (period < 1)
                         period = 1;
-                uv_timer_start(&s->notify_timer, on_notify_timer, period, period);
+                uv_timer_start(&s->notify_timer, notify_timer_cb, period, period);
         }
         life_release(&s->life); /* start-up's */
 }
@@ -618,15 +434,16 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         memset(s, 0, sizeof(*s));
         s->loop = loop;
         s->cfg = cfg;
-        life_init(&s->life, on_stopped_cb);
-        s->stop_hook.stop_cb = on_stop_cb;
+        life_init(&s->life, stopped_cb);
+        s->stop_hook.stop_cb = stop_cb;
         life_on_stop(&s->life, &s->stop_hook);
         s->conn_owner = (struct conn_owner){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
-                                             .message_cb = dispatch_message, .free_cb = conn_free_cb };
-        r = sched_init(&s->sched, loop, cfg, &s->drv, dispatch_op_done);
+                                             .message_cb = methods_message_cb, .free_cb = conn_free_cb,
+                                             .userdata = &s->methods };
+        r = sched_init(&s->sched, loop, cfg, &s->drv, proccall_op_done_cb);
         if (r < 0)
                 return r;
-        s->sched.hooks = (struct sched_hooks){ .started = on_op_started, .finished = on_op_finished, .ctx = s };
+        s->sched.hooks = (struct sched_hooks){ .started = op_started_cb, .finished = op_finished_cb, .ctx = s };
         metrics_init(&s->metrics);
         static const char *const conn_keys[] = { "max_connections", "max_connections_per_uid",
                                                  "max_connections_reserved" };
@@ -648,7 +465,17 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
                    s->runtime_dir);
         watch_init(&s->watch, &(struct watch_deps){ .loop = loop, .cfg = cfg, .sched = &s->sched, .metrics = &s->metrics,
                                                     .source = &s->source, .life = &s->life });
-        s->stop_serving_hook.stop_cb = on_stop_serving_cb;
+        s->proccall = (struct proccall){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .metrics = &s->metrics,
+                                         .life = &s->life, .leases = &s->leases };
+        s->status = (struct status){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .source = &s->source,
+                                     .jobs = &s->jobs, .leases = &s->leases, .watch = &s->watch, .metrics = &s->metrics,
+                                     .n_conns = &s->n_conns, .index_opening = &s->index_opening,
+                                     .index_why = s->index_why };
+        methods_init(&s->methods, &(struct methods_features){ .proccall = &s->proccall, .groups = &s->groups,
+                                                              .lists = &s->lists,
+                                                              .leases = &s->leases, .watch = &s->watch,
+                                                              .status = &s->status, .metrics = &s->metrics });
+        s->stop_serving_hook.stop_cb = stop_serving_cb;
         life_on_stop(&s->life, &s->stop_serving_hook);
         s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
         if (sd_watchdog_enabled(0, &usec) > 0)
@@ -656,8 +483,8 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         uv_signal_init(loop, &s->sig_term);
         uv_signal_init(loop, &s->sig_int);
         s->sig_term.data = s->sig_int.data = s;
-        uv_signal_start(&s->sig_term, on_signal, SIGTERM);
-        uv_signal_start(&s->sig_int, on_signal, SIGINT);
+        uv_signal_start(&s->sig_term, signal_cb, SIGTERM);
+        uv_signal_start(&s->sig_int, signal_cb, SIGINT);
         if (s->notify) {
                 uv_timer_init(loop, &s->notify_timer);
                 s->notify_timer.data = s;
@@ -667,10 +494,9 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
 
 int server_run(struct server *s)
 {
-        s->starting = true;
-        life_hold(&s->life); /* start-up's: until driver_ready */
+        life_hold(&s->life); /* start-up's: until driver_ready_cb */
         s->driver_work.data = s;
-        uv_queue_work(s->loop, &s->driver_work, driver_work, driver_ready);
+        uv_queue_work(s->loop, &s->driver_work, driver_work_cb, driver_ready_cb);
         uv_run(s->loop, UV_RUN_DEFAULT);
         return s->exit_code;
 }
@@ -681,10 +507,10 @@ void server_done(struct server *s)
         gpumem_close(&s->gpumem);
         sched_done(&s->sched);
         driver_close(&s->drv);
+        listen_free(&s->listen);
         share_free(&s->conns_share);
         jobs_free(&s->jobs);
         share_free(&s->leases.share);
         watch_free(&s->watch);
-        free(s->bound_path);
         free(s->runtime_dir);
 }

@@ -1,11 +1,18 @@
-/* server.h: the daemon as a whole: listening sockets, connections, the
- * scheduler, the driver, signals and systemd notification.
+/* server.h: the daemon as a whole: it builds the parts, wires them
+ * together, and runs their start-up and their stop.  Each part is given
+ * what it needs at its init (the loop, the configuration, the metrics, the
+ * life); what it does is in its own room.
  *
- * Start-up order: the driver is loaded and initialised on a worker thread,
- * then the sockets are taken (socket activation) or bound, then the leases
- * of the last daemon are read back (lease.h), then READY=1 is sent.  Shutdown: stop accepting, answer queued operations with
- * ShuttingDown, let running driver calls finish and answer them, close the
- * connections, exit 0.  A second signal exits at once. */
+ * Start-up: the driver is loaded and initialised on a worker thread; then
+ * the sockets are taken (socket activation) or bound (listen.h); the
+ * process index and NVML begin to open on workers; the leases of the last
+ * daemon are read back (lease.h); READY=1 is sent; and calls are read.
+ * The stop (SIGTERM, SIGINT, or sockets that cannot be served) is a hold
+ * count (life.h): stop accepting, keep the leases in their store, answer
+ * queued operations with ShuttingDown, close idle connections and busy
+ * ones once answered, let running driver calls, groups and the opening of
+ * the index and NVML finish; then the loop ends and the daemon exits, 0
+ * (1 when no socket could be served).  A second signal exits at once. */
 #ifndef CUDACKPT_SERVER_H
 #define CUDACKPT_SERVER_H
 
@@ -20,15 +27,15 @@
 #include "jobs.h"
 #include "lease.h"
 #include "list.h"
+#include "listen.h"
 #include "life.h"
+#include "methods.h"
 #include "metrics.h"
+#include "proccall.h"
 #include "sched.h"
 #include "select.h"
+#include "status.h"
 #include "watch.h"
-
-#define SERVER_MAX_LISTENERS 16
-
-struct conn;
 
 struct server {
         uv_loop_t *loop;
@@ -45,14 +52,15 @@ struct server {
         struct lease_table leases;      /* leases held (lease.h) */
         struct watch_table watch;       /* watchers (watch.h) */
         struct metrics metrics;
+        struct proccall proccall;       /* the calls on one process (proccall.h) */
+        struct status status;           /* GetStatus and GetMetrics (status.h) */
+        struct methods methods;         /* from a method to its handler (methods.h) */
         uv_work_t driver_work;          /* loads the driver off the loop thread */
         uv_work_t index_work;           /* opens the process index off it */
         struct procindex *index_opened; /* index_work's result, and why not */
         char index_why[512];
         bool index_opening;
-        uv_pipe_t listeners[SERVER_MAX_LISTENERS];
-        unsigned n_listeners;
-        char *bound_path;               /* socket we bound ourselves, unlinked at exit */
+        struct listen_set listen;       /* the listening sockets (listen.h) */
         char *runtime_dir;              /* the lease store's ($RUNTIME_DIRECTORY or the socket's) */
         uv_signal_t sig_term, sig_int;
         uv_timer_t notify_timer;        /* watchdog pings and STATUS= updates */
@@ -65,7 +73,6 @@ struct server {
         struct conn *conns;             /* all open connections */
         unsigned n_conns;
         struct share conns_share;       /* open connections, by uid (share.h) */
-        bool starting;                  /* the driver is still loading */
         int exit_code;
 };
 
@@ -74,7 +81,5 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg);
 int server_run(struct server *s);
 void server_done(struct server *s);
 
-/* GetMetrics's text (malloc'ed), NULL when out of memory. */
-char *server_metrics_text(struct server *s);
 
 #endif

@@ -1,20 +1,26 @@
-/* status.c: GetStatus's reply, from the server's own counts. */
+/* status.c: GetStatus's and GetMetrics's replies, from the counts the
+ * daemon's parts keep (status.h). */
 #include "status.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 
+#include "jobs.h"
+#include "lease.h"
 #include "procindex.h"
 #include "proto.h"
-#include "server.h"
+#include "sched.h"
+#include "select.h"
+#include "watch.h"
 
 #ifndef CUDACKPT_VERSION
 #define CUDACKPT_VERSION "0"
 #endif
 
 /* The driver the daemon loaded at its start (driver.h). */
-static bool add_driver(cJSON *p, const struct server *s)
+static bool add_driver(cJSON *p, const struct status *s)
 {
-        const struct driver *d = &s->drv;
+        const struct driver *d = s->drv;
         cJSON *o = cJSON_AddObjectToObject(p, "driver");
 
         if (!o || !cJSON_AddBoolToObject(o, "available", d->available) ||
@@ -31,46 +37,46 @@ static bool add_driver(cJSON *p, const struct server *s)
 
 /* Why listings scan /proc rather than read the index, when they do for
  * want of one; NULL while it opens or when it is there. */
-static const char *index_reason(const struct server *s, const struct procindex *ix)
+static const char *index_reason(const struct status *s, const struct procindex *ix)
 {
-        if (ix || s->index_opening)
+        if (ix || *s->index_opening)
                 return NULL;
         if (s->cfg->process_index_max == 0)
                 return "process_index_max is 0";
-        if (!s->source.driver_lib.known)
+        if (!s->source->driver_lib.known)
                 return "the driver's file is not known";
         /* Written by the worker that opened it, read once it is done. */
         return s->index_why[0] ? s->index_why : "not opened";
 }
 
 /* How ListProcesses and Watch find the processes that may map the driver. */
-static bool add_index(cJSON *p, const struct server *s)
+static bool add_index(cJSON *p, const struct status *s)
 {
-        const struct procindex *ix = atomic_load(&s->source.index);
-        bool lost = ix && atomic_load(&s->source.index_lost);
+        const struct procindex *ix = atomic_load(&s->source->index);
+        bool lost = ix && atomic_load(&s->source->index_lost);
         const char *reason = index_reason(s, ix);
         cJSON *o = cJSON_AddObjectToObject(p, "process_index");
 
         if (!o || !cJSON_AddStringToObject(o, "source", ix && !lost ? procindex_hook(ix) : "proc") ||
-            !cJSON_AddBoolToObject(o, "lost", lost) || !cJSON_AddBoolToObject(o, "opening", s->index_opening))
+            !cJSON_AddBoolToObject(o, "lost", lost) || !cJSON_AddBoolToObject(o, "opening", *s->index_opening))
                 return false;
         return !reason || cJSON_AddStringToObject(o, "reason", reason);
 }
 
 /* How much of each shared resource is in use, in all callers together. */
-static bool add_counts(cJSON *p, const struct server *s)
+static bool add_counts(cJSON *p, const struct status *s)
 {
         const struct {
                 const char *key;
                 unsigned n;
         } counts[] = {
                 { "workers", s->cfg->workers },
-                { "workers_busy", s->sched.n_running },
-                { "queued", s->sched.n_ops - s->sched.n_running },
-                { "groups", s->jobs.n },
-                { "leases", s->leases.n },
-                { "watchers", s->watch.n },
-                { "connections", s->n_conns },
+                { "workers_busy", s->sched->n_running },
+                { "queued", s->sched->n_ops - s->sched->n_running },
+                { "groups", s->jobs->n },
+                { "leases", s->leases->n },
+                { "watchers", s->watch->n },
+                { "connections", *s->n_conns },
         };
 
         for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
@@ -79,7 +85,7 @@ static bool add_counts(cJSON *p, const struct server *s)
         return true;
 }
 
-cJSON *status_reply(const struct server *s)
+cJSON *status_reply(const struct status *s)
 {
         cJSON *p = cJSON_CreateObject();
 
@@ -89,4 +95,39 @@ cJSON *status_reply(const struct server *s)
                 return NULL;
         }
         return proto_reply_new(p);
+}
+
+cJSON *status_metrics_reply(const struct status *s)
+{
+        struct metrics_gauges g = {
+                .connections = *s->n_conns,
+                .running = s->sched->n_running,
+                .queued = s->sched->n_ops - s->sched->n_running,
+                .groups = s->jobs->n,
+                .leases = s->leases->n,
+                .leased_processes = s->leases->n_members,
+                .watchers = s->watch->n,
+                .workers = s->cfg->workers,
+                .driver = s->drv->available,
+                .simulated = s->drv->simulated,
+                .driver_version = s->drv->version,
+                .gpus = s->drv->n_devices,
+                .scans_index = atomic_load(&s->source->scans_index),
+                .scans_proc = atomic_load(&s->source->scans_proc),
+        };
+        struct procindex *ix = atomic_load(&s->source->index);
+        char *text;
+        cJSON *p;
+
+        if (ix) {
+                g.index_hook = procindex_hook(ix);
+                g.process_index = !atomic_load(&s->source->index_lost);
+                g.index_processes = procindex_last_size(ix);
+        }
+        text = metrics_text(s->metrics, &g);
+        p = text ? cJSON_CreateObject() : NULL;
+        if (p)
+                cJSON_AddStringToObject(p, "text", text);
+        free(text);
+        return p ? proto_reply_new(p) : NULL;
 }

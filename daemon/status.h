@@ -1,18 +1,46 @@
-/* status.h: GetStatus, the daemon's health for operators and probes.
+/* status.h: GetStatus and GetMetrics, the daemon's health for operators,
+ * probes and Prometheus.
  *
- * The reply is made on the loop thread from what the daemon already
+ * The replies are made on the loop thread from what the daemon already
  * holds: the driver it loaded at its start, how listings find processes,
  * and how much of each shared resource is in use in all.  No driver call,
- * no read of /proc.  It is open to every caller, so it holds counts only:
- * no pid, no uid, nothing of any one caller. */
+ * no read of /proc.  They are open to every caller, so they hold counts
+ * only: no pid, no uid, nothing of any one caller. */
 #ifndef CUDACKPT_STATUS_H
 #define CUDACKPT_STATUS_H
 
+#include <stdbool.h>
 #include <cjson/cJSON.h>
 
-struct server;
+#include "config.h"
+#include "driver.h"
+#include "metrics.h"
+
+struct jobs;
+struct lease_table;
+struct sched;
+struct select_source;
+struct watch_table;
+
+/* Where the counts are read: the server's, outliving the replies. */
+struct status {
+        const struct config *cfg;
+        const struct driver *drv;
+        const struct sched *sched;
+        const struct select_source *source; /* the process index, and how listings find processes */
+        const struct jobs *jobs;          /* groups and listings in flight */
+        const struct lease_table *leases;
+        const struct watch_table *watch;
+        const struct metrics *metrics;
+        const unsigned *n_conns;          /* open connections */
+        const bool *index_opening;        /* the process index is being opened */
+        const char *index_why;            /* why there is none, once tried */
+};
 
 /* GetStatus's reply, or NULL when out of memory. */
-cJSON *status_reply(const struct server *s);
+cJSON *status_reply(const struct status *s);
+/* GetMetrics's reply (the exposition text, metrics.h), or NULL when out of
+ * memory. */
+cJSON *status_metrics_reply(const struct status *s);
 
 #endif
