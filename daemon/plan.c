@@ -1,6 +1,8 @@
 /* plan.c: the phase plan of a group operation (plan.h). */
 #include "plan.h"
 
+#include <stddef.h>
+
 #include "cudackpt/protocol.h"
 
 const char *plan_phase_name(enum plan_phase p)
@@ -107,25 +109,27 @@ bool plan_needs(enum plan_phase p, int st)
         }
 }
 
+/* Each group method's steps, in order (unused places are PLAN_SELECT). */
+static const struct {
+        enum proto_method m;
+        enum plan_phase steps[2];
+} plans[] = {
+        { PROTO_LOCK_GROUP, { PLAN_LOCK } },
+        { PROTO_CHECKPOINT_GROUP, { PLAN_CHECKPOINT } },
+        { PROTO_SUSPEND_GROUP, { PLAN_LOCK, PLAN_CHECKPOINT } },
+        { PROTO_RESTORE_GROUP, { PLAN_RESTORE } },
+        { PROTO_UNLOCK_GROUP, { PLAN_UNLOCK } },
+        { PROTO_RESUME_GROUP, { PLAN_RESTORE, PLAN_UNLOCK } },
+};
+
 /* The phase after p on the way forward, PLAN_END after the last. */
 static enum plan_phase next_forward(enum proto_method m, enum plan_phase p)
 {
-        switch (m) {
-        case PROTO_LOCK_GROUP:
-                return p < PLAN_LOCK ? PLAN_LOCK : PLAN_END;
-        case PROTO_CHECKPOINT_GROUP:
-                return p < PLAN_CHECKPOINT ? PLAN_CHECKPOINT : PLAN_END;
-        case PROTO_SUSPEND_GROUP:
-                return p < PLAN_LOCK ? PLAN_LOCK : p < PLAN_CHECKPOINT ? PLAN_CHECKPOINT : PLAN_END;
-        case PROTO_RESTORE_GROUP:
-                return p < PLAN_RESTORE ? PLAN_RESTORE : PLAN_END;
-        case PROTO_UNLOCK_GROUP:
-                return p < PLAN_UNLOCK ? PLAN_UNLOCK : PLAN_END;
-        case PROTO_RESUME_GROUP:
-                return p < PLAN_RESTORE ? PLAN_RESTORE : p < PLAN_UNLOCK ? PLAN_UNLOCK : PLAN_END;
-        default:
-                return PLAN_END;
-        }
+        for (size_t i = 0; i < sizeof(plans) / sizeof(plans[0]); i++)
+                for (size_t k = 0; plans[i].m == m && k < 2; k++)
+                        if (plans[i].steps[k] > p)
+                                return plans[i].steps[k];
+        return PLAN_END;
 }
 
 enum plan_phase plan_after(enum proto_method m, enum plan_phase p, bool failed)
