@@ -144,7 +144,8 @@ static void group_finish(struct group *g)
         else
                 snprintf(detail, sizeof(detail), "%u members", n);
         if (g->call.conn)
-                jobs_call_audit(&g->call, g->failed ? g->ms.m[g->failed_at].s.pid : who, proto_method_name(g->call.method),
+                jobs_call_audit(&g->call, g->failed ? g->ms.m[g->failed_at].s.pid : who,
+                                proto_method_name(g->call.method),
                                 g->failed ? ops_error_short_name(g->ms.m[g->failed_at].s.err.error) : "ok", detail,
                                 members_ms(uv_hrtime() - g->call.t0));
         jobs_call_count(&g->call, g->failed ? "GroupFailed" : "ok");
@@ -188,7 +189,8 @@ static struct sched_op *step_new(struct group *g, size_t i, enum plan_phase p)
         op->req.start_time = mb->s.start_time;
         if (st == OPS_STEP_LOCK) {
                 op->req.has_timeout = true;
-                op->req.timeout_ms = g->call.req.has_timeout ? g->call.req.timeout_ms : cfg_of(g)->default_lock_timeout_ms;
+                op->req.timeout_ms = g->call.req.has_timeout ? g->call.req.timeout_ms
+                                                             : cfg_of(g)->default_lock_timeout_ms;
                 op->req.deadline_ns = g->deadline_ns;
         }
         if (p == PLAN_RESTORE && g->call.req.n_pairs > 0) {

@@ -311,7 +311,8 @@ void lease_init(struct lease_table *t, const struct lease_deps *deps, const char
         static const char *const keys[] = { "max_leases", "max_leases_per_uid", "max_leases_reserved" };
 
         *t = (struct lease_table){ .loop = deps->loop, .cfg = deps->cfg, .metrics = deps->metrics, .life = deps->life,
-                                   .groups = deps->groups, .watch = deps->watch, .stop_hook.stop_cb = stop_cb, .next_id = 1 };
+                                   .groups = deps->groups, .watch = deps->watch, .stop_hook.stop_cb = stop_cb,
+                                   .next_id = 1 };
         life_on_stop(t->life, &t->stop_hook);
         share_init(&t->share, keys, t->cfg->max_leases, t->cfg->max_leases_per_uid, t->cfg->max_leases_reserved);
         uv_timer_init(t->loop, &t->timer);
@@ -331,14 +332,15 @@ void lease_close(struct lease_table *t)
         /* What is left is in the store, for the next start. */
         leasestore_free(t->head);
         t->head = NULL;
+        share_free(&t->share);
         free(t->store);
         t->store = NULL;
 }
 
 /* A new lease of c's caller on members, in the table (ends members'
  * older leases); NULL when out of memory. */
-static struct lease *add_lease(struct lease_table *t, struct conn *c, enum proto_method m, const struct proto_lease *want,
-                               const struct lease_member *members, size_t n)
+static struct lease *add_lease(struct lease_table *t, struct conn *c, enum proto_method m,
+                               const struct proto_lease *want, const struct lease_member *members, size_t n)
 {
         struct lease *l = calloc(1, sizeof(*l));
 

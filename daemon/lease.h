@@ -127,8 +127,8 @@ void lease_init(struct lease_table *t, const struct lease_deps *deps, const char
  * any call: reads the store back (lease.h's comment says what becomes of
  * each lease). */
 void lease_restore(struct lease_table *t);
-/* Closes the timer and frees what is left (the store keeps it); the loop
- * must run once more. */
+/* Once the daemon has stopped: closes the timer and frees what is left
+ * (the store keeps it) and the share; the loop must run once more. */
 void lease_close(struct lease_table *t);
 
 /* A call that asks for a lease is counted in its caller's lease share

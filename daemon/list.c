@@ -234,8 +234,8 @@ static void selection_ready(struct listing *l)
         /* One refused answers as a single call would. */
         if (refused(l, &first)) {
                 const struct entry *f = &l->e[first];
-                list_finish(l, ops_reply(l->table->jobs->drv, f->s.err_method, f->s.vpid, l->call.caller->uid, &f->s.err),
-                            ops_error_short_name(f->s.err.error));
+                cJSON *msg = ops_reply(l->table->jobs->drv, f->s.err_method, f->s.vpid, l->call.caller->uid, &f->s.err);
+                list_finish(l, msg, ops_error_short_name(f->s.err.error));
                 return;
         }
         l->waiting = 1;

@@ -58,8 +58,8 @@ static void audit(const struct conn *c, enum proto_method m, pid_t pid, const ch
  * (owner, start time) decides refusals at once, for every method: a caller
  * with no rights to a process cannot fill its queue.  True when the call was
  * answered. */
-static bool refuse_now(struct proccall *pc, struct conn *c, const struct proto_call *call, const struct proto_request *req,
-                       const struct sched_snapshot *snap)
+static bool refuse_now(struct proccall *pc, struct conn *c, const struct proto_call *call,
+                       const struct proto_request *req, const struct sched_snapshot *snap)
 {
         struct ops_result r = { .state = -1, .restore_tid = -1, .rolled_back = -1, .in_flight = -1 };
 
@@ -156,7 +156,8 @@ static cJSON *queue_full(pid_t pid, const struct share_refusal *why)
 /* What is answered without a worker: a GetState from what a running
  * operation has learnt, a refusal from it, an unknown GPU of a mapping.
  * True when the call was answered. */
-static bool answered_before_queue(struct proccall *pc, struct conn *c, const struct proto_call *call, const struct proto_request *req)
+static bool answered_before_queue(struct proccall *pc, struct conn *c, const struct proto_call *call,
+                                  const struct proto_request *req)
 {
         struct sched_snapshot snap;
         cJSON *err;

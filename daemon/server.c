@@ -186,7 +186,8 @@ static void op_finished_cb(void *ctx, const struct sched_op *op)
         watch_op_finished(&s->watch, op);
         /* Only an operation that reached its process says anything of it. */
         if (op->result.pinned)
-                lease_op_finished(&s->leases, op->result.pinned_pid, op->result.pinned_start_time, op->method, &op->result);
+                lease_op_finished(&s->leases, op->result.pinned_pid, op->result.pinned_start_time, op->method,
+                                  &op->result);
 }
 
 /* Everything that held the daemon's life has finished: the last handles
@@ -463,8 +464,8 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
                    &(struct lease_deps){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
                                          .groups = &s->groups, .watch = &s->watch },
                    s->runtime_dir);
-        watch_init(&s->watch, &(struct watch_deps){ .loop = loop, .cfg = cfg, .sched = &s->sched, .metrics = &s->metrics,
-                                                    .source = &s->source, .life = &s->life });
+        watch_init(&s->watch, &(struct watch_deps){ .loop = loop, .cfg = cfg, .sched = &s->sched,
+                                                    .metrics = &s->metrics, .source = &s->source, .life = &s->life });
         s->proccall = (struct proccall){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .metrics = &s->metrics,
                                          .life = &s->life, .leases = &s->leases };
         s->status = (struct status){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .source = &s->source,
@@ -510,7 +511,6 @@ void server_done(struct server *s)
         listen_free(&s->listen);
         share_free(&s->conns_share);
         jobs_free(&s->jobs);
-        share_free(&s->leases.share);
         watch_free(&s->watch);
         free(s->runtime_dir);
 }

@@ -66,7 +66,8 @@ static bool selects(const struct watch_table *t, const struct watcher *w, const 
         case PROTO_SELECT_PIDS:
                 for (unsigned i = 0; i < w->sel.n_pids; i++) {
                         const struct proto_pid_ref *r = &w->sel.pids[i];
-                        if (r->pid == e->pid && (!r->has_start_time || !e->start_time || r->start_time == e->start_time))
+                        if (r->pid == e->pid &&
+                            (!r->has_start_time || !e->start_time || r->start_time == e->start_time))
                                 return true;
                 }
                 return false;
