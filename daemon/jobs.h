@@ -10,11 +10,14 @@
  *                      before anything starts (no driver, pid namespaces
  *                      that cannot be translated, shutdown)
  *   jobs_call_take_slot()  a slot of the caller's share
- *   jobs_call_start()  holds its connection and selects (select.h)
+ *   jobs_call_start()  holds its connection and the daemon's life, and
+ *                      selects (select.h)
  *   jobs_call_end()    answers once, gives the slot back, lets go
  *
- * A call holds a reference on its connection until it has answered: a
- * client that goes away does not stop it.  The daemon's own calls (a
+ * A call holds a reference on its connection, and a hold on the daemon's
+ * life (life.h), until it has answered: a client that goes away does not
+ * stop it, and the daemon exits only after it (a call still selecting
+ * when the stop begins answers ShuttingDown).  The daemon's own calls (a
  * lease's undo, jobs_call_open_internal()) have no connection and take no
  * slot.  Loop thread only. */
 #ifndef CUDACKPT_JOBS_H
