@@ -80,7 +80,8 @@ START_TEST(test_cut_all)
         ck_assert_uint_eq(p.mem, 10240);
         ck_assert_uint_eq(p.mem_unprivileged, 8192);
         /* Full: even the privileged one cannot grow (1200 bytes in 2 KiB). */
-        ck_assert(watchbuf_append(&p, &root, chunk, 800));
+        ck_assert(watchbuf_append(&p, &root, chunk, sizeof(chunk)));
+        ck_assert(watchbuf_append(&p, &root, chunk, 200));
         ck_assert(!watchbuf_append(&p, &root, chunk, 100));
         for (int i = 0; i < 9; i++)
                 watchbuf_release(&p, &u[i]);
