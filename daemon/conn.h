@@ -34,7 +34,6 @@
 
 struct conn;
 struct proto_call;
-struct server;
 
 /* What the connections of one server share; it outlives them. */
 struct conn_owner {
@@ -61,8 +60,6 @@ struct conn {
         uv_timer_t idle;           /* closes the connection after idle_timeout_ms */
         uint64_t last_active;      /* uv_now() when the last request was answered */
         const struct conn_owner *owner;
-        struct server *server;     /* SHIM: for the handlers that still reach the
-                                    * features through it (group.c, watch.c) */
         struct policy_caller caller; /* from SO_PEERCRED and SO_PEERGROUPS */
         struct conn *prev, *next;  /* the server's list of connections */
         unsigned refs;             /* the open handles (pipe, idle timer), each write
@@ -76,7 +73,6 @@ struct conn {
         bool reading;
         bool read_eof;             /* the client sent all it will send */
         bool streaming;            /* answers one call with a stream: reads only for a hang-up */
-        struct watcher *watcher;   /* SHIM: watch.c's, until it keeps its own (watch.h) */
         void (*drain_cb)(struct conn *c); /* called when queued writes are all written */
         char *buf;                 /* received bytes not yet handled */
         size_t len, cap;

@@ -1,80 +1,82 @@
-/* group.h: operations on groups of processes, and ListProcesses.
+/* group.h: the group coordinator: operations on groups of processes
+ * (LockGroup, CheckpointGroup, RestoreGroup, UnlockGroup, SuspendGroup,
+ * ResumeGroup).
  *
  * A group is the set of processes one selector names (pids, a cgroup, a
- * process tree).  The coordinator lives on the loop thread and moves a
- * group through phases; each phase fans out over the members and waits
- * for all of them (the barrier) before the next one starts:
+ * process tree), read and judged by the selection engine (select.h).  The
+ * coordinator lives on the loop thread and moves a group through the
+ * phases of its plan (plan.h); each phase fans out over the members and
+ * waits for all of them (the barrier) before the next one starts.  Groups
+ * sharing a member run one after the other, in arrival order.  Every
+ * driver call goes through sched_submit() as a single call would, so it
+ * never overlaps another operation on its process; the coordinator itself
+ * never blocks and never calls the driver.
  *
- *   select      the selection is read from /proc and every member pinned
- *               (pidfd, start time) and authorised, on worker threads, in
- *               chunks run in parallel; one refusal ends the group here
- *   (wait)      groups sharing a member run one after the other
- *   state       GetState of every member, through the per-process queues;
- *               the plan follows from the states (convergence)
- *   lock, checkpoint / restore, unlock
- *               the method's steps, each member's through its own queue
- *               (sched.c), so they never overlap another operation on it
- *   rollback    after a failure of LockGroup, CheckpointGroup or
- *               SuspendGroup: restore then unlock, back to running
- *
- * ListProcesses is the select and state phases of a group without the
- * rest.  Every driver call goes through sched_submit() as a single call
- * would; the coordinator itself never blocks and never calls the driver.
- *
- * Ownership: a group holds a reference on its connection until it has
- * answered; a client that goes away does not stop it. */
+ * Leases live above (lease.h): a group that asks for one is admitted,
+ * and granted one when it succeeds, through the hooks its owner gives at
+ * init.  A lease's undo is a group of the daemon's own
+ * (group_start_internal).  What groups share with ListProcesses (their
+ * slots, the call's way to its answer) is in jobs.h. */
 #ifndef CUDACKPT_GROUP_H
 #define CUDACKPT_GROUP_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
-#include "discover.h"
+#include "jobs.h"
+#include "policy.h"
 #include "proto.h"
 #include "share.h"
 
 struct conn;
 struct group;
-struct policy_caller;
-struct proto_call;
-struct proto_group_request;
-struct server;
 
 /* Takes the final reply of a group the daemon started itself (consumed;
  * NULL when it could not be made). */
-typedef void (*group_end_fn)(void *ctx, cJSON *msg);
+typedef void (*group_end_cb)(void *ctx, cJSON *msg);
 
-/* Every group in flight, in arrival order (server.c owns one). */
-struct group_table {
-        struct group *head, *tail;
-        unsigned n;
-        struct share slots;             /* callers' groups and listings, by uid (the
-                                         * daemon's own take none) */
-        bool starting, again;           /* start_waiting() is running; look again */
-        struct discover_lib driver_lib; /* the loaded driver's file */
-        /* The process index (procindex.h): set once on the loop thread when
-         * it is ready, read by workers; NULL meanwhile or without one. */
-        struct procindex *_Atomic index;
-        atomic_bool index_lost;         /* it missed a process: scans from then on */
-        atomic_ulong scans_index, scans_proc; /* candidate lists from each */
+/* A member a lease is granted on. */
+struct group_member_id {
+        pid_t pid;              /* in the daemon's pid namespace */
+        pid_t vpid;             /* as the caller named it */
+        uint64_t start_time;
+        struct policy_target owner; /* its uids */
 };
 
-/* The processes that may be CUDA processes, for ListProcesses and Watch's
- * scans: the index's when there is one, else every process in /proc;
- * ascending, *ret_pids malloc()ed.  Worker threads. */
-int group_candidates(struct server *srv, pid_t **ret_pids, size_t *ret_n);
+/* What a group that asks for a lease needs of the lease layer above: a
+ * place in the caller's lease share from its arrival (admit_cb: false,
+ * with *ret saying which limit, when it is taken) until it is granted or
+ * fails (unadmit_cb), and the grant when it succeeded (grant_cb: adds
+ * "lease" to the parameters of reply; c may have closed). */
+struct group_lease_hooks {
+        bool (*admit_cb)(void *ctx, const struct policy_caller *caller, struct share_refusal *ret);
+        void (*unadmit_cb)(void *ctx, const struct policy_caller *caller);
+        void (*grant_cb)(void *ctx, struct conn *c, enum proto_method m, const struct proto_lease *want,
+                         const struct group_member_id *members, size_t n, cJSON *reply);
+        void *ctx;
+};
 
-/* Takes a call of a group method or of ListProcesses: answers it at once
- * (a parameter error, a limit) or starts the group.  Loop thread. */
-void group_call(struct conn *c, const struct proto_call *call);
+/* Every group in flight, in arrival order (the server owns one). */
+struct group_table {
+        struct jobs *jobs;              /* the daemon's parts, the slots */
+        struct group_lease_hooks lease;
+        struct group *head, *tail;
+        bool starting, again;           /* start_waiting() is running; look again */
+};
+
+void group_init(struct group_table *t, struct jobs *js, const struct group_lease_hooks *lease);
+
+/* Takes a call of a group method: answers it at once (a parameter error,
+ * a limit) or starts the group.  Loop thread. */
+void group_call(struct group_table *t, struct conn *c, struct proto_call *call);
 
 /* Starts a group of the daemon's own (a lease's undo): the caller is
  * caller (which must outlive it), req is taken over, members gone or
  * changed since are left out rather than failing it, and the final reply
  * goes to on_end.  0 or -ENOMEM. */
-int group_start_internal(struct server *srv, enum proto_method m, const struct policy_caller *caller,
-                         struct proto_group_request *req, group_end_fn on_end, void *ctx);
+int group_start_internal(struct group_table *t, enum proto_method m, const struct policy_caller *caller,
+                         struct proto_group_request *req, group_end_cb on_end, void *ctx);
 
 #endif

@@ -58,7 +58,7 @@ static void member_event(struct lease_table *t, const struct lease *l, const str
         e.gone = reason && strcmp(reason, reason_names[METRICS_LEASES_FINISHED]) != 0 &&
                  strcmp(reason, reason_names[METRICS_LEASES_SUPERSEDED]) != 0;
         e.undo = undo;
-        watch_emit(t->srv, &e);
+        watch_emit(t->watch, &e);
 }
 
 /* ---- the table ------------------------------------------------------------- */
@@ -246,7 +246,7 @@ static void lease_undo(struct lease_table *t, struct lease *l, enum metrics_coun
                                                               .start_time = l->m[i].start_time };
                 req.n_pids = (unsigned)l->n;
         }
-        if (!req.pids || group_start_internal(t->srv, PROTO_RESUME_GROUP, &t->self, &req, undo_ended_cb, l) < 0) {
+        if (!req.pids || group_start_internal(t->groups, PROTO_RESUME_GROUP, &t->self, &req, undo_ended_cb, l) < 0) {
                 proto_group_request_done(&req);
                 undo_ended_cb(l, NULL);
         }
@@ -311,7 +311,8 @@ void lease_init(struct lease_table *t, const struct lease_deps *deps, const char
         static const char *const keys[] = { "max_leases", "max_leases_per_uid", "max_leases_reserved" };
 
         *t = (struct lease_table){ .loop = deps->loop, .cfg = deps->cfg, .metrics = deps->metrics, .life = deps->life,
-                                   .srv = deps->srv, .stop_hook.stop_cb = stop_cb, .next_id = 1 };
+                                   .groups = deps->groups, .watch = deps->watch, .stop_hook.stop_cb = stop_cb,
+                                   .next_id = 1 };
         life_on_stop(t->life, &t->stop_hook);
         share_init(&t->share, keys, t->cfg->max_leases, t->cfg->max_leases_per_uid, t->cfg->max_leases_reserved);
         uv_timer_init(t->loop, &t->timer);

@@ -50,7 +50,8 @@
 #include "share.h"
 
 struct conn;
-struct server;
+struct group_table;
+struct watch_table;
 
 struct lease_member {
         pid_t pid;              /* in the daemon's pid namespace */
@@ -93,8 +94,8 @@ struct lease_table {
         struct metrics *metrics;
         struct life *life;              /* stopping: leases are kept, not undone */
         struct life_hook stop_hook;
-        struct server *srv;             /* SHIM: for group_start_internal() and watch_emit(),
-                                         * until they take their own tables */
+        struct group_table *groups;     /* a lease's undo is a group of the daemon's own */
+        struct watch_table *watch;      /* tells watchers of leases taken and ended */
         struct lease *head;
         unsigned n;                     /* held, undoing ones included */
         unsigned n_members;
@@ -113,7 +114,8 @@ struct lease_deps {
         const struct config *cfg;
         struct metrics *metrics;
         struct life *life;
-        struct server *srv;
+        struct group_table *groups;
+        struct watch_table *watch;
 };
 
 /* runtime_dir: where the lease store lives (NULL: none, leases end with

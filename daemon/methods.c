@@ -10,6 +10,7 @@
 #include "cudackpt/protocol.h"
 #include "group.h"
 #include "lease.h"
+#include "list.h"
 #include "log.h"
 #include "metrics.h"
 #include "proccall.h"
@@ -118,11 +119,14 @@ static void proccall_row(void *feature, struct conn *c, struct proto_call *call)
         proccall_call(feature, c, call);
 }
 
-/* SHIM until group_call takes its table (group.h). */
 static void group_row(void *feature, struct conn *c, struct proto_call *call)
 {
-        (void)feature;
-        group_call(c, call);
+        group_call(feature, c, call);
+}
+
+static void list_row(void *feature, struct conn *c, struct proto_call *call)
+{
+        list_call(feature, c, call);
 }
 
 static void lease_row(void *feature, struct conn *c, struct proto_call *call)
@@ -130,12 +134,9 @@ static void lease_row(void *feature, struct conn *c, struct proto_call *call)
         lease_call(feature, c, call);
 }
 
-/* SHIM until watch_call takes its table and marks the stream itself. */
 static void watch_row(void *feature, struct conn *c, struct proto_call *call)
 {
-        (void)feature;
-        watch_call(c, call);
-        conn_set_streaming(c, c->watcher != NULL);
+        watch_call(feature, c, call);
 }
 
 static void metrics_row(void *feature, struct conn *c, struct proto_call *call)
@@ -162,8 +163,7 @@ void methods_init(struct methods *m, const struct methods_features *f)
         *m = (struct methods){ .metrics = f->metrics };
         add(m, PROTO_GET_STATE, PROTO_RESUME, proccall_row, f->proccall, false);
         add(m, PROTO_LOCK_GROUP, PROTO_RESUME_GROUP, group_row, f->groups, false);
-        /* ListProcesses: its own list_call once it has one (group_call today). */
-        add(m, PROTO_LIST_PROCESSES, PROTO_LIST_PROCESSES, group_row, f->groups, false);
+        add(m, PROTO_LIST_PROCESSES, PROTO_LIST_PROCESSES, list_row, f->lists, false);
         add(m, PROTO_RELEASE_LEASE, PROTO_CLAIM_LEASE, lease_row, f->leases, false);
         add(m, PROTO_WATCH, PROTO_WATCH, watch_row, f->watch, false);
         add(m, PROTO_GET_METRICS, PROTO_GET_METRICS, metrics_row, f->status, true);

@@ -17,6 +17,7 @@
 struct conn;
 struct group_table;
 struct lease_table;
+struct list_table;
 struct metrics;
 struct proccall;
 struct status;
@@ -34,6 +35,7 @@ struct methods_row {
 struct methods_features {
         struct proccall *proccall;
         struct group_table *groups;
+        struct list_table *lists;
         struct lease_table *leases;
         struct watch_table *watch;
         struct status *status;

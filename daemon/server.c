@@ -45,21 +45,6 @@ static void conn_free_cb(struct conn *c)
         life_release(&s->life);
 }
 
-/* SHIM until watch.c subscribes to its connections' closing itself: one
- * per connection, it tells watch.c and goes. */
-struct watch_shim_hook {
-        struct conn_hook hook;
-        struct server *s;
-};
-
-static void watch_shim_closing_cb(struct conn_hook *h, struct conn *c)
-{
-        struct watch_shim_hook *w = (struct watch_shim_hook *)h;
-
-        watch_conn_closed(w->s, c);
-        free(w);
-}
-
 static void read_peer(int fd, struct policy_caller *caller)
 {
         struct ucred cred;
@@ -112,7 +97,6 @@ static void refuse(struct server *s, uv_stream_t *listener, const char *why, uid
 static void connection_cb(uv_stream_t *listener, int status)
 {
         struct server *s = listener->data;
-        struct watch_shim_hook *shim;
         struct conn *c;
         uv_os_fd_t fd;
         struct share_refusal limit = { 0 };
@@ -129,17 +113,13 @@ static void connection_cb(uv_stream_t *listener, int status)
                 return;
         }
         c = calloc(1, sizeof(*c));
-        shim = malloc(sizeof(*shim));
-        if (!c || !shim || uv_pipe_init(s->loop, &c->pipe, 0) < 0) {
+        if (!c || uv_pipe_init(s->loop, &c->pipe, 0) < 0) {
                 free(c);
-                free(shim);
                 return;
         }
         c->owner = &s->conn_owner;
-        c->server = s;
         if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0 ||
             uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0) {
-                free(shim);
                 c->pipe.data = c;
                 uv_close((uv_handle_t *)&c->pipe, refused_close_cb);
                 return;
@@ -154,7 +134,6 @@ static void connection_cb(uv_stream_t *listener, int status)
                 if (c->caller.has_pidfd)
                         close(c->caller.pidfd);
                 pidns_done(&c->caller.pidns);
-                free(shim);
                 uv_close((uv_handle_t *)&c->pipe, refused_close_cb);
                 return;
         }
@@ -165,8 +144,6 @@ static void connection_cb(uv_stream_t *listener, int status)
         s->conns = c;
         s->n_conns++;
         life_hold(&s->life); /* until conn_free_cb */
-        *shim = (struct watch_shim_hook){ .hook.closing_cb = watch_shim_closing_cb, .s = s };
-        conn_hook_add(c, &shim->hook);
         (void)conn_start(c);
 }
 
@@ -197,26 +174,20 @@ static void close_handle(uv_handle_t *h)
 
 static void op_started_cb(void *ctx, const struct sched_op *op)
 {
-        watch_op_started(ctx, op);
+        struct server *s = ctx;
+
+        watch_op_started(&s->watch, op);
 }
 
 static void op_finished_cb(void *ctx, const struct sched_op *op)
 {
         struct server *s = ctx;
 
-        watch_op_finished(s, op);
+        watch_op_finished(&s->watch, op);
         /* Only an operation that reached its process says anything of it. */
         if (op->result.pinned)
                 lease_op_finished(&s->leases, op->result.pinned_pid, op->result.pinned_start_time, op->method,
                                   &op->result);
-}
-
-void server_maybe_finish(struct server *s)
-{
-        if (s->groups_held && s->groups.n == 0) {
-                s->groups_held = false;
-                life_release(&s->life);
-        }
 }
 
 /* Everything that held the daemon's life has finished: the last handles
@@ -226,7 +197,7 @@ static void stopped_cb(struct life *l)
         struct server *s = (struct server *)((char *)l - offsetof(struct server, life));
 
         lease_close(&s->leases);
-        watch_close(s);
+        watch_close(&s->watch);
         sched_close(&s->sched);
         close_handle((uv_handle_t *)&s->sig_term);
         close_handle((uv_handle_t *)&s->sig_int);
@@ -240,11 +211,6 @@ static void stop_cb(struct life_hook *h)
 {
         struct server *s = (struct server *)((char *)h - offsetof(struct server, stop_hook));
 
-        s->shutting_down = true;
-        if (s->groups.n > 0) {
-                s->groups_held = true; /* until server_maybe_finish sees none left */
-                life_hold(&s->life);
-        }
         log_info("Shutting down: %u operations running, %u connections", s->sched.n_running,
                  s->n_conns);
         if (s->notify)
@@ -286,7 +252,7 @@ static void driver_work_cb(uv_work_t *w)
         if (driver_open(&s->drv, s->cfg->driver_path) == 0) {
                 (void)driver_start(&s->drv);
                 /* The file to look for in targets' maps (discover.h). */
-                (void)discover_lib_of(*(void **)&s->drv.cu_get_state, &s->groups.driver_lib);
+                (void)discover_lib_of(*(void **)&s->drv.cu_get_state, &s->source.driver_lib);
         }
 }
 
@@ -294,7 +260,7 @@ static void index_work_cb(uv_work_t *w)
 {
         struct server *s = w->data;
 
-        if (procindex_open(&s->groups.driver_lib, s->cfg->process_index_max, s->cfg->process_index_tracepoint,
+        if (procindex_open(&s->source.driver_lib, s->cfg->process_index_max, s->cfg->process_index_tracepoint,
                            &s->index_opened, s->index_why, sizeof(s->index_why)) < 0)
                 s->index_opened = NULL;
 }
@@ -309,7 +275,7 @@ static void index_ready_cb(uv_work_t *w, int status)
         if (ix && life_stopping(&s->life)) {
                 procindex_free(ix);
         } else if (ix) {
-                atomic_store(&s->groups.index, ix);
+                atomic_store(&s->source.index, ix);
                 bool tp = strcmp(procindex_hook(ix), "tracepoint") == 0;
                 log_info("Process index ready (BPF, mmaps seen by %s%s): ListProcesses and Watch read only the "
                          "processes that may map the driver",
@@ -342,8 +308,8 @@ static void gpumem_ready_cb(uv_work_t *w, int status)
                          s->cfg->nvml_path, s->gpumem.n_gpus);
         else
                 log_info("No NVML (%s): ListProcesses shows no GPU memory", s->gpumem.reason);
-        /* From now on the listings read it (group.c, on the loop thread). */
-        s->gpumem_on = s->gpumem.available;
+        /* From now on the listings read it (list.c, on the loop thread). */
+        list_gpumem_ready(&s->lists);
         life_release(&s->life);
 }
 
@@ -354,7 +320,7 @@ static void index_start(struct server *s)
                 log_info("No process index (process_index_max is 0): ListProcesses and Watch scan /proc");
                 return;
         }
-        if (!s->groups.driver_lib.known) {
+        if (!s->source.driver_lib.known) {
                 log_info("No process index (the driver's file is not known): ListProcesses and Watch scan /proc");
                 return;
         }
@@ -433,6 +399,34 @@ static char *runtime_dir(const struct config *cfg)
         return d;
 }
 
+/* Groups that ask for a lease (group.h): the lease table decides. */
+static bool group_lease_admit_cb(void *ctx, const struct policy_caller *caller, struct share_refusal *ret)
+{
+        return lease_admit(ctx, caller, ret);
+}
+
+static void group_lease_unadmit_cb(void *ctx, const struct policy_caller *caller)
+{
+        lease_unadmit(ctx, caller);
+}
+
+static void group_lease_grant_cb(void *ctx, struct conn *c, enum proto_method m, const struct proto_lease *want,
+                                 const struct group_member_id *members, size_t n, cJSON *reply)
+{
+        struct lease_member *lm = calloc(n ? n : 1, sizeof(*lm));
+
+        if (!lm) {
+                /* No lease can be kept: nothing may stay paused unguarded. */
+                log_error("%s: out of memory for the lease; its members stay as they are", proto_method_name(m));
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                lm[i] = (struct lease_member){ .pid = members[i].pid, .vpid = members[i].vpid,
+                                               .start_time = members[i].start_time, .owner = members[i].owner };
+        lease_grant(ctx, c, m, want, lm, n, reply);
+        free(lm);
+}
+
 int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
 {
         uint64_t usec = 0;
@@ -454,26 +448,32 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         metrics_init(&s->metrics);
         static const char *const conn_keys[] = { "max_connections", "max_connections_per_uid",
                                                  "max_connections_reserved" };
-        static const char *const group_keys[] = { "max_groups_in_flight", "max_groups_per_uid",
-                                                  "max_groups_reserved" };
 
         share_init(&s->conns_share, conn_keys, cfg->max_connections, cfg->max_connections_per_uid,
                    cfg->max_connections_reserved);
         s->conns_share.per_uid_everyone = true; /* root's leaks are bounded too */
-        share_init(&s->groups.slots, group_keys, cfg->max_groups_in_flight, cfg->max_groups_per_uid,
-                   cfg->max_groups_reserved);
+        s->source.index_max = cfg->process_index_max;
+        jobs_init(&s->jobs, loop, cfg, &s->drv, &s->sched, &s->metrics, &s->source, &s->life);
+        group_init(&s->groups, &s->jobs, &(struct group_lease_hooks){ .admit_cb = group_lease_admit_cb,
+                                                                       .unadmit_cb = group_lease_unadmit_cb,
+                                                                       .grant_cb = group_lease_grant_cb,
+                                                                       .ctx = &s->leases });
+        list_init(&s->lists, &s->jobs, &s->gpumem);
         s->runtime_dir = runtime_dir(cfg);
         lease_init(&s->leases,
-                   &(struct lease_deps){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life, .srv = s },
+                   &(struct lease_deps){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
+                                         .groups = &s->groups, .watch = &s->watch },
                    s->runtime_dir);
-        watch_init(s);
+        watch_init(&s->watch, &(struct watch_deps){ .loop = loop, .cfg = cfg, .sched = &s->sched,
+                                                    .metrics = &s->metrics, .source = &s->source, .life = &s->life });
         s->proccall = (struct proccall){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .metrics = &s->metrics,
                                          .life = &s->life, .leases = &s->leases };
-        s->status = (struct status){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .groups = &s->groups,
-                                     .leases = &s->leases, .watch = &s->watch, .metrics = &s->metrics,
+        s->status = (struct status){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .source = &s->source,
+                                     .jobs = &s->jobs, .leases = &s->leases, .watch = &s->watch, .metrics = &s->metrics,
                                      .n_conns = &s->n_conns, .index_opening = &s->index_opening,
                                      .index_why = s->index_why };
         methods_init(&s->methods, &(struct methods_features){ .proccall = &s->proccall, .groups = &s->groups,
+                                                              .lists = &s->lists,
                                                               .leases = &s->leases, .watch = &s->watch,
                                                               .status = &s->status, .metrics = &s->metrics });
         s->stop_serving_hook.stop_cb = stop_serving_cb;
@@ -504,13 +504,13 @@ int server_run(struct server *s)
 
 void server_done(struct server *s)
 {
-        procindex_free(atomic_load(&s->groups.index));
+        procindex_free(atomic_load(&s->source.index));
         gpumem_close(&s->gpumem);
         sched_done(&s->sched);
         driver_close(&s->drv);
         listen_free(&s->listen);
         share_free(&s->conns_share);
-        share_free(&s->groups.slots);
-        share_free(&s->watch.share);
+        jobs_free(&s->jobs);
+        watch_free(&s->watch);
         free(s->runtime_dir);
 }

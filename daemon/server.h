@@ -24,13 +24,16 @@
 #include "driver.h"
 #include "gpumem.h"
 #include "group.h"
+#include "jobs.h"
 #include "lease.h"
+#include "list.h"
 #include "listen.h"
 #include "life.h"
 #include "methods.h"
 #include "metrics.h"
 #include "proccall.h"
 #include "sched.h"
+#include "select.h"
 #include "status.h"
 #include "watch.h"
 
@@ -40,9 +43,12 @@ struct server {
         struct driver drv;
         struct gpumem gpumem;           /* NVML, for ListProcesses (gpumem.h): opened */
         uv_work_t gpumem_work;          /* on a worker after READY=1, */
-        bool gpumem_opening, gpumem_on; /* then read by listings (loop thread's flag) */
+        bool gpumem_opening;            /* then read by listings (list_gpumem_ready) */
         struct sched sched;
+        struct select_source source;    /* candidate CUDA processes: the index or /proc (select.h) */
+        struct jobs jobs;               /* what groups and listings share (jobs.h) */
         struct group_table groups;      /* group operations in flight */
+        struct list_table lists;        /* ListProcesses (list.h) */
         struct lease_table leases;      /* leases held (lease.h) */
         struct watch_table watch;       /* watchers (watch.h) */
         struct metrics metrics;
@@ -63,12 +69,10 @@ struct server {
         struct life life;               /* holds until everything has finished (life.h) */
         struct life_hook stop_hook;     /* the stop's beginning: listeners close */
         struct life_hook stop_serving_hook; /* after the features': queues and connections */
-        bool groups_held;               /* SHIM: a hold for the groups in flight at the stop */
         struct conn_owner conn_owner;   /* what the connections share (conn.h) */
         struct conn *conns;             /* all open connections */
         unsigned n_conns;
         struct share conns_share;       /* open connections, by uid (share.h) */
-        bool shutting_down;             /* SHIM: life_stopping(&life), for group.c and watch.c */
         int exit_code;
 };
 
@@ -77,9 +81,5 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg);
 int server_run(struct server *s);
 void server_done(struct server *s);
 
-/* SHIM for group.c, until each group holds the life itself: called when a
- * group has ended, drops the hold the groups in flight took at the stop
- * once none is left. */
-void server_maybe_finish(struct server *s);
 
 #endif

@@ -5,11 +5,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "group.h"
+#include "jobs.h"
 #include "lease.h"
 #include "procindex.h"
 #include "proto.h"
 #include "sched.h"
+#include "select.h"
 #include "watch.h"
 
 #ifndef CUDACKPT_VERSION
@@ -42,7 +43,7 @@ static const char *index_reason(const struct status *s, const struct procindex *
                 return NULL;
         if (s->cfg->process_index_max == 0)
                 return "process_index_max is 0";
-        if (!s->groups->driver_lib.known)
+        if (!s->source->driver_lib.known)
                 return "the driver's file is not known";
         /* Written by the worker that opened it, read once it is done. */
         return s->index_why[0] ? s->index_why : "not opened";
@@ -51,8 +52,8 @@ static const char *index_reason(const struct status *s, const struct procindex *
 /* How ListProcesses and Watch find the processes that may map the driver. */
 static bool add_index(cJSON *p, const struct status *s)
 {
-        const struct procindex *ix = atomic_load(&s->groups->index);
-        bool lost = ix && atomic_load(&s->groups->index_lost);
+        const struct procindex *ix = atomic_load(&s->source->index);
+        bool lost = ix && atomic_load(&s->source->index_lost);
         const char *reason = index_reason(s, ix);
         cJSON *o = cJSON_AddObjectToObject(p, "process_index");
 
@@ -72,7 +73,7 @@ static bool add_counts(cJSON *p, const struct status *s)
                 { "workers", s->cfg->workers },
                 { "workers_busy", s->sched->n_running },
                 { "queued", s->sched->n_ops - s->sched->n_running },
-                { "groups", s->groups->n },
+                { "groups", s->jobs->n },
                 { "leases", s->leases->n },
                 { "watchers", s->watch->n },
                 { "connections", *s->n_conns },
@@ -102,7 +103,7 @@ cJSON *status_metrics_reply(const struct status *s)
                 .connections = *s->n_conns,
                 .running = s->sched->n_running,
                 .queued = s->sched->n_ops - s->sched->n_running,
-                .groups = s->groups->n,
+                .groups = s->jobs->n,
                 .leases = s->leases->n,
                 .leased_processes = s->leases->n_members,
                 .watchers = s->watch->n,
@@ -111,16 +112,16 @@ cJSON *status_metrics_reply(const struct status *s)
                 .simulated = s->drv->simulated,
                 .driver_version = s->drv->version,
                 .gpus = s->drv->n_devices,
-                .scans_index = atomic_load(&s->groups->scans_index),
-                .scans_proc = atomic_load(&s->groups->scans_proc),
+                .scans_index = atomic_load(&s->source->scans_index),
+                .scans_proc = atomic_load(&s->source->scans_proc),
         };
-        struct procindex *ix = atomic_load(&s->groups->index);
+        struct procindex *ix = atomic_load(&s->source->index);
         char *text;
         cJSON *p;
 
         if (ix) {
                 g.index_hook = procindex_hook(ix);
-                g.process_index = !atomic_load(&s->groups->index_lost);
+                g.process_index = !atomic_load(&s->source->index_lost);
                 g.index_processes = procindex_last_size(ix);
         }
         text = metrics_text(s->metrics, &g);

@@ -16,9 +16,10 @@
 #include "driver.h"
 #include "metrics.h"
 
-struct group_table;
+struct jobs;
 struct lease_table;
 struct sched;
+struct select_source;
 struct watch_table;
 
 /* Where the counts are read: the server's, outliving the replies. */
@@ -26,7 +27,8 @@ struct status {
         const struct config *cfg;
         const struct driver *drv;
         const struct sched *sched;
-        const struct group_table *groups; /* and the process index */
+        const struct select_source *source; /* the process index, and how listings find processes */
+        const struct jobs *jobs;          /* groups and listings in flight */
         const struct lease_table *leases;
         const struct watch_table *watch;
         const struct metrics *metrics;
