@@ -14,7 +14,9 @@
  * loaded and asked its version (cuDriverGetVersion needs no cuInit), never
  * initialised. */
 #include "ctl.h"
+#include "doctor.h"
 #include "doctorcheck.h"
+#include "doctorsys.h"
 #include "host.h"
 
 #include <cJSON.h>
@@ -46,23 +48,6 @@ static const char *const doctor_verdict_words[] = {
         [DOCTOR_FAIL] = "fail",
         [DOCTOR_SKIP] = "skip",
 };
-
-void doctor_set(doctor_result *r, doctor_verdict v, const char *fmt, ...) {
-        va_list ap;
-
-        r->verdict = v;
-        va_start(ap, fmt);
-        (void) vsnprintf(r->found, sizeof(r->found), fmt, ap);
-        va_end(ap);
-}
-
-void doctor_advise(doctor_result *r, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        (void) vsnprintf(r->advice, sizeof(r->advice), fmt, ap);
-        va_end(ap);
-}
 
 /* "CUDA 13.0" from 13000. */
 static void doctor_cuda_version(int v, char *buf, size_t size) {

@@ -1,11 +1,14 @@
 /* doctorcheck.h: what a check of cudackptctl doctor gives back (a verdict,
  * what it found, what to do), shared by the checks of the CUDA stack
- * (doctor.c) and those of the system around it (doctorsys.c).  Private to
- * client/. */
+ * (doctor.c) and those of the system around it (doctorsys.c); doctor_set()
+ * and doctor_advise() fill it (doctorcheck.c).  Private to client/. */
 #ifndef CUDACKPT_DOCTORCHECK_H
 #define CUDACKPT_DOCTORCHECK_H
 
-#include "doctor.h"
+#include <stdbool.h>
+
+/* The options of a doctor run (doctor.h). */
+typedef struct ctl_doctor ctl_doctor;
 
 /* How long a program run for a check (criu, nvidia-smi) may take. */
 #define DOCTOR_PROGRAM_TIMEOUT_MS 10000
@@ -33,15 +36,5 @@ void doctor_set(doctor_result *r, doctor_verdict v, const char *fmt, ...);
 /* What to do about it. */
 __attribute__((format(printf, 2, 3)))
 void doctor_advise(doctor_result *r, const char *fmt, ...);
-
-/* doctorsys.c: the kernel features the daemon uses, cgroup v2, CRIU,
- * transparent huge pages. */
-void doctor_check_pidfd_open(const ctl_doctor *d, doctor_result *r);
-void doctor_check_peer_pidfd(const ctl_doctor *d, doctor_result *r);
-void doctor_check_pidns_ioctl(const ctl_doctor *d, doctor_result *r);
-void doctor_check_procmap_query(const ctl_doctor *d, doctor_result *r);
-void doctor_check_cgroup(const ctl_doctor *d, doctor_result *r);
-void doctor_check_criu(const ctl_doctor *d, doctor_result *r);
-void doctor_check_thp(const ctl_doctor *d, doctor_result *r);
 
 #endif

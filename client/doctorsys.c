@@ -2,7 +2,7 @@
  * CUDA stack: the kernel features the daemon uses (each tried on this
  * process's own pid, namespace and maps), cgroup v2, CRIU for checkpoints
  * to disk, transparent huge pages.  Nothing here changes the node. */
-#include "doctorcheck.h"
+#include "doctorsys.h"
 #include "host.h"
 
 #include <errno.h>

@@ -14,52 +14,11 @@
 #include "conn.h"
 #include "cudackpt/protocol.h"
 #include "group.h"
+#include "leaseevent.h"
 #include "leasestore.h"
 #include "log.h"
 #include "metrics.h"
 #include "watch.h"
-
-static const char *const reason_names[] = {
-        [METRICS_LEASES_RELEASED] = "released",     [METRICS_LEASES_FINISHED] = "finished",
-        [METRICS_LEASES_EXPIRED] = "expired",       [METRICS_LEASES_CLOSED] = "closed",
-        [METRICS_LEASES_EXITED] = "exited",         [METRICS_LEASES_SUPERSEDED] = "superseded",
-        [METRICS_LEASES_NOT_HONOURED] = "not-honoured",
-};
-
-static void audit(const struct lease *l, const char *result, const char *detail)
-{
-        struct log_audit a = {
-                .caller_uid = (unsigned)l->uid,
-                .caller_pid = (int)l->caller_pid,
-                .target_pid = l->n > 0 ? (int)l->m[0].pid : 0,
-                .method = "Lease",
-                .result = result,
-                .detail = detail,
-        };
-        log_audit(&a);
-}
-
-static void member_event(struct lease_table *t, const struct lease *l, const struct lease_member *mb, const char *type,
-                         const char *reason, const char *undo)
-{
-        struct watch_event e = WATCH_EVENT_INIT(type);
-
-        e.pid = mb->pid;
-        e.start_time = mb->start_time;
-        e.owner = mb->owner;
-        e.method = l->method;
-        e.caller_uid = (long long)l->uid;
-        e.lease = l->id;
-        e.reason = reason;
-        /* Alive only where an operation has just pinned it (taken, finished,
-         * superseded): otherwise it may have exited and its pid be
-         * another's, and a watcher of another pid namespace gets the event
-         * only by the pid a scan noted while it lived. */
-        e.gone = reason && strcmp(reason, reason_names[METRICS_LEASES_FINISHED]) != 0 &&
-                 strcmp(reason, reason_names[METRICS_LEASES_SUPERSEDED]) != 0;
-        e.undo = undo;
-        watch_emit(t->watch, &e);
-}
 
 /* ---- the table ------------------------------------------------------------- */
 
@@ -128,8 +87,8 @@ static void end_lease(struct lease_table *t, struct lease *l, enum metrics_count
 {
         char detail[96];
 
-        snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s", l->id, reason_names[why]);
-        audit(l, reason_names[why], detail);
+        snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s", l->id, lease_reason_name(why));
+        lease_audit(l, lease_reason_name(why), detail);
         metrics_count(t->metrics, why);
         unlink_lease(t, l);
 }
@@ -137,7 +96,7 @@ static void end_lease(struct lease_table *t, struct lease *l, enum metrics_count
 /* Drops member i of l; the lease ends (for why) with its last member. */
 static void drop_member(struct lease_table *t, struct lease *l, size_t i, enum metrics_counter why)
 {
-        member_event(t, l, &l->m[i], WATCH_LEASE_ENDED, reason_names[why], NULL);
+        lease_member_event(t->watch, l, &l->m[i], WATCH_LEASE_ENDED, lease_reason_name(why), NULL);
         l->m[i] = l->m[--l->n];
         t->n_members--;
         if (l->n == 0)
@@ -165,7 +124,7 @@ static void undo_ended_cb(void *ctx, cJSON *msg)
         struct lease_table *t = l->table;
         const cJSON *err = msg ? cJSON_GetObjectItemCaseSensitive(msg, "error") : NULL;
         bool ok = msg && !err;
-        const char *why = reason_names[l->why];
+        const char *why = lease_reason_name(l->why);
         char detail[160];
 
         /* A daemon that stops while an undo waits leaves it to the next
@@ -194,10 +153,10 @@ static void undo_ended_cb(void *ctx, cJSON *msg)
                           cJSON_IsString(e) ? e->valuestring : "", cJSON_IsNumber(pid) ? pid->valueint : 0,
                           cJSON_IsString(err) ? err->valuestring : "no reply");
         }
-        audit(l, ok ? "undone" : "UndoFailed", detail);
+        lease_audit(l, ok ? "undone" : "UndoFailed", detail);
         metrics_count(t->metrics, ok ? METRICS_UNDOS_OK : METRICS_UNDOS_FAILED);
         for (size_t i = 0; i < l->n; i++)
-                member_event(t, l, &l->m[i], WATCH_LEASE_ENDED, why, ok ? "ok" : "failed");
+                lease_member_event(t->watch, l, &l->m[i], WATCH_LEASE_ENDED, why, ok ? "ok" : "failed");
         cJSON_Delete(msg);
         unlink_lease(t, l);
 }
@@ -213,8 +172,8 @@ static void park(struct lease_table *t, struct lease *l)
                    "the lease store, the next start undoes it",
                    l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method));
         snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: undo left to the next start", l->id,
-                 reason_names[l->why]);
-        audit(l, "kept", detail);
+                 lease_reason_name(l->why));
+        lease_audit(l, "kept", detail);
         lease_persist(t);
 }
 
@@ -406,9 +365,9 @@ void lease_grant(struct lease_table *t, struct conn *c, enum proto_method m, con
         metrics_count(t->metrics, METRICS_LEASES_GRANTED);
         snprintf(detail, sizeof(detail), "lease %" PRIu64 " on %zu processes%s, %u ms", l->id, n,
                  l->on_close ? " until the connection closes" : "", (unsigned)l->ms);
-        audit(l, "granted", detail);
+        lease_audit(l, "granted", detail);
         for (size_t i = 0; i < n; i++)
-                member_event(t, l, &l->m[i], WATCH_LEASE_TAKEN, NULL, NULL);
+                lease_member_event(t->watch, l, &l->m[i], WATCH_LEASE_TAKEN, NULL, NULL);
         lease_reply_grant(l, reply);
         if (n == 0) {
                 end_lease(t, l, METRICS_LEASES_FINISHED); /* nothing to guard */
@@ -501,7 +460,7 @@ static void stop_cb(struct life_hook *h)
 void lease_release(struct lease_table *t, struct lease *l)
 {
         for (size_t i = 0; i < l->n; i++)
-                member_event(t, l, &l->m[i], WATCH_LEASE_ENDED, reason_names[METRICS_LEASES_RELEASED], NULL);
+                lease_member_event(t->watch, l, &l->m[i], WATCH_LEASE_ENDED, lease_reason_name(METRICS_LEASES_RELEASED), NULL);
         end_lease(t, l, METRICS_LEASES_RELEASED);
 }
 
@@ -546,7 +505,7 @@ static void restore_one(struct lease_table *t, struct lease *l, bool same_boot, 
                         return; /* the lease ended with it */
         }
         snprintf(detail, sizeof(detail), "lease %" PRIu64 " on %zu processes read back at start", l->id, l->n);
-        audit(l, "restored", detail);
+        lease_audit(l, "restored", detail);
         if (l->undoing) {
                 /* Its undo had begun, or was left by a daemon that stopped. */
                 l->undoing = false;

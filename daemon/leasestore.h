@@ -2,7 +2,7 @@
  *
  * One small JSON file, LEASESTORE_FILE in the runtime directory
  * ($RUNTIME_DIRECTORY, else the socket's directory), holds every lease
- * (lease.h): its id, taker, method, members pinned by start time with
+ * (leasedata.h): its id, taker, method, members pinned by start time with
  * their owners' uids, on_close, the deadline in CLOCK_BOOTTIME
  * milliseconds (with the boot id it counts from), an undo that had begun,
  * and an on-close lease's secret.  lease.c writes it whole after every
@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lease.h"
+#include "leasedata.h"
 
 #define LEASESTORE_FILE "leases.json"
 #define LEASESTORE_MAX_BYTES (16u * 1024u * 1024u)
