@@ -3,4 +3,4 @@
 file(READ ${IN} text HEX)
 string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${text}")
 file(WRITE ${OUT} "/* Generated from io.cudackpt.Process.varlink; do not edit. */\n"
-  "#include \"proto.h\"\nconst char proto_idl_text[] = {${bytes} 0x00};\n")
+  "#include \"varlink/proto.h\"\nconst char proto_idl_text[] = {${bytes} 0x00};\n")

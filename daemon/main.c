@@ -9,9 +9,9 @@
 
 #include <uv.h>
 
-#include "config.h"
-#include "log.h"
-#include "sched.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "run/sched.h"
 #include "server.h"
 
 #ifndef CUDACKPT_VERSION

@@ -6,16 +6,16 @@
 #include <errno.h>
 #include <string.h>
 
-#include "conn.h"
+#include "net/conn.h"
 #include "cudackpt/protocol.h"
-#include "group.h"
-#include "lease.h"
-#include "list.h"
-#include "log.h"
-#include "metrics.h"
+#include "jobs/group.h"
+#include "jobs/lease.h"
+#include "jobs/list.h"
+#include "base/log.h"
+#include "base/metrics.h"
 #include "proccall.h"
 #include "status.h"
-#include "watch.h"
+#include "jobs/watch.h"
 
 #ifndef CUDACKPT_VERSION
 #define CUDACKPT_VERSION "0"

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "proto.h"
+#include "varlink/proto.h"
 
 struct conn;
 struct group_table;

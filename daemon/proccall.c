@@ -7,15 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
+#include "net/conn.h"
 #include "cudackpt/protocol.h"
-#include "lease.h"
-#include "log.h"
-#include "metrics.h"
-#include "ops.h"
-#include "pidns.h"
-#include "proto.h"
-#include "uuid.h"
+#include "jobs/lease.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "run/ops.h"
+#include "host/pidns.h"
+#include "varlink/proto.h"
+#include "varlink/uuid.h"
 
 static cJSON *simple_error(const char *name, pid_t pid, const char *method)
 {

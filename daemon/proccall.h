@@ -10,13 +10,13 @@
 #ifndef CUDACKPT_PROCCALL_H
 #define CUDACKPT_PROCCALL_H
 
-#include "config.h"
-#include "driver.h"
-#include "lease.h"
-#include "life.h"
-#include "metrics.h"
-#include "proto.h"
-#include "sched.h"
+#include "base/config.h"
+#include "run/driver.h"
+#include "jobs/lease.h"
+#include "base/life.h"
+#include "base/metrics.h"
+#include "varlink/proto.h"
+#include "run/sched.h"
 
 struct conn;
 

@@ -3,7 +3,7 @@
  * notification, and the stop as a hold count (server.h). */
 #include "server.h"
 
-#include "discover.h"
+#include "host/discover.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -16,12 +16,12 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "access.h"
-#include "conn.h"
+#include "auth/access.h"
+#include "net/conn.h"
 #include "kernel-abi.h"
-#include "listen.h"
-#include "log.h"
-#include "procindex.h"
+#include "net/listen.h"
+#include "base/log.h"
+#include "host/procindex.h"
 
 static struct server *server_of_conn(const struct conn *c)
 {

@@ -19,23 +19,23 @@
 #include <stdbool.h>
 #include <uv.h>
 
-#include "config.h"
-#include "conn.h"
-#include "driver.h"
-#include "gpumem.h"
-#include "group.h"
-#include "jobs.h"
-#include "lease.h"
-#include "list.h"
-#include "listen.h"
-#include "life.h"
+#include "base/config.h"
+#include "net/conn.h"
+#include "run/driver.h"
+#include "host/gpumem.h"
+#include "jobs/group.h"
+#include "jobs/jobs.h"
+#include "jobs/lease.h"
+#include "jobs/list.h"
+#include "net/listen.h"
+#include "base/life.h"
 #include "methods.h"
-#include "metrics.h"
+#include "base/metrics.h"
 #include "proccall.h"
-#include "sched.h"
-#include "select.h"
+#include "run/sched.h"
+#include "jobs/select.h"
 #include "status.h"
-#include "watch.h"
+#include "jobs/watch.h"
 
 struct server {
         uv_loop_t *loop;

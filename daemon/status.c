@@ -5,13 +5,13 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "jobs.h"
-#include "lease.h"
-#include "procindex.h"
-#include "proto.h"
-#include "sched.h"
-#include "select.h"
-#include "watch.h"
+#include "jobs/jobs.h"
+#include "jobs/lease.h"
+#include "host/procindex.h"
+#include "varlink/proto.h"
+#include "run/sched.h"
+#include "jobs/select.h"
+#include "jobs/watch.h"
 
 #ifndef CUDACKPT_VERSION
 #define CUDACKPT_VERSION "0"

@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <cjson/cJSON.h>
 
-#include "config.h"
-#include "driver.h"
-#include "metrics.h"
+#include "base/config.h"
+#include "run/driver.h"
+#include "base/metrics.h"
 
 struct jobs;
 struct lease_table;

@@ -53,7 +53,7 @@
 
 #include "bench_common.h"
 #include "bench_watch.h"
-#include "discover.h"
+#include "host/discover.h"
 
 #define BENCH_GPU_MAX_PROCS 64
 #define BENCH_GPU_MAX_SIZES 32

@@ -65,12 +65,12 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
-#include "config.h"
+#include "base/config.h"
 #include "cudackpt/protocol.h"
 #include "fuzz.h"
-#include "log.h"
+#include "base/log.h"
 #include "server.h"
-#include "target.h"
+#include "host/target.h"
 
 #define FUZZ_MAX_CONNS 4
 #define FUZZ_DEADLINE_MS 10000      /* per input; nothing legitimate takes 1 s */

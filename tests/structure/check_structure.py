@@ -22,7 +22,7 @@ MAX_FUNCTION = 80
 TREES = ("daemon", "client", "common")
 # The daemon's folders, bottom first; the top level (main, server, the
 # method table) is above them all.
-LAYERS = ("base", "host", "auth", "varlink", "net", "run", "jobs", "")
+LAYERS = ("varlink", "base", "host", "auth", "net", "run", "jobs", "")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -15,8 +15,8 @@
 #include "runner.h"
 
 #include "cudackpt/protocol.h"
-#include "discover.h"
-#include "proto.h"
+#include "host/discover.h"
+#include "varlink/proto.h"
 
 /* Parses msg as a call and its parameters as a group request. */
 static int parse(const char *msg, struct proto_group_request *req, char **ret_error)

@@ -6,7 +6,7 @@
 
 #include "runner.h"
 #include "cudackpt/protocol.h"
-#include "members.h"
+#include "jobs/members.h"
 
 static const struct driver drv;
 static const struct policy_caller caller = { .uid = 1000, .pid = 1, .pidfd = -1 };

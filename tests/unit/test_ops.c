@@ -6,7 +6,7 @@
 #include "runner.h"
 
 #include "cudackpt/protocol.h"
-#include "ops.h"
+#include "run/ops.h"
 
 struct row {
         enum ops_step step;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "runner.h"
-#include "plan.h"
+#include "jobs/plan.h"
 
 #define RUNNING CU_PROCESS_STATE_RUNNING
 #define LOCKED CU_PROCESS_STATE_LOCKED

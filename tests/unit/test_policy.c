@@ -4,7 +4,7 @@
 
 #include "runner.h"
 
-#include "policy.h"
+#include "auth/policy.h"
 
 #define U 1000 /* the caller */
 #define O 2000 /* another user */

@@ -8,7 +8,7 @@
 #include "runner.h"
 
 #include "cudackpt/protocol.h"
-#include "proto.h"
+#include "varlink/proto.h"
 
 static const char *error_of(const cJSON *reply)
 {

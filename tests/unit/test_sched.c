@@ -13,7 +13,7 @@
 
 #include "runner.h"
 
-#include "sched.h"
+#include "run/sched.h"
 
 #define MAX_EVENTS 64
 

@@ -9,8 +9,8 @@
 #include <uv.h>
 
 #include "runner.h"
-#include "pidns.h"
-#include "select.h"
+#include "host/pidns.h"
+#include "jobs/select.h"
 
 /* A caller's cgroup selector in the daemon's paths. */
 START_TEST(test_cgroup_in_ours)

@@ -6,8 +6,8 @@
 
 #include "runner.h"
 
-#include "access.h"
-#include "share.h"
+#include "auth/access.h"
+#include "base/share.h"
 
 static const char *const keys[] = { "max_x", "max_x_per_uid", "max_x_reserved" };
 

@@ -13,7 +13,7 @@
 
 #include "runner.h"
 
-#include "target.h"
+#include "host/target.h"
 
 START_TEST(test_parse_stat)
 {

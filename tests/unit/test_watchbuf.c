@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "runner.h"
-#include "watchbuf.h"
+#include "jobs/watchbuf.h"
 
 static char chunk[600];
 

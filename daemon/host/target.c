@@ -1,0 +1,406 @@
+/* target.c: pidfds and /proc for the processes the daemon acts on. */
+#include "host/target.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int sys_pidfd_open(pid_t pid)
+{
+        return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int open_proc(pid_t pid, const char *what)
+{
+        char path[64];
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? -errno : fd;
+}
+
+/* The whole of a procfs file from its start, NUL-terminated.  pread() at 0
+ * makes procfs produce the text anew, so an open descriptor can be read
+ * again and again. */
+static ssize_t read_fd(int fd, char *buf, size_t len)
+{
+        ssize_t n, total = 0;
+
+        while ((size_t)total < len - 1) {
+                n = pread(fd, buf + total, len - 1 - (size_t)total, total);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                total += n;
+        }
+        buf[total] = '\0';
+        return total;
+}
+
+static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t len)
+{
+        int fd = open_proc(pid, what);
+        ssize_t n;
+
+        if (fd < 0)
+                return fd;
+        n = read_fd(fd, buf, len);
+        close(fd);
+        return n;
+}
+
+/* Field n (3 or more) of a /proc/PID/stat line, or NULL.  comm (field 2)
+ * may hold spaces and parentheses: counting starts after the last ')'. */
+static const char *stat_field(const char *stat_line, int n)
+{
+        const char *p = strrchr(stat_line, ')');
+
+        if (!p || p[1] != ' ' || !p[2])
+                return NULL;
+        p += 2; /* field 3 */
+        for (int field = 3; field < n; field++) {
+                p = strchr(p, ' ');
+                if (!p)
+                        return NULL;
+                p++;
+        }
+        return p;
+}
+
+static int parse_stat_u64(const char *stat_line, int n, uint64_t *ret)
+{
+        const char *p = stat_field(stat_line, n);
+        unsigned long long v;
+        char *end;
+
+        if (!p || *p < '0' || *p > '9')
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(p, &end, 10);
+        if (errno || end == p || (*end != ' ' && *end != '\n' && *end != '\0'))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, char *ret_state)
+{
+        const char *state = stat_field(stat_line, 3);
+        int r;
+
+        if (!state)
+                return -EINVAL;
+        r = parse_stat_u64(stat_line, 22, ret_start_time);
+        if (r < 0)
+                return r;
+        if (ret_state)
+                *ret_state = *state;
+        return 0;
+}
+
+int target_parse_flags(const char *stat_line, uint64_t *ret_flags)
+{
+        return parse_stat_u64(stat_line, 9, ret_flags);
+}
+
+int target_parse_uids(const char *status_text, uid_t *ret_ruid, uid_t *ret_euid, uid_t *ret_suid)
+{
+        const char *p = strstr(status_text, "\nUid:");
+        unsigned long r, e, s;
+
+        if (!p)
+                return -EINVAL;
+        if (sscanf(p + 5, " %lu %lu %lu", &r, &e, &s) != 3)
+                return -EINVAL;
+        *ret_ruid = (uid_t)r;
+        *ret_euid = (uid_t)e;
+        *ret_suid = (uid_t)s;
+        return 0;
+}
+
+int target_parse_tgid(const char *status_text, pid_t *ret_tgid)
+{
+        const char *p = strstr(status_text, "\nTgid:");
+        long v;
+
+        if (!p || sscanf(p + 6, " %ld", &v) != 1 || v <= 0)
+                return -EINVAL;
+        *ret_tgid = (pid_t)v;
+        return 0;
+}
+
+/* 1 if the process lives after up to timeout_ms, 0 once it has exited.  A
+ * pidfd turns readable when its process exits: a zombie has gone even
+ * though its pid is still held. */
+static int await_exit(const struct target_identity *id, int timeout_ms)
+{
+        return target_pidfd_wait(id->pidfd, timeout_ms);
+}
+
+int target_pidfd_wait(int pidfd, int timeout_ms)
+{
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        int r;
+
+        if (pidfd < 0)
+                return 0;
+        do
+                r = poll(&p, 1, timeout_ms);
+        while (r < 0 && errno == EINTR);
+        return r == 0;
+}
+
+int target_alive(const struct target_identity *id)
+{
+        return await_exit(id, 0);
+}
+
+/* PF_EXITING of include/linux/sched.h: set on a thread as its exit begins. */
+#define TARGET_PF_EXITING 0x00000004u
+
+int target_alive_settled(const struct target_identity *id, uint64_t exit_wait_ms)
+{
+        char buf[1024];
+        uint64_t flags;
+        ssize_t n;
+
+        if (target_alive(id) != 1)
+                return 0;
+        /* The pidfd turns readable only at the end of an exit, after the
+         * process's memory and files (its GPU contexts among them) are
+         * released; before that the driver already fails on it.  Until the
+         * pidfd says otherwise the pid is still this process's, so its stat
+         * file can be opened by number. */
+        n = read_proc(id->pid, "stat", buf, sizeof(buf));
+        if (n <= 0)
+                exit_wait_ms = 0; /* reaped since the poll above, or unreadable */
+        else if (target_parse_flags(buf, &flags) < 0 || !(flags & TARGET_PF_EXITING))
+                return 1;
+        return await_exit(id, exit_wait_ms > INT32_MAX ? INT32_MAX : (int)exit_wait_ms);
+}
+
+/* The pinned status file's text.  Once the process has gone it reads as
+ * ESRCH (or empty): it never shows another process. */
+static ssize_t read_status(const struct target_identity *id, char *buf, size_t size)
+{
+        ssize_t n;
+
+        if (id->status_fd < 0)
+                return -ESRCH;
+        n = read_fd(id->status_fd, buf, size);
+        if (n <= 0)
+                return n == 0 || n == -ESRCH || n == -ENOENT ? -ESRCH : n;
+        return n;
+}
+
+int target_refresh(struct target_identity *id)
+{
+        char buf[4096];
+        ssize_t n;
+
+        n = read_status(id, buf, sizeof(buf));
+        if (n < 0)
+                return (int)n;
+        return target_parse_uids(buf, &id->ruid, &id->euid, &id->suid);
+}
+
+int target_rss(const struct target_identity *id, uint64_t *ret_bytes)
+{
+        char buf[4096];
+        unsigned long long kb;
+        const char *p;
+        ssize_t n;
+
+        n = read_status(id, buf, sizeof(buf));
+        if (n < 0)
+                return (int)n;
+        p = strstr(buf, "\nVmRSS:");
+        if (!p || sscanf(p + strlen("\nVmRSS:"), "%llu kB", &kb) != 1)
+                return -ENODATA; /* a zombie, or a kernel thread */
+        *ret_bytes = (uint64_t)kb * 1024;
+        return 0;
+}
+
+/* The state letter of a thread: field 3 of its stat line, or 0. */
+static char task_state(int task_dir_fd, const char *tid)
+{
+        char path[300], buf[1024];
+        const char *f;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/stat", tid); /* tid: a d_name, at most 255 bytes */
+        fd = openat(task_dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return 0;
+        n = read_fd(fd, buf, sizeof(buf));
+        close(fd);
+        if (n <= 0)
+                return 0;
+        f = stat_field(buf, 3);
+        return f ? *f : 0;
+}
+
+int target_stopped(const struct target_identity *id)
+{
+        char buf[4096];
+        const char *p;
+        struct dirent *de;
+        bool traced = false;
+        unsigned stopped = 0;
+        ssize_t n;
+        DIR *dir;
+        int fd;
+
+        /* Almost always the answer is in the main thread's State: line: a
+         * process whose main thread runs or sleeps is not stopped. */
+        n = read_status(id, buf, sizeof(buf));
+        if (n < 0)
+                return (int)n;
+        p = strstr(buf, "\nState:");
+        if (!p)
+                return -EINVAL;
+        p += strlen("\nState:");
+        p += strspn(p, " \t");
+        if (*p != 'T' && *p != 't' && *p != 'Z')
+                return 0;
+
+        /* Stopped, or a leader that has exited before its threads: every
+         * thread decides.  Threads that have exited count for nothing. */
+        snprintf(buf, sizeof(buf), "/proc/%d/task", (int)id->pid);
+        fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        dir = fdopendir(fd);
+        if (!dir) {
+                close(fd);
+                return -ENOMEM;
+        }
+        while ((de = readdir(dir))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                switch (task_state(dirfd(dir), de->d_name)) {
+                case 't':
+                        traced = true;
+                        stopped++;
+                        break;
+                case 'T':
+                        stopped++;
+                        break;
+                case 'Z':
+                case 'X':
+                case 0: /* ended while we looked */
+                        break;
+                default:
+                        closedir(dir);
+                        return 0;
+                }
+        }
+        closedir(dir);
+        if (!stopped)
+                return 0;
+        return traced ? TARGET_STOPPED_TRACED : TARGET_STOPPED_SIGNAL;
+}
+
+const char *target_stop_name(int stopped)
+{
+        return stopped == TARGET_STOPPED_TRACED ? "traced" : "signal";
+}
+
+/* The rest of pinning, once id->pidfd names the process: start time, user
+ * ids, and the check that they are the pinned process's.  Consumes id. */
+static int pin_pidfd(struct target_identity id, struct target_identity *ret_id)
+{
+        char buf[1024];
+        char state = 0;
+        ssize_t n;
+        int r;
+
+        n = read_proc(id.pid, "stat", buf, sizeof(buf));
+        if (n < 0) {
+                r = n == -ENOENT ? -ESRCH : (int)n;
+                goto fail;
+        }
+        r = target_parse_start_time(buf, &id.start_time, &state);
+        if (r < 0)
+                goto fail;
+        if (state == 'Z' || state == 'X') {
+                r = -ESRCH;
+                goto fail;
+        }
+        id.status_fd = open_proc(id.pid, "status");
+        if (id.status_fd < 0) {
+                r = id.status_fd == -ENOENT ? -ESRCH : id.status_fd;
+                goto fail;
+        }
+        r = target_refresh(&id);
+        if (r < 0)
+                goto fail;
+        /* What we read is the pinned process's only if it still lives now:
+         * the pid could have been reused between pidfd_open() and the reads. */
+        if (!target_alive(&id)) {
+                r = -ESRCH;
+                goto fail;
+        }
+        *ret_id = id;
+        return 0;
+fail:
+        target_close(&id);
+        return r;
+}
+
+int target_open(pid_t pid, struct target_identity *ret_id)
+{
+        struct target_identity id = { .pid = pid, .pidfd = -1, .status_fd = -1 };
+
+        if (pid <= 0)
+                return -ESRCH;
+        id.pidfd = sys_pidfd_open(pid);
+        if (id.pidfd < 0 && (errno == EINVAL || errno == ENOENT)) {
+                /* A thread id (CRIU asks about the restore thread): act on its
+                 * process.  pidfds name processes, not threads; the kernel
+                 * says EINVAL for a thread id before Linux 6.9, ENOENT since. */
+                char buf[4096];
+                pid_t tgid;
+                if (read_proc(pid, "status", buf, sizeof(buf)) < 0 ||
+                    target_parse_tgid(buf, &tgid) < 0 || tgid == pid)
+                        return -ESRCH;
+                id.pid = tgid;
+                id.pidfd = sys_pidfd_open(tgid);
+        }
+        if (id.pidfd < 0)
+                return errno == ESRCH || errno == EINVAL || errno == ENOENT ? -ESRCH : -errno;
+        return pin_pidfd(id, ret_id);
+}
+
+int target_open_pidfd(pid_t pid, int pidfd, struct target_identity *ret_id)
+{
+        struct target_identity id = { .pid = pid, .pidfd = -1, .status_fd = -1 };
+
+        if (pid <= 0 || pidfd < 0)
+                return -ESRCH;
+        id.pidfd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
+        if (id.pidfd < 0)
+                return -errno;
+        return pin_pidfd(id, ret_id);
+}
+
+void target_close(struct target_identity *id)
+{
+        if (id->pidfd >= 0)
+                close(id->pidfd);
+        if (id->status_fd >= 0)
+                close(id->status_fd);
+        id->pidfd = id->status_fd = -1;
+}

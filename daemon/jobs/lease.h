@@ -1,0 +1,132 @@
+/* lease.h: leases on paused processes.
+ *
+ * A Lock or Suspend (single or group) may ask for a lease: the daemon then
+ * brings its processes back to running (restore where checkpointed, then
+ * unlock, all members restored before any is unlocked) when the
+ * connection that asked closes (lease_on_close), when lease_ms has passed
+ * since the reply, or at the first of the two, unless the lease ended
+ * before:
+ *
+ *   released    ReleaseLease: the processes stay as they are
+ *   finished    each process came back to running through a call
+ *   exited      each process exited (or its pid came to name another)
+ *   superseded  a newer lease took each process over
+ *
+ * An on-close lease pins its holder's connection (never closed for
+ * idleness) and subscribes to its closing (conn_hook); the table
+ * subscribes to the daemon's stop (life_on_stop).
+ *
+ * A process belongs to one lease at most.  The undo is a group of the
+ * daemon's own (group_start_internal), through the same queues as any
+ * call, made once: one that fails is logged and reported, never retried.
+ *
+ * The leases outlive the daemon: every change of the table is written to
+ * the lease store (leasestore.h) before the reply that made it.  A daemon
+ * that stops undoes nothing and keeps its leases there (an undo not yet
+ * made too); the next start reads them back (lease_restore): an expired
+ * lease, or one whose undo had begun, is undone at once; an on-close
+ * lease waits lease_claim_grace_ms for its holder to claim it with the
+ * secret its grant's reply carried (ClaimLease), and is undone otherwise;
+ * members whose pid names another process now leave it.
+ * Everything here runs on the loop thread (leasecall.c has the calls). */
+#ifndef CUDACKPT_LEASE_H
+#define CUDACKPT_LEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "base/config.h"
+#include "net/conn.h"
+#include "jobs/leasedata.h"
+#include "base/life.h"
+#include "base/metrics.h"
+#include "run/ops.h"
+#include "auth/policy.h"
+#include "varlink/proto.h"
+#include "base/share.h"
+
+struct conn;
+struct group_table;
+struct watch_table;
+
+struct lease_table {
+        uv_loop_t *loop;
+        const struct config *cfg;
+        struct metrics *metrics;
+        struct life *life;              /* stopping: leases are kept, not undone */
+        struct life_hook stop_hook;
+        struct group_table *groups;     /* a lease's undo is a group of the daemon's own */
+        struct watch_table *watch;      /* tells watchers of leases taken and ended */
+        struct lease *head;
+        unsigned n;                     /* held, undoing ones included */
+        unsigned n_members;
+        uint64_t next_id;
+        struct share share;             /* held, by the takers' uids */
+        uv_timer_t timer;               /* the nearest expiry */
+        struct policy_caller self;      /* the daemon, as the caller of undos */
+        char *store;                    /* the store's path (leasestore.h); NULL: none */
+        bool loaded;                    /* the store was read: writing it may begin */
+        bool store_failing;             /* the last write failed (logged once) */
+};
+
+/* What the table is given at its start (the server's, outliving it). */
+struct lease_deps {
+        uv_loop_t *loop;
+        const struct config *cfg;
+        struct metrics *metrics;
+        struct life *life;
+        struct group_table *groups;
+        struct watch_table *watch;
+};
+
+/* runtime_dir: where the lease store lives (NULL: none, leases end with
+ * the daemon).  Subscribes to the daemon's stop (life_on_stop): the
+ * leases are then kept in the store, their holders' connections close,
+ * and the next start honours them. */
+void lease_init(struct lease_table *t, const struct lease_deps *deps, const char *runtime_dir);
+/* At start, once the driver is ready and the sockets are served, before
+ * any call: reads the store back (lease.h's comment says what becomes of
+ * each lease). */
+void lease_restore(struct lease_table *t);
+/* Once the daemon has stopped: closes the timer and frees what is left
+ * (the store keeps it) and the share; the loop must run once more. */
+void lease_close(struct lease_table *t);
+
+/* A call that asks for a lease is counted in its caller's lease share
+ * from its arrival (lease_admit(): false, with *ret saying which limit is
+ * in the way, when it is taken) until it is granted or fails
+ * (lease_unadmit()), so that calls in flight together cannot pass it. */
+bool lease_admit(struct lease_table *t, const struct policy_caller *caller, struct share_refusal *ret);
+void lease_unadmit(struct lease_table *t, const struct policy_caller *caller);
+
+/* A Lock, Suspend, LockGroup or SuspendGroup that asked for want has
+ * succeeded on these processes: grants the lease and adds "lease" to the
+ * parameters of reply.  When c has already closed and want->on_close, the
+ * lease is undone at once. */
+void lease_grant(struct lease_table *t, struct conn *c, enum proto_method m, const struct proto_lease *want,
+                 const struct lease_member *members, size_t n, cJSON *reply);
+
+/* An operation on pid (start time start_time, 0 unknown) ended with r:
+ * a process back to running or gone leaves its lease. */
+void lease_op_finished(struct lease_table *t, pid_t pid, uint64_t start_time, enum proto_method m,
+                       const struct ops_result *r);
+
+/* ReleaseLease, RenewLease and ClaimLease (leasecall.c). */
+void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call);
+
+/* Between lease.c and leasecall.c: the lease of this id (undoing ones included), NULL if
+ * none; ending it (released), a new expiry, and c as its holder. */
+struct lease *lease_find(struct lease_table *t, uint64_t id);
+void lease_release(struct lease_table *t, struct lease *l);
+void lease_renew(struct lease_table *t, struct lease *l, uint32_t ms);
+void lease_claim(struct lease_table *t, struct lease *l, struct conn *c);
+/* "lease": {"id", "lease_ms"?, "on_close", "secret"?} in the parameters of
+ * the reply that granted l. */
+void lease_reply_grant(const struct lease *l, cJSON *reply);
+
+#endif

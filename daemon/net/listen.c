@@ -1,0 +1,192 @@
+/* listen.c: socket activation, binding the daemon's own socket, and
+ * closing them at the stop (listen.h). */
+#include "net/listen.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "base/log.h"
+
+static int listen_on(struct listen_set *l, uv_pipe_t *p)
+{
+        int r;
+
+        p->data = l->data;
+        r = uv_listen((uv_stream_t *)p, SOMAXCONN, l->connection_cb); /* keep a passed socket's backlog */
+        if (r < 0)
+                return r;
+        return 0;
+}
+
+static int take_activated_sockets(struct listen_set *l)
+{
+        char **names = NULL;
+        int n = sd_listen_fds_with_names(1, &names), served = 0, r;
+
+        if (n <= 0)
+                return n;
+        for (int i = 0; i < n; i++) {
+                int fd = SD_LISTEN_FDS_START + i;
+                const char *name = names && names[i] ? names[i] : "unknown";
+                uv_pipe_t *p;
+
+                if (sd_is_socket(fd, AF_UNIX, SOCK_STREAM, 1) <= 0 ||
+                    l->n >= LISTEN_MAX) {
+                        log_warning("Passed file descriptor %d (%s) is not a listening AF_UNIX stream socket, ignoring",
+                                    fd, name);
+                        close(fd);
+                        continue;
+                }
+                (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+                p = &l->pipes[l->n];
+                r = uv_pipe_init(l->loop, p, 0);
+                if (r < 0) {
+                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
+                        close(fd);
+                        continue;
+                }
+                /* From here the slot holds a handle on the loop: a failure
+                 * closes it (and with it fd, once it is the handle's) and
+                 * leaves the slot used, never to be initialised again. */
+                l->n++;
+                r = uv_pipe_open(p, fd);
+                if (r < 0)
+                        close(fd);
+                else
+                        r = listen_on(l, p);
+                if (r < 0) {
+                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
+                        uv_close((uv_handle_t *)p, NULL);
+                        continue;
+                }
+                served++;
+                log_info("Serving socket-activated socket %d (%s)", fd, name);
+        }
+        for (int i = 0; names && i < n; i++)
+                free(names[i]);
+        free(names);
+        /* Under socket activation the daemon serves what it was given: binding
+         * a socket of its own would serve a path nobody configured. */
+        if (served == 0) {
+                log_error("None of the %d passed file descriptors can be served", n);
+                return -EBADF;
+        }
+        return served;
+}
+
+/* A socket file left by a daemon that died is removed; a live one is not. */
+static int clear_stale_socket(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct stat st;
+        int fd, r;
+
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -EEXIST;
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
+        r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+        close(fd);
+        if (r == 0)
+                return -EADDRINUSE;
+        return unlink(path) < 0 ? -errno : 0;
+}
+
+static int bind_own_socket(struct listen_set *l)
+{
+        const char *path = l->cfg->socket_path;
+        char *dir = strdup(path);
+        uv_pipe_t *p = &l->pipes[0];
+        mode_t old;
+        int r;
+
+        if (!dir)
+                return -ENOMEM;
+        if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+                free(dir);
+                log_error("Socket path %s is too long", path);
+                return -ENAMETOOLONG;
+        }
+        /* The runtime directory (/run/cudackpt) is created when missing;
+         * nothing above it is. */
+        if (mkdir(dirname(dir), 0755) < 0 && errno != EEXIST) {
+                r = -errno;
+                log_error("Failed to create %s: %s", dir, strerror(errno));
+                free(dir);
+                return r;
+        }
+        free(dir);
+        r = clear_stale_socket(path);
+        if (r < 0) {
+                log_error("Failed to bind %s: %s", path,
+                          r == -EADDRINUSE ? "another daemon is serving it"
+                          : r == -EEXIST   ? "a file that is not a socket is in the way"
+                                           : strerror(-r));
+                return r;
+        }
+        r = uv_pipe_init(l->loop, p, 0);
+        if (r < 0)
+                return r;
+        old = umask(0177); /* no window in which the socket is open to all */
+        r = uv_pipe_bind(p, path);
+        umask(old);
+        if (r == 0 && chmod(path, l->cfg->socket_mode) < 0)
+                r = -errno;
+        if (r == 0)
+                r = listen_on(l, p);
+        if (r < 0) {
+                log_error("Failed to listen on %s: %s", path, uv_strerror(r));
+                uv_close((uv_handle_t *)p, NULL);
+                return r;
+        }
+        l->n = 1;
+        l->bound_path = strdup(path);
+        log_info("Listening on %s", path);
+        return 0;
+}
+
+int listen_start(struct listen_set *l, uv_loop_t *loop, const struct config *cfg, uv_connection_cb connection_cb,
+                 void *data)
+{
+        int r;
+
+        l->loop = loop;
+        l->cfg = cfg;
+        l->connection_cb = connection_cb;
+        l->data = data;
+        r = take_activated_sockets(l);
+        if (r == 0)
+                r = bind_own_socket(l);
+        return r < 0 ? r : 0;
+}
+
+void listen_stop(struct listen_set *l)
+{
+        for (unsigned i = 0; i < l->n; i++)
+                if (!uv_is_closing((uv_handle_t *)&l->pipes[i]))
+                        uv_close((uv_handle_t *)&l->pipes[i], NULL);
+        if (l->bound_path) {
+                unlink(l->bound_path);
+                free(l->bound_path);
+                l->bound_path = NULL;
+        }
+}
+
+void listen_free(struct listen_set *l)
+{
+        free(l->bound_path);
+        l->bound_path = NULL;
+}

@@ -1,0 +1,163 @@
+/* lane.c: the warm thread for short read-only driver calls, and the
+ * bounded spinning that keeps it and the loop awake between back-to-back
+ * calls (see lane.h). */
+#include "run/lane.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#endif
+}
+
+/* After a job: waits up to spin_ns for the next one without sleeping, so
+ * that a client's next call finds the thread awake and its core warm. */
+static void lane_spin(struct lane *l)
+{
+        uint64_t until = uv_hrtime() + l->spin_ns;
+
+        for (unsigned i = 1; !atomic_load_explicit(&l->pending, memory_order_acquire) &&
+                             !atomic_load_explicit(&l->stop, memory_order_relaxed) && uv_hrtime() < until;
+             i++) {
+                cpu_relax();
+                /* On a machine with no core to spare, let others run. */
+                if (i % 16 == 0)
+                        sched_yield();
+        }
+}
+
+static void lane_main(void *arg)
+{
+        struct lane *l = arg;
+        uint64_t last_end = 0;  /* when the job before ended, 0 before the first */
+        bool back_to_back;      /* this job came within spin_ns of that */
+
+        uv_mutex_lock(&l->lock);
+        for (;;) {
+                while (!l->pending && !l->stop)
+                        uv_cond_wait(&l->cond, &l->lock);
+                if (!l->pending)
+                        break; /* stop, and idle */
+                uv_work_t *w = l->pending;
+                l->pending = NULL;
+                uv_mutex_unlock(&l->lock);
+                back_to_back = l->spin_ns && last_end && uv_hrtime() - last_end <= l->spin_ns;
+                l->work(w);
+                last_end = uv_hrtime();
+                uv_mutex_lock(&l->lock);
+                l->finished = w;
+                uv_async_send(&l->async);
+                if (back_to_back) {
+                        uv_mutex_unlock(&l->lock);
+                        lane_spin(l);
+                        uv_mutex_lock(&l->lock);
+                }
+        }
+        uv_mutex_unlock(&l->lock);
+}
+
+static void lane_finished_cb(uv_async_t *a)
+{
+        struct lane *l = a->data;
+        uv_work_t *w;
+
+        uv_mutex_lock(&l->lock);
+        w = l->finished;
+        l->finished = NULL;
+        uv_mutex_unlock(&l->lock);
+        if (!w)
+                return;
+        l->busy = false;
+        uv_unref((uv_handle_t *)&l->async);
+        l->done(w, 0);
+        /* The reply is written by now: poll on for the client's next call
+         * while calls come back to back (lane_poll_cb() stops otherwise). */
+        l->last_end = uv_hrtime();
+        if (l->back_to_back)
+                l->poll_until = l->last_end + l->spin_ns;
+}
+
+/* Runs once per loop iteration while the loop polls; stops the polling
+ * once no job is in the lane and the window after the last one is over. */
+static void lane_poll_cb(uv_idle_t *h)
+{
+        struct lane *l = h->data;
+
+        if (!l->busy && uv_hrtime() >= l->poll_until)
+                uv_idle_stop(h);
+}
+
+int lane_init(struct lane *l, uv_loop_t *loop, unsigned spin_us, lane_work_cb work, lane_after_work_cb done)
+{
+        int r;
+
+        memset(l, 0, sizeof(*l));
+        l->loop = loop;
+        l->work = work;
+        l->done = done;
+        l->spin_ns = (uint64_t)spin_us * 1000;
+        r = uv_mutex_init(&l->lock);
+        if (r < 0)
+                return r;
+        r = uv_cond_init(&l->cond);
+        if (r < 0) {
+                uv_mutex_destroy(&l->lock);
+                return r;
+        }
+        uv_async_init(loop, &l->async, lane_finished_cb);
+        l->async.data = l;
+        /* An idle lane never keeps the loop running; a busy one does, as a
+         * uv_queue_work() request would.  The polling never does: it only
+         * changes how the loop waits, not whether it runs. */
+        uv_unref((uv_handle_t *)&l->async);
+        uv_idle_init(loop, &l->poll);
+        l->poll.data = l;
+        uv_unref((uv_handle_t *)&l->poll);
+        r = uv_thread_create(&l->thread, lane_main, l);
+        if (r < 0)
+                return r; /* lane_close() still releases the rest */
+        l->started = true;
+        return 0;
+}
+
+int lane_submit(struct lane *l, uv_work_t *w)
+{
+        if (l->busy || !l->started)
+                return -EBUSY;
+        l->busy = true;
+        uv_ref((uv_handle_t *)&l->async);
+        l->back_to_back = l->spin_ns && l->last_end && uv_hrtime() - l->last_end <= l->spin_ns;
+        if (l->back_to_back)
+                uv_idle_start(&l->poll, lane_poll_cb);
+        uv_mutex_lock(&l->lock);
+        l->pending = w;
+        uv_cond_signal(&l->cond);
+        uv_mutex_unlock(&l->lock);
+        return 0;
+}
+
+void lane_close(struct lane *l)
+{
+        if (!l->loop)
+                return;
+        if (l->started) {
+                uv_mutex_lock(&l->lock);
+                l->stop = true;
+                uv_cond_signal(&l->cond);
+                uv_mutex_unlock(&l->lock);
+                uv_thread_join(&l->thread);
+                l->started = false;
+        }
+        if (!uv_is_closing((uv_handle_t *)&l->async)) {
+                uv_close((uv_handle_t *)&l->poll, NULL);
+                uv_close((uv_handle_t *)&l->async, NULL);
+                uv_cond_destroy(&l->cond);
+                uv_mutex_destroy(&l->lock);
+        }
+}

@@ -1,0 +1,497 @@
+/* proto.c: strict parsing of the parameters of the daemon's calls (see
+ * proto.h).
+ *
+ * cJSON's plain getters compare keys case-insensitively and its numbers are
+ * doubles, so every key is compared with strcmp() and every integer checked
+ * for being integral and in range. */
+#include "varlink/proto.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudackpt/protocol.h"
+#include "cgroup-path.h"
+#include "json.h"
+#include "varlink/uuid.h"
+
+static int get_integer(const cJSON *item, double min, double max, double *ret)
+{
+        if (!json_is_integer(item, min, max))
+                return -EINVAL;
+        *ret = item->valuedouble;
+        return 0;
+}
+
+static cJSON *mapping_error(const struct proto_request *req, enum proto_method m,
+                            const char *reason, const char *uuid)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p) {
+                cJSON_AddNumberToObject(p, "pid", req->pid);
+                cJSON_AddStringToObject(p, "method", proto_method_name(m));
+                cJSON_AddStringToObject(p, "reason", reason);
+                if (uuid)
+                        cJSON_AddStringToObject(p, "uuid", uuid);
+        }
+        return proto_error_new(CUDACKPT_ERROR_INVALID_GPU_MAPPING, p);
+}
+
+static int parse_mapping(const cJSON *obj, enum proto_method m, unsigned max_pairs,
+                         struct proto_request *req, cJSON **ret_reply)
+{
+        const cJSON *item;
+        unsigned n = 0;
+
+        if (!cJSON_IsObject(obj)) {
+                *ret_reply = proto_invalid_parameter("gpu_mapping");
+                return -EINVAL;
+        }
+        cJSON_ArrayForEach(item, obj) {
+                if (!cJSON_IsString(item)) {
+                        *ret_reply = proto_invalid_parameter("gpu_mapping");
+                        return -EINVAL;
+                }
+                n++;
+        }
+        if (n == 0)
+                return 0;
+        if (n > max_pairs) {
+                *ret_reply = mapping_error(req, m, "the mapping has more entries than the daemon accepts", NULL);
+                return -EINVAL;
+        }
+        req->pairs = calloc(n, sizeof(*req->pairs));
+        if (!req->pairs)
+                return -ENOMEM;
+        cJSON_ArrayForEach(item, obj) {
+                CUcheckpointGpuPair *pair = &req->pairs[req->n_pairs];
+                if (uuid_parse(item->string, &pair->oldUuid) < 0) {
+                        *ret_reply = mapping_error(req, m, "not a GPU UUID", item->string);
+                        return -EINVAL;
+                }
+                if (uuid_parse(item->valuestring, &pair->newUuid) < 0) {
+                        *ret_reply = mapping_error(req, m, "not a GPU UUID", item->valuestring);
+                        return -EINVAL;
+                }
+                /* Spellings differ, UUIDs must not: a GPU named twice on either
+                 * side makes the mapping ambiguous. */
+                for (unsigned i = 0; i < req->n_pairs; i++) {
+                        if (uuid_equal(&req->pairs[i].oldUuid, &pair->oldUuid)) {
+                                *ret_reply = mapping_error(req, m, "GPU named twice among the old GPUs", item->string);
+                                return -EINVAL;
+                        }
+                        if (uuid_equal(&req->pairs[i].newUuid, &pair->newUuid)) {
+                                *ret_reply = mapping_error(req, m, "GPU named twice among the new GPUs", item->valuestring);
+                                return -EINVAL;
+                        }
+                }
+                req->n_pairs++;
+        }
+        return 0;
+}
+
+enum { P_PID = 1, P_START = 2, P_TIMEOUT = 4, P_MAPPING = 8, P_LEASE_MS = 16, P_LEASE_CLOSE = 32 };
+
+/* lease_ms and lease_on_close, the same for single and group calls.  1 when
+ * item is one of them (parsed into *lease), 0 when it is not, -EINVAL when
+ * its value is bad. */
+static int parse_lease_item(const cJSON *item, struct proto_lease *lease)
+{
+        double v;
+
+        if (strcmp(item->string, "lease_ms") == 0) {
+                if (cJSON_IsNull(item))
+                        return 1;
+                if (get_integer(item, 1, 4294967295.0, &v) < 0)
+                        return -EINVAL;
+                lease->ms = (uint32_t)v;
+                lease->wanted = true;
+                return 1;
+        }
+        if (strcmp(item->string, "lease_on_close") == 0) {
+                if (cJSON_IsNull(item))
+                        return 1;
+                if (!cJSON_IsBool(item))
+                        return -EINVAL;
+                lease->on_close = cJSON_IsTrue(item);
+                lease->wanted = lease->wanted || lease->on_close;
+                return 1;
+        }
+        return 0;
+}
+
+static unsigned allowed_params(enum proto_method m)
+{
+        switch (m) {
+        case PROTO_LOCK:
+        case PROTO_SUSPEND:
+                return P_PID | P_START | P_TIMEOUT | P_LEASE_MS | P_LEASE_CLOSE;
+        case PROTO_RESTORE:
+        case PROTO_RESUME:
+                return P_PID | P_START | P_MAPPING;
+        default:
+                return P_PID | P_START;
+        }
+}
+
+int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
+                        struct proto_request *ret_req, cJSON **ret_reply)
+{
+        struct proto_request req = { 0 };
+        unsigned allowed = allowed_params(call->method);
+        bool have_pid = false;
+        const cJSON *item, *mapping = NULL;
+        double v;
+        int r;
+
+        if (call->parameters)
+                cJSON_ArrayForEach(item, call->parameters) {
+                        unsigned which = strcmp(item->string, "pid") == 0           ? P_PID
+                                         : strcmp(item->string, "start_time") == 0  ? P_START
+                                         : strcmp(item->string, "timeout_ms") == 0  ? P_TIMEOUT
+                                         : strcmp(item->string, "gpu_mapping") == 0 ? P_MAPPING
+                                         : strcmp(item->string, "lease_ms") == 0    ? P_LEASE_MS
+                                         : strcmp(item->string, "lease_on_close") == 0 ? P_LEASE_CLOSE
+                                                                                    : 0;
+                        if (!(which & allowed) || proto_key_repeated(call->parameters, item)) {
+                                *ret_reply = proto_invalid_parameter(item->string);
+                                r = -EINVAL;
+                                goto fail;
+                        }
+                        /* "?" types in Varlink may be null: null means absent. */
+                        if (cJSON_IsNull(item) && which != P_PID)
+                                continue;
+                        switch (which) {
+                        case P_PID:
+                                if (get_integer(item, 1, INT_MAX, &v) < 0)
+                                        goto bad;
+                                req.pid = req.caller_pid = (pid_t)v;
+                                have_pid = true;
+                                break;
+                        case P_START:
+                                if (get_integer(item, 0, 9007199254740992.0, &v) < 0)
+                                        goto bad;
+                                req.start_time = (uint64_t)v;
+                                req.has_start_time = true;
+                                break;
+                        case P_TIMEOUT:
+                                if (get_integer(item, 0, 4294967295.0, &v) < 0)
+                                        goto bad;
+                                req.timeout_ms = (uint32_t)v;
+                                req.has_timeout = true;
+                                break;
+                        case P_MAPPING:
+                                mapping = item; /* checked once pid is known */
+                                break;
+                        case P_LEASE_MS:
+                        case P_LEASE_CLOSE:
+                                if (parse_lease_item(item, &req.lease) < 0)
+                                        goto bad;
+                                break;
+                        }
+                        continue;
+                bad:
+                        *ret_reply = proto_invalid_parameter(item->string);
+                        r = -EINVAL;
+                        goto fail;
+                }
+        if (!have_pid) {
+                *ret_reply = proto_invalid_parameter("pid");
+                r = -EINVAL;
+                goto fail;
+        }
+        if (mapping) {
+                r = parse_mapping(mapping, call->method, max_pairs, &req, ret_reply);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret_req = req;
+        return 0;
+fail:
+        proto_request_done(&req);
+        if (r == -ENOMEM && !*ret_reply)
+                *ret_reply = proto_invalid_parameter("gpu_mapping");
+        return r == -ENOMEM ? -EINVAL : r;
+}
+
+void proto_request_done(struct proto_request *req)
+{
+        free(req->pairs);
+        req->pairs = NULL;
+        req->n_pairs = 0;
+}
+
+/* ---- groups ---------------------------------------------------------------- */
+
+static int parse_pids(const cJSON *arr, unsigned max_members, struct proto_group_request *req,
+                      cJSON **ret_reply)
+{
+        const cJSON *ref, *item;
+        unsigned n = 0;
+        double v;
+
+        if (!cJSON_IsArray(arr))
+                goto bad;
+        cJSON_ArrayForEach(ref, arr)
+                n++;
+        if (n == 0)
+                goto bad;
+        if (n > max_members) {
+                cJSON *p = cJSON_CreateObject();
+                if (p) {
+                        cJSON_AddNumberToObject(p, "limit", max_members);
+                        cJSON_AddNumberToObject(p, "members", n);
+                }
+                *ret_reply = proto_error_new(CUDACKPT_ERROR_GROUP_TOO_LARGE, p);
+                return -E2BIG;
+        }
+        req->pids = calloc(n, sizeof(*req->pids));
+        if (!req->pids)
+                goto bad;
+        cJSON_ArrayForEach(ref, arr) {
+                struct proto_pid_ref *r = &req->pids[req->n_pids];
+                bool have_pid = false;
+
+                if (!cJSON_IsObject(ref))
+                        goto bad;
+                cJSON_ArrayForEach(item, ref) {
+                        if (proto_key_repeated(ref, item))
+                                goto bad;
+                        if (strcmp(item->string, "pid") == 0) {
+                                if (get_integer(item, 1, INT_MAX, &v) < 0)
+                                        goto bad;
+                                r->pid = (pid_t)v;
+                                have_pid = true;
+                        } else if (strcmp(item->string, "start_time") == 0) {
+                                if (cJSON_IsNull(item))
+                                        continue;
+                                if (get_integer(item, 0, 9007199254740992.0, &v) < 0)
+                                        goto bad;
+                                r->start_time = (uint64_t)v;
+                                r->has_start_time = true;
+                        } else
+                                goto bad;
+                }
+                if (!have_pid)
+                        goto bad;
+                for (unsigned i = 0; i < req->n_pids; i++)
+                        if (req->pids[i].pid == r->pid)
+                                goto bad; /* a member named twice */
+                req->n_pids++;
+        }
+        return 0;
+bad:
+        *ret_reply = proto_invalid_parameter("selector");
+        return -EINVAL;
+}
+
+/* A cgroup v2 path as /proc/PID/cgroup writes it (common/cgroup-path.h);
+ * a trailing slash is dropped. */
+static int parse_cgroup(const cJSON *item, struct proto_group_request *req)
+{
+        const char *s = cJSON_IsString(item) ? item->valuestring : NULL;
+        size_t n;
+
+        if (!s || cgroup_path_check(s, &n) < 0)
+                return -EINVAL;
+        req->cgroup = strndup(s, n);
+        return req->cgroup ? 0 : -EINVAL;
+}
+
+static int parse_selector(const cJSON *sel, unsigned max_members, struct proto_group_request *req,
+                          cJSON **ret_reply)
+{
+        const cJSON *item;
+        unsigned given = 0;
+        double v;
+
+        if (!cJSON_IsObject(sel))
+                goto bad;
+        cJSON_ArrayForEach(item, sel) {
+                if (proto_key_repeated(sel, item))
+                        goto bad;
+                if (cJSON_IsNull(item))
+                        continue;
+                if (++given > 1)
+                        goto bad;
+                if (strcmp(item->string, "pids") == 0) {
+                        int r = parse_pids(item, max_members, req, ret_reply);
+                        req->kind = PROTO_SELECT_PIDS;
+                        if (r < 0)
+                                return r;
+                } else if (strcmp(item->string, "cgroup") == 0) {
+                        req->kind = PROTO_SELECT_CGROUP;
+                        if (parse_cgroup(item, req) < 0)
+                                goto bad;
+                } else if (strcmp(item->string, "tree") == 0) {
+                        req->kind = PROTO_SELECT_TREE;
+                        if (get_integer(item, 1, INT_MAX, &v) < 0)
+                                goto bad;
+                        req->tree = (pid_t)v;
+                } else
+                        goto bad;
+        }
+        if (given != 1)
+                goto bad;
+        return 0;
+bad:
+        *ret_reply = proto_invalid_parameter("selector");
+        return -EINVAL;
+}
+
+int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigned max_members,
+                      struct proto_group_request *ret_req, cJSON **ret_reply)
+{
+        struct proto_group_request req = { .kind = PROTO_SELECT_ALL };
+        const bool list = call->method == PROTO_LIST_PROCESSES || call->method == PROTO_WATCH;
+        const bool takes_timeout = call->method == PROTO_LOCK_GROUP || call->method == PROTO_SUSPEND_GROUP;
+        const bool takes_mapping = call->method == PROTO_RESTORE_GROUP || call->method == PROTO_RESUME_GROUP;
+        const cJSON *item, *selector = NULL;
+        const char *bad = NULL;
+        double v;
+        int r;
+
+        *ret_reply = NULL;
+        if (call->parameters)
+                cJSON_ArrayForEach(item, call->parameters) {
+                        if (proto_key_repeated(call->parameters, item)) {
+                                bad = item->string;
+                                break;
+                        }
+                        if (strcmp(item->string, "selector") == 0) {
+                                if (!(cJSON_IsNull(item) && list))
+                                        selector = item;
+                        } else if (strcmp(item->string, "timeout_ms") == 0 && takes_timeout) {
+                                if (cJSON_IsNull(item))
+                                        continue;
+                                if (get_integer(item, 0, 4294967295.0, &v) < 0) {
+                                        bad = item->string;
+                                        break;
+                                }
+                                req.timeout_ms = (uint32_t)v;
+                                req.has_timeout = true;
+                        } else if (takes_timeout && parse_lease_item(item, &req.lease) != 0) {
+                                if (parse_lease_item(item, &req.lease) < 0) {
+                                        bad = item->string;
+                                        break;
+                                }
+                        } else if (strcmp(item->string, "gpu_mapping") == 0 && takes_mapping) {
+                                struct proto_request tmp = { 0 };
+                                cJSON *err = NULL;
+                                if (cJSON_IsNull(item))
+                                        continue;
+                                if (parse_mapping(item, call->method, max_pairs, &tmp, &err) < 0) {
+                                        /* A group's mapping error names no pid. */
+                                        cJSON_Delete(err);
+                                        proto_request_done(&tmp);
+                                        bad = item->string;
+                                        break;
+                                }
+                                req.pairs = tmp.pairs;
+                                req.n_pairs = tmp.n_pairs;
+                        } else {
+                                bad = item->string;
+                                break;
+                        }
+                }
+        if (bad) {
+                *ret_reply = proto_invalid_parameter(bad);
+                r = -EINVAL;
+                goto fail;
+        }
+        if (!selector && !list) {
+                *ret_reply = proto_invalid_parameter("selector");
+                r = -EINVAL;
+                goto fail;
+        }
+        if (selector) {
+                r = parse_selector(selector, max_members, &req, ret_reply);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret_req = req;
+        return 0;
+fail:
+        proto_group_request_done(&req);
+        return r;
+}
+
+/* The value of other ("lease_ms" or "secret") into *ret_ms or *ret_secret;
+ * false when it is not one. */
+static bool parse_lease_other(const cJSON *item, uint32_t *ret_ms, const char **ret_secret)
+{
+        double v;
+
+        if (strcmp(item->string, "lease_ms") == 0) {
+                if (get_integer(item, 1, 4294967295.0, &v) < 0)
+                        return false;
+                *ret_ms = (uint32_t)v;
+                return true;
+        }
+        if (!cJSON_IsString(item) || strlen(item->valuestring) > 256)
+                return false;
+        *ret_secret = item->valuestring;
+        return true;
+}
+
+/* The parameters of the lease calls: "lease" and, unless other is NULL,
+ * the parameter it names; both required, nothing else allowed. */
+static int parse_lease_params(const struct proto_call *call, const char *other, uint64_t *ret_id,
+                              uint32_t *ret_ms, const char **ret_secret, cJSON **ret_reply)
+{
+        bool have_id = false, have_other = !other;
+        const cJSON *item;
+        double v;
+
+        if (call->parameters)
+                cJSON_ArrayForEach(item, call->parameters) {
+                        if (proto_key_repeated(call->parameters, item))
+                                goto bad;
+                        if (strcmp(item->string, "lease") == 0 && get_integer(item, 1, 9007199254740992.0, &v) == 0) {
+                                *ret_id = (uint64_t)v;
+                                have_id = true;
+                        } else if (other && strcmp(item->string, other) == 0 &&
+                                   parse_lease_other(item, ret_ms, ret_secret)) {
+                                have_other = true;
+                        } else {
+                        bad:
+                                *ret_reply = proto_invalid_parameter(item->string);
+                                return -EINVAL;
+                        }
+                }
+        if (!have_id || !have_other) {
+                *ret_reply = proto_invalid_parameter(have_id ? other : "lease");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int proto_parse_lease_call(const struct proto_call *call, uint64_t *ret_id, uint32_t *ret_ms, cJSON **ret_reply)
+{
+        const char *secret;
+
+        *ret_ms = 0;
+        return parse_lease_params(call, call->method == PROTO_RENEW_LEASE ? "lease_ms" : NULL, ret_id, ret_ms,
+                                  &secret, ret_reply);
+}
+
+int proto_parse_claim_lease(const struct proto_call *call, uint64_t *ret_id, const char **ret_secret,
+                            cJSON **ret_reply)
+{
+        uint32_t ms;
+
+        *ret_secret = NULL;
+        return parse_lease_params(call, "secret", ret_id, &ms, ret_secret, ret_reply);
+}
+
+void proto_group_request_done(struct proto_group_request *req)
+{
+        free(req->pids);
+        free(req->cgroup);
+        free(req->pairs);
+        *req = (struct proto_group_request){ 0 };
+}
