@@ -163,12 +163,12 @@ int main(int argc, char **argv)
         if (r < 0) {
                 log_error("Failed to set up the server: %s", strerror(-r));
                 uv_loop_close(&loop);
-                config_done(&cfg);
+                config_free(&cfg);
                 return 1;
         }
         r = server_run(&srv);
-        server_done(&srv);
+        server_free(&srv);
         uv_loop_close(&loop);
-        config_done(&cfg);
+        config_free(&cfg);
         return r;
 }

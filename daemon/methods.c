@@ -151,7 +151,7 @@ static void status_row(void *feature, struct conn *c, struct proto_call *call)
 
 /* ---- the table -------------------------------------------------------------- */
 
-static void add(struct methods *m, enum proto_method first, enum proto_method last, methods_fn fn, void *feature,
+static void add(struct methods *m, enum proto_method first, enum proto_method last, methods_handler_cb fn, void *feature,
                 bool no_parameters)
 {
         for (enum proto_method k = first; k <= last; k++)
@@ -201,5 +201,5 @@ void methods_message_cb(struct conn *c, const char *msg, size_t len)
                 conn_reply(c, &call, proto_invalid_parameter(call.parameters->child->string));
         else
                 row->fn(row->feature, c, &call);
-        proto_call_done(&call);
+        proto_call_free(&call);
 }

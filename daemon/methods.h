@@ -23,10 +23,10 @@ struct proccall;
 struct status;
 struct watch_table;
 
-typedef void (*methods_fn)(void *feature, struct conn *c, struct proto_call *call);
+typedef void (*methods_handler_cb)(void *feature, struct conn *c, struct proto_call *call);
 
 struct methods_row {
-        methods_fn fn;
+        methods_handler_cb fn;
         void *feature;          /* fn's first argument */
         bool no_parameters;     /* a parameter is refused before fn */
 };

@@ -245,7 +245,7 @@ queued:
 out:
         if (req.lease.admitted)
                 lease_unadmit(pc->leases, &c->caller);
-        proto_request_done(&req);
+        proto_request_free(&req);
 }
 
 static void grant_lease(struct proccall *pc, struct conn *c, struct sched_op *op, cJSON *msg)
@@ -290,7 +290,7 @@ void proccall_op_done_cb(struct sched *s, struct sched_op *op)
         else
                 cJSON_Delete(msg);
 
-        proto_request_done(&op->req);
+        proto_request_free(&op->req);
         free(op);
         conn_request_done(c);
         conn_unref(c);

@@ -133,7 +133,7 @@ static void connection_cb(uv_stream_t *listener, int status)
                             mine ? "of this uid" : "of unprivileged callers", limit.limit);
                 if (c->caller.has_pidfd)
                         close(c->caller.pidfd);
-                pidns_done(&c->caller.pidns);
+                pidns_free(&c->caller.pidns);
                 uv_close((uv_handle_t *)&c->pipe, refused_close_cb);
                 return;
         }
@@ -502,11 +502,11 @@ int server_run(struct server *s)
         return s->exit_code;
 }
 
-void server_done(struct server *s)
+void server_free(struct server *s)
 {
         procindex_free(atomic_load(&s->source.index));
         gpumem_close(&s->gpumem);
-        sched_done(&s->sched);
+        sched_free(&s->sched);
         driver_close(&s->drv);
         listen_free(&s->listen);
         share_free(&s->conns_share);

@@ -79,7 +79,7 @@ struct server {
 int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg);
 /* Runs the loop until shutdown; returns the process's exit code. */
 int server_run(struct server *s);
-void server_done(struct server *s);
+void server_free(struct server *s);
 
 
 #endif

@@ -65,7 +65,7 @@ void config_init(struct config *c)
         };
 }
 
-void config_done(struct config *c)
+void config_free(struct config *c)
 {
         free(c->socket_path);
         free(c->driver_path);

@@ -71,7 +71,7 @@ struct config {
 };
 
 void config_init(struct config *c);
-void config_done(struct config *c);
+void config_free(struct config *c);
 
 /* Reads the JSON file at path into c.  A missing file at the default path is
  * not an error (required=false); anything malformed is, with a message

@@ -79,7 +79,7 @@ void pidns_of_peer(pid_t pid, int pidfd, struct pidns *ret)
                 ret->unsupported = true;
 }
 
-void pidns_done(struct pidns *ns)
+void pidns_free(struct pidns *ns)
 {
         if (ns->other && ns->fd >= 0)
                 close(ns->fd);

@@ -42,7 +42,7 @@ struct pidns {
  * -1).  Never fails: a peer whose namespace cannot be read is treated as
  * one that cannot be translated (refused), never as the daemon's own. */
 void pidns_of_peer(pid_t pid, int pidfd, struct pidns *ret);
-void pidns_done(struct pidns *ns);
+void pidns_free(struct pidns *ns);
 
 /* A pid the caller wrote into the daemon's pid: 0 or -ESRCH (no such
  * process in the caller's view), -EOPNOTSUPP (unsupported). */

@@ -220,7 +220,7 @@ static void submit(struct group *g, size_t i, enum plan_phase p)
                 return;
         }
         if (op) {
-                proto_request_done(&op->req);
+                proto_request_free(&op->req);
                 free(op);
         }
         r.limit = limit.limit;
@@ -289,7 +289,7 @@ static void step_done_cb(struct sched *s, struct sched_op *op)
         g->done++;
         if (plan_changes(g->phase))
                 send_progress(g, &g->ms.m[op->index]);
-        proto_request_done(&op->req);
+        proto_request_free(&op->req);
         free(op);
         if (--g->pending == 0)
                 advance(g);

@@ -57,7 +57,7 @@ void jobs_call_refuse(struct jobs_call *jc, cJSON *msg)
                 conn_send(jc->conn, msg);
         else
                 cJSON_Delete(msg);
-        proto_group_request_done(&jc->req);
+        proto_group_request_free(&jc->req);
 }
 
 /* A call refused before it starts, with an error whose only parameter is
@@ -192,7 +192,7 @@ void jobs_call_end(struct jobs_call *jc, cJSON *msg)
         if (jc->holds_slot)
                 share_give(&js->slots, jc->caller->uid, access_privileged(js->cfg, jc->caller));
         select_job_clear(&jc->sel);
-        proto_group_request_done(&jc->req);
+        proto_group_request_free(&jc->req);
         if (c) {
                 conn_request_done(c);
                 conn_unref(c);

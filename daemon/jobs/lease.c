@@ -206,7 +206,7 @@ static void lease_undo(struct lease_table *t, struct lease *l, enum metrics_coun
                 req.n_pids = (unsigned)l->n;
         }
         if (!req.pids || group_start_internal(t->groups, PROTO_RESUME_GROUP, &t->self, &req, undo_ended_cb, l) < 0) {
-                proto_group_request_done(&req);
+                proto_group_request_free(&req);
                 undo_ended_cb(l, NULL);
         }
         arm(t);

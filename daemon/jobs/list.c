@@ -149,7 +149,7 @@ static void state_done_cb(struct sched *s, struct sched_op *op)
                 en->skipped = true;
         if (r->error == OPS_PROCESS_STOPPED)
                 en->stopped = r->stopped;
-        proto_request_done(&op->req);
+        proto_request_free(&op->req);
         free(op);
         if (--l->waiting == 0)
                 list_finish(l, list_reply(l), "ok");
@@ -184,7 +184,7 @@ static void read_state(struct listing *l, size_t i)
                 l->waiting++;
                 return;
         }
-        proto_request_done(&op->req);
+        proto_request_free(&op->req);
         free(op);
 }
 

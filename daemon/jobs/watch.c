@@ -369,7 +369,7 @@ static void watcher_ready(struct watcher *w)
 static void watcher_free(struct watcher *w)
 {
         free(w->buf.out);
-        proto_group_request_done(&w->sel);
+        proto_group_request_free(&w->sel);
         free(w->cgroup_sel);
         free(w);
 }

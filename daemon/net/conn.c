@@ -35,7 +35,7 @@ void conn_unref(struct conn *c)
         c->owner->free_cb(c);
         if (c->caller.has_pidfd)
                 close(c->caller.pidfd);
-        pidns_done(&c->caller.pidns);
+        pidns_free(&c->caller.pidns);
         free(c->buf);
         free(c);
 }

@@ -478,7 +478,7 @@ unsigned sched_cancel_queued(struct sched *s)
         return s->n_running;
 }
 
-void sched_done(struct sched *s)
+void sched_free(struct sched *s)
 {
         for (unsigned b = 0; b < SCHED_BUCKETS; b++)
                 while (s->table.buckets[b])

@@ -140,7 +140,7 @@ void sched_close(struct sched *s);
 /* Answers every queued, not started op through done with op->cancelled set;
  * running ones finish normally.  Returns the number still running. */
 unsigned sched_cancel_queued(struct sched *s);
-void sched_done(struct sched *s); /* no ops may remain */
+void sched_free(struct sched *s); /* no ops may remain */
 
 /* The target of pid while the op with this seq runs on it, else NULL. */
 struct sched_target *sched_running_target(struct sched *s, pid_t pid, uint64_t seq);

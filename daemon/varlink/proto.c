@@ -212,13 +212,13 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
         *ret_req = req;
         return 0;
 fail:
-        proto_request_done(&req);
+        proto_request_free(&req);
         if (r == -ENOMEM && !*ret_reply)
                 *ret_reply = proto_invalid_parameter("gpu_mapping");
         return r == -ENOMEM ? -EINVAL : r;
 }
 
-void proto_request_done(struct proto_request *req)
+void proto_request_free(struct proto_request *req)
 {
         free(req->pairs);
         req->pairs = NULL;
@@ -387,7 +387,7 @@ int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigne
                                 if (parse_mapping(item, call->method, max_pairs, &tmp, &err) < 0) {
                                         /* A group's mapping error names no pid. */
                                         cJSON_Delete(err);
-                                        proto_request_done(&tmp);
+                                        proto_request_free(&tmp);
                                         bad = item->string;
                                         break;
                                 }
@@ -416,7 +416,7 @@ int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigne
         *ret_req = req;
         return 0;
 fail:
-        proto_group_request_done(&req);
+        proto_group_request_free(&req);
         return r;
 }
 
@@ -488,7 +488,7 @@ int proto_parse_claim_lease(const struct proto_call *call, uint64_t *ret_id, con
         return parse_lease_params(call, "secret", ret_id, &ms, ret_secret, ret_reply);
 }
 
-void proto_group_request_done(struct proto_group_request *req)
+void proto_group_request_free(struct proto_group_request *req)
 {
         free(req->pids);
         free(req->cgroup);

@@ -74,14 +74,14 @@ struct proto_group_request {
 /* 0, or -EINVAL with *ret_reply set to the error to send. */
 int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                         struct proto_request *ret_req, cJSON **ret_reply);
-void proto_request_done(struct proto_request *req);
+void proto_request_free(struct proto_request *req);
 
 /* The parameters of a group method or of ListProcesses.  0; -EINVAL with
  * *ret_reply set (InvalidParameter); -E2BIG when pids names more than
  * max_members (*ret_reply: GroupTooLarge). */
 int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigned max_members,
                       struct proto_group_request *ret_req, cJSON **ret_reply);
-void proto_group_request_done(struct proto_group_request *req);
+void proto_group_request_free(struct proto_group_request *req);
 
 /* ReleaseLease's lease and RenewLease's lease and lease_ms (0 for
  * ReleaseLease).  0, or -EINVAL with *ret_reply set. */

@@ -363,7 +363,7 @@ fail:
         return r;
 }
 
-void proto_call_done(struct proto_call *call)
+void proto_call_free(struct proto_call *call)
 {
         cJSON_Delete(call->root);
         call->root = NULL;

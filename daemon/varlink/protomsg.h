@@ -50,7 +50,7 @@ struct proto_call {
 /* 0, or -EPROTO with *ret_reply set to the error to send before closing, or
  * -ENOENT/-EINVAL with *ret_reply set to a non-fatal error reply. */
 int proto_parse_call(const char *msg, size_t len, struct proto_call *ret_call, cJSON **ret_reply);
-void proto_call_done(struct proto_call *call);
+void proto_call_free(struct proto_call *call);
 
 bool proto_method_is_group(enum proto_method m);   /* LockGroup ... ResumeGroup */
 /* The single-process method a group method repeats (Suspend for

@@ -389,7 +389,7 @@ static void *server_thread(void *arg)
         (void)arg;
         atomic_store(&F.server_tid, (int)syscall(SYS_gettid));
         F.exit_code = server_run(&F.srv);
-        server_done(&F.srv);
+        server_free(&F.srv);
         if (uv_loop_close(&F.loop) < 0)
                 finding("the daemon's loop still has open handles after its shutdown");
         atomic_store(&F.server_exited, true);
@@ -531,7 +531,7 @@ void fuzz_request_teardown(void)
                 finding("the daemon did not stop within 20 s of SIGTERM (%s)", strerror(r));
         if (F.exit_code != 0)
                 finding("the daemon's loop exited with %d", F.exit_code);
-        config_done(&F.cfg);
+        config_free(&F.cfg);
         kill_targets();
         remove_dir(); /* the daemon removed its socket; in case it did not */
 }

@@ -46,7 +46,7 @@ START_TEST(test_defaults_and_missing)
         ck_assert_int_eq(config_load_file(&c, "/nonexistent/cudackptd.json", true, &err), -ENOENT);
         ck_assert_ptr_nonnull(strstr(err, "/nonexistent/cudackptd.json"));
         free(err);
-        config_done(&c);
+        config_free(&c);
 }
 END_TEST
 
@@ -80,7 +80,7 @@ START_TEST(test_values)
         ck_assert(!c.read_only_lane);
         ck_assert_uint_eq(c.exit_wait_ms, 250);
         ck_assert(c.process_index_tracepoint);
-        config_done(&c);
+        config_free(&c);
 }
 END_TEST
 
@@ -94,7 +94,7 @@ static void assert_refused(const char *text, const char *where, const char *why)
         ck_assert_msg(strstr(err, where) != NULL, "'%s' lacks '%s'", err, where);
         ck_assert_msg(strstr(err, why) != NULL, "'%s' lacks '%s'", err, why);
         free(err);
-        config_done(&c);
+        config_free(&c);
 }
 
 START_TEST(test_refused)
@@ -182,8 +182,8 @@ START_TEST(test_shipped_file)
 #undef SAME
         ck_assert_str_eq(c.socket_path, d.socket_path);
         ck_assert_str_eq(c.driver_path, d.driver_path);
-        config_done(&c);
-        config_done(&d);
+        config_free(&c);
+        config_free(&d);
         free(json);
         free(doc);
 }

@@ -33,7 +33,7 @@ static int parse(const char *msg, struct proto_group_request *req, char **ret_er
                 *ret_error = strdup(cJSON_IsString(e) ? e->valuestring : "?");
                 cJSON_Delete(err);
         }
-        proto_call_done(&call);
+        proto_call_free(&call);
         return r;
 }
 
@@ -50,23 +50,23 @@ START_TEST(test_selectors)
         ck_assert_int_eq(req.pids[1].pid, 11);
         ck_assert(req.pids[1].has_start_time && req.pids[1].start_time == 99 && !req.pids[0].has_start_time);
         ck_assert(req.has_timeout && req.timeout_ms == 5);
-        proto_group_request_done(&req);
+        proto_group_request_free(&req);
 
         ck_assert_int_eq(parse("{\"method\":\"io.cudackpt.Process.ResumeGroup\",\"parameters\":{\"selector\":"
                                "{\"cgroup\":\"/kubepods/pod42/\"}}}", &req, &e), 0);
         ck_assert_int_eq(req.kind, PROTO_SELECT_CGROUP);
         ck_assert_str_eq(req.cgroup, "/kubepods/pod42");
-        proto_group_request_done(&req);
+        proto_group_request_free(&req);
 
         ck_assert_int_eq(parse("{\"method\":\"io.cudackpt.Process.LockGroup\",\"parameters\":{\"selector\":"
                                "{\"tree\":7}}}", &req, &e), 0);
         ck_assert_int_eq(req.kind, PROTO_SELECT_TREE);
         ck_assert_int_eq(req.tree, 7);
-        proto_group_request_done(&req);
+        proto_group_request_free(&req);
 
         ck_assert_int_eq(parse("{\"method\":\"io.cudackpt.Process.ListProcesses\"}", &req, &e), 0);
         ck_assert_int_eq(req.kind, PROTO_SELECT_ALL);
-        proto_group_request_done(&req);
+        proto_group_request_free(&req);
 }
 END_TEST
 

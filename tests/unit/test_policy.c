@@ -63,7 +63,7 @@ START_TEST(test_table)
         c.operators_may_act_on_root = w->op_root;
         c.read_only_unrestricted = w->ro_open;
         ck_assert_msg(policy_decide(&c, &caller, &t, w->read_only) == w->want, "%s", w->what);
-        config_done(&c);
+        config_free(&c);
 }
 END_TEST
 
@@ -77,7 +77,7 @@ START_TEST(test_primary_group_counts)
         c.operator_gids[0] = GOP;
         c.n_operator_gids = 1;
         ck_assert_int_eq(policy_decide(&c, &caller, &t, false), POLICY_ALLOW_OPERATOR);
-        config_done(&c);
+        config_free(&c);
 }
 END_TEST
 

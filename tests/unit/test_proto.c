@@ -89,13 +89,13 @@ START_TEST(test_call_lookup)
         ck_assert_int_eq(call.method, PROTO_SUSPEND);
         ck_assert(call.oneway);
         ck_assert_ptr_nonnull(call.parameters);
-        proto_call_done(&call);
+        proto_call_free(&call);
 
         m = "{\"method\": \"org.varlink.service.GetInfo\", \"more\": true}";
         ck_assert_int_eq(proto_parse_call(m, strlen(m), &call, &reply), 0);
         ck_assert_int_eq(call.method, PROTO_GET_INFO);
         ck_assert(call.more);
-        proto_call_done(&call);
+        proto_call_free(&call);
 
         m = "{\"method\": \"io.cudackpt.Process.getstate\"}"; /* case matters */
         ck_assert_int_eq(proto_parse_call(m, strlen(m), &call, &reply), -ENOENT);
@@ -138,7 +138,7 @@ static char *request(const char *method, const char *params, struct proto_reques
                 }
                 cJSON_Delete(reply);
         }
-        proto_call_done(&call);
+        proto_call_free(&call);
         return err;
 }
 
@@ -191,13 +191,13 @@ START_TEST(test_parameters)
         ck_assert_uint_eq(req.timeout_ms, 4294967295u);
         ck_assert(req.has_start_time);
         ck_assert_uint_eq(req.start_time, 77);
-        proto_request_done(&req);
+        proto_request_free(&req);
 
         err = request("Suspend", "{\"pid\": 2147483647, \"timeout_ms\": null}", &req, NULL);
         ck_assert_ptr_null(err);
         ck_assert_int_eq(req.pid, 2147483647);
         ck_assert(!req.has_timeout);
-        proto_request_done(&req);
+        proto_request_free(&req);
 }
 END_TEST
 
@@ -215,12 +215,12 @@ START_TEST(test_mapping)
         ck_assert_uint_eq(req.n_pairs, 2);
         ck_assert_int_eq((unsigned char)req.pairs[0].newUuid.bytes[15], 2);
         ck_assert_int_eq((unsigned char)req.pairs[1].newUuid.bytes[15], 1);
-        proto_request_done(&req);
+        proto_request_free(&req);
 
         err = request("Resume", "{\"pid\": 7, \"gpu_mapping\": {}}", &req, NULL);
         ck_assert_ptr_null(err);
         ck_assert_uint_eq(req.n_pairs, 0);
-        proto_request_done(&req);
+        proto_request_free(&req);
 
         err = request("Resume", "{\"pid\": 7, \"gpu_mapping\": {\"nope\": \"00000000515740008000000000000002\"}}",
                       &req, &name);

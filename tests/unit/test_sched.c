@@ -119,7 +119,7 @@ static void teardown(void)
                 kill(pids[i], SIGKILL);
                 waitpid(pids[i], NULL, 0);
         }
-        config_done(&cfg);
+        config_free(&cfg);
 }
 
 static struct sched_op *op_new(pid_t pid, enum proto_method m)
@@ -178,7 +178,7 @@ START_TEST(test_serial_per_pid_parallel_across)
         }
         for (int i = 0; i < 8; i++)
                 free(ops[i]);
-        sched_done(&s);
+        sched_free(&s);
         sched_close(&s);
         uv_run(&loop, UV_RUN_DEFAULT);
         ck_assert_int_eq(uv_loop_close(&loop), 0);
@@ -213,7 +213,7 @@ START_TEST(test_limits)
         ck_assert_int_eq(n_done, 3);
         for (int i = 0; i < 4; i++)
                 free(ops[i]);
-        sched_done(&s);
+        sched_free(&s);
         sched_close(&s);
         uv_run(&loop, UV_RUN_DEFAULT);
         ck_assert_int_eq(uv_loop_close(&loop), 0);
@@ -244,7 +244,7 @@ START_TEST(test_cancel_queued)
         ck_assert_int_eq(n_events, 1);
         for (int i = 0; i < 3; i++)
                 free(ops[i]);
-        sched_done(&s);
+        sched_free(&s);
         sched_close(&s);
         uv_run(&loop, UV_RUN_DEFAULT);
         ck_assert_int_eq(uv_loop_close(&loop), 0);
@@ -333,7 +333,7 @@ START_TEST(test_cache)
         run_one(&s, &loop, pids[0], PROTO_UNLOCK, &root_caller, &t1);
         ck_assert_uint_eq(s.table.n_targets, 0);
 
-        sched_done(&s);
+        sched_free(&s);
         sched_close(&s);
         uv_run(&loop, UV_RUN_DEFAULT);
         ck_assert_int_eq(uv_loop_close(&loop), 0);
@@ -379,7 +379,7 @@ START_TEST(test_cache_rereads_uids)
 
         kill(child, SIGKILL);
         waitpid(child, NULL, 0);
-        sched_done(&s);
+        sched_free(&s);
         sched_close(&s);
         uv_run(&loop, UV_RUN_DEFAULT);
         ck_assert_int_eq(uv_loop_close(&loop), 0);
@@ -441,7 +441,7 @@ START_TEST(test_thread_and_process_serialised)
         }
         ck_assert_int_eq(n_events, 4);
         ck_assert_int_eq(atomic_load(&max_busy[0]), 1);
-        sched_done(&s);
+        sched_free(&s);
         sched_close(&s);
         uv_run(&loop, UV_RUN_DEFAULT);
         ck_assert_int_eq(uv_loop_close(&loop), 0);
@@ -487,7 +487,7 @@ START_TEST(test_read_only_lane)
         ck_assert(!pthread_equal(state_threads[4], state_threads[5]));
         for (int i = 0; i < 6; i++)
                 free(ops[i]);
-        sched_done(&s);
+        sched_free(&s);
         sched_close(&s);
         uv_run(&loop, UV_RUN_DEFAULT);
         ck_assert_int_eq(uv_loop_close(&loop), 0);
@@ -532,7 +532,7 @@ START_TEST(test_lane_spin)
                 uv_run(&loop, UV_RUN_DEFAULT);
                 ck_assert(!uv_is_active((uv_handle_t *)&s.lane.poll));
                 uv_close((uv_handle_t *)&quiet, NULL);
-                sched_done(&s);
+                sched_free(&s);
                 sched_close(&s);
                 uv_run(&loop, UV_RUN_DEFAULT);
                 ck_assert_int_eq(uv_loop_close(&loop), 0);

@@ -115,7 +115,7 @@ START_TEST(test_pids)
         select_job_clear(&j);
         ck_assert_ptr_null(j.m);
         uv_loop_close(&loop);
-        config_done(&cfg);
+        config_free(&cfg);
 }
 END_TEST
 

@@ -113,7 +113,7 @@ START_TEST(test_manage_lease)
         /* Root of a container has no claim on the reserves. */
         ck_assert(access_privileged(&c, &root));
         ck_assert(!access_privileged(&c, &boxed_root));
-        config_done(&c);
+        config_free(&c);
 }
 END_TEST
 
