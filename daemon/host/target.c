@@ -207,11 +207,18 @@ static ssize_t read_status(const struct target_identity *id, char *buf, size_t s
 int target_refresh(struct target_identity *id)
 {
         char buf[4096];
+        const char *p;
         ssize_t n;
 
+        id->state = 0;
         n = read_status(id, buf, sizeof(buf));
         if (n < 0)
                 return (int)n;
+        p = strstr(buf, "\nState:");
+        if (p) {
+                p += strlen("\nState:");
+                id->state = p[strspn(p, " \t")];
+        }
         return target_parse_uids(buf, &id->ruid, &id->euid, &id->suid);
 }
 
@@ -250,6 +257,16 @@ static char task_state(int task_dir_fd, const char *tid)
                 return 0;
         f = stat_field(buf, 3);
         return f ? *f : 0;
+}
+
+int target_stopped_after_refresh(struct target_identity *id)
+{
+        char state = id->state;
+
+        id->state = 0;
+        if (state && state != 'T' && state != 't' && state != 'Z')
+                return 0;
+        return target_stopped(id);
 }
 
 int target_stopped(const struct target_identity *id)

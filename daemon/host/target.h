@@ -26,6 +26,7 @@ struct target_identity {
         int status_fd;       /* owned /proc/PID/status; -1 when not open */
         uid_t ruid, euid, suid;
         uint64_t start_time; /* /proc/PID/stat field 22, clock ticks after boot */
+        char state;          /* the State: letter target_refresh() read; 0 once used */
 };
 
 /* -ESRCH when no such process, other -errno when it cannot be read. */
@@ -55,6 +56,12 @@ int target_alive_settled(const struct target_identity *id, uint64_t exit_wait_ms
 #define TARGET_STOPPED_SIGNAL 1
 #define TARGET_STOPPED_TRACED 2
 int target_stopped(const struct target_identity *id);
+/* target_stopped() for the first driver call of an operation whose pin
+ * has just refreshed the target: a State: of that read (microseconds old)
+ * that says the main thread runs or sleeps answers 0 without reading the
+ * status file again; any other, or none, reads as target_stopped() does.
+ * The letter is used once. */
+int target_stopped_after_refresh(struct target_identity *id);
 /* The protocol's word for a TARGET_STOPPED_* value: "traced" or "signal". */
 const char *target_stop_name(int stopped);
 /* Re-reads the pinned process's user ids; -ESRCH once it has gone. */

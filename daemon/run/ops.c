@@ -116,7 +116,7 @@ static void learn(struct run *x, int state)
  * until it runs again (design.md says what answers meanwhile). */
 static bool may_call(struct run *x, enum ops_step s)
 {
-        int r = target_stopped(&x->t->identity);
+        int r = target_stopped_after_refresh(&x->t->identity);
 
         if (r <= 0)
                 return true; /* running, or gone: the call itself will say so */

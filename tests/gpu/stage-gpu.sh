@@ -6,6 +6,7 @@
 #   .gpu/cudackptd, .gpu/cudackptctl    built from this tree
 #   .gpu/libuv.so.1, .gpu/libcjson.so.1 the libraries those link that the GPU
 #   .gpu/libbpf.so.1, .gpu/libelf.so.1  machine lacks (use LD_LIBRARY_PATH=.gpu)
+#   .gpu/libmicrohttpd.so.12
 #   .gpu/cudackpt-gpu-target            the CUDA target, when nvcc built it here
 #   .gpu/cudackpt-bench-gpu             the GPU benchmarks (tests/bench/run-gpu.sh;
 #                                       group and list for issue 11)
@@ -60,9 +61,10 @@ if [[ -x $BUILD/tests/bench/cudackpt-bench-d2h ]]; then
 fi
 
 # The libraries the GPU machine lacks, as the binaries resolve them here
-# (libbpf and libelf: the process index, when the daemon was built with it).
-for lib in libbpf.so.1 libelf.so.1; do
-        path=$(ldd "$STAGE/cudackptd" | awk -v l="$lib" '$1 == l && $3 ~ /^\// { print $3; exit }')
+# (libbpf and libelf: the process index, when the daemon was built with it;
+# libmicrohttpd: cudackptctl's metrics --listen, when it was built with it).
+for lib in libbpf.so.1 libelf.so.1 libmicrohttpd.so.12; do
+        path=$(ldd "$STAGE/cudackptd" "$STAGE/cudackptctl" | awk -v l="$lib" '$1 == l && $3 ~ /^\// { print $3; exit }')
         if [[ -n $path ]]; then cp -L "$path" "$STAGE/$lib"; fi
 done
 for lib in libuv.so.1 libcjson.so.1; do
