@@ -109,22 +109,12 @@ static void arm_flush(struct watch_table *t)
 
 static void watcher_closing_cb(struct conn_hook *h, struct conn *c);
 
-/* The watcher of c: the one whose closing hook c carries. */
-static struct watcher *watcher_of(struct conn *c)
-{
-        for (struct conn_hook *h = c->hooks; h; h = h->next)
-                if (h->closing_cb == watcher_closing_cb)
-                        return (struct watcher *)((char *)h - offsetof(struct watcher, closing));
-        return NULL;
-}
-
 /* The connection wrote all it had: the events gathered meanwhile go. */
-static void on_drain_cb(struct conn *c)
+static void watcher_drained_cb(struct conn_hook *h, struct conn *c)
 {
-        struct watcher *w = watcher_of(c);
+        struct watcher *w = (struct watcher *)((char *)h - offsetof(struct watcher, closing));
 
-        if (!w)
-                return;
+        (void)c;
         watchbuf_drained(&w->table->pool, &w->buf);
         if (w->buf.len > 0)
                 arm_flush(w->table);
@@ -494,9 +484,9 @@ static void watcher_add(struct watch_table *t, struct conn *c, struct watcher *w
                         w->ns = st.st_ino;
         }
         w->closing.closing_cb = watcher_closing_cb;
+        w->closing.drained_cb = watcher_drained_cb;
         conn_hook_add(c, &w->closing);
         conn_set_streaming(c, true);
-        c->drain_cb = on_drain_cb;
         conn_ref(c);
         c->busy = true;
         w->next = t->head;
@@ -504,8 +494,7 @@ static void watcher_add(struct watch_table *t, struct conn *c, struct watcher *w
                 t->head->prev = w;
         t->head = w;
         t->n++;
-        t->sched->report_starts = true;
-        atomic_store(&t->sched->want_progress, true);
+        sched_set_watched(t->sched, true);
         if (t->n == 1)
                 progress_start(&t->progress);
 }
@@ -557,7 +546,6 @@ static void watcher_closing_cb(struct conn_hook *h, struct conn *c)
         struct watcher *w = (struct watcher *)((char *)h - offsetof(struct watcher, closing));
         struct watch_table *t = w->table;
 
-        c->drain_cb = NULL;
         share_give(&t->share, c->caller.uid, w->buf.privileged);
         /* What its buffers took is freed (the one in flight with the
          * connection); after a burst of such, memory goes back to the
@@ -579,8 +567,7 @@ static void watcher_closing_cb(struct conn_hook *h, struct conn *c)
                 /* What the scans knew is no baseline for a later watcher. */
                 procscan_stop(&t->scan);
                 progress_stop(&t->progress);
-                t->sched->report_starts = false;
-                atomic_store(&t->sched->want_progress, false);
+                sched_set_watched(t->sched, false);
         }
         c->busy = false;
         conn_unref(c);

@@ -126,6 +126,22 @@ static bool backlogged(struct conn *c)
         return uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) >= WRITE_HIGH_WATER;
 }
 
+/* Tells the hooks that want it that every queued write is written; true
+ * when one did (the connection is a stream's then, not a request's). */
+static bool drained(struct conn *c)
+{
+        bool any = false;
+
+        for (struct conn_hook *h = c->hooks, *next; h && !c->closing; h = next) {
+                next = h->next;
+                if (h->drained_cb) {
+                        h->drained_cb(h, c);
+                        any = true;
+                }
+        }
+        return any;
+}
+
 static void write_cb(uv_write_t *req, int status)
 {
         struct write_req *w = (struct write_req *)req;
@@ -138,10 +154,11 @@ static void write_cb(uv_write_t *req, int status)
         else if (c->close_after_write && !c->closing &&
                  uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) == 0)
                 conn_close(c);
-        else if (c->drain_cb && !c->closing && !conn_write_pending(c))
-                c->drain_cb(c);
-        else if (!c->closing && !c->busy && c->len > 0 && !backlogged(c))
-                process(c); /* requests that waited for their replies to be read */
+        else if (c->closing || conn_write_pending(c) || !drained(c)) {
+                /* Not a stream's: requests that waited for their replies to be read. */
+                if (!c->closing && !c->busy && c->len > 0 && !backlogged(c))
+                        process(c);
+        }
         conn_unref(c);
 }
 

@@ -52,6 +52,9 @@ struct conn_owner {
  * object. */
 struct conn_hook {
         void (*closing_cb)(struct conn_hook *h, struct conn *c);
+        /* Optional: every queued write has been written (a stream's writer
+         * may send more); not called once c is closing. */
+        void (*drained_cb)(struct conn_hook *h, struct conn *c);
         struct conn_hook *prev, *next;
 };
 
@@ -73,7 +76,6 @@ struct conn {
         bool reading;
         bool read_eof;             /* the client sent all it will send */
         bool streaming;            /* answers one call with a stream: reads only for a hang-up */
-        void (*drain_cb)(struct conn *c); /* called when queued writes are all written */
         char *buf;                 /* received bytes not yet handled */
         size_t len, cap;
 };

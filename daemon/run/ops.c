@@ -167,7 +167,7 @@ static bool do_lock(struct run *x, uint32_t timeout_ms)
                step_record(x, OPS_STEP_LOCK, driver_lock(x->d, x->t->identity.pid, timeout_ms));
 }
 
-/* Progress (watch.h): while someone watches, a checkpoint notes the
+/* Progress (jobs/progress.h): while someone watches, a checkpoint notes the
  * process's resident memory as it begins, which the loop's sampler
  * compares with later readings, and as it ends what it moved, the next
  * checkpoint's total.  One read of the pinned status file each; nothing

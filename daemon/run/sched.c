@@ -487,3 +487,9 @@ void sched_free(struct sched *s)
         share_free(&s->workers);
         procbusy_free(&s->busy);
 }
+
+void sched_set_watched(struct sched *s, bool on)
+{
+        s->report_starts = on;
+        atomic_store(&s->want_progress, on);
+}

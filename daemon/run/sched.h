@@ -96,6 +96,7 @@ struct sched {
         struct sched_hooks hooks;
         bool report_starts;     /* call hooks.started (someone watches) */
         atomic_bool want_progress; /* workers take progress baselines (someone watches) */
+        /* report_starts and want_progress: set by sched_set_watched() only. */
         const struct config *cfg;
         const struct driver *drv;
         sched_op_done_cb done;
@@ -147,5 +148,10 @@ struct sched_target *sched_running_target(struct sched *s, pid_t pid, uint64_t s
 /* Calls fn for every target whose op runs now (loop thread). */
 void sched_for_each_running(struct sched *s, void (*fn)(void *ctx, struct sched_target *t), void *ctx);
 
+
+/* Someone watches (Watch, jobs/watch.h) or no one does any more: the
+ * scheduler then reports each operation's start (hooks.started) and the
+ * workers note checkpoint progress, or stop doing so. */
+void sched_set_watched(struct sched *s, bool on);
 
 #endif

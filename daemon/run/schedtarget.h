@@ -44,14 +44,13 @@ struct sched_target {
         pid_t watch_pid;              /* the running op's process */
         bool want_wake;               /* waiters exist: wake the loop on publish */
         bool want_id_wake;            /* a start to report: wake the loop once pinned */
-        /* Progress of the running checkpoint (ops.c, watch.c), under lock. */
+        /* Progress of the running checkpoint: written by ops.c, sampled by
+         * Watch's progress.c (which keeps its own high-water marks), under lock. */
         bool in_checkpoint;           /* a checkpoint runs, rss_start its baseline */
         uint64_t rss_start;           /* VmRSS when that step began */
         int64_t total_bytes;          /* what it should move; -1 unknown */
         int64_t ckpt_bytes;           /* what this process's last checkpoint moved; -1 unknown */
         uint64_t ckpt_start_time;     /* ... of the process with this start time */
-        uint64_t progress_seq;        /* the op progress_peak belongs to (loop only) */
-        uint64_t progress_peak;       /* the most it has reported moved (loop only) */
         bool awaits_worker;           /* its next op waits for its caller's worker share */
         /* The cache of idle targets (loop thread only). */
         bool cached;                  /* on the LRU list below, depth == 0 */
