@@ -266,6 +266,14 @@ typedef struct group_widths {
         size_t pid, state, time;
 } group_widths;
 
+/* Member m's pid, state (NULL when it has none) and duration in ms; false
+ * when it names no pid. */
+static bool group_member_row(const cJSON *m, long long *ret_pid, const char **ret_state, double *ret_ms) {
+        *ret_state = json_get_string(m, "state");
+        *ret_ms = group_ms(m, "duration_ms");
+        return json_get_integer(m, "pid", 0, 2147483647.0, ret_pid);
+}
+
 /* The columns' widths for members; returns the number of members, and
  * *ret_state the state they all share (NULL when they differ or none has
  * one). */
@@ -278,11 +286,11 @@ static size_t group_measure_members(const cJSON *members, group_widths *w, const
 
         *w = (group_widths) { .pid = 3, .state = 5, .time = 4 };
         cJSON_ArrayForEach(m, members) {
-                const char *state = json_get_string(m, "state");
-                double ms = group_ms(m, "duration_ms");
+                const char *state;
+                double ms;
                 long long pid;
 
-                if (!json_get_integer(m, "pid", 0, 2147483647.0, &pid))
+                if (!group_member_row(m, &pid, &state, &ms))
                         continue;
                 n++;
                 snprintf(buf, sizeof(buf), "%lld", pid);
@@ -347,11 +355,11 @@ static size_t group_print_members(FILE *f, const cJSON *members, bool with_error
         } else
                 fputs("TIME\n", f);
         cJSON_ArrayForEach(m, members) {
-                const char *state = json_get_string(m, "state");
-                double ms = group_ms(m, "duration_ms");
+                const char *state;
+                double ms;
                 long long pid;
 
-                if (!json_get_integer(m, "pid", 0, 2147483647.0, &pid))
+                if (!group_member_row(m, &pid, &state, &ms))
                         continue;
                 fprintf(f, "%*lld  ", (int) w.pid, pid);
                 ctl_put_cell(f, state ? state : "unknown", w.state);
