@@ -62,6 +62,8 @@ static void lane_main(void *arg)
         uv_mutex_unlock(&l->lock);
 }
 
+static void lane_poll_cb(uv_idle_t *h);
+
 static void lane_finished_cb(uv_async_t *a)
 {
         struct lane *l = a->data;
@@ -79,17 +81,23 @@ static void lane_finished_cb(uv_async_t *a)
         /* The reply is written by now: poll on for the client's next call
          * while calls come back to back (lane_poll_cb() stops otherwise). */
         l->last_end = uv_hrtime();
-        if (l->back_to_back)
+        if (l->back_to_back) {
                 l->poll_until = l->last_end + l->spin_ns;
+                uv_idle_start(&l->poll, lane_poll_cb);
+        }
 }
 
 /* Runs once per loop iteration while the loop polls; stops the polling
- * once no job is in the lane and the window after the last one is over. */
+ * once the job in the lane has run for spin_us (a driver call can take
+ * long, even wait on a stopped process: the loop then sleeps until its
+ * result, which starts the polling again), or, with none in the lane, once
+ * the window after the last one is over. */
 static void lane_poll_cb(uv_idle_t *h)
 {
         struct lane *l = h->data;
+        uint64_t now = uv_hrtime();
 
-        if (!l->busy && uv_hrtime() >= l->poll_until)
+        if (l->busy ? now - l->busy_since > l->spin_ns : now >= l->poll_until)
                 uv_idle_stop(h);
 }
 
@@ -131,6 +139,7 @@ int lane_submit(struct lane *l, uv_work_t *w)
         if (l->busy || !l->started)
                 return -EBUSY;
         l->busy = true;
+        l->busy_since = uv_hrtime();
         uv_ref((uv_handle_t *)&l->async);
         l->back_to_back = l->spin_ns && l->last_end && uv_hrtime() - l->last_end <= l->spin_ns;
         if (l->back_to_back)

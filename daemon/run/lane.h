@@ -47,6 +47,7 @@ struct lane {
         /* Loop thread only. */
         bool busy;              /* a job is in the lane */
         bool back_to_back;      /* the job in it came within spin_ns of the last end */
+        uint64_t busy_since;    /* uv_hrtime() when the job in it was submitted */
         uint64_t last_end;      /* uv_hrtime() when the last job's done ran, 0 never */
         uv_idle_t poll;         /* active: the loop polls instead of sleeping */
         uint64_t poll_until;    /* uv_hrtime() when the loop may sleep again */

@@ -116,7 +116,11 @@ static void learn(struct run *x, int state)
  * until it runs again (design.md says what answers meanwhile). */
 static bool may_call(struct run *x, enum ops_step s)
 {
-        int r = target_stopped_after_refresh(&x->t->identity);
+        /* GetState is made right after the pin, whose status read answers;
+         * a mutating call may first wait for its process's slot (procbusy),
+         * so its check reads afresh. */
+        int r = s == OPS_STEP_GET_STATE ? target_stopped_after_refresh(&x->t->identity)
+                                        : target_stopped(&x->t->identity);
 
         if (r <= 0)
                 return true; /* running, or gone: the call itself will say so */

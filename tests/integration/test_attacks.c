@@ -186,6 +186,35 @@ START_TEST(thread_id_and_pid_kept_apart)
 }
 END_TEST
 
+/* A Lock by thread id that waits outside the driver for a Lock by pid on
+ * the same process checks for a stop when its turn comes, not before: the
+ * process stopped meanwhile, so it is refused with ProcessStopped instead
+ * of made (the call would wait in the driver until the process ran again). */
+START_TEST(stop_checked_after_waiting_for_the_process)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        const char *argv[] = { "itest-threads", "--itest-threads", NULL };
+        /* The Lock by pid waits for a 2 s kernel. */
+        static const char *const env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=2000", NULL };
+        pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
+        pid_t tid = atest_other_thread(pid);
+        struct itest_conn *op = itest_connect(d);
+        struct itest_conn *by_tid = itest_connect(d);
+        struct itest_conn *q = itest_connect(d);
+        atest_send_pid_call(op, CUDACKPT_METHOD_LOCK, pid);
+        itest_await_in_flight(q, pid, "Lock", 2000);
+        atest_send_pid_call(by_tid, CUDACKPT_METHOD_LOCK, tid);
+        itest_await_in_flight(q, tid, "Lock", 2000);
+        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+        itest_await_proc_state(pid, 'T', true);
+        cJSON *j = itest_recv_within(by_tid, 6000);
+        itest_assert_error(j, CUDACKPT_ERROR_PROCESS_STOPPED);
+        ck_assert_int_eq(kill(pid, SIGCONT), 0);
+        itest_await_proc_state(pid, 'T', false);
+        itest_recv_within(op, 10000);
+}
+END_TEST
+
 /* ---- 8: a client killed mid-operation ------------------------------------ */
 
 /* SIGKILL of a client while its Suspend is in the lock step and in the
@@ -314,6 +343,7 @@ static Suite *attacks_suite(void)
         tcase_add_test(tc, daemon_itself);
         tcase_add_test(tc, thread_id_has_its_own_queue);
         tcase_add_test(tc, thread_id_and_pid_kept_apart);
+        tcase_add_test(tc, stop_checked_after_waiting_for_the_process);
         tcase_add_test(tc, client_killed_mid_suspend);
         tcase_add_test(tc, sigterm_in_flight);
         tcase_add_test(tc, sigterm_twice);

@@ -1,0 +1,87 @@
+/* test_lane.c: the read-only lane's bounded spinning (run/lane.c): the loop
+ * polls instead of sleeping only while calls come back to back and only
+ * for lane_spin_us; a long call on the lane lets the loop sleep. */
+#include <check.h>
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <uv.h>
+
+#include "runner.h"
+#include "run/lane.h"
+
+static struct lane lane;
+static uv_work_t jobs[3];
+static uv_timer_t timer;
+static int next;
+static double cpu_before, cpu_during;
+static uint64_t t_before, t_during;
+
+static double thread_cpu_s(void)
+{
+        struct rusage r;
+
+        getrusage(RUSAGE_THREAD, &r);
+        return (double)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + (r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+}
+
+/* The last job is a long call (a driver call on a slow or stopped process). */
+static void work_cb(uv_work_t *w)
+{
+        if (w == &jobs[2]) {
+                struct timespec ts = { .tv_sec = 0, .tv_nsec = 400 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
+}
+
+static void submit_cb(uv_timer_t *t)
+{
+        (void)t;
+        if (next == 2) {
+                cpu_before = thread_cpu_s();
+                t_before = uv_hrtime();
+        }
+        ck_assert_int_eq(lane_submit(&lane, &jobs[next]), 0);
+        ck_assert(next == 0 || lane.back_to_back);
+}
+
+static void done_cb(uv_work_t *w, int status)
+{
+        (void)status;
+        if (w == &jobs[2]) {
+                cpu_during = thread_cpu_s() - cpu_before;
+                t_during = uv_hrtime() - t_before;
+                uv_close((uv_handle_t *)&timer, NULL);
+                return;
+        }
+        next = w == &jobs[0] ? 1 : 2;
+        uv_timer_start(&timer, submit_cb, 0, 0); /* back to back */
+}
+
+/* Two quick calls, then a back-to-back call of 400 ms: the loop polls for
+ * at most lane_spin_us of it, then sleeps until its result. */
+START_TEST(test_long_call_lets_the_loop_sleep)
+{
+        uv_loop_t loop;
+
+        ck_assert_int_eq(uv_loop_init(&loop), 0);
+        uv_timer_init(&loop, &timer);
+        ck_assert_int_eq(lane_init(&lane, &loop, 200, work_cb, done_cb), 0);
+        next = 0;
+        submit_cb(&timer);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_msg(t_during >= 400u * 1000 * 1000, "the long call took %.1f ms", t_during / 1e6);
+        ck_assert_msg(cpu_during < 0.1, "the loop thread used %.0f ms of CPU during a %.0f ms call on the lane",
+                      cpu_during * 1e3, t_during / 1e6);
+        lane_close(&lane);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
+const char unit_suite_name[] = "lane";
+
+void unit_tests(TCase *tc)
+{
+        tcase_add_test(tc, test_long_call_lets_the_loop_sleep);
+}
