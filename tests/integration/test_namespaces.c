@@ -364,15 +364,23 @@ static void host_untouched(struct itest_daemon *d, pid_t host)
         itest_conn_close(c);
 }
 
-START_TEST(own_process_by_namespace_pid)
+/* Runs fn in the namespace that how makes, on a daemon with a mapped host
+ * target, which the host then finds untouched. */
+static void run_beside_host_target(const struct ns_run *how, ns_fn fn)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
                             .host_target = itest_mapped_target() };
+
+        ns_run_in(how, fn, &x);
+        host_untouched(d, x.host_target);
+}
+
+START_TEST(own_process_by_namespace_pid)
+{
         const struct ns_run how = { .depth = 1 };
 
-        ns_run_in(&how, own_cycle_host_hidden, &x);
-        host_untouched(d, x.host_target);
+        run_beside_host_target(&how, own_cycle_host_hidden);
 }
 END_TEST
 
@@ -395,25 +403,17 @@ END_TEST
 
 START_TEST(nested_namespace)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 2 };
 
-        ns_run_in(&how, own_cycle_host_hidden, &x);
-        host_untouched(d, x.host_target);
+        run_beside_host_target(&how, own_cycle_host_hidden);
 }
 END_TEST
 
 START_TEST(groups_and_list_in_namespace)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1 };
 
-        ns_run_in(&how, groups_and_list, &x);
-        host_untouched(d, x.host_target);
+        run_beside_host_target(&how, groups_and_list);
 }
 END_TEST
 
@@ -421,13 +421,9 @@ END_TEST
  * containers): root in there, ITEST_OTHER_UID to the daemon. */
 START_TEST(rootless_user_namespace)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1, .userns = true, .uid = ITEST_OTHER_UID };
 
-        ns_run_in(&how, own_cycle_host_hidden, &x);
-        host_untouched(d, x.host_target);
+        run_beside_host_target(&how, own_cycle_host_hidden);
 }
 END_TEST
 
