@@ -1122,6 +1122,26 @@ static void sim_proc_release(const struct sim_target *t, struct sim_proc *p, CUp
         pthread_mutex_unlock(&sim_table_lock);
 }
 
+/* Begins a state-changing operation on pid: opens its target into t and
+ * takes its entry into *p.  On an error nothing is left open; else
+ * sim_op_end ends the operation. */
+static CUresult sim_op_begin(int pid, struct sim_target *t, struct sim_proc **p) {
+        CUresult r = sim_target_open(pid, t);
+
+        if (r != CUDA_SUCCESS)
+                return r;
+        r = sim_proc_acquire(t, p);
+        if (r != CUDA_SUCCESS)
+                sim_target_close(t);
+        return r;
+}
+
+/* Ends what sim_op_begin began, leaving the process in state. */
+static void sim_op_end(struct sim_target *t, struct sim_proc *p, CUprocessState state) {
+        sim_proc_release(t, p, state);
+        sim_target_close(t);
+}
+
 /* The state GetState reports: while an operation works, the state before it;
  * for a process the table does not know, its slot's. */
 static CUprocessState sim_proc_peek_state(const struct sim_target *t) {
@@ -1305,12 +1325,9 @@ SIM_EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
 
         if (args && (args->reserved0 != 0 || !sim_all_zero(args->reserved1, sizeof(args->reserved1))))
                 return CUDA_ERROR_INVALID_VALUE;
-        r = sim_target_open(pid, &t);
+        r = sim_op_begin(pid, &t, &p);
         if (r != CUDA_SUCCESS)
                 return r;
-        r = sim_proc_acquire(&t, &p);
-        if (r != CUDA_SUCCESS)
-                goto out;
         r = sim_target_wait_running(&t);
         state = p->state;
         if (r != CUDA_SUCCESS) {
@@ -1331,9 +1348,7 @@ SIM_EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
                 else
                         r = CUDA_ERROR_OPERATING_SYSTEM;
         }
-        sim_proc_release(&t, p, state);
-out:
-        sim_target_close(&t);
+        sim_op_end(&t, p, state);
         return r;
 }
 
@@ -1345,12 +1360,9 @@ SIM_EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpoin
 
         if (args && !sim_all_zero(args, sizeof(*args)))
                 return CUDA_ERROR_INVALID_VALUE;
-        r = sim_target_open(pid, &t);
+        r = sim_op_begin(pid, &t, &p);
         if (r != CUDA_SUCCESS)
                 return r;
-        r = sim_proc_acquire(&t, &p);
-        if (r != CUDA_SUCCESS)
-                goto out;
         r = sim_target_wait_running(&t);
         state = p->state;
         if (r != CUDA_SUCCESS) {
@@ -1372,9 +1384,7 @@ SIM_EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpoin
                         state = CU_PROCESS_STATE_CHECKPOINTED;
                 }
         }
-        sim_proc_release(&t, p, state);
-out:
-        sim_target_close(&t);
+        sim_op_end(&t, p, state);
         return r;
 }
 
@@ -1425,12 +1435,9 @@ SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs 
         if (args && (!sim_all_zero(args->reserved, sizeof(args->reserved)) || args->reserved1 != 0))
                 return CUDA_ERROR_INVALID_VALUE;
         remap = args && args->gpuPairsCount > 0;
-        r = sim_target_open(pid, &t);
+        r = sim_op_begin(pid, &t, &p);
         if (r != CUDA_SUCCESS)
                 return r;
-        r = sim_proc_acquire(&t, &p);
-        if (r != CUDA_SUCCESS)
-                goto out;
         r = sim_target_wait_running(&t);
         state = p->state;
         if (r != CUDA_SUCCESS) {
@@ -1457,9 +1464,7 @@ SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs 
                         }
                 }
         }
-        sim_proc_release(&t, p, state);
-out:
-        sim_target_close(&t);
+        sim_op_end(&t, p, state);
         return r;
 }
 
@@ -1471,12 +1476,9 @@ SIM_EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *a
 
         if (args && !sim_all_zero(args, sizeof(*args)))
                 return CUDA_ERROR_INVALID_VALUE;
-        r = sim_target_open(pid, &t);
+        r = sim_op_begin(pid, &t, &p);
         if (r != CUDA_SUCCESS)
                 return r;
-        r = sim_proc_acquire(&t, &p);
-        if (r != CUDA_SUCCESS)
-                goto out;
         r = sim_target_wait_running(&t);
         state = p->state;
         if (r != CUDA_SUCCESS) {
@@ -1486,9 +1488,7 @@ SIM_EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *a
         } else if (!sim_injected(&t, SIM_OP_UNLOCK, &state, &r)) {
                 state = CU_PROCESS_STATE_RUNNING;
         }
-        sim_proc_release(&t, p, state);
-out:
-        sim_target_close(&t);
+        sim_op_end(&t, p, state);
         return r;
 }
 
