@@ -485,6 +485,20 @@ START_TEST(reused_pid_exit_not_sent_to_container)
 }
 END_TEST
 
+/* holder takes a lease on the host target t; in the namespace that how
+ * makes, foreign_lease_untouchable finds it out of reach; holder then
+ * releases it and unlocks t. */
+static void host_lease_untouchable(struct itest_daemon *d, pid_t t, struct itest_conn *holder, const struct ns_run *how)
+{
+        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d), .host_target = t };
+
+        x.lease = lease_of(itest_callf(holder, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
+                                       CUDACKPT_METHOD_LOCK, (int)t));
+        ns_run_in(how, foreign_lease_untouchable, &x);
+        itest_assert_ok(itest_call(holder, CUDACKPT_METHOD_RELEASE_LEASE, itest_strdupf("{\"lease\":%lld}", x.lease)));
+        itest_assert_ok(itest_call_pid(holder, CUDACKPT_METHOD_UNLOCK, t));
+}
+
 /* Root in a container's pid namespace cannot manage a host user's lease on
  * a process it cannot see; the lease still holds. */
 START_TEST(container_root_cannot_manage_host_lease)
@@ -494,14 +508,9 @@ START_TEST(container_root_cannot_manage_host_lease)
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t t = itest_target_as(ITEST_OTHER_UID, "CUDACKPT_SIM=1", NULL);
         struct itest_conn *user = itest_connect_as(d, ITEST_OTHER_UID);
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d), .host_target = t };
         const struct ns_run how = { .depth = 1 };
 
-        x.lease = lease_of(itest_callf(user, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
-                                       CUDACKPT_METHOD_LOCK, (int)t));
-        ns_run_in(&how, foreign_lease_untouchable, &x);
-        itest_assert_ok(itest_call(user, CUDACKPT_METHOD_RELEASE_LEASE, itest_strdupf("{\"lease\":%lld}", x.lease)));
-        itest_assert_ok(itest_call_pid(user, CUDACKPT_METHOD_UNLOCK, t));
+        host_lease_untouchable(d, t, user, &how);
 }
 END_TEST
 
@@ -514,14 +523,9 @@ START_TEST(rootless_container_cannot_manage_host_lease)
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t t = itest_target_as(ITEST_OTHER_UID, "CUDACKPT_SIM=1", NULL);
         struct itest_conn *root = itest_connect(d);
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d), .host_target = t };
         const struct ns_run how = { .depth = 1, .userns = true, .uid = ITEST_OTHER_UID };
 
-        x.lease = lease_of(itest_callf(root, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
-                                       CUDACKPT_METHOD_LOCK, (int)t));
-        ns_run_in(&how, foreign_lease_untouchable, &x);
-        itest_assert_ok(itest_call(root, CUDACKPT_METHOD_RELEASE_LEASE, itest_strdupf("{\"lease\":%lld}", x.lease)));
-        itest_assert_ok(itest_call_pid(root, CUDACKPT_METHOD_UNLOCK, t));
+        host_lease_untouchable(d, t, root, &how);
 }
 END_TEST
 
