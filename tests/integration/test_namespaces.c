@@ -77,6 +77,20 @@ static int own_cycle_host_hidden(struct ns_ctx *x, char *msg, size_t size)
         return 0;
 }
 
+/* A reply without error whose array key lists exactly a and b, by pid. */
+static bool lists_just(const cJSON *rep, const char *key, pid_t a, pid_t b)
+{
+        const cJSON *arr = itest_get(rep, key), *e;
+        int seen = 0;
+
+        cJSON_ArrayForEach(e, arr) {
+                const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
+                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == a) ? 1 : 0;
+                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == b) ? 2 : 0;
+        }
+        return !itest_error(rep) && seen == 3 && cJSON_GetArraySize(arr) == 2;
+}
+
 /* Members and ListProcesses in the namespace's pids; the host's process
  * is neither listed nor reachable through a group. */
 static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
@@ -84,8 +98,6 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
         pid_t a = ns_target(x), b = ns_target(x);
         char params[256];
         cJSON *rep = NULL;
-        const cJSON *arr, *e;
-        int seen = 0;
 
         if (a <= 1 || b <= 1)
                 return ns_fail(msg, size, "cannot start targets in the namespace");
@@ -104,13 +116,7 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
         /* The tree of this namespace's pid 1: both targets, by their pids here. */
         if (ns_call(x, "SuspendGroup", "{\"selector\":{\"tree\":1}}", &rep, msg, size) < 0)
                 return -1;
-        arr = itest_get(rep, "members");
-        cJSON_ArrayForEach(e, arr) {
-                const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
-                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == a) ? 1 : 0;
-                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == b) ? 2 : 0;
-        }
-        if (itest_error(rep) || seen != 3 || cJSON_GetArraySize(arr) != 2) {
+        if (!lists_just(rep, "members", a, b)) {
                 ns_fail(msg, size, "SuspendGroup {tree: 1} (targets %d, %d): %s", (int)a, (int)b, itest_dump(rep));
                 cJSON_Delete(rep);
                 return -1;
@@ -131,14 +137,7 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
         /* ListProcesses: exactly the two targets, by their pids here. */
         if (ns_call(x, "ListProcesses", "{}", &rep, msg, size) < 0)
                 return -1;
-        arr = itest_get(rep, "processes");
-        seen = 0;
-        cJSON_ArrayForEach(e, arr) {
-                const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
-                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == a) ? 1 : 0;
-                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == b) ? 2 : 0;
-        }
-        if (itest_error(rep) || seen != 3 || cJSON_GetArraySize(arr) != 2) {
+        if (!lists_just(rep, "processes", a, b)) {
                 ns_fail(msg, size, "ListProcesses in the namespace (targets %d, %d): %s", (int)a, (int)b,
                      itest_dump(rep));
                 cJSON_Delete(rep);
