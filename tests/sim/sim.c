@@ -1123,17 +1123,26 @@ static void sim_proc_release(const struct sim_target *t, struct sim_proc *p, CUp
 }
 
 /* Begins a state-changing operation on pid: opens its target into t and
- * takes its entry into *p.  On an error nothing is left open; else
- * sim_op_end ends the operation. */
-static CUresult sim_op_begin(int pid, struct sim_target *t, struct sim_proc **p) {
-        CUresult r = sim_target_open(pid, t);
-
-        if (r != CUDA_SUCCESS)
-                return r;
-        r = sim_proc_acquire(t, p);
-        if (r != CUDA_SUCCESS)
+ * takes its entry into *p.  Returns false, with the error in *r, where
+ * either fails: nothing is left open.  Else true, sim_op_end to end the
+ * operation, with the entry's state in *state once the process runs again
+ * and in *r: CUDA_SUCCESS where that state is want, CUDA_ERROR_ILLEGAL_STATE
+ * where it is not, the wait's error where the process died while stopped. */
+static bool sim_op_begin(int pid, CUprocessState want, struct sim_target *t, struct sim_proc **p,
+                         CUprocessState *state, CUresult *r) {
+        *r = sim_target_open(pid, t);
+        if (*r != CUDA_SUCCESS)
+                return false;
+        *r = sim_proc_acquire(t, p);
+        if (*r != CUDA_SUCCESS) {
                 sim_target_close(t);
-        return r;
+                return false;
+        }
+        *r = sim_target_wait_running(t);
+        *state = (*p)->state;
+        if (*r == CUDA_SUCCESS && *state != want)
+                *r = CUDA_ERROR_ILLEGAL_STATE;
+        return true;
 }
 
 /* Ends what sim_op_begin began, leaving the process in state. */
@@ -1325,15 +1334,10 @@ SIM_EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
 
         if (args && (args->reserved0 != 0 || !sim_all_zero(args->reserved1, sizeof(args->reserved1))))
                 return CUDA_ERROR_INVALID_VALUE;
-        r = sim_op_begin(pid, &t, &p);
-        if (r != CUDA_SUCCESS)
+        if (!sim_op_begin(pid, CU_PROCESS_STATE_RUNNING, &t, &p, &state, &r))
                 return r;
-        r = sim_target_wait_running(&t);
-        state = p->state;
         if (r != CUDA_SUCCESS) {
-                /* died while stopped */
-        } else if (state != CU_PROCESS_STATE_RUNNING) {
-                r = CUDA_ERROR_ILLEGAL_STATE;
+                /* died while stopped, or not in the state the operation needs */
         } else if (sim_injected(&t, SIM_OP_LOCK, &state, &r)) {
                 /* nothing else happens */
         } else if (t.cfg.busy_ms > 0 && args && args->timeoutMs > 0 && args->timeoutMs < t.cfg.busy_ms) {
@@ -1360,15 +1364,10 @@ SIM_EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpoin
 
         if (args && !sim_all_zero(args, sizeof(*args)))
                 return CUDA_ERROR_INVALID_VALUE;
-        r = sim_op_begin(pid, &t, &p);
-        if (r != CUDA_SUCCESS)
+        if (!sim_op_begin(pid, CU_PROCESS_STATE_LOCKED, &t, &p, &state, &r))
                 return r;
-        r = sim_target_wait_running(&t);
-        state = p->state;
         if (r != CUDA_SUCCESS) {
-                /* died while stopped */
-        } else if (state != CU_PROCESS_STATE_LOCKED) {
-                r = CUDA_ERROR_ILLEGAL_STATE;
+                /* died while stopped, or not in the state the operation needs */
         } else if (p->managed_broken) {
                 /* What the driver says after a managed-memory checkpoint failed. */
                 r = CUDA_ERROR_UNKNOWN;
@@ -1435,15 +1434,10 @@ SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs 
         if (args && (!sim_all_zero(args->reserved, sizeof(args->reserved)) || args->reserved1 != 0))
                 return CUDA_ERROR_INVALID_VALUE;
         remap = args && args->gpuPairsCount > 0;
-        r = sim_op_begin(pid, &t, &p);
-        if (r != CUDA_SUCCESS)
+        if (!sim_op_begin(pid, CU_PROCESS_STATE_CHECKPOINTED, &t, &p, &state, &r))
                 return r;
-        r = sim_target_wait_running(&t);
-        state = p->state;
         if (r != CUDA_SUCCESS) {
-                /* died while stopped */
-        } else if (state != CU_PROCESS_STATE_CHECKPOINTED) {
-                r = CUDA_ERROR_ILLEGAL_STATE;
+                /* died while stopped, or not in the state the operation needs */
         } else {
                 const CUuuid *gpus = p->gpus_remapped ? p->gpus : t.cfg.gpus;
                 int n_gpus = p->gpus_remapped ? p->n_gpus : t.cfg.n_gpus;
@@ -1476,15 +1470,10 @@ SIM_EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *a
 
         if (args && !sim_all_zero(args, sizeof(*args)))
                 return CUDA_ERROR_INVALID_VALUE;
-        r = sim_op_begin(pid, &t, &p);
-        if (r != CUDA_SUCCESS)
+        if (!sim_op_begin(pid, CU_PROCESS_STATE_LOCKED, &t, &p, &state, &r))
                 return r;
-        r = sim_target_wait_running(&t);
-        state = p->state;
         if (r != CUDA_SUCCESS) {
-                /* died while stopped */
-        } else if (state != CU_PROCESS_STATE_LOCKED) {
-                r = CUDA_ERROR_ILLEGAL_STATE;
+                /* died while stopped, or not in the state the operation needs */
         } else if (!sim_injected(&t, SIM_OP_UNLOCK, &state, &r)) {
                 state = CU_PROCESS_STATE_RUNNING;
         }
