@@ -1242,13 +1242,23 @@ SIM_EXPORT CUresult cuDeviceGetCount(int *count) {
         return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+/* What a call about device dev, answering in *out, checks first: the driver
+ * initialised, out given, dev one of the sim's devices. */
+static CUresult sim_check_device_call(const void *out, int dev) {
         if (!atomic_load(&sim_initialized))
                 return CUDA_ERROR_NOT_INITIALIZED;
-        if (!device)
+        if (!out)
                 return CUDA_ERROR_INVALID_VALUE;
-        if (ordinal < 0 || ordinal >= sim_driver.n_devices)
+        if (dev < 0 || dev >= sim_driver.n_devices)
                 return CUDA_ERROR_INVALID_DEVICE;
+        return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+        CUresult r = sim_check_device_call(device, ordinal);
+
+        if (r != CUDA_SUCCESS)
+                return r;
         *device = ordinal;
         return CUDA_SUCCESS;
 }
@@ -1257,12 +1267,10 @@ SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
  * cuDeviceGetUuid) and the legacy cuDeviceGetUuid, of the same type and
  * behaviour here: a loader asking for either finds it. */
 SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
-        if (!atomic_load(&sim_initialized))
-                return CUDA_ERROR_NOT_INITIALIZED;
-        if (!uuid)
-                return CUDA_ERROR_INVALID_VALUE;
-        if (dev < 0 || dev >= sim_driver.n_devices)
-                return CUDA_ERROR_INVALID_DEVICE;
+        CUresult r = sim_check_device_call(uuid, dev);
+
+        if (r != CUDA_SUCCESS)
+                return r;
         *uuid = sim_driver.devices[dev];
         return CUDA_SUCCESS;
 }
