@@ -52,18 +52,9 @@ daemon_pid=""
 host_pid=""
 run_pid=""
 
-# podman on a storage of our own: vfs (no overlay mounts to undo), cgroupfs
-# (no systemd needed), events to a file, runc (crun refuses a hybrid cgroup
-# layout).  CONTAINERS_STORAGE_CONF keeps the machine's storage.conf out.
-cat >"$dir/storage.conf" <<EOF
-[storage]
-driver = "vfs"
-graphroot = "$dir/storage"
-runroot = "$dir/runroot"
-EOF
-podman=(env CONTAINERS_STORAGE_CONF="$dir/storage.conf" TMPDIR="$dir/tmp"
-	podman --root "$dir/storage" --runroot "$dir/runroot" --tmpdir "$dir/libpod"
-	--storage-driver vfs --cgroup-manager cgroupfs --events-backend file --runtime "$runc")
+# podman on a storage of our own (podman-lib.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/podman-lib.sh"
+podman_setup "$dir" "$runc"
 
 cleanup() {
 	local rc=$? cid="" d m f shown

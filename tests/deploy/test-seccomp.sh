@@ -55,15 +55,9 @@ mkdir -p "$dir/sock" "$dir/tmp" "$dir/libpod" "$dir/root/usr/sbin" "$dir/root/li
 sock=$dir/sock/io.cudackpt.Process
 target=""
 name=""
-cat >"$dir/storage.conf" <<EOF
-[storage]
-driver = "vfs"
-graphroot = "$dir/storage"
-runroot = "$dir/runroot"
-EOF
-podman=(env CONTAINERS_STORAGE_CONF="$dir/storage.conf" TMPDIR="$dir/tmp"
-	podman --root "$dir/storage" --runroot "$dir/runroot" --tmpdir "$dir/libpod"
-	--storage-driver vfs --cgroup-manager cgroupfs --events-backend file --runtime "$runc")
+# podman on a storage of our own (../container/podman-lib.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/../container/podman-lib.sh"
+podman_setup "$dir" "$runc"
 
 stop_container() {
 	[ -n "$name" ] || return 0

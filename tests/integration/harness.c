@@ -123,6 +123,20 @@ int itest_pidfd_open(pid_t pid)
         return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+pid_t itest_fork_stdio(int out, int err)
+{
+        pid_t pid = fork();
+        ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+        if (pid == 0) {
+                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (devnull >= 0)
+                        dup2(devnull, STDIN_FILENO);
+                dup2(out, STDOUT_FILENO);
+                dup2(err, STDERR_FILENO);
+        }
+        return pid;
+}
+
 /* Waits up to timeout_ms for the process behind pidfd to exit.  Returns
  * true once it has (it is then a zombie for waitpid to reap). */
 bool itest_pidfd_wait(int pidfd, int timeout_ms)
@@ -342,14 +356,8 @@ static struct itest_daemon *itest_daemon_spawn(const struct itest_daemon_opts *o
         env[n] = NULL;
 
         pid_t parent = getpid();
-        pid_t pid = fork();
-        ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+        pid_t pid = itest_fork_stdio(logfd, logfd);
         if (pid == 0) {
-                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (devnull >= 0)
-                        dup2(devnull, STDIN_FILENO);
-                dup2(logfd, STDOUT_FILENO);
-                dup2(logfd, STDERR_FILENO);
                 /* Die with the test if it is killed before its teardown. */
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (getppid() != parent)

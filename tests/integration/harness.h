@@ -268,6 +268,8 @@ const char *itest_uuid_norm(const char *uuid);
 } while (0)
 /* GetState of pid now: state, and no operation in flight. */
 void itest_assert_state_now(struct itest_conn *c, pid_t pid, const char *state);
+/* A GetInfo reply j whose interfaces list io.cudackpt.Process. */
+void itest_assert_lists_interface(const cJSON *j);
 /* The methods of io.cudackpt.Process that name one process, NULL-ended. */
 extern const char *const itest_process_methods[];
 

@@ -22,6 +22,9 @@ void itest_free_conn(void *p);
 int itest_left_ms(double deadline);
 /* pidfd_open(2); asserts it works. */
 int itest_pidfd_open(pid_t pid);
+/* fork(), asserted; in the child, /dev/null is stdin and out and err are
+ * stdout and stderr.  Returns what fork() does. */
+pid_t itest_fork_stdio(int out, int err);
 /* Waits up to timeout_ms for the process behind pidfd to exit.  Returns
  * true once it has (it is then a zombie for waitpid to reap). */
 bool itest_pidfd_wait(int pidfd, int timeout_ms);

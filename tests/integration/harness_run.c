@@ -93,14 +93,8 @@ void itest_run_proc(uid_t uid, const char *const *argv, const char *const *env, 
                 base_env[n] = NULL;
                 env = base_env;
         }
-        pid_t pid = fork();
-        ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+        pid_t pid = itest_fork_stdio(out[1], err[1]);
         if (pid == 0) {
-                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (devnull >= 0)
-                        dup2(devnull, STDIN_FILENO);
-                dup2(out[1], STDOUT_FILENO);
-                dup2(err[1], STDERR_FILENO);
                 if (uid != (uid_t)-1 && itest_become(uid) < 0) {
                         dprintf(STDERR_FILENO, "itest: cannot become uid %d\n", (int)uid);
                         _exit(126);

@@ -366,6 +366,18 @@ void itest_assert_state_now(struct itest_conn *c, pid_t pid, const char *state)
         itest_assert_absent(j, "in_flight");
 }
 
+void itest_assert_lists_interface(const cJSON *j)
+{
+        const cJSON *ifs = cJSON_GetObjectItemCaseSensitive(itest_params(j), "interfaces");
+        ck_assert_msg(cJSON_IsArray(ifs), "interfaces in %s", itest_dump(j));
+        bool found = false;
+        const cJSON *i;
+        cJSON_ArrayForEach(i, ifs)
+                if (cJSON_IsString(i) && strcmp(i->valuestring, CUDACKPT_INTERFACE) == 0)
+                        found = true;
+        ck_assert_msg(found, "%s not in %s", CUDACKPT_INTERFACE, itest_dump(j));
+}
+
 /* ---- client library ------------------------------------------------------ */
 
 cudackpt_client *itest_client(struct itest_daemon *d)

@@ -118,6 +118,28 @@ START_TEST(daemon_itself)
 }
 END_TEST
 
+/* A target of threads whose checkpoint takes about 2 s and restore about
+ * 0.5 s; *tid is a thread of it other than the main one. */
+static pid_t threads_target_2s(pid_t *tid)
+{
+        const char *argv[] = { "itest-threads", "--itest-threads", NULL };
+        static const char *const env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048",
+                                           "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL };
+        pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
+
+        *tid = atest_other_thread(pid);
+        return pid;
+}
+
+/* Locks pid on op and sends its Checkpoint there, unanswered: q sees it in
+ * flight. */
+static void start_checkpoint(struct itest_conn *op, struct itest_conn *q, pid_t pid)
+{
+        itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        atest_send_pid_call(op, CUDACKPT_METHOD_CHECKPOINT, pid);
+        itest_await_in_flight(q, pid, "Checkpoint", 2000);
+}
+
 /* A thread id means its process, but has a queue of its own (protocol.md):
  * a GetState by thread id while a Checkpoint by pid runs is answered by the
  * driver, with the state the process is in and no in_flight, and the
@@ -125,19 +147,14 @@ END_TEST
 START_TEST(thread_id_has_its_own_queue)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        const char *argv[] = { "itest-threads", "--itest-threads", NULL };
-        static const char *const env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048",
-                                           "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL };
-        pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
-        pid_t tid = atest_other_thread(pid);
+        pid_t tid;
+        pid_t pid = threads_target_2s(&tid);
         struct itest_conn *op = itest_connect(d);
         struct itest_conn *q = itest_connect(d);
         cJSON *j = itest_call_pid(q, CUDACKPT_METHOD_GET_STATE, tid);
         itest_assert_ok(j);
         itest_assert_str(j, "state", "running");
-        itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
-        atest_send_pid_call(op, CUDACKPT_METHOD_CHECKPOINT, pid);
-        itest_await_in_flight(q, pid, "Checkpoint", 2000);
+        start_checkpoint(op, q, pid);
         j = itest_call_pid(q, CUDACKPT_METHOD_GET_STATE, tid);
         ck_assert_msg(!itest_conn_readable(op), "the 2 s checkpoint ended before the GetState");
         itest_assert_ok(j);
@@ -160,18 +177,12 @@ END_TEST
 START_TEST(thread_id_and_pid_kept_apart)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        const char *argv[] = { "itest-threads", "--itest-threads", NULL };
-        /* A checkpoint of about 2 s, a restore of about 0.5 s. */
-        static const char *const env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048",
-                                           "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL };
-        pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
-        pid_t tid = atest_other_thread(pid);
+        pid_t tid;
+        pid_t pid = threads_target_2s(&tid);
         struct itest_conn *op = itest_connect(d);
         struct itest_conn *by_tid = itest_connect(d);
         struct itest_conn *q = itest_connect(d);
-        itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
-        atest_send_pid_call(op, CUDACKPT_METHOD_CHECKPOINT, pid);
-        itest_await_in_flight(q, pid, "Checkpoint", 2000);
+        start_checkpoint(op, q, pid);
         atest_send_pid_call(by_tid, CUDACKPT_METHOD_RESTORE, tid);
         itest_assert_state(itest_recv(op), pid, "checkpointed");
         cJSON *j = itest_recv(by_tid);

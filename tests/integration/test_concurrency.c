@@ -24,6 +24,15 @@ static void send_pid_call(struct itest_conn *c, const char *method, pid_t pid)
         itest_sendf(c, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d}}", method, (int)pid);
 }
 
+/* Locks pid on op and sends its Checkpoint there, unanswered: q sees it in
+ * flight within a second. */
+static void start_checkpoint(struct itest_conn *op, struct itest_conn *q, pid_t pid)
+{
+        itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        send_pid_call(op, CUDACKPT_METHOD_CHECKPOINT, pid);
+        itest_await_in_flight(q, pid, "Checkpoint", 1000);
+}
+
 /* A GetState that must answer within 50 ms: far above what it costs (a
  * GetState is well under a millisecond), so this never flakes, yet it
  * would fail if it waited behind a 1 s checkpoint. */
@@ -108,9 +117,7 @@ START_TEST(get_state_while_busy)
         pid_t pid = itest_target("CUDACKPT_SIM=1", ONE_SECOND_CKPT, "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL);
         struct itest_conn *op = itest_connect(d);
         struct itest_conn *q = itest_connect(d);
-        itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
-        send_pid_call(op, CUDACKPT_METHOD_CHECKPOINT, pid);
-        itest_await_in_flight(q, pid, "Checkpoint", 1000);
+        start_checkpoint(op, q, pid);
         for (int k = 0; k < 20; k++) {
                 cJSON *j = fast_get_state(q, pid);
                 itest_assert_str(j, "state", "locked");
@@ -185,9 +192,7 @@ START_TEST(client_vanishes_during_checkpoint)
         pid_t pid = itest_target("CUDACKPT_SIM=1", ONE_SECOND_CKPT, "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL);
         struct itest_conn *a = itest_connect(d);
         struct itest_conn *b = itest_connect(d);
-        itest_assert_state(itest_call_pid(a, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
-        send_pid_call(a, CUDACKPT_METHOD_CHECKPOINT, pid);
-        itest_await_in_flight(b, pid, "Checkpoint", 1000);
+        start_checkpoint(a, b, pid);
         itest_conn_close(a);
 
         cJSON *j = itest_call_pid(b, CUDACKPT_METHOD_UNLOCK, pid);

@@ -127,14 +127,21 @@ static void check_restored(struct citest_ctx *x, pid_t pid, uint64_t old_start, 
 
 /* ---- the tests ----------------------------------------------------------- */
 
+/* Sets x up with a target of one process, checked as before a dump. */
+static pid_t start_single(struct citest_ctx *x)
+{
+        pid_t pids[1];
+
+        citest_setup(x);
+        ck_assert_int_eq(citest_start_target(x, "single", pids, 1), 1);
+        check_before(x, pids[0]);
+        return pids[0];
+}
+
 START_TEST(criu_dump_restore)
 {
         struct citest_ctx x;
-        citest_setup(&x);
-        pid_t pids[1];
-        ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
-        pid_t pid = pids[0];
-        check_before(&x, pid);
+        pid_t pid = start_single(&x);
         citest_check_memory(&x, pid, 1);
         uint64_t start = itest_start_time(pid);
 
@@ -148,7 +155,7 @@ START_TEST(criu_dump_restore)
         check_restored(&x, pid, start, getpid());
         /* The check counter came back with the memory. */
         citest_check_memory(&x, pid, 2);
-        citest_kill_all(pids, 1);
+        citest_kill_all(&pid, 1);
 }
 END_TEST
 
@@ -189,11 +196,7 @@ END_TEST
 START_TEST(criu_leave_running)
 {
         struct citest_ctx x;
-        citest_setup(&x);
-        pid_t pids[1];
-        ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
-        pid_t pid = pids[0];
-        check_before(&x, pid);
+        pid_t pid = start_single(&x);
         uint64_t start = itest_start_time(pid);
 
         run_criu(&x, "dump.log", "dump", "--leave-running", "-t", itest_strdupf("%d", (int)pid), NULL);
@@ -211,7 +214,7 @@ START_TEST(criu_leave_running)
         citest_await_audit(&x, "Unlock", pid);
         citest_assert_state(&x, pid, "running");
         citest_check_memory(&x, pid, 1);
-        citest_kill_all(pids, 1);
+        citest_kill_all(&pid, 1);
 }
 END_TEST
 

@@ -33,15 +33,24 @@
 
 /* ---- the tests ----------------------------------------------------------- */
 
+/* Sets x up with the plain criu, starts a target of n processes of kind
+ * (tree or single) into pids with their start times in start; returns
+ * cudackptctl's environment. */
+static const char *const *job_setup(struct citest_ctx *x, const char *kind, pid_t *pids, uint64_t *start, int n)
+{
+        citest_setup(x);
+        const char *const *env = cjob_env(x, NULL);
+        ck_assert_int_eq(citest_start_target(x, kind, pids, n), n);
+        cjob_start_times(pids, start, n);
+        return env;
+}
+
 START_TEST(job_tree_dump_restore)
 {
         struct citest_ctx x;
-        citest_setup(&x);
-        const char *const *env = cjob_env(&x, NULL);
         pid_t pids[3];
         uint64_t start[3];
-        ck_assert_int_eq(citest_start_target(&x, "tree", pids, 3), 3);
-        cjob_start_times(pids, start, 3);
+        const char *const *env = job_setup(&x, "tree", pids, start, 3);
         for (int i = 0; i < 3; i++)
                 citest_check_memory(&x, pids[i], 1);
 
@@ -64,12 +73,9 @@ END_TEST
 START_TEST(job_dump_failures_leave_job_running)
 {
         struct citest_ctx x;
-        citest_setup(&x);
-        const char *const *env = cjob_env(&x, NULL);
         pid_t pids[3];
-        ck_assert_int_eq(citest_start_target(&x, "tree", pids, 3), 3);
         uint64_t start[3];
-        cjob_start_times(pids, start, 3);
+        const char *const *env = job_setup(&x, "tree", pids, start, 3);
         const char *tree = itest_strdupf("%d", (int)pids[0]);
 
         /* An image directory that cannot be written: refused before anything is suspended. */
@@ -453,12 +459,9 @@ END_TEST
 START_TEST(job_leave_running_then_restore)
 {
         struct citest_ctx x;
-        citest_setup(&x);
-        const char *const *env = cjob_env(&x, NULL);
         pid_t pids[1];
-        ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
         uint64_t start[1];
-        cjob_start_times(pids, start, 1);
+        const char *const *env = job_setup(&x, "single", pids, start, 1);
 
         struct citest_run *d = cjob_ctl(env, "dump", "--pids", itest_strdupf("%d", (int)pids[0]), "--images", x.img,
                                    "--leave-running", NULL);

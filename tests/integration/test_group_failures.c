@@ -27,6 +27,30 @@
 
 /* ---- failures in each phase -------------------------------------------------- */
 
+/* The group failed and was rolled back: every member says running, in the
+ * reply and now. */
+static void assert_rolled_back(struct itest_conn *c, const cJSON *j, size_t n, const pid_t *p)
+{
+        itest_assert_bool(j, "rolled_back", true);
+        for (size_t k = 0; k < n; k++)
+                gitest_assert_member(j, p[k], "running");
+        gitest_assert_all_now(c, n, p, "running");
+}
+
+/* The group failed and was not rolled back: the two good members are in
+ * state, the bad one in bad_state, in the reply and now. */
+static void assert_left_apart(struct itest_conn *c, const cJSON *j, pid_t good1, pid_t good2, const char *state,
+                              pid_t bad, const char *bad_state)
+{
+        itest_assert_bool(j, "rolled_back", false);
+        gitest_assert_member(j, good1, state);
+        gitest_assert_member_opt(j, bad, bad_state);
+        gitest_assert_member(j, good2, state);
+        itest_assert_state_now(c, good1, state);
+        itest_assert_state_now(c, bad, bad_state);
+        itest_assert_state_now(c, good2, state);
+}
+
 START_TEST(fail_lock_rolls_back)
 {
         struct itest_daemon *d = itest_daemon_start_default();
@@ -40,10 +64,7 @@ START_TEST(fail_lock_rolls_back)
                 const char *ce = gitest_ostr(gitest_error_params(j), "cuda_error");
                 ck_assert_msg(gitest_streq(ce, "CUDA_ERROR_UNKNOWN"), "error_parameters without the CUDA error: %s",
                               itest_dump(j));
-                itest_assert_bool(j, "rolled_back", true);
-                for (size_t k = 0; k < 3; k++)
-                        gitest_assert_member(j, p[k], "running");
-                gitest_assert_all_now(c, 3, p, "running");
+                assert_rolled_back(c, j, 3, p);
         }
 }
 END_TEST
@@ -58,10 +79,7 @@ START_TEST(fail_checkpoint_rolls_back)
         cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p);
         gitest_assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad,
                             CUDACKPT_ERROR_DRIVER_ERROR);
-        itest_assert_bool(j, "rolled_back", true);
-        for (size_t k = 0; k < 3; k++)
-                gitest_assert_member(j, p[k], "running");
-        gitest_assert_all_now(c, 3, p, "running");
+        assert_rolled_back(c, j, 3, p);
 
         /* ... and CheckpointGroup from locked: back to running too. */
         pid_t bad2 = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN", NULL);
@@ -70,10 +88,7 @@ START_TEST(fail_checkpoint_rolls_back)
         j = gitest_group_pids(c, CUDACKPT_METHOD_CHECKPOINT_GROUP, 3, q);
         gitest_assert_group_failed(j, CUDACKPT_METHOD_CHECKPOINT_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad2,
                             CUDACKPT_ERROR_DRIVER_ERROR);
-        itest_assert_bool(j, "rolled_back", true);
-        for (size_t k = 0; k < 3; k++)
-                gitest_assert_member(j, q[k], "running");
-        gitest_assert_all_now(c, 3, q, "running");
+        assert_rolled_back(c, j, 3, q);
 }
 END_TEST
 
@@ -86,10 +101,7 @@ START_TEST(fail_managed_memory)
         cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p);
         gitest_assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad,
                             CUDACKPT_ERROR_NOT_SUPPORTED);
-        itest_assert_bool(j, "rolled_back", true);
-        for (size_t k = 0; k < 3; k++)
-                gitest_assert_member(j, p[k], "running");
-        gitest_assert_all_now(c, 3, p, "running");
+        assert_rolled_back(c, j, 3, p);
 }
 END_TEST
 
@@ -106,13 +118,7 @@ START_TEST(fail_restore_then_retry)
 
         cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_RESUME_GROUP, 3, p);
         gitest_assert_group_failed(j, CUDACKPT_METHOD_RESUME_GROUP, CUDACKPT_PHASE_RESTORE, bad, CUDACKPT_ERROR_DRIVER_ERROR);
-        itest_assert_bool(j, "rolled_back", false);
-        gitest_assert_member(j, p[0], "locked");
-        gitest_assert_member_opt(j, bad, "checkpointed");
-        gitest_assert_member(j, p[2], "locked");
-        itest_assert_state_now(c, p[0], "locked");
-        itest_assert_state_now(c, bad, "checkpointed");
-        itest_assert_state_now(c, p[2], "locked");
+        assert_left_apart(c, j, p[0], p[2], "locked", bad, "checkpointed");
 
         /* The same from RestoreGroup. */
         j = gitest_group_pids(c, CUDACKPT_METHOD_RESTORE_GROUP, 3, p);
@@ -139,13 +145,7 @@ START_TEST(fail_unlock)
         cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_UNLOCK_GROUP, 3, p);
         gitest_assert_group_failed(j, CUDACKPT_METHOD_UNLOCK_GROUP, CUDACKPT_PHASE_UNLOCK, bad, CUDACKPT_ERROR_DRIVER_ERROR);
         /* Not every member is running. */
-        itest_assert_bool(j, "rolled_back", false);
-        gitest_assert_member(j, p[0], "running");
-        gitest_assert_member_opt(j, bad, "locked");
-        gitest_assert_member(j, p[2], "running");
-        itest_assert_state_now(c, p[0], "running");
-        itest_assert_state_now(c, bad, "locked");
-        itest_assert_state_now(c, p[2], "running");
+        assert_left_apart(c, j, p[0], p[2], "running", bad, "locked");
 
         /* ResumeGroup's unlock phase: restored, then all but one unlocked. */
         pid_t bad2 = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);

@@ -326,14 +326,7 @@ START_TEST(get_info_and_description)
         static const char *const keys[] = { "vendor", "product", "version", "url", NULL };
         for (size_t i = 0; keys[i]; i++)
                 ck_assert_msg(itest_str(j, keys[i]), "%s in %s", keys[i], itest_dump(j));
-        const cJSON *ifs = cJSON_GetObjectItemCaseSensitive(itest_params(j), "interfaces");
-        ck_assert_msg(cJSON_IsArray(ifs), "interfaces in %s", itest_dump(j));
-        bool found = false;
-        const cJSON *i;
-        cJSON_ArrayForEach(i, ifs)
-                if (cJSON_IsString(i) && strcmp(i->valuestring, CUDACKPT_INTERFACE) == 0)
-                        found = true;
-        ck_assert_msg(found, "%s not in %s", CUDACKPT_INTERFACE, itest_dump(j));
+        itest_assert_lists_interface(j);
         /* Without parameters at all, too. */
         itest_assert_ok(itest_call(c, "org.varlink.service.GetInfo", NULL));
 

@@ -144,6 +144,18 @@ static void assert_raw_op(const cJSON *j, pid_t pid, const char *state)
         ck_assert_msg(cJSON_IsNumber(dur) && dur->valuedouble >= 0, "duration_ms in %s", itest_dump(j));
 }
 
+/* Lock (with lock_params, or by pid alone where NULL), checkpoint, restore
+ * with restore_params and unlock, each answered in the state it leads to. */
+static void raw_cycle_restoring_with(struct itest_conn *c, pid_t pid, const char *lock_params, const char *restore_params)
+{
+        assert_raw_op(lock_params ? itest_call(c, CUDACKPT_METHOD_LOCK, lock_params)
+                                  : itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid),
+                      pid, "locked");
+        assert_raw_op(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "checkpointed");
+        assert_raw_op(itest_call(c, CUDACKPT_METHOD_RESTORE, restore_params), pid, "locked");
+        assert_raw_op(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
+}
+
 START_TEST(raw_full_cycle)
 {
         struct itest_daemon *d = itest_daemon_start_default();
@@ -167,11 +179,7 @@ START_TEST(raw_full_cycle)
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid), pid, "running");
 
         /* An empty mapping restores in place. */
-        assert_raw_op(itest_call(c, CUDACKPT_METHOD_LOCK, lock), pid, "locked");
-        assert_raw_op(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "checkpointed");
-        assert_raw_op(itest_call(c, CUDACKPT_METHOD_RESTORE, itest_strdupf("{\"pid\":%d,\"gpu_mapping\":{}}", (int)pid)),
-                      pid, "locked");
-        assert_raw_op(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
+        raw_cycle_restoring_with(c, pid, lock, itest_strdupf("{\"pid\":%d,\"gpu_mapping\":{}}", (int)pid));
 }
 END_TEST
 
@@ -278,13 +286,9 @@ START_TEST(raw_restore_identity_mapping)
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
-        assert_raw_op(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
-        assert_raw_op(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "checkpointed");
-        assert_raw_op(itest_call(c, CUDACKPT_METHOD_RESTORE,
+        raw_cycle_restoring_with(c, pid, NULL,
                                  itest_strdupf("{\"pid\":%d,\"gpu_mapping\":{\"%s\":\"%s\"}}", (int)pid, ITEST_GPU0,
-                                               ITEST_GPU0_PLAIN)),
-                      pid, "locked");
-        assert_raw_op(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
+                                               ITEST_GPU0_PLAIN));
 }
 END_TEST
 
@@ -336,14 +340,7 @@ START_TEST(client_get_info)
         cudackpt_reply_init(&r);
         itest_assert_reply_ok(cudackpt_call(c, "org.varlink.service.GetInfo", NULL, &r), &r);
         cJSON *j = itest_reply_json(&r);
-        const cJSON *ifs = cJSON_GetObjectItemCaseSensitive(itest_params(j), "interfaces");
-        ck_assert_msg(cJSON_IsArray(ifs), "interfaces in %s", itest_dump(j));
-        bool found = false;
-        const cJSON *i;
-        cJSON_ArrayForEach(i, ifs)
-                if (cJSON_IsString(i) && strcmp(i->valuestring, CUDACKPT_INTERFACE) == 0)
-                        found = true;
-        ck_assert_msg(found, "%s not in %s", CUDACKPT_INTERFACE, itest_dump(j));
+        itest_assert_lists_interface(j);
         cudackpt_reply_clear(&r);
 
         itest_assert_reply_ok(cudackpt_call(c, "org.varlink.service.GetInterfaceDescription",

@@ -77,6 +77,20 @@ static int own_cycle_host_hidden(struct ns_ctx *x, char *msg, size_t size)
         return 0;
 }
 
+/* A reply without error whose array key lists exactly a and b, by pid. */
+static bool lists_just(const cJSON *rep, const char *key, pid_t a, pid_t b)
+{
+        const cJSON *arr = itest_get(rep, key), *e;
+        int seen = 0;
+
+        cJSON_ArrayForEach(e, arr) {
+                const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
+                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == a) ? 1 : 0;
+                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == b) ? 2 : 0;
+        }
+        return !itest_error(rep) && seen == 3 && cJSON_GetArraySize(arr) == 2;
+}
+
 /* Members and ListProcesses in the namespace's pids; the host's process
  * is neither listed nor reachable through a group. */
 static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
@@ -84,8 +98,6 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
         pid_t a = ns_target(x), b = ns_target(x);
         char params[256];
         cJSON *rep = NULL;
-        const cJSON *arr, *e;
-        int seen = 0;
 
         if (a <= 1 || b <= 1)
                 return ns_fail(msg, size, "cannot start targets in the namespace");
@@ -104,13 +116,7 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
         /* The tree of this namespace's pid 1: both targets, by their pids here. */
         if (ns_call(x, "SuspendGroup", "{\"selector\":{\"tree\":1}}", &rep, msg, size) < 0)
                 return -1;
-        arr = itest_get(rep, "members");
-        cJSON_ArrayForEach(e, arr) {
-                const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
-                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == a) ? 1 : 0;
-                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == b) ? 2 : 0;
-        }
-        if (itest_error(rep) || seen != 3 || cJSON_GetArraySize(arr) != 2) {
+        if (!lists_just(rep, "members", a, b)) {
                 ns_fail(msg, size, "SuspendGroup {tree: 1} (targets %d, %d): %s", (int)a, (int)b, itest_dump(rep));
                 cJSON_Delete(rep);
                 return -1;
@@ -131,14 +137,7 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
         /* ListProcesses: exactly the two targets, by their pids here. */
         if (ns_call(x, "ListProcesses", "{}", &rep, msg, size) < 0)
                 return -1;
-        arr = itest_get(rep, "processes");
-        seen = 0;
-        cJSON_ArrayForEach(e, arr) {
-                const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
-                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == a) ? 1 : 0;
-                seen |= (cJSON_IsNumber(pid) && pid->valuedouble == b) ? 2 : 0;
-        }
-        if (itest_error(rep) || seen != 3 || cJSON_GetArraySize(arr) != 2) {
+        if (!lists_just(rep, "processes", a, b)) {
                 ns_fail(msg, size, "ListProcesses in the namespace (targets %d, %d): %s", (int)a, (int)b,
                      itest_dump(rep));
                 cJSON_Delete(rep);
@@ -364,15 +363,23 @@ static void host_untouched(struct itest_daemon *d, pid_t host)
         itest_conn_close(c);
 }
 
-START_TEST(own_process_by_namespace_pid)
+/* Runs fn in the namespace that how makes, on a daemon with a mapped host
+ * target, which the host then finds untouched. */
+static void run_beside_host_target(const struct ns_run *how, ns_fn fn)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
                             .host_target = itest_mapped_target() };
+
+        ns_run_in(how, fn, &x);
+        host_untouched(d, x.host_target);
+}
+
+START_TEST(own_process_by_namespace_pid)
+{
         const struct ns_run how = { .depth = 1 };
 
-        ns_run_in(&how, own_cycle_host_hidden, &x);
-        host_untouched(d, x.host_target);
+        run_beside_host_target(&how, own_cycle_host_hidden);
 }
 END_TEST
 
@@ -395,25 +402,17 @@ END_TEST
 
 START_TEST(nested_namespace)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 2 };
 
-        ns_run_in(&how, own_cycle_host_hidden, &x);
-        host_untouched(d, x.host_target);
+        run_beside_host_target(&how, own_cycle_host_hidden);
 }
 END_TEST
 
 START_TEST(groups_and_list_in_namespace)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1 };
 
-        ns_run_in(&how, groups_and_list, &x);
-        host_untouched(d, x.host_target);
+        run_beside_host_target(&how, groups_and_list);
 }
 END_TEST
 
@@ -421,13 +420,9 @@ END_TEST
  * containers): root in there, ITEST_OTHER_UID to the daemon. */
 START_TEST(rootless_user_namespace)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
         const struct ns_run how = { .depth = 1, .userns = true, .uid = ITEST_OTHER_UID };
 
-        ns_run_in(&how, own_cycle_host_hidden, &x);
-        host_untouched(d, x.host_target);
+        run_beside_host_target(&how, own_cycle_host_hidden);
 }
 END_TEST
 
@@ -489,6 +484,20 @@ START_TEST(reused_pid_exit_not_sent_to_container)
 }
 END_TEST
 
+/* holder takes a lease on the host target t; in the namespace that how
+ * makes, foreign_lease_untouchable finds it out of reach; holder then
+ * releases it and unlocks t. */
+static void host_lease_untouchable(struct itest_daemon *d, pid_t t, struct itest_conn *holder, const struct ns_run *how)
+{
+        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d), .host_target = t };
+
+        x.lease = lease_of(itest_callf(holder, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
+                                       CUDACKPT_METHOD_LOCK, (int)t));
+        ns_run_in(how, foreign_lease_untouchable, &x);
+        itest_assert_ok(itest_call(holder, CUDACKPT_METHOD_RELEASE_LEASE, itest_strdupf("{\"lease\":%lld}", x.lease)));
+        itest_assert_ok(itest_call_pid(holder, CUDACKPT_METHOD_UNLOCK, t));
+}
+
 /* Root in a container's pid namespace cannot manage a host user's lease on
  * a process it cannot see; the lease still holds. */
 START_TEST(container_root_cannot_manage_host_lease)
@@ -498,14 +507,9 @@ START_TEST(container_root_cannot_manage_host_lease)
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t t = itest_target_as(ITEST_OTHER_UID, "CUDACKPT_SIM=1", NULL);
         struct itest_conn *user = itest_connect_as(d, ITEST_OTHER_UID);
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d), .host_target = t };
         const struct ns_run how = { .depth = 1 };
 
-        x.lease = lease_of(itest_callf(user, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
-                                       CUDACKPT_METHOD_LOCK, (int)t));
-        ns_run_in(&how, foreign_lease_untouchable, &x);
-        itest_assert_ok(itest_call(user, CUDACKPT_METHOD_RELEASE_LEASE, itest_strdupf("{\"lease\":%lld}", x.lease)));
-        itest_assert_ok(itest_call_pid(user, CUDACKPT_METHOD_UNLOCK, t));
+        host_lease_untouchable(d, t, user, &how);
 }
 END_TEST
 
@@ -518,14 +522,9 @@ START_TEST(rootless_container_cannot_manage_host_lease)
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t t = itest_target_as(ITEST_OTHER_UID, "CUDACKPT_SIM=1", NULL);
         struct itest_conn *root = itest_connect(d);
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d), .host_target = t };
         const struct ns_run how = { .depth = 1, .userns = true, .uid = ITEST_OTHER_UID };
 
-        x.lease = lease_of(itest_callf(root, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
-                                       CUDACKPT_METHOD_LOCK, (int)t));
-        ns_run_in(&how, foreign_lease_untouchable, &x);
-        itest_assert_ok(itest_call(root, CUDACKPT_METHOD_RELEASE_LEASE, itest_strdupf("{\"lease\":%lld}", x.lease)));
-        itest_assert_ok(itest_call_pid(root, CUDACKPT_METHOD_UNLOCK, t));
+        host_lease_untouchable(d, t, root, &how);
 }
 END_TEST
 

@@ -35,14 +35,7 @@ except ImportError:
     sys.exit(77)
 
 MAX_CONNECTIONS = 32  # EXPORTER_MAX_CONNECTIONS of client/exporter.c
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL: " + what)
-    return cond
+from metrics_check import check, failures  # noqa: E402
 
 
 def get(url, method="GET", timeout=20):

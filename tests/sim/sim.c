@@ -1122,6 +1122,35 @@ static void sim_proc_release(const struct sim_target *t, struct sim_proc *p, CUp
         pthread_mutex_unlock(&sim_table_lock);
 }
 
+/* Begins a state-changing operation on pid: opens its target into t and
+ * takes its entry into *p.  Returns false, with the error in *r, where
+ * either fails: nothing is left open.  Else true, sim_op_end to end the
+ * operation, with the entry's state in *state once the process runs again
+ * and in *r: CUDA_SUCCESS where that state is want, CUDA_ERROR_ILLEGAL_STATE
+ * where it is not, the wait's error where the process died while stopped. */
+static bool sim_op_begin(int pid, CUprocessState want, struct sim_target *t, struct sim_proc **p,
+                         CUprocessState *state, CUresult *r) {
+        *r = sim_target_open(pid, t);
+        if (*r != CUDA_SUCCESS)
+                return false;
+        *r = sim_proc_acquire(t, p);
+        if (*r != CUDA_SUCCESS) {
+                sim_target_close(t);
+                return false;
+        }
+        *r = sim_target_wait_running(t);
+        *state = (*p)->state;
+        if (*r == CUDA_SUCCESS && *state != want)
+                *r = CUDA_ERROR_ILLEGAL_STATE;
+        return true;
+}
+
+/* Ends what sim_op_begin began, leaving the process in state. */
+static void sim_op_end(struct sim_target *t, struct sim_proc *p, CUprocessState state) {
+        sim_proc_release(t, p, state);
+        sim_target_close(t);
+}
+
 /* The state GetState reports: while an operation works, the state before it;
  * for a process the table does not know, its slot's. */
 static CUprocessState sim_proc_peek_state(const struct sim_target *t) {
@@ -1213,13 +1242,23 @@ SIM_EXPORT CUresult cuDeviceGetCount(int *count) {
         return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+/* What a call about device dev, answering in *out, checks first: the driver
+ * initialised, out given, dev one of the sim's devices. */
+static CUresult sim_check_device_call(const void *out, int dev) {
         if (!atomic_load(&sim_initialized))
                 return CUDA_ERROR_NOT_INITIALIZED;
-        if (!device)
+        if (!out)
                 return CUDA_ERROR_INVALID_VALUE;
-        if (ordinal < 0 || ordinal >= sim_driver.n_devices)
+        if (dev < 0 || dev >= sim_driver.n_devices)
                 return CUDA_ERROR_INVALID_DEVICE;
+        return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+        CUresult r = sim_check_device_call(device, ordinal);
+
+        if (r != CUDA_SUCCESS)
+                return r;
         *device = ordinal;
         return CUDA_SUCCESS;
 }
@@ -1228,12 +1267,10 @@ SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
  * cuDeviceGetUuid) and the legacy cuDeviceGetUuid, of the same type and
  * behaviour here: a loader asking for either finds it. */
 SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
-        if (!atomic_load(&sim_initialized))
-                return CUDA_ERROR_NOT_INITIALIZED;
-        if (!uuid)
-                return CUDA_ERROR_INVALID_VALUE;
-        if (dev < 0 || dev >= sim_driver.n_devices)
-                return CUDA_ERROR_INVALID_DEVICE;
+        CUresult r = sim_check_device_call(uuid, dev);
+
+        if (r != CUDA_SUCCESS)
+                return r;
         *uuid = sim_driver.devices[dev];
         return CUDA_SUCCESS;
 }
@@ -1305,18 +1342,10 @@ SIM_EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
 
         if (args && (args->reserved0 != 0 || !sim_all_zero(args->reserved1, sizeof(args->reserved1))))
                 return CUDA_ERROR_INVALID_VALUE;
-        r = sim_target_open(pid, &t);
-        if (r != CUDA_SUCCESS)
+        if (!sim_op_begin(pid, CU_PROCESS_STATE_RUNNING, &t, &p, &state, &r))
                 return r;
-        r = sim_proc_acquire(&t, &p);
-        if (r != CUDA_SUCCESS)
-                goto out;
-        r = sim_target_wait_running(&t);
-        state = p->state;
         if (r != CUDA_SUCCESS) {
-                /* died while stopped */
-        } else if (state != CU_PROCESS_STATE_RUNNING) {
-                r = CUDA_ERROR_ILLEGAL_STATE;
+                /* died while stopped, or not in the state the operation needs */
         } else if (sim_injected(&t, SIM_OP_LOCK, &state, &r)) {
                 /* nothing else happens */
         } else if (t.cfg.busy_ms > 0 && args && args->timeoutMs > 0 && args->timeoutMs < t.cfg.busy_ms) {
@@ -1331,9 +1360,7 @@ SIM_EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
                 else
                         r = CUDA_ERROR_OPERATING_SYSTEM;
         }
-        sim_proc_release(&t, p, state);
-out:
-        sim_target_close(&t);
+        sim_op_end(&t, p, state);
         return r;
 }
 
@@ -1345,18 +1372,10 @@ SIM_EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpoin
 
         if (args && !sim_all_zero(args, sizeof(*args)))
                 return CUDA_ERROR_INVALID_VALUE;
-        r = sim_target_open(pid, &t);
-        if (r != CUDA_SUCCESS)
+        if (!sim_op_begin(pid, CU_PROCESS_STATE_LOCKED, &t, &p, &state, &r))
                 return r;
-        r = sim_proc_acquire(&t, &p);
-        if (r != CUDA_SUCCESS)
-                goto out;
-        r = sim_target_wait_running(&t);
-        state = p->state;
         if (r != CUDA_SUCCESS) {
-                /* died while stopped */
-        } else if (state != CU_PROCESS_STATE_LOCKED) {
-                r = CUDA_ERROR_ILLEGAL_STATE;
+                /* died while stopped, or not in the state the operation needs */
         } else if (p->managed_broken) {
                 /* What the driver says after a managed-memory checkpoint failed. */
                 r = CUDA_ERROR_UNKNOWN;
@@ -1372,9 +1391,7 @@ SIM_EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpoin
                         state = CU_PROCESS_STATE_CHECKPOINTED;
                 }
         }
-        sim_proc_release(&t, p, state);
-out:
-        sim_target_close(&t);
+        sim_op_end(&t, p, state);
         return r;
 }
 
@@ -1425,18 +1442,10 @@ SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs 
         if (args && (!sim_all_zero(args->reserved, sizeof(args->reserved)) || args->reserved1 != 0))
                 return CUDA_ERROR_INVALID_VALUE;
         remap = args && args->gpuPairsCount > 0;
-        r = sim_target_open(pid, &t);
-        if (r != CUDA_SUCCESS)
+        if (!sim_op_begin(pid, CU_PROCESS_STATE_CHECKPOINTED, &t, &p, &state, &r))
                 return r;
-        r = sim_proc_acquire(&t, &p);
-        if (r != CUDA_SUCCESS)
-                goto out;
-        r = sim_target_wait_running(&t);
-        state = p->state;
         if (r != CUDA_SUCCESS) {
-                /* died while stopped */
-        } else if (state != CU_PROCESS_STATE_CHECKPOINTED) {
-                r = CUDA_ERROR_ILLEGAL_STATE;
+                /* died while stopped, or not in the state the operation needs */
         } else {
                 const CUuuid *gpus = p->gpus_remapped ? p->gpus : t.cfg.gpus;
                 int n_gpus = p->gpus_remapped ? p->n_gpus : t.cfg.n_gpus;
@@ -1457,9 +1466,7 @@ SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs 
                         }
                 }
         }
-        sim_proc_release(&t, p, state);
-out:
-        sim_target_close(&t);
+        sim_op_end(&t, p, state);
         return r;
 }
 
@@ -1471,24 +1478,14 @@ SIM_EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *a
 
         if (args && !sim_all_zero(args, sizeof(*args)))
                 return CUDA_ERROR_INVALID_VALUE;
-        r = sim_target_open(pid, &t);
-        if (r != CUDA_SUCCESS)
+        if (!sim_op_begin(pid, CU_PROCESS_STATE_LOCKED, &t, &p, &state, &r))
                 return r;
-        r = sim_proc_acquire(&t, &p);
-        if (r != CUDA_SUCCESS)
-                goto out;
-        r = sim_target_wait_running(&t);
-        state = p->state;
         if (r != CUDA_SUCCESS) {
-                /* died while stopped */
-        } else if (state != CU_PROCESS_STATE_LOCKED) {
-                r = CUDA_ERROR_ILLEGAL_STATE;
+                /* died while stopped, or not in the state the operation needs */
         } else if (!sim_injected(&t, SIM_OP_UNLOCK, &state, &r)) {
                 state = CU_PROCESS_STATE_RUNNING;
         }
-        sim_proc_release(&t, p, state);
-out:
-        sim_target_close(&t);
+        sim_op_end(&t, p, state);
         return r;
 }
 

@@ -131,6 +131,22 @@ static struct sched_op *op_new(pid_t pid, enum proto_method m)
         return op;
 }
 
+/* A fresh loop and a scheduler on it, with the test's driver and config. */
+static void sched_start(struct sched *s, uv_loop_t *loop)
+{
+        uv_loop_init(loop);
+        ck_assert_int_eq(sched_init(s, loop, &cfg, &drv, on_done), 0);
+}
+
+/* Frees the scheduler, lets its handles close and closes the loop. */
+static void sched_stop(struct sched *s, uv_loop_t *loop)
+{
+        sched_free(s);
+        sched_close(s);
+        uv_run(loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(loop), 0);
+}
+
 START_TEST(test_serial_per_pid_parallel_across)
 {
         static const enum proto_method seq[] = { PROTO_LOCK, PROTO_CHECKPOINT, PROTO_RESTORE, PROTO_UNLOCK };
@@ -140,8 +156,7 @@ START_TEST(test_serial_per_pid_parallel_across)
         struct share_refusal limit;
         int k = 0;
 
-        uv_loop_init(&loop);
-        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+        sched_start(&s, &loop);
         for (int i = 0; i < 4; i++)
                 for (int p = 0; p < 2; p++) {
                         ops[k] = op_new(pids[p], seq[i]);
@@ -178,10 +193,7 @@ START_TEST(test_serial_per_pid_parallel_across)
         }
         for (int i = 0; i < 8; i++)
                 free(ops[i]);
-        sched_free(&s);
-        sched_close(&s);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        ck_assert_int_eq(uv_loop_close(&loop), 0);
+        sched_stop(&s, &loop);
 }
 END_TEST
 
@@ -194,8 +206,7 @@ START_TEST(test_limits)
 
         cfg.max_queue_per_pid = 2;
         cfg.max_queue_total = 3;
-        uv_loop_init(&loop);
-        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+        sched_start(&s, &loop);
         ops[0] = op_new(pids[0], PROTO_LOCK);
         ops[1] = op_new(pids[0], PROTO_UNLOCK);
         ops[2] = op_new(pids[0], PROTO_LOCK);
@@ -213,10 +224,7 @@ START_TEST(test_limits)
         ck_assert_int_eq(n_done, 3);
         for (int i = 0; i < 4; i++)
                 free(ops[i]);
-        sched_free(&s);
-        sched_close(&s);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        ck_assert_int_eq(uv_loop_close(&loop), 0);
+        sched_stop(&s, &loop);
 }
 END_TEST
 
@@ -227,8 +235,7 @@ START_TEST(test_cancel_queued)
         uv_loop_t loop;
         struct share_refusal limit;
 
-        uv_loop_init(&loop);
-        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+        sched_start(&s, &loop);
         for (int i = 0; i < 3; i++) {
                 ops[i] = op_new(pids[0], PROTO_LOCK);
                 ck_assert_int_eq(sched_submit(&s, ops[i], &limit), 0);
@@ -244,10 +251,7 @@ START_TEST(test_cancel_queued)
         ck_assert_int_eq(n_events, 1);
         for (int i = 0; i < 3; i++)
                 free(ops[i]);
-        sched_free(&s);
-        sched_close(&s);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        ck_assert_int_eq(uv_loop_close(&loop), 0);
+        sched_stop(&s, &loop);
 }
 END_TEST
 
@@ -295,8 +299,7 @@ START_TEST(test_cache)
 
         cfg.max_cached_targets = 1;
         cfg.cached_target_idle_ms = 200;
-        uv_loop_init(&loop);
-        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+        sched_start(&s, &loop);
 
         /* The second request on a pid finds the first one's pinned target. */
         ck_assert_int_eq(run_one(&s, &loop, pids[0], PROTO_LOCK, &root_caller, &t1), OPS_OK);
@@ -333,10 +336,7 @@ START_TEST(test_cache)
         run_one(&s, &loop, pids[0], PROTO_UNLOCK, &root_caller, &t1);
         ck_assert_uint_eq(s.table.n_targets, 0);
 
-        sched_free(&s);
-        sched_close(&s);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        ck_assert_int_eq(uv_loop_close(&loop), 0);
+        sched_stop(&s, &loop);
 }
 END_TEST
 
@@ -367,8 +367,7 @@ START_TEST(test_cache_rereads_uids)
                 _exit(0);
         }
         ck_assert_int_eq(read(ready[0], &c, 1), 1);
-        uv_loop_init(&loop);
-        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+        sched_start(&s, &loop);
 
         ck_assert_int_eq(run_one(&s, &loop, child, PROTO_LOCK, &user, NULL), OPS_PERMISSION_DENIED);
         ck_assert_uint_eq(s.table.n_cached, 1);
@@ -379,10 +378,7 @@ START_TEST(test_cache_rereads_uids)
 
         kill(child, SIGKILL);
         waitpid(child, NULL, 0);
-        sched_free(&s);
-        sched_close(&s);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        ck_assert_int_eq(uv_loop_close(&loop), 0);
+        sched_stop(&s, &loop);
 }
 END_TEST
 
@@ -425,8 +421,7 @@ START_TEST(test_thread_and_process_serialised)
         ck_assert_int_eq(read(tid_pipe[0], &tid, sizeof(tid)), (ssize_t)sizeof(tid));
         ck_assert_int_ne(tid, pids[0]);
 
-        uv_loop_init(&loop);
-        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+        sched_start(&s, &loop);
         for (int i = 0; i < 4; i++) {
                 ops[i] = op_new(i % 2 ? tid : pids[0], i < 2 ? PROTO_LOCK : PROTO_UNLOCK);
                 ck_assert_int_eq(sched_submit(&s, ops[i], &limit), 0);
@@ -441,10 +436,7 @@ START_TEST(test_thread_and_process_serialised)
         }
         ck_assert_int_eq(n_events, 4);
         ck_assert_int_eq(atomic_load(&max_busy[0]), 1);
-        sched_free(&s);
-        sched_close(&s);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        ck_assert_int_eq(uv_loop_close(&loop), 0);
+        sched_stop(&s, &loop);
 }
 END_TEST
 
@@ -457,8 +449,7 @@ START_TEST(test_read_only_lane)
         uv_loop_t loop;
         struct share_refusal limit;
 
-        uv_loop_init(&loop);
-        ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+        sched_start(&s, &loop);
         for (int i = 0; i < 4; i++) {
                 ops[i] = op_new(pids[0], PROTO_GET_STATE);
                 ck_assert_int_eq(sched_submit(&s, ops[i], &limit), 0);
@@ -487,10 +478,7 @@ START_TEST(test_read_only_lane)
         ck_assert(!pthread_equal(state_threads[4], state_threads[5]));
         for (int i = 0; i < 6; i++)
                 free(ops[i]);
-        sched_free(&s);
-        sched_close(&s);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        ck_assert_int_eq(uv_loop_close(&loop), 0);
+        sched_stop(&s, &loop);
 }
 END_TEST
 
@@ -512,8 +500,7 @@ START_TEST(test_lane_spin)
                 uv_loop_t loop;
 
                 cfg.lane_spin_us = spin ? 100000 : 0;
-                uv_loop_init(&loop);
-                ck_assert_int_eq(sched_init(&s, &loop, &cfg, &drv, on_done), 0);
+                sched_start(&s, &loop);
                 for (int i = 0; i < 4; i++) {
                         struct sched_op *op = op_new(pids[0], PROTO_GET_STATE);
                         ck_assert_int_eq(sched_submit(&s, op, &limit), 0);
@@ -532,10 +519,7 @@ START_TEST(test_lane_spin)
                 uv_run(&loop, UV_RUN_DEFAULT);
                 ck_assert(!uv_is_active((uv_handle_t *)&s.lane.poll));
                 uv_close((uv_handle_t *)&quiet, NULL);
-                sched_free(&s);
-                sched_close(&s);
-                uv_run(&loop, UV_RUN_DEFAULT);
-                ck_assert_int_eq(uv_loop_close(&loop), 0);
+                sched_stop(&s, &loop);
         }
 }
 END_TEST

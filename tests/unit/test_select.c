@@ -12,24 +12,24 @@
 #include "host/pidns.h"
 #include "jobs/select.h"
 
-/* A caller's cgroup selector in the daemon's paths. */
-START_TEST(test_cgroup_in_ours)
+/* Selector sel of a caller in cgroup ours is want in the daemon's paths. */
+static void assert_in_ours(const char *ours, const char *sel, const char *want)
 {
         char *p;
 
-        ck_assert_int_eq(select_cgroup_in_ours("", "/a/b", &p), 0);
-        ck_assert_str_eq(p, "/a/b");
+        ck_assert_int_eq(select_cgroup_in_ours(ours, sel, &p), 0);
+        ck_assert_str_eq(p, want);
         free(p);
-        ck_assert_int_eq(select_cgroup_in_ours("", "/", &p), 0);
-        ck_assert_str_eq(p, "/");
-        free(p);
+}
+
+/* A caller's cgroup selector in the daemon's paths. */
+START_TEST(test_cgroup_in_ours)
+{
+        assert_in_ours("", "/a/b", "/a/b");
+        assert_in_ours("", "/", "/");
         /* A container's root is its "/". */
-        ck_assert_int_eq(select_cgroup_in_ours("/box", "/", &p), 0);
-        ck_assert_str_eq(p, "/box");
-        free(p);
-        ck_assert_int_eq(select_cgroup_in_ours("/box", "/job", &p), 0);
-        ck_assert_str_eq(p, "/box/job");
-        free(p);
+        assert_in_ours("/box", "/", "/box");
+        assert_in_ours("/box", "/job", "/box/job");
 }
 END_TEST
 
