@@ -240,7 +240,7 @@ void proccall_call(struct proccall *pc, struct conn *c, struct proto_call *call)
 queued:
         conn_ref(c);
         life_hold(pc->life); /* until proccall_op_done_cb */
-        c->busy = true;
+        conn_request_begin(c);
         return; /* req now belongs to op */
 out:
         if (req.lease.admitted)

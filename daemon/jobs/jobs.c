@@ -155,7 +155,7 @@ void jobs_call_start(struct jobs_call *jc, enum select_purpose purpose, void (*d
         life_hold(js->life);
         if (jc->conn) {
                 conn_ref(jc->conn);
-                jc->conn->busy = true;
+                conn_request_begin(jc->conn);
         }
         jc->sel = (struct select_job){ .loop = js->loop, .cfg = js->cfg, .source = js->source, .caller = jc->caller,
                                        .req = &jc->req, .method = jc->method, .purpose = purpose,

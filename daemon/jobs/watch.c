@@ -488,7 +488,7 @@ static void watcher_add(struct watch_table *t, struct conn *c, struct watcher *w
         conn_hook_add(c, &w->closing);
         conn_set_streaming(c, true);
         conn_ref(c);
-        c->busy = true;
+        conn_request_begin(c);
         w->next = t->head;
         if (t->head)
                 t->head->prev = w;
@@ -569,6 +569,6 @@ static void watcher_closing_cb(struct conn_hook *h, struct conn *c)
                 progress_stop(&t->progress);
                 sched_set_watched(t->sched, false);
         }
-        c->busy = false;
+        conn_request_done(c); /* c is closing: nothing more is read */
         conn_unref(c);
 }

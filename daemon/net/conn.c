@@ -402,6 +402,11 @@ static void update_reading(struct conn *c)
         c->reading = want;
 }
 
+void conn_request_begin(struct conn *c)
+{
+        c->busy = true;
+}
+
 void conn_request_done(struct conn *c)
 {
         c->busy = false;

@@ -116,5 +116,9 @@ bool conn_write_pending(struct conn *c);
 void conn_close_after_write(struct conn *c);
 /* The request in flight was answered: serve the next one. */
 void conn_request_done(struct conn *c);
+/* The request being handled is answered later, from a callback (an
+ * operation, a group, a stream): until conn_request_done() the connection
+ * reads no further request and is never idle. */
+void conn_request_begin(struct conn *c);
 
 #endif
