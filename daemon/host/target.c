@@ -5,11 +5,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "kernel-abi.h"
 
 static int sys_pidfd_open(pid_t pid)
 {
@@ -190,28 +194,83 @@ int target_alive_settled(const struct target_identity *id, uint64_t exit_wait_ms
         return await_exit(id, exit_wait_ms > INT32_MAX ? INT32_MAX : (int)exit_wait_ms);
 }
 
-/* The pinned status file's text.  Once the process has gone it reads as
+/* A pinned procfs file's text.  Once the process has gone it reads as
  * ESRCH (or empty): it never shows another process. */
-static ssize_t read_status(const struct target_identity *id, char *buf, size_t size)
+static ssize_t read_pinned(int fd, char *buf, size_t size)
 {
         ssize_t n;
 
-        if (id->status_fd < 0)
+        if (fd < 0)
                 return -ESRCH;
-        n = read_fd(id->status_fd, buf, size);
+        n = read_fd(fd, buf, size);
         if (n <= 0)
                 return n == 0 || n == -ESRCH || n == -ENOENT ? -ESRCH : n;
         return n;
 }
 
-int target_refresh(struct target_identity *id)
+static ssize_t read_stat(const struct target_identity *id, char *buf, size_t size)
+{
+        return read_pinned(id->stat_fd, buf, size);
+}
+
+static ssize_t read_status(const struct target_identity *id, char *buf, size_t size)
+{
+        return read_pinned(id->status_fd, buf, size);
+}
+
+/* The state letter (field 3) of the pinned stat file: > 0, or -errno. */
+static int read_state(const struct target_identity *id)
+{
+        char buf[1024];
+        const char *f;
+        ssize_t n = read_stat(id, buf, sizeof(buf));
+
+        if (n < 0)
+                return (int)n;
+        f = stat_field(buf, 3);
+        return f && *f ? (unsigned char)*f : -EINVAL;
+}
+
+/* PIDFD_GET_INFO: 1 once it answered, 0 where the kernel lacks it (before
+ * Linux 6.13), -1 before the first try. */
+static atomic_int pidfd_info = -1;
+
+void target_use_pidfd_info(bool on)
+{
+        atomic_store(&pidfd_info, on ? -1 : 0);
+}
+
+/* The user ids through the pidfd: 0, -ESRCH once the process has been
+ * reaped, -ENOTTY where the kernel lacks PIDFD_GET_INFO. */
+static int uids_from_pidfd(struct target_identity *id)
+{
+        struct cudackpt_pidfd_info info = { .mask = CUDACKPT_PIDFD_INFO_CREDS };
+
+        if (atomic_load_explicit(&pidfd_info, memory_order_relaxed) == 0)
+                return -ENOTTY;
+        if (ioctl(id->pidfd, CUDACKPT_PIDFD_GET_INFO, &info) < 0) {
+                if (errno != ENOTTY && errno != EINVAL)
+                        return -errno;
+                atomic_store(&pidfd_info, 0);
+                return -ENOTTY;
+        }
+        if (!(info.mask & CUDACKPT_PIDFD_INFO_CREDS))
+                return -EIO; /* the kernel always fills them */
+        atomic_store_explicit(&pidfd_info, 1, memory_order_relaxed);
+        id->ruid = info.ruid;
+        id->euid = info.euid;
+        id->suid = info.suid;
+        return 0;
+}
+
+/* The user ids and the State: letter of the pinned status file, for
+ * kernels without PIDFD_GET_INFO. */
+static int uids_from_status(struct target_identity *id)
 {
         char buf[4096];
         const char *p;
-        ssize_t n;
+        ssize_t n = read_status(id, buf, sizeof(buf));
 
-        id->state = 0;
-        n = read_status(id, buf, sizeof(buf));
         if (n < 0)
                 return (int)n;
         p = strstr(buf, "\nState:");
@@ -220,6 +279,23 @@ int target_refresh(struct target_identity *id)
                 id->state = p[strspn(p, " \t")];
         }
         return target_parse_uids(buf, &id->ruid, &id->euid, &id->suid);
+}
+
+int target_refresh(struct target_identity *id)
+{
+        int r;
+
+        id->state = 0;
+        r = uids_from_pidfd(id);
+        if (r == -ENOTTY)
+                return uids_from_status(id);
+        if (r < 0)
+                return r;
+        r = read_state(id);
+        if (r < 0)
+                return r;
+        id->state = (char)r;
+        return 0;
 }
 
 int target_rss(const struct target_identity *id, uint64_t *ret_bytes)
@@ -271,26 +347,19 @@ int target_stopped_after_refresh(struct target_identity *id)
 
 int target_stopped(const struct target_identity *id)
 {
-        char buf[4096];
-        const char *p;
+        char buf[64];
         struct dirent *de;
         bool traced = false;
         unsigned stopped = 0;
-        ssize_t n;
         DIR *dir;
-        int fd;
+        int fd, state;
 
-        /* Almost always the answer is in the main thread's State: line: a
-         * process whose main thread runs or sleeps is not stopped. */
-        n = read_status(id, buf, sizeof(buf));
-        if (n < 0)
-                return (int)n;
-        p = strstr(buf, "\nState:");
-        if (!p)
-                return -EINVAL;
-        p += strlen("\nState:");
-        p += strspn(p, " \t");
-        if (*p != 'T' && *p != 't' && *p != 'Z')
+        /* Almost always the answer is in the main thread's state: a process
+         * whose main thread runs or sleeps is not stopped. */
+        state = read_state(id);
+        if (state < 0)
+                return state;
+        if (state != 'T' && state != 't' && state != 'Z')
                 return 0;
 
         /* Stopped, or a leader that has exited before its threads: every
@@ -344,9 +413,14 @@ static int pin_pidfd(struct target_identity id, struct target_identity *ret_id)
         ssize_t n;
         int r;
 
-        n = read_proc(id.pid, "stat", buf, sizeof(buf));
+        id.stat_fd = open_proc(id.pid, "stat");
+        if (id.stat_fd < 0) {
+                r = id.stat_fd == -ENOENT ? -ESRCH : id.stat_fd;
+                goto fail;
+        }
+        n = read_stat(&id, buf, sizeof(buf));
         if (n < 0) {
-                r = n == -ENOENT ? -ESRCH : (int)n;
+                r = (int)n;
                 goto fail;
         }
         r = target_parse_start_time(buf, &id.start_time, &state);
@@ -379,7 +453,7 @@ fail:
 
 int target_open(pid_t pid, struct target_identity *ret_id)
 {
-        struct target_identity id = { .pid = pid, .pidfd = -1, .status_fd = -1 };
+        struct target_identity id = { .pid = pid, .pidfd = -1, .stat_fd = -1, .status_fd = -1 };
 
         if (pid <= 0)
                 return -ESRCH;
@@ -403,7 +477,7 @@ int target_open(pid_t pid, struct target_identity *ret_id)
 
 int target_open_pidfd(pid_t pid, int pidfd, struct target_identity *ret_id)
 {
-        struct target_identity id = { .pid = pid, .pidfd = -1, .status_fd = -1 };
+        struct target_identity id = { .pid = pid, .pidfd = -1, .stat_fd = -1, .status_fd = -1 };
 
         if (pid <= 0 || pidfd < 0)
                 return -ESRCH;
@@ -417,7 +491,9 @@ void target_close(struct target_identity *id)
 {
         if (id->pidfd >= 0)
                 close(id->pidfd);
+        if (id->stat_fd >= 0)
+                close(id->stat_fd);
         if (id->status_fd >= 0)
                 close(id->status_fd);
-        id->pidfd = id->status_fd = -1;
+        id->pidfd = id->stat_fd = id->status_fd = -1;
 }

@@ -24,7 +24,7 @@ struct sample {
 static void sample_work(uv_work_t *w)
 {
         struct sample *sm = w->data;
-        struct target_identity id = { .pid = sm->s.pid, .pidfd = -1, .status_fd = sm->status_fd };
+        struct target_identity id = { .pid = sm->s.pid, .pidfd = -1, .stat_fd = -1, .status_fd = sm->status_fd };
 
         sm->error = target_rss(&id, &sm->rss);
 }

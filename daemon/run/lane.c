@@ -51,8 +51,13 @@ static void lane_main(void *arg)
                 l->work(w);
                 last_end = uv_hrtime();
                 uv_mutex_lock(&l->lock);
-                l->finished = w;
-                uv_async_send(&l->async);
+                /* A loop that polls finds the result by itself (lane_poll_cb);
+                 * one that sleeps, or may be going to, is woken.  Both sides
+                 * store first, then load (sequentially consistent): at least
+                 * one of them sees the other's store. */
+                atomic_store(&l->finished, w);
+                if (!atomic_load(&l->loop_polling))
+                        uv_async_send(&l->async);
                 if (back_to_back) {
                         uv_mutex_unlock(&l->lock);
                         lane_spin(l);
@@ -64,17 +69,19 @@ static void lane_main(void *arg)
 
 static void lane_poll_cb(uv_idle_t *h);
 
+static void poll_start(struct lane *l)
+{
+        atomic_store(&l->loop_polling, true);
+        uv_idle_start(&l->poll, lane_poll_cb);
+}
+
 static void lane_finished_cb(uv_async_t *a)
 {
         struct lane *l = a->data;
-        uv_work_t *w;
+        uv_work_t *w = atomic_exchange(&l->finished, NULL);
 
-        uv_mutex_lock(&l->lock);
-        w = l->finished;
-        l->finished = NULL;
-        uv_mutex_unlock(&l->lock);
         if (!w)
-                return;
+                return; /* taken by the polling loop already */
         l->busy = false;
         uv_unref((uv_handle_t *)&l->async);
         l->done(w, 0);
@@ -83,7 +90,7 @@ static void lane_finished_cb(uv_async_t *a)
         l->last_end = uv_hrtime();
         if (l->back_to_back) {
                 l->poll_until = l->last_end + l->spin_ns;
-                uv_idle_start(&l->poll, lane_poll_cb);
+                poll_start(l);
         }
 }
 
@@ -95,10 +102,21 @@ static void lane_finished_cb(uv_async_t *a)
 static void lane_poll_cb(uv_idle_t *h)
 {
         struct lane *l = h->data;
-        uint64_t now = uv_hrtime();
+        uint64_t now;
 
-        if (l->busy ? now - l->busy_since > l->spin_ns : now >= l->poll_until)
-                uv_idle_stop(h);
+        /* The job's result, without the wake-up the thread did not send. */
+        if (atomic_load(&l->finished)) {
+                lane_finished_cb(&l->async);
+                return;
+        }
+        now = uv_hrtime();
+        if (l->busy ? now - l->busy_since <= l->spin_ns : now < l->poll_until)
+                return;
+        atomic_store(&l->loop_polling, false);
+        uv_idle_stop(h);
+        /* A job that finished while the loop still polled sent no wake-up. */
+        if (atomic_load(&l->finished))
+                lane_finished_cb(&l->async);
 }
 
 int lane_init(struct lane *l, uv_loop_t *loop, unsigned spin_us, lane_work_cb work, lane_after_work_cb done)
@@ -143,7 +161,7 @@ int lane_submit(struct lane *l, uv_work_t *w)
         uv_ref((uv_handle_t *)&l->async);
         l->back_to_back = l->spin_ns && l->last_end && uv_hrtime() - l->last_end <= l->spin_ns;
         if (l->back_to_back)
-                uv_idle_start(&l->poll, lane_poll_cb);
+                poll_start(l);
         uv_mutex_lock(&l->lock);
         l->pending = w;
         uv_cond_signal(&l->cond);

@@ -17,7 +17,9 @@
  * sleeps (with a pause instruction, yielding now and then), and the loop
  * polls instead of sleeping (an active uv_idle_t makes uv_run() poll with
  * timeout 0) while the job is in the lane and for spin_us after its
- * result.  Each side judges "back to back" by itself.  A call that comes
+ * result; while it polls it picks the result up itself, and the thread
+ * skips the wake-up (uv_async_send(), a write to an eventfd and a read
+ * back).  Each side judges "back to back" by itself.  A call that comes
  * alone costs no spinning at all, and an idle daemon sleeps.  spin_us == 0
  * is the plain lane.
  *
@@ -51,12 +53,14 @@ struct lane {
         uint64_t last_end;      /* uv_hrtime() when the last job's done ran, 0 never */
         uv_idle_t poll;         /* active: the loop polls instead of sleeping */
         uint64_t poll_until;    /* uv_hrtime() when the loop may sleep again */
-        /* Shared with the thread; written under lock, read without it only
-         * by the spinning thread. */
+        /* Shared with the thread: pending and stop are written under lock
+         * (read without it only by the spinning thread); finished and
+         * loop_polling are read and written without it. */
         uv_mutex_t lock;
         uv_cond_t cond;
         uv_work_t *_Atomic pending; /* the job to run next, or NULL */
-        uv_work_t *finished;    /* the job run, for the loop, or NULL */
+        uv_work_t *_Atomic finished; /* the job run, for the loop, or NULL */
+        atomic_bool loop_polling; /* the loop polls: a finished job needs no wake-up */
         atomic_bool stop;
 };
 

@@ -116,7 +116,7 @@ static void learn(struct run *x, int state)
  * until it runs again (design.md says what answers meanwhile). */
 static bool may_call(struct run *x, enum ops_step s)
 {
-        /* GetState is made right after the pin, whose status read answers;
+        /* GetState is made right after the pin, whose read of the state answers;
          * a mutating call may first wait for its process's slot (procbusy),
          * so its check reads afresh. */
         int r = s == OPS_STEP_GET_STATE ? target_stopped_after_refresh(&x->t->identity)
@@ -174,7 +174,7 @@ static bool do_lock(struct run *x, uint32_t timeout_ms)
 /* Progress (jobs/progress.h): while someone watches, a checkpoint notes the
  * process's resident memory as it begins, which the loop's sampler
  * compares with later readings, and as it ends what it moved, the next
- * checkpoint's total.  One read of the pinned status file each; nothing
+ * checkpoint's total.  One read of the pinned stat file each; nothing
  * when nobody watches. */
 static void progress_begin(struct run *x)
 {

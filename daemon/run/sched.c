@@ -340,7 +340,7 @@ static void start_next(struct sched *s, struct sched_target *t)
         op->seq = ++s->op_seq;
         op->stall_warned = false;
         uv_mutex_lock(&t->lock);
-        t->watch_status_fd = -1; /* until this op has pinned its process */
+        t->watch_stat_fd = t->watch_status_fd = -1; /* until this op has pinned its process */
         op->state_before = t->known ? t->last_state : -1;
         uv_mutex_unlock(&t->lock);
         stall_watch_arm(s);

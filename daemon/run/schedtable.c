@@ -51,8 +51,10 @@ struct sched_target *sched_table_add(struct sched_table *tb, pid_t pid)
         t->pid = pid;
         t->wake = tb->wake;
         t->identity.pidfd = -1;
+        t->identity.stat_fd = -1;
         t->identity.status_fd = -1;
         t->last_state = -1;
+        t->watch_stat_fd = -1;
         t->watch_status_fd = -1;
         t->ckpt_bytes = -1;
         t->total_bytes = -1;

@@ -8,6 +8,7 @@ void sched_target_publish(struct sched_target *t, const struct target_identity *
 
         uv_mutex_lock(&t->lock);
         if (id) {
+                t->watch_stat_fd = id->stat_fd;
                 t->watch_status_fd = id->status_fd;
                 t->watch_pid = id->pid;
                 t->known = true;

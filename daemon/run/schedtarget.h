@@ -39,8 +39,9 @@ struct sched_target {
         struct policy_target owner;
         uint64_t start_time;
         int last_state;               /* driver state, -1 when unknown */
-        int watch_status_fd;          /* the running op's pinned status file, -1 before
-                                       * it is pinned: for the stall watch to dup */
+        int watch_stat_fd;            /* the running op's pinned stat and status */
+        int watch_status_fd;          /* files, -1 before it is pinned: for the
+                                       * stall watch and progress to dup */
         pid_t watch_pid;              /* the running op's process */
         bool want_wake;               /* waiters exist: wake the loop on publish */
         bool want_id_wake;            /* a start to report: wake the loop once pinned */

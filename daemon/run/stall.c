@@ -1,5 +1,5 @@
 /* stall.c: checking on a long operation's process and saying why it waits
- * (see stall.h).  The status file is dup'ed on the loop: the op's worker
+ * (see stall.h).  The stat file is dup'ed on the loop: the op's worker
  * keeps its own until the op ends, which the loop sees first. */
 #include "run/stall.h"
 
@@ -15,14 +15,14 @@ struct stall_check {
         pid_t pid, target_pid;
         enum proto_method method;
         uint64_t elapsed_ms;
-        int status_fd; /* owned */
+        int stat_fd; /* owned */
         int stopped;   /* target_stopped() */
 };
 
 static void stall_check_work_cb(uv_work_t *w)
 {
         struct stall_check *c = w->data;
-        struct target_identity id = { .pid = c->pid, .pidfd = -1, .status_fd = c->status_fd };
+        struct target_identity id = { .pid = c->pid, .pidfd = -1, .stat_fd = c->stat_fd, .status_fd = -1 };
 
         c->stopped = target_stopped(&id);
 }
@@ -40,7 +40,7 @@ static void stall_check_done_cb(uv_work_t *w, int status)
         else
                 log_warning("%s on pid %d has been running for %.1f s; its process is not stopped",
                             proto_method_name(c->method), (int)c->target_pid, (double)c->elapsed_ms / 1000.0);
-        close(c->status_fd);
+        close(c->stat_fd);
         free(c);
 }
 
@@ -52,13 +52,13 @@ void stall_check_start(uv_loop_t *loop, struct sched_target *t, enum proto_metho
         if (!c)
                 return;
         uv_mutex_lock(&t->lock);
-        fd = t->watch_status_fd >= 0 ? fcntl(t->watch_status_fd, F_DUPFD_CLOEXEC, 3) : -1;
+        fd = t->watch_stat_fd >= 0 ? fcntl(t->watch_stat_fd, F_DUPFD_CLOEXEC, 3) : -1;
         c->pid = t->watch_pid;
         uv_mutex_unlock(&t->lock);
         c->target_pid = t->pid;
         c->method = method;
         c->elapsed_ms = elapsed_ms;
-        c->status_fd = fd;
+        c->stat_fd = fd;
         c->work.data = c;
         if (fd < 0) {
                 /* Not pinned yet: every worker thread is taken. */

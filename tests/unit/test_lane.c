@@ -3,6 +3,7 @@
  * for lane_spin_us; a long call on the lane lets the loop sleep. */
 #include <check.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <uv.h>
@@ -79,9 +80,56 @@ START_TEST(test_long_call_lets_the_loop_sleep)
 }
 END_TEST
 
+/* Back-to-back jobs whose length straddles the polling window (190 to
+ * 210 µs against lane_spin_us 200): the loop stops polling just as some
+ * finish, and no result may be lost between the thread's "the loop polls,
+ * no wake-up" and the loop's "the window is over, sleep". */
+#define RACE_JOBS 3000
+static struct lane race_lane;
+static uv_work_t race_job;
+static int race_done;
+
+static void race_work_cb(uv_work_t *w)
+{
+        long ns = (long)(uintptr_t)w->data;
+        uint64_t until = uv_hrtime() + (uint64_t)ns;
+
+        while (uv_hrtime() < until)
+                ;
+}
+
+static void race_done_cb(uv_work_t *w, int status)
+{
+        (void)status;
+        if (++race_done == RACE_JOBS)
+                return;
+        w->data = (void *)(uintptr_t)(190000 + (race_done * 7919L) % 2000 * 10); /* 190-210 µs */
+        ck_assert_int_eq(lane_submit(&race_lane, w), 0);
+}
+
+START_TEST(test_no_result_lost_at_the_window_edge)
+{
+        uv_loop_t loop;
+
+        ck_assert_int_eq(uv_loop_init(&loop), 0);
+        ck_assert_int_eq(lane_init(&race_lane, &loop, 200, race_work_cb, race_done_cb), 0);
+        race_done = 0;
+        race_job.data = NULL;
+        ck_assert_int_eq(lane_submit(&race_lane, &race_job), 0);
+        /* A lost result would leave the loop asleep for good: the test's
+         * timeout fails it. */
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(race_done, RACE_JOBS);
+        lane_close(&race_lane);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
 const char unit_suite_name[] = "lane";
 
 void unit_tests(TCase *tc)
 {
         tcase_add_test(tc, test_long_call_lets_the_loop_sleep);
+        tcase_add_test(tc, test_no_result_lost_at_the_window_edge);
 }

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +16,7 @@
 #include "runner.h"
 
 #include "host/target.h"
+#include "kernel-abi.h"
 
 START_TEST(test_parse_stat)
 {
@@ -182,6 +185,132 @@ START_TEST(test_settled_exit)
 }
 END_TEST
 
+/* Whether this kernel answers PIDFD_GET_INFO (Linux 6.13). */
+static bool kernel_has_pidfd_info(void)
+{
+        struct cudackpt_pidfd_info info = { .mask = CUDACKPT_PIDFD_INFO_CREDS };
+        int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+        bool has;
+
+        ck_assert_int_ge(fd, 0);
+        has = ioctl(fd, CUDACKPT_PIDFD_GET_INFO, &info) == 0;
+        close(fd);
+        return has;
+}
+
+static unsigned long long status_value(pid_t pid, const char *key)
+{
+        char path[64], buf[4096];
+        unsigned long long v = 0;
+        const char *p;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        ck_assert_int_ge(fd, 0);
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        ck_assert_int_gt(n, 0);
+        buf[n] = '\0';
+        p = strstr(buf, key);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(sscanf(p + strlen(key), " %llu", &v), 1);
+        return v;
+}
+
+/* A child that waits for a byte on fd, then (as root) takes uid 4242 and
+ * says so with a byte back, then waits to be killed. */
+static pid_t uid_child(int go_fd, int done_fd)
+{
+        pid_t child = fork();
+
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                char c;
+                if (read(go_fd, &c, 1) != 1 || setresuid(4242, 4242, 4242) < 0 || write(done_fd, "x", 1) != 1)
+                        _exit(1);
+                for (;;)
+                        pause();
+        }
+        return child;
+}
+
+/* The user ids, the state and the resident memory of a pinned process,
+ * read both ways: through the pidfd and the stat file, and through the
+ * status file as on kernels before 6.13; a change of uid is seen by the
+ * next refresh either way. */
+static void check_identity_reads(bool pidfd_info)
+{
+        struct target_identity id;
+        int go[2], done[2];
+        uint64_t rss;
+        char c;
+
+        target_use_pidfd_info(pidfd_info);
+        ck_assert_int_eq(pipe(go), 0);
+        ck_assert_int_eq(pipe(done), 0);
+        pid_t child = uid_child(go[0], done[1]);
+        ck_assert_int_eq(target_open(child, &id), 0);
+        ck_assert_int_ge(id.stat_fd, 0);
+        ck_assert_int_ge(id.status_fd, 0);
+        ck_assert_uint_eq(id.ruid, getuid());
+        ck_assert_uint_eq(id.euid, geteuid());
+        ck_assert_int_eq(target_refresh(&id), 0);
+        ck_assert_msg(id.state == 'S' || id.state == 'R', "state %c", id.state);
+        /* Through the ioctl the status file is not read: a refresh with it
+         * closed still works, and fails without the ioctl. */
+        if (kernel_has_pidfd_info()) {
+                int keep = id.status_fd;
+                id.status_fd = -1;
+                ck_assert_int_eq(target_refresh(&id), pidfd_info ? 0 : -ESRCH);
+                id.status_fd = keep;
+        }
+        ck_assert_int_eq(target_stopped_after_refresh(&id), 0);
+        ck_assert_int_eq(target_rss(&id, &rss), 0);
+        ck_assert_uint_eq(rss, status_value(child, "\nVmRSS:") * 1024);
+        /* Stopped by a signal, then running again. */
+        ck_assert_int_eq(kill(child, SIGSTOP), 0);
+        siginfo_t si;
+        ck_assert_int_eq(waitid(P_PID, (id_t)child, &si, WSTOPPED), 0);
+        ck_assert_int_eq(target_stopped(&id), TARGET_STOPPED_SIGNAL);
+        ck_assert_int_eq(target_refresh(&id), 0);
+        ck_assert_int_eq(target_stopped_after_refresh(&id), TARGET_STOPPED_SIGNAL);
+        ck_assert_int_eq(kill(child, SIGCONT), 0);
+        ck_assert_int_eq(waitid(P_PID, (id_t)child, &si, WCONTINUED), 0);
+        ck_assert_int_eq(target_stopped(&id), 0);
+        if (getuid() == 0) {
+                ck_assert_int_eq(write(go[1], "x", 1), 1);
+                ck_assert_int_eq(read(done[0], &c, 1), 1);
+                ck_assert_int_eq(target_refresh(&id), 0);
+                ck_assert_uint_eq(id.ruid, 4242);
+                ck_assert_uint_eq(id.euid, 4242);
+                ck_assert_uint_eq(id.suid, 4242);
+        }
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        ck_assert_int_eq(target_refresh(&id), -ESRCH);
+        ck_assert_int_lt(target_rss(&id, &rss), 0);
+        target_close(&id);
+        target_use_pidfd_info(true);
+        close(go[0]);
+        close(go[1]);
+        close(done[0]);
+        close(done[1]);
+}
+
+START_TEST(test_identity_pidfd_info)
+{
+        check_identity_reads(true);
+}
+END_TEST
+
+START_TEST(test_identity_status_file)
+{
+        check_identity_reads(false);
+}
+END_TEST
+
 const char unit_suite_name[] = "target";
 
 void unit_tests(TCase *tc)
@@ -191,4 +320,6 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_parse_uids);
         tcase_add_test(tc, test_pin_and_exit);
         tcase_add_test(tc, test_settled_exit);
+        tcase_add_test(tc, test_identity_pidfd_info);
+        tcase_add_test(tc, test_identity_status_file);
 }
