@@ -3,9 +3,11 @@
  * Subcommands (each starts its own daemon on the real driver and its own
  * cudackpt-gpu-target processes, and prints a readable report plus
  * "RESULT key=value ..." lines):
- *   getstate    GetState through the daemon vs the same driver call made
- *               directly in this process (dlopen of libcuda.so.1), with the
- *               ratio; then the daemon again with lane_spin_us 0
+ *   getstate    GetState through the daemon, by a client that sleeps for
+ *               its reply and one that spins (cudackpt_client_set_spin()),
+ *               vs the same driver call made directly in this process
+ *               (dlopen of libcuda.so.1), the three interleaved, with the
+ *               ratios; then the daemon again with lane_spin_us 0
  *   exec        a whole `cudackptctl state PID` process vs
  *               `cuda-checkpoint --get-state --pid PID`
  *   multi       suspend+resume of N processes: through the daemon at once,

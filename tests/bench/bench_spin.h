@@ -7,10 +7,10 @@
  * calls, a second one whose client spins for its replies
  * (cudackpt_client_set_spin()) the same, and this process times the
  * simulator's cuCheckpointProcessGetState directly (dlopen).  It reports
- * p50/p90/p99 of the five side by side, the
- * daemon's CPU time per call while calls run, and its CPU time over a few
- * idle seconds afterwards (utime + stime of /proc/PID/stat), which must stay
- * near zero whether it spins or not. */
+ * p50/p90/p99 of the five side by side, the daemon's CPU time per call
+ * while calls run, and its CPU time over a few idle seconds afterwards
+ * (utime + stime of /proc/PID/stat), which must stay near zero whether it
+ * spins or not. */
 #ifndef CUDACKPT_BENCH_SPIN_H
 #define CUDACKPT_BENCH_SPIN_H
 
