@@ -279,8 +279,9 @@ static int client_buf_grow(cudackpt_client *c) {
         return 0;
 }
 
-/* One pause of a busy loop: it tells the CPU (and a hypervisor watching
- * for spinning vCPUs) that this thread waits, and costs no system call. */
+/* One pause of a busy loop: it tells the CPU that this thread only waits
+ * (a sibling hyperthread gets the core meanwhile), without a system call.
+ * Elsewhere the loop just goes round. */
 static void client_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
