@@ -6,7 +6,10 @@
  * then the reply is read up to its NUL terminator.  Bytes that arrive after
  * the NUL stay in the client's buffer for the next reply.  The socket stays
  * blocking; when a timeout is set, poll() bounds each wait and the reads
- * and writes use MSG_DONTWAIT so that none of them can outlast it.
+ * and writes use MSG_DONTWAIT so that none of them can outlast it.  A
+ * client set to spin (cudackpt_client_set_spin(), $CUDACKPT_SPIN_US)
+ * first polls for the reply with recv(MSG_DONTWAIT) in a busy loop, so
+ * that a quick reply does not pay for waking a sleeping thread.
  *
  * Everything the daemon sends is treated as hostile: replies are capped at
  * CUDACKPT_CLIENT_MAX_REPLY_BYTES, must be one JSON object, and typed
@@ -19,6 +22,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,10 +39,14 @@
 #define CLIENT_BUF_KEEP (64u * 1024u)
 /* The buffer never holds more than one maximal reply plus its NUL. */
 #define CLIENT_BUF_MAX ((size_t)CUDACKPT_CLIENT_MAX_REPLY_BYTES + 1u)
+/* A spinning client yields its core once every this many tries, so that a
+ * thread that shares the core (the daemon's, on a small machine) runs. */
+#define CLIENT_SPIN_YIELD_EVERY 64u
 
 struct cudackpt_client {
         int fd;             /* the connected socket, owned */
         int timeout_ms;     /* limit of one call, 0 = none */
+        int spin_us;        /* how long a call polls for its reply before it sleeps, 0 = never */
         int broken;         /* 0, or the -errno that made the stream untrustworthy */
         char *buf;          /* bytes received and not yet consumed */
         size_t buf_len;     /* bytes valid in buf */
@@ -47,12 +55,16 @@ struct cudackpt_client {
 
 /* ---- Time ---------------------------------------------------------------- */
 
-static int64_t client_now_ms(void) {
+static int64_t client_now_us(void) {
         struct timespec ts;
 
         /* CLOCK_MONOTONIC cannot fail with a valid pointer. */
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t client_now_ms(void) {
+        return client_now_us() / 1000;
 }
 
 /* Wait until fd is ready for events, or the deadline (-1: none) passes. */
@@ -97,20 +109,27 @@ static int client_finish_connect(int fd) {
         return -err;
 }
 
+/* The value of the environment variable name (read with secure_getenv()):
+ * a decimal number from 0 to max, else def (unset, empty or invalid). */
+static int64_t client_env_number(const char *name, int64_t max, int64_t def) {
+        const char *v = secure_getenv(name);
+        char *end;
+        long long n;
+
+        if (!v || !*v)
+                return def;
+        errno = 0;
+        n = strtoll(v, &end, 10);
+        if (errno || *end || end == v || n < 0 || n > max)
+                return def;
+        return n;
+}
+
 /* How long cudackpt_client_connect() waits for a daemon that is not
  * there: $CUDACKPT_CONNECT_TIMEOUT_MS, else the default. */
 static int64_t client_connect_timeout_ms(void) {
-        const char *v = secure_getenv(CUDACKPT_CONNECT_TIMEOUT_ENV);
-        char *end;
-        long long ms;
-
-        if (!v || !*v)
-                return CUDACKPT_CONNECT_TIMEOUT_DEFAULT_MS;
-        errno = 0;
-        ms = strtoll(v, &end, 10);
-        if (errno || *end || end == v || ms < 0 || ms > CUDACKPT_CONNECT_TIMEOUT_MAX_MS)
-                return CUDACKPT_CONNECT_TIMEOUT_DEFAULT_MS;
-        return ms;
+        return client_env_number(CUDACKPT_CONNECT_TIMEOUT_ENV, CUDACKPT_CONNECT_TIMEOUT_MAX_MS,
+                                 CUDACKPT_CONNECT_TIMEOUT_DEFAULT_MS);
 }
 
 /* One connect(); the socket on success, else -errno. */
@@ -182,6 +201,7 @@ CUDACKPT_EXPORT int cudackpt_client_connect(const char *socket_path, cudackpt_cl
                 return -ENOMEM;
         }
         c->fd = fd;
+        c->spin_us = (int) client_env_number(CUDACKPT_SPIN_ENV, CUDACKPT_CLIENT_SPIN_MAX_US, 0);
         *ret_client = c;
         return 0;
 }
@@ -203,6 +223,13 @@ CUDACKPT_EXPORT int cudackpt_client_set_timeout(cudackpt_client *c, int timeout_
         if (!c || timeout_ms < 0)
                 return -EINVAL;
         c->timeout_ms = timeout_ms;
+        return 0;
+}
+
+CUDACKPT_EXPORT int cudackpt_client_set_spin(cudackpt_client *c, int spin_us) {
+        if (!c || spin_us < 0)
+                return -EINVAL;
+        c->spin_us = spin_us > CUDACKPT_CLIENT_SPIN_MAX_US ? CUDACKPT_CLIENT_SPIN_MAX_US : spin_us;
         return 0;
 }
 
@@ -252,9 +279,69 @@ static int client_buf_grow(cudackpt_client *c) {
         return 0;
 }
 
+/* One pause of a busy loop: it tells the CPU that this thread only waits
+ * (a sibling hyperthread gets the core meanwhile), without a system call.
+ * Elsewhere the loop just goes round. */
+static void client_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Try recv(MSG_DONTWAIT) until bytes come or spin_end_us (monotonic
+ * microseconds) passes, never sleeping: a pause between tries and a
+ * sched_yield() every CLIENT_SPIN_YIELD_EVERY tries.  Returns the bytes
+ * read (0: end of file), -EAGAIN once the spin is over, else -errno. */
+static ssize_t client_recv_spin(cudackpt_client *c, int64_t spin_end_us) {
+        for (unsigned i = 1;; i++) {
+                ssize_t n = recv(c->fd, c->buf + c->buf_len, c->buf_size - c->buf_len, MSG_DONTWAIT);
+
+                if (n >= 0)
+                        return n;
+                if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
+                        return -errno;
+                if (client_now_us() >= spin_end_us)
+                        return -EAGAIN;
+                client_cpu_relax();
+                if (i % CLIENT_SPIN_YIELD_EVERY == 0)
+                        (void) sched_yield();
+        }
+}
+
+/* Read what the daemon sent into the free room of the buffer: spinning
+ * until spin_end_us (0: no spin), then sleeping in poll() or recv() until
+ * deadline_ms (-1: none).  Returns the bytes read (0: end of file), or
+ * -errno (-ETIMEDOUT). */
+static ssize_t client_recv_some(cudackpt_client *c, int64_t spin_end_us, int64_t deadline_ms) {
+        ssize_t n;
+        int r;
+
+        if (spin_end_us > 0) {
+                n = client_recv_spin(c, spin_end_us);
+                if (n != -EAGAIN)
+                        return n;
+        }
+        for (;;) {
+                if (deadline_ms >= 0) {
+                        r = client_wait(c->fd, POLLIN, deadline_ms);
+                        if (r < 0)
+                                return r;
+                }
+                n = recv(c->fd, c->buf + c->buf_len, c->buf_size - c->buf_len,
+                         deadline_ms >= 0 ? MSG_DONTWAIT : 0);
+                if (n >= 0)
+                        return n;
+                if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
+                        return -errno;
+        }
+}
+
 /* Read until the buffer holds a NUL; return the message's length (NUL
- * excluded) in *ret_len.  The message starts at c->buf. */
-static int client_recv_message(cudackpt_client *c, int64_t deadline_ms, size_t *ret_len) {
+ * excluded) in *ret_len.  The message starts at c->buf.  The waits spin
+ * until spin_end_us, as client_recv_some() does. */
+static int client_recv_message(cudackpt_client *c, int64_t spin_end_us, int64_t deadline_ms, size_t *ret_len) {
         size_t scanned = 0;
 
         for (;;) {
@@ -272,22 +359,27 @@ static int client_recv_message(cudackpt_client *c, int64_t deadline_ms, size_t *
                 r = client_buf_grow(c);
                 if (r < 0)
                         return r;
-                if (deadline_ms >= 0) {
-                        r = client_wait(c->fd, POLLIN, deadline_ms);
-                        if (r < 0)
-                                return r;
-                }
-                n = recv(c->fd, c->buf + c->buf_len, c->buf_size - c->buf_len,
-                         deadline_ms >= 0 ? MSG_DONTWAIT : 0);
-                if (n < 0) {
-                        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
-                                continue;
-                        return -errno;
-                }
+                n = client_recv_some(c, spin_end_us, deadline_ms);
+                if (n < 0)
+                        return (int) n;
                 if (n == 0)
                         return -ECONNRESET; /* closed before, or in the middle of, a reply */
                 c->buf_len += (size_t) n;
         }
+}
+
+/* When a call that has just sent its request stops spinning for the reply:
+ * spin_us from now, but never past the call's deadline; 0 for a client
+ * that does not spin. */
+static int64_t client_spin_end_us(const cudackpt_client *c, int64_t deadline_ms) {
+        int64_t end;
+
+        if (c->spin_us <= 0)
+                return 0;
+        end = client_now_us() + c->spin_us;
+        if (deadline_ms >= 0 && end > deadline_ms * 1000)
+                end = deadline_ms * 1000;
+        return end;
 }
 
 /* Drop the first len bytes (a message and its NUL) from the buffer. */
@@ -308,7 +400,7 @@ static void client_buf_consume(cudackpt_client *c, size_t len) {
  * the request and every reply. */
 static int client_transact(cudackpt_client *c, const char *request, int more, cudackpt_progress_fn fn,
                            void *ctx, cudackpt_reply *ret_reply) {
-        int64_t deadline_ms = c->timeout_ms > 0 ? client_now_ms() + c->timeout_ms : -1;
+        int64_t deadline_ms = c->timeout_ms > 0 ? client_now_ms() + c->timeout_ms : -1, spin_end_us;
         size_t len = 0;
         int r;
 
@@ -319,11 +411,12 @@ static int client_transact(cudackpt_client *c, const char *request, int more, cu
         r = client_send_all(c, request, strlen(request) + 1, deadline_ms);
         if (r < 0)
                 goto broken;
+        spin_end_us = client_spin_end_us(c, deadline_ms);
         for (;;) {
                 cudackpt_reply reply;
                 int continues = 0;
 
-                r = client_recv_message(c, deadline_ms, &len);
+                r = client_recv_message(c, spin_end_us, deadline_ms, &len);
                 if (r < 0)
                         goto broken;
                 cudackpt_reply_init(&reply);

@@ -72,6 +72,14 @@ typedef struct cudackpt_reply {
 #define CUDACKPT_CONNECT_TIMEOUT_DEFAULT_MS 3000
 #define CUDACKPT_CONNECT_TIMEOUT_MAX_MS 600000
 
+/* The spin of a new client (cudackpt_client_set_spin()), in microseconds:
+ * $CUDACKPT_SPIN_US (read with secure_getenv() at connect; 0 to
+ * CUDACKPT_CLIENT_SPIN_MAX_US; anything else means 0, no spin), so that a
+ * program can opt in without a change of its code. */
+#define CUDACKPT_SPIN_ENV "CUDACKPT_SPIN_US"
+/* The longest spin: one second. */
+#define CUDACKPT_CLIENT_SPIN_MAX_US 1000000
+
 /* Connect to the daemon.  socket_path NULL means $CUDACKPT_SOCKET (read with
  * secure_getenv(), ignored when empty), else CUDACKPT_DEFAULT_SOCKET.
  * While connect() fails with ENOENT, ECONNREFUSED or EAGAIN it is tried
@@ -99,6 +107,23 @@ CUDACKPT_EXPORT void cudackpt_client_free(cudackpt_client *c);
  * each reply: a server cannot stretch a call without end by sending
  * progress.  Returns -EINVAL for a negative timeout. */
 CUDACKPT_EXPORT int cudackpt_client_set_timeout(cudackpt_client *c, int timeout_ms);
+
+/* Make each later call busy-wait for its reply for up to spin_us
+ * microseconds after its request is sent, before it sleeps as usual: the
+ * socket is polled with recv(MSG_DONTWAIT), a CPU pause instruction
+ * between tries and sched_yield() every few tens of them.  A thread that
+ * sleeps in recv() pays for being woken when the reply comes (tens of
+ * microseconds on a virtual machine whose idle vCPU halts); a spinning one
+ * does not.  The cost: the calling thread burns a whole core for up to
+ * spin_us on every call (a call whose reply takes longer spins for all of
+ * spin_us, then sleeps).  Worth it only for latency-bound loops of short
+ * calls (GetState, GetInfo) on a machine with idle cores; set it to a bit
+ * more than the calls take (a GetState on a GPU takes about 100 us).
+ * 0 (the default, unless $CUDACKPT_SPIN_US says otherwise) never spins.
+ * Values above CUDACKPT_CLIENT_SPIN_MAX_US are taken as that maximum.  The
+ * timeout of cudackpt_client_set_timeout() still bounds the whole call:
+ * the spin ends at its deadline.  Returns -EINVAL for a negative spin_us. */
+CUDACKPT_EXPORT int cudackpt_client_set_spin(cudackpt_client *c, int spin_us);
 
 /* Set every field of *r to its "absent" value.  Call it on a reply before
  * its first use. */

@@ -214,6 +214,19 @@ def connect_timeout(seconds: Any) -> float:
     return value
 
 
+def spin_us(value: Any) -> int:
+    """How long a call polls for its reply without sleeping, in
+    microseconds: ``value`` (0 or more; above :data:`_varlink.MAX_SPIN_US`
+    taken as that), else ``$CUDACKPT_SPIN_US``, else 0."""
+    if value is None:
+        return _varlink.default_spin_us()
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("spin_us must be an int (microseconds)")
+    if value < 0:
+        raise ValueError("spin_us must not be negative")
+    return min(value, _varlink.MAX_SPIN_US)
+
+
 def call_timeout(timeout: Any, default: float, timeout_ms: Optional[int] = None) -> float:
     """The seconds a call waits for its reply (``math.inf``: as long as it
     takes).  ``timeout``, the call's own, is taken as it is: the caller

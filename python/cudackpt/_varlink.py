@@ -34,6 +34,13 @@ RETRY_ERRNOS = (errno.ENOENT, errno.ECONNREFUSED, errno.EAGAIN)
 """A daemon that is restarting has no socket file, a file nobody listens on,
 or a full backlog, for a moment: connecting is tried again."""
 _RETRY_FIRST_S, _RETRY_MAX_S = 0.02, 0.5
+SPIN_ENV = "CUDACKPT_SPIN_US"
+MAX_SPIN_US = 1000000
+"""The longest spin for a reply, in microseconds, as the C library's
+CUDACKPT_CLIENT_SPIN_MAX_US."""
+_SPIN_YIELD_EVERY = 64
+"""A spinning call yields its core once every this many tries, so that a
+thread sharing it (the daemon's, on a small machine) runs."""
 
 _RECV_CHUNK = 1 << 16
 MAX_MESSAGE = 64 << 20
@@ -70,6 +77,15 @@ def default_connect_timeout() -> float:
     if value and value.isdigit() and value.isascii() and int(value) <= MAX_CONNECT_TIMEOUT * 1000:
         return int(value) / 1000.0
     return DEFAULT_CONNECT_TIMEOUT
+
+
+def default_spin_us() -> int:
+    """Microseconds from ``$CUDACKPT_SPIN_US`` (0 to :data:`MAX_SPIN_US`),
+    else 0: no spin (as the C library reads it)."""
+    value = os.environ.get(SPIN_ENV)
+    if value and value.isdigit() and value.isascii() and int(value) <= MAX_SPIN_US:
+        return int(value)
+    return 0
 
 
 def retry_delays(connect_timeout: float, timeout: Optional[float]) -> Iterator[Optional[float]]:
@@ -129,6 +145,12 @@ class Deadline:
     def passed(self) -> bool:
         return self._at is not None and time.monotonic() >= self._at
 
+    def within(self, seconds: float) -> float:
+        """The monotonic time ``seconds`` from now, or the deadline if that
+        comes first."""
+        end = time.monotonic() + seconds
+        return end if self._at is None else min(end, self._at)
+
 
 def encode(method: str, parameters: Optional[Message], more: bool = False) -> bytes:
     """One call message, NUL included."""
@@ -173,13 +195,17 @@ class Connection:
     """One connection to the daemon; one request at a time."""
 
     def __init__(self, path: Optional[str] = None, timeout: Optional[float] = None,
-                 connect_timeout: Optional[float] = None) -> None:
+                 connect_timeout: Optional[float] = None, spin_us: int = 0) -> None:
         """Connects to ``path`` within ``timeout`` seconds (None: the
         default, infinity: no limit).  While the socket is missing or
         refuses (a daemon restarting), tries again for ``connect_timeout``
         seconds (None: ``$CUDACKPT_CONNECT_TIMEOUT_MS``, else 3 s; 0: one
-        try), never past ``timeout``; then DaemonUnavailable."""
+        try), never past ``timeout``; then DaemonUnavailable.  ``spin_us``:
+        how long :meth:`call` and :meth:`stream` poll for their reply
+        without sleeping, in microseconds (0: never; see
+        :class:`cudackpt.Client`)."""
         self.path = path or default_socket()
+        self.spin_us = spin_us
         self._buf = bytearray()
         self.last_used = time.monotonic()
         deadline = Deadline(default_timeout() if timeout is None else timeout)
@@ -242,17 +268,21 @@ class Connection:
             raise errors.ConnectionLost("the daemon closed the connection: %s" % (e.strerror or e)) from e
         self.last_used = time.monotonic()
 
-    def receive(self, deadline: Deadline, what: str = "a reply") -> Message:
+    def receive(self, deadline: Deadline, what: str = "a reply", spin_until: float = 0.0) -> Message:
         """The next message, waited for until the deadline (a message
         already read is returned whatever the time; one that keeps coming
-        in pieces past the deadline is not waited for)."""
+        in pieces past the deadline is not waited for).  Until
+        ``spin_until`` (monotonic seconds; 0: not at all) the socket is
+        polled without sleeping, then waited on as usual."""
         end = self._buf.find(b"\0")
         while end < 0:
             if len(self._buf) > MAX_MESSAGE:
                 raise errors.ProtocolError("a reply longer than %d bytes" % MAX_MESSAGE)
-            self._sock.settimeout(deadline.left())
             try:
-                chunk = self._sock.recv(_RECV_CHUNK)
+                chunk = self._recv_spinning(spin_until) if spin_until else None
+                if chunk is None:
+                    self._sock.settimeout(deadline.left())
+                    chunk = self._sock.recv(_RECV_CHUNK)
             except socket.timeout:
                 raise errors.CallTimeout("no %s from cudackptd in time" % what) from None
             except OSError as e:
@@ -270,13 +300,35 @@ class Connection:
         self.last_used = time.monotonic()
         return decode(data)
 
+    def _recv_spinning(self, until: float) -> Optional[bytes]:
+        """The bytes the daemon sends next (b"" at end of file), polled for
+        with non-blocking reads until ``until`` (monotonic seconds), never
+        sleeping but yielding the core now and then; None when none came."""
+        self._sock.settimeout(0.0)
+        tries = 0
+        while True:
+            try:
+                return self._sock.recv(_RECV_CHUNK)
+            except (BlockingIOError, InterruptedError):
+                pass
+            if time.monotonic() >= until:
+                return None
+            tries += 1
+            if tries % _SPIN_YIELD_EVERY == 0:
+                os.sched_yield()
+
+    def _spin_until(self, deadline: Deadline) -> float:
+        """When a call whose request has just gone stops spinning: spin_us
+        from now, never past its deadline; 0 for no spin."""
+        return deadline.within(self.spin_us / 1e6) if self.spin_us else 0.0
+
     def call(self, method: str, parameters: Optional[Message] = None,
              timeout: Optional[float] = None) -> Message:
         """Sends a call and returns its reply's parameters (or raises its
         error).  ``timeout``: None for the default, infinity for no limit."""
         deadline = Deadline(default_timeout() if timeout is None else timeout)
         self.send(method, parameters, timeout=deadline.left())
-        return check(self.receive(deadline, "reply to " + method_name(method)))
+        return check(self.receive(deadline, "reply to " + method_name(method), self._spin_until(deadline)))
 
     def stream(self, method: str, parameters: Optional[Message] = None,
                timeout: Optional[float] = None) -> Iterator[Message]:
@@ -285,8 +337,9 @@ class Connection:
         bounds the whole exchange."""
         deadline = Deadline(default_timeout() if timeout is None else timeout)
         self.send(method, parameters, more=True, timeout=deadline.left())
+        spin_until = self._spin_until(deadline)
         while True:
-            reply = self.receive(deadline, "reply to " + method_name(method))
+            reply = self.receive(deadline, "reply to " + method_name(method), spin_until)
             parameters_ = check(reply)
             yield parameters_
             if not reply.get("continues"):

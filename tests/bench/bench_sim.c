@@ -14,7 +14,8 @@
  * other parts starts, what daemons cost the system calls of processes they
  * do not serve (bench_syscall.h).  Last, GetState via the daemon against
  * GetInfo and the simulator's direct call with the lane's spinning off and
- * on, each on a daemon of its own (bench_spin.h).  --only= picks the parts:
+ * on, each on a daemon of its own, through a client that sleeps for its
+ * replies and one that spins (bench_spin.h).  --only= picks the parts:
  * syscall, getstate (the levels), rss (the open connections), watchers,
  * storm, spin.
  * Prints a report and "RESULT key=value ..." lines; timing never fails it,
@@ -549,7 +550,8 @@ static void bench_sim_usage(FILE *f)
                    "                     one with process_index_tracepoint), getstate (the levels), rss (idle connections),\n"
                    "                     watchers (GetState with Watch streams open), storm (another\n"
                    "                     uid's unread watchers, root's GetState), spin (GetState, GetInfo\n"
-                   "                     and the direct call, lane_spin_us 0 and 200); default all\n"
+                   "                     and the direct call, lane_spin_us 0 and 200, clients sleeping\n"
+                   "                     and spinning); default all\n"
                    "  --watchers=N       Watch connections of the watchers part\n"
                    "  --watch-calls=N    its timed GetState calls per condition (over all rounds)\n"
                    "  --watch-rounds=N   its rounds, each of four alternating blocks\n"

@@ -1,14 +1,16 @@
 /* bench_spin.h: GetState through the daemon against the simulator's direct
- * call and GetInfo, with the lane's spinning off and on (bench_sim's part
- * "spin").
+ * call and GetInfo, with the lane's spinning off and on and with clients
+ * that sleep or spin for their replies (bench_sim's part "spin").
  *
  * For each lane_spin_us value a daemon of its own starts on the simulated
  * driver; one connection then times back-to-back GetState and GetInfo
- * calls, and this process times the simulator's cuCheckpointProcessGetState
- * directly (dlopen).  It reports p50/p90/p99 of the three side by side, the
- * daemon's CPU time per call while calls run, and its CPU time over a few
- * idle seconds afterwards (utime + stime of /proc/PID/stat), which must stay
- * near zero whether it spins or not. */
+ * calls, a second one whose client spins for its replies
+ * (cudackpt_client_set_spin()) the same, and this process times the
+ * simulator's cuCheckpointProcessGetState directly (dlopen).  It reports
+ * p50/p90/p99 of the five side by side, the daemon's CPU time per call
+ * while calls run, and its CPU time over a few idle seconds afterwards
+ * (utime + stime of /proc/PID/stat), which must stay near zero whether it
+ * spins or not. */
 #ifndef CUDACKPT_BENCH_SPIN_H
 #define CUDACKPT_BENCH_SPIN_H
 

@@ -390,6 +390,20 @@ cudackpt_client *itest_client(struct itest_daemon *d)
         return c;
 }
 
+void itest_assert_suspend_times_out(cudackpt_client *c, pid_t pid, int timeout_ms, double max_ms)
+{
+        cudackpt_reply r;
+        cudackpt_reply_init(&r);
+        ck_assert_int_eq(cudackpt_client_set_timeout(c, timeout_ms), 0);
+        double t0 = itest_now_ms();
+        ck_assert_int_eq(cudackpt_suspend(c, pid, -1, &r), -ETIMEDOUT);
+        double took = itest_now_ms() - t0;
+        ck_assert_msg(took >= timeout_ms * 0.75 && took < max_ms, "the %d ms client timeout fired after %.0f ms",
+                      timeout_ms, took);
+        /* The handle cannot be trusted after a timeout. */
+        ck_assert_int_eq(cudackpt_get_state(c, pid, &r), -ENOTCONN);
+}
+
 cJSON *itest_reply_json(const cudackpt_reply *r)
 {
         ck_assert_msg(r->parameters_json, "reply without parameters_json");
