@@ -113,6 +113,19 @@ int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, cha
         return 0;
 }
 
+int target_read_stat(pid_t pid, uint64_t *ret_start_time, char *ret_state)
+{
+        char buf[1024];
+        ssize_t n;
+
+        if (pid <= 0)
+                return -ESRCH;
+        n = read_proc(pid, "stat", buf, sizeof(buf));
+        if (n <= 0)
+                return n == 0 || n == -ENOENT ? -ESRCH : (int)n;
+        return target_parse_start_time(buf, ret_start_time, ret_state);
+}
+
 int target_parse_flags(const char *stat_line, uint64_t *ret_flags)
 {
         return parse_stat_u64(stat_line, 9, ret_flags);

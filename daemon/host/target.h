@@ -84,6 +84,10 @@ void target_use_pidfd_info(bool on);
 int target_rss(const struct target_identity *id, uint64_t *ret_bytes);
 /* Parses field 22 of a /proc/PID/stat line; exposed for the unit tests. */
 int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, char *ret_state);
+/* The start time and state letter (ret_state may be NULL) of whatever
+ * process pid names now, from /proc/PID/stat, unpinned: for callers that
+ * check the start time against one they know.  -ESRCH when none. */
+int target_read_stat(pid_t pid, uint64_t *ret_start_time, char *ret_state);
 /* Parses field 9, the kernel's flags of the task. */
 int target_parse_flags(const char *stat_line, uint64_t *ret_flags);
 /* Parses the real, effective and saved uid from /proc/PID/status text. */

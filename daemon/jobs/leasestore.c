@@ -49,22 +49,10 @@ uint64_t leasestore_boottime_ms(void)
 
 uint64_t leasestore_start_time(pid_t pid)
 {
-        char path[64], buf[1024];
         uint64_t st = 0;
-        char state;
-        ssize_t n;
-        int fd;
+        char state = 0;
 
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return 0;
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-                return 0;
-        buf[n] = '\0';
-        if (target_parse_start_time(buf, &st, &state) < 0 || state == 'Z' || state == 'X')
+        if (target_read_stat(pid, &st, &state) < 0 || state == 'Z' || state == 'X')
                 return 0;
         return st;
 }

@@ -261,21 +261,9 @@ static void sleep_ms(unsigned ms)
 
 static unsigned long long read_start_time(pid_t pid)
 {
-        char path[64], buf[1024];
         uint64_t start_time;
-        ssize_t n;
-        int fd;
 
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return 0;
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-                return 0;
-        buf[n] = '\0';
-        return target_parse_start_time(buf, &start_time, NULL) == 0 ? start_time : 0;
+        return target_read_stat(pid, &start_time, NULL) == 0 ? start_time : 0;
 }
 
 /* A thread of pid other than its main one, or pid. */
