@@ -110,13 +110,14 @@ static int client_finish_connect(int fd) {
 }
 
 /* The value of the environment variable name (read with secure_getenv()):
- * a decimal number from 0 to max, else def (unset, empty or invalid). */
+ * a plain decimal number (digits only: no sign, no spaces) from 0 to max,
+ * else def (unset, empty or invalid), as the Python client reads it. */
 static int64_t client_env_number(const char *name, int64_t max, int64_t def) {
         const char *v = secure_getenv(name);
         char *end;
         long long n;
 
-        if (!v || !*v)
+        if (!v || *v < '0' || *v > '9')
                 return def;
         errno = 0;
         n = strtoll(v, &end, 10);
@@ -318,7 +319,9 @@ static ssize_t client_recv_some(cudackpt_client *c, int64_t spin_end_us, int64_t
         ssize_t n;
         int r;
 
-        if (spin_end_us > 0) {
+        /* A spin over (later reads of a long reply, or of a stream) goes
+         * straight to the wait. */
+        if (spin_end_us > 0 && client_now_us() < spin_end_us) {
                 n = client_recv_spin(c, spin_end_us);
                 if (n != -EAGAIN)
                         return n;

@@ -63,8 +63,8 @@ struct procmap_query {
 /* <linux/pidfd.h>, Linux 6.13: PIDFD_GET_INFO, a pidfd's process's ids and
  * credentials without procfs text.  The first version of the structure
  * (PIDFD_INFO_SIZE_VER0, 64 bytes), under names of our own: later kernels
- * grew it and take any size from this one up, while 6.13 and 6.14 take
- * exactly this one. */
+ * grew it, and every kernel that has the ioctl takes any size from this
+ * one up.  Kernels before 6.13 answer ENOTTY or EINVAL. */
 struct cudackpt_pidfd_info {
         uint64_t mask;
         uint64_t cgroupid;
@@ -72,6 +72,7 @@ struct cudackpt_pidfd_info {
         uint32_t ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
         uint32_t spare0[1];
 };
+#define CUDACKPT_PIDFD_INFO_PID (1u << 0)
 #define CUDACKPT_PIDFD_INFO_CREDS (1u << 1)
 #define CUDACKPT_PIDFD_GET_INFO _IOWR(0xFF, 11, struct cudackpt_pidfd_info)
 

@@ -35,8 +35,7 @@ static void usage(FILE *f)
 }
 
 /* Every connection takes two descriptors (the socket and the peer's pidfd)
- * and every cached target two (pidfd and /proc/PID/stat), three on kernels
- * without PIDFD_GET_INFO (and /proc/PID/status).  The soft
+ * and every cached target three (pidfd, /proc/PID/stat and status).  The soft
  * limit is raised to the hard one, as systemd advises for programs that do
  * not use select(); what still falls short is said once. */
 static void raise_nofile(const struct config *cfg)

@@ -253,8 +253,10 @@ void target_use_pidfd_info(bool on)
         atomic_store(&pidfd_info, on ? -1 : 0);
 }
 
-/* The user ids through the pidfd: 0, -ESRCH once the process has been
- * reaped, -ENOTTY where the kernel lacks PIDFD_GET_INFO. */
+/* The user ids through the pidfd: 0, -ENOTTY where the kernel lacks
+ * PIDFD_GET_INFO, another -errno when it did not answer for this process
+ * (reaped; or, on 6.13 to 6.15, one whose parent the daemon's pid namespace
+ * does not see). */
 static int uids_from_pidfd(struct target_identity *id)
 {
         struct cudackpt_pidfd_info info = { .mask = CUDACKPT_PIDFD_INFO_CREDS };
@@ -267,8 +269,11 @@ static int uids_from_pidfd(struct target_identity *id)
                 atomic_store(&pidfd_info, 0);
                 return -ENOTTY;
         }
-        if (!(info.mask & CUDACKPT_PIDFD_INFO_CREDS))
-                return -EIO; /* the kernel always fills them */
+        /* The kernel always fills both; the pid, in the daemon's namespace,
+         * must be the one the stat and status files were opened by. */
+        if (!(info.mask & CUDACKPT_PIDFD_INFO_CREDS) || !(info.mask & CUDACKPT_PIDFD_INFO_PID) ||
+            (pid_t)info.pid != id->pid || (pid_t)info.tgid != id->pid)
+                return -ESRCH;
         atomic_store_explicit(&pidfd_info, 1, memory_order_relaxed);
         id->ruid = info.ruid;
         id->euid = info.euid;
@@ -300,7 +305,10 @@ int target_refresh(struct target_identity *id)
 
         id->state = 0;
         r = uids_from_pidfd(id);
-        if (r == -ENOTTY)
+        /* Any refusal of a process that lives (an LSM, a 6.13 kernel's
+         * ESRCH for a parent outside our pid namespace) falls back to the
+         * pinned status file, for this call only. */
+        if (r == -ENOTTY || (r < 0 && target_alive(id) == 1))
                 return uids_from_status(id);
         if (r < 0)
                 return r;

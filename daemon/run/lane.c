@@ -80,16 +80,19 @@ static void lane_finished_cb(uv_async_t *a)
         struct lane *l = a->data;
         uv_work_t *w = atomic_exchange(&l->finished, NULL);
 
+        bool back_to_back = l->back_to_back; /* the finished job's */
+
         if (!w)
                 return; /* taken by the polling loop already */
         l->busy = false;
         uv_unref((uv_handle_t *)&l->async);
+        /* Before done(), which may submit the next job at once. */
+        l->last_end = uv_hrtime();
         l->done(w, 0);
         /* The reply is written by now: poll on for the client's next call
          * while calls come back to back (lane_poll_cb() stops otherwise). */
-        l->last_end = uv_hrtime();
-        if (l->back_to_back) {
-                l->poll_until = l->last_end + l->spin_ns;
+        if (back_to_back) {
+                l->poll_until = uv_hrtime() + l->spin_ns;
                 poll_start(l);
         }
 }
@@ -106,6 +109,7 @@ static void lane_poll_cb(uv_idle_t *h)
 
         /* The job's result, without the wake-up the thread did not send. */
         if (atomic_load(&l->finished)) {
+                l->n_polled++;
                 lane_finished_cb(&l->async);
                 return;
         }
@@ -115,8 +119,10 @@ static void lane_poll_cb(uv_idle_t *h)
         atomic_store(&l->loop_polling, false);
         uv_idle_stop(h);
         /* A job that finished while the loop still polled sent no wake-up. */
-        if (atomic_load(&l->finished))
+        if (atomic_load(&l->finished)) {
+                l->n_polled++;
                 lane_finished_cb(&l->async);
+        }
 }
 
 int lane_init(struct lane *l, uv_loop_t *loop, unsigned spin_us, lane_work_cb work, lane_after_work_cb done)

@@ -53,6 +53,7 @@ struct lane {
         uint64_t last_end;      /* uv_hrtime() when the last job's done ran, 0 never */
         uv_idle_t poll;         /* active: the loop polls instead of sleeping */
         uint64_t poll_until;    /* uv_hrtime() when the loop may sleep again */
+        uint64_t n_polled;      /* results the polling loop took itself (for the tests) */
         /* Shared with the thread: pending and stop are written under lock
          * (read without it only by the spinning thread); finished and
          * loop_polling are read and written without it. */

@@ -174,7 +174,7 @@ static bool do_lock(struct run *x, uint32_t timeout_ms)
 /* Progress (jobs/progress.h): while someone watches, a checkpoint notes the
  * process's resident memory as it begins, which the loop's sampler
  * compares with later readings, and as it ends what it moved, the next
- * checkpoint's total.  One read of the pinned stat file each; nothing
+ * checkpoint's total.  One read of the pinned status file each; nothing
  * when nobody watches. */
 static void progress_begin(struct run *x)
 {

@@ -69,12 +69,18 @@ def default_timeout() -> float:
     return DEFAULT_TIMEOUT
 
 
+def _env_number(value: Optional[str]) -> bool:
+    """Whether an environment value is a plain decimal number short enough
+    to convert (no sign, no spaces; ``int()`` refuses over 4300 digits)."""
+    return bool(value) and len(value) <= 18 and value.isdigit() and value.isascii()
+
+
 def default_connect_timeout() -> float:
     """Seconds from ``$CUDACKPT_CONNECT_TIMEOUT_MS`` (milliseconds, 0 to
     600000; 0: one try), else :data:`DEFAULT_CONNECT_TIMEOUT` (as the C
     library reads it)."""
     value = os.environ.get(CONNECT_TIMEOUT_ENV)
-    if value and value.isdigit() and value.isascii() and int(value) <= MAX_CONNECT_TIMEOUT * 1000:
+    if _env_number(value) and int(value) <= MAX_CONNECT_TIMEOUT * 1000:
         return int(value) / 1000.0
     return DEFAULT_CONNECT_TIMEOUT
 
@@ -83,7 +89,7 @@ def default_spin_us() -> int:
     """Microseconds from ``$CUDACKPT_SPIN_US`` (0 to :data:`MAX_SPIN_US`),
     else 0: no spin (as the C library reads it)."""
     value = os.environ.get(SPIN_ENV)
-    if value and value.isdigit() and value.isascii() and int(value) <= MAX_SPIN_US:
+    if _env_number(value) and int(value) <= MAX_SPIN_US:
         return int(value)
     return 0
 

@@ -506,8 +506,12 @@ typedef struct bench_gpu_gs {
 /* Calls of each path made untimed before the timed ones. */
 #define BENCH_GPU_GS_WARMUP 100
 /* The three GetState paths compared are timed in this many interleaved
- * rounds, so that a drift of a shared machine hits them alike. */
-#define BENCH_GPU_GS_ROUNDS 10
+ * rounds, so that a drift of a shared machine hits them alike: each of the
+ * six orders twice, so that each path follows each other one as often. */
+#define BENCH_GPU_GS_ROUNDS 12
+/* Untimed calls at the start of each stretch: the path's threads awake
+ * whatever ran before. */
+#define BENCH_GPU_GS_STRETCH_WARMUP 20
 /* The spin of the spinning client: more than a GetState takes on a GPU. */
 #define BENCH_GPU_CLIENT_SPIN_US 1000
 
@@ -615,21 +619,24 @@ static void bench_gpu_gs_stretch(bench_gpu_gs *gs, enum bench_gpu_gs_path path, 
 }
 
 /* Direct calls, a client that sleeps (c) and one that spins (cs), timed in
- * BENCH_GPU_GS_ROUNDS rounds of calls/rounds calls each, the order of the
- * three turning from round to round. */
+ * BENCH_GPU_GS_ROUNDS rounds of calls/rounds calls each, the rounds going
+ * through the six orders of the three. */
 static void bench_gpu_gs_rounds(const bench_gpu_cfg *cfg, bench_gpu_gs *gs, const bench_gpu_driver *drv,
                                 cudackpt_client *c, cudackpt_client *cs, int pid)
 {
-        static const enum bench_gpu_gs_path paths[3] = { BENCH_GPU_GS_DIRECT, BENCH_GPU_GS_DAEMON,
-                                                         BENCH_GPU_GS_CLIENTSPIN };
+        static const enum bench_gpu_gs_path D = BENCH_GPU_GS_DIRECT, V = BENCH_GPU_GS_DAEMON,
+                                            S = BENCH_GPU_GS_CLIENTSPIN;
+        static const enum bench_gpu_gs_path orders[6][3] = { { D, V, S }, { V, S, D }, { S, D, V },
+                                                             { D, S, V }, { S, V, D }, { V, D, S } };
         long rounds = cfg->calls < BENCH_GPU_GS_ROUNDS ? 1 : BENCH_GPU_GS_ROUNDS, per = cfg->calls / rounds;
 
         for (int k = 0; k < 3; k++)
-                bench_gpu_gs_stretch(gs, paths[k], drv, c, cs, pid, BENCH_GPU_GS_WARMUP, 0, 0);
+                bench_gpu_gs_stretch(gs, orders[0][k], drv, c, cs, pid, BENCH_GPU_GS_WARMUP, 0, 0);
         for (long round = 0; round < rounds; round++) {
                 long off = round * per, n = round == rounds - 1 ? cfg->calls - off : per;
                 for (int k = 0; k < 3; k++)
-                        bench_gpu_gs_stretch(gs, paths[(k + round) % 3], drv, c, cs, pid, 0, off, n);
+                        bench_gpu_gs_stretch(gs, orders[round % 6][k], drv, c, cs, pid,
+                                             BENCH_GPU_GS_STRETCH_WARMUP, off, n);
         }
 }
 

@@ -93,6 +93,9 @@ START_TEST(spin_from_env)
         ck_assert_int_gt(calls_that_slept(client_with_env(d, "lots"), pid), 0);
         ck_assert_int_gt(calls_that_slept(client_with_env(d, "-5"), pid), 0);
         ck_assert_int_gt(calls_that_slept(client_with_env(d, ""), pid), 0);
+        /* Digits only, as the Python client reads it. */
+        ck_assert_int_gt(calls_that_slept(client_with_env(d, " 1000000"), pid), 0);
+        ck_assert_int_gt(calls_that_slept(client_with_env(d, "+1000000"), pid), 0);
         /* cudackpt_client_set_spin() overrides it. */
         cudackpt_client *c = client_with_env(d, "1000000");
         ck_assert_int_eq(cudackpt_client_set_spin(c, 0), 0);

@@ -57,7 +57,7 @@ def test_no_spin_sleeps(daemon, target: int, monkeypatch) -> None:
         assert calls_that_slept(client, target) > 0
 
 
-@pytest.mark.parametrize("value", ["1000001", "lots", "-5", "", "1e3", "\u0661"])
+@pytest.mark.parametrize("value", ["1000001", "lots", "-5", "", "1e3", "\u0661", " 5", "+5", "0" * 5000])
 def test_spin_env_ignored(daemon, target: int, monkeypatch, value: str) -> None:
     monkeypatch.setenv("CUDACKPT_SPIN_US", value)
     with cudackpt.Client(daemon.socket, timeout=20) as client:

@@ -207,8 +207,9 @@ static unsigned long long status_value(pid_t pid, const char *key)
         return v;
 }
 
-/* A child that waits for a byte on fd, then (as root) takes uid 4242 and
- * says so with a byte back, then waits to be killed. */
+/* A child that waits for a byte on fd, then (as root) takes the real,
+ * effective and saved uids 4241, 4242 and 4243 and says so with a byte
+ * back, then waits to be killed. */
 static pid_t uid_child(int go_fd, int done_fd)
 {
         pid_t child = fork();
@@ -216,7 +217,7 @@ static pid_t uid_child(int go_fd, int done_fd)
         ck_assert_int_ge(child, 0);
         if (child == 0) {
                 char c;
-                if (read(go_fd, &c, 1) != 1 || setresuid(4242, 4242, 4242) < 0 || write(done_fd, "x", 1) != 1)
+                if (read(go_fd, &c, 1) != 1 || setresuid(4241, 4242, 4243) < 0 || write(done_fd, "x", 1) != 1)
                         _exit(1);
                 for (;;)
                         pause();
@@ -280,9 +281,9 @@ static void check_identity_reads(bool pidfd_info)
                 ck_assert_int_eq(write(go[1], "x", 1), 1);
                 ck_assert_int_eq(read(done[0], &c, 1), 1);
                 ck_assert_int_eq(target_refresh(&id), 0);
-                ck_assert_uint_eq(id.ruid, 4242);
+                ck_assert_uint_eq(id.ruid, 4241);
                 ck_assert_uint_eq(id.euid, 4242);
-                ck_assert_uint_eq(id.suid, 4242);
+                ck_assert_uint_eq(id.suid, 4243);
         }
         kill(child, SIGKILL);
         waitpid(child, NULL, 0);
@@ -308,6 +309,50 @@ START_TEST(test_identity_status_file)
 }
 END_TEST
 
+/* The ids through the pidfd count only when the pidfd names the process
+ * the files were opened by; otherwise (and whenever the ioctl refuses a
+ * process that lives) the pinned status file answers. */
+START_TEST(test_identity_pidfd_of_another_process)
+{
+        struct target_identity a, b;
+        int go[2], done[2];
+        char c;
+
+        if (getuid() != 0)
+                return; /* needs setresuid() */
+        ck_assert_int_eq(pipe(go), 0);
+        ck_assert_int_eq(pipe(done), 0);
+        pid_t pa = uid_child(go[0], done[1]);
+        pid_t pb = uid_child(go[0], done[1]);
+        ck_assert_int_eq(target_open(pa, &a), 0);
+        ck_assert_int_eq(target_open(pb, &b), 0);
+        ck_assert_int_eq(write(go[1], "x", 1), 1); /* one of them takes the uids */
+        ck_assert_int_eq(read(done[0], &c, 1), 1);
+        ck_assert_int_eq(target_refresh(&a), 0);
+        ck_assert_int_eq(target_refresh(&b), 0);
+        struct target_identity *changed = a.ruid == 4241 ? &a : &b, *kept = changed == &a ? &b : &a;
+        ck_assert_uint_eq(changed->ruid, 4241);
+        ck_assert_uint_eq(kept->ruid, 0);
+        /* The kept one's files with the changed one's pidfd: its own ids. */
+        int swap = kept->pidfd;
+        kept->pidfd = changed->pidfd;
+        ck_assert_int_eq(target_refresh(kept), 0);
+        ck_assert_uint_eq(kept->ruid, 0);
+        ck_assert_uint_eq(kept->suid, 0);
+        kept->pidfd = swap;
+        kill(pa, SIGKILL);
+        kill(pb, SIGKILL);
+        waitpid(pa, NULL, 0);
+        waitpid(pb, NULL, 0);
+        target_close(&a);
+        target_close(&b);
+        close(go[0]);
+        close(go[1]);
+        close(done[0]);
+        close(done[1]);
+}
+END_TEST
+
 const char unit_suite_name[] = "target";
 
 void unit_tests(TCase *tc)
@@ -319,4 +364,5 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_settled_exit);
         tcase_add_test(tc, test_identity_pidfd_info);
         tcase_add_test(tc, test_identity_status_file);
+        tcase_add_test(tc, test_identity_pidfd_of_another_process);
 }
