@@ -119,19 +119,15 @@ BOGUS_UUID=GPU-ffffffff-ffff-ffff-ffff-ffffffffffff
 
 . "$(dirname "${BASH_SOURCE[0]}")/suite-lib.sh"
 
-for arg in "$@"; do
-        case $arg in
-        --daemon=*) DAEMON=${arg#*=} ;;
-        --ctl=*) CTL=${arg#*=} ;;
-        --target=*) TARGET=${arg#*=} ;;
-        --criu=*) CRIU=${arg#*=} ;;
-        --nvidia=*) NVIDIA=${arg#*=} ;;
-        -h | --help) usage ;;
-        -*) echo "run-criu-tests.sh: unknown option $arg" >&2; usage ;;
-        *) SCENARIOS="$SCENARIOS $arg" ;;
+# The options only this script has.
+suite_option() {
+        case $1 in
+        --criu=*) CRIU=${1#*=} ;;
+        --nvidia=*) NVIDIA=${1#*=} ;;
+        *) return 1 ;;
         esac
-done
-SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
+}
+suite_parse_args run-criu-tests.sh "$@"
 suite_check_args run-criu-tests.sh SMALL_MIB LARGE_MIB TREE_MIB PERCALL_MIB CALLS STEP_TIMEOUT
 [[ $REPEATS == 1 || $REPEATS == 2 ]] || { echo "run-criu-tests.sh: CUDACKPT_CRIU_REPEATS must be 1 or 2" >&2; exit 2; }
 [[ $BUDGET_S =~ ^[0-9]+$ ]] || { echo "run-criu-tests.sh: CUDACKPT_CRIU_BUDGET_S must be a number" >&2; exit 2; }
@@ -197,14 +193,7 @@ fi
 
 mkdir -p "$WORKBASE"
 WORK=$(mktemp -d "$WORKBASE/cudackpt-criu-tests.XXXXXX")
-SOCK=$WORK/cudackptd.sock
-PIDS_FILE=$WORK/target-pids
 SUMMARY=$WORK/summary.txt
-: >"$PIDS_FILE"
-DAEMON_PID=
-FAILED=0
-PASSED=0
-SKIPPED=0
 START_SECONDS=$SECONDS
 
 # Everything printed also goes to the summary (and to LOGDIR when asked).
@@ -221,21 +210,12 @@ save_logs() {
         tar -C "$WORK" --exclude='img' --exclude='*.sock' -czf "$LOGDIR/criu-logs.tar.gz" . 2>/dev/null || true
 }
 
-cleanup() {
-        kill_listed "$PIDS_FILE"
-        if [[ -n $DAEMON_PID ]]; then
-                stop_daemon 10 || true
-        fi
+# On exit (suite_cleanup), before WORK goes: the images, then the logs.
+suite_cleanup_more() {
         rm -rf "$WORK"/*/img
         save_logs
-        if [[ $FAILED -eq 0 && $KEEP != 1 ]]; then
-                rm -rf "$WORK"
-        else
-                echo "work directory kept: $WORK"
-        fi
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+suite_setup
 
 # The two PATH directories: cuda-checkpoint is our drop-in, or NVIDIA's.
 mkdir -p "$WORK/bin-ours" "$WORK/bin-nvidia"

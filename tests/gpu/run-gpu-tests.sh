@@ -87,17 +87,7 @@ BOGUS_UUID=GPU-deadbeef-dead-beef-dead-beefdeadbeef
 
 . "$(dirname "${BASH_SOURCE[0]}")/suite-lib.sh"
 
-for arg in "$@"; do
-        case $arg in
-        --daemon=*) DAEMON=${arg#*=} ;;
-        --ctl=*) CTL=${arg#*=} ;;
-        --target=*) TARGET=${arg#*=} ;;
-        -h | --help) usage ;;
-        -*) echo "run-gpu-tests.sh: unknown option $arg" >&2; usage ;;
-        *) SCENARIOS="$SCENARIOS $arg" ;;
-        esac
-done
-SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
+suite_parse_args run-gpu-tests.sh "$@"
 suite_check_args run-gpu-tests.sh SMALL_MIB LARGE_MIB MULTI_MIB MULTI_PROCS TEST_MIB MANAGED_MIB OTHER_UID STEP_TIMEOUT
 [[ -z $GPU_COUNT_OVERRIDE || $GPU_COUNT_OVERRIDE =~ ^[0-9]+$ ]] ||
         { echo "run-gpu-tests.sh: CUDACKPT_GPU_COUNT must be a number" >&2; exit 2; }
@@ -135,27 +125,7 @@ fi
 WORK=$(mktemp -d /tmp/cudackpt-gpu-tests.XXXXXX)
 # The other-uid scenario's caller must reach the socket (mode 0666) inside.
 chmod 0755 "$WORK"
-SOCK=$WORK/cudackptd.sock
-PIDS_FILE=$WORK/target-pids
-: >"$PIDS_FILE"
-DAEMON_PID=
-FAILED=0
-PASSED=0
-SKIPPED=0
-
-cleanup() {
-        kill_listed "$PIDS_FILE"
-        if [[ -n $DAEMON_PID ]]; then
-                stop_daemon 10 || true
-        fi
-        if [[ $FAILED -eq 0 && $KEEP != 1 ]]; then
-                rm -rf "$WORK"
-        else
-                echo "work directory kept: $WORK"
-        fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+suite_setup
 
 # ---------------------------------------------------------------------------
 # Helpers used inside scenarios (each scenario runs in its own subshell, with

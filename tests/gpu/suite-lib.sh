@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # suite-lib.sh: what the two scenario suites (run-gpu-tests.sh and
 # run-criu-tests.sh) share; sourced by them once their settings are read.
 # They keep their own conventions, not gpu-lib.sh's: DAEMON, CTL, DRIVER,
@@ -7,6 +8,32 @@
 usage() {
         sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
         exit 2
+}
+
+# suite_parse_args NAME ARG...: --daemon=, --ctl=, --target= and --help;
+# another option goes to the script's suite_option ARG, when it has one
+# (status 0: taken), else is an error; the rest are scenarios, added to
+# SCENARIOS (ALL_SCENARIOS when none is named).
+suite_parse_args() {
+        local name=$1 arg
+        shift
+        for arg in "$@"; do
+                # shellcheck disable=SC2034 # TARGET is the script's
+                case $arg in
+                --daemon=*) DAEMON=${arg#*=} ;;
+                --ctl=*) CTL=${arg#*=} ;;
+                --target=*) TARGET=${arg#*=} ;;
+                -h | --help) usage ;;
+                -*)
+                        if ! declare -F suite_option >/dev/null || ! suite_option "$arg"; then
+                                echo "$name: unknown option $arg" >&2
+                                usage
+                        fi
+                        ;;
+                *) SCENARIOS="$SCENARIOS $arg" ;;
+                esac
+        done
+        SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
 }
 
 # suite_check_args NAME VAR...: exits 2 on a scenario not in ALL_SCENARIOS
@@ -54,6 +81,36 @@ kill_listed() {
         while read -r p; do
                 if [[ -n $p ]]; then kill -KILL "$p" 2>/dev/null || true; fi
         done <"$1"
+}
+
+# suite_setup: once WORK exists: SOCK, PIDS_FILE (emptied), DAEMON_PID,
+# the counts, and the traps (suite_cleanup on exit).
+suite_setup() {
+        SOCK=$WORK/cudackptd.sock
+        PIDS_FILE=$WORK/target-pids
+        : >"$PIDS_FILE"
+        DAEMON_PID=
+        FAILED=0
+        PASSED=0
+        SKIPPED=0
+        trap suite_cleanup EXIT
+        trap 'exit 130' INT TERM
+}
+
+# On exit: SIGKILLs the targets, stops the daemon, runs the script's
+# suite_cleanup_more when it has one, and removes WORK unless a scenario
+# failed or KEEP=1.
+suite_cleanup() {
+        kill_listed "$PIDS_FILE"
+        if [[ -n $DAEMON_PID ]]; then
+                stop_daemon 10 || true
+        fi
+        if declare -F suite_cleanup_more >/dev/null; then suite_cleanup_more; fi
+        if [[ $FAILED -eq 0 && $KEEP != 1 ]]; then
+                rm -rf "$WORK"
+        else
+                echo "work directory kept: $WORK"
+        fi
 }
 
 # stop_daemon SECONDS: SIGTERM, then SIGKILL after SECONDS; returns its exit status.
