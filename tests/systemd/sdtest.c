@@ -336,15 +336,23 @@ void sdt_wait_socket_file(const char *path, int timeout_ms)
         }
 }
 
-int sdt_connect(const char *path)
+int sdt_unix_socket(const char *path, int type, struct sockaddr_un *ret_sa)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd;
 
-        SDT_CHECK(strlen(path) < sizeof(sa.sun_path), "socket path %s too long", path);
-        strcpy(sa.sun_path, path);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        *ret_sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
+        SDT_CHECK(strlen(path) < sizeof(ret_sa->sun_path), "socket path %s too long", path);
+        strcpy(ret_sa->sun_path, path);
+        fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
         SDT_CHECK(fd >= 0, "socket: %s", strerror(errno));
+        return fd;
+}
+
+int sdt_connect(const char *path)
+{
+        struct sockaddr_un sa;
+        int fd = sdt_unix_socket(path, SOCK_STREAM, &sa);
+
         SDT_CHECK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect %s: %s", path,
                   strerror(errno));
         return fd;
