@@ -36,6 +36,22 @@
 
 /* ---- what the namespace's pid 1 does --------------------------------------- */
 
+/* Ends a step on a reply, freeing it: 0 where ok, else -1 with why (fmt:
+ * its arguments, rep's dump among them, are taken before rep goes) in msg. */
+__attribute__((format(printf, 5, 6))) static int ns_reply_check(cJSON *rep, bool ok, char *msg, size_t size,
+                                                                const char *fmt, ...)
+{
+        if (!ok) {
+                va_list ap;
+
+                va_start(ap, fmt);
+                vsnprintf(msg, size, fmt, ap);
+                va_end(ap);
+        }
+        cJSON_Delete(rep);
+        return ok ? 0 : -1;
+}
+
 /* Its own target by its namespace pid, a whole cycle; the host's target,
  * the host's pid 1 and the daemon refused as if they did not exist. */
 static int own_cycle_host_hidden(struct ns_ctx *x, char *msg, size_t size)
@@ -67,10 +83,7 @@ static int own_cycle_host_hidden(struct ns_ctx *x, char *msg, size_t size)
                 if (ns_call(x, "GetRestoreThreadId", params, &rep, msg, size) < 0)
                         return -1;
                 bool ok = !itest_error(rep) && itest_int(rep, "restore_thread_id", &tid) && tid == t;
-                if (!ok)
-                        ns_fail(msg, size, "GetRestoreThreadId(%d): %s", (int)t, itest_dump(rep));
-                cJSON_Delete(rep);
-                if (!ok)
+                if (ns_reply_check(rep, ok, msg, size, "GetRestoreThreadId(%d): %s", (int)t, itest_dump(rep)) < 0)
                         return -1;
         }
         x->seen[x->n_seen++] = t;
@@ -106,44 +119,27 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
                  (int)x->host_target);
         if (ns_call(x, "SuspendGroup", params, &rep, msg, size) < 0)
                 return -1;
-        if (!itest_error(rep) || strcmp(itest_error(rep), CUDACKPT_ERROR_GROUP_FAILED) != 0 ||
-            !strstr(itest_dump(rep), "NoSuchProcess")) {
-                ns_fail(msg, size, "SuspendGroup %s with a host pid: %s", params, itest_dump(rep));
-                cJSON_Delete(rep);
+        bool ok = itest_error(rep) && strcmp(itest_error(rep), CUDACKPT_ERROR_GROUP_FAILED) == 0 &&
+                  strstr(itest_dump(rep), "NoSuchProcess");
+        if (ns_reply_check(rep, ok, msg, size, "SuspendGroup %s with a host pid: %s", params, itest_dump(rep)) < 0)
                 return -1;
-        }
-        cJSON_Delete(rep);
         /* The tree of this namespace's pid 1: both targets, by their pids here. */
-        if (ns_call(x, "SuspendGroup", "{\"selector\":{\"tree\":1}}", &rep, msg, size) < 0)
+        if (ns_call(x, "SuspendGroup", "{\"selector\":{\"tree\":1}}", &rep, msg, size) < 0 ||
+            ns_reply_check(rep, lists_just(rep, "members", a, b), msg, size,
+                           "SuspendGroup {tree: 1} (targets %d, %d): %s", (int)a, (int)b, itest_dump(rep)) < 0)
                 return -1;
-        if (!lists_just(rep, "members", a, b)) {
-                ns_fail(msg, size, "SuspendGroup {tree: 1} (targets %d, %d): %s", (int)a, (int)b, itest_dump(rep));
-                cJSON_Delete(rep);
-                return -1;
-        }
-        cJSON_Delete(rep);
         if (ns_expect(x, "GetState", a, NULL, "checkpointed", msg, size) < 0 ||
             ns_expect(x, "GetState", b, NULL, "checkpointed", msg, size) < 0)
                 return -1;
         snprintf(params, sizeof(params), "{\"selector\":{\"pids\":[{\"pid\":%d},{\"pid\":%d}]}}", (int)a, (int)b);
-        if (ns_call(x, "ResumeGroup", params, &rep, msg, size) < 0)
+        if (ns_call(x, "ResumeGroup", params, &rep, msg, size) < 0 ||
+            ns_reply_check(rep, !itest_error(rep), msg, size, "ResumeGroup: %s", itest_dump(rep)) < 0)
                 return -1;
-        if (itest_error(rep)) {
-                ns_fail(msg, size, "ResumeGroup: %s", itest_dump(rep));
-                cJSON_Delete(rep);
-                return -1;
-        }
-        cJSON_Delete(rep);
         /* ListProcesses: exactly the two targets, by their pids here. */
-        if (ns_call(x, "ListProcesses", "{}", &rep, msg, size) < 0)
+        if (ns_call(x, "ListProcesses", "{}", &rep, msg, size) < 0 ||
+            ns_reply_check(rep, lists_just(rep, "processes", a, b), msg, size,
+                           "ListProcesses in the namespace (targets %d, %d): %s", (int)a, (int)b, itest_dump(rep)) < 0)
                 return -1;
-        if (!lists_just(rep, "processes", a, b)) {
-                ns_fail(msg, size, "ListProcesses in the namespace (targets %d, %d): %s", (int)a, (int)b,
-                     itest_dump(rep));
-                cJSON_Delete(rep);
-                return -1;
-        }
-        cJSON_Delete(rep);
         x->seen[x->n_seen++] = a;
         x->seen[x->n_seen++] = b;
         return 0;
@@ -341,11 +337,8 @@ static int foreign_lease_untouchable(struct ns_ctx *x, char *msg, size_t size)
                 if (r < 0)
                         return -1;
                 const char *got = itest_error(rep);
-                if (!got || strcmp(got, CUDACKPT_ERROR_NO_SUCH_LEASE) != 0)
-                        r = ns_fail(msg, size, "%s of a host lease from the namespace: %s", calls[i][0],
-                                    itest_dump(rep));
-                cJSON_Delete(rep);
-                if (r < 0)
+                if (ns_reply_check(rep, got && strcmp(got, CUDACKPT_ERROR_NO_SUCH_LEASE) == 0, msg, size,
+                                   "%s of a host lease from the namespace: %s", calls[i][0], itest_dump(rep)) < 0)
                         return -1;
         }
         return 0;
