@@ -42,7 +42,8 @@ start_target_watched() {
 # await_state STATE SECONDS: waits until the target (T) is in STATE;
 # prints the seconds it took.
 await_state() {
-        local t0=$(date +%s.%N)
+        local t0
+        t0=$(date +%s.%N)
         for _ in $(seq $(($2 * 50))); do
                 [[ $("$CTL" state "$T" 2>/dev/null) == "$1" ]] && { awk -v a="$(date +%s.%N)" -v b="$t0" "BEGIN{printf \"%.2f\", a - b}"; return 0; }
                 sleep 0.02
