@@ -173,24 +173,39 @@ static int next_ns_event(int fd, char *buf, size_t *len, size_t cap, char *type,
         return 0;
 }
 
+/* A Watch with more, sent on a new connection to x's socket: the
+ * connection, or -1 with why in msg. */
+static int ns_watch(const struct ns_ctx *x, char *msg, size_t size)
+{
+        static const char req[] = "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{},\"more\":true}";
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", x->sock);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            send(fd, req, sizeof(req), MSG_NOSIGNAL) < 0) {
+                ns_fail(msg, size, "cannot watch: %s", strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                return -1;
+        }
+        return fd;
+}
+
 /* A watcher in the namespace sees its own processes appear, act and exit
  * by their pids there (an exited one too, though the kernel no longer
  * translates its pid), and nothing of the host's. */
 static int watch_in_namespace(struct ns_ctx *x, char *msg, size_t size)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         static char buf[65536];
         size_t len = 0;
         char type[32];
         long pid;
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const char *req = "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{},\"more\":true}";
         bool appeared = false, started = false, exited = false;
+        int fd = ns_watch(x, msg, size);
 
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", x->sock);
-        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            send(fd, req, strlen(req) + 1, MSG_NOSIGNAL) < 0)
-                return ns_fail(msg, size, "cannot watch: %s", strerror(errno));
+        if (fd < 0)
+                return -1;
         if (next_ns_event(fd, buf, &len, sizeof(buf), type, sizeof(type), &pid, msg, size) < 0)
                 return -1;
         if (strcmp(type, "watching") != 0)
@@ -270,21 +285,18 @@ static void reuse_helper_main(const char *preload, int go, int done)
  * namespace), up to the appearance of a new CUDA process of its own. */
 static int reused_pid_exit_unseen(struct ns_ctx *x, char *msg, size_t size)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         static char buf[65536];
         size_t len = 0;
         char type[32], g = 'g';
         long pid;
         pid_t host, mine = -1;
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const char *req = "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{},\"more\":true}";
+        int fd;
 
         if (read(x->reuse_done, &host, sizeof(host)) != sizeof(host))
                 return ns_fail(msg, size, "the host's helper did not start");
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", x->sock);
-        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            send(fd, req, strlen(req) + 1, MSG_NOSIGNAL) < 0)
-                return ns_fail(msg, size, "cannot watch: %s", strerror(errno));
+        fd = ns_watch(x, msg, size);
+        if (fd < 0)
+                return -1;
         if (next_ns_event(fd, buf, &len, sizeof(buf), type, sizeof(type), &pid, msg, size) < 0)
                 return -1;
         usleep(400 * 1000); /* two scans (every 150 ms): the host's process is known */
@@ -356,13 +368,19 @@ static void host_untouched(struct itest_daemon *d, pid_t host)
         itest_conn_close(c);
 }
 
+/* The context of a namespace's steps on d, beside the host's target. */
+static struct ns_ctx ns_ctx_beside(struct itest_daemon *d, pid_t host_target)
+{
+        return (struct ns_ctx){ .sock = d->sock, .preload = itest_sim_preload_for_others(d),
+                                .host_target = host_target };
+}
+
 /* Runs fn in the namespace that how makes, on a daemon with a mapped host
  * target, which the host then finds untouched. */
 static void run_beside_host_target(const struct ns_run *how, ns_fn fn)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
+        struct ns_ctx x = ns_ctx_beside(d, itest_mapped_target());
 
         ns_run_in(how, fn, &x);
         host_untouched(d, x.host_target);
@@ -380,8 +398,7 @@ START_TEST(watch_by_namespace_pid)
 {
         struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":100}" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
+        struct ns_ctx x = ns_ctx_beside(d, itest_mapped_target());
         const struct ns_run how = { .depth = 1 };
         struct itest_conn *c = itest_connect(d);
 
@@ -451,8 +468,7 @@ START_TEST(reused_pid_exit_not_sent_to_container)
 {
         struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":150}" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
+        struct ns_ctx x = ns_ctx_beside(d, itest_mapped_target());
         const struct ns_run how = { .depth = 1 };
         int go[2], done[2];
 
@@ -482,7 +498,7 @@ END_TEST
  * releases it and unlocks t. */
 static void host_lease_untouchable(struct itest_daemon *d, pid_t t, struct itest_conn *holder, const struct ns_run *how)
 {
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d), .host_target = t };
+        struct ns_ctx x = ns_ctx_beside(d, t);
 
         x.lease = lease_of(itest_callf(holder, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
                                        CUDACKPT_METHOD_LOCK, (int)t));
