@@ -2,7 +2,8 @@
 # Sets ROOT, DIR (the staged binaries, .gpu/), CTL, WORK (a temporary
 # directory), CUDACKPT_SOCKET and LD_LIBRARY_PATH; gives ok/bad (PASS and
 # FAIL lines, counted in pass and failed), start_daemon, the target helpers
-# below and a cleanup trap (the daemon, T and W).
+# below (st, wait_iter, start_target_watched, await_state, check_intact)
+# and a cleanup trap (the daemon, T and W).
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DIR=${GPU_DIR:-$ROOT/.gpu}
 export LD_LIBRARY_PATH=$DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -37,6 +38,17 @@ start_target_watched() {
         wait_iter 1 || { bad "the target never verified its data"; exit 1; }
         "$CTL" --json watch --pids="$T" >"$WORK/watch.out" 2>&1 &
         W=$!
+}
+# await_state STATE SECONDS: waits until the target (T) is in STATE;
+# prints the seconds it took.
+await_state() {
+        local t0
+        t0=$(date +%s.%N)
+        for _ in $(seq $(($2 * 50))); do
+                [[ $("$CTL" state "$T" 2>/dev/null) == "$1" ]] && { awk -v a="$(date +%s.%N)" -v b="$t0" "BEGIN{printf \"%.2f\", a - b}"; return 0; }
+                sleep 0.02
+        done
+        return 1
 }
 # PASS when the target verifies its buffer intact twice more.
 check_intact() {

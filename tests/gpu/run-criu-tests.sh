@@ -117,31 +117,18 @@ INTERVAL_MS=100
 # A GPU UUID that names no GPU, for the negative control.
 BOGUS_UUID=GPU-ffffffff-ffff-ffff-ffff-ffffffffffff
 
-usage() {
-        sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-        exit 2
-}
+. "$(dirname "${BASH_SOURCE[0]}")/suite-lib.sh"
 
-for arg in "$@"; do
-        case $arg in
-        --daemon=*) DAEMON=${arg#*=} ;;
-        --ctl=*) CTL=${arg#*=} ;;
-        --target=*) TARGET=${arg#*=} ;;
-        --criu=*) CRIU=${arg#*=} ;;
-        --nvidia=*) NVIDIA=${arg#*=} ;;
-        -h | --help) usage ;;
-        -*) echo "run-criu-tests.sh: unknown option $arg" >&2; usage ;;
-        *) SCENARIOS="$SCENARIOS $arg" ;;
+# The options only this script has.
+suite_option() {
+        case $1 in
+        --criu=*) CRIU=${1#*=} ;;
+        --nvidia=*) NVIDIA=${1#*=} ;;
+        *) return 1 ;;
         esac
-done
-SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
-for s in $SCENARIOS; do
-        [[ " $ALL_SCENARIOS " == *" $s "* ]] ||
-                { echo "run-criu-tests.sh: unknown scenario '$s' (known: $ALL_SCENARIOS)" >&2; exit 2; }
-done
-for v in SMALL_MIB LARGE_MIB TREE_MIB PERCALL_MIB CALLS STEP_TIMEOUT; do
-        [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "run-criu-tests.sh: $v must be a positive integer" >&2; exit 2; }
-done
+}
+suite_parse_args run-criu-tests.sh "$@"
+suite_check_args run-criu-tests.sh SMALL_MIB LARGE_MIB TREE_MIB PERCALL_MIB CALLS STEP_TIMEOUT
 [[ $REPEATS == 1 || $REPEATS == 2 ]] || { echo "run-criu-tests.sh: CUDACKPT_CRIU_REPEATS must be 1 or 2" >&2; exit 2; }
 [[ $BUDGET_S =~ ^[0-9]+$ ]] || { echo "run-criu-tests.sh: CUDACKPT_CRIU_BUDGET_S must be a number" >&2; exit 2; }
 if ((REPEATS == 2)); then
@@ -166,17 +153,6 @@ else
         . "$(dirname "${BASH_SOURCE[0]}")/gpu-preflight.sh"
         gpu_preflight
         [[ -d /proc/driver/nvidia/gpus ]] || skip "/proc/driver/nvidia/gpus missing: CRIU's CUDA plugin would disable itself"
-        have_libcuda() {
-                local d
-                if [[ $DRIVER == */* ]]; then
-                        [[ -r $DRIVER ]]
-                        return
-                fi
-                for d in ${LD_LIBRARY_PATH//:/ }; do
-                        [[ -e $d/$DRIVER ]] && return 0
-                done
-                { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || true; } | grep -qF "$DRIVER "
-        }
         have_libcuda || skip "$DRIVER not found (ldconfig -p, LD_LIBRARY_PATH)"
 fi
 [[ -n $TARGET && -x $TARGET ]] || skip "GPU target program not built (nvcc not found when configuring?): '${TARGET}'"
@@ -188,13 +164,11 @@ CRIU_VERSION=$("$CRIU" --version 2>/dev/null | sed -n 's/^Version: *\([0-9][0-9.
 [[ ${CRIU_VERSION%%.*} =~ ^[0-9]+$ ]] || skip "cannot read the version of $CRIU"
 ((${CRIU_VERSION%%.*} >= 4)) || skip "criu $CRIU_VERSION is older than 4 (no CUDA plugin)"
 
-abspath() { if [[ -z $1 || $1 == /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }
 DAEMON=$(abspath "$DAEMON")
 CTL=$(abspath "$CTL")
 TARGET=$(abspath "$TARGET")
 CRIU=$(abspath "$CRIU")
-[[ -n $DAEMON && -x $DAEMON ]] || { echo "run-criu-tests.sh: cudackptd not executable: '$DAEMON'" >&2; exit 2; }
-[[ -n $CTL && -x $CTL ]] || { echo "run-criu-tests.sh: cudackptctl not executable: '$CTL'" >&2; exit 2; }
+suite_check_binaries run-criu-tests.sh
 # NVIDIA's tool: given, or a cuda-checkpoint on PATH that is not our drop-in.
 if [[ -z $NVIDIA ]]; then
         c=$(command -v cuda-checkpoint 2>/dev/null || true)
@@ -219,21 +193,12 @@ fi
 
 mkdir -p "$WORKBASE"
 WORK=$(mktemp -d "$WORKBASE/cudackpt-criu-tests.XXXXXX")
-SOCK=$WORK/cudackptd.sock
-PIDS_FILE=$WORK/target-pids
 SUMMARY=$WORK/summary.txt
-: >"$PIDS_FILE"
-DAEMON_PID=
-FAILED=0
-PASSED=0
-SKIPPED=0
 START_SECONDS=$SECONDS
 
 # Everything printed also goes to the summary (and to LOGDIR when asked).
 exec > >(tee -a "$SUMMARY") 2>&1
 
-now_us() { echo "${EPOCHREALTIME/./}"; }
-fmt_s() { printf '%d.%03d' $(($1 / 1000000)) $(($1 % 1000000 / 1000)); }
 fmt_ms() { printf '%d.%02d' $(($1 / 1000)) $(($1 % 1000 / 10)); }
 
 save_logs() {
@@ -245,59 +210,12 @@ save_logs() {
         tar -C "$WORK" --exclude='img' --exclude='*.sock' -czf "$LOGDIR/criu-logs.tar.gz" . 2>/dev/null || true
 }
 
-cleanup() {
-        local p
-        while read -r p; do
-                if [[ -n $p ]]; then kill -KILL "$p" 2>/dev/null || true; fi
-        done <"$PIDS_FILE"
-        if [[ -n $DAEMON_PID ]]; then
-                stop_daemon 10 || true
-        fi
+# On exit (suite_cleanup), before WORK goes: the images, then the logs.
+suite_cleanup_more() {
         rm -rf "$WORK"/*/img
         save_logs
-        if [[ $FAILED -eq 0 && $KEEP != 1 ]]; then
-                rm -rf "$WORK"
-        else
-                echo "work directory kept: $WORK"
-        fi
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-stop_daemon() {
-        local rc=0 wd
-        kill -TERM "$DAEMON_PID" 2>/dev/null || true
-        (
-                trap 'kill "$s" 2>/dev/null; exit 0' TERM
-                sleep "$1" &
-                s=$!
-                wait "$s"
-                kill -KILL "$DAEMON_PID" 2>/dev/null
-        ) </dev/null >/dev/null 2>&1 &
-        wd=$!
-        wait "$DAEMON_PID" || rc=$?
-        kill "$wd" 2>/dev/null || true
-        wait "$wd" 2>/dev/null || true
-        DAEMON_PID=
-        return $rc
-}
-
-start_daemon() {
-        rm -f "$SOCK"
-        "$DAEMON" --socket="$SOCK" --driver="$DRIVER" --log-level=debug </dev/null >>"$WORK/daemon.log" 2>&1 &
-        DAEMON_PID=$!
-        local deadline=$((SECONDS + 60))
-        while ((SECONDS < deadline)); do
-                if timeout 5 "$CTL" --socket="$SOCK" info >"$WORK/info.txt" 2>&1; then
-                        return 0
-                fi
-                kill -0 "$DAEMON_PID" 2>/dev/null || break
-                sleep 0.1
-        done
-        echo "cudackptd did not come up (pid $DAEMON_PID); log:" >&2
-        tail -n 30 "$WORK/daemon.log" >&2 || true
-        return 1
-}
+suite_setup
 
 # The two PATH directories: cuda-checkpoint is our drop-in, or NVIDIA's.
 mkdir -p "$WORK/bin-ours" "$WORK/bin-nvidia"
@@ -306,18 +224,9 @@ if [[ -z $NVIDIA_NOTE ]]; then ln -s "$NVIDIA" "$WORK/bin-nvidia/cuda-checkpoint
 
 # ---------------------------------------------------------------------------
 # Helpers used inside scenarios (each runs in a subshell with errexit: an
-# unexpected failure ends that scenario only).
+# unexpected failure ends that scenario only); die, note and field are in
+# suite-lib.sh.
 # ---------------------------------------------------------------------------
-die() {
-        echo "ASSERTION FAILED: $*"
-        exit 1
-}
-note() { echo "$*" >>"$SCEN_DIR/details"; }
-
-field() { # field LINE KEY
-        [[ " $1 " =~ \ $2=([^ ]*)\  ]] && echo "${BASH_REMATCH[1]}"
-}
-
 # tool_env TOOL [MAP]: sets TOOL_ENV, the environment criu and the tool get.
 tool_env() {
         TOOL_ENV=(-u CUDACKPT_DEVICE_MAP)
@@ -745,13 +654,7 @@ else
         echo "  NOTE criu check failed (going on):"
         tail -n 10 "$WORK/criu-check.txt" | sed 's/^/    /'
 fi
-if ! start_daemon; then
-        echo "FAIL daemon-start"
-        FAILED=1
-        echo "0 passed, 1 failed, 0 skipped"
-        exit 1
-fi
-echo "  daemon: $(tr '\n' ' ' <"$WORK/info.txt")"
+suite_start_daemon
 
 for s in $SCENARIOS; do
         run_scenario "$s"
@@ -762,7 +665,4 @@ if [[ -n $DAEMON_PID ]]; then
         ((rc == 0)) || echo "NOTE cudackptd exited $rc after SIGTERM"
 fi
 echo "$PASSED passed, $FAILED failed, $SKIPPED skipped (total $((SECONDS - START_SECONDS)) s)"
-if ((FAILED == 0 && PASSED == 0 && SKIPPED > 0)); then
-        exit 77
-fi
-((FAILED == 0 && PASSED > 0))
+suite_status

@@ -85,29 +85,10 @@ INTERVAL_MS=100
 # A UUID that names no GPU (not all zeroes: zeroed restore args mean "no remap").
 BOGUS_UUID=GPU-deadbeef-dead-beef-dead-beefdeadbeef
 
-usage() {
-        sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-        exit 2
-}
+. "$(dirname "${BASH_SOURCE[0]}")/suite-lib.sh"
 
-for arg in "$@"; do
-        case $arg in
-        --daemon=*) DAEMON=${arg#*=} ;;
-        --ctl=*) CTL=${arg#*=} ;;
-        --target=*) TARGET=${arg#*=} ;;
-        -h | --help) usage ;;
-        -*) echo "run-gpu-tests.sh: unknown option $arg" >&2; usage ;;
-        *) SCENARIOS="$SCENARIOS $arg" ;;
-        esac
-done
-SCENARIOS=${SCENARIOS:-$ALL_SCENARIOS}
-for s in $SCENARIOS; do
-        [[ " $ALL_SCENARIOS " == *" $s "* ]] ||
-                { echo "run-gpu-tests.sh: unknown scenario '$s' (known: $ALL_SCENARIOS)" >&2; exit 2; }
-done
-for v in SMALL_MIB LARGE_MIB MULTI_MIB MULTI_PROCS TEST_MIB MANAGED_MIB OTHER_UID STEP_TIMEOUT; do
-        [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "run-gpu-tests.sh: $v must be a positive integer" >&2; exit 2; }
-done
+suite_parse_args run-gpu-tests.sh "$@"
+suite_check_args run-gpu-tests.sh SMALL_MIB LARGE_MIB MULTI_MIB MULTI_PROCS TEST_MIB MANAGED_MIB OTHER_UID STEP_TIMEOUT
 [[ -z $GPU_COUNT_OVERRIDE || $GPU_COUNT_OVERRIDE =~ ^[0-9]+$ ]] ||
         { echo "run-gpu-tests.sh: CUDACKPT_GPU_COUNT must be a number" >&2; exit 2; }
 
@@ -119,28 +100,14 @@ skip() {
 # --- Is there a GPU to test on?  Each missing piece is one clear line. ---
 . "$(dirname "${BASH_SOURCE[0]}")/gpu-preflight.sh"
 gpu_preflight
-have_libcuda() {
-        local d
-        if [[ $DRIVER == */* ]]; then
-                [[ -r $DRIVER ]]
-                return
-        fi
-        for d in ${LD_LIBRARY_PATH//:/ }; do
-                [[ -e $d/$DRIVER ]] && return 0
-        done
-        { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || true; } | grep -qF "$DRIVER "
-}
 have_libcuda || skip "$DRIVER not found (ldconfig -p, LD_LIBRARY_PATH)"
 [[ -n $TARGET && -x $TARGET ]] || skip "GPU target program not built (nvcc not found when configuring?): '${TARGET}'"
 [[ $(id -u) -eq 0 ]] || skip "must run as root (it starts cudackptd and tests other uids)"
 
-# Absolute (not resolved: a symlink's name may matter), for setpriv and children.
-abspath() { if [[ -z $1 || $1 == /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }
 DAEMON=$(abspath "$DAEMON")
 CTL=$(abspath "$CTL")
 TARGET=$(abspath "$TARGET")
-[[ -n $DAEMON && -x $DAEMON ]] || { echo "run-gpu-tests.sh: cudackptd not executable: '$DAEMON'" >&2; exit 2; }
-[[ -n $CTL && -x $CTL ]] || { echo "run-gpu-tests.sh: cudackptctl not executable: '$CTL'" >&2; exit 2; }
+suite_check_binaries run-gpu-tests.sh
 GPU_UUIDS=$(timeout 60 nvidia-smi --query-gpu=uuid --format=csv,noheader | tr 'A-F' 'a-f')
 # GPU_LIST[N]: nvidia-smi's GPU N (PCI bus order).
 readarray -t GPU_LIST < <(grep . <<<"$GPU_UUIDS" || true)
@@ -158,82 +125,13 @@ fi
 WORK=$(mktemp -d /tmp/cudackpt-gpu-tests.XXXXXX)
 # The other-uid scenario's caller must reach the socket (mode 0666) inside.
 chmod 0755 "$WORK"
-SOCK=$WORK/cudackptd.sock
-PIDS_FILE=$WORK/target-pids
-: >"$PIDS_FILE"
-DAEMON_PID=
-FAILED=0
-PASSED=0
-SKIPPED=0
-
-now_us() { echo "${EPOCHREALTIME/./}"; }
-fmt_s() { printf '%d.%03d' $(($1 / 1000000)) $(($1 % 1000000 / 1000)); }
-
-cleanup() {
-        local p
-        while read -r p; do
-                if [[ -n $p ]]; then kill -KILL "$p" 2>/dev/null || true; fi
-        done <"$PIDS_FILE"
-        if [[ -n $DAEMON_PID ]]; then
-                stop_daemon 10 || true
-        fi
-        if [[ $FAILED -eq 0 && $KEEP != 1 ]]; then
-                rm -rf "$WORK"
-        else
-                echo "work directory kept: $WORK"
-        fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# stop_daemon SECONDS: SIGTERM, then SIGKILL after SECONDS; returns its exit status.
-stop_daemon() {
-        local rc=0 wd
-        kill -TERM "$DAEMON_PID" 2>/dev/null || true
-        # The watchdog takes its sleep with it when cancelled.
-        (
-                trap 'kill "$s" 2>/dev/null; exit 0' TERM
-                sleep "$1" &
-                s=$!
-                wait "$s"
-                kill -KILL "$DAEMON_PID" 2>/dev/null
-        ) </dev/null >/dev/null 2>&1 &
-        wd=$!
-        wait "$DAEMON_PID" || rc=$?
-        kill "$wd" 2>/dev/null || true
-        wait "$wd" 2>/dev/null || true
-        DAEMON_PID=
-        return $rc
-}
-
-start_daemon() {
-        rm -f "$SOCK"
-        "$DAEMON" --socket="$SOCK" --driver="$DRIVER" --log-level=debug >>"$WORK/daemon.log" 2>&1 &
-        DAEMON_PID=$!
-        # NOTIFY_SOCKET is awkward from bash: poll `cudackptctl info` instead.
-        local deadline=$((SECONDS + 60))
-        while ((SECONDS < deadline)); do
-                if timeout 5 "$CTL" --socket="$SOCK" info >"$WORK/info.txt" 2>&1; then
-                        return 0
-                fi
-                kill -0 "$DAEMON_PID" 2>/dev/null || break
-                sleep 0.1
-        done
-        echo "cudackptd did not come up (pid $DAEMON_PID); log:" >&2
-        tail -n 30 "$WORK/daemon.log" >&2 || true
-        return 1
-}
+suite_setup
 
 # ---------------------------------------------------------------------------
 # Helpers used inside scenarios (each scenario runs in its own subshell, with
-# errexit on: an unexpected failure ends that scenario only).
+# errexit on: an unexpected failure ends that scenario only); die and note
+# are in suite-lib.sh.
 # ---------------------------------------------------------------------------
-die() {
-        echo "ASSERTION FAILED: $*"
-        exit 1
-}
-note() { echo "$*" >>"$SCEN_DIR/details"; }
-
 CTL_PREFIX=()
 # ctl_run ARGS...: cudackptctl with a step timeout; sets CTL_OUT, CTL_ERR, CTL_RC.
 ctl_run() {
@@ -314,9 +212,6 @@ status_of() {
         local f
         eval "f=\$STATUS_$1"
         if [[ -r $f ]]; then cat "$f"; fi
-}
-field() { # field LINE KEY
-        [[ " $1 " =~ \ $2=([^ ]*)\  ]] && echo "${BASH_REMATCH[1]}"
 }
 iter_of() {
         local s
@@ -880,19 +775,10 @@ echo "  daemon $DAEMON, ctl $CTL, target $TARGET, work $WORK"
 echo "  sizes: small ${SMALL_MIB} MiB, large ${LARGE_MIB} MiB, multi ${MULTI_PROCS}x${MULTI_MIB} MiB," \
         "others ${TEST_MIB} MiB, managed ${MANAGED_MIB} MiB; step timeout ${STEP_TIMEOUT}s"
 echo "  GPUs: $GPU_COUNT$GPU_COUNT_NOTE${CUDA_VISIBLE_DEVICES+ (CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES is set: cudackptd inherits it)}"
-if ! start_daemon; then
-        echo "FAIL daemon-start"
-        FAILED=1
-        echo "0 passed, 1 failed, 0 skipped"
-        exit 1
-fi
-echo "  daemon: $(tr '\n' ' ' <"$WORK/info.txt")"
+suite_start_daemon
 
 for s in $SCENARIOS; do
         run_scenario "$s"
 done
 echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
-if ((FAILED == 0 && PASSED == 0 && SKIPPED > 0)); then
-        exit 77
-fi
-((FAILED == 0 && PASSED > 0))
+suite_status

@@ -9,14 +9,6 @@
 set -uo pipefail
 MIB=${1:-4096}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
-await_state() { # STATE SECONDS: prints the seconds it took
-        local t0=$(date +%s.%N)
-        for _ in $(seq $(($2 * 50))); do
-                [[ $("$CTL" state "$T" 2>/dev/null) == "$1" ]] && { awk -v a="$(date +%s.%N)" -v b="$t0" "BEGIN{printf \"%.2f\", a - b}"; return 0; }
-                sleep 0.02
-        done
-        return 1
-}
 
 start_daemon || { bad "the daemon did not start"; exit 1; }
 start_target_watched "$MIB"

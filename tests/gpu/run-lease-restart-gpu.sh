@@ -13,14 +13,6 @@
 set -uo pipefail
 MIB=${1:-4096}
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
-await_state() { # STATE SECONDS: prints the seconds it took
-        local t0=$(date +%s.%N)
-        for _ in $(seq $(($2 * 50))); do
-                [[ $("$CTL" state "$T" 2>/dev/null) == "$1" ]] && { awk -v a="$(date +%s.%N)" -v b="$t0" "BEGIN{printf \"%.2f\", a - b}"; return 0; }
-                sleep 0.02
-        done
-        return 1
-}
 gpu_mib() { nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | awk -F', ' -v p="$T" '$1 == p { print $2 }'; }
 kill_daemon() { kill -9 "$DPID"; wait "$DPID" 2>/dev/null; }
 

@@ -211,17 +211,11 @@ int atest_raw_call(int fd, const char *msg, char *buf, size_t size, int timeout_
         double deadline = itest_now_ms() + timeout_ms;
         size_t len = 0;
         for (;;) {
-                double left = deadline - itest_now_ms();
-                if (left <= 0)
+                if (deadline - itest_now_ms() <= 0)
                         return -ETIMEDOUT;
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                int r = poll(&p, 1, (int)left + 1);
-                if (r < 0 && errno == EINTR)
-                        continue;
+                int r = itest_wait_readable(fd, deadline);
                 if (r < 0)
-                        return -errno;
-                if (r == 0)
-                        return -ETIMEDOUT;
+                        return r;
                 if (len + 1 >= size)
                         return -EMSGSIZE;
                 ssize_t n = recv(fd, buf + len, size - 1 - len, 0);

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "read_file.h"
+
 extern char **environ;
 
 char citest_criu_path[4096];
@@ -122,28 +124,10 @@ int citest_run_bounded(const char *const *argv, const char *const *env, int time
 /* The whole file, NUL-terminated, to free(); NULL when it cannot be read. */
 char *citest_slurp_raw(const char *path)
 {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return NULL;
-        size_t len = 0, cap = 65536;
-        char *b = malloc(cap);
-        ck_assert(b);
-        for (;;) {
-                if (cap - len < 4096) {
-                        cap *= 2;
-                        b = realloc(b, cap);
-                        ck_assert(b);
-                }
-                ssize_t n = read(fd, b + len, cap - len - 1);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                len += (size_t)n;
-        }
-        close(fd);
-        b[len] = '\0';
-        return b;
+        char *b;
+        ssize_t n = test_read_file(path, &b);
+        ck_assert_msg(n != -ENOMEM, "reading %s: out of memory", path);
+        return n < 0 ? NULL : b;
 }
 
 /* The same, owned by the harness. */

@@ -118,6 +118,20 @@ int itest_left_ms(double deadline)
         return (int)left + 1;
 }
 
+int itest_wait_readable(int fd, double deadline)
+{
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int r = poll(&p, 1, itest_left_ms(deadline));
+                if (r > 0)
+                        return 0;
+                if (r == 0)
+                        return -ETIMEDOUT;
+                if (errno != EINTR)
+                        return -errno;
+        }
+}
+
 int itest_pidfd_open(pid_t pid)
 {
         return (int)syscall(SYS_pidfd_open, pid, 0);
@@ -141,17 +155,12 @@ pid_t itest_fork_stdio(int out, int err)
  * true once it has (it is then a zombie for waitpid to reap). */
 bool itest_pidfd_wait(int pidfd, int timeout_ms)
 {
-        double deadline = itest_now_ms() + timeout_ms;
-        for (;;) {
-                struct pollfd p = { .fd = pidfd, .events = POLLIN };
-                int r = poll(&p, 1, itest_left_ms(deadline));
-                if (r > 0)
-                        return true;
-                if (r == 0)
-                        return false;
-                if (errno != EINTR)
-                        ck_abort_msg("poll on pidfd: %s", strerror(errno));
-        }
+        int r = itest_wait_readable(pidfd, itest_now_ms() + timeout_ms);
+        if (r == -ETIMEDOUT)
+                return false;
+        if (r < 0)
+                ck_abort_msg("poll on pidfd: %s", strerror(-r));
+        return true;
 }
 
 static int itest_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

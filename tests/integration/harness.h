@@ -436,6 +436,9 @@ const char *itest_need_env(const char *name);
 
 /* Monotonic clock in milliseconds. */
 double itest_now_ms(void);
+/* Waits, through EINTR, until fd is readable or the deadline (on
+ * itest_now_ms()'s clock) has passed: 0, -ETIMEDOUT or -errno. */
+int itest_wait_readable(int fd, double deadline);
 
 /* Remember p and free() it at teardown (for strings made in tests). */
 void *itest_keep(void *p);

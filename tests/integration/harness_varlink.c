@@ -182,14 +182,9 @@ int itest_recv_raw(struct itest_conn *c, int timeout_ms, cJSON **ret_reply)
                 }
                 if (c->fd < 0)
                         return -EBADF;
-                struct pollfd p = { .fd = c->fd, .events = POLLIN };
-                int r = poll(&p, 1, itest_left_ms(deadline));
-                if (r < 0 && errno == EINTR)
-                        continue;
+                int r = itest_wait_readable(c->fd, deadline);
                 if (r < 0)
-                        return -errno;
-                if (r == 0)
-                        return -ETIMEDOUT;
+                        return r;
                 if (c->cap - c->len < 65536) {
                         size_t cap = c->cap ? c->cap * 2 : 131072;
                         char *b = realloc(c->buf, cap);
@@ -482,11 +477,7 @@ int itest_raw_call(const char *sock, const char *json, int timeout_ms, cJSON **r
         for (;;) {
                 if (n && memchr(buf, '\0', n))
                         break;
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                int r = poll(&p, 1, itest_left_ms(deadline));
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0) {
+                if (itest_wait_readable(fd, deadline) < 0) {
                         snprintf(msg, msg_size, "no reply to %s within %d ms", json, timeout_ms);
                         goto fail;
                 }

@@ -144,6 +144,13 @@ static void assert_restore_tid_answers(struct itest_conn *c, pid_t pid)
         ck_assert_msg(took < 2000, "GetRestoreThreadId on a stopped process took %.0f ms", took);
 }
 
+/* SIGSTOP (stop) or SIGCONT to pid, and waits until /proc shows it so. */
+static void group_stop(pid_t pid, bool stop)
+{
+        ck_assert_int_eq(kill(pid, stop ? SIGSTOP : SIGCONT), 0);
+        itest_await_proc_state(pid, 'T', stop);
+}
+
 START_TEST(stopped_target_refused)
 {
         struct itest_daemon *d = itest_daemon_start_default();
@@ -151,8 +158,7 @@ START_TEST(stopped_target_refused)
         struct itest_conn *c = itest_connect(d);
         itest_assert_state_now(c, pid, "running");
 
-        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
-        itest_await_proc_state(pid, 'T', true);
+        group_stop(pid, true);
         assert_restore_tid_answers(c, pid);
         for (size_t i = 0; itest_process_methods[i]; i++)
                 if (strcmp(itest_process_methods[i], CUDACKPT_METHOD_GET_RESTORE_THREAD_ID) != 0)
@@ -165,8 +171,7 @@ START_TEST(stopped_target_refused)
 
         /* Nothing was asked of the driver: once running again, the process
          * is as it was and the cycle works. */
-        ck_assert_int_eq(kill(pid, SIGCONT), 0);
-        itest_await_proc_state(pid, 'T', false);
+        group_stop(pid, false);
         itest_assert_state_now(c, pid, "running");
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, pid), pid, "checkpointed");
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid), pid, "running");
@@ -182,14 +187,12 @@ START_TEST(stopped_while_locked)
         pid_t pid = itest_sim_target();
         struct itest_conn *c = itest_connect(d);
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
-        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
-        itest_await_proc_state(pid, 'T', true);
+        group_stop(pid, true);
         assert_restore_tid_answers(c, pid);
         assert_stopped(c, CUDACKPT_METHOD_CHECKPOINT, pid, "signal");
         assert_stopped(c, CUDACKPT_METHOD_UNLOCK, pid, "signal");
         assert_stopped(c, CUDACKPT_METHOD_GET_STATE, pid, "signal");
-        ck_assert_int_eq(kill(pid, SIGCONT), 0);
-        itest_await_proc_state(pid, 'T', false);
+        group_stop(pid, false);
         itest_assert_state_now(c, pid, "locked");
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
 }
@@ -232,8 +235,7 @@ START_TEST(stall_warning_names_the_stop)
         itest_sendf(op, "{\"method\":\"" CUDACKPT_METHOD_LOCK "\",\"parameters\":{\"pid\":%d,\"timeout_ms\":0}}",
                     (int)pid);
         itest_await_in_flight(watch, pid, "Lock", 2000);
-        ck_assert_int_eq(kill(pid, SIGSTOP), 0);
-        itest_await_proc_state(pid, 'T', true);
+        group_stop(pid, true);
 
         itest_await_log(d, itest_strdupf("every thread of process %d is stopped (signal)", (int)pid), 5000);
         ck_assert_int_eq(kill(pid, SIGCONT), 0);

@@ -36,6 +36,22 @@
 
 /* ---- what the namespace's pid 1 does --------------------------------------- */
 
+/* Ends a step on a reply, freeing it: 0 where ok, else -1 with why (fmt:
+ * its arguments, rep's dump among them, are taken before rep goes) in msg. */
+__attribute__((format(printf, 5, 6))) static int ns_reply_check(cJSON *rep, bool ok, char *msg, size_t size,
+                                                                const char *fmt, ...)
+{
+        if (!ok) {
+                va_list ap;
+
+                va_start(ap, fmt);
+                vsnprintf(msg, size, fmt, ap);
+                va_end(ap);
+        }
+        cJSON_Delete(rep);
+        return ok ? 0 : -1;
+}
+
 /* Its own target by its namespace pid, a whole cycle; the host's target,
  * the host's pid 1 and the daemon refused as if they did not exist. */
 static int own_cycle_host_hidden(struct ns_ctx *x, char *msg, size_t size)
@@ -67,10 +83,7 @@ static int own_cycle_host_hidden(struct ns_ctx *x, char *msg, size_t size)
                 if (ns_call(x, "GetRestoreThreadId", params, &rep, msg, size) < 0)
                         return -1;
                 bool ok = !itest_error(rep) && itest_int(rep, "restore_thread_id", &tid) && tid == t;
-                if (!ok)
-                        ns_fail(msg, size, "GetRestoreThreadId(%d): %s", (int)t, itest_dump(rep));
-                cJSON_Delete(rep);
-                if (!ok)
+                if (ns_reply_check(rep, ok, msg, size, "GetRestoreThreadId(%d): %s", (int)t, itest_dump(rep)) < 0)
                         return -1;
         }
         x->seen[x->n_seen++] = t;
@@ -106,44 +119,27 @@ static int groups_and_list(struct ns_ctx *x, char *msg, size_t size)
                  (int)x->host_target);
         if (ns_call(x, "SuspendGroup", params, &rep, msg, size) < 0)
                 return -1;
-        if (!itest_error(rep) || strcmp(itest_error(rep), CUDACKPT_ERROR_GROUP_FAILED) != 0 ||
-            !strstr(itest_dump(rep), "NoSuchProcess")) {
-                ns_fail(msg, size, "SuspendGroup %s with a host pid: %s", params, itest_dump(rep));
-                cJSON_Delete(rep);
+        bool ok = itest_error(rep) && strcmp(itest_error(rep), CUDACKPT_ERROR_GROUP_FAILED) == 0 &&
+                  strstr(itest_dump(rep), "NoSuchProcess");
+        if (ns_reply_check(rep, ok, msg, size, "SuspendGroup %s with a host pid: %s", params, itest_dump(rep)) < 0)
                 return -1;
-        }
-        cJSON_Delete(rep);
         /* The tree of this namespace's pid 1: both targets, by their pids here. */
-        if (ns_call(x, "SuspendGroup", "{\"selector\":{\"tree\":1}}", &rep, msg, size) < 0)
+        if (ns_call(x, "SuspendGroup", "{\"selector\":{\"tree\":1}}", &rep, msg, size) < 0 ||
+            ns_reply_check(rep, lists_just(rep, "members", a, b), msg, size,
+                           "SuspendGroup {tree: 1} (targets %d, %d): %s", (int)a, (int)b, itest_dump(rep)) < 0)
                 return -1;
-        if (!lists_just(rep, "members", a, b)) {
-                ns_fail(msg, size, "SuspendGroup {tree: 1} (targets %d, %d): %s", (int)a, (int)b, itest_dump(rep));
-                cJSON_Delete(rep);
-                return -1;
-        }
-        cJSON_Delete(rep);
         if (ns_expect(x, "GetState", a, NULL, "checkpointed", msg, size) < 0 ||
             ns_expect(x, "GetState", b, NULL, "checkpointed", msg, size) < 0)
                 return -1;
         snprintf(params, sizeof(params), "{\"selector\":{\"pids\":[{\"pid\":%d},{\"pid\":%d}]}}", (int)a, (int)b);
-        if (ns_call(x, "ResumeGroup", params, &rep, msg, size) < 0)
+        if (ns_call(x, "ResumeGroup", params, &rep, msg, size) < 0 ||
+            ns_reply_check(rep, !itest_error(rep), msg, size, "ResumeGroup: %s", itest_dump(rep)) < 0)
                 return -1;
-        if (itest_error(rep)) {
-                ns_fail(msg, size, "ResumeGroup: %s", itest_dump(rep));
-                cJSON_Delete(rep);
-                return -1;
-        }
-        cJSON_Delete(rep);
         /* ListProcesses: exactly the two targets, by their pids here. */
-        if (ns_call(x, "ListProcesses", "{}", &rep, msg, size) < 0)
+        if (ns_call(x, "ListProcesses", "{}", &rep, msg, size) < 0 ||
+            ns_reply_check(rep, lists_just(rep, "processes", a, b), msg, size,
+                           "ListProcesses in the namespace (targets %d, %d): %s", (int)a, (int)b, itest_dump(rep)) < 0)
                 return -1;
-        if (!lists_just(rep, "processes", a, b)) {
-                ns_fail(msg, size, "ListProcesses in the namespace (targets %d, %d): %s", (int)a, (int)b,
-                     itest_dump(rep));
-                cJSON_Delete(rep);
-                return -1;
-        }
-        cJSON_Delete(rep);
         x->seen[x->n_seen++] = a;
         x->seen[x->n_seen++] = b;
         return 0;
@@ -177,24 +173,39 @@ static int next_ns_event(int fd, char *buf, size_t *len, size_t cap, char *type,
         return 0;
 }
 
+/* A Watch with more, sent on a new connection to x's socket: the
+ * connection, or -1 with why in msg. */
+static int ns_watch(const struct ns_ctx *x, char *msg, size_t size)
+{
+        static const char req[] = "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{},\"more\":true}";
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", x->sock);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            send(fd, req, sizeof(req), MSG_NOSIGNAL) < 0) {
+                ns_fail(msg, size, "cannot watch: %s", strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                return -1;
+        }
+        return fd;
+}
+
 /* A watcher in the namespace sees its own processes appear, act and exit
  * by their pids there (an exited one too, though the kernel no longer
  * translates its pid), and nothing of the host's. */
 static int watch_in_namespace(struct ns_ctx *x, char *msg, size_t size)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         static char buf[65536];
         size_t len = 0;
         char type[32];
         long pid;
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const char *req = "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{},\"more\":true}";
         bool appeared = false, started = false, exited = false;
+        int fd = ns_watch(x, msg, size);
 
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", x->sock);
-        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            send(fd, req, strlen(req) + 1, MSG_NOSIGNAL) < 0)
-                return ns_fail(msg, size, "cannot watch: %s", strerror(errno));
+        if (fd < 0)
+                return -1;
         if (next_ns_event(fd, buf, &len, sizeof(buf), type, sizeof(type), &pid, msg, size) < 0)
                 return -1;
         if (strcmp(type, "watching") != 0)
@@ -274,21 +285,18 @@ static void reuse_helper_main(const char *preload, int go, int done)
  * namespace), up to the appearance of a new CUDA process of its own. */
 static int reused_pid_exit_unseen(struct ns_ctx *x, char *msg, size_t size)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         static char buf[65536];
         size_t len = 0;
         char type[32], g = 'g';
         long pid;
         pid_t host, mine = -1;
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const char *req = "{\"method\":\"" CUDACKPT_METHOD_WATCH "\",\"parameters\":{},\"more\":true}";
+        int fd;
 
         if (read(x->reuse_done, &host, sizeof(host)) != sizeof(host))
                 return ns_fail(msg, size, "the host's helper did not start");
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", x->sock);
-        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            send(fd, req, strlen(req) + 1, MSG_NOSIGNAL) < 0)
-                return ns_fail(msg, size, "cannot watch: %s", strerror(errno));
+        fd = ns_watch(x, msg, size);
+        if (fd < 0)
+                return -1;
         if (next_ns_event(fd, buf, &len, sizeof(buf), type, sizeof(type), &pid, msg, size) < 0)
                 return -1;
         usleep(400 * 1000); /* two scans (every 150 ms): the host's process is known */
@@ -341,11 +349,8 @@ static int foreign_lease_untouchable(struct ns_ctx *x, char *msg, size_t size)
                 if (r < 0)
                         return -1;
                 const char *got = itest_error(rep);
-                if (!got || strcmp(got, CUDACKPT_ERROR_NO_SUCH_LEASE) != 0)
-                        r = ns_fail(msg, size, "%s of a host lease from the namespace: %s", calls[i][0],
-                                    itest_dump(rep));
-                cJSON_Delete(rep);
-                if (r < 0)
+                if (ns_reply_check(rep, got && strcmp(got, CUDACKPT_ERROR_NO_SUCH_LEASE) == 0, msg, size,
+                                   "%s of a host lease from the namespace: %s", calls[i][0], itest_dump(rep)) < 0)
                         return -1;
         }
         return 0;
@@ -363,13 +368,19 @@ static void host_untouched(struct itest_daemon *d, pid_t host)
         itest_conn_close(c);
 }
 
+/* The context of a namespace's steps on d, beside the host's target. */
+static struct ns_ctx ns_ctx_beside(struct itest_daemon *d, pid_t host_target)
+{
+        return (struct ns_ctx){ .sock = d->sock, .preload = itest_sim_preload_for_others(d),
+                                .host_target = host_target };
+}
+
 /* Runs fn in the namespace that how makes, on a daemon with a mapped host
  * target, which the host then finds untouched. */
 static void run_beside_host_target(const struct ns_run *how, ns_fn fn)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
+        struct ns_ctx x = ns_ctx_beside(d, itest_mapped_target());
 
         ns_run_in(how, fn, &x);
         host_untouched(d, x.host_target);
@@ -387,8 +398,7 @@ START_TEST(watch_by_namespace_pid)
 {
         struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":100}" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
+        struct ns_ctx x = ns_ctx_beside(d, itest_mapped_target());
         const struct ns_run how = { .depth = 1 };
         struct itest_conn *c = itest_connect(d);
 
@@ -458,8 +468,7 @@ START_TEST(reused_pid_exit_not_sent_to_container)
 {
         struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":150}" };
         struct itest_daemon *d = itest_daemon_start(&o);
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d),
-                            .host_target = itest_mapped_target() };
+        struct ns_ctx x = ns_ctx_beside(d, itest_mapped_target());
         const struct ns_run how = { .depth = 1 };
         int go[2], done[2];
 
@@ -489,7 +498,7 @@ END_TEST
  * releases it and unlocks t. */
 static void host_lease_untouchable(struct itest_daemon *d, pid_t t, struct itest_conn *holder, const struct ns_run *how)
 {
-        struct ns_ctx x = { .sock = d->sock, .preload = itest_sim_preload_for_others(d), .host_target = t };
+        struct ns_ctx x = ns_ctx_beside(d, t);
 
         x.lease = lease_of(itest_callf(holder, "{\"method\":\"%s\",\"parameters\":{\"pid\":%d,\"lease_ms\":60000}}",
                                        CUDACKPT_METHOD_LOCK, (int)t));

@@ -1122,33 +1122,53 @@ static void sim_proc_release(const struct sim_target *t, struct sim_proc *p, CUp
         pthread_mutex_unlock(&sim_table_lock);
 }
 
-/* Begins a state-changing operation on pid: opens its target into t and
- * takes its entry into *p.  Returns false, with the error in *r, where
- * either fails: nothing is left open.  Else true, sim_op_end to end the
- * operation, with the entry's state in *state once the process runs again
- * and in *r: CUDA_SUCCESS where that state is want, CUDA_ERROR_ILLEGAL_STATE
- * where it is not, the wait's error where the process died while stopped. */
-static bool sim_op_begin(int pid, CUprocessState want, struct sim_target *t, struct sim_proc **p,
-                         CUprocessState *state, CUresult *r) {
-        *r = sim_target_open(pid, t);
-        if (*r != CUDA_SUCCESS)
-                return false;
-        *r = sim_proc_acquire(t, p);
-        if (*r != CUDA_SUCCESS) {
-                sim_target_close(t);
-                return false;
-        }
-        *r = sim_target_wait_running(t);
-        *state = (*p)->state;
-        if (*r == CUDA_SUCCESS && *state != want)
-                *r = CUDA_ERROR_ILLEGAL_STATE;
-        return true;
+/* A state-changing operation under way: the target, its entry in the
+ * table, the state to leave it in and the result so far. */
+struct sim_call {
+        struct sim_target t;
+        struct sim_proc *p;
+        CUprocessState state;
+        CUresult r;
+};
+
+/* Ends a state-changing operation, leaving the process in c->state;
+ * returns its result, c->r. */
+static CUresult sim_op_end(struct sim_call *c) {
+        sim_proc_release(&c->t, c->p, c->state);
+        sim_target_close(&c->t);
+        return c->r;
 }
 
-/* Ends what sim_op_begin began, leaving the process in state. */
-static void sim_op_end(struct sim_target *t, struct sim_proc *p, CUprocessState state) {
-        sim_proc_release(t, p, state);
-        sim_target_close(t);
+/* Begins a state-changing operation on pid, whose arguments are valid where
+ * args_ok (else CUDA_ERROR_INVALID_VALUE): opens its target into c->t and
+ * takes its entry into c->p, then waits until the process runs.  Returns
+ * true, sim_op_end to end the operation, with the entry's state in c->state
+ * and CUDA_SUCCESS in c->r when that state is want.  Else false, with
+ * nothing left open and the error in c->r: the target's or the entry's,
+ * the wait's where the process died while stopped, or
+ * CUDA_ERROR_ILLEGAL_STATE where the process is not in the state the
+ * operation needs. */
+static bool sim_op_begin(int pid, bool args_ok, CUprocessState want, struct sim_call *c) {
+        c->r = CUDA_ERROR_INVALID_VALUE;
+        if (!args_ok)
+                return false;
+        c->r = sim_target_open(pid, &c->t);
+        if (c->r != CUDA_SUCCESS)
+                return false;
+        c->r = sim_proc_acquire(&c->t, &c->p);
+        if (c->r != CUDA_SUCCESS) {
+                sim_target_close(&c->t);
+                return false;
+        }
+        c->r = sim_target_wait_running(&c->t);
+        c->state = c->p->state;
+        if (c->r == CUDA_SUCCESS && c->state != want)
+                c->r = CUDA_ERROR_ILLEGAL_STATE;
+        if (c->r != CUDA_SUCCESS) {
+                sim_op_end(c);
+                return false;
+        }
+        return true;
 }
 
 /* The state GetState reports: while an operation works, the state before it;
@@ -1189,7 +1209,8 @@ SIM_EXPORT int cudackptSimIsSimulator(void) {
         return 1;
 }
 
-SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr) {
+/* cuGetErrorName and cuGetErrorString: error's name, or its text. */
+static CUresult sim_error_describe(CUresult error, bool text, const char **pStr) {
         const struct sim_error *e = sim_error_by_code(error);
 
         if (!pStr)
@@ -1198,21 +1219,16 @@ SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr) {
                 *pStr = NULL;
                 return CUDA_ERROR_INVALID_VALUE;
         }
-        *pStr = e->name;
+        *pStr = text ? e->text : e->name;
         return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr) {
-        const struct sim_error *e = sim_error_by_code(error);
+SIM_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr) {
+        return sim_error_describe(error, false, pStr);
+}
 
-        if (!pStr)
-                return CUDA_ERROR_INVALID_VALUE;
-        if (!e) {
-                *pStr = NULL;
-                return CUDA_ERROR_INVALID_VALUE;
-        }
-        *pStr = e->text;
-        return CUDA_SUCCESS;
+SIM_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr) {
+        return sim_error_describe(error, true, pStr);
 }
 
 SIM_EXPORT CUresult cuInit(unsigned int Flags) {
@@ -1335,64 +1351,49 @@ static bool sim_injected(const struct sim_target *t, enum sim_op op, CUprocessSt
 }
 
 SIM_EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args) {
-        struct sim_target t;
-        struct sim_proc *p;
-        CUprocessState state;
-        CUresult r;
+        bool args_ok = !args || (args->reserved0 == 0 && sim_all_zero(args->reserved1, sizeof(args->reserved1)));
+        struct sim_call c;
 
-        if (args && (args->reserved0 != 0 || !sim_all_zero(args->reserved1, sizeof(args->reserved1))))
-                return CUDA_ERROR_INVALID_VALUE;
-        if (!sim_op_begin(pid, CU_PROCESS_STATE_RUNNING, &t, &p, &state, &r))
-                return r;
-        if (r != CUDA_SUCCESS) {
-                /* died while stopped, or not in the state the operation needs */
-        } else if (sim_injected(&t, SIM_OP_LOCK, &state, &r)) {
+        if (!sim_op_begin(pid, args_ok, CU_PROCESS_STATE_RUNNING, &c))
+                return c.r;
+        if (sim_injected(&c.t, SIM_OP_LOCK, &c.state, &c.r)) {
                 /* nothing else happens */
-        } else if (t.cfg.busy_ms > 0 && args && args->timeoutMs > 0 && args->timeoutMs < t.cfg.busy_ms) {
+        } else if (c.t.cfg.busy_ms > 0 && args && args->timeoutMs > 0 && args->timeoutMs < c.t.cfg.busy_ms) {
                 /* The kernel in flight outlasts the timeout: the driver gives
                  * up and leaves the process running. */
                 sim_sleep_ns((unsigned long long) args->timeoutMs * 1000000ull);
-                r = sim_target_alive(&t) ? CUDA_ERROR_NOT_READY : CUDA_ERROR_OPERATING_SYSTEM;
+                c.r = sim_target_alive(&c.t) ? CUDA_ERROR_NOT_READY : CUDA_ERROR_OPERATING_SYSTEM;
         } else {
-                sim_sleep_ns(t.cfg.busy_ms * 1000000ull);
-                if (sim_target_alive(&t))
-                        state = CU_PROCESS_STATE_LOCKED;
+                sim_sleep_ns(c.t.cfg.busy_ms * 1000000ull);
+                if (sim_target_alive(&c.t))
+                        c.state = CU_PROCESS_STATE_LOCKED;
                 else
-                        r = CUDA_ERROR_OPERATING_SYSTEM;
+                        c.r = CUDA_ERROR_OPERATING_SYSTEM;
         }
-        sim_op_end(&t, p, state);
-        return r;
+        return sim_op_end(&c);
 }
 
 SIM_EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args) {
-        struct sim_target t;
-        struct sim_proc *p;
-        CUprocessState state;
-        CUresult r;
+        struct sim_call c;
 
-        if (args && !sim_all_zero(args, sizeof(*args)))
-                return CUDA_ERROR_INVALID_VALUE;
-        if (!sim_op_begin(pid, CU_PROCESS_STATE_LOCKED, &t, &p, &state, &r))
-                return r;
-        if (r != CUDA_SUCCESS) {
-                /* died while stopped, or not in the state the operation needs */
-        } else if (p->managed_broken) {
+        if (!sim_op_begin(pid, !args || sim_all_zero(args, sizeof(*args)), CU_PROCESS_STATE_LOCKED, &c))
+                return c.r;
+        if (c.p->managed_broken) {
                 /* What the driver says after a managed-memory checkpoint failed. */
-                r = CUDA_ERROR_UNKNOWN;
+                c.r = CUDA_ERROR_UNKNOWN;
         } else {
                 /* The work happens (or fails) after the time of the copy. */
-                sim_sleep_ns(sim_transfer_ns(t.cfg.mem_mib, t.cfg.ckpt_mibps));
-                if (!sim_target_alive(&t)) {
-                        r = CUDA_ERROR_OPERATING_SYSTEM;
-                } else if (t.cfg.managed) {
-                        r = CUDA_ERROR_NOT_SUPPORTED;
-                        p->managed_broken = true; /* p is ours while busy */
-                } else if (!sim_injected(&t, SIM_OP_CHECKPOINT, &state, &r)) {
-                        state = CU_PROCESS_STATE_CHECKPOINTED;
+                sim_sleep_ns(sim_transfer_ns(c.t.cfg.mem_mib, c.t.cfg.ckpt_mibps));
+                if (!sim_target_alive(&c.t)) {
+                        c.r = CUDA_ERROR_OPERATING_SYSTEM;
+                } else if (c.t.cfg.managed) {
+                        c.r = CUDA_ERROR_NOT_SUPPORTED;
+                        c.p->managed_broken = true; /* c.p is ours while busy */
+                } else if (!sim_injected(&c.t, SIM_OP_CHECKPOINT, &c.state, &c.r)) {
+                        c.state = CU_PROCESS_STATE_CHECKPOINTED;
                 }
         }
-        sim_op_end(&t, p, state);
-        return r;
+        return sim_op_end(&c);
 }
 
 /* Checks a restore's GPU pairs against the sim's devices and the GPUs the
@@ -1432,61 +1433,43 @@ static CUresult sim_check_mapping(const CUcheckpointRestoreArgs *args, const CUu
 }
 
 SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args) {
-        struct sim_target t;
-        struct sim_proc *p;
-        CUprocessState state;
-        CUresult r;
+        bool args_ok = !args || (sim_all_zero(args->reserved, sizeof(args->reserved)) && args->reserved1 == 0);
+        struct sim_call c;
         CUuuid mapped[SIM_MAX_DEVICES];
         bool remap;
 
-        if (args && (!sim_all_zero(args->reserved, sizeof(args->reserved)) || args->reserved1 != 0))
-                return CUDA_ERROR_INVALID_VALUE;
+        if (!sim_op_begin(pid, args_ok, CU_PROCESS_STATE_CHECKPOINTED, &c))
+                return c.r;
         remap = args && args->gpuPairsCount > 0;
-        if (!sim_op_begin(pid, CU_PROCESS_STATE_CHECKPOINTED, &t, &p, &state, &r))
-                return r;
-        if (r != CUDA_SUCCESS) {
-                /* died while stopped, or not in the state the operation needs */
-        } else {
-                const CUuuid *gpus = p->gpus_remapped ? p->gpus : t.cfg.gpus;
-                int n_gpus = p->gpus_remapped ? p->n_gpus : t.cfg.n_gpus;
+        const CUuuid *gpus = c.p->gpus_remapped ? c.p->gpus : c.t.cfg.gpus;
+        int n_gpus = c.p->gpus_remapped ? c.p->n_gpus : c.t.cfg.n_gpus;
 
-                if (remap)
-                        r = sim_check_mapping(args, gpus, n_gpus, mapped);
-                if (r == CUDA_SUCCESS) {
-                        sim_sleep_ns(sim_transfer_ns(t.cfg.mem_mib, t.cfg.restore_mibps));
-                        if (!sim_target_alive(&t)) {
-                                r = CUDA_ERROR_OPERATING_SYSTEM;
-                        } else if (!sim_injected(&t, SIM_OP_RESTORE, &state, &r)) {
-                                state = CU_PROCESS_STATE_LOCKED;
-                                if (remap) {
-                                        memcpy(p->gpus, mapped, sizeof(mapped[0]) * (size_t) n_gpus);
-                                        p->n_gpus = n_gpus;
-                                        p->gpus_remapped = true;
-                                }
+        if (remap)
+                c.r = sim_check_mapping(args, gpus, n_gpus, mapped);
+        if (c.r == CUDA_SUCCESS) {
+                sim_sleep_ns(sim_transfer_ns(c.t.cfg.mem_mib, c.t.cfg.restore_mibps));
+                if (!sim_target_alive(&c.t)) {
+                        c.r = CUDA_ERROR_OPERATING_SYSTEM;
+                } else if (!sim_injected(&c.t, SIM_OP_RESTORE, &c.state, &c.r)) {
+                        c.state = CU_PROCESS_STATE_LOCKED;
+                        if (remap) {
+                                memcpy(c.p->gpus, mapped, sizeof(mapped[0]) * (size_t) n_gpus);
+                                c.p->n_gpus = n_gpus;
+                                c.p->gpus_remapped = true;
                         }
                 }
         }
-        sim_op_end(&t, p, state);
-        return r;
+        return sim_op_end(&c);
 }
 
 SIM_EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args) {
-        struct sim_target t;
-        struct sim_proc *p;
-        CUprocessState state;
-        CUresult r;
+        struct sim_call c;
 
-        if (args && !sim_all_zero(args, sizeof(*args)))
-                return CUDA_ERROR_INVALID_VALUE;
-        if (!sim_op_begin(pid, CU_PROCESS_STATE_LOCKED, &t, &p, &state, &r))
-                return r;
-        if (r != CUDA_SUCCESS) {
-                /* died while stopped, or not in the state the operation needs */
-        } else if (!sim_injected(&t, SIM_OP_UNLOCK, &state, &r)) {
-                state = CU_PROCESS_STATE_RUNNING;
-        }
-        sim_op_end(&t, p, state);
-        return r;
+        if (!sim_op_begin(pid, !args || sim_all_zero(args, sizeof(*args)), CU_PROCESS_STATE_LOCKED, &c))
+                return c.r;
+        if (!sim_injected(&c.t, SIM_OP_UNLOCK, &c.state, &c.r))
+                c.state = CU_PROCESS_STATE_RUNNING;
+        return sim_op_end(&c);
 }
 
 /* ------------------------------------------------------------------ NVML

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "read_file.h"
+
 #define SDT_MAX_CHILDREN 16
 
 static char tmpdir_path[PATH_MAX];
@@ -223,31 +225,15 @@ void sdt_kill(struct sdt_child *c)
 
 char *sdt_read_file(const char *path)
 {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        size_t len = 0, cap = 0;
-        char *buf = NULL;
+        char *buf;
+        ssize_t len = test_read_file(path, &buf);
 
-        if (fd < 0)
+        SDT_CHECK(len != -ENOMEM, "out of memory");
+        if (len < 0)
                 return NULL;
-        for (;;) {
-                if (cap - len < 4096) {
-                        char *nb = realloc(buf, cap + 65536);
-                        SDT_CHECK(nb != NULL, "out of memory");
-                        buf = nb;
-                        cap += 65536;
-                }
-                ssize_t n = read(fd, buf + len, cap - len - 1);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                len += (size_t)n;
-        }
-        close(fd);
-        buf[len] = '\0';
         /* Callers of environ-like files see NULs; keep the length reachable
          * by replacing them (entries never contain newlines here). */
-        for (size_t i = 0; i < len; i++)
+        for (ssize_t i = 0; i < len; i++)
                 if (buf[i] == '\0')
                         buf[i] = '\n';
         return buf;
@@ -336,15 +322,23 @@ void sdt_wait_socket_file(const char *path, int timeout_ms)
         }
 }
 
-int sdt_connect(const char *path)
+int sdt_unix_socket(const char *path, int type, struct sockaddr_un *ret_sa)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd;
 
-        SDT_CHECK(strlen(path) < sizeof(sa.sun_path), "socket path %s too long", path);
-        strcpy(sa.sun_path, path);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        *ret_sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
+        SDT_CHECK(strlen(path) < sizeof(ret_sa->sun_path), "socket path %s too long", path);
+        strcpy(ret_sa->sun_path, path);
+        fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
         SDT_CHECK(fd >= 0, "socket: %s", strerror(errno));
+        return fd;
+}
+
+int sdt_connect(const char *path)
+{
+        struct sockaddr_un sa;
+        int fd = sdt_unix_socket(path, SOCK_STREAM, &sa);
+
         SDT_CHECK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect %s: %s", path,
                   strerror(errno));
         return fd;

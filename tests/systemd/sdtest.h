@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include <cjson/cJSON.h>
 
@@ -62,6 +63,10 @@ bool sdt_environ_has(pid_t pid, const char *entry);
 
 /* Waits until path exists and is a socket. */
 void sdt_wait_socket_file(const char *path, int timeout_ms);
+
+/* A new Unix socket of type (SOCK_STREAM, SOCK_DGRAM), close-on-exec, and
+ * path as its address in *ret_sa, for the caller to bind or connect. */
+int sdt_unix_socket(const char *path, int type, struct sockaddr_un *ret_sa);
 
 int sdt_connect(const char *path);
 

@@ -100,13 +100,9 @@ static bool has_prefix_line(const char *text, const char *prefix)
 
 static int open_notify_socket(const char *path)
 {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd, one = 1;
+        struct sockaddr_un sa;
+        int fd = sdt_unix_socket(path, SOCK_DGRAM, &sa), one = 1;
 
-        SDT_CHECK(strlen(path) < sizeof(sa.sun_path), "path %s too long", path);
-        strcpy(sa.sun_path, path);
-        fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        SDT_CHECK(fd >= 0, "socket: %s", strerror(errno));
         SDT_CHECK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind %s: %s", path,
                   strerror(errno));
         /* Like systemd, learn the sender of each notification. */

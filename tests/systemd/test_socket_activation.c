@@ -80,6 +80,14 @@ static void count_listeners(pid_t pid, const char *expected, int *ret_total, int
         *ret_other = other;
 }
 
+/* The parameters of a successful reply to method (checked so). */
+static cJSON *reply_parameters(const cJSON *reply, const char *method)
+{
+        SDT_CHECK(!cJSON_GetObjectItemCaseSensitive(reply, "error"), "%s failed: %s", method,
+                  cJSON_PrintUnformatted(reply));
+        return cJSON_GetObjectItemCaseSensitive(reply, "parameters");
+}
+
 int main(int argc, char **argv)
 {
         char sock[PATH_MAX], own_dir[PATH_MAX], own[PATH_MAX + 8], logp[PATH_MAX], comm[64];
@@ -124,9 +132,7 @@ int main(int argc, char **argv)
         fd = sdt_connect(sock);
 
         reply = sdt_call(fd, "org.varlink.service.GetInfo", NULL, TIMEOUT_MS);
-        SDT_CHECK(!cJSON_GetObjectItemCaseSensitive(reply, "error"), "GetInfo failed: %s",
-                  cJSON_PrintUnformatted(reply));
-        p = cJSON_GetObjectItemCaseSensitive(reply, "parameters");
+        p = reply_parameters(reply, "GetInfo");
         it = cJSON_GetObjectItemCaseSensitive(p, "product");
         SDT_CHECK(cJSON_IsString(it) && strcmp(it->valuestring, "cudackptd") == 0,
                   "GetInfo product is not cudackptd");
@@ -143,9 +149,7 @@ int main(int argc, char **argv)
 
         snprintf(params, sizeof(params), "{\"pid\":%d}", (int)target.pid);
         reply = sdt_call(fd, "io.cudackpt.Process.GetState", params, TIMEOUT_MS);
-        SDT_CHECK(!cJSON_GetObjectItemCaseSensitive(reply, "error"), "GetState failed: %s",
-                  cJSON_PrintUnformatted(reply));
-        p = cJSON_GetObjectItemCaseSensitive(reply, "parameters");
+        p = reply_parameters(reply, "GetState");
         it = cJSON_GetObjectItemCaseSensitive(p, "state");
         SDT_CHECK(cJSON_IsString(it) && strcmp(it->valuestring, "running") == 0,
                   "GetState state is not \"running\"");
