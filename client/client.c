@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu-relax.h"
+
 /* First allocation of the receive buffer; it doubles up to the cap. */
 #define CLIENT_BUF_INITIAL 4096u
 /* An empty buffer bigger than this is freed, so that one huge reply does
@@ -280,17 +282,6 @@ static int client_buf_grow(cudackpt_client *c) {
         return 0;
 }
 
-/* One pause of a busy loop: it tells the CPU that this thread only waits
- * (a sibling hyperthread gets the core meanwhile), without a system call.
- * Elsewhere the loop just goes round. */
-static void client_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        __asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
 /* Try recv(MSG_DONTWAIT) until bytes come or spin_end_us (monotonic
  * microseconds) passes, never sleeping: a pause between tries and a
  * sched_yield() every CLIENT_SPIN_YIELD_EVERY tries.  Returns the bytes
@@ -305,7 +296,7 @@ static ssize_t client_recv_spin(cudackpt_client *c, int64_t spin_end_us) {
                         return -errno;
                 if (client_now_us() >= spin_end_us)
                         return -EAGAIN;
-                client_cpu_relax();
+                cpu_relax();
                 if (i % CLIENT_SPIN_YIELD_EVERY == 0)
                         (void) sched_yield();
         }

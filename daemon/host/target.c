@@ -244,13 +244,13 @@ static int read_state(const struct target_identity *id)
         return f && *f ? (unsigned char)*f : -EINVAL;
 }
 
-/* PIDFD_GET_INFO: 1 once it answered, 0 where the kernel lacks it (before
- * Linux 6.13), -1 before the first try. */
-static atomic_int pidfd_info = -1;
+/* The kernel lacks PIDFD_GET_INFO (before Linux 6.13): learnt from its
+ * first answer, and never written again. */
+static atomic_bool pidfd_info_missing;
 
 void target_use_pidfd_info(bool on)
 {
-        atomic_store(&pidfd_info, on ? -1 : 0);
+        atomic_store(&pidfd_info_missing, !on);
 }
 
 /* The user ids through the pidfd: 0, -ENOTTY where the kernel lacks
@@ -261,12 +261,12 @@ static int uids_from_pidfd(struct target_identity *id)
 {
         struct cudackpt_pidfd_info info = { .mask = CUDACKPT_PIDFD_INFO_CREDS };
 
-        if (atomic_load_explicit(&pidfd_info, memory_order_relaxed) == 0)
+        if (atomic_load_explicit(&pidfd_info_missing, memory_order_relaxed))
                 return -ENOTTY;
         if (ioctl(id->pidfd, CUDACKPT_PIDFD_GET_INFO, &info) < 0) {
                 if (errno != ENOTTY && errno != EINVAL)
                         return -errno;
-                atomic_store(&pidfd_info, 0);
+                atomic_store_explicit(&pidfd_info_missing, true, memory_order_relaxed);
                 return -ENOTTY;
         }
         /* The kernel always fills both; the pid, in the daemon's namespace,
@@ -274,7 +274,6 @@ static int uids_from_pidfd(struct target_identity *id)
         if (!(info.mask & CUDACKPT_PIDFD_INFO_CREDS) || !(info.mask & CUDACKPT_PIDFD_INFO_PID) ||
             (pid_t)info.pid != id->pid || (pid_t)info.tgid != id->pid)
                 return -ESRCH;
-        atomic_store_explicit(&pidfd_info, 1, memory_order_relaxed);
         id->ruid = info.ruid;
         id->euid = info.euid;
         id->suid = info.suid;
@@ -299,18 +298,27 @@ static int uids_from_status(struct target_identity *id)
         return target_parse_uids(buf, &id->ruid, &id->euid, &id->suid);
 }
 
-int target_refresh(struct target_identity *id)
+/* The user ids, through the pidfd or else the status file (whose read
+ * gives the State: letter too, in id->state). */
+static int refresh_uids(struct target_identity *id)
 {
-        int r;
+        int r = uids_from_pidfd(id);
 
-        id->state = 0;
-        r = uids_from_pidfd(id);
         /* Any refusal of a process that lives (an LSM, a 6.13 kernel's
          * ESRCH for a parent outside our pid namespace) falls back to the
          * pinned status file, for this call only. */
         if (r == -ENOTTY || (r < 0 && target_alive(id) == 1))
                 return uids_from_status(id);
-        if (r < 0)
+        return r;
+}
+
+int target_refresh(struct target_identity *id)
+{
+        int r;
+
+        id->state = 0;
+        r = refresh_uids(id);
+        if (r < 0 || id->state)
                 return r;
         r = read_state(id);
         if (r < 0)
@@ -456,7 +464,9 @@ static int pin_pidfd(struct target_identity id, struct target_identity *ret_id)
                 r = id.status_fd == -ENOENT ? -ESRCH : id.status_fd;
                 goto fail;
         }
-        r = target_refresh(&id);
+        /* The state just read serves as target_refresh()'s would. */
+        id.state = state;
+        r = refresh_uids(&id);
         if (r < 0)
                 goto fail;
         /* What we read is the pinned process's only if it still lives now:

@@ -7,14 +7,7 @@
 #include <sched.h>
 #include <string.h>
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        __asm__ __volatile__("yield");
-#endif
-}
+#include "cpu-relax.h"
 
 /* After a job: waits up to spin_ns for the next one without sleeping, so
  * that a client's next call finds the thread awake and its core warm. */
@@ -79,7 +72,6 @@ static void lane_finished_cb(uv_async_t *a)
 {
         struct lane *l = a->data;
         uv_work_t *w = atomic_exchange(&l->finished, NULL);
-
         bool back_to_back = l->back_to_back; /* the finished job's */
 
         if (!w)

@@ -285,7 +285,10 @@ class Connection:
             if len(self._buf) > MAX_MESSAGE:
                 raise errors.ProtocolError("a reply longer than %d bytes" % MAX_MESSAGE)
             try:
-                chunk = self._recv_spinning(spin_until) if spin_until else None
+                # A spin over (later reads of a long reply, or of a stream)
+                # goes straight to the wait.
+                spinning = spin_until and time.monotonic() < spin_until
+                chunk = self._recv_spinning(spin_until) if spinning else None
                 if chunk is None:
                     self._sock.settimeout(deadline.left())
                     chunk = self._sock.recv(_RECV_CHUNK)

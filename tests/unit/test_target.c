@@ -17,6 +17,7 @@
 
 #include "host/target.h"
 #include "kernel-abi.h"
+#include "read_file.h"
 
 START_TEST(test_parse_stat)
 {
@@ -188,22 +189,16 @@ static bool kernel_has_pidfd_info(void)
 
 static unsigned long long status_value(pid_t pid, const char *key)
 {
-        char path[64], buf[4096];
+        char path[64], *buf = NULL;
         unsigned long long v = 0;
         const char *p;
-        ssize_t n;
-        int fd;
 
         snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        ck_assert_int_ge(fd, 0);
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        ck_assert_int_gt(n, 0);
-        buf[n] = '\0';
+        ck_assert_int_gt(test_read_file(path, &buf), 0);
         p = strstr(buf, key);
         ck_assert_ptr_nonnull(p);
         ck_assert_int_eq(sscanf(p + strlen(key), " %llu", &v), 1);
+        free(buf);
         return v;
 }
 
