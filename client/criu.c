@@ -1,17 +1,25 @@
 /* criu.c: finding and running CRIU for dump and restore --images.
  *
  * Each tree of a job is one criu run; the runs of a job start together and
- * are waited for together.  A dump of several trees must be all or
- * nothing, but each criu kills its own tree once its images are written.
- * So each dump gets one more --action-script: "cudackptctl criu-barrier
- * SOCKET", which at post-dump (images written, tasks still frozen) connects
- * to this process and waits for one byte.  Once every run has connected,
- * every one is sent 'g' and its criu goes on to kill its tree; when a run
- * fails first, the others are sent nothing, their scripts fail, and each
- * criu resumes its tree.  A run that exits 0 before the barrier let them
- * go never got to post-dump (criu -V, say): it dumped nothing, and counts
- * as failed; so even a single tree goes through the barrier.  Should cudackptctl die meanwhile, the scripts see
- * the connection close and fail the same way.
+ * are waited for together.  A job of several trees must be all or nothing,
+ * and what is done with its processes after criu must be done to the
+ * processes criu held.  So each run gets one more --action-script
+ * (criubarrier.c), which at post-dump (images written, tasks still frozen)
+ * or post-restore (tasks restored, not yet running) connects to this
+ * process and waits for one byte.  Once every run has connected, the
+ * caller's at_barrier() pins the trees' processes (jobpin.c), and every
+ * script is sent 'g'; when a run fails first, or at_barrier() does, the
+ * others are sent nothing, their scripts fail, and each criu resumes (dump)
+ * or kills (restore) its tree.  A run that exits 0 before the barrier let
+ * them go never got there (criu -V, say): it did nothing, and counts as
+ * failed; so even a single tree goes through the barrier.  Should
+ * cudackptctl die meanwhile, the scripts see the connection close and fail
+ * the same way.
+ *
+ * Each run's image directory is handed to criu as a descriptor,
+ * -D /proc/self/fd/N (the way CRIU's own RPC service opens the directory
+ * a client passes): criu opens what was checked, whatever the path names
+ * by then.
  *
  * criu runs in a process group of its own: a terminal's ^C, meant for
  * cudackptctl, must not kill it halfway through a dump (its parasite code
@@ -191,6 +199,10 @@ static pid_t criu_spawn(ctl_criu_run *run, char **env, int *ret_fd) {
                         dup2(devnull, STDIN_FILENO);
                 dup2(p[1], STDOUT_FILENO);
                 dup2(p[1], STDERR_FILENO);
+                /* The images' directory, which criu opens as /proc/self/fd/N:
+                 * the one checked, whatever its path names by now. */
+                if (run->dir_fd > STDERR_FILENO)
+                        (void) fcntl(run->dir_fd, F_SETFD, 0);
                 execve(run->argv[0], run->argv, env);
                 dprintf(STDERR_FILENO, "cannot run %s: %s\n", run->argv[0], strerror(errno));
                 _exit(127);
@@ -212,9 +224,10 @@ typedef struct criu_set {
         double *t0;
         int listen_fd;
         int *waiting;             /* accepted barrier connections */
+        int *waiting_criu;        /* ... the criu each came from */
         size_t n_waiting;
         size_t running;
-        bool barrier;             /* the runs must get through the barrier */
+        const ctl_criu_barrier *barrier; /* NULL: none */
         bool failed;
         bool released;
 } criu_set;
@@ -265,14 +278,20 @@ static void criu_reap(criu_set *s, size_t i) {
 
 /* Barrier: a post-dump script connected; once all have, let them go. */
 static void criu_accept(criu_set *s) {
-        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC), ppid = 0;
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
 
         if (fd < 0)
                 return;
-        if (s->failed || s->n_waiting == s->n) {
+        /* The script's parent is the criu that waits (the socket is in a
+         * directory only this user may enter). */
+        if (s->failed || s->n_waiting == s->n || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+            ctl_proc_stat(cred.pid, &ppid, NULL) < 0) {
                 close(fd); /* its script fails: its criu resumes its tree */
                 return;
         }
+        s->waiting_criu[s->n_waiting] = ppid;
         s->waiting[s->n_waiting++] = fd;
 }
 
@@ -290,6 +309,12 @@ static void criu_barrier_step(criu_set *s) {
         }
         if (s->n_waiting < s->n)
                 return;
+        /* Every tree held by its criu: what must be taken then is taken. */
+        if (s->barrier->at_barrier && s->barrier->at_barrier(s->barrier->data, s->waiting_criu, s->n_waiting) < 0) {
+                s->failed = true;
+                criu_barrier_step(s);
+                return;
+        }
         for (size_t i = 0; i < s->n_waiting; i++) {
                 ssize_t w = send(s->waiting[i], "g", 1, MSG_NOSIGNAL);
                 (void) w; /* a script gone meanwhile fails its criu: reported as its failure */
@@ -362,7 +387,7 @@ static int criu_listen(const char *path) {
         return fd;
 }
 
-int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barrier_sock) {
+int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const ctl_criu_barrier *barrier) {
         criu_set s = { .runs = runs, .n = n, .listen_fd = -1 };
         int r = 0;
 
@@ -372,13 +397,14 @@ int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const char *barri
         s.out_len = calloc(n, sizeof(size_t));
         s.t0 = calloc(n, sizeof(double));
         s.waiting = calloc(n, sizeof(int));
-        if (!s.pid || !s.pidfd || !s.out || !s.out_len || !s.t0 || !s.waiting) {
+        s.waiting_criu = calloc(n, sizeof(int));
+        if (!s.pid || !s.pidfd || !s.out || !s.out_len || !s.t0 || !s.waiting || !s.waiting_criu) {
                 r = -ENOMEM;
                 goto out;
         }
-        if (barrier_sock) {
-                s.barrier = true;
-                s.listen_fd = criu_listen(barrier_sock);
+        if (barrier) {
+                s.barrier = barrier;
+                s.listen_fd = criu_listen(barrier->sock);
                 if (s.listen_fd < 0) {
                         r = s.listen_fd;
                         goto out;
@@ -429,6 +455,7 @@ out:
         free(s.out_len);
         free(s.t0);
         free(s.waiting);
+        free(s.waiting_criu);
         return r;
 }
 
@@ -450,34 +477,6 @@ void ctl_criu_runs_free(ctl_criu_run *runs, size_t n) {
         free(runs);
 }
 
-int ctl_criu_barrier_main(const char *sock) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        const char *action = getenv("CRTOOLS_SCRIPT_ACTION");
-        char c = 0;
-        ssize_t k;
-        int fd;
-
-        /* CRIU runs action scripts at every step; only post-dump waits. */
-        if (!action || strcmp(action, "post-dump") != 0)
-                return 0;
-        if (strlen(sock) >= sizeof(sa.sun_path))
-                return 1;
-        strcpy(sa.sun_path, sock);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                fprintf(stderr, "cudackptctl criu-barrier: cannot reach cudackptctl dump: %s\n", strerror(errno));
-                return 1;
-        }
-        while ((k = read(fd, &c, 1)) < 0 && errno == EINTR)
-                ;
-        close(fd);
-        if (k == 1 && c == 'g')
-                return 0;
-        fputs("cudackptctl criu-barrier: another tree of the job failed, or cudackptctl dump ended: "
-              "not ending this tree\n", stderr);
-        return 1;
-}
-
 void ctl_criu_print_lines(const char *text) {
         char *copy = strdup(text), *nl;
 
@@ -492,14 +491,17 @@ void ctl_criu_print_lines(const char *text) {
         free(copy);
 }
 
-void ctl_criu_print_log_tail(const char *path, int lines) {
-        FILE *f = fopen(path, "re");
+void ctl_criu_print_log_tail(int dir_fd, const char *name, int lines) {
+        int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
         char *buf = NULL, *p, *start;
         size_t cap = 0, len = 0;
         int seen = 0;
 
         if (!f) {
-                fprintf(stderr, "  (cannot read %s: %s)\n", path, strerror(errno));
+                fprintf(stderr, "  (cannot read %s: %s)\n", name, strerror(errno));
+                if (fd >= 0)
+                        close(fd);
                 return;
         }
         /* The whole log is a few MB at most: read it, print its end. */

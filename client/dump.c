@@ -4,13 +4,21 @@
  *      by this process's connection (killed, the daemon resumes the job);
  *      the GPU memory is free from its end;
  *   2. criu dump of each process tree of the job (a process of the job
- *      none of whose ancestors is in it), all at once, into DIR/tree-ROOT;
- *      CRIU's CUDA plugin finds every CUDA process already checkpointed and
+ *      none of whose ancestors is in it), all at once, into DIR/tree-ROOT
+ *      (given to criu as its checked descriptor, /proc/self/fd/N); CRIU's
+ *      CUDA plugin finds every CUDA process already checkpointed and
  *      leaves it alone.  The trees wait for each other at post-dump
- *      (criu.c), so either every criu ends its tree or none does;
+ *      (criu.c), where every process of them is pinned (jobpin.c); either
+ *      every criu goes on or none does, and each leaves its tree stopped
+ *      (--leave-stopped), not ended;
  *   3. on a CRIU failure, ResumeGroup of exactly the members (criu resumed
  *      the processes; their GPU state comes back here); after a good dump,
- *      DIR/manifest.json, and with --leave-running the same ResumeGroup.
+ *      the images synced to disk (syncfs of each tree's file system, unless
+ *      --no-sync), DIR/manifest.json written and synced, and only then the
+ *      job ended (SIGKILL through the pins) or, with --leave-running,
+ *      resumed.  A failure before the end wakes the stopped job and resumes
+ *      it: a job is never ended before the images that replace it are on
+ *      stable storage.
  *
  * Nothing is suspended before the image directory is known writable and a
  * usable criu found. */
@@ -35,19 +43,22 @@ typedef struct dump_job {
         char criu[PATH_MAX];
         char criu_version[32];
         int dir_fd;                   /* DIR, opened (every file in it made through it) */
-        int part_fd;                  /* DIR/manifest.json.part, -1 once gone */
+        int part_fd;                  /* DIR/part_name, the manifest's temporary file */
+        char part_name[64];
         cudackpt_client *client;
         cJSON *processes;             /* ListProcesses' list (for the GPUs), or NULL */
         cJSON *members;               /* the suspended members as a Selector; NULL: none */
         int outside;                  /* a member in none of the trees, or 0 */
         ctl_manifest m;
-        ctl_criu_run *runs;           /* one per tree */
-        double suspend_ms, criu_ms, resume_ms, t0;
+        ctl_criu_run *runs;           /* one per tree (its dir_fd DIR/tree-ROOT) */
+        ctl_pins pins;                /* every process of the trees, pinned at post-dump */
+        double suspend_ms, criu_ms, sync_ms, resume_ms, t0;
+        bool synced;                  /* the images were synced to disk */
 } dump_job;
 
 /* The image directory, as ctl_job_dump_dir() wants it. */
 static int dump_prepare_dir(dump_job *x) {
-        return ctl_job_dump_dir(x->a, &x->dir_fd, &x->part_fd);
+        return ctl_job_dump_dir(x->a, &x->dir_fd, &x->part_fd, x->part_name, sizeof(x->part_name));
 }
 
 /* The GPUs of each process before the suspend, when the daemon knows them. */
@@ -189,127 +200,63 @@ static char **dump_criu_argv(const dump_job *x, size_t i, const char *barrier) {
         if (asprintf(&argv[n++], "%d", x->m.trees[i].root) < 0)
                 argv[n - 1] = NULL;
         argv[n++] = strdup("-D");
-        if (asprintf(&argv[n++], "%s/%s", a->images, x->m.trees[i].images) < 0)
+        if (asprintf(&argv[n++], "/proc/self/fd/%d", x->runs[i].dir_fd) < 0)
                 argv[n - 1] = NULL;
         argv[n++] = strdup("-o");
         argv[n++] = strdup("dump.log");
         argv[n++] = strdup("-v4");
-        if (a->leave_running)
-                argv[n++] = strdup("--leave-running");
+        /* Not ended by criu: only once its images are on disk (step 3). */
+        argv[n++] = strdup(a->leave_running ? "--leave-running" : "--leave-stopped");
         if (barrier) {
                 argv[n++] = strdup("--action-script");
                 argv[n++] = strdup(barrier);
         }
-        for (size_t k = 0; k < n_user; k++) {
-                /* With the barrier, the user's action scripts run inside it. */
-                if (barrier && strcmp(a->criu_argv[k], "--action-script") == 0 && a->criu_argv[k + 1]) {
-                        k++;
-                        continue;
-                }
-                if (barrier && strncmp(a->criu_argv[k], "--action-script=", 16) == 0)
-                        continue;
-                argv[n++] = strdup(a->criu_argv[k]);
+        for (size_t k = 0, skip; k < n_user; k++) {
+                /* The user's action scripts run inside the barrier's. */
+                if (ctl_criu_is_action_script(a->criu_argv, k, &skip))
+                        k += skip;
+                else
+                        argv[n++] = strdup(a->criu_argv[k]);
         }
         return ctl_job_argv_checked(argv, n);
-}
-
-/* The user's --action-script scripts, in the order criu would run them
- * (it runs the last given first), each quoted for sh, to the script f. */
-static int dump_write_user_scripts(FILE *f, char **criu_argv) {
-        size_t n = 0;
-
-        while (criu_argv[n])
-                n++;
-        for (size_t k = n; k-- > 0;) {
-                const char *path = NULL;
-
-                if (strncmp(criu_argv[k], "--action-script=", 16) == 0)
-                        path = criu_argv[k] + 16;
-                else if (k + 1 < n && strcmp(criu_argv[k], "--action-script") == 0)
-                        path = criu_argv[k + 1];
-                if (!path)
-                        continue;
-                if (strchr(path, '\''))
-                        return -EINVAL;
-                fprintf(f, "'%s' || rc=1\n", path);
-        }
-        return 0;
-}
-
-/* The barrier's action script, DIR/barrier.sh (criu executes the path it
- * is given, without a shell or arguments).  criu 4.2 runs every action
- * script even after one failed, and fails the dump afterwards: so the
- * user's own scripts run inside this one, first, and a failure of theirs
- * at post-dump fails it without reaching the barrier. */
-static char *dump_barrier_script(const dump_job *x, const char *dir, const char *sock) {
-        char self[PATH_MAX], *path = NULL;
-        ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        FILE *f;
-        int r;
-
-        if (k <= 0)
-                return NULL;
-        self[k] = '\0';
-        /* The script runs this program again: it must still be there. */
-        if ((size_t) k > 10 && strcmp(self + k - 10, " (deleted)") == 0) {
-                fprintf(stderr, "%s%s was removed or replaced since this command started (criu's action script "
-                        "runs it)\n", x->a->prefix, self);
-                errno = ESTALE;
-                return NULL;
-        }
-        /* Quoted for sh: no path may hold a quote. */
-        if (strchr(self, '\'') || strchr(sock, '\'')) {
-                fprintf(stderr, "%sthe path of cudackptctl or of the barrier's socket holds a quote\n", x->a->prefix);
-                errno = EINVAL;
-                return NULL;
-        }
-        if (asprintf(&path, "%s/barrier.sh", dir) < 0)
-                return NULL;
-        f = fopen(path, "wxe");
-        if (!f || fchmod(fileno(f), 0700) < 0) {
-                if (f)
-                        fclose(f);
-                free(path);
-                return NULL;
-        }
-        fputs("#!/bin/sh\n# cudackptctl dump: every tree's criu waits here at post-dump\nrc=0\n", f);
-        r = dump_write_user_scripts(f, x->a->criu_argv);
-        fprintf(f, "[ \"$CRTOOLS_SCRIPT_ACTION\" = post-dump ] || exit $rc\n[ $rc = 0 ] || exit 1\n"
-                   "exec '%s' criu-barrier '%s'\n", self, sock);
-        if (fclose(f) != 0 || r < 0) {
-                if (r < 0) {
-                        fprintf(stderr, "%sthe path of an --action-script holds a quote\n", x->a->prefix);
-                        errno = -r;
-                }
-                unlink(path);
-                free(path);
-                return NULL;
-        }
-        return path;
 }
 
 /* After every criu exited 0: each tree's images are there (its
  * inventory.img, which every dump writes); -EIO, said, if not. */
 static int dump_check_images(const dump_job *x) {
-        char name[PATH_MAX];
         struct stat st;
 
-        for (size_t i = 0; i < x->m.n_trees; i++) {
-                snprintf(name, sizeof(name), "%s/inventory.img", x->m.trees[i].images);
-                if (fstatat(x->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
-                        fprintf(stderr, "%scriu dump of tree %d exited 0, but %s/%s is missing: nothing was dumped\n",
-                                x->a->prefix, x->m.trees[i].root, x->a->images, name);
+        for (size_t i = 0; i < x->m.n_trees; i++)
+                if (fstatat(x->runs[i].dir_fd, "inventory.img", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+                        fprintf(stderr, "%scriu dump of tree %d exited 0, but %s/%s/inventory.img is missing: nothing "
+                                "was dumped\n", x->a->prefix, x->m.trees[i].root, x->a->images, x->m.trees[i].images);
                         return -EIO;
                 }
-        }
         return 0;
+}
+
+/* At post-dump, every tree frozen by its criu: each of their processes
+ * pinned, to be ended (or woken) after criu exits. */
+static int dump_pin(void *data, const int *criu_pids, size_t n) {
+        dump_job *x = data;
+        ctl_proctree t = { 0 };
+        int r = ctl_proctree_scan(&t);
+
+        (void) criu_pids;
+        (void) n;
+        for (size_t i = 0; r == 0 && i < x->m.n_trees; i++)
+                r = ctl_pins_add_tree(&x->pins, &t, x->m.trees[i].root);
+        ctl_proctree_free(&t);
+        if (r < 0)
+                fprintf(stderr, "%scannot pin the job's processes at post-dump: %s\n", x->a->prefix, strerror(-r));
+        return r;
 }
 
 /* Step 2: every tree's criu dump at once.  Returns 0, -EIO (a criu
  * failed) or -errno (could not run them). */
 static int dump_run_criu(dump_job *x) {
-        char rundir[] = "/tmp/cudackpt-dump.XXXXXX", sock[sizeof(rundir) + 16], *script = NULL, path[PATH_MAX];
-        ctl_criu_signals held;
+        char rundir[] = "/tmp/cudackpt-dump.XXXXXX", sock[sizeof(rundir) + 16], *script = NULL;
+        ctl_criu_barrier barrier = { .sock = sock, .at_barrier = dump_pin, .data = x };
         int r = 0;
 
         x->runs = calloc(x->m.n_trees, sizeof(*x->runs));
@@ -322,30 +269,28 @@ static int dump_run_criu(dump_job *x) {
                 return -errno;
         snprintf(sock, sizeof(sock), "%s/barrier", rundir);
         errno = 0;
-        script = dump_barrier_script(x, rundir, sock);
+        script = ctl_criu_barrier_script(x->a->prefix, rundir, sock, x->a->criu_argv);
         if (!script)
                 r = errno ? -errno : -ENOMEM;
         for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
-                snprintf(path, sizeof(path), "%s/%s", x->a->images, x->m.trees[i].images);
-                r = ctl_job_tree_dir(x->a, x->dir_fd, x->m.trees[i].images);
+                r = ctl_job_tree_dir(x->a, x->dir_fd, x->m.trees[i].images, &x->runs[i].dir_fd);
+                if (r < 0)
+                        break;
                 x->runs[i].argv = dump_criu_argv(x, i, script);
-                if (asprintf((char **) &x->runs[i].log, "%s/dump.log", path) < 0)
+                x->runs[i].log_name = "dump.log";
+                if (asprintf((char **) &x->runs[i].log, "%s/%s/dump.log", x->a->images, x->m.trees[i].images) < 0)
                         x->runs[i].log = NULL;
-                if (r == 0 && (!x->runs[i].argv || !x->runs[i].log))
+                if (!x->runs[i].argv || !x->runs[i].log)
                         r = -ENOMEM;
         }
-        /* A signal now waits for criu: stopped halfway, it would leave the
-         * tasks it froze in no known state. */
-        ctl_criu_signals_hold(&held);
         if (r == 0) {
                 double t0 = ctl_job_now_ms();
 
-                r = ctl_criu_run_all(x->runs, x->m.n_trees, environ, sock);
+                r = ctl_criu_run_all(x->runs, x->m.n_trees, environ, &barrier);
                 x->criu_ms = ctl_job_now_ms() - t0;
         }
         if (r == 0)
                 r = dump_check_images(x);
-        ctl_criu_signals_restore(&held);
         unlink(sock);
         if (script)
                 unlink(script);
@@ -384,6 +329,9 @@ static void dump_print_json(const dump_job *x, const char *failed_step, bool res
         cJSON_AddItemToObject(o, "trees", ctl_job_trees_json(&x->m, x->runs, true));
         cJSON_AddNumberToObject(o, "suspend_ms", x->suspend_ms);
         cJSON_AddNumberToObject(o, "criu_ms", x->criu_ms);
+        cJSON_AddBoolToObject(o, "synced", x->synced);
+        if (x->synced)
+                cJSON_AddNumberToObject(o, "sync_ms", x->sync_ms);
         if (x->resume_ms > 0)
                 cJSON_AddNumberToObject(o, "resume_ms", x->resume_ms);
         cJSON_AddNumberToObject(o, "duration_ms", ctl_job_now_ms() - x->t0);
@@ -399,10 +347,12 @@ static int dump_fail_criu(dump_job *x, int r) {
                 fprintf(stderr, "%s%s could not be run: %s\n", x->a->prefix, step, strerror(-r));
         else
                 ctl_job_print_criu_failures(x->a, "dump", x->runs, &x->m);
+        /* A tree whose criu got through is stopped (--leave-stopped). */
+        (void) ctl_pins_signal(&x->pins, SIGCONT);
         status = dump_resume(x);
         if (status == CUDACKPT_EXIT_OK)
                 fprintf(stderr, "%s%s failed; the job was resumed (%zu CUDA process%s running again, every "
-                        "tree left running by criu)\n", x->a->prefix, step, x->m.n_members,
+                        "tree running)\n", x->a->prefix, step, x->m.n_members,
                         x->m.n_members == 1 ? "" : "es");
         else
                 fprintf(stderr, "%s%s failed, and the job could not be resumed (above); its CUDA processes "
@@ -413,29 +363,83 @@ static int dump_fail_criu(dump_job *x, int r) {
         return status == CUDACKPT_EXIT_OK ? CUDACKPT_EXIT_FAILURE : status;
 }
 
-/* Step 3 after a good dump: the manifest, then --leave-running's resume. */
-static int dump_finish(dump_job *x) {
-        int r, status = CUDACKPT_EXIT_OK;
+/* Step 3 failed before the job was ended: wake it and resume it. */
+static int dump_fail_finish(dump_job *x) {
+        int status;
 
+        (void) ctl_pins_signal(&x->pins, SIGCONT);
+        status = dump_resume(x);
+        if (status == CUDACKPT_EXIT_OK)
+                fprintf(stderr, "%sstep 3 of 3 failed: the images are not known to be complete on disk, so the job "
+                        "was not ended but resumed\n", x->a->prefix);
+        else
+                fprintf(stderr, "%sstep 3 of 3 failed, and the job could not be resumed (above): cudackptctl resume "
+                        "%s %s\n", x->a->prefix, ctl_selector_option(x->a->selector.kind), x->a->selector.arg);
+        if (x->a->json)
+                dump_print_json(x, "finish", status == CUDACKPT_EXIT_OK);
+        return status == CUDACKPT_EXIT_OK ? CUDACKPT_EXIT_FAILURE : status;
+}
+
+/* The images on stable storage (unless --no-sync), then the manifest,
+ * written and synced; 0 or -errno, said. */
+static int dump_save(dump_job *x) {
+        double t0 = ctl_job_now_ms();
+        int r = 0;
+
+        if (!x->a->no_sync) {
+                r = ctl_job_sync_dirs(x->runs, x->m.n_trees);
+                x->sync_ms = ctl_job_now_ms() - t0;
+                x->synced = r == 0;
+                if (r < 0)
+                        fprintf(stderr, "%sthe images could not be synced to disk: %s\n", x->a->prefix, strerror(-r));
+                else
+                        ctl_job_progress(x->a, "images synced to disk in %.1f ms", x->sync_ms);
+        }
+        if (r < 0)
+                return r;
         x->m.selector = x->a->selector.json;
         x->m.criu_version = x->criu_version;
         x->m.left_running = x->a->leave_running;
-        r = ctl_manifest_write(&x->m, x->dir_fd, x->part_fd);
+        r = ctl_manifest_write(&x->m, x->dir_fd, x->part_fd, x->part_name);
         x->m.selector = NULL;
         x->m.criu_version = NULL;
-        if (r < 0) {
+        if (r < 0)
                 fprintf(stderr, "%sthe images are written, but not %s/%s: %s\n", x->a->prefix, x->a->images,
                         CTL_MANIFEST_NAME, strerror(-r));
-                status = CUDACKPT_EXIT_FAILURE;
+        else
+                ctl_job_progress(x->a, "%s written", CTL_MANIFEST_NAME);
+        return r;
+}
+
+/* The job ended through its pins (criu left it stopped); the status. */
+static int dump_end(dump_job *x) {
+        size_t left;
+
+        (void) ctl_pins_signal(&x->pins, SIGKILL);
+        left = ctl_pins_await_gone(&x->pins, CTL_JOB_END_MS);
+        if (left == 0) {
+                ctl_job_progress(x->a, "job ended (%zu process%s)", x->pins.n, x->pins.n == 1 ? "" : "es");
+                return CUDACKPT_EXIT_OK;
         }
+        fprintf(stderr, "%sthe dump is complete, but %zu process%s of the job did not end within %d ms of SIGKILL\n",
+                x->a->prefix, left, left == 1 ? "" : "es", CTL_JOB_END_MS);
+        return CUDACKPT_EXIT_FAILURE;
+}
+
+/* Step 3 after a good dump: the images and the manifest on disk, then the
+ * job ended, or resumed with --leave-running. */
+static int dump_finish(dump_job *x) {
+        int status;
+
+        if (dump_save(x) < 0)
+                return dump_fail_finish(x);
         if (x->a->leave_running) {
-                int s = dump_resume(x);
-                if (s != CUDACKPT_EXIT_OK) {
+                status = dump_resume(x);
+                if (status != CUDACKPT_EXIT_OK)
                         fprintf(stderr, "%sthe dump is complete, but the job could not be resumed (above)\n",
                                 x->a->prefix);
-                        status = s;
-                }
-        }
+        } else
+                status = dump_end(x);
         if (x->a->json)
                 dump_print_json(x, status == CUDACKPT_EXIT_OK ? NULL : "finish", false);
         else if (status == CUDACKPT_EXIT_OK) {
@@ -443,6 +447,8 @@ static int dump_finish(dump_job *x) {
                        x->m.n_trees, x->m.n_trees == 1 ? "" : "s");
                 ctl_fputs_safe(x->a->images, stdout);
                 printf(": suspend %.1f ms (GPU memory free from then on), criu %.1f ms", x->suspend_ms, x->criu_ms);
+                if (x->synced)
+                        printf(", sync %.1f ms", x->sync_ms);
                 if (x->a->leave_running)
                         printf(", resumed %.1f ms", x->resume_ms);
                 printf(", total %.1f ms\n", ctl_job_now_ms() - x->t0);
@@ -494,6 +500,7 @@ static int dump_suspend(dump_job *x) {
 int ctl_job_dump(const ctl_job_args *a) {
         dump_job x = { .a = a, .dir_fd = -1, .part_fd = -1, .t0 = ctl_job_now_ms() };
         char err[PATH_MAX + 128];
+        ctl_criu_signals held;
         int status, r;
 
         ctl_criu_signal = 0;
@@ -508,20 +515,29 @@ int ctl_job_dump(const ctl_job_args *a) {
                 dump_print_json(&x, x.client ? "suspend" : "prepare", false);
         if (status == CUDACKPT_EXIT_OK) {
                 ctl_job_progress(a, "%zu tree%s (criu %s)", x.m.n_trees, x.m.n_trees == 1 ? "" : "s", x.criu_version);
+                /* A signal now waits for criu and for the end of the job:
+                 * stopped halfway, either would leave the tasks it froze or
+                 * stopped in no known state. */
+                ctl_criu_signals_hold(&held);
                 r = dump_run_criu(&x);
-                if (ctl_criu_signal)
-                        fprintf(stderr, "%sgot signal %d during criu dump: waited for criu to finish\n", a->prefix,
-                                (int) ctl_criu_signal);
                 if (r == 0)
                         ctl_job_progress(a, "done in %.1f ms", x.criu_ms);
                 status = r < 0 ? dump_fail_criu(&x, r) : dump_finish(&x);
+                ctl_criu_signals_restore(&held);
+                if (ctl_criu_signal)
+                        fprintf(stderr, "%sgot signal %d during criu dump: waited for criu to finish\n", a->prefix,
+                                (int) ctl_criu_signal);
         }
         if (x.part_fd >= 0) {
                 close(x.part_fd);
-                (void) unlinkat(x.dir_fd, CTL_MANIFEST_NAME ".part", 0); /* renamed away after a good dump */
+                (void) unlinkat(x.dir_fd, x.part_name, 0); /* renamed away after a good dump */
         }
         if (x.dir_fd >= 0)
                 close(x.dir_fd);
+        for (size_t i = 0; x.runs && i < x.m.n_trees; i++)
+                if (x.runs[i].dir_fd > STDERR_FILENO)
+                        close(x.runs[i].dir_fd);
+        ctl_pins_free(&x.pins);
         ctl_criu_runs_free(x.runs, x.m.n_trees);
         ctl_manifest_free(&x.m);
         cJSON_Delete(x.processes);

@@ -6,7 +6,7 @@
  *
  * main() hands such a command line here (ctl_job_wanted) before its own
  * parser sees it: "restore PID" stays the driver's single restore, and
- * what follows "--" belongs to criu.  "criu-barrier SOCKET" is the dump's
+ * what follows "--" belongs to criu.  "criu-barrier SOCKET" is the job's
  * own action script for CRIU (criu.c), not for people.
  *
  * Also what dump.c and jobrestore.c share: the image directory's checks,
@@ -36,91 +36,32 @@ double ctl_job_now_ms(void) {
         return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
 }
 
-bool ctl_job_owned(const struct stat *st, mode_t type) {
-        return (st->st_mode & S_IFMT) == type && st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
-}
-
-int ctl_job_open_dir(const char *dir, int *ret_fd, char *err, size_t err_size) {
-        struct stat st;
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), e;
-
-        if (fd < 0) {
-                e = errno;
-                /* O_DIRECTORY on a link not followed: ENOTDIR. */
-                if ((e == ELOOP || e == ENOTDIR) && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
-                        e = ELOOP;
-                snprintf(err, err_size, "cannot open the image directory %s: %s", dir,
-                         e == ELOOP ? "it is a symbolic link (give the directory itself)" : strerror(e));
-                return -e;
-        }
-        if (fstat(fd, &st) < 0) {
-                e = errno;
-                snprintf(err, err_size, "cannot stat the image directory %s: %s", dir, strerror(e));
-                close(fd);
-                return -e;
-        }
-        if (!ctl_job_owned(&st, S_IFDIR)) {
-                snprintf(err, err_size, "the image directory %s is %s: it must belong to uid %u and be writable by "
-                         "no group or other user (mode 0700), since its files are trusted",
-                         dir, st.st_uid != geteuid() ? "another user's" : "writable by others", (unsigned) geteuid());
-                close(fd);
-                return -EPERM;
-        }
-        *ret_fd = fd;
-        return 0;
-}
-
 /* ---- dump's image directory ---- */
 
-/* DIR/manifest.json.part, created afresh (O_EXCL|O_NOFOLLOW): a stale one
- * of this user's, left by a dump that was killed, is removed first;
- * anything else there (a symbolic link, say) is refused. */
-static int job_create_part(const ctl_job_args *a, int dir_fd, int *ret_fd) {
-        const char *name = CTL_MANIFEST_NAME ".part";
-        struct stat st;
-
-        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-                if (!ctl_job_owned(&st, S_IFREG)) {
-                        fprintf(stderr, "%s%s/%s exists and is not a file of this user's (a symbolic link?): "
-                                "remove it; nothing was suspended\n", a->prefix, a->images, name);
-                        return -EEXIST;
-                }
-                if (unlinkat(dir_fd, name, 0) < 0 && errno != ENOENT)
-                        return -errno;
-        }
-        *ret_fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        return *ret_fd < 0 ? -errno : 0;
-}
-
-/* The image directory: created if needed, this user's and writable by no
- * one else, without a finished dump in it, writable (the manifest's part
- * file is created now).  Root writes into it: no path in it is followed. */
-int ctl_job_dump_dir(const ctl_job_args *a, int *ret_dir_fd, int *ret_part_fd) {
-        const char *dir = a->images;
-        char err[PATH_MAX + 256];
+/* The image directory: created if needed, opened by a checked walk
+ * (safedir.c), without a finished dump in it, writable (the manifest's
+ * temporary file is created now).  Root writes into it: from here on only
+ * its descriptor is used, no path in it followed. */
+int ctl_job_dump_dir(const ctl_job_args *a, int *ret_dir_fd, int *ret_part_fd, char *part_name, size_t size) {
+        char err[PATH_MAX + 512];
         struct stat st;
         int r;
 
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-                fprintf(stderr, "%scannot create the image directory %s: %s; nothing was suspended\n", a->prefix, dir, strerror(errno));
-                return CUDACKPT_EXIT_FAILURE;
-        }
-        if (ctl_job_open_dir(dir, ret_dir_fd, err, sizeof(err)) < 0) {
-                fprintf(stderr, "%s%s; nothing was suspended\n", a->prefix, err);
+        r = ctl_safedir_open(a->images, true, ret_dir_fd, err, sizeof(err));
+        if (r < 0) {
+                fprintf(stderr, "%sthe image directory: %s; nothing was suspended\n", a->prefix, err);
                 return CUDACKPT_EXIT_FAILURE;
         }
         if (fstatat(*ret_dir_fd, CTL_MANIFEST_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
                 fprintf(stderr, "%s%s already holds a dump (%s): restore it, or give another directory; nothing was "
                         "suspended\n",
-                        a->prefix, dir, CTL_MANIFEST_NAME);
+                        a->prefix, a->images, CTL_MANIFEST_NAME);
                 return CUDACKPT_EXIT_FAILURE;
         }
-        r = job_create_part(a, *ret_dir_fd, ret_part_fd);
-        if (r == -EEXIST)
-                return CUDACKPT_EXIT_FAILURE;
-        if (r < 0) {
+        *ret_part_fd = ctl_manifest_create_part(*ret_dir_fd, part_name, size);
+        if (*ret_part_fd < 0) {
                 fprintf(stderr, "%scannot write into the image directory %s: %s; nothing was suspended\n",
-                        a->prefix, dir, strerror(-r));
+                        a->prefix, a->images, strerror(-*ret_part_fd));
                 return CUDACKPT_EXIT_FAILURE;
         }
         return CUDACKPT_EXIT_OK;
@@ -128,24 +69,43 @@ int ctl_job_dump_dir(const ctl_job_args *a, int *ret_dir_fd, int *ret_part_fd) {
 
 /* DIR/tree-ROOT: made, or one of this user's already there (a dump that
  * failed); anything else there is refused, said on stderr. */
-int ctl_job_tree_dir(const ctl_job_args *a, int dir_fd, const char *name) {
-        struct stat st;
+int ctl_job_tree_dir(const ctl_job_args *a, int dir_fd, const char *name, int *ret_fd) {
+        int r = ctl_safedir_sub(dir_fd, name, true, ret_fd);
 
-        if (mkdirat(dir_fd, name, 0700) == 0)
-                return 0;
-        if (errno != EEXIST)
-                return -errno;
-        if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ctl_job_owned(&st, S_IFDIR)) {
-                char log[PATH_MAX];
-
+        if (r == 0) {
                 /* An earlier dump's log would be shown as this one's. */
-                snprintf(log, sizeof(log), "%s/dump.log", name);
-                (void) unlinkat(dir_fd, log, 0);
+                (void) unlinkat(*ret_fd, "dump.log", 0);
                 return 0;
         }
-        fprintf(stderr, "%s%s/%s exists and is not a directory of this user's writable by no one else (a "
-                "symbolic link?)\n", a->prefix, a->images, name);
-        return -EEXIST;
+        if (r == -EEXIST)
+                fprintf(stderr, "%s%s/%s exists and is not a directory of this user's writable by no one else (a "
+                        "symbolic link?)\n", a->prefix, a->images, name);
+        return r;
+}
+
+int ctl_job_sync_dirs(const ctl_criu_run *runs, size_t n) {
+        dev_t *seen = calloc(n + 1, sizeof(dev_t));
+        size_t n_seen = 0;
+        struct stat st;
+        int r = seen ? 0 : -ENOMEM;
+
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                bool done = false;
+
+                if (fstat(runs[i].dir_fd, &st) < 0) {
+                        r = -errno;
+                        break;
+                }
+                for (size_t k = 0; k < n_seen && !done; k++)
+                        done = seen[k] == st.st_dev;
+                /* syncfs() reports a write-back error of the file system
+                 * since the descriptor was opened (Linux 5.8). */
+                if (!done && syncfs(runs[i].dir_fd) < 0)
+                        r = -errno;
+                seen[n_seen++] = st.st_dev;
+        }
+        free(seen);
+        return r;
 }
 
 int ctl_job_group(cudackpt_client *client, const ctl_job_args *a, const char *method, const cJSON *sel,
@@ -205,11 +165,11 @@ void ctl_job_print_criu_failures(const ctl_job_args *a, const char *verb, const 
                                 root, r->status, r->ms, r->output && *r->output ? "; it printed:" : "");
                 if (r->output && *r->output)
                         ctl_criu_print_lines(r->output);
-                if (r->status > 0 && r->log) {
+                if (r->status > 0 && r->log && r->dir_fd > STDERR_FILENO) {
                         fputs("criu's log ", stderr);
                         ctl_fputs_safe(r->log, stderr);
                         fputs(", its end:\n", stderr);
-                        ctl_criu_print_log_tail(r->log, 25);
+                        ctl_criu_print_log_tail(r->dir_fd, r->log_name, 25);
                 }
         }
 }
@@ -306,19 +266,21 @@ bool ctl_job_wanted(int argc, char **argv) {
 
 static void job_help(void) {
         printf("Usage: " JOB_NAME " dump (--tree=PID | --pids=LIST | --cgroup=PATH) --images=DIR\n"
-               "                        [--leave-running] [--lock-timeout=MS] [-- CRIU-OPTIONS...]\n"
+               "                        [--leave-running] [--no-sync] [--lock-timeout=MS] [-- CRIU-OPTIONS...]\n"
                "       " JOB_NAME " restore --images=DIR [--device-map=OLD=NEW[,...]] [-- CRIU-OPTIONS...]\n"
                "\n"
                "dump: suspend the job's CUDA processes as one group (GPU memory free from\n"
                "then on), under a lease held by this command, then have CRIU dump every\n"
                "process tree of the job into DIR (one directory per tree, and manifest.json).\n"
                "If CRIU fails the job is resumed; with --leave-running it is resumed after\n"
-               "the dump, otherwise CRIU ends it.  restore: CRIU restores every tree of DIR\n"
+               "the dump, otherwise it is ended once the images are on stable storage.\n"
+               "restore: CRIU restores every tree of DIR\n"
                "with its CUDA plugin standing aside, then every process's GPU state is\n"
                "restored at once (none running before all are restored).\n"
                "\n"
                "  --images=DIR              the image directory\n"
                "  --leave-running           dump: resume the job after a good dump\n"
+               "  --no-sync                 dump: do not wait for the images to reach the disk\n"
                "  --lock-timeout=MS         dump: how long to wait for the job's GPU work\n"
                "  --device-map=OLD=NEW,...  restore: restore onto other GPUs (also --map)\n"
                "  --socket=PATH, --json, --progress, --no-progress: as for the other commands\n"
@@ -371,13 +333,13 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
                 return job_usage("dump needs --tree=PID, --pids=LIST or --cgroup=PATH");
         if (!a->dump && a->selector.kind != CTL_SELECT_NONE)
                 return job_usage("restore --images takes no selector: the manifest names the processes");
-        if (!a->dump && (a->leave_running || saw_lock_timeout))
-                return job_usage("--leave-running and --lock-timeout are for dump");
+        if (!a->dump && (a->leave_running || a->no_sync || saw_lock_timeout))
+                return job_usage("--leave-running, --no-sync and --lock-timeout are for dump");
         if (a->dump && a->map.items)
                 return job_usage("--device-map is for restore");
-        if (a->dump && job_abbreviated_action_script(a->criu_argv))
-                return job_usage("give criu's --action-script in full, not as '%s' (dump runs the job's scripts "
-                                 "inside its own)", job_abbreviated_action_script(a->criu_argv));
+        if (job_abbreviated_action_script(a->criu_argv))
+                return job_usage("give criu's --action-script in full, not as '%s' (%s runs the job's scripts "
+                                 "inside its own)", job_abbreviated_action_script(a->criu_argv), command);
         a->progress_tty = isatty(STDERR_FILENO);
         a->progress = progress < 0 ? a->progress_tty : progress > 0;
         if (asprintf(&a->prefix, JOB_NAME ": %s: ", command) < 0)
@@ -388,7 +350,7 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
 /* Fill *a; returns -1 to go on, else the exit status. */
 static int job_parse(int argc, char **argv, ctl_job_args *a) {
         enum { O_SOCKET = 0x100, O_JSON, O_LOCK_TIMEOUT, O_PIDS, O_CGROUP, O_TREE, O_IMAGES, O_LEAVE, O_MAP,
-               O_PROGRESS, O_NO_PROGRESS };
+               O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, O_SOCKET },     { "json", no_argument, NULL, O_JSON },
                 { "lock-timeout", required_argument, NULL, O_LOCK_TIMEOUT },
@@ -397,6 +359,7 @@ static int job_parse(int argc, char **argv, ctl_job_args *a) {
                 { "leave-running", no_argument, NULL, O_LEAVE },     { "device-map", required_argument, NULL, O_MAP },
                 { "map", required_argument, NULL, O_MAP },           { "progress", no_argument, NULL, O_PROGRESS },
                 { "no-progress", no_argument, NULL, O_NO_PROGRESS }, { "help", no_argument, NULL, 'h' },
+                { "no-sync", no_argument, NULL, O_NO_SYNC },
                 { NULL, 0, NULL, 0 },
         };
         const char *command = NULL;
@@ -438,6 +401,9 @@ static int job_parse(int argc, char **argv, ctl_job_args *a) {
                 case O_LEAVE:
                         a->leave_running = true;
                         break;
+                case O_NO_SYNC:
+                        a->no_sync = true;
+                        break;
                 case O_MAP:
                         if (ctl_map_add(&a->map, optarg) < 0)
                                 return job_usage("invalid --device-map '%s': expected OLD=NEW[,OLD=NEW...], "
@@ -468,7 +434,7 @@ int ctl_job_main(int argc, char **argv) {
         if (argc == 3 && strcmp(argv[1], "criu-barrier") == 0)
                 return ctl_criu_barrier_main(argv[2]);
         if (argc >= 2 && strcmp(argv[1], "criu-barrier") == 0)
-                return job_usage("criu-barrier is run by CRIU for dump, with a socket");
+                return job_usage("criu-barrier is run by CRIU for dump and restore --images, with a socket");
         status = job_parse(argc, argv, &a);
         if (status < 0)
                 status = a.dump ? ctl_job_dump(&a) : ctl_job_restore(&a);

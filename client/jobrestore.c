@@ -1,12 +1,18 @@
 /* jobrestore.c: cudackptctl restore --images, a dumped job back from disk.
  *
- *   1. criu restore -d of every tree of DIR's manifest, all at once, with
+ *   1. criu restore -d of every tree of DIR's manifest, all at once, each
+ *      given its checked directory as a descriptor (/proc/self/fd/N), with
  *      CRIU's CUDA plugin standing aside: a "cuda-checkpoint" that fails
  *      is first on criu's PATH, so the plugin turns itself off whatever
  *      cuda-checkpoint the machine has, and the processes come back as they
- *      were dumped, checkpointed;
- *   2. one ResumeGroup of every member: restored in parallel, none unlocked
- *      before all are restored, the device map applied to each.
+ *      were dumped, checkpointed.  The trees wait for each other at
+ *      post-restore (criu.c), restored and not yet running: there every
+ *      process of each tree is pinned (jobpin.c), the tree's root checked
+ *      to be a child of a waiting criu and every member to be in its tree;
+ *   2. one ResumeGroup of every member, each pinned by the start time read
+ *      then (a process that took a member's pid since is not it): restored
+ *      in parallel, none unlocked before all are restored, the device map
+ *      applied to each.
  *
  * A failure in step 1 ends the trees that did come back (their GPU state
  * never ran: the images stay whole, the restore can be run again); one in
@@ -31,7 +37,8 @@ typedef struct jrestore {
         char criu[PATH_MAX];
         char criu_version[32];
         ctl_manifest m;
-        ctl_criu_run *runs;           /* one per tree */
+        ctl_criu_run *runs;           /* one per tree (its dir_fd DIR/tree-ROOT) */
+        ctl_pins pins;                /* every process of the trees, pinned at post-restore */
         cJSON *members;               /* Selector of the restored members, pinned; NULL: none */
         int dir_fd;                   /* DIR */
         double criu_ms, resume_ms, t0;
@@ -83,17 +90,23 @@ static int jrestore_check_map(const jrestore *x) {
  * else may write them (restore runs as root and believes them), and each
  * tree's directory the same. */
 static int jrestore_read_images(jrestore *x) {
-        char err[PATH_MAX + 256];
-        struct stat st;
+        char err[PATH_MAX + 512];
 
-        if (ctl_job_open_dir(x->a->images, &x->dir_fd, err, sizeof(err)) < 0 ||
+        if (ctl_safedir_open(x->a->images, false, &x->dir_fd, err, sizeof(err)) < 0 ||
             ctl_manifest_read(x->dir_fd, x->a->images, &x->m, err, sizeof(err)) < 0) {
-                fprintf(stderr, "%s%s; nothing was restored\n", x->a->prefix, err);
+                fprintf(stderr, "%sthe image directory: %s; nothing was restored\n", x->a->prefix, err);
                 return CUDACKPT_EXIT_FAILURE;
         }
+        x->runs = calloc(x->m.n_trees, sizeof(*x->runs));
+        if (!x->runs) {
+                fprintf(stderr, "%sout of memory\n", x->a->prefix);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        /* Not run, until they are: none is taken for restored (and ended). */
         for (size_t i = 0; i < x->m.n_trees; i++)
-                if (fstatat(x->dir_fd, x->m.trees[i].images, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-                    !ctl_job_owned(&st, S_IFDIR)) {
+                x->runs[i].status = -1;
+        for (size_t i = 0; i < x->m.n_trees; i++)
+                if (ctl_safedir_sub(x->dir_fd, x->m.trees[i].images, false, &x->runs[i].dir_fd) < 0) {
                         fprintf(stderr, "%s%s/%s is not a directory of uid %u that no one else may write; nothing "
                                 "was restored\n", x->a->prefix, x->a->images, x->m.trees[i].images,
                                 (unsigned) geteuid());
@@ -118,7 +131,8 @@ static int jrestore_check_pids(const jrestore *x) {
         return CUDACKPT_EXIT_OK;
 }
 
-/* A directory holding a cuda-checkpoint that fails "-h": the plugin's probe. */
+/* A private directory holding a cuda-checkpoint that fails "-h" (the
+ * plugin's probe), and later the barrier's script and socket. */
 static int jrestore_stub(char *dir) {
         static const char script[] = "#!/bin/sh\n# cudackptctl restore --images: CRIU's CUDA plugin stands aside\nexit 1\n";
         char path[PATH_MAX];
@@ -141,14 +155,17 @@ static int jrestore_stub(char *dir) {
 }
 
 static void jrestore_unstub(const char *dir) {
+        static const char *const names[] = { "cuda-checkpoint", "barrier.sh", "barrier" };
         char path[PATH_MAX];
 
-        snprintf(path, sizeof(path), "%s/cuda-checkpoint", dir);
-        unlink(path);
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+                unlink(path);
+        }
         rmdir(dir);
 }
 
-static char **jrestore_criu_argv(const jrestore *x, size_t i) {
+static char **jrestore_criu_argv(const jrestore *x, size_t i, const char *script) {
         size_t n_user = 0, n = 0;
         char **argv;
 
@@ -161,87 +178,135 @@ static char **jrestore_criu_argv(const jrestore *x, size_t i) {
         argv[n++] = strdup("restore");
         argv[n++] = strdup("-d");
         argv[n++] = strdup("-D");
-        if (asprintf(&argv[n++], "%s/%s", x->a->images, x->m.trees[i].images) < 0)
+        if (asprintf(&argv[n++], "/proc/self/fd/%d", x->runs[i].dir_fd) < 0)
                 argv[n - 1] = NULL;
         argv[n++] = strdup("-o");
         argv[n++] = strdup("restore.log");
         argv[n++] = strdup("-v4");
-        for (size_t k = 0; k < n_user; k++)
-                argv[n++] = strdup(x->a->criu_argv[k]);
+        argv[n++] = strdup("--action-script");
+        argv[n++] = strdup(script);
+        for (size_t k = 0, skip; k < n_user; k++) {
+                /* The user's action scripts run inside the barrier's. */
+                if (ctl_criu_is_action_script(x->a->criu_argv, k, &skip))
+                        k += skip;
+                else
+                        argv[n++] = strdup(x->a->criu_argv[k]);
+        }
         return ctl_job_argv_checked(argv, n);
+}
+
+/* At post-restore, every tree restored and held by its criu: each of its
+ * processes pinned; its root a child of a criu that waits there (not a
+ * process that took the pid), every member among the pinned. */
+static int jrestore_pin(void *data, const int *criu_pids, size_t n) {
+        jrestore *x = data;
+        ctl_proctree t = { 0 };
+        int r = ctl_proctree_scan(&t), ppid = 0;
+
+        for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
+                int root = x->m.trees[i].root;
+                bool by_criu = false;
+
+                r = ctl_pins_add_tree(&x->pins, &t, root);
+                if (r == 0 && ctl_proc_stat(root, &ppid, NULL) == 0)
+                        for (size_t k = 0; k < n; k++)
+                                by_criu |= criu_pids[k] == ppid;
+                if (r == 0 && (!by_criu || !ctl_pin_alive(ctl_pins_find(&x->pins, root))))
+                        r = -ESRCH;
+        }
+        for (size_t i = 0; r == 0 && i < x->m.n_members; i++)
+                if (!ctl_pins_find(&x->pins, x->m.members[i].pid))
+                        r = -ESRCH;
+        ctl_proctree_free(&t);
+        if (r < 0)
+                fprintf(stderr, "%sat post-restore, the job's processes are not all criu's (a tree's root not a child "
+                        "of its criu, or a member outside its tree): %s\n", x->a->prefix, strerror(-r));
+        return r;
 }
 
 /* Step 1; 0, -EIO (a criu failed) or -errno. */
 static int jrestore_run_criu(jrestore *x) {
-        char stub[] = "/tmp/cudackpt-restore.XXXXXX", **env = NULL;
+        char rundir[] = "/tmp/cudackpt-restore.XXXXXX", sock[sizeof(rundir) + 16], **env = NULL, *script;
+        ctl_criu_barrier barrier = { .sock = sock, .at_barrier = jrestore_pin, .data = x };
         ctl_criu_signals held;
         double t0;
         int r;
 
-        x->runs = calloc(x->m.n_trees, sizeof(*x->runs));
-        if (!x->runs)
-                return -ENOMEM;
-        /* Not run, until they are: none is taken for restored (and ended). */
-        for (size_t i = 0; i < x->m.n_trees; i++)
-                x->runs[i].status = -1;
-        for (size_t i = 0; i < x->m.n_trees; i++) {
-                x->runs[i].argv = jrestore_criu_argv(x, i);
+        r = jrestore_stub(rundir);
+        if (r < 0)
+                return r;
+        snprintf(sock, sizeof(sock), "%s/barrier", rundir);
+        errno = 0;
+        script = ctl_criu_barrier_script(x->a->prefix, rundir, sock, x->a->criu_argv);
+        if (!script)
+                r = errno ? -errno : -ENOMEM;
+        for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
+                x->runs[i].argv = jrestore_criu_argv(x, i, script);
+                x->runs[i].log_name = "restore.log";
                 if (asprintf((char **) &x->runs[i].log, "%s/%s/restore.log", x->a->images, x->m.trees[i].images) < 0)
                         x->runs[i].log = NULL;
                 if (!x->runs[i].argv || !x->runs[i].log)
-                        return -ENOMEM;
+                        r = -ENOMEM;
         }
-        r = jrestore_stub(stub);
-        if (r < 0)
+        env = r == 0 ? ctl_criu_env(rundir) : NULL;
+        if (r == 0 && !env)
+                r = -ENOMEM;
+        if (r < 0) {
+                free(script);
+                jrestore_unstub(rundir);
                 return r;
-        env = ctl_criu_env(stub);
-        if (!env) {
-                jrestore_unstub(stub);
-                return -ENOMEM;
         }
         /* As for dump: criu stopped halfway leaves half a tree. */
         ctl_criu_signals_hold(&held);
         t0 = ctl_job_now_ms();
-        r = ctl_criu_run_all(x->runs, x->m.n_trees, env, NULL);
+        r = ctl_criu_run_all(x->runs, x->m.n_trees, env, &barrier);
         x->criu_ms = ctl_job_now_ms() - t0;
         ctl_criu_signals_restore(&held);
         if (ctl_criu_signal)
                 fprintf(stderr, "%sgot signal %d during criu restore: waited for criu to finish\n", x->a->prefix,
                         (int) ctl_criu_signal);
         ctl_criu_env_free(env);
-        jrestore_unstub(stub);
+        free(script);
+        jrestore_unstub(rundir);
         return r;
 }
 
-/* After a failed step 1: the trees that came back are ended. */
+/* After a failed step: the trees that came back are ended, through their
+ * pins (a tree never pinned was ended by its own criu). */
 static size_t jrestore_end_trees(const jrestore *x) {
         size_t ended = 0;
 
-        for (size_t i = 0; i < x->m.n_trees; i++) {
-                if (x->runs[i].status != 0)
-                        continue;
-                for (size_t j = 0; j < x->m.trees[i].n_pids; j++)
-                        kill(x->m.trees[i].pids[j], SIGKILL);
-                ended++;
-        }
+        for (size_t i = 0; i < x->m.n_trees; i++)
+                ended += x->runs[i].status == 0 && ctl_pins_find(&x->pins, x->m.trees[i].root);
+        (void) ctl_pins_signal(&x->pins, SIGKILL);
         return ended;
 }
 
-/* {"pids": [{"pid": P, "start_time": NEW}, ...]} of the restored members. */
-static int jrestore_members(jrestore *x) {
+/* {"pids": [{"pid": P, "start_time": NEW}, ...]} of the restored members,
+ * NEW as pinned at post-restore; -ESRCH (its pid in *ret_gone) when one
+ * has exited since. */
+static int jrestore_members(jrestore *x, int *ret_gone) {
         cJSON *sel, *pids;
 
         if (x->m.n_members == 0)
                 return 0;
+        for (size_t i = 0; i < x->m.n_members; i++) {
+                const ctl_pin *p = ctl_pins_find(&x->pins, x->m.members[i].pid);
+
+                if (!p || !ctl_pin_alive(p)) {
+                        *ret_gone = x->m.members[i].pid;
+                        return -ESRCH;
+                }
+        }
         sel = cJSON_CreateObject();
         pids = sel ? cJSON_AddArrayToObject(sel, "pids") : NULL;
         for (size_t i = 0; pids && i < x->m.n_members; i++) {
                 cJSON *ref = cJSON_CreateObject();
-                uint64_t start = ctl_proc_start_time(x->m.members[i].pid);
+                const ctl_pin *p = ctl_pins_find(&x->pins, x->m.members[i].pid);
 
                 if (!ref || !cJSON_AddItemToArray(pids, ref) ||
                     !cJSON_AddNumberToObject(ref, "pid", x->m.members[i].pid) ||
-                    (start && !cJSON_AddNumberToObject(ref, "start_time", (double) start)))
+                    !cJSON_AddNumberToObject(ref, "start_time", (double) p->start_time))
                         pids = NULL;
         }
         if (!pids) {
@@ -299,9 +364,18 @@ static int jrestore_resume(jrestore *x) {
         const char *path = ctl_socket_path(x->a->socket);
         cudackpt_client *client = NULL;
         double t0 = ctl_job_now_ms();
-        int r, status;
+        int r, status, gone = 0;
 
-        if (jrestore_members(x) < 0) {
+        r = jrestore_members(x, &gone);
+        if (r == -ESRCH) {
+                size_t ended = jrestore_end_trees(x);
+
+                fprintf(stderr, "%sprocess %d exited after criu restored it: its pid may be another process's by "
+                        "now, so no member was resumed; %zu tree%s ended; the images are intact: run restore "
+                        "again\n", x->a->prefix, gone, ended, ended == 1 ? "" : "s");
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        if (r < 0) {
                 fprintf(stderr, "%sout of memory\n", x->a->prefix);
                 return CUDACKPT_EXIT_FAILURE;
         }
@@ -328,6 +402,18 @@ static int jrestore_resume(jrestore *x) {
         return status;
 }
 
+static void jrestore_free(jrestore *x) {
+        for (size_t i = 0; x->runs && i < x->m.n_trees; i++)
+                if (x->runs[i].dir_fd > STDERR_FILENO)
+                        close(x->runs[i].dir_fd);
+        ctl_pins_free(&x->pins);
+        ctl_criu_runs_free(x->runs, x->m.n_trees);
+        cJSON_Delete(x->members);
+        ctl_manifest_free(&x->m);
+        if (x->dir_fd >= 0)
+                close(x->dir_fd);
+}
+
 int ctl_job_restore(const ctl_job_args *a) {
         jrestore x = { .a = a, .dir_fd = -1, .t0 = ctl_job_now_ms() };
         char err[PATH_MAX + 128];
@@ -343,9 +429,7 @@ int ctl_job_restore(const ctl_job_args *a) {
         if (status == CUDACKPT_EXIT_OK)
                 status = jrestore_check_pids(&x);
         if (status != CUDACKPT_EXIT_OK) {
-                if (x.dir_fd >= 0)
-                        close(x.dir_fd);
-                ctl_manifest_free(&x.m);
+                jrestore_free(&x);
                 return status;
         }
         ctl_job_progress(a, "%zu tree%s (criu %s), CUDA plugin aside", x.m.n_trees, x.m.n_trees == 1 ? "" : "s",
@@ -364,9 +448,6 @@ int ctl_job_restore(const ctl_job_args *a) {
                                x.m.n_members, x.m.n_members == 1 ? "" : "es", x.m.n_trees,
                                x.m.n_trees == 1 ? "" : "s", x.criu_ms, x.resume_ms, ctl_job_now_ms() - x.t0);
         }
-        ctl_criu_runs_free(x.runs, x.m.n_trees);
-        cJSON_Delete(x.members);
-        ctl_manifest_free(&x.m);
-        close(x.dir_fd);
+        jrestore_free(&x);
         return status;
 }

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,7 +111,23 @@ fail:
         return NULL;
 }
 
-int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd) {
+int ctl_manifest_create_part(int dir_fd, char *name, size_t size) {
+        unsigned char rnd[12];
+        char hex[2 * sizeof(rnd) + 1];
+        int fd;
+
+        /* A name no one can guess, made afresh: nothing there is written through. */
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd))
+                return -EIO;
+        for (size_t i = 0; i < sizeof(rnd); i++)
+                snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+        if ((size_t) snprintf(name, size, "%s.tmp-%s", CTL_MANIFEST_NAME, hex) >= size)
+                return -ENAMETOOLONG;
+        fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        return fd < 0 ? -errno : fd;
+}
+
+int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd, const char *part_name) {
         cJSON *root = manifest_to_json(m);
         char *text = root ? cJSON_Print(root) : NULL;
         size_t len, off = 0;
@@ -130,11 +147,11 @@ int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd) {
                 }
                 off += (size_t) k;
         }
-        if (write(fd, "\n", 1) != 1 || fsync(fd) < 0 ||
-            renameat(dir_fd, CTL_MANIFEST_NAME ".part", dir_fd, CTL_MANIFEST_NAME) < 0)
+        /* On disk before its name says the dump is complete, and the name
+         * on disk before the command says so. */
+        if (write(fd, "\n", 1) != 1 || fsync(fd) < 0 || renameat(dir_fd, part_name, dir_fd, CTL_MANIFEST_NAME) < 0 ||
+            fsync(dir_fd) < 0)
                 r = -errno;
-        else
-                (void) fsync(dir_fd);
 out:
         cJSON_free(text);
         return r;
@@ -306,7 +323,7 @@ static int manifest_load(int dir_fd, char **ret, char *why, size_t why_size) {
                          r == -ELOOP ? "it is a symbolic link" : strerror(-r));
                 return r;
         }
-        if (fstat(fd, &st) < 0 || !ctl_job_owned(&st, S_IFREG)) {
+        if (fstat(fd, &st) < 0 || !ctl_safedir_owned(&st, S_IFREG)) {
                 snprintf(why, why_size, "it is not a regular file of uid %u that no one else may write",
                          (unsigned) geteuid());
                 close(fd);

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 /* Field 4 (ppid) and field 22 (start time) of /proc/PID/stat. */
-static int proctree_stat(int pid, int *ret_ppid, uint64_t *ret_start) {
+int ctl_proc_stat(int pid, int *ret_ppid, uint64_t *ret_start) {
         char path[64], buf[1024];
         unsigned long long start = 0;
         char *p;
@@ -42,7 +42,7 @@ static int proctree_stat(int pid, int *ret_ppid, uint64_t *ret_start) {
 uint64_t ctl_proc_start_time(int pid) {
         uint64_t start = 0;
 
-        return proctree_stat(pid, NULL, &start) < 0 ? 0 : start;
+        return ctl_proc_stat(pid, NULL, &start) < 0 ? 0 : start;
 }
 
 int ctl_proctree_scan(ctl_proctree *ret) {
@@ -58,7 +58,7 @@ int ctl_proctree_scan(ctl_proctree *ret) {
 
                 if (!isdigit((unsigned char) de->d_name[0]) || ctl_parse_pid(de->d_name, &pid) < 0)
                         continue;
-                if (proctree_stat(pid, &ppid, NULL) < 0)
+                if (ctl_proc_stat(pid, &ppid, NULL) < 0)
                         continue; /* gone meanwhile */
                 if (t.n == cap) {
                         size_t ncap = cap ? 2 * cap : 512;

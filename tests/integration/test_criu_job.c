@@ -168,8 +168,8 @@ START_TEST(job_dump_refuses_untrusted_dir)
         write_file(victim, "precious\n");
 
         /* Another user's directory (with its part file a link to the
-         * victim), one writable by its group, a link to ours, then ours with
-         * the link in it. */
+         * victim), one writable by its group, a link to ours, then ours in
+         * a directory anyone may write (not sticky). */
         const char *other = itest_strdupf("%s/other", x.d->dir), *group = itest_strdupf("%s/group", x.d->dir);
         const char *link = itest_strdupf("%s/link", x.d->dir);
         ck_assert_int_eq(mkdir(other, 0700), 0);
@@ -178,9 +178,12 @@ START_TEST(job_dump_refuses_untrusted_dir)
         ck_assert_int_eq(mkdir(group, 0700), 0);
         ck_assert_int_eq(chmod(group, 0770), 0);
         ck_assert_int_eq(symlink(x.img, link), 0);
-        ck_assert_int_eq(symlink(victim, itest_strdupf("%s/manifest.json.part", x.img)), 0);
-        const char *dirs[] = { other, group, link, x.img };
-        const char *why[] = { "another user's", "writable by others", "symbolic link", "not a file of this user's" };
+        const char *open_dir = itest_strdupf("%s/open", x.d->dir);
+        ck_assert_int_eq(mkdir(open_dir, 0700), 0);
+        ck_assert_int_eq(chmod(open_dir, 0777), 0);
+        ck_assert_int_eq(mkdir(itest_strdupf("%s/img", open_dir), 0700), 0);
+        const char *dirs[] = { other, group, link, itest_strdupf("%s/img", open_dir) };
+        const char *why[] = { "another user's", "writable by others", "symbolic link", "a directory on its way" };
         for (int k = 0; k < 4; k++) {
                 struct citest_run *res = cjob_ctl(env, "dump", "--pids", pid, "--images", dirs[k], NULL);
                 assert_run(res->status == 1 && strstr(res->out, why[k]) && strstr(res->out, "nothing was suspended"),
@@ -192,7 +195,6 @@ START_TEST(job_dump_refuses_untrusted_dir)
 
         /* DIR/tree-PID a link to another directory: refused at step 2, the job resumed. */
         const char *elsewhere = itest_strdupf("%s/elsewhere", x.d->dir);
-        ck_assert_int_eq(unlink(itest_strdupf("%s/manifest.json.part", x.img)), 0);
         ck_assert_int_eq(mkdir(elsewhere, 0700), 0);
         ck_assert_int_eq(symlink(elsewhere, itest_strdupf("%s/tree-%s", x.img, pid)), 0);
         struct citest_run *res = cjob_ctl(env, "dump", "--pids", pid, "--images", x.img, NULL);
