@@ -141,3 +141,41 @@ void cjob_start_times(const pid_t *pids, uint64_t *start, size_t n)
                 start[i] = itest_start_time(pids[i]);
 }
 
+
+/* Runs cudackptctl ARGS with env in a process group of its own (not an
+ * orphaned one: stop signals stop it), its output into the file out. */
+pid_t cjob_start(const char *const *env, const char *out, const char *const *args)
+{
+        const char *argv[16];
+        size_t n = 0;
+        argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
+        for (; args[n - 1] && n < 15; n++)
+                argv[n] = args[n - 1];
+        argv[n] = NULL;
+        pid_t parent = getpid(), c = fork();
+        ck_assert_int_ge(c, 0);
+        if (c == 0) {
+                setpgid(0, 0);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                if (getppid() != parent || devnull < 0 || fd < 0 || dup2(devnull, 0) < 0 || dup2(fd, 1) < 0 ||
+                    dup2(fd, 2) < 0)
+                        _exit(127);
+                execve(argv[0], (char *const *)argv, (char *const *)env);
+                _exit(127);
+        }
+        return c;
+}
+
+/* Waits for cudackptctl c (cjob_start) to end; its wait status. */
+int cjob_wait(pid_t c)
+{
+        int st = 0;
+        double deadline = itest_now_ms() + JOB_TIMEOUT_MS;
+        while (waitpid(c, &st, WNOHANG) == 0) {
+                ck_assert_msg(itest_now_ms() < deadline, "cudackptctl did not end within %d ms", JOB_TIMEOUT_MS);
+                poll(NULL, 0, 10);
+        }
+        return st;
+}

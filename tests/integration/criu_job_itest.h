@@ -41,5 +41,10 @@ void cjob_check_plugin_skipped(const char *img, pid_t root, pid_t pid);
 void cjob_check_job_restored(struct citest_ctx *x, const pid_t *pids, const uint64_t *start, size_t n,
                                unsigned long check);
 void cjob_start_times(const pid_t *pids, uint64_t *start, size_t n);
+/* Runs cudackptctl ARGS (NULL-terminated) with env in a process group of
+ * its own, its output into the file out; its pid. */
+pid_t cjob_start(const char *const *env, const char *out, const char *const *args);
+/* Waits for cudackptctl c (cjob_start) to end; its wait status. */
+int cjob_wait(pid_t c);
 
 #endif

@@ -305,32 +305,6 @@ static const char *waiting_criu(struct citest_ctx *x)
                                     d, d, citest_criu_path));
 }
 
-/* Runs cudackptctl ARGS with env in a process group of its own (not an
- * orphaned one: stop signals stop it), its output into the file out. */
-static pid_t ctl_start(const char *const *env, const char *out, const char *const *args)
-{
-        const char *argv[16];
-        size_t n = 0;
-        argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
-        for (; args[n - 1] && n < 15; n++)
-                argv[n] = args[n - 1];
-        argv[n] = NULL;
-        pid_t parent = getpid(), c = fork();
-        ck_assert_int_ge(c, 0);
-        if (c == 0) {
-                setpgid(0, 0);
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-                if (getppid() != parent || devnull < 0 || fd < 0 || dup2(devnull, 0) < 0 || dup2(fd, 1) < 0 ||
-                    dup2(fd, 2) < 0)
-                        _exit(127);
-                execve(argv[0], (char *const *)argv, (char *const *)env);
-                _exit(127);
-        }
-        return c;
-}
-
 /* cudackptctl VERB ... sent every signal it holds while its criu runs:
  * neither stopped nor ended, it waits for criu and succeeds. */
 static void signals_during_criu(struct citest_ctx *x, const char *const *env, const char *verb,
@@ -338,7 +312,7 @@ static void signals_during_criu(struct citest_ctx *x, const char *const *env, co
 {
         const char *out = itest_strdupf("%s/ctl-%s.out", x->d->dir, verb);
         const char *started = itest_strdupf("%s/criu.%s", x->d->dir, verb);
-        pid_t c = ctl_start(env, out, args);
+        pid_t c = cjob_start(env, out, args);
         int st = 0;
         double deadline = itest_now_ms() + AWAIT_MS;
         while (access(started, F_OK) != 0) {
@@ -356,11 +330,7 @@ static void signals_during_criu(struct citest_ctx *x, const char *const *env, co
                               w == c && WIFSTOPPED(st) ? "stopped" : "ended", sigs[i]);
         }
         write_file(itest_strdupf("%s/go.%s", x->d->dir, verb), "");
-        deadline = itest_now_ms() + JOB_TIMEOUT_MS;
-        while (waitpid(c, &st, WNOHANG) == 0) {
-                ck_assert_msg(itest_now_ms() < deadline, "cudackptctl %s did not end", verb);
-                poll(NULL, 0, 10);
-        }
+        st = cjob_wait(c);
         const char *text = citest_slurp(out);
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(text, "got signal"),
                       "cudackptctl %s: status 0x%x, it printed: %s", verb, st, text);
