@@ -5,7 +5,10 @@
 #   dropin  plain CRIU, cudackptctl's drop-in as cuda-checkpoint (cudackptd)
 #   job     cudackptctl dump --tree / restore --images (group suspend first,
 #           CRIU's plugin finding every process checkpointed; restore with
-#           the plugin aside and one ResumeGroup)
+#           the plugin aside and one ResumeGroup); the dump syncs the images
+#           to disk before it ends the job (issue 29)
+#   jobnosync  the same with dump --no-sync (not in WAYS by default): the
+#           cost of that sync is job's dump time less this one's
 # For each: dump time (wall clock of the command), time until the job's GPU
 # memory is free (nvidia-smi --query-compute-apps polled every ~0.1 s from
 # the dump's start until none of the job's pids holds memory), restore time
@@ -23,7 +26,8 @@
 #         reference run
 #   all   tree, then ddp (ddp skips when the time budget is spent)
 # Every step is bounded (STEP_TIMEOUT); the whole run keeps to BUDGET_S.
-# Prints a results table, then PASS/FAIL lines (correctness; exit status 1
+# Prints a results table (for job, the sync's own time from dump --json),
+# then a SYNC line when job and jobnosync both ran, then PASS/FAIL lines (correctness; exit status 1
 # on any FAIL) and GOAL lines (issue 24's goals for the tree: dump >= 1.5x
 # faster than dropin, GPU free >= 3x sooner, restore no slower; reported,
 # not failing the run).  Exit 77 when there is no GPU, criu or root.
@@ -31,6 +35,8 @@
 # usage (from the repository root on the GPU machine, after
 # tests/gpu/stage-gpu.sh here; carry [".gpu"]):
 #   LD_LIBRARY_PATH=$PWD/.gpu bash tests/gpu/run-criu-job-gpu.sh [tree|ddp|all]
+#   the dump's sync cost, 4 x 4 GiB:
+#   WAYS="job jobnosync" LD_LIBRARY_PATH=$PWD/.gpu bash tests/gpu/run-criu-job-gpu.sh tree
 # environment (defaults in brackets):
 #   CUDACKPTD [.gpu/cudackptd]  CUDACKPTCTL [.gpu/cudackptctl]
 #   CUDACKPT_GPU_TARGET [.gpu/cudackpt-gpu-target, built by .gpu/build-target.sh]
@@ -140,9 +146,9 @@ dump_job() {
         way_env "$way"
         mkdir -p "$dir/img"
         t0=$(now_ms)
-        if [[ $way == job ]]; then
+        if [[ $way == job* ]]; then
                 env "${WENV[@]}" timeout "$STEP_TIMEOUT" "$CTL" dump --tree="$root" --images="$dir/img" --no-progress \
-                        ${1+-- "$@"} >"$dir/dump.out" 2>&1 &
+                        --json $([[ $way == jobnosync ]] && echo --no-sync) ${1+-- "$@"} >"$dir/dump.out" 2>&1 &
         else
                 env "${WENV[@]}" timeout "$STEP_TIMEOUT" "$CRIU" dump -t "$root" -D "$dir/img" -o dump.log -v4 "$@" \
                         >"$dir/dump.out" 2>&1 &
@@ -160,6 +166,8 @@ dump_job() {
         DUMP_RC=0
         wait "$pid" || DUMP_RC=$?
         DUMP_MS=$(($(now_ms) - t0))
+        SYNC_MS=$(grep -o '"sync_ms":[0-9]*' "$dir/dump.out" | head -1 | cut -d: -f2 || true)
+        SYNC_MS=${SYNC_MS:--}
         FREE_MS=$free
         ((FREE_MS >= 0)) || FREE_MS=$DUMP_MS
 }
@@ -171,7 +179,7 @@ restore_job() {
         way_env "$way"
         t0=$(now_ms)
         RESTORE_RC=0
-        if [[ $way == job ]]; then
+        if [[ $way == job* ]]; then
                 env "${WENV[@]}" timeout "$STEP_TIMEOUT" "$CTL" restore --images="$dir/img" --no-progress \
                         ${1+-- "$@"} >"$dir/restore.out" 2>&1 || RESTORE_RC=$?
         else
@@ -247,7 +255,7 @@ tree_way() {
                 done
         done
         if ((ok)); then pass "tree/$way: $JOB_PROCS x $JOB_MIB MiB dumped, restored, data intact"; else fail "tree/$way: data not verified after the restore:$detail"; fi
-        echo "tree $way $((ok ? 1 : 0)) $DUMP_MS $FREE_MS $RESTORE_MS" >>"$RESULTS"
+        echo "tree $way $((ok ? 1 : 0)) $DUMP_MS $FREE_MS $RESTORE_MS $SYNC_MS" >>"$RESULTS"
         for k in "${JOB_PIDS[@]}"; do kill -KILL "$k" 2>/dev/null || true; done
         wait_gone "${JOB_PIDS[@]}" || true
         rm -rf "$dir/img"
@@ -314,7 +322,7 @@ ddp_way() {
                         ok=0
                 fi
         fi
-        echo "ddp $way $((ok ? 1 : 0)) $DUMP_MS $FREE_MS $RESTORE_MS" >>"$RESULTS"
+        echo "ddp $way $((ok ? 1 : 0)) $DUMP_MS $FREE_MS $RESTORE_MS $SYNC_MS" >>"$RESULTS"
         for k in "${JOB_PIDS[@]}"; do kill -KILL "$k" 2>/dev/null || true; done
         wait_gone "${JOB_PIDS[@]}" || true
         rm -rf "$dir/img"
@@ -341,12 +349,23 @@ if [[ $MODE != tree ]]; then
 fi
 
 echo
-printf '%-5s %-7s %-6s %10s %14s %11s\n' job way ok "dump s" "GPU free s" "restore s"
-while read -r j w ok d f r; do
-        if [[ $ok == FAIL ]]; then printf '%-5s %-7s %-6s %10s %14s %11s\n' "$j" "$w" FAIL - - -; continue; fi
-        printf '%-5s %-7s %-6s %10s %14s %11s\n' "$j" "$w" "$([[ $ok == 1 ]] && echo yes || echo NO)" "$(fmt "$d")" "$(fmt "$f")" "$(fmt "$r")"
+printf '%-5s %-9s %-6s %10s %14s %11s %8s\n' job way ok "dump s" "GPU free s" "restore s" "sync s"
+while read -r j w ok d f r y; do
+        if [[ $ok == FAIL ]]; then printf '%-5s %-9s %-6s %10s %14s %11s %8s\n' "$j" "$w" FAIL - - - -; continue; fi
+        [[ ${y:--} == - ]] || y=$(fmt "${y%%.*}")
+        printf '%-5s %-9s %-6s %10s %14s %11s %8s\n' "$j" "$w" "$([[ $ok == 1 ]] && echo yes || echo NO)" "$(fmt "$d")" "$(fmt "$f")" "$(fmt "$r")" "${y:--}"
 done <"$RESULTS"
 echo
+# The dump's sync (issue 29): job's dump against jobnosync's, same job.
+sync_cost() { # JOB
+        local ds dn ys
+        read -r _ _ _ ds _ _ ys < <(grep "^$1 job 1 " "$RESULTS" || true)
+        read -r _ _ _ dn _ _ _ < <(grep "^$1 jobnosync 1 " "$RESULTS" || true)
+        [[ -n ${ds:-} && -n ${dn:-} && ${ys:-} =~ ^[0-9]+$ ]] || return 0
+        echo "SYNC: $1 $JOB_PROCS x $JOB_MIB MiB: dump $(fmt "$ds") s with the sync (the sync itself $(fmt "${ys%%.*}") s), $(fmt "$dn") s with --no-sync: the sync costs $(fmt $((ds - dn))) s"
+}
+sync_cost tree
+sync_cost ddp
 
 # Goals (tree, job against dropin): reported, not failing the run.
 goal() { # JOB
