@@ -154,7 +154,7 @@ typedef struct ctl_pins {
 } ctl_pins;
 
 /* Pins root and its descendants in t (a scan made while criu holds them);
- * -ESRCH when one is gone. */
+ * one gone or a zombie is left out. */
 int ctl_pins_add_tree(ctl_pins *s, const ctl_proctree *t, int root);
 const ctl_pin *ctl_pins_find(const ctl_pins *s, int pid);
 /* Whether p's process has not exited. */

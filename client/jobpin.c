@@ -48,16 +48,17 @@ int ctl_pins_add_tree(ctl_pins *s, const ctl_proctree *t, int root) {
         for (size_t i = 0; i < n && r == 0; i++) {
                 ctl_pin p = { .pid = pids[i], .pidfd = pin_pidfd_open(pids[i]) };
 
+                /* Gone, or a zombie criu dumped as such: nothing to act on. */
+                if (p.pidfd < 0 && errno == ESRCH)
+                        continue;
                 if (p.pidfd < 0) {
                         r = -errno;
                         break;
                 }
-                if (ctl_proc_stat(p.pid, NULL, &p.start_time) < 0 || !ctl_pin_alive(&p))
-                        r = -ESRCH;
-                if (r < 0)
-                        close(p.pidfd);
-                else
+                if (ctl_proc_stat(p.pid, NULL, &p.start_time) == 0 && ctl_pin_alive(&p))
                         s->v[s->n++] = p;
+                else
+                        close(p.pidfd);
         }
         free(pids);
         return r;

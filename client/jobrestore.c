@@ -205,13 +205,16 @@ static int jrestore_pin(void *data, const int *criu_pids, size_t n) {
 
         for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
                 int root = x->m.trees[i].root;
+                const ctl_pin *p;
                 bool by_criu = false;
 
                 r = ctl_pins_add_tree(&x->pins, &t, root);
-                if (r == 0 && ctl_proc_stat(root, &ppid, NULL) == 0)
+                p = ctl_pins_find(&x->pins, root);
+                /* Pinned, then its parent read, then still the pinned one. */
+                if (r == 0 && p && ctl_proc_stat(root, &ppid, NULL) == 0)
                         for (size_t k = 0; k < n; k++)
                                 by_criu |= criu_pids[k] == ppid;
-                if (r == 0 && (!by_criu || !ctl_pin_alive(ctl_pins_find(&x->pins, root))))
+                if (r == 0 && (!by_criu || !ctl_pin_alive(p)))
                         r = -ESRCH;
         }
         for (size_t i = 0; r == 0 && i < x->m.n_members; i++)
