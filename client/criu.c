@@ -276,7 +276,7 @@ static void criu_reap(criu_set *s, size_t i) {
                 s->failed = true;
 }
 
-/* Barrier: a post-dump script connected; once all have, let them go. */
+/* Barrier: a script connected (post-dump, post-restore); once all have, let them go. */
 static void criu_accept(criu_set *s) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC), ppid = 0;
         struct ucred cred;
