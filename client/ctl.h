@@ -193,6 +193,9 @@ typedef struct ctl_exporter {
         const char *socket;             /* the daemon's socket */
         const char *listen;             /* ":PORT", "IPV4:PORT" or "[IPV6]:PORT" */
         int timeout_ms;                 /* each GetMetrics call's limit, > 0 */
+        long long deadline_ms;          /* a request's limit, from its connection's opening
+                                         * or the last answer on it; > timeout_ms */
+        unsigned per_address;           /* connections at once from one address, > 0 */
 } ctl_exporter;
 
 int ctl_exporter_run(const ctl_exporter *e);
