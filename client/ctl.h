@@ -193,8 +193,9 @@ typedef struct ctl_exporter {
         const char *socket;             /* the daemon's socket */
         const char *listen;             /* ":PORT", "IPV4:PORT" or "[IPV6]:PORT" */
         int timeout_ms;                 /* each GetMetrics call's limit, > 0 */
-        long long deadline_ms;          /* a request's limit, from its connection's opening
-                                         * or the last answer on it; > timeout_ms */
+        long long deadline_ms;          /* for a request to arrive (from the connection's
+                                         * opening or the previous answer) and to be
+                                         * answered (from its arrival); > timeout_ms */
         unsigned per_address;           /* connections at once from one address, > 0 */
 } ctl_exporter;
 

@@ -8,8 +8,10 @@
  * time makes the scrape 503 with one line saying why; other paths are 404,
  * other methods 405.  A small, fixed pool of threads serves a bounded
  * number of connections, at most e->per_address from one address, each
- * dropped when idle or when a request takes longer than e->deadline_ms.  It
- * runs until SIGTERM or SIGINT.
+ * dropped when idle, when a request has not arrived whole e->deadline_ms
+ * after the connection opened or its previous answer, or has not been
+ * answered e->deadline_ms after it arrived.  It runs until SIGTERM or
+ * SIGINT.
  *
  * Built without libmicrohttpd (absent when the build was configured), the
  * command says so and fails. */
@@ -60,7 +62,7 @@ int ctl_exporter_run(const ctl_exporter *e) {
 typedef struct exporter_conn {
         struct exporter_conn *prev, *next;
         int fd;
-        int64_t since_ms;       /* opened, or its last answer sent */
+        int64_t since_ms;       /* opened, last request arrived or last answer sent */
         bool cut;               /* shut down past its deadline */
 } exporter_conn;
 
@@ -111,6 +113,94 @@ static int exporter_parse_listen(const char *arg, struct sockaddr_storage *ss, b
         if (inet_pton(AF_INET6, host + 1, &in6->sin6_addr) != 1)
                 return -EINVAL;
         return 0;
+}
+
+static int64_t exporter_now_ms(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Connections opened and closed: kept in x->conns while open.  The closing
+ * notification comes before libmicrohttpd closes the socket, and removes
+ * the entry under x->lock: the sweep, under the same lock, never shuts
+ * down a descriptor that was closed and reused. */
+static void exporter_connection_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                   enum MHD_ConnectionNotificationCode toe) {
+        exporter *x = cls;
+        exporter_conn *c = *socket_context;
+
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+                const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+                if (!info)
+                        return;
+                c = calloc(1, sizeof(*c));
+                if (!c) {
+                        /* Untracked, it would have no deadline: refuse it. */
+                        (void) shutdown(info->connect_fd, SHUT_RDWR);
+                        return;
+                }
+                c->fd = info->connect_fd;
+                c->since_ms = exporter_now_ms();
+                pthread_mutex_lock(&x->lock);
+                c->next = x->conns;
+                if (c->next)
+                        c->next->prev = c;
+                x->conns = c;
+                pthread_mutex_unlock(&x->lock);
+                *socket_context = c;
+                return;
+        }
+        if (!c)
+                return;
+        pthread_mutex_lock(&x->lock);
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                x->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        pthread_mutex_unlock(&x->lock);
+        free(c);
+        *socket_context = NULL;
+}
+
+/* The deadline starts again for conn: a request has arrived whole, and
+ * has a deadline of its own to be answered; or it was answered, and the
+ * next one has a deadline to arrive. */
+static void exporter_touch(exporter *x, struct MHD_Connection *conn) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        exporter_conn *c = info ? info->socket_context : NULL;
+
+        if (!c)
+                return;
+        pthread_mutex_lock(&x->lock);
+        c->since_ms = exporter_now_ms();
+        pthread_mutex_unlock(&x->lock);
+}
+
+static void exporter_completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
+                                  enum MHD_RequestTerminationCode toe) {
+        (void) req_cls;
+        (void) toe;
+        exporter_touch(cls, conn);
+}
+
+/* Shut down every connection whose request has run past the deadline:
+ * libmicrohttpd then reads its end and closes it, freeing its slot and its
+ * address's share. */
+static void exporter_sweep(exporter *x) {
+        int64_t now = exporter_now_ms();
+
+        pthread_mutex_lock(&x->lock);
+        for (exporter_conn *c = x->conns; c; c = c->next)
+                if (!c->cut && now - c->since_ms >= x->e->deadline_ms) {
+                        (void) shutdown(c->fd, SHUT_RDWR);
+                        c->cut = true;
+                }
+        pthread_mutex_unlock(&x->lock);
 }
 
 static enum MHD_Result exporter_send(struct MHD_Connection *conn, unsigned status, const char *body,
@@ -195,6 +285,7 @@ static enum MHD_Result exporter_request_cb(void *cls, struct MHD_Connection *con
         (void) upload_data;
         (void) upload_data_size;
         (void) req_cls;
+        exporter_touch(x, conn);
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
                 return exporter_send(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics is served\n",
                                      "text/plain; charset=utf-8");
@@ -226,90 +317,6 @@ static enum MHD_Result exporter_request_cb(void *cls, struct MHD_Connection *con
                                                                      : "text/plain; charset=utf-8");
         free(text);
         return res;
-}
-
-static int64_t exporter_now_ms(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Connections opened and closed: kept in x->conns while open.  The closing
- * notification comes before libmicrohttpd closes the socket, and removes
- * the entry under x->lock: the sweep, under the same lock, never shuts
- * down a descriptor that was closed and reused. */
-static void exporter_connection_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
-                                   enum MHD_ConnectionNotificationCode toe) {
-        exporter *x = cls;
-        exporter_conn *c = *socket_context;
-
-        if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-                const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-
-                if (!info)
-                        return;
-                c = calloc(1, sizeof(*c));
-                if (!c) {
-                        /* Untracked, it would have no deadline: refuse it. */
-                        (void) shutdown(info->connect_fd, SHUT_RDWR);
-                        return;
-                }
-                c->fd = info->connect_fd;
-                c->since_ms = exporter_now_ms();
-                pthread_mutex_lock(&x->lock);
-                c->next = x->conns;
-                if (c->next)
-                        c->next->prev = c;
-                x->conns = c;
-                pthread_mutex_unlock(&x->lock);
-                *socket_context = c;
-                return;
-        }
-        if (!c)
-                return;
-        pthread_mutex_lock(&x->lock);
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                x->conns = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        pthread_mutex_unlock(&x->lock);
-        free(c);
-        *socket_context = NULL;
-}
-
-/* A request answered: the next one on the connection has a deadline of its
- * own, from now. */
-static void exporter_completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
-                                  enum MHD_RequestTerminationCode toe) {
-        exporter *x = cls;
-        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        exporter_conn *c = info ? info->socket_context : NULL;
-
-        (void) req_cls;
-        (void) toe;
-        if (!c)
-                return;
-        pthread_mutex_lock(&x->lock);
-        c->since_ms = exporter_now_ms();
-        pthread_mutex_unlock(&x->lock);
-}
-
-/* Shut down every connection whose request has run past the deadline:
- * libmicrohttpd then reads its end and closes it, freeing its slot and its
- * address's share. */
-static void exporter_sweep(exporter *x) {
-        int64_t now = exporter_now_ms();
-
-        pthread_mutex_lock(&x->lock);
-        for (exporter_conn *c = x->conns; c; c = c->next)
-                if (!c->cut && now - c->since_ms >= x->e->deadline_ms) {
-                        (void) shutdown(c->fd, SHUT_RDWR);
-                        c->cut = true;
-                }
-        pthread_mutex_unlock(&x->lock);
 }
 
 /* The options of both listeners: the bounds and the deadline's hooks. */
