@@ -15,17 +15,19 @@
 # HOW THE LEAD RUNS IT
 #   here:  bash tests/gpu/stage-gpu.sh     (stages .gpu/cudackpt-seccomp-exec
 #                                           and libseccomp.so.2 beside the rest)
-#   device tool, kind nvidia-h200, carry [".gpu"], timeout_s 600, two commands
-#   (each under 10 minutes):
-#          SECCOMP_GPU_SUITES="gpu group lease" bash tests/gpu/run-seccomp-gpu.sh
-#          SECCOMP_GPU_SUITES="restart index progress ns criu" bash tests/gpu/run-seccomp-gpu.sh
-#   then, with the profile fixed, the same two with SECCOMP_GPU_MODE=enforce.
-#   Each suite's output is in $OUT/SUITE.txt; stdout has its PASS/FAIL lines
-#   and totals, and ends with the report and "run-seccomp-gpu: OK" (every
-#   suite passed) or "run-seccomp-gpu: FAILED".
+#   device tool, kind nvidia-h200, carry [".gpu"], timeout_s 600, command:
+#          bash tests/gpu/run-seccomp-gpu.sh
+#   then, with the profile fixed, the same with SECCOMP_GPU_MODE=enforce.
+#   The suites run one after another within SECCOMP_GPU_BUDGET seconds (560):
+#   one that would start with less than 60 s left is not run, and the line
+#   "not run (no time left): SUITE..." says which, for a second command with
+#   SECCOMP_GPU_SUITES="SUITE...".  Each suite's output is in $OUT/SUITE.txt;
+#   stdout has its PASS/FAIL lines and totals, and ends with the report and
+#   "run-seccomp-gpu: OK" (every suite run passed) or "run-seccomp-gpu: FAILED".
 #
-# Environment: SECCOMP_GPU_MODE=report|enforce, SECCOMP_GPU_SUITES (of: gpu
-# group lease restart index progress ns criu), SECCOMP_GPU_DIR=.gpu (the
+# Environment: SECCOMP_GPU_MODE=report|enforce, SECCOMP_GPU_SUITES (of, in
+# this order by default: gpu group criu lease restart index progress ns),
+# SECCOMP_GPU_BUDGET=560 (seconds), SECCOMP_GPU_DIR=.gpu (the
 # staged binaries), SECCOMP_GPU_PROFILE (default the DaemonSet's).  The
 # suites run with small sizes (below) to fit; their own variables override.
 set -uo pipefail
@@ -35,7 +37,8 @@ cd "$ROOT" || exit 2
 DIR=${SECCOMP_GPU_DIR:-$ROOT/.gpu}
 [[ $DIR == /* ]] || DIR=$ROOT/$DIR
 MODE=${SECCOMP_GPU_MODE:-report}
-SUITES=${SECCOMP_GPU_SUITES:-gpu group lease restart index progress ns criu}
+SUITES=${SECCOMP_GPU_SUITES:-gpu group criu lease restart index progress ns}
+BUDGET=${SECCOMP_GPU_BUDGET:-560}
 PROFILE=${SECCOMP_GPU_PROFILE:-$ROOT/deploy/kubernetes/seccomp/cudackptd.json}
 RESULTS=${OUT:-}
 [[ -n $RESULTS ]] || RESULTS=$(mktemp -d /tmp/cudackpt-seccomp-gpu.XXXXXX)
@@ -59,12 +62,19 @@ export CUDACKPT_CRIU_TREE_MIB=${CUDACKPT_CRIU_TREE_MIB:-256}
 echo "run-seccomp-gpu: $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), mode $MODE, profile $PROFILE"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | sed 's/^/  GPU: /'
 STATUS=0
+NOT_RUN=
 
 # SUITE SECONDS CMD...: CMD with the daemon under the profile, its output in
-# $RESULTS/SUITE.txt, its PASS/FAIL/SKIP lines and last line shown.
+# $RESULTS/SUITE.txt, its PASS/FAIL/SKIP lines and last line shown; within
+# SECONDS and what is left of the budget, or not run.
 suite() {
-        local name=$1 limit=$2 rc report=()
+        local name=$1 limit=$2 rc report=() left=$((BUDGET - SECONDS))
         shift 2
+        if ((left < 60)); then
+                NOT_RUN="$NOT_RUN $name"
+                return
+        fi
+        ((limit <= left)) || limit=$left
         [[ $MODE == report ]] && report=(--report="$RESULTS/report-$name.txt")
         echo
         echo "=== $name: $* ==="
@@ -95,6 +105,9 @@ for s in $SUITES; do
 done
 
 echo
+if [[ -n $NOT_RUN ]]; then
+        echo "not run (no time left):$NOT_RUN"
+fi
 if [[ $MODE == report ]]; then
         for f in "$RESULTS"/report-*.txt; do
                 name=${f##*/report-}
