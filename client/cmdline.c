@@ -52,6 +52,8 @@ enum {
         OPT_OUTPUT,
         OPT_DRIVER,
         OPT_LISTEN,
+        OPT_REQUEST_DEADLINE,
+        OPT_MAX_PER_ADDRESS,
 };
 
 static const struct option ctl_options[] = {
@@ -70,6 +72,8 @@ static const struct option ctl_options[] = {
         { "output", required_argument, NULL, OPT_OUTPUT },
         { "driver", required_argument, NULL, OPT_DRIVER },
         { "listen", required_argument, NULL, OPT_LISTEN },
+        { "request-deadline", required_argument, NULL, OPT_REQUEST_DEADLINE },
+        { "max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -145,7 +149,8 @@ static int ctl_option_selector(ctl_args *a, int c, const char *arg) {
         return -1;
 }
 
-/* The options with a number: --timeout, --lock-timeout, --lease-ms. */
+/* The options with a number: --timeout, --lock-timeout, --lease-ms,
+ * --request-deadline, --max-per-address. */
 static int ctl_option_number(ctl_args *a, ctl_cmdline_state *st, int c, const char *arg) {
         unsigned long long v;
 
@@ -162,6 +167,18 @@ static int ctl_option_number(ctl_args *a, ctl_cmdline_state *st, int c, const ch
                                                "0..4294967295", arg);
                 a->lock_timeout = (long long) v;
                 st->saw_lock_timeout = true;
+                break;
+        case OPT_REQUEST_DEADLINE:
+                if (ctl_parse_uint(arg, INT_MAX, &v) < 0 || v == 0)
+                        return ctl_usage_error("invalid --request-deadline '%s': expected milliseconds, "
+                                               "1..2147483647", arg);
+                a->request_deadline = (long long) v;
+                break;
+        case OPT_MAX_PER_ADDRESS:
+                if (ctl_parse_uint(arg, UINT_MAX, &v) < 0 || v == 0)
+                        return ctl_usage_error("invalid --max-per-address '%s': expected a number, 1..%u",
+                                               arg, UINT_MAX);
+                a->max_per_address = (unsigned) v;
                 break;
         default: /* OPT_LEASE_MS */
                 if (ctl_parse_uint(arg, 4294967295ULL, &v) < 0 || v == 0)
@@ -214,6 +231,8 @@ static int ctl_option(ctl_args *a, ctl_cmdline_state *st, int c, char **argv) {
         case OPT_TIMEOUT:
         case OPT_LOCK_TIMEOUT:
         case OPT_LEASE_MS:
+        case OPT_REQUEST_DEADLINE:
+        case OPT_MAX_PER_ADDRESS:
                 return ctl_option_number(a, st, c, optarg);
         case OPT_MAP:
                 return ctl_option_map(a, st, optarg);
@@ -302,6 +321,8 @@ static int ctl_check_options(const ctl_args *a, const ctl_cmdline_state *st) {
                 return ctl_usage_error("--listen is for metrics, not %s", a->command->name);
         if (a->listen && a->output)
                 return ctl_usage_error("metrics takes --listen or --output, not both");
+        if ((a->request_deadline || a->max_per_address) && !a->listen)
+                return ctl_usage_error("--request-deadline and --max-per-address are for metrics --listen");
         if (a->driver && a->command->id != CTL_DOCTOR)
                 return ctl_usage_error("--driver is for doctor, not %s", a->command->name);
         if (st->saw_lock_timeout && !(a->command->flags & CTL_TAKES_LOCK_TIMEOUT))

@@ -66,6 +66,8 @@ typedef struct ctl_args {
         long long lease;          /* release, renew: the lease id */
         const char *output;       /* metrics --output */
         const char *listen;       /* metrics --listen */
+        long long request_deadline; /* metrics --listen: --request-deadline, 0 when not given */
+        unsigned max_per_address; /* metrics --listen: --max-per-address, 0 when not given */
         const char *driver;       /* doctor --driver */
         char *prefix;             /* "cudackptctl: COMMAND ...: ", for errors */
 } ctl_args;

@@ -29,6 +29,10 @@
 /* metrics --listen: a scrape's limit without --timeout (Prometheus's
  * default scrape_timeout is 10 s). */
 #define CTL_SCRAPE_TIMEOUT_MS 10000
+/* metrics --listen: a request's deadline beyond the scrape's timeout, and
+ * connections at once from one address, when not given. */
+#define CTL_SCRAPE_DEADLINE_MARGIN_MS 5000
+#define CTL_SCRAPE_PER_ADDRESS 4u
 
 static void ctl_error_prefix(const ctl_args *a) {
         fputs(a->prefix, stderr);
@@ -233,7 +237,11 @@ static int ctl_verb_metrics(const ctl_args *a, const char *path, cudackpt_client
                         .socket = path,
                         .listen = a->listen,
                         .timeout_ms = a->timeout_ms > 0 ? a->timeout_ms : CTL_SCRAPE_TIMEOUT_MS,
+                        .per_address = a->max_per_address ? a->max_per_address : CTL_SCRAPE_PER_ADDRESS,
                 };
+
+                e.deadline_ms = a->request_deadline ? a->request_deadline
+                                                    : e.timeout_ms + (long long) CTL_SCRAPE_DEADLINE_MARGIN_MS;
 
                 return ctl_exporter_run(&e);
         }

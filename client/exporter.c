@@ -7,7 +7,10 @@
  * limited in time.  A daemon that cannot be reached or does not answer in
  * time makes the scrape 503 with one line saying why; other paths are 404,
  * other methods 405.  A small, fixed pool of threads serves a bounded
- * number of connections, each dropped when idle.  It runs until SIGTERM or
+ * number of connections, at most e->per_address from one address, each
+ * dropped when idle, when a request has not arrived whole e->deadline_ms
+ * after the connection opened or its previous answer, or has not been
+ * answered e->deadline_ms after it arrived.  It runs until SIGTERM or
  * SIGINT.
  *
  * Built without libmicrohttpd (absent when the build was configured), the
@@ -35,23 +38,40 @@ int ctl_exporter_run(const ctl_exporter *e) {
 #include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 
 /* Bounds: threads serving connections (each makes at most one daemon call
- * at a time), connections open at once, seconds an idle one is kept. */
+ * at a time), connections open at once, seconds an idle one is kept,
+ * milliseconds at most between two sweeps for requests past their
+ * deadline. */
 #define EXPORTER_THREADS 2u
 #define EXPORTER_MAX_CONNECTIONS 32u
 #define EXPORTER_IDLE_S 30u
+#define EXPORTER_SWEEP_MS 1000
 
 #define EXPORTER_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* An open connection, for the deadline: libmicrohttpd's own timeout is an
+ * idle one, restarted by every byte, so a client sending a header line now
+ * and then would hold its slot for ever. */
+typedef struct exporter_conn {
+        struct exporter_conn *prev, *next;
+        int fd;
+        int64_t since_ms;       /* opened, last request arrived or last answer sent */
+        bool cut;               /* shut down past its deadline */
+} exporter_conn;
 
 typedef struct exporter {
         const ctl_exporter *e;
         const char *socket;
         atomic_int failing;     /* the last scrape failed: log only the change */
+        pthread_mutex_t lock;   /* conns */
+        exporter_conn *conns;
 } exporter;
 
 /* An address of --listen: ":PORT", "IPV4:PORT" or "[IPV6]:PORT", numeric,
@@ -93,6 +113,94 @@ static int exporter_parse_listen(const char *arg, struct sockaddr_storage *ss, b
         if (inet_pton(AF_INET6, host + 1, &in6->sin6_addr) != 1)
                 return -EINVAL;
         return 0;
+}
+
+static int64_t exporter_now_ms(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Connections opened and closed: kept in x->conns while open.  The closing
+ * notification comes before libmicrohttpd closes the socket, and removes
+ * the entry under x->lock: the sweep, under the same lock, never shuts
+ * down a descriptor that was closed and reused. */
+static void exporter_connection_cb(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                   enum MHD_ConnectionNotificationCode toe) {
+        exporter *x = cls;
+        exporter_conn *c = *socket_context;
+
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+                const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+                if (!info)
+                        return;
+                c = calloc(1, sizeof(*c));
+                if (!c) {
+                        /* Untracked, it would have no deadline: refuse it. */
+                        (void) shutdown(info->connect_fd, SHUT_RDWR);
+                        return;
+                }
+                c->fd = info->connect_fd;
+                c->since_ms = exporter_now_ms();
+                pthread_mutex_lock(&x->lock);
+                c->next = x->conns;
+                if (c->next)
+                        c->next->prev = c;
+                x->conns = c;
+                pthread_mutex_unlock(&x->lock);
+                *socket_context = c;
+                return;
+        }
+        if (!c)
+                return;
+        pthread_mutex_lock(&x->lock);
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                x->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        pthread_mutex_unlock(&x->lock);
+        free(c);
+        *socket_context = NULL;
+}
+
+/* The deadline starts again for conn: a request has arrived whole, and
+ * has a deadline of its own to be answered; or it was answered, and the
+ * next one has a deadline to arrive. */
+static void exporter_touch(exporter *x, struct MHD_Connection *conn) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        exporter_conn *c = info ? info->socket_context : NULL;
+
+        if (!c)
+                return;
+        pthread_mutex_lock(&x->lock);
+        c->since_ms = exporter_now_ms();
+        pthread_mutex_unlock(&x->lock);
+}
+
+static void exporter_completed_cb(void *cls, struct MHD_Connection *conn, void **req_cls,
+                                  enum MHD_RequestTerminationCode toe) {
+        (void) req_cls;
+        (void) toe;
+        exporter_touch(cls, conn);
+}
+
+/* Shut down every connection whose request has run past the deadline:
+ * libmicrohttpd then reads its end and closes it, freeing its slot and its
+ * address's share. */
+static void exporter_sweep(exporter *x) {
+        int64_t now = exporter_now_ms();
+
+        pthread_mutex_lock(&x->lock);
+        for (exporter_conn *c = x->conns; c; c = c->next)
+                if (!c->cut && now - c->since_ms >= x->e->deadline_ms) {
+                        (void) shutdown(c->fd, SHUT_RDWR);
+                        c->cut = true;
+                }
+        pthread_mutex_unlock(&x->lock);
 }
 
 static enum MHD_Result exporter_send(struct MHD_Connection *conn, unsigned status, const char *body,
@@ -177,6 +285,7 @@ static enum MHD_Result exporter_request_cb(void *cls, struct MHD_Connection *con
         (void) upload_data;
         (void) upload_data_size;
         (void) req_cls;
+        exporter_touch(x, conn);
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
                 return exporter_send(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics is served\n",
                                      "text/plain; charset=utf-8");
@@ -210,6 +319,15 @@ static enum MHD_Result exporter_request_cb(void *cls, struct MHD_Connection *con
         return res;
 }
 
+/* The options of both listeners: the bounds and the deadline's hooks. */
+#define EXPORTER_OPTIONS(x)                                                                 \
+        MHD_OPTION_THREAD_POOL_SIZE, EXPORTER_THREADS,                                       \
+        MHD_OPTION_CONNECTION_LIMIT, EXPORTER_MAX_CONNECTIONS,                               \
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (x)->e->per_address,                             \
+        MHD_OPTION_CONNECTION_TIMEOUT, EXPORTER_IDLE_S,                                      \
+        MHD_OPTION_NOTIFY_CONNECTION, exporter_connection_cb, (x),                           \
+        MHD_OPTION_NOTIFY_COMPLETED, exporter_completed_cb, (x)
+
 static struct MHD_Daemon *exporter_start(exporter *x, struct sockaddr_storage *ss, bool any) {
         unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
         struct MHD_Daemon *d = NULL;
@@ -217,24 +335,37 @@ static struct MHD_Daemon *exporter_start(exporter *x, struct sockaddr_storage *s
         if (any)   /* ":PORT": IPv6 and IPv4, or IPv4 alone on a node without IPv6 */
                 d = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, ntohs(((struct sockaddr_in *) ss)->sin_port),
                                      NULL, NULL, exporter_request_cb, x,
-                                     MHD_OPTION_THREAD_POOL_SIZE, EXPORTER_THREADS,
-                                     MHD_OPTION_CONNECTION_LIMIT, EXPORTER_MAX_CONNECTIONS,
-                                     MHD_OPTION_CONNECTION_TIMEOUT, EXPORTER_IDLE_S,
-                                     MHD_OPTION_END);
+                                     EXPORTER_OPTIONS(x), MHD_OPTION_END);
         if (d)
                 return d;
         if (ss->ss_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
         return MHD_start_daemon(flags, 0, NULL, NULL, exporter_request_cb, x,
                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *) ss,
-                                MHD_OPTION_THREAD_POOL_SIZE, EXPORTER_THREADS,
-                                MHD_OPTION_CONNECTION_LIMIT, EXPORTER_MAX_CONNECTIONS,
-                                MHD_OPTION_CONNECTION_TIMEOUT, EXPORTER_IDLE_S,
-                                MHD_OPTION_END);
+                                EXPORTER_OPTIONS(x), MHD_OPTION_END);
+}
+
+/* Until SIGTERM or SIGINT, sweeping for requests past their deadline at
+ * least four times per deadline.  Returns the signal. */
+static int exporter_wait(exporter *x, const sigset_t *stop) {
+        long long tick_ms = x->e->deadline_ms / 4 < EXPORTER_SWEEP_MS ? x->e->deadline_ms / 4 : EXPORTER_SWEEP_MS;
+        struct timespec tick;
+        int sig;
+
+        if (tick_ms < 1)
+                tick_ms = 1;
+        tick = (struct timespec) { .tv_sec = tick_ms / 1000, .tv_nsec = (tick_ms % 1000) * 1000000L };
+
+        for (;;) {
+                sig = sigtimedwait(stop, NULL, &tick);
+                if (sig == SIGTERM || sig == SIGINT)
+                        return sig;
+                exporter_sweep(x);
+        }
 }
 
 int ctl_exporter_run(const ctl_exporter *e) {
-        exporter x = { .e = e, .socket = e->socket };
+        exporter x = { .e = e, .socket = e->socket, .lock = PTHREAD_MUTEX_INITIALIZER };
         struct sockaddr_storage ss;
         const union MHD_DaemonInfo *info;
         struct MHD_Daemon *d;
@@ -247,8 +378,20 @@ int ctl_exporter_run(const ctl_exporter *e) {
                         e->prefix, e->listen);
                 return CUDACKPT_EXIT_USAGE;
         }
+        /* A deadline within the scrape's own limit would cut the 503 that
+         * says the daemon did not answer in time. */
+        if (e->deadline_ms <= e->timeout_ms) {
+                fprintf(stderr, "%s--request-deadline (%lld ms) must be longer than --timeout (%d ms)\n",
+                        e->prefix, e->deadline_ms, e->timeout_ms);
+                return CUDACKPT_EXIT_USAGE;
+        }
+        if (e->per_address > EXPORTER_MAX_CONNECTIONS) {
+                fprintf(stderr, "%s--max-per-address=%u: at most %u connections are served at once\n",
+                        e->prefix, e->per_address, EXPORTER_MAX_CONNECTIONS);
+                return CUDACKPT_EXIT_USAGE;
+        }
         /* Blocked before the server's threads start, so that they inherit
-         * the mask and only sigwait() below takes these signals. */
+         * the mask and only sigtimedwait() below takes these signals. */
         sigemptyset(&stop);
         sigaddset(&stop, SIGTERM);
         sigaddset(&stop, SIGINT);
@@ -265,10 +408,10 @@ int ctl_exporter_run(const ctl_exporter *e) {
         ctl_fputs_safe(e->socket, stderr);
         fputc('\n', stderr);
         fflush(stderr);
-        while (sigwait(&stop, &sig) != 0)
-                ;
+        sig = exporter_wait(&x, &stop);
         fprintf(stderr, "%s%s: stopping\n", e->prefix, sig == SIGTERM ? "SIGTERM" : "SIGINT");
         MHD_stop_daemon(d);
+        pthread_mutex_destroy(&x.lock);
         return CUDACKPT_EXIT_OK;
 }
 

@@ -17,8 +17,11 @@ ok() { echo "PASS $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; failed=$((failed + 1)); }
 # Starts the daemon on the real driver (DPID) and waits until it answers.
 # start_daemon [DAEMON_ARGS...]: the daemon on the real driver, in the background.
+# CUDACKPT_TEST_DAEMON_WRAPPER: words put before its command, as in suite-lib.sh.
 start_daemon() {
-        "$DIR/cudackptd" --socket="$CUDACKPT_SOCKET" --driver=libcuda.so.1 "$@" >"$WORK/daemon.log" 2>&1 &
+        local wrap=()
+        read -r -a wrap <<<"${CUDACKPT_TEST_DAEMON_WRAPPER:-}"
+        "${wrap[@]}" "$DIR/cudackptd" --socket="$CUDACKPT_SOCKET" --driver=libcuda.so.1 "$@" >"$WORK/daemon.log" 2>&1 &
         DPID=$!
         for _ in $(seq 300); do "$CTL" info >/dev/null 2>&1 && return 0; sleep 0.1; done
         return 1

@@ -178,8 +178,11 @@ class Run:
             os.unlink(self.sock)
         self.dlog = open(os.path.join(self.work, "daemon.log"), "ab")
         driver = self.sim or DRIVER
+        # CUDACKPT_TEST_DAEMON_WRAPPER: words put before the daemon's
+        # command, as in suite-lib.sh.
+        wrap = os.environ.get("CUDACKPT_TEST_DAEMON_WRAPPER", "").split()
         self.dproc = subprocess.Popen(
-            [self.daemon, "--socket=" + self.sock, "--driver=" + driver, "--log-level=debug"],
+            wrap + [self.daemon, "--socket=" + self.sock, "--driver=" + driver, "--log-level=debug"],
             stdout=self.dlog, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.time() + 60
         while time.time() < deadline:

@@ -117,7 +117,9 @@ pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 field() { [[ " $1 " =~ \ $2=([^ ]*)\  ]] && echo "${BASH_REMATCH[1]}"; }
 
-"$DAEMON" --socket="$SOCK" --log-level=info </dev/null >>"$WORK/daemon.log" 2>&1 &
+# CUDACKPT_TEST_DAEMON_WRAPPER: words put before the daemon's command, as in suite-lib.sh.
+read -r -a wrap <<<"${CUDACKPT_TEST_DAEMON_WRAPPER:-}"
+"${wrap[@]}" "$DAEMON" --socket="$SOCK" --log-level=info </dev/null >>"$WORK/daemon.log" 2>&1 &
 DAEMON_PID=$!
 for _ in $(seq 100); do timeout 5 "$CTL" --socket="$SOCK" info >/dev/null 2>&1 && break; sleep 0.1; done
 timeout 5 "$CTL" --socket="$SOCK" info >/dev/null || { echo "cudackptd did not start:"; tail -20 "$WORK/daemon.log"; exit 1; }

@@ -23,7 +23,9 @@ bad() { echo "FAIL $*"; failed=$((failed + 1)); }
 cleanup() { kill "$DPID" "$HOST" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-"$DIR/cudackptd" --socket="$SOCK" --driver=libcuda.so.1 >"$WORK/daemon.log" 2>&1 &
+# CUDACKPT_TEST_DAEMON_WRAPPER: words put before the daemon's command, as in suite-lib.sh.
+read -r -a wrap <<<"${CUDACKPT_TEST_DAEMON_WRAPPER:-}"
+"${wrap[@]}" "$DIR/cudackptd" --socket="$SOCK" --driver=libcuda.so.1 >"$WORK/daemon.log" 2>&1 &
 DPID=$!
 for _ in $(seq 300); do "$CTL" info >/dev/null 2>&1 && break; sleep 0.1; done
 "$DIR/cudackpt-gpu-target" --mib=64 --status="$WORK/host.status" --quiet &

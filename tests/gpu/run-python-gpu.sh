@@ -27,7 +27,9 @@ cleanup() { [[ -n $DPID ]] && kill "$DPID" 2>/dev/null; wait 2>/dev/null; rm -rf
 trap cleanup EXIT
 
 [[ -x $DIR/cudackptd && -x $DIR/cudackptctl ]] || { echo "FAIL no staged daemon in $DIR (run tests/gpu/stage-gpu.sh)"; exit 2; }
-"$DIR/cudackptd" --socket="$CUDACKPT_SOCKET" --driver=libcuda.so.1 >"$WORK/daemon.log" 2>&1 &
+# CUDACKPT_TEST_DAEMON_WRAPPER: words put before the daemon's command, as in suite-lib.sh.
+read -r -a wrap <<<"${CUDACKPT_TEST_DAEMON_WRAPPER:-}"
+"${wrap[@]}" "$DIR/cudackptd" --socket="$CUDACKPT_SOCKET" --driver=libcuda.so.1 >"$WORK/daemon.log" 2>&1 &
 DPID=$!
 up=
 for _ in $(seq 300); do "$DIR/cudackptctl" info >/dev/null 2>&1 && { up=1; break; }; sleep 0.1; done

@@ -7,6 +7,11 @@
 #   .gpu/libuv.so.1, .gpu/libcjson.so.1 the libraries those link that the GPU
 #   .gpu/libbpf.so.1, .gpu/libelf.so.1  machine lacks (use LD_LIBRARY_PATH=.gpu)
 #   .gpu/libmicrohttpd.so.12
+#   .gpu/cudackpt-seccomp-exec          the seccomp profile's loader, when
+#   .gpu/libseccomp.so.2                libseccomp was found here (the GPU
+#                                       suites under the DaemonSet's profile:
+#                                       CUDACKPT_TEST_DAEMON_WRAPPER, see
+#                                       tests/gpu/suite-lib.sh)
 #   .gpu/cudackpt-gpu-target            the CUDA target, when nvcc built it here
 #   .gpu/cudackpt-bench-gpu             the GPU benchmarks (tests/bench/run-gpu.sh;
 #                                       group and list for issue 11)
@@ -49,6 +54,8 @@ cmake --build "$BUILD" -j"$(nproc)" --target cudackptd cudackptctl cudackpt-benc
 cmake --build "$BUILD" -j"$(nproc)" --target cudackpt-gpu-target 2>/dev/null ||
         echo "stage-gpu.sh: cudackpt-gpu-target not built here (no nvcc?): build it there with .gpu/build-target.sh"
 cmake --build "$BUILD" -j"$(nproc)" --target cudackpt-bench-d2h 2>/dev/null || true
+cmake --build "$BUILD" -j"$(nproc)" --target cudackpt-seccomp-exec 2>/dev/null ||
+        echo "stage-gpu.sh: cudackpt-seccomp-exec not built here (no libseccomp-dev?)"
 
 rm -rf "$STAGE"
 mkdir -p "$STAGE/src" "$STAGE/nvidia"
@@ -58,6 +65,11 @@ if [[ -x $BUILD/tests/gpu/cudackpt-gpu-target ]]; then
 fi
 if [[ -x $BUILD/tests/bench/cudackpt-bench-d2h ]]; then
         install -m 0755 "$BUILD/tests/bench/cudackpt-bench-d2h" "$STAGE/"
+fi
+if [[ -x $BUILD/tests/deploy/cudackpt-seccomp-exec ]]; then
+        install -m 0755 "$BUILD/tests/deploy/cudackpt-seccomp-exec" "$STAGE/"
+        path=$(ldd "$STAGE/cudackpt-seccomp-exec" | awk '$1 == "libseccomp.so.2" && $3 ~ /^\// { print $3; exit }')
+        if [[ -n $path ]]; then cp -L "$path" "$STAGE/libseccomp.so.2"; fi
 fi
 
 # The libraries the GPU machine lacks, as the binaries resolve them here

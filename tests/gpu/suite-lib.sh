@@ -135,9 +135,14 @@ stop_daemon() {
 
 # start_daemon: cudackptd on DRIVER at SOCK (DAEMON_PID), its log appended to
 # WORK/daemon.log; returns 0 once `cudackptctl info` answers (WORK/info.txt).
+# CUDACKPT_TEST_DAEMON_WRAPPER, when set, is put before the command (words
+# split at blanks): a program that executes the daemon in its own place,
+# keeping the pid, as cudackpt-seccomp-exec --profile=FILE -- does.
 start_daemon() {
+        local wrap=()
+        read -r -a wrap <<<"${CUDACKPT_TEST_DAEMON_WRAPPER:-}"
         rm -f "$SOCK"
-        "$DAEMON" --socket="$SOCK" --driver="$DRIVER" --log-level=debug </dev/null >>"$WORK/daemon.log" 2>&1 &
+        "${wrap[@]}" "$DAEMON" --socket="$SOCK" --driver="$DRIVER" --log-level=debug </dev/null >>"$WORK/daemon.log" 2>&1 &
         DAEMON_PID=$!
         # NOTIFY_SOCKET is awkward from bash: poll `cudackptctl info` instead.
         local deadline=$((SECONDS + 60))

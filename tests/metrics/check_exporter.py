@@ -8,6 +8,10 @@ has IPv6), scraped with urllib and read by prometheus_client's parser:
     by exactly the calls made between two scrapes;
   - another path is 404, another method 405;
   - connections beyond the exporter's bound wait unserved, and it serves on;
+  - slow clients (a header line now and then, never the end of the
+    request), from one loopback address and then from ten, cannot keep a
+    scraper from 127.0.0.1 from its answer: the per-address bound, and a
+    whole request's deadline, which the bytes they send do not extend;
   - a daemon that accepts but never answers is 503 within --timeout;
   - a stopped daemon is 503 with one line saying why, a restarted one 200;
   - SIGTERM ends the exporter with status 0.
@@ -24,6 +28,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -35,6 +40,10 @@ except ImportError:
     sys.exit(77)
 
 MAX_CONNECTIONS = 32  # EXPORTER_MAX_CONNECTIONS of client/exporter.c
+PER_ADDRESS = 4  # CTL_SCRAPE_PER_ADDRESS of client/cudackptctl.c
+# Loopback addresses for clients other than the scraper (127.0.0.1): the
+# exporter bounds connections per address.
+OTHER_ADDRESSES = ["127.0.0.%d" % i for i in range(2, 12)]
 from metrics_check import check, failures  # noqa: E402
 
 
@@ -172,7 +181,9 @@ def accept_backlog(port):
 def check_connection_bound(e):
     """Idle connections past the bound wait in the kernel's accept queue,
     unserved; once they go, it serves again."""
-    conns = [socket.create_connection(("127.0.0.1", e.port), timeout=10) for _ in range(MAX_CONNECTIONS + 8)]
+    conns = [socket.create_connection(("127.0.0.1", e.port), timeout=10, source_address=(a, 0))
+             for a in OTHER_ADDRESSES for _ in range(PER_ADDRESS)]
+    check(len(conns) == MAX_CONNECTIONS + 8, "%d connections, want %d" % (len(conns), MAX_CONNECTIONS + 8))
     try:
         # The listener and MAX_CONNECTIONS accepted; 8 left to wait.
         wait_for(lambda: sockets_of(e.p.pid) == 1 + MAX_CONNECTIONS and accept_backlog(e.port) == 8,
@@ -183,6 +194,108 @@ def check_connection_bound(e):
     for s in conns:
         s.close()
     wait_for(lambda: get(e.url("/metrics"))[0] == 200, "a scrape after the idle connections closed")
+
+
+class SlowClients:
+    """per_address connections from each of addresses that send a request a
+    header line at a time, one line every `every` seconds, never ending it;
+    one the exporter closes (or answers) is opened again, at most every
+    `every` seconds.  A thread of their own, for at most `limit` seconds."""
+
+    def __init__(self, port, addresses, per_address, every=0.5, limit=60):
+        self.port, self.every, self.limit = port, every, limit
+        self.slots = [[a, None, 0.0] for a in addresses for _ in range(per_address)]
+        self.opened = 0
+        self.stopping = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def step(self, slot):
+        addr, s, _ = slot
+        slot[2] = time.monotonic()
+        try:
+            if s is None:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                slot[1] = s
+                s.settimeout(0.2)
+                s.bind((addr, 0))
+                s.connect(("127.0.0.1", self.port))
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                self.opened += 1
+            elif select.select([s], [], [], 0)[0]:
+                raise OSError("closed or answered")
+            else:
+                s.sendall(b"X-Slow: %d\r\n" % self.opened)
+        except OSError:
+            s.close()
+            slot[1] = None
+
+    def run(self):
+        end = time.monotonic() + self.limit
+        while not self.stopping and time.monotonic() < end:
+            for slot in self.slots:
+                if time.monotonic() - slot[2] >= self.every:
+                    self.step(slot)
+            time.sleep(0.02)
+        for slot in self.slots:
+            if slot[1]:
+                slot[1].close()
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join()
+
+
+def scrape_within(e, bound, what):
+    """GET /metrics from 127.0.0.1 must be 200, parsed, within bound seconds."""
+    t0 = time.monotonic()
+    try:
+        status, _, text = get(e.url("/metrics"), timeout=bound)
+        ok = status == 200 and any(f.name == "cudackpt_build_info" for f in text_string_to_metric_families(text))
+    except OSError as err:
+        status, ok = err, False
+    took = time.monotonic() - t0
+    check(ok and took < bound, "%s: a scrape got %s after %.1f s, want 200 within %.1f s" % (what, status, took, bound))
+
+
+def check_slow_clients(ctl, sock):
+    """Slow clients beside a scraper: from one address they get
+    --max-per-address connections, no more; from ten they fill every slot,
+    and each loses its connection at --request-deadline however often it
+    sends, so the scraper waits at most about one deadline for a slot."""
+    deadline = 2.0
+    for bad, why in ((["--request-deadline=1000", "--timeout=1000"], "a deadline not beyond --timeout"),
+                     (["--max-per-address=33"], "more per address than connections")):
+        r = subprocess.run([ctl, "--socket=" + sock, "metrics", "--listen=127.0.0.1:0"] + bad,
+                           capture_output=True, text=True, timeout=10)
+        check(r.returncode == 2, "%s: exit %d, want 2 (%s)" % (bad, r.returncode, r.stderr.strip()))
+    r = subprocess.run([ctl, "--socket=" + sock, "metrics", "--max-per-address=2"], capture_output=True, text=True,
+                       timeout=10)
+    check(r.returncode == 2, "--max-per-address without --listen: exit %d, want 2" % r.returncode)
+    e = Exporter(ctl, sock, "127.0.0.1:0", "--timeout=1000", "--request-deadline=%d" % (deadline * 1000),
+                 "--max-per-address=%d" % PER_ADDRESS)
+    try:
+        slow = SlowClients(e.port, OTHER_ADDRESSES[:1], MAX_CONNECTIONS + 8)
+        try:
+            wait_for(lambda: sockets_of(e.p.pid) > PER_ADDRESS, "the slow clients of one address connected")
+            for _ in range(3):
+                scrape_within(e, deadline, "40 slow clients from one address")
+        finally:
+            slow.stop()
+        slow = SlowClients(e.port, OTHER_ADDRESSES, PER_ADDRESS)
+        try:
+            wait_for(lambda: sockets_of(e.p.pid) > MAX_CONNECTIONS, "the slow clients filling every slot")
+            for _ in range(3):
+                scrape_within(e, 2 * deadline + 1, "40 slow clients from 10 addresses")
+            try:
+                wait_for(lambda: slow.opened > len(slow.slots), "the slow clients to connect again", timeout=5)
+            except RuntimeError:
+                check(False, "the slow clients were never cut off: %d connections opened" % slow.opened)
+        finally:
+            slow.stop()
+    finally:
+        rc, said = e.stop()
+    check(rc == 0, "the exporter beside slow clients exited %d: %s" % (rc, said))
 
 
 def check_silent_daemon(ctl, tmp):
@@ -227,6 +340,7 @@ def main():
         for e in exporters:
             check_scrapes(e, ctl, sock, target.pid)
         check_connection_bound(exporters[0])
+        check_slow_clients(ctl, sock)
         check_silent_daemon(ctl, tmp)
 
         d.stop()
