@@ -302,7 +302,7 @@ cudackpt_client *itest_client(struct itest_daemon *d);
                       "expected state %s, got %s", (want_state), rs_->parameters_json); \
 } while (0)
 /* Sets c's timeout to timeout_ms and asserts that a Suspend of pid (one
- * that takes far longer) returns -ETIMEDOUT after 3/4 of that to max_ms,
+ * that takes far longer) returns -ETIMEDOUT after timeout_ms to max_ms,
  * and that c refuses calls afterwards (-ENOTCONN). */
 void itest_assert_suspend_times_out(cudackpt_client *c, pid_t pid, int timeout_ms, double max_ms);
 /* The parameters of a library reply, parsed (owned by the harness). */
