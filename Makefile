@@ -55,8 +55,9 @@ run: build
 
 # The process index's tests need tracefs where the kernel has no BPF
 # trampolines (systemd mounts it at boot; a bare machine may not have).
-# It ends with one line per skipped test and the reason the test gave
-# (tests/skipped.py, from ctest's JUnit file), then the count.
+# It ends with one line per skipped test, and per test skipped within a
+# suite that ran, with the reason it gave (tests/skipped.py, from ctest's
+# JUnit file), then the count.
 test: build
 	@if [ "$$(id -u)" = 0 ] && [ -d /sys/kernel/tracing ] && ! mountpoint -q /sys/kernel/tracing; then \
 		mount -t tracefs nodev /sys/kernel/tracing || true; fi

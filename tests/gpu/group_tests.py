@@ -739,9 +739,9 @@ def main(argv):
             else:
                 failed += 1
                 details = why[:300] + ("; " + details if details else "")
-            print("%s %-16s %8.3f s%s" % (verdict, n, dt, " [%s]" % "; ".join(sc.notes) if sc.notes else ""))
-            if verdict == "SKIP":
-                print("    " + why)
+            # A skip with its reason on its line, which tests/skipped.py reports.
+            print("%s %-16s %8.3f s%s%s" % (verdict, n, dt, " [%s]" % "; ".join(sc.notes) if sc.notes else "",
+                                           ": " + why if verdict == "SKIP" else ""))
             if verdict == "FAIL":
                 print("    " + why)
                 print("    --- daemon log (last 15 lines) ---")

@@ -509,9 +509,11 @@ int itest_main(Suite *s)
         }
         chmod(itest_root, 0755);
 
+        itest_skips_begin(itest_root);
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_ENV);
         int failed = srunner_ntests_failed(sr);
+        int run = srunner_ntests_run(sr);
         srunner_free(sr);
 
         /* A test that reached its teardown removed its dir: those left are
@@ -532,8 +534,9 @@ int itest_main(Suite *s)
         }
         if (dir)
                 closedir(dir);
+        int rc = itest_skips_report(run, failed);
         itest_rm_rf(itest_root);
-        return failed == 0 ? 0 : 1;
+        return rc;
 }
 
 const char *itest_daemon_log(const struct itest_daemon *d)

@@ -15,8 +15,9 @@
  *
  * The harness is harness.c (the daemon, fixtures, runner),
  * harness_targets.c (targets, /proc), harness_run.c (other uids, other
- * programs), harness_varlink.c (connections, replies, fake servers) and
- * harness_features.c (leases, Watch, cudackptctl).
+ * programs), harness_varlink.c (connections, replies, fake servers),
+ * harness_features.c (leases, Watch, cudackptctl) and harness_skip.c
+ * (tests that skip themselves).
  *
  * Paths of the programs under test come from the environment, set by ctest:
  *   CUDACKPT_TEST_DAEMON  cudackptd
@@ -301,7 +302,7 @@ cudackpt_client *itest_client(struct itest_daemon *d);
                       "expected state %s, got %s", (want_state), rs_->parameters_json); \
 } while (0)
 /* Sets c's timeout to timeout_ms and asserts that a Suspend of pid (one
- * that takes far longer) returns -ETIMEDOUT after 3/4 of that to max_ms,
+ * that takes far longer) returns -ETIMEDOUT after timeout_ms to max_ms,
  * and that c refuses calls afterwards (-ENOTCONN). */
 void itest_assert_suspend_times_out(cudackpt_client *c, pid_t pid, int timeout_ms, double max_ms);
 /* The parameters of a library reply, parsed (owned by the harness). */
@@ -309,7 +310,11 @@ cJSON *itest_reply_json(const cudackpt_reply *r);
 
 /* ---- other uids and processes -------------------------------------------- */
 
-/* Skips (returns true after printing why) unless running as root. */
+/* Records that the running test skips itself and why (printf-style), for
+ * itest_main() to report ("SKIP: TEST: why", and exit 77 when every test
+ * of the suite skipped); the test then returns at once. */
+void itest_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Skips (itest_skip(), then returns true) unless running as root. */
 bool itest_need_root(void);
 
 /* Runs fn(ctx, msg, msg_size) in a child with uid/gid `uid` and no

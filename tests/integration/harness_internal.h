@@ -35,6 +35,15 @@ size_t itest_base_env(const char **env, size_t max);
  * so that polling loops do not pile up replies until teardown. */
 void itest_unkeep_last(void *p);
 
+/* ---- harness_skip.c --------------------------------------------------------- */
+
+/* Where the run's skips are recorded: in root, the run's directory. */
+void itest_skips_begin(const char *root);
+/* Prints every recorded skip ("SKIP: TEST: why") and returns main()'s exit
+ * status: 1 when a test failed, else 77 when every test of the n_run
+ * skipped, else 0. */
+int itest_skips_report(int n_run, int failed);
+
 /* ---- harness_targets.c ------------------------------------------------------ */
 
 /* Drops to uid/gid `uid` with exactly the supplementary groups given;

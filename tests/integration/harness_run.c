@@ -23,14 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-bool itest_need_root(void)
-{
-        if (geteuid() == 0)
-                return false;
-        fprintf(stderr, "%s: skipped, needs root to switch uids\n", tcase_name());
-        return true;
-}
-
 int itest_run_as(uid_t uid, itest_as_fn fn, void *ctx, char *msg, size_t msg_size)
 {
         return itest_run_as_groups(uid, NULL, 0, fn, ctx, msg, msg_size);

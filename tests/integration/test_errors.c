@@ -181,28 +181,47 @@ END_TEST
 
 /* ---- Timeout --------------------------------------------------------------- */
 
+/* A lock's timeout_ms here, and how long after it the reply may come: the
+ * call's pinning, its reply and a loaded machine's scheduling, but not a
+ * second timeout_ms (the kernel in flight lasts ten times as long). */
+#define LOCK_TIMEOUT_MS 400
+#define LOCK_TIMEOUT_SLACK_MS 200
+#define BUSY_PAST_TIMEOUT "CUDACKPT_SIM_BUSY_MS=4000"
+
+/* Asserts that a call with timeout_ms LOCK_TIMEOUT_MS, sent at t0, gave up
+ * at its timeout: not before, and not long after. */
+static void assert_gave_up_in_time(const char *what, double t0)
+{
+        double took = itest_now_ms() - t0;
+        printf("%s with timeout_ms %d answered after %.0f ms\n", what, LOCK_TIMEOUT_MS, took);
+        ck_assert_msg(took >= LOCK_TIMEOUT_MS && took < LOCK_TIMEOUT_MS + LOCK_TIMEOUT_SLACK_MS,
+                      "%s with timeout_ms %d answered after %.0f ms", what, LOCK_TIMEOUT_MS, took);
+}
+
 START_TEST(lock_timeout)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=2000", NULL);
+        pid_t pid = itest_target("CUDACKPT_SIM=1", BUSY_PAST_TIMEOUT, NULL);
         struct itest_conn *c = itest_connect(d);
         double t0 = itest_now_ms();
-        cJSON *j = itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"timeout_ms\":100}", (int)pid));
-        double took = itest_now_ms() - t0;
+        cJSON *j = itest_call(c, CUDACKPT_METHOD_LOCK,
+                              itest_strdupf("{\"pid\":%d,\"timeout_ms\":%d}", (int)pid, LOCK_TIMEOUT_MS));
+        assert_gave_up_in_time("Lock", t0);
         itest_assert_error(j, CUDACKPT_ERROR_TIMEOUT);
         itest_assert_int(j, "pid", pid);
         itest_assert_str(j, "method", "Lock");
-        itest_assert_int(j, "timeout_ms", 100);
+        itest_assert_int(j, "timeout_ms", LOCK_TIMEOUT_MS);
         itest_assert_str(j, "state", "running");
-        /* It gave up at the timeout, not when the 2 s kernel ended. */
-        ck_assert_msg(took >= 90 && took < 1900, "Lock with timeout_ms 100 answered after %.0f ms", took);
         itest_assert_state_now(c, pid, "running");
 
         cudackpt_client *cl = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
-        pid_t pid2 = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=2000", NULL);
-        itest_assert_reply_error(cudackpt_lock(cl, pid2, 100, &r), &r, CUDACKPT_ERROR_TIMEOUT);
+        pid_t pid2 = itest_target("CUDACKPT_SIM=1", BUSY_PAST_TIMEOUT, NULL);
+        t0 = itest_now_ms();
+        int rc = cudackpt_lock(cl, pid2, LOCK_TIMEOUT_MS, &r);
+        assert_gave_up_in_time("cudackpt_lock()", t0);
+        itest_assert_reply_error(rc, &r, CUDACKPT_ERROR_TIMEOUT);
         ck_assert_int_eq(r.pid, pid2);
         ck_assert_str_eq(r.state, "running");
         cudackpt_reply_clear(&r);
@@ -212,13 +231,16 @@ END_TEST
 START_TEST(suspend_timeout)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=2000", NULL);
+        pid_t pid = itest_target("CUDACKPT_SIM=1", BUSY_PAST_TIMEOUT, NULL);
         struct itest_conn *c = itest_connect(d);
-        cJSON *j = itest_call(c, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"timeout_ms\":100}", (int)pid));
+        double t0 = itest_now_ms();
+        cJSON *j = itest_call(c, CUDACKPT_METHOD_SUSPEND,
+                              itest_strdupf("{\"pid\":%d,\"timeout_ms\":%d}", (int)pid, LOCK_TIMEOUT_MS));
+        assert_gave_up_in_time("Suspend", t0);
         itest_assert_error(j, CUDACKPT_ERROR_TIMEOUT);
         itest_assert_int(j, "pid", pid);
         itest_assert_str(j, "method", "Suspend");
-        itest_assert_int(j, "timeout_ms", 100);
+        itest_assert_int(j, "timeout_ms", LOCK_TIMEOUT_MS);
         itest_assert_str(j, "state", "running");
         itest_assert_state_now(c, pid, "running");
 }

@@ -61,7 +61,7 @@ static bool await_index(struct itest_daemon *d)
                         const char *end = strchr(no, '\n');
                         int len = end ? (int)(end - no) : (int)strlen(no);
                         ck_assert_msg(!req || strcmp(req, "required") != 0, "the index is required: %.*s", len, no);
-                        fprintf(stderr, "skipped: %.*s\n", len, no);
+                        itest_skip("%.*s", len, no);
                         return false;
                 }
                 nanosleep(&(struct timespec){ 0, 10000000 }, NULL);

@@ -268,13 +268,16 @@ START_TEST(client_waits_for_daemon)
 END_TEST
 
 /* Writes text as the store, then the tampering: 'o' owned by another uid,
- * 'm' mode 0644, 'l' a symbolic link to a good copy, 0 none. */
+ * 'm' mode 0644, 'l' a symbolic link to a good copy, 'n' a second link
+ * (DIR/second-link.json), 0 none. */
 static void write_store(const struct itest_daemon *d, const char *text, char how)
 {
         const char *path = store_path(d), *copy = itest_strdupf("%s/good-copy.json", d->dir);
+        const char *second = itest_strdupf("%s/second-link.json", d->dir);
         int fd;
 
         unlink(path);
+        unlink(second);
         fd = open(how == 'l' ? copy : path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         ck_assert(fd >= 0);
         ck_assert(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
@@ -285,6 +288,8 @@ static void write_store(const struct itest_daemon *d, const char *text, char how
                 ck_assert(chmod(path, 0644) == 0);
         if (how == 'l')
                 ck_assert(symlink(copy, path) == 0);
+        if (how == 'n')
+                ck_assert(link(path, second) == 0);
 }
 
 static char *read_text(const char *path)
@@ -298,6 +303,37 @@ static char *read_text(const char *path)
         ck_assert_msg(n > 0, "read %s", path);
         buf[n] = '\0';
         return itest_strdupf("%s", buf);
+}
+
+/* The store's size limit (security.md): 16 MiB. */
+#define STORE_MAX_BYTES (16 * 1024 * 1024)
+
+/* text padded with blanks after its JSON to size bytes (kept). */
+static const char *padded(const char *text, size_t size)
+{
+        size_t len = strlen(text);
+        char *p = itest_keep(malloc(size + 1));
+
+        ck_assert(p && len < size);
+        memcpy(p, text, len);
+        memset(p + len, ' ', size - len);
+        p[size] = '\0';
+        return p;
+}
+
+/* Restarts d on a store that must be refused for why: the log says so
+ * (the nth refusal), and the lease in it, past its deadline, is not
+ * undone.  Kills the daemon again. */
+static struct itest_daemon *restart_refused(struct itest_daemon *d, pid_t pid, int nth, const char *why)
+{
+        d = itest_daemon_restart(d, NULL);
+        const char *log = itest_daemon_log(d);
+        ck_assert_msg(count(log, "Refusing the lease store") == nth && strstr(log, why), "%s: log %s", why, log);
+        struct itest_conn *c = itest_connect(d);
+        itest_assert_state(state_of(c, pid), pid, "locked");
+        itest_conn_close(c);
+        itest_daemon_kill(d);
+        return d;
 }
 
 /* (f) A store that is foreign-owned, open to others, a symbolic link or
@@ -326,16 +362,33 @@ START_TEST(tampered_store_refused)
                         text = t;
                 }
                 write_store(d, text, bad[i].how);
-                d = itest_daemon_restart(d, NULL);
-                const char *log = itest_daemon_log(d);
-                ck_assert_msg(count(log, "Refusing the lease store") == (int)i + 1 && strstr(log, bad[i].why),
-                              "%s: log %s", bad[i].why, log);
-                c = itest_connect(d);
-                itest_assert_state(state_of(c, pid), pid, "locked");
-                itest_conn_close(c);
-                itest_daemon_kill(d);
+                d = restart_refused(d, pid, (int)i + 1, bad[i].why);
         }
         write_store(d, good, 0);
+        d = itest_daemon_restart(d, NULL);
+        c = itest_connect(d);
+        itest_await_state(c, pid, "running", 1000);
+}
+END_TEST
+
+/* (g) A store of two links, or longer than 16 MiB, is refused; the same
+ * store of one link and exactly 16 MiB is read, and its expired lease
+ * undone. */
+START_TEST(store_links_and_size_refused)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid = slot_target();
+
+        (void)lease_id(itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_ms\":1000}", (int)pid)));
+        itest_daemon_kill(d);
+        const char *good = read_text(store_path(d));
+        usleep(1100 * 1000); /* its deadline passes */
+        write_store(d, good, 'n');
+        d = restart_refused(d, pid, 1, "2 links, not 1");
+        write_store(d, padded(good, STORE_MAX_BYTES + 1), 0);
+        d = restart_refused(d, pid, 2, itest_strdupf("%d bytes, more than %d", STORE_MAX_BYTES + 1, STORE_MAX_BYTES));
+        write_store(d, padded(good, STORE_MAX_BYTES), 0);
         d = itest_daemon_restart(d, NULL);
         c = itest_connect(d);
         itest_await_state(c, pid, "running", 1000);
@@ -355,6 +408,7 @@ static Suite *restart_suite(void)
         tcase_add_test(tc, cli_group_hold_survives_restart);
         tcase_add_test(tc, client_waits_for_daemon);
         tcase_add_test(tc, tampered_store_refused);
+        tcase_add_test(tc, store_links_and_size_refused);
         return s;
 }
 

@@ -221,6 +221,60 @@ START_TEST(traced_target_refused)
 }
 END_TEST
 
+/* The state letter of thread tid of pid (field 3 of its stat line). */
+static char thread_state(pid_t pid, pid_t tid)
+{
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+        FILE *f = fopen(path, "re");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+                fclose(f);
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* The process is stopped only when EVERY thread is: a process whose main
+ * thread alone is in a tracing stop (a debugger that seized one thread)
+ * still runs, its driver calls return, and nothing refuses them.  The
+ * slow-exit target has a second thread, blocked in read(). */
+START_TEST(partly_stopped_target_served)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid = slow_exit_target();
+        struct itest_conn *c = itest_connect(d);
+        pid_t other = 0;
+        DIR *dir = opendir(itest_strdupf("/proc/%d/task", (int)pid));
+        struct dirent *de;
+        int n = 0, status;
+
+        while (dir && (de = readdir(dir)))
+                if (de->d_name[0] != '.' && ++n && atoi(de->d_name) != pid)
+                        other = atoi(de->d_name);
+        if (dir)
+                closedir(dir);
+        ck_assert_msg(n == 2 && other > 0, "the target has %d threads, not 2", n);
+        /* PTRACE_SEIZE attaches to the one thread named, the main one. */
+        ck_assert_msg(ptrace(PTRACE_SEIZE, pid, NULL, NULL) == 0, "PTRACE_SEIZE: %s", strerror(errno));
+        ck_assert_msg(ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) == 0, "PTRACE_INTERRUPT: %s", strerror(errno));
+        ck_assert_int_eq(waitpid(pid, &status, __WALL), pid);
+        ck_assert_msg(WIFSTOPPED(status), "not stopped: status %#x", status);
+        itest_await_proc_state(pid, 't', true);
+        ck_assert_msg(thread_state(pid, other) == 'S', "thread %d is in state %c, not S", (int)other,
+                      thread_state(pid, other));
+
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid), pid, "running");
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid), pid, "locked");
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
+        /* All along, the main thread was stopped and the other was not. */
+        ck_assert_int_eq(thread_state(pid, pid), 't');
+        ck_assert_int_eq(thread_state(pid, other), 'S');
+        ck_assert_msg(ptrace(PTRACE_DETACH, pid, NULL, NULL) == 0, "PTRACE_DETACH: %s", strerror(errno));
+}
+END_TEST
+
 /* A process stopped after the daemon's check, while its driver call runs,
  * holds that call: the daemon's log says so once stall_warning_ms has
  * passed, and the call completes once the process runs again. */
@@ -251,6 +305,7 @@ static Suite *lifecycle_suite(void)
         tcase_add_test(tc, stopped_target_refused);
         tcase_add_test(tc, stopped_while_locked);
         tcase_add_test(tc, traced_target_refused);
+        tcase_add_test(tc, partly_stopped_target_served);
         tcase_add_test(tc, stall_warning_names_the_stop);
         tcase_add_test(tc, process_gone_during_checkpoint);
         tcase_add_test(tc, process_gone_during_suspend);

@@ -366,7 +366,7 @@ START_TEST(client_transport)
         /* 2048 MiB at 1024 MiB/s: a checkpoint of about 2 s. */
         pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048", "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL);
         c = itest_client(d);
-        itest_assert_suspend_times_out(c, pid, 200, 1500);
+        itest_assert_suspend_times_out(c, pid, 400, 560);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
 

@@ -182,7 +182,7 @@ START_TEST(cgroup_selector)
         char *mnt = itest_strdupf("/tmp/itest-cg2-%d-XXXXXX", (int)getpid());
         ck_assert(mkdtemp(mnt));
         if (mount("none", mnt, "cgroup2", 0, NULL) < 0) {
-                fprintf(stderr, "%s: skipped, cannot mount cgroup2: %s\n", tcase_name(), strerror(errno));
+                itest_skip("cannot mount cgroup2: %s", strerror(errno));
                 rmdir(mnt);
                 return;
         }

@@ -265,7 +265,7 @@ START_TEST(watch_cgroup)
         char *mnt = itest_strdupf("/tmp/itest-cg2-%d-XXXXXX", (int)getpid());
         ck_assert(mkdtemp(mnt));
         if (mount("none", mnt, "cgroup2", 0, NULL) < 0) {
-                fprintf(stderr, "watch_cgroup: skipped, cannot mount cgroup2: %s\n", strerror(errno));
+                itest_skip("cannot mount cgroup2: %s", strerror(errno));
                 rmdir(mnt);
                 return;
         }
