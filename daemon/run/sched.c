@@ -405,7 +405,9 @@ int sched_submit(struct sched *s, struct sched_op *op, struct share_refusal *ret
         op->privileged = access_privileged(s->cfg, op->caller);
         if (share_check(&s->queue, op->caller->uid, op->privileged, ret) != SHARE_OK)
                 return -EAGAIN;
-        if (t && t->depth >= s->cfg->max_queue_per_pid && !op->privileged) {
+        /* Privileged callers, and a holder's next step (the calls it holds
+         * back must not keep it out), pass max_queue_per_pid. */
+        if (t && t->depth >= s->cfg->max_queue_per_pid && !op->privileged && !(op->holder && op->holder == t->holder)) {
                 *ret = (struct share_refusal){ .verdict = SHARE_FULL, .key = "max_queue_per_pid",
                                                .limit = s->cfg->max_queue_per_pid };
                 return -EAGAIN;

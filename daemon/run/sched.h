@@ -131,7 +131,8 @@ int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
  * max_queue_per_pid refuses unprivileged callers only: root, the operators
  * and the daemon's own work (a lease's undo) are bound by the global
  * queue limit and its reserve, so that strangers filling a process's
- * queue cannot keep them off it. */
+ * queue cannot keep them off it; so is the step of a hold's holder on its
+ * process (the calls the hold keeps waiting cannot keep it out). */
 int sched_submit(struct sched *s, struct sched_op *op, struct share_refusal *ret);
 
 /* Holds pid for holder, a compound operation (a group, of which a lease's
