@@ -93,6 +93,33 @@ START_TEST(suspend_group_lock_checkpoint)
 }
 END_TEST
 
+/* A caller who may not act on a held member is refused at once, from what
+ * the group's steps learnt of it, rather than made to wait for the group. */
+START_TEST(stranger_refused_while_held)
+{
+        struct itest_daemon *d;
+        struct itest_conn *c, *q;
+        pid_t p[2];
+        double t0;
+
+        if (geteuid() != 0) {
+                fprintf(stderr, "stranger_refused_while_held: needs root (another uid); not checked\n");
+                return;
+        }
+        d = itest_daemon_start_default();
+        c = itest_connect(d);
+        q = itest_connect_as(d, ITEST_OTHER_UID);
+        p[0] = itest_target(SIM, SMALL, "CUDACKPT_SIM_BUSY_MS=3000", NULL);
+        p[1] = itest_small_target();
+        send_group_more(c, CUDACKPT_METHOD_SUSPEND_GROUP, 2, p);
+        await_progress(c, "lock", p[1]);
+        t0 = itest_now_ms();
+        itest_assert_error(itest_call_pid(q, CUDACKPT_METHOD_UNLOCK, p[1]), CUDACKPT_ERROR_PERMISSION_DENIED);
+        ck_assert_msg(itest_now_ms() - t0 < 1000, "the stranger's Unlock waited %.0f ms", itest_now_ms() - t0);
+        itest_assert_ok(final_of(c));
+}
+END_TEST
+
 /* ResumeGroup: a call between a member's restore and its unlock waits. */
 START_TEST(resume_group_restore_unlock)
 {
@@ -229,6 +256,7 @@ static Suite *units_suite(void)
         Suite *s = suite_create("integration.units");
         TCase *tc = itest_tcase(s, "units", 60);
         tcase_add_test(tc, suspend_group_lock_checkpoint);
+        tcase_add_test(tc, stranger_refused_while_held);
         tcase_add_test(tc, resume_group_restore_unlock);
         tcase_add_test(tc, rollback_restore_unlock);
         tcase_add_test(tc, undo_restore_unlock);
