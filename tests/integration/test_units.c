@@ -204,7 +204,7 @@ START_TEST(undo_cut_by_stop_is_kept)
         struct itest_conn *c = itest_connect(d), *q = itest_connect(d);
         pid_t a = itest_target(SIM, SLOT, "CUDACKPT_SIM_MEM_MIB=256", "CUDACKPT_SIM_CKPT_MIBPS=64", NULL);
 
-        (void)itest_lease_id(itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_ms\":300}", (int)a)));
+        (void)itest_lease_id(itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_ms\":800}", (int)a)));
         itest_send_call(q, CUDACKPT_METHOD_CHECKPOINT, itest_strdupf("{\"pid\":%d}", (int)a));
         itest_await_log(d, "undoing its Lock", 5000);
         await_queued(c, 1); /* the undo's first step, behind the checkpoint */
@@ -237,7 +237,7 @@ START_TEST(undo_beside_full_queue)
         for (size_t k = 0; k < N_OF(q); k++)
                 q[k] = itest_connect_as(d, ITEST_OTHER_UID);
         a = itest_target_as(ITEST_OTHER_UID, SIM, SLOW_CKPT_MEM, SLOW_CKPT_RATE, NULL);
-        (void)itest_lease_id(itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_ms\":500}", (int)a)));
+        (void)itest_lease_id(itest_call(c, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_ms\":1000}", (int)a)));
         /* A 2 s checkpoint runs, two calls wait behind it: the queue is full. */
         itest_send_call(q[0], CUDACKPT_METHOD_CHECKPOINT, itest_strdupf("{\"pid\":%d}", (int)a));
         (void)itest_await_in_flight(c, a, "Checkpoint", 5000);
