@@ -32,6 +32,7 @@ struct group {
         enum plan_phase failed_phase;
         size_t failed_at;
         bool rolled_back;
+        bool stopped;                   /* a step was not made: the daemon is stopping */
         uint64_t deadline_ns;
 };
 
@@ -79,6 +80,31 @@ static void send_progress(struct group *g, const struct group_member *mb)
 
 static void start_waiting(struct group_table *t);
 
+/* ---- holds ----------------------------------------------------------------- */
+
+/* A member belongs to its group from its first step to its last: its
+ * queue holds other callers' mutating calls back in between (sched_hold),
+ * as a single Suspend's do across its two driver calls.  The members were
+ * judged ones the caller may act on by the selection. */
+static void hold_members(struct group *g)
+{
+        for (size_t i = 0; i < g->ms.n; i++) {
+                if (!members_active(&g->ms.m[i]))
+                        continue;
+                int r = sched_hold(g->table->jobs->sched, g->ms.m[i].s.pid, g, g->call.method);
+                if (r < 0)
+                        log_warning("%s: process %d cannot be held for the group (%s); other calls may come "
+                                    "between its steps",
+                                    proto_method_name(g->call.method), (int)g->ms.m[i].s.pid, strerror(-r));
+        }
+}
+
+/* Lets member i go: its part is over (the group ends, or it left it). */
+static void unhold_member(struct group *g, size_t i)
+{
+        sched_unhold(g->table->jobs->sched, g->ms.m[i].s.pid, g);
+}
+
 /* Answers the call with msg (consumed) and lets go of the group. */
 static void group_end(struct group *g, cJSON *msg)
 {
@@ -99,6 +125,8 @@ static void group_end(struct group *g, cJSON *msg)
                 t->tail = g->prev;
         if (g->call.req.lease.admitted)
                 t->lease.unadmit_cb(t->lease.ctx, g->call.caller);
+        for (size_t i = 0; i < g->ms.n; i++)
+                unhold_member(g, i);
         members_clear(&g->ms);
         jobs_call_end(&g->call, msg);
         free(g);
@@ -149,7 +177,9 @@ static void group_finish(struct group *g)
                                 g->failed ? ops_error_short_name(g->ms.m[g->failed_at].s.err.error) : "ok", detail,
                                 members_ms(uv_hrtime() - g->call.t0));
         jobs_call_count(&g->call, g->failed ? "GroupFailed" : "ok");
-        msg = final_reply(g);
+        /* The daemon's own group (a lease's undo) that the stop cut short
+         * is left to the next start, as one that had not begun is. */
+        msg = g->stopped && !g->call.conn ? proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL) : final_reply(g);
         if (!g->failed && g->call.conn && g->call.req.lease.wanted)
                 grant_lease(g, msg);
         group_end(g, msg);
@@ -183,6 +213,7 @@ static struct sched_op *step_new(struct group *g, size_t i, enum plan_phase p)
         op->reply = true;
         op->done = step_done_cb;
         op->ctx = g;
+        op->holder = g;
         op->index = (unsigned)i;
         op->req.pid = mb->s.pid;
         op->req.has_start_time = true;
@@ -285,7 +316,10 @@ static void step_done_cb(struct sched *s, struct sched_op *op)
                 jobs_call_audit(&g->call, op->req.pid, proto_method_name(op->method),
                                 ops_error_short_name(op->result.error), proto_method_name(g->call.method),
                                 (double)op->result.duration_ns / 1e6);
+        g->stopped |= op->cancelled;
         record(g, op);
+        if (!members_active(&g->ms.m[op->index]))
+                unhold_member(g, op->index);
         g->done++;
         if (plan_changes(g->phase))
                 send_progress(g, &g->ms.m[op->index]);
@@ -346,6 +380,7 @@ static void start_waiting(struct group_table *t)
                 t->again = false;
                 for (g = t->head; g; g = g->next)
                         if (g->phase == PLAN_WAIT && !held_back(g)) {
+                                hold_members(g);
                                 run_phase(g, PLAN_STATE);
                                 t->again = true; /* the list may have changed */
                                 break;

@@ -9,8 +9,10 @@
  * waits for all of them (the barrier) before the next one starts.  Groups
  * sharing a member run one after the other, in arrival order.  Every
  * driver call goes through sched_submit() as a single call would, so it
- * never overlaps another operation on its process; the coordinator itself
- * never blocks and never calls the driver.
+ * never overlaps another operation on its process, and each member is
+ * held (sched_hold) from its first step to its last, so no other caller's
+ * mutating call comes between two of them; the coordinator itself never
+ * blocks and never calls the driver.
  *
  * Leases live above (lease.h): a group that asks for one is admitted,
  * and granted one when it succeeds, through the hooks its owner gives at

@@ -168,7 +168,7 @@ static void park(struct lease_table *t, struct lease *l)
         char detail[160];
 
         l->parked = true;
-        log_notice("Lease %" PRIu64 " of uid %u pid %d (%s): the daemon is stopping before its undo ran; kept in "
+        log_notice("Lease %" PRIu64 " of uid %u pid %d (%s): the daemon is stopping before its undo was done; kept in "
                    "the lease store, the next start undoes it",
                    l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method));
         snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: undo left to the next start", l->id,

@@ -23,7 +23,7 @@
  * The leases outlive the daemon: every change of the table is written to
  * the lease store (leasestore.h) before the reply that made it.  A daemon
  * that stops undoes nothing and keeps its leases there (an undo not yet
- * made too); the next start reads them back (lease_restore): an expired
+ * made too, or one the stop cut short); the next start reads them back (lease_restore): an expired
  * lease, or one whose undo had begun, is undone at once; an on-close
  * lease waits lease_claim_grace_ms for its holder to claim it with the
  * secret its grant's reply carried (ClaimLease), and is undone otherwise;

@@ -13,14 +13,21 @@
 
 static void async_cb(uv_async_t *a);
 
-/* Hands a finished (or cancelled) op to whoever submitted it. */
+/* Hands a finished (or cancelled) op to whoever submitted it.  Meanwhile
+ * its target stays (a hold that the callback ends leaves the next op to
+ * the caller of finish()). */
 static void finish(struct sched *s, struct sched_op *op)
 {
+        struct sched_target *t = op->target;
+        bool outer = t->finishing;
+
         if (op->holds_queue) {
                 op->holds_queue = false;
                 share_give(&s->queue, op->caller->uid, op->privileged);
         }
+        t->finishing = true;
         (op->done ? op->done : s->done)(s, op);
+        t->finishing = outer;
 }
 static void work_cb(uv_work_t *w);
 static void after_work_cb(uv_work_t *w, int status);
@@ -267,19 +274,29 @@ static void stall_watch_arm(struct sched *s)
 /* Callers whose worker share is taken, met in one walk of a queue. */
 #define SCHED_BLOCKED_UIDS 8
 
+/* Whether op must wait for t's hold to end: a mutating op of another
+ * than the holder, once a step of the holder has started. */
+static bool held_back(const struct sched_target *t, const struct sched_op *op)
+{
+        return t->holder && t->hold_begun && op->holder != t->holder && !proto_method_read_only(op->method);
+}
+
 /* The first op of t's queue that may have a worker now: the head, or, when
  * its caller's worker share is taken, the first op of another caller whose
  * share is not.  A caller that waits for its own share holds up no one
- * else's calls on the process; the ops of one uid keep their order.
- * *ret_prev: the op before it in the queue, NULL for the head. */
-static struct sched_op *admissible(struct sched *s, struct sched_target *t, struct sched_op **ret_prev)
+ * else's calls on the process; the ops of one uid keep their order.  Ops
+ * held back by a hold are passed over.  *ret_prev: the op before it in the
+ * queue, NULL for the head; *ret_share: NULL was for a worker share. */
+static struct sched_op *admissible(struct sched *s, struct sched_target *t, struct sched_op **ret_prev,
+                                   bool *ret_share)
 {
         uid_t blocked[SCHED_BLOCKED_UIDS];
         size_t nb = 0;
         struct sched_op *prev = NULL;
 
+        *ret_share = false;
         for (struct sched_op *op = t->head; op; prev = op, op = op->next) {
-                bool behind = false;
+                bool behind = held_back(t, op);
                 for (size_t i = 0; i < nb && !behind; i++)
                         behind = blocked[i] == op->caller->uid;
                 if (behind)
@@ -289,6 +306,7 @@ static struct sched_op *admissible(struct sched *s, struct sched_target *t, stru
                         *ret_prev = prev;
                         return op;
                 }
+                *ret_share = true;
                 if (nb == SCHED_BLOCKED_UIDS)
                         return NULL;
                 blocked[nb++] = op->caller->uid;
@@ -299,19 +317,20 @@ static struct sched_op *admissible(struct sched *s, struct sched_target *t, stru
 static void start_next(struct sched *s, struct sched_target *t)
 {
         struct sched_op *op, *prev = NULL;
+        bool share;
 
         if (t->running)
                 return;
         if (!t->head) {
-                if (t->depth == 0)
+                if (t->depth == 0 && !t->holder)
                         sched_table_release(&s->table, t);
                 return;
         }
         /* A worker thread only within its caller's share: one uid's calls
          * that the driver holds for long never take every thread. */
-        op = admissible(s, t, &prev);
+        op = admissible(s, t, &prev, &share);
         if (!op) {
-                if (!t->awaits_worker) {
+                if (share && !t->awaits_worker) {
                         log_debug("%s on pid %d waits for the worker share of uid %u",
                                   proto_method_name(t->head->method), (int)t->pid, (unsigned)t->head->caller->uid);
                         t->awaits_worker = true;
@@ -335,6 +354,8 @@ static void start_next(struct sched *s, struct sched_target *t)
                 t->tail = prev;
         op->next = NULL;
         t->running = op;
+        if (op->holder && op->holder == t->holder)
+                t->hold_begun = true;
         s->n_running++;
         op->dispatched_ms = uv_now(s->loop);
         op->seq = ++s->op_seq;
@@ -358,10 +379,11 @@ static void admit_awaiting(struct sched *s)
         while (s->n_awaiting > 0) {
                 struct sched_target *best = NULL;
                 struct sched_op *best_op = NULL, *prev;
+                bool share;
                 for (unsigned b = 0; b < SCHED_BUCKETS; b++)
                         for (struct sched_target *t = s->table.buckets[b]; t; t = t->next_in_bucket) {
                                 struct sched_op *op;
-                                if (!t->awaits_worker || t->running || !(op = admissible(s, t, &prev)) ||
+                                if (!t->awaits_worker || t->running || !(op = admissible(s, t, &prev, &share)) ||
                                     (best_op && best_op->queued_ns <= op->queued_ns))
                                         continue;
                                 best = t;
@@ -383,7 +405,9 @@ int sched_submit(struct sched *s, struct sched_op *op, struct share_refusal *ret
         op->privileged = access_privileged(s->cfg, op->caller);
         if (share_check(&s->queue, op->caller->uid, op->privileged, ret) != SHARE_OK)
                 return -EAGAIN;
-        if (t && t->depth >= s->cfg->max_queue_per_pid) {
+        /* Privileged callers, and a holder's next step (the calls it holds
+         * back must not keep it out), pass max_queue_per_pid. */
+        if (t && t->depth >= s->cfg->max_queue_per_pid && !op->privileged && !(op->holder && op->holder == t->holder)) {
                 *ret = (struct share_refusal){ .verdict = SHARE_FULL, .key = "max_queue_per_pid",
                                                .limit = s->cfg->max_queue_per_pid };
                 return -EAGAIN;
@@ -436,7 +460,7 @@ bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *r
 {
         struct sched_target *t = sched_table_find(&s->table, pid);
 
-        if (!t || !t->running)
+        if (!t || (!t->running && !(t->holder && t->hold_begun)))
                 return false;
         uv_mutex_lock(&t->lock);
         ret->known = t->known;
@@ -444,12 +468,45 @@ bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *r
         ret->start_time = t->start_time;
         ret->last_state = t->last_state;
         uv_mutex_unlock(&t->lock);
-        ret->running = t->running->method;
+        ret->running = t->running ? t->running->method : t->hold_method;
         return true;
+}
+
+int sched_hold(struct sched *s, pid_t pid, const void *holder, enum proto_method method)
+{
+        struct sched_target *t = sched_table_find(&s->table, pid);
+
+        if (t && t->holder)
+                return t->holder == holder ? 0 : -EBUSY;
+        if (!t && !(t = sched_table_add(&s->table, pid)))
+                return -ENOMEM;
+        if (t->cached)
+                sched_table_revive(&s->table, t);
+        t->holder = holder;
+        t->hold_method = method;
+        t->hold_begun = false;
+        return 0;
+}
+
+void sched_unhold(struct sched *s, pid_t pid, const void *holder)
+{
+        struct sched_target *t = sched_table_find(&s->table, pid);
+
+        if (!t || t->holder != holder)
+                return;
+        t->holder = NULL;
+        t->hold_begun = false;
+        /* after_work_cb() goes on with t; sched_cancel_queued() walks the
+         * table, which must not change under it, and empties every queue. */
+        if (t->finishing || s->cancelling)
+                return;
+        start_next(s, t);
+        admit_awaiting(s);
 }
 
 unsigned sched_cancel_queued(struct sched *s)
 {
+        s->cancelling = true;
         for (unsigned b = 0; b < SCHED_BUCKETS; b++) {
                 struct sched_target *t = s->table.buckets[b];
                 while (t) {
@@ -470,11 +527,12 @@ unsigned sched_cancel_queued(struct sched *s)
                                                                   .in_flight = -1 };
                                 finish(s, op);
                         }
-                        if (t->depth == 0)
+                        if (t->depth == 0 && !t->holder)
                                 target_free(s, t);
                         t = next;
                 }
         }
+        s->cancelling = false;
         return s->n_running;
 }
 

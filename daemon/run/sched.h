@@ -58,6 +58,7 @@ struct sched_op {
         bool privileged;             /* its caller has a reserve in the shares (access.h) */
         bool holds_queue;            /* counted in the queue share (loop only) */
         bool holds_worker;           /* counted in the worker share (loop only) */
+        const void *holder;          /* the hold it is a step of (sched_hold), NULL: none */
         uint64_t queued_ns;          /* uv_hrtime() at submission */
         uint64_t started_ns, finished_ns; /* on the worker; 0 when it never ran */
         uint64_t dispatched_ms;      /* uv_now() when handed to a thread (loop only) */
@@ -117,6 +118,7 @@ struct sched {
         /* Processes a mutating operation runs on now (worker threads):
          * keeps the operations on a thread id and on its process apart. */
         struct procbusy busy;
+        bool cancelling;    /* sched_cancel_queued() runs: no target is released */
 };
 
 int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
@@ -125,9 +127,31 @@ int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,
  * work, so that it never waits behind driver calls. */
 #define SCHED_HOUSEKEEPING_THREADS 4
 
-/* Queues op; -EAGAIN when a queue limit is reached (*ret says which). */
+/* Queues op; -EAGAIN when a queue limit is reached (*ret says which).
+ * max_queue_per_pid refuses unprivileged callers only: root, the operators
+ * and the daemon's own work (a lease's undo) are bound by the global
+ * queue limit and its reserve, so that strangers filling a process's
+ * queue cannot keep them off it; so is the step of a hold's holder on its
+ * process (the calls the hold keeps waiting cannot keep it out). */
 int sched_submit(struct sched *s, struct sched_op *op, struct share_refusal *ret);
-/* The running op's view of a target, if an op on pid is running now. */
+
+/* Holds pid for holder, a compound operation (a group, of which a lease's
+ * undo is one) that makes several steps on it: once the first op whose
+ * holder is this one has started, other callers' mutating ops on pid wait
+ * in its queue until sched_unhold(), as they wait behind a single Suspend
+ * across its two driver calls; read-only ops (GetState,
+ * GetRestoreThreadId) still run between the steps.  Ops queued before
+ * that first step may start before it.  method names the compound
+ * operation for GetState's in_flight between its steps.  The caller must
+ * be allowed to act on pid (a hold exists only on processes its holder
+ * may act on) and must end the hold.  0, -EBUSY (another holder) or
+ * -ENOMEM. */
+int sched_hold(struct sched *s, pid_t pid, const void *holder, enum proto_method method);
+/* Ends holder's hold of pid, if it has one; the ops waiting start. */
+void sched_unhold(struct sched *s, pid_t pid, const void *holder);
+
+/* The running op's view of a target, if an op on pid is running now or
+ * a hold has begun on it (running then names the hold's method). */
 bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *ret);
 /* While an op on pid runs but has not yet learnt the process's state, a
  * GetState waits here (without the driver) and is answered through done as

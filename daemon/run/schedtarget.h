@@ -19,6 +19,7 @@
 
 #include "auth/policy.h"
 #include "host/target.h"
+#include "varlink/proto.h"
 
 struct sched_op;
 
@@ -53,6 +54,13 @@ struct sched_target {
         int64_t ckpt_bytes;           /* what this process's last checkpoint moved; -1 unknown */
         uint64_t ckpt_start_time;     /* ... of the process with this start time */
         bool awaits_worker;           /* its next op waits for its caller's worker share */
+        /* A hold (sched_hold() in sched.h; loop thread only): from the
+         * start of the holder's first step on the process to the hold's
+         * end, only the holder's steps and read-only calls start. */
+        const void *holder;           /* NULL: none */
+        enum proto_method hold_method; /* what holds it, for in_flight */
+        bool hold_begun;              /* a step of the holder has started */
+        bool finishing;               /* an op's done callback runs: t stays */
         /* The cache of idle targets (loop thread only). */
         bool cached;                  /* on the LRU list below, depth == 0 */
         struct sched_target *lru_prev, *lru_next; /* most recently used first */

@@ -267,6 +267,17 @@ void gitest_await_any_in_flight(struct itest_conn *c, pid_t pid, int timeout_ms)
                               timeout_ms);
 }
 
+/* Waits until GetState shows pid in state, with an operation in flight or
+ * not: a group's member between its steps reports the group. */
+void gitest_await_state_any(struct itest_conn *c, pid_t pid, const char *state, int timeout_ms)
+{
+        double deadline = itest_now_ms() + timeout_ms;
+        const char *s;
+        while (!gitest_streq(s = gitest_state_of(c, pid, NULL), state))
+                ck_assert_msg(itest_now_ms() < deadline, "%d not %s within %d ms (%s)", (int)pid, state, timeout_ms,
+                              s);
+}
+
 /* Waits until GetState shows pid in state with an operation in flight. */
 void gitest_op_ok(struct itest_conn *c, const char *method, pid_t pid, const char *state)
 {

@@ -92,6 +92,9 @@ const char *gitest_state_of(struct itest_conn *c, pid_t pid, bool *in_flight);
 bool gitest_streq(const char *a, const char *b);
 /* Waits until GetState shows an operation in flight on pid (any). */
 void gitest_await_any_in_flight(struct itest_conn *c, pid_t pid, int timeout_ms);
+/* Waits until GetState shows pid in state, in flight or not (a group's
+ * member between its steps shows the group in flight). */
+void gitest_await_state_any(struct itest_conn *c, pid_t pid, const char *state, int timeout_ms);
 /* Waits until GetState shows pid in state with an operation in flight. */
 void gitest_op_ok(struct itest_conn *c, const char *method, pid_t pid, const char *state);
 bool gitest_environ_has(pid_t pid, const char *entry);

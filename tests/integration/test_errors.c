@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static cJSON *suspend(struct itest_conn *c, pid_t pid)
 {
@@ -546,14 +547,25 @@ START_TEST(unknown_state_value)
 }
 END_TEST
 
+/* A connection of the unprivileged uid u ((uid_t)-1: the test's own). */
+static struct itest_conn *connect_unprivileged(struct itest_daemon *d, uid_t u)
+{
+        return u == (uid_t)-1 ? itest_connect(d) : itest_connect_as(d, u);
+}
+
+/* max_queue_per_pid refuses an unprivileged user's calls (as root, the
+ * test makes them as another uid); root's pass it. */
 START_TEST(queue_full)
 {
         struct itest_daemon_opts o = { .config_json = "{\"max_queue_per_pid\":2}" };
         struct itest_daemon *d = itest_daemon_start(&o);
+        uid_t u = geteuid() == 0 ? ITEST_OTHER_UID : (uid_t)-1;
         /* A checkpoint of about 2 s holds the queue. */
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048", "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL);
-        struct itest_conn *op = itest_connect(d);
-        struct itest_conn *watch = itest_connect(d);
+        pid_t pid = itest_target_as(u, "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048", "CUDACKPT_SIM_CKPT_MIBPS=1024",
+                                    NULL);
+        struct itest_conn *op = connect_unprivileged(d, u);
+        struct itest_conn *watch = connect_unprivileged(d, u);
+        struct itest_conn *root = u == (uid_t)-1 ? NULL : itest_connect(d);
         itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
         itest_send_call(op, CUDACKPT_METHOD_CHECKPOINT, itest_strdupf("{\"pid\":%d}", (int)pid));
         itest_await_in_flight(watch, pid, "Checkpoint", 3000);
@@ -561,9 +573,11 @@ START_TEST(queue_full)
         enum { N = 5 };
         struct itest_conn *more[N];
         for (int i = 0; i < N; i++) {
-                more[i] = itest_connect(d);
+                more[i] = connect_unprivileged(d, u);
                 itest_send_call(more[i], CUDACKPT_METHOD_UNLOCK, itest_strdupf("{\"pid\":%d}", (int)pid));
         }
+        if (root)
+                itest_send_call(root, CUDACKPT_METHOD_UNLOCK, itest_strdupf("{\"pid\":%d}", (int)pid));
         int full = 0;
         for (int i = 0; i < N; i++) {
                 cJSON *j = itest_recv(more[i]);
@@ -583,6 +597,12 @@ START_TEST(queue_full)
          * one more, or two more if the running one does not count. */
         ck_assert_msg(full >= N - 2, "only %d of %d Unlocks behind a Checkpoint were refused", full, N);
         itest_assert_state(itest_recv(op), pid, "checkpointed");
+        if (root) {
+                /* Queued past the limit, it ran after the checkpoint. */
+                cJSON *j = itest_recv(root);
+                itest_assert_error(j, CUDACKPT_ERROR_INVALID_STATE);
+                itest_assert_str(j, "state", "checkpointed");
+        }
 }
 END_TEST
 

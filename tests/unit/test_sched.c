@@ -197,33 +197,106 @@ START_TEST(test_serial_per_pid_parallel_across)
 }
 END_TEST
 
+/* max_queue_per_pid refuses unprivileged callers; root (and the daemon's
+ * own work) is bound by max_queue_total only, so that strangers filling a
+ * process's queue keep no one privileged off it. */
 START_TEST(test_limits)
 {
-        struct sched_op *ops[4];
+        static const struct policy_caller user = { .uid = 1000 };
+        struct sched_op *ops[5];
         struct sched s;
         uv_loop_t loop;
         struct share_refusal limit = { 0 };
 
         cfg.max_queue_per_pid = 2;
-        cfg.max_queue_total = 3;
+        cfg.max_queue_total = 4;
+        cfg.max_queue_reserved = 1;
         sched_start(&s, &loop);
         ops[0] = op_new(pids[0], PROTO_LOCK);
         ops[1] = op_new(pids[0], PROTO_UNLOCK);
         ops[2] = op_new(pids[0], PROTO_LOCK);
         ops[3] = op_new(pids[1], PROTO_LOCK);
+        ops[4] = op_new(pids[0], PROTO_LOCK);
+        for (int i = 0; i < 4; i++)
+                ops[i]->caller = &user;
         ck_assert_int_eq(sched_submit(&s, ops[0], &limit), 0);
         ck_assert_int_eq(sched_submit(&s, ops[1], &limit), 0);
         ck_assert_int_eq(sched_submit(&s, ops[2], &limit), -EAGAIN);
         ck_assert_uint_eq(limit.limit, 2);
         ck_assert_str_eq(limit.key, "max_queue_per_pid");
         ck_assert_int_eq(sched_submit(&s, ops[3], &limit), 0);
+        ck_assert_int_eq(sched_submit(&s, ops[4], &limit), 0); /* root: past max_queue_per_pid */
+        ops[2]->req.pid = pids[1];
         ck_assert_int_eq(sched_submit(&s, ops[2], &limit), -EAGAIN);
-        ck_assert_uint_eq(limit.limit, 3);
+        ck_assert_uint_eq(limit.limit, 4);
         ck_assert_str_eq(limit.key, "max_queue_total");
         uv_run(&loop, UV_RUN_DEFAULT);
-        ck_assert_int_eq(n_done, 3);
-        for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(n_done, 4);
+        for (int i = 0; i < 5; i++)
                 free(ops[i]);
+        sched_stop(&s, &loop);
+}
+END_TEST
+
+/* A hold: the holder's second step comes after its first (submitted from
+ * its done callback, as a group's next phase is), and root's Unlocks queued
+ * in between wait until the hold ends.  The holder is unprivileged, and
+ * the Unlocks it holds back fill max_queue_per_pid: its next step gets in
+ * all the same. */
+static const struct policy_caller hold_user = { .uid = 1000 };
+static int hold_token, other_token;
+static struct sched_op *hold_next, *hold_extra;
+
+static void holder_done(struct sched *s, struct sched_op *op)
+{
+        struct share_refusal limit;
+
+        on_done(s, op);
+        if (op->method == PROTO_LOCK) {
+                ck_assert_int_eq(sched_submit(s, hold_extra, &limit), 0);
+                ck_assert_int_eq(sched_submit(s, hold_next, &limit), 0);
+        } else {
+                sched_unhold(s, op->req.pid, &hold_token);
+        }
+}
+
+START_TEST(test_hold)
+{
+        struct sched_op *lock, *unlock;
+        struct sched s;
+        uv_loop_t loop;
+        struct share_refusal limit;
+
+        cfg.max_queue_per_pid = 2;
+        sched_start(&s, &loop);
+        ck_assert_int_eq(sched_hold(&s, pids[0], &hold_token, PROTO_SUSPEND_GROUP), 0);
+        ck_assert_int_eq(sched_hold(&s, pids[0], &other_token, PROTO_SUSPEND_GROUP), -EBUSY);
+        lock = op_new(pids[0], PROTO_LOCK);
+        hold_next = op_new(pids[0], PROTO_CHECKPOINT);
+        lock->holder = hold_next->holder = &hold_token;
+        lock->caller = hold_next->caller = &hold_user;
+        lock->done = hold_next->done = holder_done;
+        unlock = op_new(pids[0], PROTO_UNLOCK);
+        hold_extra = op_new(pids[0], PROTO_UNLOCK);
+        ck_assert_int_eq(sched_submit(&s, lock, &limit), 0);
+        ck_assert_int_eq(sched_submit(&s, unlock, &limit), 0);
+        /* A hold with nothing queued keeps its target. */
+        ck_assert_int_eq(sched_hold(&s, pids[1], &other_token, PROTO_LOCK_GROUP), 0);
+        ck_assert_uint_eq(s.table.n_targets, 2);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        ck_assert_int_eq(n_done, 4);
+        ck_assert_ptr_eq(done_order[0], lock);
+        ck_assert_ptr_eq(done_order[1], hold_next);
+        ck_assert_ptr_eq(done_order[2], unlock);
+        ck_assert_ptr_eq(done_order[3], hold_extra);
+        ck_assert_int_eq(n_events, 2); /* the Unlocks; the holder may not act on root's process */
+        ck_assert_ptr_nonnull(sched_table_find(&s.table, pids[1]));
+        sched_unhold(&s, pids[1], &other_token);
+        ck_assert_uint_eq(s.table.n_targets, 1); /* pids[1]: never pinned, dropped */
+        free(lock);
+        free(hold_next);
+        free(unlock);
+        free(hold_extra);
         sched_stop(&s, &loop);
 }
 END_TEST
@@ -532,6 +605,7 @@ void unit_tests(TCase *tc)
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, test_serial_per_pid_parallel_across);
         tcase_add_test(tc, test_limits);
+        tcase_add_test(tc, test_hold);
         tcase_add_test(tc, test_cancel_queued);
         tcase_add_test(tc, test_cache);
         tcase_add_test(tc, test_cache_rereads_uids);
