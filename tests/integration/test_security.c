@@ -151,7 +151,13 @@ START_TEST(refusals_of_strangers_audited)
 }
 END_TEST
 
-/* Refusals that need no other uid: a process that is no longer the one
+/* A connection of the unprivileged uid u ((uid_t)-1: the test's own). */
+static struct itest_conn *unprivileged(struct itest_daemon *d, uid_t u)
+{
+        return u == (uid_t)-1 ? itest_connect(d) : itest_connect_as(d, u);
+}
+
+/* Refusals of limits: a process that is no longer the one
  * named (ProcessChanged), on a read-only call too; a process's queue full;
  * the leases full. */
 START_TEST(refusals_of_limits_audited)
@@ -160,8 +166,14 @@ START_TEST(refusals_of_limits_audited)
                 .config_json = "{\"max_queue_per_pid\":2,\"max_leases\":1,\"max_leases_reserved\":0}"
         };
         struct itest_daemon *d = itest_daemon_start(&o);
+        /* max_queue_per_pid bounds unprivileged callers only: as root, the
+         * queue is filled by another uid, on its own process. */
+        uid_t u = geteuid() == 0 ? ITEST_OTHER_UID : (uid_t)-1;
+        uid_t qu = u == (uid_t)-1 ? getuid() : u;
         struct itest_conn *c = itest_connect(d), *q = itest_connect(d);
-        pid_t pid = itest_small_target(), busy = itest_target(SIM, SMALL, "CUDACKPT_SIM_BUSY_MS=1500", NULL);
+        pid_t pid = itest_small_target();
+        pid_t busy = u == (uid_t)-1 ? itest_target(SIM, SMALL, "CUDACKPT_SIM_BUSY_MS=1500", NULL)
+                                    : itest_target_as(u, SIM, SMALL, "CUDACKPT_SIM_BUSY_MS=1500", NULL);
         unsigned long long st = itest_start_time(pid);
 
         for (int i = 0; i < 2; i++) {
@@ -173,15 +185,15 @@ START_TEST(refusals_of_limits_audited)
         }
 
         /* One running, one queued: the third is refused. */
-        struct itest_conn *q1 = itest_connect(d), *q2 = itest_connect(d);
+        struct itest_conn *q1 = unprivileged(d, u), *q2 = unprivileged(d, u), *qc = unprivileged(d, u);
         itest_sendf(q1, "{\"method\":\"" CUDACKPT_METHOD_LOCK "\",\"parameters\":{\"pid\":%d,\"timeout_ms\":0}}",
                     (int)busy);
         itest_await_in_flight(q, busy, "Lock", 5000);
         itest_send_call(q2, CUDACKPT_METHOD_UNLOCK, itest_strdupf("{\"pid\":%d}", (int)busy));
-        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, busy);
+        cJSON *j = itest_call_pid(qc, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, busy);
         itest_assert_error(j, CUDACKPT_ERROR_QUEUE_FULL);
         itest_assert_str(j, "resource", "max_queue_per_pid");
-        assert_audited_once(d, getuid(), "GetRestoreThreadId", busy, "QueueFull");
+        assert_audited_once(d, qu, "GetRestoreThreadId", busy, "QueueFull");
         itest_assert_state(itest_recv_within(q1, 10000), busy, "locked");
         itest_assert_state(itest_recv_within(q2, 10000), busy, "running");
 
