@@ -347,12 +347,13 @@ void lease_grant(struct lease_table *t, struct conn *c, enum proto_method m, con
         struct lease *p = want->pending ? lease_find_pending(t, want->pending) : NULL, *l;
         char detail[96];
 
-        /* The pending lease becomes this one, under its id: the store
-         * holds one or the other at every moment. */
-        if (p)
-                lease_unlink_pending(t, p);
+        /* The pending lease becomes this one, under its id: every write
+         * of the store holds one or the other (the pending one leaves the
+         * table after the new one came, and the write below has both
+         * changes). */
         l = add_lease(t, c, m, want, members, n, p ? p->id : 0);
         if (p) {
+                lease_unlink_pending(t, p);
                 free(p->m);
                 free(p);
         }
@@ -552,13 +553,14 @@ void lease_restore(struct lease_table *t)
                 return;
         }
         if (r < 0) {
-                log_error("Refusing the lease store %s/" LEASESTORE_FILE ": %s; none of its leases is honoured (it is replaced at the "
-                          "next change of leases)",
+                log_error("Refusing the lease store %s/" LEASESTORE_FILE ": %s; none of its leases is honoured (it "
+                          "is replaced at the next change of leases)",
                           t->store_dir, why);
                 return;
         }
         if (!same_boot && head)
-                log_notice("The lease store %s/" LEASESTORE_FILE " was written before the machine last booted: its processes are gone",
+                log_notice("The lease store %s/" LEASESTORE_FILE " was written before the machine last booted: its "
+                           "processes are gone",
                            t->store_dir);
         if (next_id > t->next_id)
                 t->next_id = next_id;
@@ -571,8 +573,8 @@ void lease_restore(struct lease_table *t)
                 n++;
         }
         t->loaded = true;
-        log_info("Lease store %s/" LEASESTORE_FILE ": %u leases read back, %u held; the next lease id is %" PRIu64, t->store_dir, n, t->n,
-                 t->next_id);
+        log_info("Lease store %s/" LEASESTORE_FILE ": %u leases read back, %u held; the next lease id is %" PRIu64,
+                 t->store_dir, n, t->n, t->next_id);
         lease_persist(t);
         arm(t);
 }
