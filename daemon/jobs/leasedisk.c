@@ -176,7 +176,7 @@ int lease_intend_pid(struct lease_table *t, const struct policy_caller *caller, 
         struct lease_member mb = { .vpid = req->caller_pid };
         int r;
 
-        if (!req->lease.admitted || t->store_fd < 0)
+        if (!req->lease.admitted)
                 return 0;
         r = read_member(req->pid, &mb);
         if (r < 0)

@@ -36,8 +36,9 @@
 #define LEASESTORE_VERSION 1
 
 /* Writes the leases of the list head and next_id to the store in dirfd,
- * atomically and durably.  0, or -errno with why set (the store is then
- * as it was). */
+ * atomically and durably.  0, or -errno with why set: a failure before
+ * the rename leaves the store as it was; only the directory's fsync comes
+ * after it. */
 int leasestore_save(int dirfd, const struct lease *head, uint64_t next_id, char *why, size_t whylen);
 
 /* Reads the store in dirfd.  -ENOENT: there is none.  Any other -errno: refused, with
