@@ -75,6 +75,24 @@ static void status_print_index(const cJSON *params) {
         putchar('\n');
 }
 
+/* Whether the leases will outlive a restart of the daemon; a daemon that
+ * does not say prints nothing. */
+static void status_print_lease_store(const cJSON *params) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(params, "lease_store");
+        const cJSON *durable = cJSON_GetObjectItemCaseSensitive(o, "durable");
+        const char *reason = json_get_string(o, "reason");
+
+        if (!cJSON_IsBool(durable))
+                return;
+        if (cJSON_IsTrue(durable)) {
+                puts("lease store: leases outlive a restart of the daemon");
+                return;
+        }
+        fputs("lease store: NONE, leases will not outlive a restart of the daemon (", stdout);
+        ctl_fputs_safe(reason ? reason : "no reason given", stdout);
+        puts(")");
+}
+
 static void status_print_count(const char *label, const cJSON *params, const char *key) {
         long long n = status_count(params, key);
 
@@ -102,6 +120,7 @@ static void status_print(const cJSON *params, const ctl_driver_status *drv) {
         status_print_count("queued operations", params, "queued");
         status_print_count("groups in flight", params, "groups");
         status_print_count("leases", params, "leases");
+        status_print_lease_store(params);
         status_print_count("watchers", params, "watchers");
         status_print_count("connections", params, "connections");
 }

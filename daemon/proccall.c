@@ -230,10 +230,14 @@ void proccall_call(struct proccall *pc, struct conn *c, struct proto_call *call)
                         goto out;
                 }
         }
+        /* On disk before the worker may call the driver (lease.h). */
+        if (op->req.lease.admitted)
+                (void)lease_intend_pid(pc->leases, &c->caller, call->method, &op->req);
         r = sched_submit(pc->sched, op, &limit);
         if (r < 0) {
                 audit_early(pc, c, call->method, req.pid, "QueueFull", limit.key);
                 conn_reply(c, call, r == -EAGAIN ? queue_full(req.caller_pid, &limit) : NULL);
+                req.lease = op->req.lease;
                 free(op);
                 goto out;
         }
@@ -244,7 +248,7 @@ queued:
         return; /* req now belongs to op */
 out:
         if (req.lease.admitted)
-                lease_unadmit(pc->leases, &c->caller);
+                lease_unadmit(pc->leases, &c->caller, &req.lease);
         proto_request_free(&req);
 }
 
@@ -284,7 +288,7 @@ void proccall_op_done_cb(struct sched *s, struct sched_op *op)
         if (r->error == OPS_OK && op->req.lease.wanted && !op->cancelled)
                 grant_lease(pc, c, op, msg);
         if (op->req.lease.admitted)
-                lease_unadmit(pc->leases, op->caller);
+                lease_unadmit(pc->leases, op->caller, &op->req.lease);
         if (op->reply && !c->closing)
                 conn_send(c, msg);
         else

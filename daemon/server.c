@@ -405,25 +405,44 @@ static bool group_lease_admit_cb(void *ctx, const struct policy_caller *caller, 
         return lease_admit(ctx, caller, ret);
 }
 
-static void group_lease_unadmit_cb(void *ctx, const struct policy_caller *caller)
+static void group_lease_unadmit_cb(void *ctx, const struct policy_caller *caller, struct proto_lease *want)
 {
-        lease_unadmit(ctx, caller);
+        lease_unadmit(ctx, caller, want);
+}
+
+/* The group's members as a lease names them, or NULL (logged) when out
+ * of memory: nothing may stay paused unguarded. */
+static struct lease_member *lease_members_of(enum proto_method m, const struct group_member_id *members, size_t n)
+{
+        struct lease_member *lm = calloc(n ? n : 1, sizeof(*lm));
+
+        if (!lm) {
+                log_error("%s: out of memory for the lease; its members stay as they are", proto_method_name(m));
+                return NULL;
+        }
+        for (size_t i = 0; i < n; i++)
+                lm[i] = (struct lease_member){ .pid = members[i].pid, .vpid = members[i].vpid,
+                                               .start_time = members[i].start_time, .owner = members[i].owner };
+        return lm;
+}
+
+static void group_lease_intend_cb(void *ctx, const struct policy_caller *caller, enum proto_method m,
+                                  struct proto_lease *want, const struct group_member_id *members, size_t n)
+{
+        struct lease_member *lm = lease_members_of(m, members, n);
+
+        if (lm)
+                lease_intend(ctx, caller, m, want, lm, n);
+        free(lm);
 }
 
 static void group_lease_grant_cb(void *ctx, struct conn *c, enum proto_method m, const struct proto_lease *want,
                                  const struct group_member_id *members, size_t n, cJSON *reply)
 {
-        struct lease_member *lm = calloc(n ? n : 1, sizeof(*lm));
+        struct lease_member *lm = lease_members_of(m, members, n);
 
-        if (!lm) {
-                /* No lease can be kept: nothing may stay paused unguarded. */
-                log_error("%s: out of memory for the lease; its members stay as they are", proto_method_name(m));
-                return;
-        }
-        for (size_t i = 0; i < n; i++)
-                lm[i] = (struct lease_member){ .pid = members[i].pid, .vpid = members[i].vpid,
-                                               .start_time = members[i].start_time, .owner = members[i].owner };
-        lease_grant(ctx, c, m, want, lm, n, reply);
+        if (lm)
+                lease_grant(ctx, c, m, want, lm, n, reply);
         free(lm);
 }
 
@@ -456,6 +475,7 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         jobs_init(&s->jobs, loop, cfg, &s->drv, &s->sched, &s->metrics, &s->source, &s->life);
         group_init(&s->groups, &s->jobs, &(struct group_lease_hooks){ .admit_cb = group_lease_admit_cb,
                                                                        .unadmit_cb = group_lease_unadmit_cb,
+                                                                       .intend_cb = group_lease_intend_cb,
                                                                        .grant_cb = group_lease_grant_cb,
                                                                        .ctx = &s->leases });
         list_init(&s->lists, &s->jobs, &s->gpumem);

@@ -63,6 +63,18 @@ static bool add_index(cJSON *p, const struct status *s)
         return !reason || cJSON_AddStringToObject(o, "reason", reason);
 }
 
+/* Whether the leases held will outlive a restart (lease.h). */
+static bool add_lease_store(cJSON *p, const struct status *s)
+{
+        const char *why = NULL;
+        bool durable = lease_store_durable(s->leases, &why);
+        cJSON *o = cJSON_AddObjectToObject(p, "lease_store");
+
+        if (!o || !cJSON_AddBoolToObject(o, "durable", durable))
+                return false;
+        return durable || cJSON_AddStringToObject(o, "reason", why && why[0] ? why : "no lease store");
+}
+
 /* How much of each shared resource is in use, in all callers together. */
 static bool add_counts(cJSON *p, const struct status *s)
 {
@@ -90,7 +102,7 @@ cJSON *status_reply(const struct status *s)
         cJSON *p = cJSON_CreateObject();
 
         if (!p || !cJSON_AddStringToObject(p, "version", CUDACKPT_VERSION) || !add_driver(p, s) ||
-            !add_index(p, s) || !add_counts(p, s)) {
+            !add_index(p, s) || !add_lease_store(p, s) || !add_counts(p, s)) {
                 cJSON_Delete(p);
                 return NULL;
         }
@@ -106,6 +118,7 @@ cJSON *status_metrics_reply(const struct status *s)
                 .groups = s->jobs->n,
                 .leases = s->leases->n,
                 .leased_processes = s->leases->n_members,
+                .lease_store_durable = lease_store_durable(s->leases, NULL),
                 .watchers = s->watch->n,
                 .workers = s->cfg->workers,
                 .driver = s->drv->available,

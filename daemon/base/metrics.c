@@ -192,6 +192,10 @@ static void put_leases(struct text *t, const struct metrics *m, const struct met
 {
         gauge(t, "cudackpt_leases", "Leases held now.", g->leases);
         gauge(t, "cudackpt_leased_processes", "Processes under a lease now.", g->leased_processes);
+        gauge(t, "cudackpt_lease_store_durable",
+              "1 when the leases held will outlive a restart of the daemon (a lease store in a directory only root "
+              "may change, its last write worked), 0 when they will not.",
+              g->lease_store_durable);
         {
                 static const enum metrics_counter c[] = { METRICS_LEASES_GRANTED };
                 counters(t, m, "cudackpt_leases_granted_total", "Leases granted.", NULL, c, NULL, 1);

@@ -67,6 +67,7 @@ struct metrics_gauges {
         unsigned groups;        /* group operations and listings in flight */
         unsigned leases;
         unsigned leased_processes;
+        bool lease_store_durable; /* the leases held will outlive a restart */
         unsigned watchers;
         unsigned workers;
         bool driver;            /* a usable driver is loaded */

@@ -124,7 +124,7 @@ static void group_end(struct group *g, cJSON *msg)
         else
                 t->tail = g->prev;
         if (g->call.req.lease.admitted)
-                t->lease.unadmit_cb(t->lease.ctx, g->call.caller);
+                t->lease.unadmit_cb(t->lease.ctx, g->call.caller, &g->call.req.lease);
         for (size_t i = 0; i < g->ms.n; i++)
                 unhold_member(g, i);
         members_clear(&g->ms);
@@ -133,11 +133,27 @@ static void group_end(struct group *g, cJSON *msg)
         start_waiting(t);
 }
 
+/* The members acting now, as a lease names them (malloc'ed); NULL when
+ * out of memory. */
+static struct group_member_id *member_ids(const struct group *g, size_t *ret_n)
+{
+        struct group_member_id *ids = calloc(g->ms.n ? g->ms.n : 1, sizeof(*ids));
+
+        *ret_n = 0;
+        for (size_t i = 0; ids && i < g->ms.n; i++)
+                if (members_active(&g->ms.m[i]))
+                        ids[(*ret_n)++] = (struct group_member_id){ .pid = g->ms.m[i].s.pid,
+                                                                    .vpid = g->ms.m[i].s.vpid,
+                                                                    .start_time = g->ms.m[i].s.start_time,
+                                                                    .owner = g->ms.m[i].s.owner };
+        return ids;
+}
+
 /* A LockGroup or SuspendGroup that asked for a lease and succeeded. */
 static void grant_lease(struct group *g, cJSON *msg)
 {
-        struct group_member_id *ids = calloc(g->ms.n ? g->ms.n : 1, sizeof(*ids));
-        size_t n = 0;
+        size_t n;
+        struct group_member_id *ids = member_ids(g, &n);
 
         if (!ids) {
                 /* No lease can be kept: nothing may stay paused unguarded. */
@@ -145,12 +161,23 @@ static void grant_lease(struct group *g, cJSON *msg)
                           proto_method_name(g->call.method));
                 return;
         }
-        for (size_t i = 0; i < g->ms.n; i++)
-                if (members_active(&g->ms.m[i]))
-                        ids[n++] = (struct group_member_id){ .pid = g->ms.m[i].s.pid, .vpid = g->ms.m[i].s.vpid,
-                                                             .start_time = g->ms.m[i].s.start_time,
-                                                             .owner = g->ms.m[i].s.owner };
         g->table->lease.grant_cb(g->table->lease.ctx, g->call.conn, g->call.method, &g->call.req.lease, ids, n, msg);
+        free(ids);
+}
+
+/* A group that asks for a lease has it written, pending, before its
+ * first driver step: a daemon killed meanwhile undoes it at its start. */
+static void intend_lease(struct group *g)
+{
+        size_t n;
+        struct group_member_id *ids;
+
+        if (!g->call.req.lease.admitted)
+                return;
+        ids = member_ids(g, &n);
+        if (ids)
+                g->table->lease.intend_cb(g->table->lease.ctx, g->call.caller, g->call.method, &g->call.req.lease,
+                                          ids, n);
         free(ids);
 }
 
@@ -381,6 +408,7 @@ static void start_waiting(struct group_table *t)
                 for (g = t->head; g; g = g->next)
                         if (g->phase == PLAN_WAIT && !held_back(g)) {
                                 hold_members(g);
+                                intend_lease(g);
                                 run_phase(g, PLAN_STATE);
                                 t->again = true; /* the list may have changed */
                                 break;
@@ -469,7 +497,7 @@ static bool admit(struct group_table *t, struct jobs_call *jc)
         if (jobs_call_take_slot(jc, &why) == 0)
                 return true;
         if (jc->req.lease.admitted)
-                t->lease.unadmit_cb(t->lease.ctx, jc->caller);
+                t->lease.unadmit_cb(t->lease.ctx, jc->caller, &jc->req.lease);
         jc->req.lease.admitted = false;
 full:
         jobs_call_refuse(jc, jobs_call_queue_full(jc, &why));

@@ -50,11 +50,15 @@ struct group_member_id {
 /* What a group that asks for a lease needs of the lease layer above: a
  * place in the caller's lease share from its arrival (admit_cb: false,
  * with *ret saying which limit, when it is taken) until it is granted or
- * fails (unadmit_cb), and the grant when it succeeded (grant_cb: adds
- * "lease" to the parameters of reply; c may have closed). */
+ * fails (unadmit_cb), the lease written as pending before its first
+ * driver step (intend_cb, on the members selected), and the grant when it
+ * succeeded (grant_cb: adds "lease" to the parameters of reply; c may
+ * have closed). */
 struct group_lease_hooks {
         bool (*admit_cb)(void *ctx, const struct policy_caller *caller, struct share_refusal *ret);
-        void (*unadmit_cb)(void *ctx, const struct policy_caller *caller);
+        void (*unadmit_cb)(void *ctx, const struct policy_caller *caller, struct proto_lease *want);
+        void (*intend_cb)(void *ctx, const struct policy_caller *caller, enum proto_method m,
+                          struct proto_lease *want, const struct group_member_id *members, size_t n);
         void (*grant_cb)(void *ctx, struct conn *c, enum proto_method m, const struct proto_lease *want,
                          const struct group_member_id *members, size_t n, cJSON *reply);
         void *ctx;

@@ -43,27 +43,6 @@ static void hold_by(struct lease *l, struct conn *c)
         }
 }
 
-/* Writes the table to the store, before the reply that changed it (a small
- * write and two fsyncs on the loop thread: docs/design.md).  A failure is
- * logged once, until a write works again. */
-static void lease_persist(struct lease_table *t)
-{
-        char why[256];
-
-        if (!t->store || !t->loaded)
-                return; /* not before the store was read back: it would lose it */
-        if (leasestore_save(t->store, t->head, t->next_id, why, sizeof(why)) < 0) {
-                if (!t->store_failing)
-                        log_error("Failed to write the lease store %s: %s; a daemon that restarts now will not "
-                                  "honour the leases held",
-                                  t->store, why);
-                t->store_failing = true;
-        } else if (t->store_failing) {
-                log_notice("The lease store %s is written again", t->store);
-                t->store_failing = false;
-        }
-}
-
 static void unlink_lease(struct lease_table *t, struct lease *l)
 {
         if (l->prev)
@@ -105,10 +84,11 @@ static void drop_member(struct lease_table *t, struct lease *l, size_t i, enum m
                 lease_persist(t);
 }
 
+/* The lease granted that holds pid (pending ones are their calls'). */
 static struct lease *find_member(struct lease_table *t, pid_t pid, size_t *ret_i)
 {
         for (struct lease *l = t->head; l; l = l->next)
-                for (size_t i = 0; i < l->n; i++)
+                for (size_t i = 0; !l->pending && i < l->n; i++)
                         if (l->m[i].pid == pid) {
                                 *ret_i = i;
                                 return l;
@@ -218,6 +198,8 @@ static void timer_cb(uv_timer_t *timer)
         uint64_t now = uv_now(t->loop);
         struct lease *l, *next;
 
+        if (life_stopping(t->life))
+                return; /* a stop is not an expiry nor a holder's leaving */
         for (l = t->head; l; l = next) {
                 next = l->next;
                 if (!l->undoing && l->expires && l->expires <= now)
@@ -232,10 +214,17 @@ static void timer_cb(uv_timer_t *timer)
         arm(t);
 }
 
+/* The timer, for the nearest deadline or end of a claim's grace; never
+ * once the daemon stops (stop_cb): what it would undo then is kept for
+ * the next start, which counts the deadlines and the grace itself. */
 static void arm(struct lease_table *t)
 {
         uint64_t first = 0, now = uv_now(t->loop);
 
+        if (life_stopping(t->life)) {
+                uv_timer_stop(&t->timer);
+                return;
+        }
         for (struct lease *l = t->head; l; l = l->next) {
                 if (!l->undoing && l->expires && (!first || l->expires < first))
                         first = l->expires;
@@ -250,7 +239,7 @@ static void arm(struct lease_table *t)
 }
 
 /* Puts l (its members counted) at the head of the table. */
-static void lease_link(struct lease_table *t, struct lease *l)
+void lease_link(struct lease_table *t, struct lease *l)
 {
         l->prev = NULL;
         l->next = t->head;
@@ -278,10 +267,7 @@ void lease_init(struct lease_table *t, const struct lease_deps *deps, const char
         t->timer.data = t;
         /* The undo's caller: root in the daemon's own pid namespace. */
         t->self = (struct policy_caller){ .uid = 0, .gid = 0, .pid = getpid(), .pidfd = -1 };
-        t->store = leasestore_path(runtime_dir);
-        if (!t->store)
-                log_error("No lease store (runtime directory \"%s\"): leases will not outlive the daemon",
-                          runtime_dir ? runtime_dir : "");
+        lease_open_store(t, runtime_dir);
 }
 
 void lease_close(struct lease_table *t)
@@ -292,14 +278,18 @@ void lease_close(struct lease_table *t)
         leasestore_free(t->head);
         t->head = NULL;
         share_free(&t->share);
-        free(t->store);
-        t->store = NULL;
+        if (t->store_fd >= 0)
+                close(t->store_fd);
+        t->store_fd = -1;
+        free(t->store_dir);
+        t->store_dir = NULL;
 }
 
 /* A new lease of c's caller on members, in the table (ends members'
- * older leases); NULL when out of memory. */
+ * older leases), of id (0: a new one); NULL when out of memory. */
 static struct lease *add_lease(struct lease_table *t, struct conn *c, enum proto_method m,
-                               const struct proto_lease *want, const struct lease_member *members, size_t n)
+                               const struct proto_lease *want, const struct lease_member *members, size_t n,
+                               uint64_t id)
 {
         struct lease *l = calloc(1, sizeof(*l));
 
@@ -325,7 +315,7 @@ static struct lease *add_lease(struct lease_table *t, struct conn *c, enum proto
         memcpy(l->m, members, n * sizeof(*l->m));
         l->n = n;
         l->table = t;
-        l->id = t->next_id++;
+        l->id = id ? id : t->next_id++;
         l->uid = c->caller.uid;
         l->privileged = access_privileged(t->cfg, &c->caller);
         l->caller_pid = c->caller.pid;
@@ -354,8 +344,19 @@ static struct lease *add_lease(struct lease_table *t, struct conn *c, enum proto
 void lease_grant(struct lease_table *t, struct conn *c, enum proto_method m, const struct proto_lease *want,
                  const struct lease_member *members, size_t n, cJSON *reply)
 {
-        struct lease *l = add_lease(t, c, m, want, members, n);
+        struct lease *p = want->pending ? lease_find_pending(t, want->pending) : NULL, *l;
         char detail[96];
+
+        /* The pending lease becomes this one, under its id: every write
+         * of the store holds one or the other (the pending one leaves the
+         * table after the new one came, and the write below has both
+         * changes). */
+        l = add_lease(t, c, m, want, members, n, p ? p->id : 0);
+        if (p) {
+                lease_unlink_pending(t, p);
+                free(p->m);
+                free(p);
+        }
 
         if (!l) {
                 log_error("%s by uid %u: out of memory for its lease; its processes stay as they are",
@@ -426,7 +427,7 @@ static void holder_closing_cb(struct conn_hook *h, struct conn *c)
 static void stop_cb(struct life_hook *h)
 {
         struct lease_table *t = (struct lease_table *)((char *)h - offsetof(struct lease_table, stop_hook));
-        bool kept = t->store && t->loaded;
+        bool kept = t->store_fd >= 0 && t->loaded;
 
         uv_timer_stop(&t->timer);
         for (struct lease *l = t->head; l; l = l->next) {
@@ -436,8 +437,8 @@ static void stop_cb(struct life_hook *h)
                         hold_by(l, NULL);
                         l->unclaimed = true;
                 }
-                if (l->undoing)
-                        continue;
+                if (l->undoing || l->pending)
+                        continue; /* a pending one's call ends first, in the drain */
                 if (kept)
                         log_notice("Lease %" PRIu64 " of uid %u pid %d (%s) on %zu processes: the daemon is stopping; "
                                    "kept in the lease store for the next start",
@@ -452,7 +453,8 @@ static void stop_cb(struct life_hook *h)
         lease_persist(t);
         if (!kept || t->store_failing)
                 for (struct lease *l = t->head; l; l = l->next)
-                        metrics_count(t->metrics, METRICS_LEASES_NOT_HONOURED);
+                        if (!l->pending)
+                                metrics_count(t->metrics, METRICS_LEASES_NOT_HONOURED);
 }
 
 /* ---- changes made by calls (leasecall.c) -------------------------------------- */
@@ -506,7 +508,15 @@ static void restore_one(struct lease_table *t, struct lease *l, bool same_boot, 
         }
         snprintf(detail, sizeof(detail), "lease %" PRIu64 " on %zu processes read back at start", l->id, l->n);
         lease_audit(l, "restored", detail);
-        if (l->undoing) {
+        if (l->pending) {
+                /* Killed during its call: nobody learnt of it, and what the
+                 * call did is undone. */
+                log_notice("Lease %" PRIu64 " of uid %u pid %d: its %s was under way when the daemon ended, never "
+                           "answered; undoing it",
+                           l->id, (unsigned)l->uid, (int)l->caller_pid, proto_method_name(l->method));
+                l->pending = false;
+                lease_undo(t, l, METRICS_LEASES_CLOSED);
+        } else if (l->undoing) {
                 /* Its undo had begun, or was left by a daemon that stopped. */
                 l->undoing = false;
                 lease_undo(t, l, l->why);
@@ -534,23 +544,24 @@ void lease_restore(struct lease_table *t)
         char why[256];
         int r;
 
-        if (!t->store)
+        if (t->store_fd < 0)
                 return;
-        r = leasestore_load(t->store, &head, &next_id, &same_boot, why, sizeof(why));
+        r = leasestore_load(t->store_fd, &head, &next_id, &same_boot, why, sizeof(why));
         t->loaded = true; /* a refused store is replaced by the next write */
         if (r == -ENOENT) {
-                log_debug("No lease store at %s: no leases to read back", t->store);
+                log_debug("No lease store at %s/" LEASESTORE_FILE ": no leases to read back", t->store_dir);
                 return;
         }
         if (r < 0) {
-                log_error("Refusing the lease store %s: %s; none of its leases is honoured (it is replaced at the "
-                          "next change of leases)",
-                          t->store, why);
+                log_error("Refusing the lease store %s/" LEASESTORE_FILE ": %s; none of its leases is honoured (it "
+                          "is replaced at the next change of leases)",
+                          t->store_dir, why);
                 return;
         }
         if (!same_boot && head)
-                log_notice("The lease store %s was written before the machine last booted: its processes are gone",
-                           t->store);
+                log_notice("The lease store %s/" LEASESTORE_FILE " was written before the machine last booted: its "
+                           "processes are gone",
+                           t->store_dir);
         if (next_id > t->next_id)
                 t->next_id = next_id;
         t->loaded = false; /* one write, below, for all the changes */
@@ -562,8 +573,8 @@ void lease_restore(struct lease_table *t)
                 n++;
         }
         t->loaded = true;
-        log_info("Lease store %s: %u leases read back, %u held; the next lease id is %" PRIu64, t->store, n, t->n,
-                 t->next_id);
+        log_info("Lease store %s/" LEASESTORE_FILE ": %u leases read back, %u held; the next lease id is %" PRIu64,
+                 t->store_dir, n, t->n, t->next_id);
         lease_persist(t);
         arm(t);
 }

@@ -21,10 +21,14 @@
  * call, made once: one that fails is logged and reported, never retried.
  *
  * The leases outlive the daemon: every change of the table is written to
- * the lease store (leasestore.h) before the reply that made it.  A daemon
- * that stops undoes nothing and keeps its leases there (an undo not yet
- * made too, or one the stop cut short); the next start reads them back (lease_restore): an expired
- * lease, or one whose undo had begun, is undone at once; an on-close
+ * the lease store (leasestore.h) before the reply that made it, and a call
+ * that asks for a lease has it written, pending, before its first driver
+ * step (lease_intend).  A daemon that stops undoes nothing and keeps its
+ * leases there (an undo not yet made too, or one the stop cut short); its
+ * timer no longer runs.  The
+ * next start reads them back (lease_restore): an expired lease, a pending
+ * one (its call was never answered), or one whose undo had begun, is
+ * undone at once; an on-close
  * lease waits lease_claim_grace_ms for its holder to claim it with the
  * secret its grant's reply carried (ClaimLease), and is undone otherwise;
  * members whose pid names another process now leave it.
@@ -69,7 +73,9 @@ struct lease_table {
         struct share share;             /* held, by the takers' uids */
         uv_timer_t timer;               /* the nearest expiry */
         struct policy_caller self;      /* the daemon, as the caller of undos */
-        char *store;                    /* the store's path (leasestore.h); NULL: none */
+        int store_fd;                   /* the store's directory, checked (privdir.h); -1: none */
+        char *store_dir;                /* its path, for the log and status */
+        char store_why[320];            /* why there is none, or why the last write failed */
         bool loaded;                    /* the store was read: writing it may begin */
         bool store_failing;             /* the last write failed (logged once) */
 };
@@ -84,8 +90,9 @@ struct lease_deps {
         struct watch_table *watch;
 };
 
-/* runtime_dir: where the lease store lives (NULL: none, leases end with
- * the daemon).  Subscribes to the daemon's stop (life_on_stop): the
+/* runtime_dir: where the lease store lives, if only root may change it
+ * (privdir.h; otherwise, or NULL, there is none: the log says so, and
+ * lease_store_durable() too).  Subscribes to the daemon's stop (life_on_stop): the
  * leases are then kept in the store, their holders' connections close,
  * and the next start honours them. */
 void lease_init(struct lease_table *t, const struct lease_deps *deps, const char *runtime_dir);
@@ -97,12 +104,32 @@ void lease_restore(struct lease_table *t);
  * (the store keeps it) and the share; the loop must run once more. */
 void lease_close(struct lease_table *t);
 
+/* Whether the leases held now will outlive a restart of the daemon: a
+ * store in a directory only root may change, whose last write worked.
+ * When not, *ret_why (when ret_why is not NULL) says why. */
+bool lease_store_durable(const struct lease_table *t, const char **ret_why);
+
 /* A call that asks for a lease is counted in its caller's lease share
  * from its arrival (lease_admit(): false, with *ret saying which limit is
  * in the way, when it is taken) until it is granted or fails
- * (lease_unadmit()), so that calls in flight together cannot pass it. */
+ * (lease_unadmit(), which also drops the lease lease_intend() wrote for
+ * it unless it was granted), so that calls in flight together cannot
+ * pass it (leasepending.c). */
 bool lease_admit(struct lease_table *t, const struct policy_caller *caller, struct share_refusal *ret);
-void lease_unadmit(struct lease_table *t, const struct policy_caller *caller);
+void lease_unadmit(struct lease_table *t, const struct policy_caller *caller, struct proto_lease *want);
+
+/* Before the first driver step of an admitted call that asks for a lease
+ * (want): the lease it would take on members is written to the store as
+ * pending (want->pending, its id; 0 when it could not be), so that a
+ * daemon killed during the call undoes what it did at its next start.
+ * lease_grant() turns it into the lease granted.  For a single call,
+ * lease_intend_pid() reads the process of pid first (its process, start
+ * time and owner, from /proc) and pins the call to it (req->start_time):
+ * 0, or -ESRCH when no process has pid. */
+void lease_intend(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
+                  struct proto_lease *want, const struct lease_member *members, size_t n);
+int lease_intend_pid(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
+                     struct proto_request *req);
 
 /* A Lock, Suspend, LockGroup or SuspendGroup that asked for want has
  * succeeded on these processes: grants the lease and adds "lease" to the
@@ -119,9 +146,20 @@ void lease_op_finished(struct lease_table *t, pid_t pid, uint64_t start_time, en
 /* ReleaseLease, RenewLease and ClaimLease (leasecall.c). */
 void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call);
 
-/* Between lease.c and leasecall.c: the lease of this id (undoing ones included), NULL if
- * none; ending it (released), a new expiry, and c as its holder. */
+/* Between lease.c, leasecall.c and leasepending.c: the lease of this id
+ * (undoing ones included, pending ones not), NULL if none; ending it
+ * (released), a new expiry, and c as its holder; a new lease in the table
+ * (its members counted); writing the table to the store; taking a pending
+ * lease out of the table (its members uncounted, not written: the caller
+ * writes). */
 struct lease *lease_find(struct lease_table *t, uint64_t id);
+struct lease *lease_find_pending(struct lease_table *t, uint64_t id);
+void lease_link(struct lease_table *t, struct lease *l);
+void lease_persist(struct lease_table *t);
+void lease_unlink_pending(struct lease_table *t, struct lease *l);
+/* At lease_init(): the store's directory, checked (privdir.h), or none
+ * (logged, and store_why says why). */
+void lease_open_store(struct lease_table *t, const char *dir);
 void lease_release(struct lease_table *t, struct lease *l);
 void lease_renew(struct lease_table *t, struct lease *l, uint32_t ms);
 void lease_claim(struct lease_table *t, struct lease *l, struct conn *c);

@@ -1,6 +1,5 @@
 /* leasecall.c: the calls on leases: ReleaseLease, RenewLease and
- * ClaimLease, the "lease" of a grant's reply, and the lease share of calls
- * that ask for one (lease.h). */
+ * ClaimLease, and the "lease" of a grant's reply (lease.h). */
 #include "jobs/lease.h"
 
 #include <inttypes.h>
@@ -36,7 +35,7 @@ void lease_reply_grant(const struct lease *l, cJSON *reply)
 struct lease *lease_find(struct lease_table *t, uint64_t id)
 {
         for (struct lease *l = t->head; l; l = l->next)
-                if (l->id == id)
+                if (l->id == id && !l->pending)
                         return l;
         return NULL;
 }
@@ -55,16 +54,6 @@ static bool may_manage(const struct lease_table *t, const struct policy_caller *
         if (p != procs)
                 free(p);
         return ok;
-}
-
-bool lease_admit(struct lease_table *t, const struct policy_caller *caller, struct share_refusal *ret)
-{
-        return share_take(&t->share, caller->uid, access_privileged(t->cfg, caller), ret) == 0;
-}
-
-void lease_unadmit(struct lease_table *t, const struct policy_caller *caller)
-{
-        share_give(&t->share, caller->uid, access_privileged(t->cfg, caller));
 }
 
 /* The audit line of a release or renewal names who did it, and whose

@@ -46,6 +46,7 @@ struct lease {
         uint8_t secret[LEASE_SECRET_BYTES];
         bool unclaimed;                 /* read back at start: waits for ClaimLease until */
         uint64_t claim_by;              /* ... this uv_now() */
+        bool pending;                   /* written before its call's first driver step, not granted yet */
         bool undoing;                   /* its undo group runs, or (parked) is left to the next start */
         bool parked;
         enum metrics_counter why;       /* what set the undo off; counted when it ends */

@@ -1,6 +1,7 @@
 /* leasestore.c: writing and reading back the leases (leasestore.h). */
 #include "jobs/leasestore.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,23 +23,11 @@
 #define MAX_UID 4294967294.0
 #define MAX_PID 2147483647.0
 #define MAX_MEMBERS 65536
+#define TMP_SUFFIX ".tmp"
 
 /* The methods that take a lease, as the file names them. */
 static const enum proto_method lease_methods[] = { PROTO_LOCK, PROTO_SUSPEND, PROTO_LOCK_GROUP,
                                                    PROTO_SUSPEND_GROUP };
-
-char *leasestore_path(const char *dir)
-{
-        char *p = NULL;
-
-        if (!dir || !*dir || asprintf(&p, "%s/%s", dir, LEASESTORE_FILE) < 0)
-                return NULL;
-        if (strlen(p) >= 4000) {
-                free(p);
-                return NULL;
-        }
-        return p;
-}
 
 uint64_t leasestore_boottime_ms(void)
 {
@@ -119,6 +109,8 @@ static cJSON *encode_lease(const struct lease *l)
         cJSON_AddBoolToObject(o, "on_close", l->on_close);
         cJSON_AddNumberToObject(o, "lease_ms", l->ms);
         cJSON_AddNumberToObject(o, "deadline_boottime_ms", (double)l->deadline);
+        if (l->pending)
+                cJSON_AddBoolToObject(o, "pending", true);
         if (l->undoing)
                 cJSON_AddStringToObject(o, "undo", l->why == METRICS_LEASES_EXPIRED ? "expired" : "closed");
         if (l->has_secret) {
@@ -181,32 +173,58 @@ static int write_all(int fd, const char *p, size_t len)
         return 0;
 }
 
-/* The directory of path, fsync'ed so that the rename lasts. */
-static int sync_dir(const char *path)
+/* A new file of mode 0600 in dirfd under a name nobody can foresee
+ * (LEASESTORE_FILE.<16 random hex digits>.tmp), so that no name made
+ * in advance can stand in its way; its name in name.  fd or -errno. */
+static int open_temp(int dirfd, char name[64])
 {
-        char dir[4096];
-        const char *slash = strrchr(path, '/');
-        int fd, r = 0;
+        uint8_t rnd[8];
+        char hex[2 * sizeof(rnd) + 1];
 
-        if (!slash || (size_t)(slash - path) >= sizeof(dir))
-                return 0;
-        memcpy(dir, path, (size_t)(slash - path));
-        dir[slash == path ? 1 : slash - path] = '\0';
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        if (fsync(fd) < 0)
+        for (int i = 0; i < 8; i++) {
+                if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+                        return errno ? -errno : -EIO;
+                leasestore_hex(rnd, sizeof(rnd), hex);
+                snprintf(name, 64, "%s.%s%s", LEASESTORE_FILE, hex, TMP_SUFFIX);
+                int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd >= 0 || errno != EEXIST)
+                        return fd >= 0 ? fd : -errno;
+        }
+        return -EEXIST;
+}
+
+/* text and a newline into a new temporary file, on stable storage before
+ * it takes the store's name: every write and the fsync must succeed
+ * first, and the directory is synced after, so that the rename lasts. */
+static int write_store(int dirfd, const char *text, size_t len)
+{
+        char tmp[64];
+        int fd = open_temp(dirfd, tmp), r = fd < 0 ? fd : 0;
+
+        if (r == 0 && fchmod(fd, 0600) < 0)
                 r = -errno;
-        close(fd);
+        if (r == 0)
+                r = write_all(fd, text, len);
+        if (r == 0)
+                r = write_all(fd, "\n", 1);
+        if (r == 0 && fsync(fd) < 0)
+                r = -errno;
+        if (fd >= 0 && close(fd) < 0 && r == 0)
+                r = -errno;
+        if (r == 0 && renameat(dirfd, tmp, dirfd, LEASESTORE_FILE) < 0)
+                r = -errno;
+        if (r < 0 && fd >= 0)
+                (void)unlinkat(dirfd, tmp, 0);
+        if (r == 0 && fsync(dirfd) < 0)
+                r = -errno;
         return r;
 }
 
-int leasestore_save(const char *path, const struct lease *head, uint64_t next_id, char *why, size_t whylen)
+int leasestore_save(int dirfd, const struct lease *head, uint64_t next_id, char *why, size_t whylen)
 {
-        char tmp[4200];
         char *text = encode(head, next_id);
         size_t len = text ? strlen(text) : 0;
-        int fd, r;
+        int r;
 
         if (!text) {
                 snprintf(why, whylen, "out of memory");
@@ -218,24 +236,7 @@ int leasestore_save(const char *path, const struct lease *head, uint64_t next_id
                          LEASESTORE_MAX_BYTES);
                 return -EFBIG;
         }
-        snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        (void)unlink(tmp); /* a leftover of a daemon that died while writing */
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        r = fd < 0 ? -errno : 0;
-        if (r == 0 && fchmod(fd, 0600) < 0)
-                r = -errno;
-        if (r == 0)
-                r = write_all(fd, text, len);
-        if (r == 0 && write_all(fd, "\n", 1) == 0 && fsync(fd) < 0)
-                r = -errno;
-        if (fd >= 0 && close(fd) < 0 && r == 0)
-                r = -errno;
-        if (r == 0 && rename(tmp, path) < 0)
-                r = -errno;
-        if (r == 0)
-                r = sync_dir(path);
-        else if (fd >= 0)
-                (void)unlink(tmp);
+        r = write_store(dirfd, text, len);
         cJSON_free(text);
         if (r < 0)
                 snprintf(why, whylen, "%s", strerror(-r));
@@ -295,11 +296,12 @@ static int decode_lease(const cJSON *o, struct lease *l, char *why, size_t whyle
 {
         static const char *const keys[] = { "id",       "uid",     "pid",  "privileged",           "method",
                                             "on_close", "lease_ms", "undo", "deadline_boottime_ms", "secret",
-                                            "members" };
+                                            "members",  "pending" };
         const cJSON *on_close = cJSON_GetObjectItemCaseSensitive(o, "on_close"),
                     *priv = cJSON_GetObjectItemCaseSensitive(o, "privileged"),
                     *undo = cJSON_GetObjectItemCaseSensitive(o, "undo"),
                     *secret = cJSON_GetObjectItemCaseSensitive(o, "secret"),
+                    *pending = cJSON_GetObjectItemCaseSensitive(o, "pending"),
                     *members = cJSON_GetObjectItemCaseSensitive(o, "members"), *m;
         double id, uid, pid, ms, deadline;
         int n;
@@ -328,6 +330,11 @@ static int decode_lease(const cJSON *o, struct lease *l, char *why, size_t whyle
                 snprintf(why, whylen, "lease %" PRIu64 ": \"undo\" is malformed", l->id);
                 return -EINVAL;
         }
+        if (pending && (!cJSON_IsTrue(pending) || undo)) {
+                snprintf(why, whylen, "lease %" PRIu64 ": \"pending\" is malformed", l->id);
+                return -EINVAL;
+        }
+        l->pending = pending != NULL;
         l->undoing = undo != NULL;
         l->why = undo && undo->valuestring[0] == 'e' ? METRICS_LEASES_EXPIRED : METRICS_LEASES_CLOSED;
         if (secret && (!l->on_close || !cJSON_IsString(secret) ||
@@ -351,7 +358,8 @@ static int decode_lease(const cJSON *o, struct lease *l, char *why, size_t whyle
         return 0;
 }
 
-/* A pid in two leases, or an id twice, makes the whole file suspect. */
+/* A pid in two leases granted, or an id twice, makes the whole file
+ * suspect (a pending lease's call may have come for a process leased). */
 static int check_unique(const struct lease *head, char *why, size_t whylen)
 {
         for (const struct lease *a = head; a; a = a->next)
@@ -360,6 +368,8 @@ static int check_unique(const struct lease *head, char *why, size_t whylen)
                                 snprintf(why, whylen, "lease id %" PRIu64 " appears twice", a->id);
                                 return -EINVAL;
                         }
+                        if (a->pending || b->pending)
+                                continue;
                         for (size_t i = 0; i < a->n; i++)
                                 for (size_t k = a == b ? i + 1 : 0; k < b->n; k++)
                                         if (a->m[i].pid == b->m[k].pid) {
@@ -425,12 +435,12 @@ out:
 
 /* The file, if it may be trusted: refuses anything but a regular file of
  * the daemon's user, mode 0600, one link, of bounded size. */
-static char *read_store(const char *path, size_t *ret_len, char *why, size_t whylen, int *ret_err)
+static char *read_store(int dirfd, size_t *ret_len, char *why, size_t whylen, int *ret_err)
 {
         struct stat st;
         char *buf = NULL;
         size_t len = 0;
-        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int fd = openat(dirfd, LEASESTORE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
         *ret_err = fd < 0 ? -errno : 0;
         if (fd < 0) {
@@ -478,12 +488,37 @@ static char *read_store(const char *path, size_t *ret_len, char *why, size_t why
         return buf;
 }
 
-int leasestore_load(const char *path, struct lease **ret_head, uint64_t *ret_next_id, bool *ret_same_boot,
+/* Temporary files left by a daemon that died while writing. */
+static void remove_leftovers(int dirfd)
+{
+        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        size_t pre = strlen(LEASESTORE_FILE), suf = strlen(TMP_SUFFIX);
+        struct dirent *e;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        while ((e = readdir(d))) {
+                size_t n = strlen(e->d_name);
+                if (n > pre + suf && strncmp(e->d_name, LEASESTORE_FILE ".", pre + 1) == 0 &&
+                    strcmp(e->d_name + n - suf, TMP_SUFFIX) == 0)
+                        (void)unlinkat(dirfd, e->d_name, 0);
+        }
+        closedir(d);
+}
+
+int leasestore_load(int dirfd, struct lease **ret_head, uint64_t *ret_next_id, bool *ret_same_boot,
                     char *why, size_t whylen)
 {
         size_t len = 0;
         int r;
-        char *text = read_store(path, &len, why, whylen, &r);
+        char *text;
+
+        remove_leftovers(dirfd);
+        text = read_store(dirfd, &len, why, whylen, &r);
 
         if (!text)
                 return r;

@@ -1,14 +1,19 @@
 /* leasestore.h: the leases on disk, so that they outlive the daemon.
  *
  * One small JSON file, LEASESTORE_FILE in the runtime directory
- * ($RUNTIME_DIRECTORY, else the socket's directory), holds every lease
+ * ($RUNTIME_DIRECTORY, else the socket's directory), reached only through
+ * that directory's descriptor, checked by the caller to be one only root
+ * may change (privdir.h), holds every lease
  * (leasedata.h): its id, taker, method, members pinned by start time with
  * their owners' uids, on_close, the deadline in CLOCK_BOOTTIME
- * milliseconds (with the boot id it counts from), an undo that had begun,
+ * milliseconds (with the boot id it counts from), an undo that had begun, whether it is
+ * pending (written before its call's first driver step, not granted yet),
  * and an on-close lease's secret.  lease.c writes it whole after every
  * change of the table, before the reply that made the change: a
- * temporary file of mode 0600, fsync, rename over the old one, fsync of
- * the directory.  It is read back once, at start.
+ * temporary file of mode 0600 under a random name, every write checked,
+ * fsync, rename over the old one only then, fsync of the directory.  It
+ * is read back once, at start (temporary files a daemon that died left
+ * are removed then).
  *
  * The file is read as root, so it is never trusted: it must be a regular
  * file (not a symbolic link: O_NOFOLLOW), owned by the daemon's user, of
@@ -30,19 +35,18 @@
 #define LEASESTORE_MAX_BYTES (16u * 1024u * 1024u)
 #define LEASESTORE_VERSION 1
 
-/* DIR/LEASESTORE_FILE (malloc'ed), NULL when out of memory or too long. */
-char *leasestore_path(const char *dir);
+/* Writes the leases of the list head and next_id to the store in dirfd,
+ * atomically and durably.  0, or -errno with why set: a failure before
+ * the rename leaves the store as it was; only the directory's fsync comes
+ * after it. */
+int leasestore_save(int dirfd, const struct lease *head, uint64_t next_id, char *why, size_t whylen);
 
-/* Writes the leases of the list head and next_id to path, atomically and
- * durably.  0, or -errno with why set. */
-int leasestore_save(const char *path, const struct lease *head, uint64_t next_id, char *why, size_t whylen);
-
-/* Reads path.  -ENOENT: there is none.  Any other -errno: refused, with
+/* Reads the store in dirfd.  -ENOENT: there is none.  Any other -errno: refused, with
  * why set.  0: *ret_head is a list of leases (malloc'ed, srv and conn
  * unset, expires 0; leasestore_free() them), *ret_next_id the next id
  * (above each id read), *ret_same_boot whether it was written since the
  * machine last booted (its deadlines and start times count from then). */
-int leasestore_load(const char *path, struct lease **ret_head, uint64_t *ret_next_id, bool *ret_same_boot,
+int leasestore_load(int dirfd, struct lease **ret_head, uint64_t *ret_next_id, bool *ret_same_boot,
                     char *why, size_t whylen);
 
 void leasestore_free(struct lease *head);

@@ -28,6 +28,8 @@ struct proto_lease {
         bool on_close;              /* undo when the connection closes */
         bool admitted;              /* the daemon counts it in its caller's lease
                                      * share until it is granted or not (lease.h) */
+        uint64_t pending;           /* the id of its lease written before the
+                                     * first driver step, until granted (lease.h) */
 };
 
 struct proto_request {

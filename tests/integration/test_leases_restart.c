@@ -395,6 +395,112 @@ START_TEST(store_links_and_size_refused)
 }
 END_TEST
 
+/* B7b: a daemon that stops (SIGTERM) is not a holder that leaves.  An
+ * on-close lease claimed after an earlier restart (its claim's grace long
+ * over) stays claimable after the next one, even when the lease table
+ * changes during the drain (a leased Lock granted while a slow Checkpoint
+ * keeps the daemon draining): no timer runs then. */
+START_TEST(claimable_after_sigterm)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"lease_claim_grace_ms\":300}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        struct itest_conn *c = itest_connect(d), *e_conn, *f_conn;
+        pid_t a = slot_target();
+        pid_t e = itest_target(SIM, SMALL, SLOT, "CUDACKPT_SIM_BUSY_MS=1000", NULL);
+        pid_t f = itest_target(SIM, "CUDACKPT_SIM_MEM_MIB=3", "CUDACKPT_SIM_CKPT_MIBPS=1", SLOT, NULL);
+        cJSON *j = itest_call(c, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"lease_on_close\":true}", (int)a));
+        long long id = lease_id(j);
+        const char *secret = itest_strdupf("%s", lease_secret(j));
+        const char *claim = itest_strdupf("{\"lease\":%lld,\"secret\":\"%s\"}", id, secret);
+
+        itest_daemon_kill(d);
+        d = itest_daemon_restart(d, NULL);
+        c = itest_connect(d);
+        j = itest_call(c, CUDACKPT_METHOD_CLAIM_LEASE, claim);
+        itest_assert_ok(j);
+        itest_assert_int(j, "lease", id);
+        usleep(500 * 1000); /* past the grace of that claim */
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, f), f, "locked");
+        f_conn = itest_connect(d);
+        itest_send_call(f_conn, CUDACKPT_METHOD_CHECKPOINT, itest_strdupf("{\"pid\":%d}", (int)f));
+        e_conn = itest_connect(d);
+        itest_send_call(e_conn, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_ms\":600000}", (int)e));
+        (void)itest_await_in_flight(c, f, "Checkpoint", 2000);
+        (void)itest_await_in_flight(c, e, "Lock", 2000);
+        ck_assert_int_eq(kill(d->pid, SIGTERM), 0);
+        (void)lease_id(itest_recv_within(e_conn, 3000)); /* granted in the drain */
+        int st = itest_daemon_await_exit(d, 10000);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the daemon: %s", itest_describe_status(st));
+        d = itest_daemon_restart(d, NULL);
+        c = itest_connect(d);
+        j = itest_call(c, CUDACKPT_METHOD_CLAIM_LEASE, claim);
+        itest_assert_ok(j);
+        itest_assert_int(j, "lease", id);
+        itest_assert_state(state_of(c, a), a, "checkpointed");
+        const char *log = itest_daemon_log(d);
+        ck_assert_msg(!strstr(log, "did not claim it") && !strstr(log, "before its undo ran"), "log: %.3000s", log);
+        usleep(500 * 1000); /* past the new grace: the claim holds it */
+        itest_assert_state(state_of(c, a), a, "checkpointed");
+        itest_conn_close(c);
+        c = itest_connect(d);
+        itest_await_state(c, a, "running", 2000);
+}
+END_TEST
+
+/* Until GetState says pid is locked with method in flight (a Suspend's
+ * checkpoint under way), within timeout_ms. */
+static void await_locked_in_flight(struct itest_conn *c, pid_t pid, const char *method, int timeout_ms)
+{
+        double deadline = itest_now_ms() + timeout_ms;
+        const char *st, *f;
+        cJSON *j;
+
+        do {
+                j = state_of(c, pid);
+                st = itest_str(j, "state");
+                f = itest_str(j, "in_flight");
+                if (st && f && strcmp(st, "locked") == 0 && strcmp(f, method) == 0)
+                        return;
+                usleep(10 * 1000);
+        } while (itest_now_ms() < deadline);
+        ck_abort_msg("pid %d not locked with %s in flight within %d ms: %s", (int)pid, method, timeout_ms,
+                     itest_dump(j));
+}
+
+/* B7c: a daemon killed during a leased Suspend (an 8 s checkpoint) left
+ * the lease on disk before the first driver step: the next start undoes
+ * what the call did (the call was never answered), at once. */
+static void killed_during_leased_call(bool group)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d), *q = itest_connect(d);
+        pid_t pid = itest_target(SIM, "CUDACKPT_SIM_MEM_MIB=8", "CUDACKPT_SIM_CKPT_MIBPS=1", SLOT, NULL);
+
+        if (group)
+                itest_send_call(c, CUDACKPT_METHOD_SUSPEND_GROUP,
+                                itest_strdupf("{\"selector\":{\"pids\":[{\"pid\":%d}]},\"lease_ms\":600000}", (int)pid));
+        else
+                itest_send_call(c, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"lease_ms\":600000}", (int)pid));
+        await_locked_in_flight(q, pid, group ? "Checkpoint" : "Suspend", 3000);
+        itest_daemon_kill(d);
+        d = itest_daemon_restart(d, NULL);
+        c = itest_connect(d);
+        itest_await_state(c, pid, "running", 2000);
+        itest_await_log(d, "never answered; undoing it", 1000);
+}
+
+START_TEST(killed_during_leased_suspend)
+{
+        killed_during_leased_call(false);
+}
+END_TEST
+
+START_TEST(killed_during_leased_suspend_group)
+{
+        killed_during_leased_call(true);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
         Suite *s = suite_create("leases_restart");
@@ -409,6 +515,9 @@ static Suite *restart_suite(void)
         tcase_add_test(tc, client_waits_for_daemon);
         tcase_add_test(tc, tampered_store_refused);
         tcase_add_test(tc, store_links_and_size_refused);
+        tcase_add_test(tc, claimable_after_sigterm);
+        tcase_add_test(tc, killed_during_leased_suspend);
+        tcase_add_test(tc, killed_during_leased_suspend_group);
         return s;
 }
 

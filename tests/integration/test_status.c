@@ -62,17 +62,22 @@ static void assert_keys(const cJSON *o, const char *const *keys, const char *typ
  * (nothing that could name a process or a user). */
 static const cJSON *get_status(struct itest_conn *c)
 {
-        static const char *const top[] = { "version", "driver", "process_index", "workers", "workers_busy",
-                                           "queued", "groups", "leases", "watchers", "connections", NULL };
+        static const char *const top[] = { "version", "driver", "process_index", "lease_store", "workers",
+                                           "workers_busy", "queued", "groups", "leases", "watchers",
+                                           "connections", NULL };
         static const char *const drv[] = { "available", "simulated", "path", "version", "gpus", "reason", NULL };
         static const char *const ix[] = { "source", "lost", "opening", "reason", NULL };
+        static const char *const store[] = { "durable", "reason", NULL };
         cJSON *j = itest_call(c, CUDACKPT_METHOD_GET_STATUS, NULL);
         const cJSON *p = itest_params(j);
 
         itest_assert_ok(j);
-        assert_keys(p, top, "soonnnnnnn", "GetStatus");
+        assert_keys(p, top, "sooonnnnnnn", "GetStatus");
         assert_keys(member(p, "driver"), drv, "bbsnns", "driver");
         assert_keys(member(p, "process_index"), ix, "sbbs", "process_index");
+        assert_keys(member(p, "lease_store"), store, "bs", "lease_store");
+        ck_assert_msg(cJSON_IsTrue(member(member(p, "lease_store"), "durable")) || member(member(p, "lease_store"), "reason"),
+                      "a lease store that will not last, without a reason: %s", itest_dump(j));
         for (size_t i = 0; top[i]; i++)
                 ck_assert_msg(member(p, top[i]), "GetStatus lacks %s: %s", top[i], itest_dump(j));
         for (size_t i = 0; i < 3; i++)
@@ -117,6 +122,8 @@ START_TEST(status_simulated)
         ck_assert_msg(!jbool(ix, "lost"), "a lost index at the start: %s", itest_dump(p));
         ck_assert_msg(strcmp(source, "proc") != 0 || jbool(ix, "opening") || jstr(ix, "reason"),
                       "scans /proc without saying why: %s", itest_dump(p));
+        /* The test's directory is root's, 0755: the leases outlive a restart. */
+        ck_assert_msg(jbool(member(p, "lease_store"), "durable"), "lease_store: %s", itest_dump(p));
         ck_assert_int_eq(jnum(p, "workers"), 3);
         ck_assert_int_eq(jnum(p, "workers_busy"), 0);
         ck_assert_int_eq(jnum(p, "queued"), 0);
@@ -257,6 +264,7 @@ START_TEST(status_cli_simulated)
         assert_has("status", r->out, "\nprocess index: ");
         assert_has("status", r->out, "\nworkers: ");
         assert_has("status", r->out, "\nqueued operations: 0\n");
+        assert_has("status", r->out, "\nlease store: leases outlive a restart of the daemon\n");
         assert_has("status", r->out, "\nconnections: 1\n");
 
         r = itest_ctl(d, "--json", "status", NULL);
