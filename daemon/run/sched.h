@@ -117,6 +117,7 @@ struct sched {
         /* Processes a mutating operation runs on now (worker threads):
          * keeps the operations on a thread id and on its process apart. */
         struct procbusy busy;
+        struct fit *fit;    /* the restores' fit (fit.h), set by the owner; NULL: none */
 };
 
 int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,

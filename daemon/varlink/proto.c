@@ -94,7 +94,7 @@ static int parse_mapping(const cJSON *obj, enum proto_method m, unsigned max_pai
         return 0;
 }
 
-enum { P_PID = 1, P_START = 2, P_TIMEOUT = 4, P_MAPPING = 8, P_LEASE_MS = 16, P_LEASE_CLOSE = 32 };
+enum { P_PID = 1, P_START = 2, P_TIMEOUT = 4, P_MAPPING = 8, P_LEASE_MS = 16, P_LEASE_CLOSE = 32, P_FORCE = 64 };
 
 /* lease_ms and lease_on_close, the same for single and group calls.  1 when
  * item is one of them (parsed into *lease), 0 when it is not, -EINVAL when
@@ -132,7 +132,7 @@ static unsigned allowed_params(enum proto_method m)
                 return P_PID | P_START | P_TIMEOUT | P_LEASE_MS | P_LEASE_CLOSE;
         case PROTO_RESTORE:
         case PROTO_RESUME:
-                return P_PID | P_START | P_MAPPING;
+                return P_PID | P_START | P_MAPPING | P_FORCE;
         default:
                 return P_PID | P_START;
         }
@@ -156,6 +156,7 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                                          : strcmp(item->string, "gpu_mapping") == 0 ? P_MAPPING
                                          : strcmp(item->string, "lease_ms") == 0    ? P_LEASE_MS
                                          : strcmp(item->string, "lease_on_close") == 0 ? P_LEASE_CLOSE
+                                         : strcmp(item->string, "force") == 0       ? P_FORCE
                                                                                     : 0;
                         if (!(which & allowed) || proto_key_repeated(call->parameters, item)) {
                                 *ret_reply = proto_invalid_parameter(item->string);
@@ -191,6 +192,11 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                         case P_LEASE_CLOSE:
                                 if (parse_lease_item(item, &req.lease) < 0)
                                         goto bad;
+                                break;
+                        case P_FORCE:
+                                if (!cJSON_IsBool(item))
+                                        goto bad;
+                                req.force = cJSON_IsTrue(item);
                                 break;
                         }
                         continue;
@@ -393,6 +399,14 @@ int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigne
                                 }
                                 req.pairs = tmp.pairs;
                                 req.n_pairs = tmp.n_pairs;
+                        } else if (strcmp(item->string, "force") == 0 && takes_mapping) {
+                                if (cJSON_IsNull(item))
+                                        continue;
+                                if (!cJSON_IsBool(item)) {
+                                        bad = item->string;
+                                        break;
+                                }
+                                req.force = cJSON_IsTrue(item);
                         } else {
                                 bad = item->string;
                                 break;

@@ -1,0 +1,216 @@
+/* test_fit.c: restores that would not fit on their GPU are refused before
+ * the driver is asked (issue 29, B8), on the simulator.
+ *
+ * The simulator's GPUs hold CUDACKPT_SIM_GPU_MEM_MIB each; a sim process
+ * that is not checkpointed holds its CUDACKPT_SIM_MEM_MIB on each of its
+ * GPUs (NVML lists it, nvmlDeviceGetMemoryInfo counts it), and a restore
+ * that does not fit fails OUT_OF_MEMORY and breaks the process for good, as
+ * the real driver does.  So a "filler" target takes memory, and each test
+ * shows the restore refused untouched while it runs, then made once it has
+ * gone.  The GPU of these tests is the third of three, named by UUID: other
+ * suites' sim processes (on the first two by default) do not count on it. */
+#include "harness.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define GPU "GPU-00000000-5157-4000-8000-0000000f1703"
+#define DEVICES "CUDACKPT_SIM_DEVICES=GPU-00000000-5157-4000-8000-0000000f1701," \
+                "GPU-00000000-5157-4000-8000-0000000f1702," GPU
+#define MIB (1024.0 * 1024.0)
+/* Each GPU's memory, the margin, and what one target holds (MiB). */
+#define TOTAL 4096
+#define MARGIN 256
+#define HELD 1024
+/* What a target's restore needs, margin included (MiB). */
+#define NEED (HELD + MARGIN)
+
+static const char *const daemon_env[] = { DEVICES, "CUDACKPT_SIM_GPU_MEM_MIB=4096", NULL };
+
+static struct itest_daemon_opts opts(void)
+{
+        return (struct itest_daemon_opts){
+                .config_json = itest_strdupf("{\"nvml\":\"%s\",\"restore_gpu_margin_mib\":%d}",
+                                             itest_need_env("CUDACKPT_TEST_SIM"), MARGIN),
+                .env = daemon_env,
+        };
+}
+
+/* The daemon, once it checks restores (NVML opens after READY=1). */
+static struct itest_daemon *start(void)
+{
+        struct itest_daemon_opts o = opts();
+        struct itest_daemon *d = itest_daemon_start(&o);
+
+        itest_await_log(d, "Restores are checked against the GPUs' free memory", 10000);
+        return d;
+}
+
+/* A CUDA process holding HELD MiB on the GPU; with a state slot, so that a
+ * restarted daemon's simulator reads it as it was. */
+static pid_t target(void)
+{
+        return itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=1024", "CUDACKPT_SIM_GPUS=" GPU,
+                            "CUDACKPT_SIM_STATE=r", NULL);
+}
+
+/* Another process taking mib of the GPU. */
+static pid_t filler(int mib)
+{
+        return itest_target("CUDACKPT_SIM=1", itest_strdupf("CUDACKPT_SIM_MEM_MIB=%d", mib),
+                            "CUDACKPT_SIM_GPUS=" GPU, NULL);
+}
+
+static void suspend(struct itest_conn *c, pid_t pid)
+{
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, pid), pid, "checkpointed");
+}
+
+/* An InsufficientGpuMemory reply (or a member's error parameters p) that
+ * names the GPU, needs need MiB and finds free MiB. */
+static void assert_refusal(const cJSON *reply, int need, int free_mib)
+{
+        ck_assert_str_eq(itest_uuid_norm(itest_str(reply, "gpu")), itest_uuid_norm(GPU));
+        itest_assert_int(reply, "needed_bytes", need * MIB);
+        itest_assert_int(reply, "free_bytes", free_mib * MIB);
+}
+
+/* Refused while the filler runs, the process untouched; restored once the
+ * filler has gone.  Restore and Resume alike. */
+START_TEST(single_refused_then_restored)
+{
+        struct itest_daemon *d = start();
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = target(), f;
+        cJSON *j;
+
+        suspend(c, a);
+        f = filler(3000);
+        j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, a);
+        itest_assert_error(j, CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
+        assert_refusal(j, NEED, TOTAL - 3000);
+        itest_assert_str_opt(j, "state", "checkpointed");
+        itest_assert_str(j, "step", "restore");
+        j = itest_call_pid(c, CUDACKPT_METHOD_RESTORE, a);
+        itest_assert_error(j, CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
+        itest_assert_state_now(c, a, "checkpointed");
+        itest_target_kill(f);
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_RESUME, a), a, "running");
+}
+END_TEST
+
+/* force goes to the driver: here, where the process itself fits but not
+ * with the margin, the restore is made. */
+START_TEST(force_goes_through)
+{
+        struct itest_daemon *d = start();
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = target();
+
+        suspend(c, a);
+        (void)filler(TOTAL - HELD - MARGIN / 2);
+        itest_assert_error(itest_call_pid(c, CUDACKPT_METHOD_RESUME, a), CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
+        itest_assert_state(itest_call(c, CUDACKPT_METHOD_RESUME, itest_strdupf("{\"pid\":%d,\"force\":true}", (int)a)),
+                           a, "running");
+        itest_assert_error(itest_call(c, CUDACKPT_METHOD_RESUME, itest_strdupf("{\"pid\":%d,\"force\":1}", (int)a)),
+                           CUDACKPT_VARLINK_INVALID_PARAMETER);
+}
+END_TEST
+
+/* Two members that fit one by one but not together: no member is touched;
+ * once there is room, both are. */
+START_TEST(group_fits_whole_or_not_at_all)
+{
+        struct itest_daemon *d = start();
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = target(), b = target(), f;
+        const char *sel = itest_strdupf("{\"pids\":[{\"pid\":%d},{\"pid\":%d}]}", (int)a, (int)b);
+        cJSON *j;
+
+        itest_assert_ok(itest_call(c, CUDACKPT_METHOD_SUSPEND_GROUP, itest_strdupf("{\"selector\":%s}", sel)));
+        f = filler(1800);
+        j = itest_call(c, CUDACKPT_METHOD_RESUME_GROUP, itest_strdupf("{\"selector\":%s}", sel));
+        itest_assert_error(j, CUDACKPT_ERROR_GROUP_FAILED);
+        itest_assert_str(j, "phase", "restore");
+        itest_assert_str(j, "error", CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(itest_params(j), "error_parameters");
+        cJSON *wrap = cJSON_CreateObject();
+        cJSON_AddItemReferenceToObject(wrap, "parameters", (cJSON *)p);
+        assert_refusal(wrap, 2 * NEED, TOTAL - 1800);
+        cJSON_Delete(wrap);
+        itest_assert_state_now(c, a, "checkpointed");
+        itest_assert_state_now(c, b, "checkpointed");
+        itest_target_kill(f);
+        itest_assert_ok(itest_call(c, CUDACKPT_METHOD_RESUME_GROUP, itest_strdupf("{\"selector\":%s}", sel)));
+        itest_assert_state_now(c, a, "running");
+        itest_assert_state_now(c, b, "running");
+}
+END_TEST
+
+/* A lease's undo that would not fit is refused, the process left
+ * checkpointed (not broken): a Resume brings it back once there is room. */
+START_TEST(lease_undo_refused)
+{
+        struct itest_daemon *d = start();
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = target(), f;
+
+        itest_assert_state(itest_call(c, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"lease_ms\":500}", (int)a)),
+                           a, "checkpointed");
+        f = filler(3000);
+        itest_await_log(d, "InsufficientGpuMemory", 5000);
+        itest_assert_state_now(c, a, "checkpointed");
+        itest_target_kill(f);
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_RESUME, a), a, "running");
+}
+END_TEST
+
+/* What a process held is kept on disk: a restarted daemon still knows it
+ * (without it, on a machine of three GPUs, nothing would be checked). */
+START_TEST(record_survives_restart)
+{
+        struct itest_daemon_opts o = opts();
+        struct itest_daemon *d = start();
+        struct itest_conn *c = itest_connect(d);
+        const char *store = itest_strdupf("%s/gpu-records.json", d->dir);
+        pid_t a = target(), f;
+        struct stat st;
+        cJSON *j;
+
+        suspend(c, a);
+        ck_assert_int_eq(stat(store, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0600);
+        itest_conn_close(c);
+        itest_daemon_stop(d);
+        d = itest_daemon_restart(d, &o);
+        itest_await_log(d, "GPU records of 1 checkpointed process(es) read back", 5000);
+        itest_await_log(d, "Restores are checked against the GPUs' free memory", 10000);
+        c = itest_connect(d);
+        f = filler(3000);
+        j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, a);
+        itest_assert_error(j, CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
+        assert_refusal(j, NEED, TOTAL - 3000);
+        itest_target_kill(f);
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_RESUME, a), a, "running");
+}
+END_TEST
+
+static Suite *fit_suite(void)
+{
+        Suite *s = suite_create("fit");
+        TCase *tc = itest_tcase(s, "fit", 60);
+
+        tcase_add_test(tc, single_refused_then_restored);
+        tcase_add_test(tc, force_goes_through);
+        tcase_add_test(tc, group_fits_whole_or_not_at_all);
+        tcase_add_test(tc, lease_undo_refused);
+        tcase_add_test(tc, record_survives_restart);
+        return s;
+}
+
+int main(void)
+{
+        return itest_main(fit_suite());
+}
