@@ -87,10 +87,10 @@ START_TEST(single_refused_then_restored)
         cJSON *j;
 
         suspend(c, a);
-        f = filler(3000);
+        f = filler(3500);
         j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, a);
         itest_assert_error(j, CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
-        assert_refusal(j, NEED, TOTAL - 3000);
+        assert_refusal(j, NEED, TOTAL - 3500);
         itest_assert_str_opt(j, "state", "checkpointed");
         itest_assert_str(j, "step", "restore");
         j = itest_call_pid(c, CUDACKPT_METHOD_RESTORE, a);
@@ -130,7 +130,7 @@ START_TEST(group_fits_whole_or_not_at_all)
         cJSON *j;
 
         itest_assert_ok(itest_call(c, CUDACKPT_METHOD_SUSPEND_GROUP, itest_strdupf("{\"selector\":%s}", sel)));
-        f = filler(1800);
+        f = filler(2500);
         j = itest_call(c, CUDACKPT_METHOD_RESUME_GROUP, itest_strdupf("{\"selector\":%s}", sel));
         itest_assert_error(j, CUDACKPT_ERROR_GROUP_FAILED);
         itest_assert_str(j, "phase", "restore");
@@ -138,7 +138,7 @@ START_TEST(group_fits_whole_or_not_at_all)
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(itest_params(j), "error_parameters");
         cJSON *wrap = cJSON_CreateObject();
         cJSON_AddItemReferenceToObject(wrap, "parameters", (cJSON *)p);
-        assert_refusal(wrap, 2 * NEED, TOTAL - 1800);
+        assert_refusal(wrap, 2 * NEED, TOTAL - 2500);
         cJSON_Delete(wrap);
         itest_assert_state_now(c, a, "checkpointed");
         itest_assert_state_now(c, b, "checkpointed");
@@ -159,7 +159,7 @@ START_TEST(lease_undo_refused)
 
         itest_assert_state(itest_call(c, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"lease_ms\":500}", (int)a)),
                            a, "checkpointed");
-        f = filler(3000);
+        f = filler(3500);
         itest_await_log(d, "InsufficientGpuMemory", 5000);
         itest_assert_state_now(c, a, "checkpointed");
         itest_target_kill(f);
@@ -188,10 +188,10 @@ START_TEST(record_survives_restart)
         itest_await_log(d, "GPU records of 1 checkpointed process(es) read back", 5000);
         itest_await_log(d, "Restores are checked against the GPUs' free memory", 10000);
         c = itest_connect(d);
-        f = filler(3000);
+        f = filler(3500);
         j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, a);
         itest_assert_error(j, CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
-        assert_refusal(j, NEED, TOTAL - 3000);
+        assert_refusal(j, NEED, TOTAL - 3500);
         itest_target_kill(f);
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_RESUME, a), a, "running");
 }

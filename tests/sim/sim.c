@@ -1445,6 +1445,7 @@ static CUresult sim_check_mapping(const CUcheckpointRestoreArgs *args, const CUu
 }
 
 static bool sim_fits(const CUuuid *gpus, int n_gpus, unsigned long long mem_mib);
+static void sim_restoring(const CUuuid *gpus, int n_gpus, long long mib);
 
 SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args) {
         bool args_ok = !args || (sim_all_zero(args->reserved, sizeof(args->reserved)) && args->reserved1 == 0);
@@ -1468,6 +1469,7 @@ SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs 
         }
         if (c.r == CUDA_SUCCESS) {
                 sim_sleep_ns(sim_transfer_ns(c.t.cfg.mem_mib, c.t.cfg.restore_mibps));
+                sim_restoring(remap ? mapped : gpus, n_gpus, -(long long) c.t.cfg.mem_mib);
                 if (!sim_target_alive(&c.t)) {
                         c.r = CUDA_ERROR_OPERATING_SYSTEM;
                 } else if (!sim_injected(&c.t, SIM_OP_RESTORE, &c.state, &c.r)) {
@@ -1622,14 +1624,41 @@ static unsigned long long sim_nvml_used_mib(int d) {
         return used;
 }
 
-/* Whether mem_mib more fit on each of gpus now. */
+/* What restores working now take on each device (MiB): their processes
+ * are still checkpointed, NVML does not list them yet. */
+static long long sim_restoring_mib[SIM_MAX_DEVICES];
+static pthread_mutex_t sim_restoring_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Adds mib to what is restoring on each of gpus; sim_restoring_lock held. */
+static void sim_restoring_add(const CUuuid *gpus, int n_gpus, long long mib) {
+        for (int i = 0; i < n_gpus; i++)
+                for (int d = 0; d < sim_driver.n_devices; d++)
+                        if (sim_uuid_eq(&gpus[i], &sim_driver.devices[d]))
+                                sim_restoring_mib[d] += mib;
+}
+
+static void sim_restoring(const CUuuid *gpus, int n_gpus, long long mib) {
+        pthread_mutex_lock(&sim_restoring_lock);
+        sim_restoring_add(gpus, n_gpus, mib);
+        pthread_mutex_unlock(&sim_restoring_lock);
+}
+
+/* Whether mem_mib more fit on each of gpus now; if so, they are counted
+ * there as restoring until sim_restoring() takes them back. */
 static bool sim_fits(const CUuuid *gpus, int n_gpus, unsigned long long mem_mib) {
+        bool fits = true;
+
+        pthread_mutex_lock(&sim_restoring_lock);
         for (int i = 0; i < n_gpus; i++)
                 for (int d = 0; d < sim_driver.n_devices; d++)
                         if (sim_uuid_eq(&gpus[i], &sim_driver.devices[d]) &&
-                            sim_nvml_used_mib(d) + mem_mib > sim_driver.gpu_mem_mib)
-                                return false;
-        return true;
+                            sim_nvml_used_mib(d) + (unsigned long long) sim_restoring_mib[d] + mem_mib >
+                                    sim_driver.gpu_mem_mib)
+                                fits = false;
+        if (fits)
+                sim_restoring_add(gpus, n_gpus, (long long) mem_mib);
+        pthread_mutex_unlock(&sim_restoring_lock);
+        return fits;
 }
 
 /* nvmlMemory_t of nvmlDeviceGetMemoryInfo, in bytes. */
