@@ -29,6 +29,7 @@ typedef struct ctl_job_args {
         ctl_selector selector;    /* dump: --tree, --pids or --cgroup */
         const char *images;       /* --images DIR */
         bool leave_running;       /* dump --leave-running */
+        bool force;               /* restore --force: the ResumeGroup forces */
         ctl_map map;              /* restore --device-map (or --map) */
         bool progress;            /* progress lines on stderr */
         bool progress_tty;        /* ... stderr is a terminal */

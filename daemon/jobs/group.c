@@ -205,6 +205,7 @@ static struct sched_op *step_new(struct group *g, size_t i, enum plan_phase p)
                 op->req.n_pairs = g->call.req.n_pairs;
         }
         op->req.fit_held = p == PLAN_RESTORE && groupfit_held(&g->fit);
+        op->req.force = g->call.req.force;
         return op;
 }
 

@@ -469,6 +469,14 @@ static void add_state(cJSON *p, int state)
                 cJSON_AddStringToObject(p, "state", proto_state_string(state, buf, sizeof(buf)));
 }
 
+/* InsufficientGpuMemory's GPU and amounts. */
+static void add_fit(cJSON *p, const struct fit_refusal *f)
+{
+        cJSON_AddStringToObject(p, "gpu", f->gpu);
+        cJSON_AddNumberToObject(p, "needed_bytes", (double)f->needed);
+        cJSON_AddNumberToObject(p, "free_bytes", (double)f->free);
+}
+
 static double ms(uint64_t ns)
 {
         /* Microsecond resolution is what the numbers mean; more digits are noise. */
@@ -543,11 +551,8 @@ cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t c
                         cJSON_AddNumberToObject(p, "timeout_ms", r->timeout_ms);
                 if (r->error == OPS_INVALID_GPU_MAPPING)
                         cJSON_AddStringToObject(p, "reason", "the driver refused the GPU mapping");
-                if (r->error == OPS_INSUFFICIENT_GPU_MEMORY) {
-                        cJSON_AddStringToObject(p, "gpu", r->fit.gpu);
-                        cJSON_AddNumberToObject(p, "needed_bytes", (double)r->fit.needed);
-                        cJSON_AddNumberToObject(p, "free_bytes", (double)r->fit.free);
-                }
+                if (r->error == OPS_INSUFFICIENT_GPU_MEMORY)
+                        add_fit(p, &r->fit);
                 if (r->error == OPS_DRIVER_ERROR) {
                         cJSON_AddStringToObject(p, "cuda_error",
                                                 driver_error_name(d, r->cu, name, sizeof(name)));

@@ -124,6 +124,34 @@ static int parse_lease_item(const cJSON *item, struct proto_lease *lease)
         return 0;
 }
 
+/* force of Restore, Resume and their groups: 0 (null is absent), or
+ * -EINVAL when it is not a boolean. */
+static int parse_force(const cJSON *item, bool *ret)
+{
+        if (cJSON_IsNull(item))
+                return 0;
+        if (!cJSON_IsBool(item))
+                return -EINVAL;
+        *ret = cJSON_IsTrue(item);
+        return 0;
+}
+
+/* The P_ flag of a parameter of a single call, 0 for an unknown one. */
+static unsigned param_flag(const char *name)
+{
+        static const struct {
+                const char *name;
+                unsigned flag;
+        } params[] = { { "pid", P_PID },           { "start_time", P_START },   { "timeout_ms", P_TIMEOUT },
+                       { "gpu_mapping", P_MAPPING }, { "lease_ms", P_LEASE_MS }, { "lease_on_close", P_LEASE_CLOSE },
+                       { "force", P_FORCE } };
+
+        for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
+                if (strcmp(name, params[i].name) == 0)
+                        return params[i].flag;
+        return 0;
+}
+
 static unsigned allowed_params(enum proto_method m)
 {
         switch (m) {
@@ -150,14 +178,7 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
 
         if (call->parameters)
                 cJSON_ArrayForEach(item, call->parameters) {
-                        unsigned which = strcmp(item->string, "pid") == 0           ? P_PID
-                                         : strcmp(item->string, "start_time") == 0  ? P_START
-                                         : strcmp(item->string, "timeout_ms") == 0  ? P_TIMEOUT
-                                         : strcmp(item->string, "gpu_mapping") == 0 ? P_MAPPING
-                                         : strcmp(item->string, "lease_ms") == 0    ? P_LEASE_MS
-                                         : strcmp(item->string, "lease_on_close") == 0 ? P_LEASE_CLOSE
-                                         : strcmp(item->string, "force") == 0       ? P_FORCE
-                                                                                    : 0;
+                        unsigned which = param_flag(item->string);
                         if (!(which & allowed) || proto_key_repeated(call->parameters, item)) {
                                 *ret_reply = proto_invalid_parameter(item->string);
                                 r = -EINVAL;
@@ -194,9 +215,8 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                                         goto bad;
                                 break;
                         case P_FORCE:
-                                if (!cJSON_IsBool(item))
+                                if (parse_force(item, &req.force) < 0)
                                         goto bad;
-                                req.force = cJSON_IsTrue(item);
                                 break;
                         }
                         continue;
@@ -399,15 +419,8 @@ int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigne
                                 }
                                 req.pairs = tmp.pairs;
                                 req.n_pairs = tmp.n_pairs;
-                        } else if (strcmp(item->string, "force") == 0 && takes_mapping) {
-                                if (cJSON_IsNull(item))
-                                        continue;
-                                if (!cJSON_IsBool(item)) {
-                                        bad = item->string;
-                                        break;
-                                }
-                                req.force = cJSON_IsTrue(item);
-                        } else {
+                        } else if (!takes_mapping || strcmp(item->string, "force") != 0 ||
+                                   parse_force(item, &req.force) < 0) {
                                 bad = item->string;
                                 break;
                         }

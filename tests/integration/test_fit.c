@@ -119,6 +119,35 @@ START_TEST(force_goes_through)
 }
 END_TEST
 
+/* cudackptctl: the refusal's sentence and exit status 26; --force (a PID,
+ * a group); --force only where a restore is. */
+START_TEST(cli_force)
+{
+        struct itest_daemon *d = start();
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = target(), b = target();
+        const char *pids = itest_strdupf("--pids=%d", (int)b);
+        struct itest_proc_result *r;
+
+        suspend(c, a);
+        suspend(c, b);
+        (void)filler(TOTAL - HELD - MARGIN / 2);
+        r = itest_ctl(d, "resume", itest_pidstr(a), NULL);
+        itest_assert_run(r, CUDACKPT_EXIT_INSUFFICIENT_GPU_MEMORY, "");
+        ck_assert_msg(strstr(r->err, "would not fit") && strstr(r->err, itest_uuid_norm(GPU) + 24),
+                      "stderr: %s", r->err);
+        r = itest_ctl(d, "resume", pids, "--no-progress", NULL);
+        ck_assert_msg(r->status == CUDACKPT_EXIT_INSUFFICIENT_GPU_MEMORY && strstr(r->err, "InsufficientGpuMemory"),
+                      "status %d, stderr: %s", r->status, r->err);
+        itest_assert_run(itest_ctl(d, "suspend", itest_pidstr(a), "--force", NULL), CUDACKPT_EXIT_USAGE, "");
+        itest_assert_op_output(itest_ctl(d, "resume", itest_pidstr(a), "--force", NULL), "running");
+        itest_assert_state_now(c, b, "checkpointed");
+        itest_assert_run(itest_ctl(d, "suspend", itest_pidstr(a), NULL), 0, NULL);
+        itest_assert_run(itest_ctl(d, "resume", pids, "--force", "--no-progress", NULL), 0, NULL);
+        itest_assert_state_now(c, b, "running");
+}
+END_TEST
+
 /* Two members that fit one by one but not together: no member is touched;
  * once there is room, both are. */
 START_TEST(group_fits_whole_or_not_at_all)
@@ -204,6 +233,7 @@ static Suite *fit_suite(void)
 
         tcase_add_test(tc, single_refused_then_restored);
         tcase_add_test(tc, force_goes_through);
+        tcase_add_test(tc, cli_force);
         tcase_add_test(tc, group_fits_whole_or_not_at_all);
         tcase_add_test(tc, lease_undo_refused);
         tcase_add_test(tc, record_survives_restart);
