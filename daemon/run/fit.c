@@ -39,18 +39,7 @@ static void read_boot_id(char out[40])
         out[strcspn(out, "\n")] = '\0';
 }
 
-/* Records of processes that live on with their start time. */
-static size_t keep_living(struct fit_record *recs, size_t n)
-{
-        size_t k = 0;
-
-        for (size_t i = 0; i < n; i++) {
-                uint64_t st;
-                if (target_read_stat(recs[i].pid, &st, NULL) == 0 && st == recs[i].start_time)
-                        recs[k++] = recs[i];
-        }
-        return k;
-}
+static void prune(struct fit *f);
 
 static int load(struct fit *f, size_t max, char *why, size_t whylen)
 {
@@ -67,8 +56,9 @@ static int load(struct fit *f, size_t max, char *why, size_t whylen)
         free(text);
         if (r == -ENOMEM)
                 return r;
-        if (r == 0)
-                f->n_recs = keep_living(f->recs, f->n_recs);
+        f->cap_recs = f->n_recs;
+        if (r == 0 && f->recs)
+                prune(f);
         return 0; /* a store refused is a store without records: why says so */
 }
 
@@ -122,23 +112,45 @@ static struct fit_record *find(struct fit *f, pid_t pid)
         return NULL;
 }
 
-/* Writes the records as they are now.  A failure costs only the records
- * of a restart: said once, and the check goes on from memory. */
-static void save(struct fit *f)
+/* Removes pid's record if it is of start_time, keeping the order (oldest
+ * first).  Under f->lock. */
+static void drop(struct fit *f, pid_t pid, uint64_t start_time)
 {
-        char why[256], *text;
+        struct fit_record *e = find(f, pid);
+
+        if (!e || e->start_time != start_time)
+                return;
+        memmove(e, e + 1, (size_t)(f->recs + f->n_recs - (e + 1)) * sizeof(*e));
+        f->n_recs--;
+        f->gen++;
+}
+
+/* Writes the records as they are now, unless a write since change gen
+ * was made has them already: the checkpoints of a group, ending together,
+ * wait for one or two writes, not one each.  A failure costs only the
+ * records of a restart: said, and the check goes on from memory. */
+static void save(struct fit *f, uint64_t gen)
+{
+        char why[256], *text = NULL;
+        uint64_t now;
         int r;
 
         if (!f->store)
                 return;
         uv_mutex_lock(&f->store_lock);
+        if (f->saved_gen >= gen)
+                goto out;
         uv_mutex_lock(&f->lock);
+        now = f->gen;
         text = fitstore_encode(f->recs, f->n_recs, f->boot_id);
         uv_mutex_unlock(&f->lock);
         r = text ? storefile_write(f->store, text, strlen(text), why, sizeof(why)) : -ENOMEM;
-        if (r < 0)
+        if (r == 0)
+                f->saved_gen = now;
+        else
                 log_warning("Cannot write %s: %s: the GPU memory of checkpointed processes will not be known "
                             "after a restart", f->store, text ? why : "out of memory");
+out:
         uv_mutex_unlock(&f->store_lock);
         cJSON_free(text);
 }
@@ -161,48 +173,73 @@ int fit_measure(struct fit *f, pid_t pid, struct fit_record *ret)
         return 0;
 }
 
+/* Drops the records of processes that have gone, reading /proc without
+ * the lock (the loop thread takes it too). */
+static void prune(struct fit *f)
+{
+        struct fit_record *copy = NULL;
+        size_t n;
+
+        uv_mutex_lock(&f->lock);
+        n = f->n_recs;
+        if (n && (copy = malloc(n * sizeof(*copy))))
+                memcpy(copy, f->recs, n * sizeof(*copy));
+        uv_mutex_unlock(&f->lock);
+        if (!copy)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t st;
+                if (target_read_stat(copy[i].pid, &st, NULL) == 0 && st == copy[i].start_time)
+                        continue;
+                uv_mutex_lock(&f->lock);
+                drop(f, copy[i].pid, copy[i].start_time);
+                uv_mutex_unlock(&f->lock);
+        }
+        free(copy);
+}
+
 void fit_keep(struct fit *f, const struct fit_record *r)
 {
         struct fit_record *e;
+        uint64_t gen;
+        bool full;
 
         uv_mutex_lock(&f->lock);
+        full = f->n_recs == f->max_records;
+        uv_mutex_unlock(&f->lock);
+        if (full)
+                prune(f);
+        uv_mutex_lock(&f->lock);
         e = find(f, r->pid);
-        if (!e && f->n_recs == f->max_records)
-                f->n_recs = keep_living(f->recs, f->n_recs);
         if (!e && f->n_recs == f->max_records) {
                 /* Full of living processes: the oldest record goes (its
                  * process is estimated from its host memory instead). */
                 memmove(f->recs, f->recs + 1, (f->n_recs - 1) * sizeof(*f->recs));
                 f->n_recs--;
         }
-        if (!e && !f->recs) {
-                f->recs = calloc(f->max_records, sizeof(*f->recs));
-                if (!f->recs) {
+        if (!e && f->n_recs == f->cap_recs) {
+                size_t cap = f->cap_recs ? f->cap_recs * 2 : 16;
+                void *p = realloc(f->recs, (cap < f->max_records ? cap : f->max_records) * sizeof(*f->recs));
+                if (!p) {
                         uv_mutex_unlock(&f->lock);
-                        return;
+                        return; /* this process is estimated instead */
                 }
+                f->recs = p;
+                f->cap_recs = cap < f->max_records ? cap : f->max_records;
         }
         if (!e)
                 e = &f->recs[f->n_recs++];
         *e = *r;
+        gen = ++f->gen;
         uv_mutex_unlock(&f->lock);
-        save(f);
+        save(f, gen);
 }
 
 void fit_forget(struct fit *f, pid_t pid, uint64_t start_time)
 {
-        struct fit_record *e;
-        bool gone = false;
-
         uv_mutex_lock(&f->lock);
-        e = find(f, pid);
-        if (e && e->start_time == start_time) {
-                *e = f->recs[--f->n_recs];
-                gone = true;
-        }
+        drop(f, pid, start_time);
         uv_mutex_unlock(&f->lock);
-        if (gone)
-                save(f);
 }
 
 /* ---- the check ---------------------------------------------------------------- */

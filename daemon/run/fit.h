@@ -64,8 +64,10 @@ struct fit {
         unsigned max_records;
         char *store;                    /* the store's path; NULL: in memory only */
         char boot_id[40];
-        struct fit_record *recs;
-        size_t n_recs;
+        struct fit_record *recs;        /* oldest first */
+        size_t n_recs, cap_recs;
+        uint64_t gen;                   /* changes of the records */
+        uint64_t saved_gen;             /* the last change on disk (store_lock) */
         struct fit_hold *holds;
         size_t n_holds, cap_holds;
 };
@@ -86,7 +88,9 @@ int fit_measure(struct fit *f, pid_t pid, struct fit_record *ret);
 /* Its checkpoint succeeded: r (taken by fit_measure, start_time set) is
  * kept, on disk before this returns. */
 void fit_keep(struct fit *f, const struct fit_record *r);
-/* Its restore succeeded: its record goes. */
+/* Its restore succeeded: its record goes (from the disk with the next
+ * write: a record of a process that runs again is never used, NVML lists
+ * the process). */
 void fit_forget(struct fit *f, pid_t pid, uint64_t start_time);
 
 /* Whether the restore of procs (together, with this mapping) fits.  0: it

@@ -226,6 +226,36 @@ START_TEST(record_survives_restart)
 }
 END_TEST
 
+/* A store someone else could have written, or not of the expected form,
+ * is refused whole (logged); the daemon runs on without its records. */
+START_TEST(tampered_store_refused)
+{
+        static const struct {
+                const char *text;
+                mode_t mode;
+                const char *why;
+        } cases[] = {
+                { "{\"version\":1,\"boot_id\":\"x\",\"processes\":[]}", 0644, "mode 0644, not 0600" },
+                { "{\"version\":1,\"boot_id\":\"x\",\"processes\":[],\"more\":1}", 0600,
+                  "not a store of GPU records" },
+        };
+        struct itest_daemon_opts o = opts();
+        struct itest_daemon *d = start();
+        const char *store = itest_strdupf("%s/gpu-records.json", d->dir);
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                FILE *fp;
+
+                itest_daemon_stop(d);
+                fp = fopen(store, "w");
+                ck_assert(fp && fputs(cases[i].text, fp) >= 0 && fclose(fp) == 0);
+                ck_assert_int_eq(chmod(store, cases[i].mode), 0);
+                d = itest_daemon_restart(d, &o);
+                itest_await_log(d, itest_strdupf("GPU records in %s refused: %s", store, cases[i].why), 5000);
+        }
+}
+END_TEST
+
 static Suite *fit_suite(void)
 {
         Suite *s = suite_create("fit");
@@ -237,6 +267,7 @@ static Suite *fit_suite(void)
         tcase_add_test(tc, group_fits_whole_or_not_at_all);
         tcase_add_test(tc, lease_undo_refused);
         tcase_add_test(tc, record_survives_restart);
+        tcase_add_test(tc, tampered_store_refused);
         return s;
 }
 
