@@ -86,6 +86,7 @@ fill=$((free_ckpt - LEAVE - ctx))
 "$DIR/cudackpt-gpu-target" --mib="$fill" --status="$WORK/f.status" --interval-ms=1000 --quiet &
 F=$!
 for _ in $(seq 1200); do grep -q "iter=" "$WORK/f.status" 2>/dev/null && break; sleep 0.1; done
+grep -q "iter=" "$WORK/f.status" 2>/dev/null || { bad "the filler of $fill MiB never ran"; exit 1; }
 echo "filler of $fill MiB: $(free_mib) MiB free now (wanted about $LEAVE)"
 for who in "$T" "$T2" "--pids=$T,$T2"; do
         out=$("$CTL" resume "$who" --no-progress 2>&1)

@@ -140,6 +140,9 @@ START_TEST(cli_force)
         ck_assert_msg(r->status == CUDACKPT_EXIT_INSUFFICIENT_GPU_MEMORY && strstr(r->err, "InsufficientGpuMemory"),
                       "status %d, stderr: %s", r->status, r->err);
         itest_assert_run(itest_ctl(d, "suspend", itest_pidstr(a), "--force", NULL), CUDACKPT_EXIT_USAGE, "");
+        r = itest_ctl(d, "dump", itest_strdupf("--tree=%d", (int)a), "--images=/nonexistent", "--force", NULL);
+        ck_assert_msg(r->status == CUDACKPT_EXIT_USAGE && strstr(r->err, "--force are for restore"), "dump: %d %s",
+                      r->status, r->err);
         itest_assert_op_output(itest_ctl(d, "resume", itest_pidstr(a), "--force", NULL), "running");
         itest_assert_state_now(c, b, "checkpointed");
         itest_assert_run(itest_ctl(d, "suspend", itest_pidstr(a), NULL), 0, NULL);
