@@ -187,11 +187,11 @@ START_TEST(lease_undo_refused)
 {
         struct itest_daemon *d = start();
         struct itest_conn *c = itest_connect(d);
-        pid_t a = target(), f;
+        pid_t a = target(), f = filler(3500);
 
+        /* The filler first: the undo may come at any time after the reply. */
         itest_assert_state(itest_call(c, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"lease_ms\":500}", (int)a)),
                            a, "checkpointed");
-        f = filler(3500);
         itest_await_log(d, "InsufficientGpuMemory", 5000);
         itest_assert_state_now(c, a, "checkpointed");
         itest_target_kill(f);
@@ -218,7 +218,12 @@ START_TEST(record_survives_restart)
         itest_daemon_stop(d);
         d = itest_daemon_restart(d, &o);
         itest_await_log(d, "GPU records of 1 checkpointed process(es) read back", 5000);
-        itest_await_log(d, "Restores are checked against the GPUs' free memory", 10000);
+        /* The log holds both daemons': the second's line, once NVML is open. */
+        double t0 = itest_now_ms();
+        while (itest_count(itest_daemon_log(d), "Restores are checked against") < 2) {
+                ck_assert_msg(itest_now_ms() - t0 < 10000, "the restarted daemon never opened NVML");
+                usleep(20 * 1000);
+        }
         c = itest_connect(d);
         f = filler(3500);
         j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, a);
