@@ -7,8 +7,8 @@
  * that does not fit fails OUT_OF_MEMORY and breaks the process for good, as
  * the real driver does.  So a "filler" target takes memory, and each test
  * shows the restore refused untouched while it runs, then made once it has
- * gone.  The GPU of these tests is the third of three, named by UUID: other
- * suites' sim processes (on the first two by default) do not count on it. */
+ * gone.  The GPUs of these tests are the third and fourth of four, named by
+ * UUID: other suites' sim processes (on the first two) do not count there. */
 #include "harness.h"
 
 #include <stdio.h>
@@ -17,8 +17,9 @@
 #include <unistd.h>
 
 #define GPU "GPU-00000000-5157-4000-8000-0000000f1703"
+#define GPU2 "GPU-00000000-5157-4000-8000-0000000f1704"
 #define DEVICES "CUDACKPT_SIM_DEVICES=GPU-00000000-5157-4000-8000-0000000f1701," \
-                "GPU-00000000-5157-4000-8000-0000000f1702," GPU
+                "GPU-00000000-5157-4000-8000-0000000f1702," GPU "," GPU2
 #define MIB (1024.0 * 1024.0)
 /* Each GPU's memory, the margin, and what one target holds (MiB). */
 #define TOTAL 4096
@@ -29,13 +30,19 @@
 
 static const char *const daemon_env[] = { DEVICES, "CUDACKPT_SIM_GPU_MEM_MIB=4096", NULL };
 
-static struct itest_daemon_opts opts(void)
+/* nvml: the simulator's NVML, or none. */
+static struct itest_daemon_opts opts_nvml(bool nvml)
 {
         return (struct itest_daemon_opts){
                 .config_json = itest_strdupf("{\"nvml\":\"%s\",\"restore_gpu_margin_mib\":%d}",
-                                             itest_need_env("CUDACKPT_TEST_SIM"), MARGIN),
+                                             nvml ? itest_need_env("CUDACKPT_TEST_SIM") : "", MARGIN),
                 .env = daemon_env,
         };
+}
+
+static struct itest_daemon_opts opts(void)
+{
+        return opts_nvml(true);
 }
 
 /* The daemon, once it checks restores (NVML opens after READY=1). */
@@ -56,11 +63,16 @@ static pid_t target(void)
                             "CUDACKPT_SIM_STATE=r", NULL);
 }
 
-/* Another process taking mib of the GPU. */
-static pid_t filler(int mib)
+/* Another process taking mib of gpu. */
+static pid_t filler_on(const char *gpu, int mib)
 {
         return itest_target("CUDACKPT_SIM=1", itest_strdupf("CUDACKPT_SIM_MEM_MIB=%d", mib),
-                            "CUDACKPT_SIM_GPUS=" GPU, NULL);
+                            itest_strdupf("CUDACKPT_SIM_GPUS=%s", gpu), NULL);
+}
+
+static pid_t filler(int mib)
+{
+        return filler_on(GPU, mib);
 }
 
 static void suspend(struct itest_conn *c, pid_t pid)
@@ -70,11 +82,16 @@ static void suspend(struct itest_conn *c, pid_t pid)
 
 /* An InsufficientGpuMemory reply (or a member's error parameters p) that
  * names the GPU, needs need MiB and finds free MiB. */
-static void assert_refusal(const cJSON *reply, int need, int free_mib)
+static void assert_refusal_on(const cJSON *reply, const char *gpu, int need, int free_mib)
 {
-        ck_assert_str_eq(itest_uuid_norm(itest_str(reply, "gpu")), itest_uuid_norm(GPU));
+        ck_assert_str_eq(itest_uuid_norm(itest_str(reply, "gpu")), itest_uuid_norm(gpu));
         itest_assert_int(reply, "needed_bytes", need * MIB);
         itest_assert_int(reply, "free_bytes", free_mib * MIB);
+}
+
+static void assert_refusal(const cJSON *reply, int need, int free_mib)
+{
+        assert_refusal_on(reply, GPU, need, free_mib);
 }
 
 /* Refused while the filler runs, the process untouched; restored once the
@@ -234,6 +251,56 @@ START_TEST(record_survives_restart)
 }
 END_TEST
 
+/* The need goes where the mapping sends the process: a full GPU left for
+ * an empty one is fine, a full one mapped to is not. */
+START_TEST(mapping_counts)
+{
+        struct itest_daemon *d = start();
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = target(), f;
+        const char *to2 = itest_strdupf("{\"pid\":%d,\"gpu_mapping\":{\"%s\":\"%s\"}}", (int)a, GPU, GPU2);
+        cJSON *j;
+
+        suspend(c, a);
+        (void)filler(3500);
+        f = filler_on(GPU2, 3000);
+        j = itest_call(c, CUDACKPT_METHOD_RESUME, to2);
+        itest_assert_error(j, CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
+        assert_refusal_on(j, GPU2, NEED, TOTAL - 3000);
+        itest_target_kill(f);
+        itest_assert_state(itest_call(c, CUDACKPT_METHOD_RESUME, to2), a, "running");
+}
+END_TEST
+
+/* Without a record (checkpointed while the daemon had no NVML), the need
+ * is the process's resident memory (here a small program's: the simulator
+ * keeps no GPU memory in it) and the margin, on the GPU of the mapping. */
+START_TEST(estimate_without_record)
+{
+        struct itest_daemon_opts none = opts_nvml(false), o = opts();
+        struct itest_daemon *d = itest_daemon_start(&none);
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = target(), f;
+        const char *same = itest_strdupf("{\"pid\":%d,\"gpu_mapping\":{\"%s\":\"%s\"}}", (int)a, GPU, GPU);
+        long long need;
+        cJSON *j;
+
+        suspend(c, a);
+        itest_conn_close(c);
+        itest_daemon_stop(d);
+        d = itest_daemon_restart(d, &o);
+        itest_await_log(d, "Restores are checked against the GPUs' free memory", 10000);
+        c = itest_connect(d);
+        f = filler(TOTAL - MARGIN / 2);
+        j = itest_call(c, CUDACKPT_METHOD_RESUME, same);
+        itest_assert_error(j, CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
+        ck_assert(itest_int(j, "needed_bytes", &need));
+        ck_assert_msg(need > MARGIN * MIB && need < (MARGIN + 256) * MIB, "needed %lld", need);
+        itest_target_kill(f);
+        itest_assert_state(itest_call(c, CUDACKPT_METHOD_RESUME, same), a, "running");
+}
+END_TEST
+
 /* A store someone else could have written, or not of the expected form,
  * is refused whole (logged); the daemon runs on without its records. */
 START_TEST(tampered_store_refused)
@@ -276,6 +343,8 @@ static Suite *fit_suite(void)
         tcase_add_test(tc, lease_undo_refused);
         tcase_add_test(tc, record_survives_restart);
         tcase_add_test(tc, tampered_store_refused);
+        tcase_add_test(tc, mapping_counts);
+        tcase_add_test(tc, estimate_without_record);
         return s;
 }
 
