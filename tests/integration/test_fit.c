@@ -263,10 +263,10 @@ START_TEST(mapping_counts)
 
         suspend(c, a);
         (void)filler(3500);
-        f = filler_on(GPU2, 3000);
+        f = filler_on(GPU2, 3500);
         j = itest_call(c, CUDACKPT_METHOD_RESUME, to2);
         itest_assert_error(j, CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
-        assert_refusal_on(j, GPU2, NEED, TOTAL - 3000);
+        assert_refusal_on(j, GPU2, NEED, TOTAL - 3500);
         itest_target_kill(f);
         itest_assert_state(itest_call(c, CUDACKPT_METHOD_RESUME, to2), a, "running");
 }
