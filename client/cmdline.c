@@ -54,6 +54,7 @@ enum {
         OPT_LISTEN,
         OPT_REQUEST_DEADLINE,
         OPT_MAX_PER_ADDRESS,
+        OPT_FORCE,
 };
 
 static const struct option ctl_options[] = {
@@ -74,6 +75,7 @@ static const struct option ctl_options[] = {
         { "listen", required_argument, NULL, OPT_LISTEN },
         { "request-deadline", required_argument, NULL, OPT_REQUEST_DEADLINE },
         { "max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS },
+        { "force", no_argument, NULL, OPT_FORCE },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -250,6 +252,9 @@ static int ctl_option(ctl_args *a, ctl_cmdline_state *st, int c, char **argv) {
         case OPT_HOLD:
                 a->hold = true;
                 return -1;
+        case OPT_FORCE:
+                a->force = true;
+                return -1;
         case 'h':
                 ctl_cmdline_help();
                 return CUDACKPT_EXIT_OK;
@@ -261,7 +266,7 @@ static int ctl_option(ctl_args *a, ctl_cmdline_state *st, int c, char **argv) {
         default:
                 /* getopt sets optopt to a known option given an argument it does not take. */
                 if (optopt == 'h' || optopt == 'V' || optopt == OPT_JSON || optopt == OPT_PROGRESS ||
-                    optopt == OPT_NO_PROGRESS || optopt == OPT_HOLD)
+                    optopt == OPT_NO_PROGRESS || optopt == OPT_HOLD || optopt == OPT_FORCE)
                         return ctl_usage_error("option '%s' takes no argument", argv[optind - 1]);
                 return ctl_usage_error("unknown option '%s'", argv[optind - 1]);
         }
@@ -329,6 +334,8 @@ static int ctl_check_options(const ctl_args *a, const ctl_cmdline_state *st) {
                 return ctl_usage_error("--lock-timeout is for lock and suspend, not %s", a->command->name);
         if (st->saw_map && !(a->command->flags & CTL_TAKES_MAP))
                 return ctl_usage_error("--map is for restore and resume, not %s", a->command->name);
+        if (a->force && !(a->command->flags & CTL_TAKES_MAP))
+                return ctl_usage_error("--force is for restore and resume, not %s", a->command->name);
         if (a->progress >= 0 && !(a->command->flags & CTL_TAKES_GROUP))
                 return ctl_usage_error("--%s is for operations, not %s",
                                        a->progress ? "progress" : "no-progress", a->command->name);

@@ -56,6 +56,7 @@ typedef struct ctl_args {
         int timeout_ms;           /* --timeout: client I/O limit, 0 = none */
         long long lock_timeout;   /* --lock-timeout, -1 when not given */
         ctl_map map;              /* every --map, merged */
+        bool force;               /* --force: restore even where it seems not to fit */
         const ctl_command *command;
         int pid;                  /* when the command takes one */
         ctl_selector selector;    /* --pids, --cgroup or --tree; CTL_SELECT_NONE when not given */

@@ -119,6 +119,7 @@ typedef struct ctl_group {
         const ctl_selector *selector;
         long long lock_timeout;         /* timeout_ms, -1 for the daemon's default */
         const char *const *map;         /* gpu_mapping as ctl_map holds it, or NULL */
+        bool force;                     /* restore, resume: force (no check of the fit) */
         bool json;                      /* print the reply's parameters as JSON */
         bool progress;                  /* ask for progress and show it on stderr */
         bool progress_tty;              /* ... rewriting a line per phase in place */

@@ -126,13 +126,13 @@ static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *
         case CTL_CHECKPOINT:
                 return cudackpt_checkpoint(client, a->pid, reply);
         case CTL_RESTORE:
-                return cudackpt_restore(client, a->pid, map, reply);
+                return cudackpt_restore_flags(client, a->pid, map, a->force ? CUDACKPT_FORCE : 0, reply);
         case CTL_UNLOCK:
                 return cudackpt_unlock(client, a->pid, reply);
         case CTL_SUSPEND:
                 return cudackpt_suspend(client, a->pid, a->lock_timeout, reply);
         case CTL_RESUME:
-                return cudackpt_resume(client, a->pid, map, reply);
+                return cudackpt_resume_flags(client, a->pid, map, a->force ? CUDACKPT_FORCE : 0, reply);
         case CTL_INFO:
                 return cudackpt_call(client, "org.varlink.service.GetInfo", NULL, reply);
         case CTL_PS:
@@ -304,6 +304,7 @@ static int ctl_run_group(const ctl_args *a, const char *path, cudackpt_client **
                 .selector = &a->selector,
                 .lock_timeout = a->lock_timeout,
                 .map = (const char *const *) a->map.items,
+                .force = a->force,
                 .json = a->json,
                 .progress = a->progress < 0 ? tty : a->progress > 0,
                 .progress_tty = tty,

@@ -180,6 +180,18 @@ static void describe_invalid_gpu_mapping(FILE *f, const cJSON *params) {
         describe_tail(f, params, 1);
 }
 
+static void describe_insufficient_gpu_memory(FILE *f, const cJSON *params) {
+        const char *gpu = json_get_string(params, "gpu");
+        long long need, free_bytes;
+
+        fputs("the restore would not fit in the GPU's free memory", f);
+        if (gpu && describe_int(params, "needed_bytes", &need) && describe_int(params, "free_bytes", &free_bytes))
+                fprintf(f, " (%s: needs %.0f MiB, %.0f MiB free)", gpu, (double) need / 1048576.0,
+                        (double) free_bytes / 1048576.0);
+        describe_tail(f, params, 1);
+        fputs("; the driver was not called: free GPU memory, or map it to another GPU, or --force", f);
+}
+
 static void describe_not_supported(FILE *f, const cJSON *params) {
         fputs("the driver cannot checkpoint this process", f);
         describe_tail(f, params, 1);
@@ -256,6 +268,7 @@ static const struct {
         { CUDACKPT_ERROR_QUEUE_FULL, describe_queue_full },
         { CUDACKPT_ERROR_GROUP_TOO_LARGE, describe_group_too_large },
         { CUDACKPT_ERROR_NO_SUCH_LEASE, describe_no_such_lease },
+        { CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY, describe_insufficient_gpu_memory },
         { CUDACKPT_ERROR_MESSAGE_TOO_LARGE, describe_message_too_large },
 };
 

@@ -444,7 +444,7 @@ static void group_print_error(const ctl_group *g, const cudackpt_reply *reply) {
         }
 }
 
-/* The parameters of a Group call: selector, timeout_ms, gpu_mapping. */
+/* The parameters of a Group call: selector, timeout_ms, gpu_mapping, force. */
 static char *group_params(const ctl_group *g) {
         cJSON *params = cJSON_CreateObject(), *sel = cJSON_Duplicate(g->selector->json, 1), *map;
         char *copy = NULL;
@@ -458,6 +458,8 @@ static char *group_params(const ctl_group *g) {
         if (g->lease_ms > 0 && !cJSON_AddNumberToObject(params, "lease_ms", (double) g->lease_ms))
                 goto out;
         if (g->lease_on_close && !cJSON_AddTrueToObject(params, "lease_on_close"))
+                goto out;
+        if (g->force && !cJSON_AddTrueToObject(params, "force"))
                 goto out;
         if (g->map && g->map[0]) {
                 map = cJSON_AddObjectToObject(params, "gpu_mapping");

@@ -117,6 +117,7 @@ int ctl_job_group(cudackpt_client *client, const ctl_job_args *a, const char *me
                 .selector = a->dump && strcmp(method, CUDACKPT_METHOD_SUSPEND_GROUP) == 0 ? &a->selector : &s,
                 .lock_timeout = strcmp(method, CUDACKPT_METHOD_SUSPEND_GROUP) == 0 ? a->lock_timeout : -1,
                 .map = a->dump ? NULL : (const char *const *) a->map.items,
+                .force = !a->dump && a->force,
                 .progress = a->progress,
                 .progress_tty = a->progress_tty,
                 .lease_ms = -1,
@@ -336,8 +337,8 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
                 return job_usage("restore --images takes no selector: the manifest names the processes");
         if (!a->dump && (a->leave_running || a->no_sync || saw_lock_timeout))
                 return job_usage("--leave-running, --no-sync and --lock-timeout are for dump");
-        if (a->dump && a->map.items)
-                return job_usage("--device-map is for restore");
+        if (a->dump && (a->map.items || a->force))
+                return job_usage("--device-map and --force are for restore");
         if (job_abbreviated_action_script(a->criu_argv))
                 return job_usage("give criu's --action-script in full, not as '%s' (%s runs the job's scripts "
                                  "inside its own)", job_abbreviated_action_script(a->criu_argv), command);
@@ -351,7 +352,7 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
 /* Fill *a; returns -1 to go on, else the exit status. */
 static int job_parse(int argc, char **argv, ctl_job_args *a) {
         enum { O_SOCKET = 0x100, O_JSON, O_LOCK_TIMEOUT, O_PIDS, O_CGROUP, O_TREE, O_IMAGES, O_LEAVE, O_MAP,
-               O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC };
+               O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, O_SOCKET },     { "json", no_argument, NULL, O_JSON },
                 { "lock-timeout", required_argument, NULL, O_LOCK_TIMEOUT },
@@ -361,6 +362,7 @@ static int job_parse(int argc, char **argv, ctl_job_args *a) {
                 { "map", required_argument, NULL, O_MAP },           { "progress", no_argument, NULL, O_PROGRESS },
                 { "no-progress", no_argument, NULL, O_NO_PROGRESS }, { "help", no_argument, NULL, 'h' },
                 { "no-sync", no_argument, NULL, O_NO_SYNC },
+                { "force", no_argument, NULL, O_FORCE },
                 { NULL, 0, NULL, 0 },
         };
         const char *command = NULL;
@@ -400,7 +402,8 @@ static int job_parse(int argc, char **argv, ctl_job_args *a) {
                         a->images = optarg;
                         break;
                 case O_LEAVE:
-                        a->leave_running = true;
+                case O_FORCE:
+                        *(c == O_LEAVE ? &a->leave_running : &a->force) = true;
                         break;
                 case O_NO_SYNC:
                         a->no_sync = true;

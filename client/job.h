@@ -31,6 +31,7 @@ typedef struct ctl_job_args {
         const char *images;       /* --images DIR */
         bool leave_running;       /* dump --leave-running */
         bool no_sync;             /* dump --no-sync: the images not synced before the job ends */
+        bool force;               /* restore --force: the ResumeGroup forces */
         ctl_map map;              /* restore --device-map (or --map) */
         bool progress;            /* progress lines on stderr */
         bool progress_tty;        /* ... stderr is a terminal */

@@ -59,13 +59,19 @@ static int client_call_timeout(cudackpt_client *c, const char *method, int pid, 
 }
 
 static int client_call_mapping(cudackpt_client *c, const char *method, int pid,
-                               const char *const *gpu_mapping, cudackpt_reply *ret_reply) {
+                               const char *const *gpu_mapping, unsigned flags, cudackpt_reply *ret_reply) {
         cJSON *params, *map;
         int r = 0;
 
+        if (flags & ~CUDACKPT_FORCE)
+                return -EINVAL;
         params = client_params_pid(pid, &r);
         if (!params)
                 return r;
+        if ((flags & CUDACKPT_FORCE) && !cJSON_AddTrueToObject(params, "force")) {
+                r = -ENOMEM;
+                goto fail;
+        }
         if (gpu_mapping && gpu_mapping[0]) {
                 map = cJSON_AddObjectToObject(params, "gpu_mapping");
                 if (!map) {
@@ -110,7 +116,12 @@ CUDACKPT_EXPORT int cudackpt_checkpoint(cudackpt_client *c, int pid, cudackpt_re
 
 CUDACKPT_EXPORT int cudackpt_restore(cudackpt_client *c, int pid, const char *const *gpu_mapping,
                                      cudackpt_reply *ret_reply) {
-        return client_call_mapping(c, CUDACKPT_METHOD_RESTORE, pid, gpu_mapping, ret_reply);
+        return client_call_mapping(c, CUDACKPT_METHOD_RESTORE, pid, gpu_mapping, 0, ret_reply);
+}
+
+CUDACKPT_EXPORT int cudackpt_restore_flags(cudackpt_client *c, int pid, const char *const *gpu_mapping,
+                                           unsigned flags, cudackpt_reply *ret_reply) {
+        return client_call_mapping(c, CUDACKPT_METHOD_RESTORE, pid, gpu_mapping, flags, ret_reply);
 }
 
 CUDACKPT_EXPORT int cudackpt_unlock(cudackpt_client *c, int pid, cudackpt_reply *ret_reply) {
@@ -123,5 +134,10 @@ CUDACKPT_EXPORT int cudackpt_suspend(cudackpt_client *c, int pid, long long time
 
 CUDACKPT_EXPORT int cudackpt_resume(cudackpt_client *c, int pid, const char *const *gpu_mapping,
                                     cudackpt_reply *ret_reply) {
-        return client_call_mapping(c, CUDACKPT_METHOD_RESUME, pid, gpu_mapping, ret_reply);
+        return client_call_mapping(c, CUDACKPT_METHOD_RESUME, pid, gpu_mapping, 0, ret_reply);
+}
+
+CUDACKPT_EXPORT int cudackpt_resume_flags(cudackpt_client *c, int pid, const char *const *gpu_mapping,
+                                          unsigned flags, cudackpt_reply *ret_reply) {
+        return client_call_mapping(c, CUDACKPT_METHOD_RESUME, pid, gpu_mapping, flags, ret_reply);
 }

@@ -6,6 +6,7 @@
 #include "host/discover.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -308,8 +309,16 @@ static void gpumem_ready_cb(uv_work_t *w, int status)
                          s->cfg->nvml_path, s->gpumem.n_gpus);
         else
                 log_info("No NVML (%s): ListProcesses shows no GPU memory", s->gpumem.reason);
-        /* From now on the listings read it (list.c, on the loop thread). */
+        /* From now on the listings read it (list.c, on the loop thread),
+         * and restores are checked against it. */
         list_gpumem_ready(&s->lists);
+        fit_ready(&s->fit);
+        if (fit_active(&s->fit))
+                log_info("Restores are checked against the GPUs' free memory (margin %" PRIu64 " MiB)",
+                         s->cfg->restore_gpu_margin_mib);
+        else
+                log_warning("Restores are not checked against the GPUs' free memory: %s",
+                            s->gpumem.available ? "NVML lacks nvmlDeviceGetMemoryInfo" : s->gpumem.reason);
         life_release(&s->life);
 }
 
@@ -382,6 +391,26 @@ static void driver_ready_cb(uv_work_t *w, int status)
 /* Where the lease store lives: systemd's $RUNTIME_DIRECTORY (its first
  * entry), else the directory of the socket the daemon binds.  NULL when
  * out of memory. */
+/* The GPU records of the last daemon are read back (fit.h). */
+static int fit_start(struct server *s)
+{
+        char why[512];
+        int r = fit_init(&s->fit, s->cfg, &s->gpumem, s->runtime_dir, why, sizeof(why));
+
+        if (r < 0)
+                return r;
+        s->sched.fit = &s->fit;
+        if (!s->fit.store)
+                log_warning("No store of GPU records (%s): after a restart, restores are checked against an "
+                            "estimate from host memory", why[0] ? why : "no runtime directory");
+        else if (why[0])
+                log_warning("GPU records in %s refused: %s", s->fit.store, why);
+        else if (s->fit.n_recs)
+                log_info("GPU records of %zu checkpointed process(es) read back from %s", s->fit.n_recs,
+                         s->fit.store);
+        return 0;
+}
+
 static char *runtime_dir(const struct config *cfg)
 {
         const char *env = secure_getenv("RUNTIME_DIRECTORY");
@@ -480,6 +509,9 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
                                                                        .ctx = &s->leases });
         list_init(&s->lists, &s->jobs, &s->gpumem);
         s->runtime_dir = runtime_dir(cfg);
+        r = fit_start(s);
+        if (r < 0)
+                return r;
         lease_init(&s->leases,
                    &(struct lease_deps){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
                                          .groups = &s->groups, .watch = &s->watch },
@@ -526,6 +558,7 @@ void server_free(struct server *s)
 {
         procindex_free(atomic_load(&s->source.index));
         gpumem_close(&s->gpumem);
+        fit_free(&s->fit);
         sched_free(&s->sched);
         driver_close(&s->drv);
         listen_free(&s->listen);

@@ -23,6 +23,7 @@
 #include "net/conn.h"
 #include "run/driver.h"
 #include "host/gpumem.h"
+#include "run/fit.h"
 #include "jobs/group.h"
 #include "jobs/jobs.h"
 #include "jobs/lease.h"
@@ -44,6 +45,7 @@ struct server {
         struct gpumem gpumem;           /* NVML, for ListProcesses (gpumem.h): opened */
         uv_work_t gpumem_work;          /* on a worker after READY=1, */
         bool gpumem_opening;            /* then read by listings (list_gpumem_ready) */
+        struct fit fit;                 /* restores checked against free GPU memory (fit.h) */
         struct sched sched;
         struct select_source source;    /* candidate CUDA processes: the index or /proc (select.h) */
         struct jobs jobs;               /* what groups and listings share (jobs.h) */

@@ -35,6 +35,8 @@ struct config {
         uint32_t default_lock_timeout_ms; /* Lock/Suspend without timeout_ms; 0 = no limit */
         uint64_t exit_wait_ms;        /* after a failed call, wait this long for an exiting target */
         unsigned max_gpu_pairs;       /* entries of a gpu_mapping */
+        uint64_t restore_gpu_margin_mib; /* a restore's need on a GPU beyond what its process held (fit.h) */
+        unsigned max_gpu_records;     /* processes whose GPU memory is kept for their restore (fit.h) */
         unsigned max_cached_targets;  /* idle targets kept pinned for reuse; 0 = none */
         uint64_t cached_target_idle_ms; /* how long an idle target stays cached */
         uint64_t stall_warning_ms;    /* warn about an operation running this long; 0 = never */

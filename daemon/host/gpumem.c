@@ -17,6 +17,13 @@
  * kernel: NVML names processes by their pids there. */
 #define INITIAL_PID_NS_INO 0xEFFFFFFCu
 
+/* nvmlMemory_t, as nvmlDeviceGetMemoryInfo fills it. */
+struct nvml_memory {
+        unsigned long long total;
+        unsigned long long free;
+        unsigned long long used;
+};
+
 /* nvmlProcessInfo_t as nvmlDeviceGetComputeRunningProcesses_v3 fills it. */
 struct nvml_process_info {
         unsigned int pid;
@@ -66,6 +73,8 @@ int gpumem_open(struct gpumem *g, const char *path)
         uuid = (int (*)(void *, char *, unsigned))sym(g, "nvmlDeviceGetUUID");
         g->get_processes = (int (*)(void *, unsigned *, void *))sym(g, "nvmlDeviceGetComputeRunningProcesses_v3");
         g->shutdown = (int (*)(void))sym(g, "nvmlShutdown");
+        /* Optional: without it only the restores' fit goes unchecked. */
+        g->get_memory = (int (*)(void *, void *))dlsym(g->lib, "nvmlDeviceGetMemoryInfo");
         if (!init || !count || !handle || !uuid || !g->get_processes || !g->shutdown)
                 goto fail;
         if ((r = init()) != NVML_SUCCESS) {
@@ -104,6 +113,7 @@ void gpumem_close(struct gpumem *g)
         g->lib = NULL;
         g->shutdown = NULL;
         g->get_processes = NULL;
+        g->get_memory = NULL;
         g->available = false;
 }
 
@@ -175,5 +185,18 @@ int gpumem_usage(const struct gpumem *g, struct gpumem_use **ret, size_t *ret_n)
                 qsort(all, n, sizeof(*all), cmp_use);
         *ret = all;
         *ret_n = n;
+        return 0;
+}
+
+int gpumem_free(const struct gpumem *g, unsigned gpu, uint64_t *ret_free, uint64_t *ret_total)
+{
+        struct nvml_memory m = { 0 };
+
+        if (!g->available || !g->get_memory || gpu >= g->n_gpus)
+                return -ENODEV;
+        if (g->get_memory(g->device[gpu], &m) != NVML_SUCCESS)
+                return -EIO;
+        *ret_free = m.free;
+        *ret_total = m.total;
         return 0;
 }

@@ -1,5 +1,6 @@
 /* gpumem.h: which GPUs each process uses and how much of their memory,
- * from NVML (libnvidia-ml.so.1), for ListProcesses.
+ * from NVML (libnvidia-ml.so.1), for ListProcesses, and what each GPU has
+ * free, for the restores' fit (fit.h).
  *
  * NVML comes with the driver and, like it, is loaded at run time (dlopen),
  * so the daemon starts where it is missing and lists processes without
@@ -40,6 +41,7 @@ struct gpumem {
         char uuid[GPUMEM_MAX_GPUS][GPUMEM_UUID_MAX];
         void *device[GPUMEM_MAX_GPUS];
         int (*get_processes)(void *device, unsigned *count, void *infos);
+        int (*get_memory)(void *device, void *info); /* NULL: the library lacks it */
         int (*shutdown)(void);
 };
 
@@ -50,5 +52,10 @@ void gpumem_close(struct gpumem *g);
 /* Every (process, GPU) pair with GPU memory now, sorted by pid; *ret is
  * malloc()ed.  -ENODEV without NVML. */
 int gpumem_usage(const struct gpumem *g, struct gpumem_use **ret, size_t *ret_n);
+
+/* What GPU gpu has free and in all now, in bytes (nvmlDeviceGetMemoryInfo).
+ * -ENODEV without NVML or without that entry point, -EIO when NVML cannot
+ * say. */
+int gpumem_free(const struct gpumem *g, unsigned gpu, uint64_t *ret_free, uint64_t *ret_total);
 
 #endif

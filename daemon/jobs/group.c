@@ -12,6 +12,7 @@
 #include "net/conn.h"
 #include "cudackpt/protocol.h"
 #include "base/log.h"
+#include "jobs/groupfit.h"
 #include "jobs/members.h"
 #include "run/ops.h"
 #include "jobs/plan.h"
@@ -34,6 +35,7 @@ struct group {
         bool rolled_back;
         bool stopped;                   /* a step was not made: the daemon is stopping */
         uint64_t deadline_ns;
+        struct groupfit fit;            /* the restore phase's check (groupfit.h) */
 };
 
 static const struct config *cfg_of(const struct group *g)
@@ -260,6 +262,8 @@ static struct sched_op *step_new(struct group *g, size_t i, enum plan_phase p)
                 memcpy(op->req.pairs, g->call.req.pairs, g->call.req.n_pairs * sizeof(*op->req.pairs));
                 op->req.n_pairs = g->call.req.n_pairs;
         }
+        op->req.fit_held = p == PLAN_RESTORE && groupfit_held(&g->fit);
+        op->req.force = g->call.req.force;
         return op;
 }
 
@@ -289,6 +293,34 @@ static void submit(struct group *g, size_t i, enum plan_phase p)
                 members_fail(&g->ms.m[i], m, &r);
 }
 
+static void submit_all(struct group *g, enum plan_phase p)
+{
+        for (size_t i = 0; i < g->ms.n; i++)
+                if (needs(&g->ms.m[i], p))
+                        submit(g, i, p);
+        if (g->pending == 0)
+                advance(g);
+}
+
+/* The restore phase was checked: it goes ahead whole, or every member it
+ * would restore fails untouched. */
+static void fit_done_cb(struct groupfit *gf)
+{
+        struct group *g = (struct group *)((char *)gf - offsetof(struct group, fit));
+        struct ops_result r;
+
+        if (!groupfit_refused(gf, &r)) {
+                submit_all(g, g->phase);
+                return;
+        }
+        for (size_t i = 0; i < g->ms.n; i++)
+                if (needs(&g->ms.m[i], g->phase)) {
+                        r.state = g->ms.m[i].state;
+                        members_fail(&g->ms.m[i], PROTO_RESTORE, &r);
+                }
+        advance(g);
+}
+
 static void run_phase(struct group *g, enum plan_phase p)
 {
         g->phase = p;
@@ -299,11 +331,10 @@ static void run_phase(struct group *g, enum plan_phase p)
                 uint32_t t = g->call.req.has_timeout ? g->call.req.timeout_ms : cfg_of(g)->default_lock_timeout_ms;
                 g->deadline_ns = t ? uv_hrtime() + (uint64_t)t * 1000000u : 0;
         }
-        for (size_t i = 0; i < g->ms.n; i++)
-                if (needs(&g->ms.m[i], p))
-                        submit(g, i, p);
-        if (g->pending == 0)
-                advance(g);
+        if (groupfit_start(&g->fit, g->table->jobs->loop, g->table->jobs->sched->fit, &g->ms, p, &g->call.req,
+                           fit_done_cb) == 0)
+                return;
+        submit_all(g, p);
 }
 
 static void record(struct group *g, struct sched_op *op)
@@ -373,6 +404,8 @@ static void advance(struct group *g)
         }
         if (g->phase == PLAN_RB_UNLOCK)
                 g->rolled_back = members_all_running(&g->ms);
+        if (g->phase == PLAN_RESTORE)
+                groupfit_end(&g->fit);
         next = plan_after(g->call.method, g->phase, failed);
         if (next == PLAN_END)
                 group_finish(g);

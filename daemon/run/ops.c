@@ -81,6 +81,7 @@ static const struct {
         [OPS_DRIVER_ERROR] = { CUDACKPT_ERROR_DRIVER_ERROR, "DriverError" },
         [OPS_SHUTTING_DOWN] = { CUDACKPT_ERROR_SHUTTING_DOWN, "ShuttingDown" },
         [OPS_QUEUE_FULL] = { CUDACKPT_ERROR_QUEUE_FULL, "QueueFull" },
+        [OPS_INSUFFICIENT_GPU_MEMORY] = { CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY, "InsufficientGpuMemory" },
 };
 
 const char *ops_error_name(enum ops_error e)
@@ -210,25 +211,60 @@ static void progress_end(struct run *x, bool ok)
         uv_mutex_unlock(&t->lock);
 }
 
+/* What the process holds on its GPUs is taken just before its checkpoint
+ * (NVML sees it no more afterwards) and kept once the checkpoint is made:
+ * what its restore will need (fit.h). */
 static bool do_checkpoint(struct run *x)
 {
-        bool ok;
+        struct fit_record rec;
+        bool ok, measured;
 
         if (!may_call(x, OPS_STEP_CHECKPOINT))
                 return false;
+        measured = x->env->fit && fit_measure(x->env->fit, x->t->identity.pid, &rec) == 0 && rec.n > 0;
         progress_begin(x);
         ok = step_record(x, OPS_STEP_CHECKPOINT, driver_checkpoint(x->d, x->t->identity.pid));
         progress_end(x, ok);
+        if (ok && measured) {
+                rec.start_time = x->t->identity.start_time;
+                fit_keep(x->env->fit, &rec);
+        }
         return ok;
+}
+
+/* Whether the restore may go to the driver: it fits on its GPUs, or the
+ * caller said force, or its group checked it already (and holds its
+ * share).  The refusal leaves the process as it was. */
+static bool fits(struct run *x)
+{
+        struct fit_proc p = { .pid = x->t->identity.pid, .start_time = x->t->identity.start_time };
+
+        if (!x->env->fit || x->req->force || x->req->fit_held)
+                return true;
+        (void)target_rss(&x->t->identity, &p.rss);
+        if (fit_reserve(x->env->fit, &p, 1, x->req->pairs, x->req->n_pairs, &x->res->fit) != -ENOSPC)
+                return true;
+        x->res->step = OPS_STEP_RESTORE;
+        x->res->error = OPS_INSUFFICIENT_GPU_MEMORY;
+        return false;
 }
 
 /* A restore has no progress to show: the driver releases the process's
  * host memory at its end, not as it goes (measured on the H200). */
 static bool do_restore(struct run *x)
 {
-        return may_call(x, OPS_STEP_RESTORE) &&
-               step_record(x, OPS_STEP_RESTORE,
-                         driver_restore(x->d, x->t->identity.pid, x->req->pairs, x->req->n_pairs));
+        const struct target_identity *id = &x->t->identity;
+        bool ok;
+
+        if (!may_call(x, OPS_STEP_RESTORE) || !fits(x))
+                return false;
+        ok = step_record(x, OPS_STEP_RESTORE, driver_restore(x->d, id->pid, x->req->pairs, x->req->n_pairs));
+        if (x->env->fit) {
+                fit_release(x->env->fit, id->pid, id->start_time);
+                if (ok)
+                        fit_forget(x->env->fit, id->pid, id->start_time);
+        }
+        return ok;
 }
 
 static bool do_unlock(struct run *x)
@@ -433,6 +469,14 @@ static void add_state(cJSON *p, int state)
                 cJSON_AddStringToObject(p, "state", proto_state_string(state, buf, sizeof(buf)));
 }
 
+/* InsufficientGpuMemory's GPU and amounts. */
+static void add_fit(cJSON *p, const struct fit_refusal *f)
+{
+        cJSON_AddStringToObject(p, "gpu", f->gpu);
+        cJSON_AddNumberToObject(p, "needed_bytes", (double)f->needed);
+        cJSON_AddNumberToObject(p, "free_bytes", (double)f->free);
+}
+
 static double ms(uint64_t ns)
 {
         /* Microsecond resolution is what the numbers mean; more digits are noise. */
@@ -507,6 +551,8 @@ cJSON *ops_reply(const struct driver *d, enum proto_method m, pid_t pid, uid_t c
                         cJSON_AddNumberToObject(p, "timeout_ms", r->timeout_ms);
                 if (r->error == OPS_INVALID_GPU_MAPPING)
                         cJSON_AddStringToObject(p, "reason", "the driver refused the GPU mapping");
+                if (r->error == OPS_INSUFFICIENT_GPU_MEMORY)
+                        add_fit(p, &r->fit);
                 if (r->error == OPS_DRIVER_ERROR) {
                         cJSON_AddStringToObject(p, "cuda_error",
                                                 driver_error_name(d, r->cu, name, sizeof(name)));

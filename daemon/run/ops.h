@@ -20,6 +20,7 @@
 
 #include "base/config.h"
 #include "run/driver.h"
+#include "run/fit.h"
 #include "run/opstep.h"
 #include "auth/policy.h"
 #include "run/procbusy.h"
@@ -42,6 +43,7 @@ enum ops_error {
         OPS_DRIVER_ERROR,
         OPS_SHUTTING_DOWN,
         OPS_QUEUE_FULL,         /* a group member's step found its queue full */
+        OPS_INSUFFICIENT_GPU_MEMORY, /* the restore would not fit (fit.h) */
 };
 
 struct ops_result {
@@ -65,6 +67,7 @@ struct ops_result {
         uint64_t pinned_start_time;
         struct policy_target pinned_owner;
         char detail[512];       /* DriverUnavailable reason */
+        struct fit_refusal fit; /* InsufficientGpuMemory: where and how much */
 };
 
 /* What an operation works with besides its target (all owned by the
@@ -74,6 +77,7 @@ struct ops_env {
         const struct driver *drv;
         struct procbusy *busy;            /* mutating methods enter their process here */
         const atomic_bool *want_progress; /* someone watches: checkpoints note progress */
+        struct fit *fit;                  /* restores are checked, checkpoints recorded (fit.h) */
 };
 
 void ops_execute(const struct ops_env *env, struct sched_target *t, enum proto_method m,

@@ -177,7 +177,8 @@ static void work_cb(uv_work_t *w)
 {
         struct sched_op *op = w->data;
         struct sched *s = op->sched;
-        struct ops_env env = { .cfg = s->cfg, .drv = s->drv, .busy = &s->busy, .want_progress = &s->want_progress };
+        struct ops_env env = { .cfg = s->cfg, .drv = s->drv, .busy = &s->busy, .want_progress = &s->want_progress,
+                               .fit = s->fit };
 
         op->started_ns = uv_hrtime();
         ops_execute(&env, op->target, op->method, &op->req, op->caller, &op->result);

@@ -119,6 +119,7 @@ struct sched {
          * keeps the operations on a thread id and on its process apart. */
         struct procbusy busy;
         bool cancelling;    /* sched_cancel_queued() runs: no target is released */
+        struct fit *fit;    /* the restores' fit (fit.h), set by the owner; NULL: none */
 };
 
 int sched_init(struct sched *s, uv_loop_t *loop, const struct config *cfg,

@@ -94,7 +94,7 @@ static int parse_mapping(const cJSON *obj, enum proto_method m, unsigned max_pai
         return 0;
 }
 
-enum { P_PID = 1, P_START = 2, P_TIMEOUT = 4, P_MAPPING = 8, P_LEASE_MS = 16, P_LEASE_CLOSE = 32 };
+enum { P_PID = 1, P_START = 2, P_TIMEOUT = 4, P_MAPPING = 8, P_LEASE_MS = 16, P_LEASE_CLOSE = 32, P_FORCE = 64 };
 
 /* lease_ms and lease_on_close, the same for single and group calls.  1 when
  * item is one of them (parsed into *lease), 0 when it is not, -EINVAL when
@@ -124,6 +124,34 @@ static int parse_lease_item(const cJSON *item, struct proto_lease *lease)
         return 0;
 }
 
+/* force of Restore, Resume and their groups: 0 (null is absent), or
+ * -EINVAL when it is not a boolean. */
+static int parse_force(const cJSON *item, bool *ret)
+{
+        if (cJSON_IsNull(item))
+                return 0;
+        if (!cJSON_IsBool(item))
+                return -EINVAL;
+        *ret = cJSON_IsTrue(item);
+        return 0;
+}
+
+/* The P_ flag of a parameter of a single call, 0 for an unknown one. */
+static unsigned param_flag(const char *name)
+{
+        static const struct {
+                const char *name;
+                unsigned flag;
+        } params[] = { { "pid", P_PID },           { "start_time", P_START },   { "timeout_ms", P_TIMEOUT },
+                       { "gpu_mapping", P_MAPPING }, { "lease_ms", P_LEASE_MS }, { "lease_on_close", P_LEASE_CLOSE },
+                       { "force", P_FORCE } };
+
+        for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
+                if (strcmp(name, params[i].name) == 0)
+                        return params[i].flag;
+        return 0;
+}
+
 static unsigned allowed_params(enum proto_method m)
 {
         switch (m) {
@@ -132,7 +160,7 @@ static unsigned allowed_params(enum proto_method m)
                 return P_PID | P_START | P_TIMEOUT | P_LEASE_MS | P_LEASE_CLOSE;
         case PROTO_RESTORE:
         case PROTO_RESUME:
-                return P_PID | P_START | P_MAPPING;
+                return P_PID | P_START | P_MAPPING | P_FORCE;
         default:
                 return P_PID | P_START;
         }
@@ -150,13 +178,7 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
 
         if (call->parameters)
                 cJSON_ArrayForEach(item, call->parameters) {
-                        unsigned which = strcmp(item->string, "pid") == 0           ? P_PID
-                                         : strcmp(item->string, "start_time") == 0  ? P_START
-                                         : strcmp(item->string, "timeout_ms") == 0  ? P_TIMEOUT
-                                         : strcmp(item->string, "gpu_mapping") == 0 ? P_MAPPING
-                                         : strcmp(item->string, "lease_ms") == 0    ? P_LEASE_MS
-                                         : strcmp(item->string, "lease_on_close") == 0 ? P_LEASE_CLOSE
-                                                                                    : 0;
+                        unsigned which = param_flag(item->string);
                         if (!(which & allowed) || proto_key_repeated(call->parameters, item)) {
                                 *ret_reply = proto_invalid_parameter(item->string);
                                 r = -EINVAL;
@@ -190,6 +212,10 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                         case P_LEASE_MS:
                         case P_LEASE_CLOSE:
                                 if (parse_lease_item(item, &req.lease) < 0)
+                                        goto bad;
+                                break;
+                        case P_FORCE:
+                                if (parse_force(item, &req.force) < 0)
                                         goto bad;
                                 break;
                         }
@@ -393,7 +419,8 @@ int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigne
                                 }
                                 req.pairs = tmp.pairs;
                                 req.n_pairs = tmp.n_pairs;
-                        } else {
+                        } else if (!takes_mapping || strcmp(item->string, "force") != 0 ||
+                                   parse_force(item, &req.force) < 0) {
                                 bad = item->string;
                                 break;
                         }

@@ -44,6 +44,8 @@ struct proto_request {
         uint64_t deadline_ns;       /* not on the wire: a group's lock deadline
                                      * (uv_hrtime()), 0 for none */
         struct proto_lease lease;   /* Lock, Suspend */
+        bool force;                 /* Restore, Resume: no check of the GPUs' free memory */
+        bool fit_held;              /* not on the wire: a group checked the fit (fit.h) */
 };
 
 /* A group's selection: exactly one of the three. */
@@ -71,6 +73,7 @@ struct proto_group_request {
         unsigned n_pairs;
         CUcheckpointGpuPair *pairs; /* owned */
         struct proto_lease lease;   /* LockGroup, SuspendGroup */
+        bool force;                 /* RestoreGroup, ResumeGroup: as for Restore */
 };
 
 /* 0, or -EINVAL with *ret_reply set to the error to send. */

@@ -186,6 +186,14 @@ CUDACKPT_EXPORT int cudackpt_suspend(cudackpt_client *c, int pid, long long time
 /* Restore then Unlock. */
 CUDACKPT_EXPORT int cudackpt_resume(cudackpt_client *c, int pid, const char *const *gpu_mapping,
                                     cudackpt_reply *ret_reply);
+/* Restore and Resume with flags: CUDACKPT_FORCE sends force: true, which
+ * skips the daemon's check that the restore fits in the free memory of
+ * its GPUs (InsufficientGpuMemory).  Other flags are -EINVAL. */
+#define CUDACKPT_FORCE 1u
+CUDACKPT_EXPORT int cudackpt_restore_flags(cudackpt_client *c, int pid, const char *const *gpu_mapping,
+                                           unsigned flags, cudackpt_reply *ret_reply);
+CUDACKPT_EXPORT int cudackpt_resume_flags(cudackpt_client *c, int pid, const char *const *gpu_mapping,
+                                          unsigned flags, cudackpt_reply *ret_reply);
 
 /* Exit statuses of cudackptctl. */
 #define CUDACKPT_EXIT_OK 0
@@ -208,6 +216,7 @@ CUDACKPT_EXPORT int cudackpt_resume(cudackpt_client *c, int pid, const char *con
 #define CUDACKPT_EXIT_PROTOCOL 23           /* InvalidRequest, MessageTooLarge, Varlink errors */
 #define CUDACKPT_EXIT_PROCESS_STOPPED 24
 #define CUDACKPT_EXIT_GROUP_TOO_LARGE 25
+#define CUDACKPT_EXIT_INSUFFICIENT_GPU_MEMORY 26
 /* A GroupFailed has no status of its own: it exits with that of the
  * failing member's error (cudackpt_reply_exit_code()). */
 

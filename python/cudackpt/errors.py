@@ -29,6 +29,7 @@ __all__ = [
     "NoSuchProcess", "NotCudaProcess", "PermissionDenied", "InvalidState", "Timeout", "InvalidGpuMapping",
     "NotSupported", "ProcessGone", "ProcessStopped", "ProcessChanged", "DriverUnavailable", "DriverError",
     "QueueFull", "GroupFailed", "GroupTooLarge", "ShuttingDown", "InvalidRequest", "NoSuchLease",
+    "InsufficientGpuMemory",
     "MessageTooLarge", "InvalidParameter", "MethodNotFound", "ExpectedMore", "from_reply", "cuda_error_message",
 ]
 
@@ -240,6 +241,13 @@ class InvalidGpuMapping(CudackptError, CUDAError, ValueError):  # type: ignore[v
     _optional = _COMMON + ("reason", "uuid")
 
 
+class InsufficientGpuMemory(CudackptError, MemoryError):
+    """The restore would not fit in the free memory of GPU ``gpu``: it needs
+    ``needed_bytes``, ``free_bytes`` are free; the driver was not called and
+    the process stays checkpointed.  ``force=True`` goes ahead anyway."""
+    _optional = _COMMON + ("gpu", "needed_bytes", "free_bytes")
+
+
 class NotSupported(CudackptError, RuntimeError):
     """The driver cannot checkpoint this process (managed memory, IPC
     memory, MPS, MIG).  A ``RuntimeError``, as cuda-core raises for
@@ -347,6 +355,7 @@ _BY_SHORT_NAME: Dict[str, Type[CudackptError]] = {
         NoSuchProcess, NotCudaProcess, PermissionDenied, InvalidState, Timeout, InvalidGpuMapping,
         NotSupported, ProcessGone, ProcessStopped, ProcessChanged, DriverUnavailable, DriverError,
         QueueFull, GroupFailed, GroupTooLarge, ShuttingDown, InvalidRequest, MessageTooLarge, NoSuchLease,
+        InsufficientGpuMemory,
     )
 }
 _BY_FULL_NAME: Dict[str, Type[CudackptError]] = {

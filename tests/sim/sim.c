@@ -14,7 +14,8 @@
  *
  * The DAEMON's environment (read once): CUDACKPT_SIM_DEVICES=uuid,... (the
  * GPUs reported; default GPU-00000000-5157-4000-8000-000000000001 and, with
- * CUDACKPT_SIM_DEVICE_COUNT=N, ...0002 up to N), CUDACKPT_SIM_DRIVER_VERSION=N
+ * CUDACKPT_SIM_DEVICE_COUNT=N, ...0002 up to N), CUDACKPT_SIM_GPU_MEM_MIB=N (the
+ * memory of each GPU, 81920), CUDACKPT_SIM_DRIVER_VERSION=N
  * (default 13000), CUDACKPT_SIM_INIT_ERROR=N or a CUDA_ERROR_ name (cuInit's
  * result).  A TARGET's environment (read at every call): CUDACKPT_SIM=1 (it
  * is a CUDA process), CUDACKPT_SIM_MEM_MIB (64), CUDACKPT_SIM_CKPT_MIBPS
@@ -77,7 +78,11 @@
  *     table's, or the slot's for a process the table does not know);
  *  6. restore only: a bad GPU mapping: INVALID_VALUE, at once;
  *  7. the work: lock waits out CUDACKPT_SIM_BUSY_MS, checkpoint and restore
- *     sleep for the time of the copy;
+ *     sleep for the time of the copy; a restore whose memory does not fit
+ *     in what its GPUs have free (CUDACKPT_SIM_GPU_MEM_MIB less what the
+ *     processes NVML lists there hold) fails OUT_OF_MEMORY at once and, as
+ *     the real driver's, leaves the process checkpointed for good: every
+ *     later restore fails OPERATING_SYSTEM;
  *  8. a target that died meanwhile: OPERATING_SYSTEM; managed memory
  *     (checkpoint): NOT_SUPPORTED; then an injected CUDACKPT_SIM_FAIL result
  *     (getstate: right after step 4; tid: right after step 3). */
@@ -253,6 +258,7 @@ static struct {
         int n_devices;                   /* what cuDeviceGetCount reports */
         int version;                     /* what cuDriverGetVersion reports */
         CUresult init_error;             /* what cuInit returns */
+        unsigned long long gpu_mem_mib;  /* each GPU's memory */
 } sim_driver;
 
 static pthread_once_t sim_driver_once_control = PTHREAD_ONCE_INIT;
@@ -314,6 +320,11 @@ static void sim_driver_once(void) {
                                 sim_default_device(i, &sim_driver.devices[i]);
                 }
         }
+
+        sim_driver.gpu_mem_mib = 81920;
+        v = secure_getenv("CUDACKPT_SIM_GPU_MEM_MIB");
+        if (v && sim_parse_ulong_str(v, 1ull << 40, &n) == 0)
+                sim_driver.gpu_mem_mib = n;
 
         sim_driver.version = 13000;
         v = secure_getenv("CUDACKPT_SIM_DRIVER_VERSION");
@@ -1024,6 +1035,7 @@ struct sim_proc {
         bool busy;                     /* an operation on it is working (sleeping) */
         unsigned refs;                 /* threads that hold a pointer to it */
         bool managed_broken;           /* a managed-memory checkpoint failed: later ones say UNKNOWN */
+        bool restore_broken;           /* a restore ran out of GPU memory: later ones say OPERATING_SYSTEM */
         bool gpus_remapped;            /* a restore moved it: gpus replaces its CUDACKPT_SIM_GPUS */
         int n_gpus;
         CUuuid gpus[SIM_MAX_DEVICES];
@@ -1432,6 +1444,9 @@ static CUresult sim_check_mapping(const CUcheckpointRestoreArgs *args, const CUu
         return CUDA_SUCCESS;
 }
 
+static bool sim_fits(const CUuuid *gpus, int n_gpus, unsigned long long mem_mib);
+static void sim_restoring(const CUuuid *gpus, int n_gpus, long long mib);
+
 SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args) {
         bool args_ok = !args || (sim_all_zero(args->reserved, sizeof(args->reserved)) && args->reserved1 == 0);
         struct sim_call c;
@@ -1446,8 +1461,15 @@ SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs 
 
         if (remap)
                 c.r = sim_check_mapping(args, gpus, n_gpus, mapped);
+        if (c.r == CUDA_SUCCESS && c.p->restore_broken)
+                c.r = CUDA_ERROR_OPERATING_SYSTEM;
+        if (c.r == CUDA_SUCCESS && !sim_fits(remap ? mapped : gpus, n_gpus, c.t.cfg.mem_mib)) {
+                c.r = CUDA_ERROR_OUT_OF_MEMORY;
+                c.p->restore_broken = true;
+        }
         if (c.r == CUDA_SUCCESS) {
                 sim_sleep_ns(sim_transfer_ns(c.t.cfg.mem_mib, c.t.cfg.restore_mibps));
+                sim_restoring(remap ? mapped : gpus, n_gpus, -(long long) c.t.cfg.mem_mib);
                 if (!sim_target_alive(&c.t)) {
                         c.r = CUDA_ERROR_OPERATING_SYSTEM;
                 } else if (!sim_injected(&c.t, SIM_OP_RESTORE, &c.state, &c.r)) {
@@ -1583,6 +1605,81 @@ out:
         free(env);
         sim_target_close(&t);
         return on;
+}
+
+/* The memory the sim processes on device d hold now, in MiB. */
+static unsigned long long sim_nvml_used_mib(int d) {
+        unsigned long long used = 0;
+        struct dirent *e;
+        DIR *dir = opendir("/proc");
+
+        while (dir && (e = readdir(dir))) {
+                unsigned long long pid, bytes = 0;
+
+                if (sim_parse_ulong_str(e->d_name, INT_MAX, &pid) == 0 && sim_nvml_on((int) pid, d, &bytes))
+                        used += bytes >> 20;
+        }
+        if (dir)
+                closedir(dir);
+        return used;
+}
+
+/* What restores working now take on each device (MiB): their processes
+ * are still checkpointed, NVML does not list them yet. */
+static long long sim_restoring_mib[SIM_MAX_DEVICES];
+static pthread_mutex_t sim_restoring_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Adds mib to what is restoring on each of gpus; sim_restoring_lock held. */
+static void sim_restoring_add(const CUuuid *gpus, int n_gpus, long long mib) {
+        for (int i = 0; i < n_gpus; i++)
+                for (int d = 0; d < sim_driver.n_devices; d++)
+                        if (sim_uuid_eq(&gpus[i], &sim_driver.devices[d]))
+                                sim_restoring_mib[d] += mib;
+}
+
+static void sim_restoring(const CUuuid *gpus, int n_gpus, long long mib) {
+        pthread_mutex_lock(&sim_restoring_lock);
+        sim_restoring_add(gpus, n_gpus, mib);
+        pthread_mutex_unlock(&sim_restoring_lock);
+}
+
+/* Whether mem_mib more fit on each of gpus now; if so, they are counted
+ * there as restoring until sim_restoring() takes them back. */
+static bool sim_fits(const CUuuid *gpus, int n_gpus, unsigned long long mem_mib) {
+        bool fits = true;
+
+        pthread_mutex_lock(&sim_restoring_lock);
+        for (int i = 0; i < n_gpus; i++)
+                for (int d = 0; d < sim_driver.n_devices; d++)
+                        if (sim_uuid_eq(&gpus[i], &sim_driver.devices[d]) &&
+                            sim_nvml_used_mib(d) + (unsigned long long) sim_restoring_mib[d] + mem_mib >
+                                    sim_driver.gpu_mem_mib)
+                                fits = false;
+        if (fits)
+                sim_restoring_add(gpus, n_gpus, (long long) mem_mib);
+        pthread_mutex_unlock(&sim_restoring_lock);
+        return fits;
+}
+
+/* nvmlMemory_t of nvmlDeviceGetMemoryInfo, in bytes. */
+struct sim_nvml_memory {
+        unsigned long long total;
+        unsigned long long free;
+        unsigned long long used;
+};
+
+SIM_EXPORT sim_nvml_return nvmlDeviceGetMemoryInfo(void *device, struct sim_nvml_memory *memory);
+SIM_EXPORT sim_nvml_return nvmlDeviceGetMemoryInfo(void *device, struct sim_nvml_memory *memory) {
+        int d = sim_nvml_ordinal(device);
+        unsigned long long used;
+
+        if (d < 0 || !memory)
+                return SIM_NVML_ERROR_INVALID_ARGUMENT;
+        used = sim_nvml_used_mib(d);
+        memory->total = sim_driver.gpu_mem_mib << 20;
+        memory->used = (used < sim_driver.gpu_mem_mib ? used : sim_driver.gpu_mem_mib) << 20;
+        memory->free = memory->total - memory->used;
+        return SIM_NVML_SUCCESS;
 }
 
 SIM_EXPORT sim_nvml_return nvmlDeviceGetComputeRunningProcesses_v3(void *device, unsigned int *count,
