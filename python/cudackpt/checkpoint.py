@@ -2,6 +2,7 @@
 cudackptd instead of calling the driver::
 
     from cudackpt.checkpoint import Process     # was: from cuda.core.checkpoint import Process
+    from cudackpt import checkpoint             # was: from cuda.core import checkpoint
 
     p = Process(pid)
     p.lock(timeout_ms=5000)
@@ -18,8 +19,9 @@ caught).  The daemon is found at ``$CUDACKPT_SOCKET`` (else the default
 path); see :func:`cudackpt.set_default_client` to choose another.
 
 Errors: a driver result raises ``CUDAError`` (cuda-core's class when
-cuda-core is installed) with cuda-core's message, ``CUDA_ERROR_NOT_SUPPORTED``
-a ``RuntimeError``, as cuda-core does; the exceptions are also the
+cuda-core is installed) with cuda-core's message, and so does a pid no
+process has (``CUDA_ERROR_OPERATING_SYSTEM``); ``CUDA_ERROR_NOT_SUPPORTED``
+raises a ``RuntimeError``, as cuda-core does; the exceptions are also the
 :mod:`cudackpt.errors` classes with the daemon's parameters.  Refusals of
 the daemon's own raise ``PermissionError``, ``ProcessLookupError`` and the
 like (see :mod:`cudackpt.errors`).

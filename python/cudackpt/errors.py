@@ -11,6 +11,7 @@ written for Python's own errors catches them: ``PermissionDenied`` is a
 
 Errors that stand for a result of the CUDA driver (``InvalidState`` is
 ``CUDA_ERROR_ILLEGAL_STATE``, ``Timeout`` ``CUDA_ERROR_NOT_READY``,
+``NoSuchProcess`` and ``ProcessGone`` ``CUDA_ERROR_OPERATING_SYSTEM``,
 ``DriverError`` any other) are also a :class:`CUDAError`: cuda-core's own
 ``CUDAError`` class when cuda-core is importable, else one of ours, and
 their message is the one cuda-core gives for that result (``"CUDA_ERROR_
@@ -203,8 +204,11 @@ class ProtocolError(CudackptError):
 _COMMON = ("pid", "method", "state", "step", "rolled_back")
 
 
-class NoSuchProcess(CudackptError, ProcessLookupError):
-    """No process has this pid."""
+class NoSuchProcess(CudackptError, CUDAError, ProcessLookupError):  # type: ignore[valid-type, misc]
+    """No process has this pid: the driver says ``CUDA_ERROR_OPERATING_SYSTEM``
+    for it, so this is a ``CUDAError`` with cuda-core's message, as well as
+    a ``ProcessLookupError``."""
+    cuda_error = "CUDA_ERROR_OPERATING_SYSTEM"
     _optional = _COMMON
 
 

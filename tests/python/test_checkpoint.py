@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from typing import Dict, Optional
 
 import pytest
 
@@ -166,11 +167,74 @@ def test_not_a_cuda_process(daemon: object, targets) -> None:
     assert e.value.pid == pid
 
 
-def test_no_such_process(daemon: object) -> None:
+@pytest.mark.parametrize("call", ["state", "restore_thread_id", "lock", "checkpoint", "restore", "unlock"])
+def test_no_such_process(daemon: object, call: str) -> None:
+    # cuda-core raises CUDAError (CUDA_ERROR_OPERATING_SYSTEM) for it: the
+    # same except clause must catch the drop-in's.
     pid = dead_pid()
-    with pytest.raises(ProcessLookupError) as e:
-        Process(pid).state
+    p = Process(pid)
+    with pytest.raises(cudackpt.errors.CUDAError) as e:
+        value = getattr(p, call)
+        if callable(value):
+            value()
+    assert str(e.value).startswith("CUDA_ERROR_OPERATING_SYSTEM")
+    assert isinstance(e.value, ProcessLookupError)
     assert isinstance(e.value, cudackpt.NoSuchProcess) and e.value.pid == pid
+
+
+# ---- in fresh interpreters: cuda-core's import forms, cuda-core's own class ------
+
+def run_python(code: str, env: Optional[Dict[str, str]] = None) -> str:
+    full = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(cudackpt.__file__)))
+    full.update(env or {})
+    out = subprocess.run([sys.executable, "-c", code], env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=120)
+    assert out.returncode == 0, out.stdout
+    return out.stdout
+
+
+@pytest.mark.parametrize("imports", [
+    "from cudackpt import checkpoint",
+    "import cudackpt.checkpoint\nfrom cudackpt import checkpoint",
+    "from cudackpt import checkpoint\nimport cudackpt.checkpoint",
+    "import cudackpt\ncheckpoint = cudackpt.checkpoint",
+    "import cudackpt.checkpoint as checkpoint",
+    "from cudackpt import *",
+])
+def test_every_import_form_gives_the_module(daemon: object, target: int, imports: str) -> None:
+    code = imports + """
+import sys, types, cudackpt
+assert isinstance(checkpoint, types.ModuleType), checkpoint
+assert checkpoint is sys.modules["cudackpt.checkpoint"] is cudackpt.checkpoint
+print(checkpoint.Process(%d).state)
+""" % target
+    assert run_python(code) == "running\n"
+
+
+FAKE_CUDA_CORE = {
+    "cuda/__init__.py": "",
+    "cuda/core/__init__.py": "",
+    "cuda/core/_utils/__init__.py": "",
+    "cuda/core/_utils/cuda_utils.py": "class CUDAError(Exception):\n    pass\n",
+}
+
+
+def test_no_such_process_is_cuda_cores_error_class(daemon: object, tmp_path) -> None:
+    # Where cuda-core is importable, code written for it catches its own
+    # CUDAError class (a stand-in of cuda-core's module here).
+    for name, text in FAKE_CUDA_CORE.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    code = """
+from cuda.core._utils.cuda_utils import CUDAError
+from cudackpt import checkpoint
+try:
+    checkpoint.Process(%d).lock(timeout_ms=5000)
+except CUDAError as e:
+    print(type(e).__name__, str(e).split(":")[0])
+""" % dead_pid()
+    paths = "%s:%s" % (tmp_path, os.path.dirname(os.path.dirname(cudackpt.__file__)))
+    assert run_python(code, {"PYTHONPATH": paths}) == "NoSuchProcess CUDA_ERROR_OPERATING_SYSTEM\n"
 
 
 def test_driver_error(daemon: object, targets) -> None:
