@@ -31,8 +31,8 @@ from . import checkpoint, errors
 from .client import Client, default_client, set_default_client
 from .errors import (CallTimeout, ConnectionLost, CUDAError, CudackptError, DaemonUnavailable, DriverError,
                      DriverUnavailable, GroupFailed, GroupTooLarge, InvalidGpuMapping, InvalidState, LeaseLost,
-                     NoSuchLease, NoSuchProcess, NotCudaProcess, NotSupported, PermissionDenied, ProcessChanged,
-                     ProcessGone, ProcessStopped, QueueFull, ShuttingDown, Timeout)
+                     NoSuchCgroup, NoSuchLease, NoSuchProcess, NotCudaProcess, NotSupported, PermissionDenied,
+                     ProcessChanged, ProcessGone, ProcessStopped, QueueFull, ShuttingDown, Timeout)
 from .job import Job
 from .lease import Hold
 from .types import (Event, GpuUsage, GroupResult, Lease, Member, OperationResult, ProcessInfo, Progress,
@@ -49,7 +49,7 @@ __all__ = [
     "Skipped", "StateReply", "errors",
     "CUDAError", "CudackptError", "CallTimeout", "ConnectionLost", "DaemonUnavailable", "DriverError",
     "DriverUnavailable", "GroupFailed", "GroupTooLarge", "InvalidGpuMapping", "InvalidState", "LeaseLost",
-    "NoSuchLease",
+    "NoSuchCgroup", "NoSuchLease",
     "NoSuchProcess", "NotCudaProcess", "NotSupported", "PermissionDenied", "ProcessChanged", "ProcessGone",
     "ProcessStopped", "QueueFull", "ShuttingDown", "Timeout",
 ]

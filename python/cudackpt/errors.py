@@ -29,7 +29,7 @@ __all__ = [
     "CUDAError", "CudackptError", "DaemonUnavailable", "ConnectionLost", "LeaseLost", "CallTimeout", "ProtocolError",
     "NoSuchProcess", "NotCudaProcess", "PermissionDenied", "InvalidState", "Timeout", "InvalidGpuMapping",
     "NotSupported", "ProcessGone", "ProcessStopped", "ProcessChanged", "DriverUnavailable", "DriverError",
-    "QueueFull", "GroupFailed", "GroupTooLarge", "ShuttingDown", "InvalidRequest", "NoSuchLease",
+    "QueueFull", "GroupFailed", "GroupTooLarge", "ShuttingDown", "InvalidRequest", "NoSuchLease", "NoSuchCgroup",
     "MessageTooLarge", "InvalidParameter", "MethodNotFound", "ExpectedMore", "from_reply", "cuda_error_message",
 ]
 
@@ -332,6 +332,11 @@ class NoSuchLease(CudackptError, LookupError):
     _optional = ("lease",)
 
 
+class NoSuchCgroup(CudackptError, LookupError):
+    """A ``cgroup`` selector names no cgroup (``cgroup``, as written)."""
+    _optional = ("cgroup",)
+
+
 class InvalidParameter(CudackptError, ValueError):
     """The daemon refused a parameter (``parameter`` names it)."""
     _optional = ("parameter",)
@@ -351,6 +356,7 @@ _BY_SHORT_NAME: Dict[str, Type[CudackptError]] = {
         NoSuchProcess, NotCudaProcess, PermissionDenied, InvalidState, Timeout, InvalidGpuMapping,
         NotSupported, ProcessGone, ProcessStopped, ProcessChanged, DriverUnavailable, DriverError,
         QueueFull, GroupFailed, GroupTooLarge, ShuttingDown, InvalidRequest, MessageTooLarge, NoSuchLease,
+        NoSuchCgroup,
     )
 }
 _BY_FULL_NAME: Dict[str, Type[CudackptError]] = {
