@@ -192,6 +192,16 @@ START_TEST(cli_group_pids)
         assert_line("suspend", r->out, "^3 processes checkpointed \\([0-9]+\\.[0-9] ms\\)$");
         assert_states(d, "checkpointed", t, 3);
 
+        /* Onto a GPU this machine does not have: refused before any member
+         * is touched, with the UUID named, as a single restore is. */
+        static const char *const onto_none[] = { "resume", "restore" };
+        for (size_t i = 0; i < 2; i++) {
+                r = itest_ctl(d, onto_none[i], sel, "--map=" ITEST_GPU0 "=" ITEST_GPU1, NULL);
+                itest_assert_run(r, 15, "");
+                assert_has(onto_none[i], r->err, "no GPU with this UUID on this machine (" ITEST_GPU1 ")");
+                assert_states(d, "checkpointed", t, 3);
+        }
+
         /* Converges: a member already there is left as it is. */
         itest_assert_op_output(itest_ctl(d, "restore", itest_pidstr(t[0]), NULL), "locked");
         r = itest_ctl(d, "restore", sel, "--map=" ITEST_GPU0 "=" ITEST_GPU0, NULL);
