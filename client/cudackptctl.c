@@ -400,6 +400,12 @@ int main(int argc, char **argv) {
         }
         if (ctl_job_wanted(argc, argv))
                 return ctl_job_main(argc, argv);
+        /* "help dump" is dump's own --help (job.c), as "help COMMAND" is
+         * COMMAND's for the others (cmdline.c). */
+        if (argc == 3 && strcmp(argv[1], "help") == 0 && strcmp(argv[2], "dump") == 0) {
+                char *dump_help[] = { argv[0], (char *) "dump", (char *) "--help", NULL };
+                return ctl_job_main(3, dump_help);
+        }
 
         status = ctl_cmdline_parse(argc, argv, &args);
         if (status < 0) {

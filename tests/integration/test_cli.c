@@ -25,6 +25,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -247,6 +248,32 @@ START_TEST(cli_exporter_port_taken)
         ck_assert_msg(r->status == 1 && strstr(r->err, itest_strdupf("cannot listen on %s: Address already in use", addr)) &&
                               !strstr(r->err, "port 0"),
                       "metrics --listen on a taken port: %d \"%s\"", r->status, r->err);
+}
+END_TEST
+
+/* --json restore --images answers with its object when its checks fail
+ * (no criu, no images), not with nothing. */
+START_TEST(cli_json_restore_images_check)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        const char *criu = itest_strdupf("%s/criu", d->dir);
+        FILE *f = fopen(criu, "we");
+        ck_assert(f && fputs("#!/bin/sh\necho 'Version: 4.2'\n", f) >= 0 && fclose(f) == 0 && chmod(criu, 0755) == 0);
+        const char *criu_env[] = { itest_strdupf("CUDACKPT_CRIU=%s/no-criu", d->dir), itest_strdupf("CUDACKPT_CRIU=%s", criu) };
+        for (size_t i = 0; i < 2; i++) {
+                const char *argv[] = { itest_ctl_path(), itest_strdupf("--socket=%s", d->sock), "--json", "restore",
+                                       itest_strdupf("--images=%s/no-images", d->dir), NULL };
+                const char *env[] = { criu_env[i], "PATH=/usr/bin:/bin", NULL };
+                struct itest_proc_result r;
+                itest_run_proc((uid_t)-1, argv, env, 20000, &r);
+                cJSON *j = cJSON_Parse(r.out);
+                const cJSON *restored = cJSON_GetObjectItemCaseSensitive(j, "restored");
+                const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "failed_step");
+                ck_assert_msg(r.status == 1 && cJSON_IsFalse(restored) && cJSON_IsString(step) &&
+                                      strcmp(step->valuestring, "check") == 0 && r.err[0],
+                              "%s: %d, stdout \"%s\", stderr \"%s\"", criu_env[i], r.status, r.out, r.err);
+                cJSON_Delete(j);
+        }
 }
 END_TEST
 
@@ -636,6 +663,7 @@ static Suite *cli_suite(void)
         tcase_add_test(tc, cli_driver_unavailable);
         tcase_add_test(tc, cli_usage_and_unreachable);
         tcase_add_test(tc, cli_exporter_port_taken);
+        tcase_add_test(tc, cli_json_restore_images_check);
         tcase_add_test(tc, cli_permission_denied);
         tcase_add_test(tc, cli_compat_device_map_env);
         tcase_add_test(tc, cli_compat_device_map_option_wins);
