@@ -30,12 +30,14 @@ like (see :mod:`cudackpt.errors`).
 from __future__ import annotations
 
 from collections.abc import Mapping as _Mapping
+from types import SimpleNamespace as _SimpleNamespace
 from typing import Any as _Any
 from typing import Literal as _Literal
 from typing import Optional as _Optional
 
 from . import _requests
 from .client import default_client as _client
+from .errors import _NOT_SUPPORTED_MESSAGE
 
 _NO_LIMIT = float("inf")
 """The four operations wait for the daemon's reply as long as it takes, as
@@ -122,6 +124,42 @@ class Process:
         Unlock this locked process so it can resume CUDA API calls.
         """
         _client().unlock(self._pid, timeout=_NO_LIMIT)
+
+
+# ---- cuda-core's private probes ----------------------------------------------
+#
+# cuda-python's own tests of cuda.core.checkpoint decide what to skip by two
+# private functions of the module, _get_driver() and
+# _require_gpu_mapping_bindings(driver); here they ask the daemon's driver
+# (GetStatus) and answer in cuda-core's words, so that those tests run
+# against the daemon with only their import line changed.
+
+_REMAP_DRIVER_VERSION = 13000
+"""Restore onto other GPUs came with CUDA 13.0 (driver 580)."""
+_GPU_MAPPING_ATTRS = ("CUcheckpointGpuPair",)
+
+
+def _get_driver() -> _Any:
+    """The daemon's CUDA driver as GetStatus gives it (``version``, and
+    ``CUcheckpointGpuPair`` where it restores onto other GPUs); a
+    ``RuntimeError`` with cuda-core's message when the daemon has no usable
+    driver."""
+    driver = _client().call("GetStatus").get("driver") or {}
+    if not driver.get("available"):
+        raise RuntimeError(_NOT_SUPPORTED_MESSAGE)
+    found = _SimpleNamespace(version=driver.get("version"))
+    if isinstance(found.version, int) and found.version >= _REMAP_DRIVER_VERSION:
+        found.CUcheckpointGpuPair = True
+    return found
+
+
+def _require_gpu_mapping_bindings(driver: _Any) -> None:
+    """A ``RuntimeError`` with cuda-core's message when driver cannot
+    restore onto other GPUs."""
+    missing = [name for name in _GPU_MAPPING_ATTRS if not hasattr(driver, name)]
+    if missing:
+        raise RuntimeError("CUDA checkpoint GPU remapping requires cuda.bindings with GPU remapping support. "
+                           "Missing: %s (the daemon's CUDA driver is older than 13.0)" % ", ".join(missing))
 
 
 def _checked_mapping(gpu_mapping: _Any) -> _Optional[dict]:

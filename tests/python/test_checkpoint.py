@@ -18,7 +18,7 @@ import cudackpt
 import cudackpt.checkpoint
 from cudackpt.checkpoint import Process
 
-from conftest import SIM_DEVICES, await_true, dead_pid, start_time_of
+from conftest import SIM_DEVICES, await_true, dead_pid, serving, start_time_of
 
 
 # ---- the surface, as cuda-core 1.2 defines it ----------------------------------
@@ -180,6 +180,32 @@ def test_no_such_process(daemon: object, call: str) -> None:
     assert str(e.value).startswith("CUDA_ERROR_OPERATING_SYSTEM")
     assert isinstance(e.value, ProcessLookupError)
     assert isinstance(e.value, cudackpt.NoSuchProcess) and e.value.pid == pid
+
+
+# ---- cuda-core's private probes, which cuda-python's own tests use ---------------
+
+def test_private_probes(daemon: object) -> None:
+    driver = cudackpt.checkpoint._get_driver()
+    assert driver.version == 13000
+    cudackpt.checkpoint._require_gpu_mapping_bindings(driver)  # restores onto other GPUs
+    with pytest.raises(RuntimeError, match="^CUDA checkpoint GPU remapping requires cuda.bindings with GPU "
+                                           "remapping support. Missing: CUcheckpointGpuPair"):
+        cudackpt.checkpoint._require_gpu_mapping_bindings(object())
+
+
+@pytest.mark.parametrize("env,usable", [
+    ({"CUDACKPT_SIM_DRIVER_VERSION": "12080"}, True),  # the checkpoint API, no restore onto other GPUs
+    ({"CUDACKPT_SIM_INIT_ERROR": "CUDA_ERROR_NO_DEVICE"}, False),
+])
+def test_private_probes_of_other_drivers(env: Dict[str, str], usable: bool) -> None:
+    with serving({}, env):
+        if not usable:
+            with pytest.raises(RuntimeError, match="^CUDA checkpointing is not supported by the installed NVIDIA "
+                                                   "driver."):
+                cudackpt.checkpoint._get_driver()
+            return
+        with pytest.raises(RuntimeError, match="Missing: CUcheckpointGpuPair"):
+            cudackpt.checkpoint._require_gpu_mapping_bindings(cudackpt.checkpoint._get_driver())
 
 
 # ---- in fresh interpreters: cuda-core's import forms, cuda-core's own class ------
