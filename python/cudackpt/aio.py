@@ -73,7 +73,8 @@ class Connection:
                 return cls(reader, writer)
             except errors.CudackptError:
                 raise  # CallTimeout: a TimeoutError, so an OSError too
-            except OSError as e:
+            except OSError as raised:
+                e = _varlink.connect_error(raised, path)
                 delay = next(delays) if _varlink.is_retryable(e) else None
                 if delay is None:
                     raise errors.DaemonUnavailable("cannot connect to cudackptd at %s: %s"

@@ -132,6 +132,18 @@ def test_release_and_renew_claim_first(daemon: Daemon, targets: Targets) -> None
 
 # ---- (b) connecting waits for the daemon ------------------------------------------------
 
+def test_a_socket_path_that_is_no_socket(tmp_path) -> None:
+    # No restart mends it: said at once, not after the connect wait.
+    path = tmp_path / "not-a-socket"
+    path.write_text("x")
+    started = time.monotonic()
+    with pytest.raises(cudackpt.DaemonUnavailable, match="not a socket"):
+        cudackpt.Client(str(path), connect_timeout=20).state(1)
+    with pytest.raises(cudackpt.DaemonUnavailable, match="not a socket"):
+        run(aio.Client(str(path), connect_timeout=20).state(1))
+    assert time.monotonic() - started < 2
+
+
 def test_call_waits_for_the_daemon(daemon: Daemon, targets: Targets, monkeypatch) -> None:
     pid = targets.start()
     client = cudackpt.Client(daemon.socket, connect_timeout=20)
