@@ -31,31 +31,15 @@
 # failed; prints one line per test (SAME or DIFF), then PASS or FAIL.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DIR=${GPU_DIR:-$ROOT/.gpu}
 PYTHON=${PYTHON:-python3}
+. "$ROOT/tests/gpu/staged-daemon.sh"
 TEST_FILE=${1:-${CUDA_PYTHON_TEST:-$DIR/cuda-python/test_checkpoint.py}}
-export LD_LIBRARY_PATH=$DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-WORK=$(mktemp -d /tmp/cudackpt-run-cuda-python-ckpt.XXXXXX)
-export CUDACKPT_SOCKET=$WORK/sock
-DPID=
-cleanup() { [[ -n $DPID ]] && kill "$DPID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
-
 [[ -f $TEST_FILE ]] || { echo "FAIL no cuda-python test file at $TEST_FILE (see this script's header)"; exit 2; }
-[[ -x $DIR/cudackptd && -x $DIR/cudackptctl ]] || { echo "FAIL no staged daemon in $DIR (run tests/gpu/stage-gpu.sh)"; exit 2; }
 import_line='from cuda.core import Device, checkpoint'
 if [[ $(grep -cx "$import_line" "$TEST_FILE") != 1 ]]; then
         echo "FAIL $TEST_FILE has not exactly one line \"$import_line\" to change"; exit 2
 fi
-
-"$DIR/cudackptd" --socket="$CUDACKPT_SOCKET" --driver=libcuda.so.1 >"$WORK/daemon.log" 2>&1 &
-DPID=$!
-up=
-for _ in $(seq 300); do "$DIR/cudackptctl" info >/dev/null 2>&1 && { up=1; break; }; sleep 0.1; done
-if [[ -z $up ]]; then
-        echo "FAIL the daemon did not answer within 30 s"; tail -n 30 "$WORK/daemon.log"; exit 1
-fi
-echo "PASS the daemon answers: $("$DIR/cudackptctl" status 2>&1 | head -n 2 | tr '\n' ' ')"
+staged_daemon_start run-cuda-python-ckpt
 
 # The interpreter the scenarios' children run too, with the package on its path.
 "$PYTHON" -m venv --system-site-packages "$WORK/venv" || { echo "FAIL $PYTHON -m venv"; exit 1; }
