@@ -8,7 +8,8 @@
     starts the simulator with two GPUs, so that docs/python.md's restore
     onto another GPU works there;
   - cudackptctl(1) has an entry for every command of the command line
-    (client/cmdline.c's table) and for `help`.
+    (client/cmdline.c's table) and for `help`, and its ps names every
+    column ps prints and every field of the daemon's ProcessInfo.
 
 usage: check_docs.py [REPO_ROOT]   exit 0 when all hold, 1 otherwise, one
 line per breach.
@@ -66,10 +67,35 @@ def check_man_page(root):
             yield "cudackptctl(1) has no entry for the command %s" % verb
 
 
+def roff_text(text):
+    """The words of a man page's source, its macros and escapes left out."""
+    text = re.sub(r"^\.[A-Z]+ ?", "", text, flags=re.M)
+    return re.sub(r"\\f[BIRP]", "", text).replace("\\-", "-").replace('"', "")
+
+
+def check_man_ps(root):
+    """ps's entry names every column ps prints and every field of the
+    daemon's ProcessInfo (what --json prints)."""
+    man = open(os.path.join(root, "docs", "man", "cudackptctl.1"), encoding="utf-8").read()
+    entry = re.search(r"^\.BR ps .*?(?=^\.TP)", man, re.M | re.S)
+    words = roff_text(entry.group(0)) if entry else ""
+    ps = open(os.path.join(root, "client", "ps.c"), encoding="utf-8").read()
+    printer = re.search(r"static void ps_print_rows\(.*?\n}", ps, re.S)
+    columns = re.findall(r'"\s*([A-Z][A-Z ]*[A-Z])\\?n?"', printer.group(0) if printer else "")
+    idl = open(os.path.join(root, "daemon", "io.cudackpt.Process.varlink"), encoding="utf-8").read()
+    info = re.search(r"^type ProcessInfo \((.*?)\)", idl, re.M | re.S)
+    fields = re.findall(r"^\s*([a-z_]+):", info.group(1) if info else "", re.M)
+    if not entry or not columns or not fields:
+        yield "cannot find ps's entry, ps's columns or ProcessInfo's fields"
+    for name in columns + fields:
+        if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(name), words):
+            yield "cudackptctl(1)'s ps does not name %s" % name
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
-    breaches = list(check_named_paths(root)) + list(check_make_run(root)) + list(check_man_page(root))
+    breaches = list(check_named_paths(root)) + list(check_make_run(root)) + list(check_man_page(root)) + list(check_man_ps(root))
     for b in breaches:
         print(b)
     return 1 if breaches else 0
