@@ -114,6 +114,21 @@ static enum MHD_Result exporter_send(struct MHD_Connection *conn, unsigned statu
         return r;
 }
 
+/* Why the address cannot be listened on, as a bind() of its own finds
+ * (the HTTP server does not say): an errno, or 0 when bind() works. */
+static int exporter_bind_errno(const struct sockaddr_storage *ss) {
+        int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1, r = 0;
+        socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+
+        if (fd < 0)
+                return errno;
+        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+        if (bind(fd, (const struct sockaddr *) ss, len) < 0)
+                r = errno;
+        close(fd);
+        return r;
+}
+
 /* One GetMetrics call.  Returns the HTTP status: 200 with *ret_text the
  * metrics, else 503 (no daemon or no answer in time) or 500 (an error
  * reply, an invalid one) with *ret_text why, without a newline.  *ret_text is
@@ -234,21 +249,6 @@ static struct MHD_Daemon *exporter_start(exporter *x, struct sockaddr_storage *s
                                 MHD_OPTION_CONNECTION_LIMIT, EXPORTER_MAX_CONNECTIONS,
                                 MHD_OPTION_CONNECTION_TIMEOUT, EXPORTER_IDLE_S,
                                 MHD_OPTION_END);
-}
-
-/* Why the address cannot be listened on, as a bind() of its own finds
- * (the HTTP server does not say): an errno, or 0 when bind() works. */
-static int exporter_bind_errno(const struct sockaddr_storage *ss) {
-        int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1, r = 0;
-        socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-
-        if (fd < 0)
-                return errno;
-        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-        if (bind(fd, (const struct sockaddr *) ss, len) < 0)
-                r = errno;
-        close(fd);
-        return r;
 }
 
 int ctl_exporter_run(const ctl_exporter *e) {
