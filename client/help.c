@@ -186,7 +186,7 @@ static void ctl_help_status(void) {
               "     MethodNotFound, ...)\n"
               "  24 ProcessStopped (every thread of the process is stopped)\n"
               "  25 GroupTooLarge (the selection holds more processes than the daemon allows)\n"
-              "  26 NoSuchCgroup (a --cgroup selection names a cgroup that does not exist)\n"
+              "  27 NoSuchCgroup (a --cgroup selection names a cgroup that does not exist)\n"
               "  A group that failed (GroupFailed) exits with the status of the error of its\n"
               "  failing member.  A selection with no CUDA process succeeds.\n"
               "  status exits 18 when the daemon has no usable CUDA driver, as every command\n"

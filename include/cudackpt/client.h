@@ -210,7 +210,7 @@ CUDACKPT_EXPORT int cudackpt_resume(cudackpt_client *c, int pid, const char *con
 #define CUDACKPT_EXIT_PROTOCOL 23           /* InvalidRequest, MessageTooLarge, Varlink errors */
 #define CUDACKPT_EXIT_PROCESS_STOPPED 24
 #define CUDACKPT_EXIT_GROUP_TOO_LARGE 25
-#define CUDACKPT_EXIT_NO_SUCH_CGROUP 26     /* a cgroup selector names no cgroup */
+#define CUDACKPT_EXIT_NO_SUCH_CGROUP 27     /* a cgroup selector names no cgroup */
 /* A GroupFailed has no status of its own: it exits with that of the
  * failing member's error (cudackpt_reply_exit_code()). */
 

@@ -507,7 +507,7 @@ START_TEST(cli_selector_of_nothing)
         static const char *const verbs[] = { "suspend", "lock", "resume", "ps", "watch" };
         for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
                 r = itest_ctl(d, verbs[i], sel, NULL);
-                itest_assert_run(r, 26, "");
+                itest_assert_run(r, 27, "");
                 assert_has(verbs[i], r->err, itest_strdupf("no such cgroup %s", none));
         }
         /* One that exists and holds no CUDA process is an empty selection. */
