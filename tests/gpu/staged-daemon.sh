@@ -18,7 +18,10 @@ staged_daemon_start() {
         export CUDACKPT_SOCKET=$WORK/sock
         [[ -x $DIR/cudackptd && -x $DIR/cudackptctl ]] ||
                 { echo "FAIL no staged daemon in $DIR (run tests/gpu/stage-gpu.sh)"; exit 2; }
-        "$DIR/cudackptd" --socket="$CUDACKPT_SOCKET" --driver=libcuda.so.1 >"$WORK/daemon.log" 2>&1 &
+        # CUDACKPT_TEST_DAEMON_WRAPPER: words put before the daemon's command (a wrapper).
+        local -a wrap
+        read -r -a wrap <<<"${CUDACKPT_TEST_DAEMON_WRAPPER:-}"
+        "${wrap[@]}" "$DIR/cudackptd" --socket="$CUDACKPT_SOCKET" --driver=libcuda.so.1 >"$WORK/daemon.log" 2>&1 &
         DPID=$!
         for _ in $(seq 300); do "$DIR/cudackptctl" info >/dev/null 2>&1 && { up=1; break; }; sleep 0.1; done
         if [[ -z $up ]]; then
