@@ -44,10 +44,10 @@
  * its slot there instead; any other value of CUDACKPT_SIM_STATE (say "-")
  * means no slot: the state lives in the daemon's memory alone and a restart
  * forgets it.  A child that a target forks or execs inherits the letter:
- * start children while it reads running.  The write checks first that the pinned process still
- * lives, which leaves a window of a few microseconds in which a reused pid
- * could be written to instead (at an address the new process must map
- * writable); the tests' pids are not reused that fast.
+ * start children while it reads running.  The write checks first that the
+ * pinned process still lives, which leaves a window of a few microseconds
+ * in which a reused pid could be written to instead (at an address the new
+ * process must map writable); the tests' pids are not reused that fast.
  *
  * Stopped targets: while every live thread of the target is stopped (state
  * T or t in /proc/PID/task/TID/stat, as under SIGSTOP or CRIU's seize;
