@@ -40,15 +40,22 @@ configure: deps $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
-# Starts the daemon in the foreground on a socket under the build tree.  On a
-# machine without a loadable CUDA driver it runs on the simulator, and says so.
-run: build
+# Starts the daemon in the foreground on a socket under the build tree,
+# having built only what it runs: the daemon, the client the README uses and
+# the simulator.  On a machine without a loadable CUDA driver it runs on the
+# simulator, and says so; the simulator shows SIM_GPUS GPUs, so that a
+# restore onto another GPU can be tried (docs/python.md).
+RUN_TARGETS = cudackptd cudackptctl cudackpt-sim
+SIM_GPUS ?= 2
+run: configure
+	cmake --build $(BUILD) -j$(JOBS) --target $(RUN_TARGETS)
 	@mkdir -p $(BUILD)/run
 	@if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then \
 		driver=libcuda.so.1; \
 	else \
 		driver=$(abspath $(BUILD))/tests/sim/libcudackpt-sim.so; \
-		echo "*** No CUDA driver here: starting on the SIMULATED driver ($$driver) ***"; \
+		echo "*** No CUDA driver here: starting on the SIMULATED driver ($$driver), $(SIM_GPUS) GPUs ***"; \
+		export CUDACKPT_SIM_DEVICE_COUNT=$(SIM_GPUS); \
 	fi; \
 	echo "Socket: $(SOCKET)  (try: CUDACKPT_SOCKET=$(SOCKET) $(BUILD)/client/cudackptctl info)"; \
 	exec $(BUILD)/daemon/cudackptd --socket=$(SOCKET) --driver=$$driver

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int ctl_parse_uint(const char *s, unsigned long long max, unsigned long long *ret_value) {
         unsigned long long v = 0;
@@ -143,6 +144,38 @@ const char *ctl_socket_path(const char *option) {
                 return option;
         env = secure_getenv(CUDACKPT_SOCKET_ENV);
         return env && *env ? env : CUDACKPT_DEFAULT_SOCKET;
+}
+
+/* Whether connecting waits for a daemon that is not there (the library's
+ * $CUDACKPT_CONNECT_TIMEOUT_MS is not "0"). */
+static bool ctl_connect_waits(void) {
+        const char *v = secure_getenv(CUDACKPT_CONNECT_TIMEOUT_ENV);
+
+        return !v || strcmp(v, "0") != 0;
+}
+
+int ctl_connect_daemon(const char *prefix, const char *path, cudackpt_client **ret_client) {
+        struct stat st;
+        int r;
+
+        /* Said before the wait, not after it: a user who typed a command
+         * sees at once where the daemon was looked for. */
+        if (lstat(path, &st) < 0 && errno == ENOENT && ctl_connect_waits()) {
+                fprintf(stderr, "%sno socket at ", prefix);
+                ctl_fputs_safe(path, stderr);
+                fputs(" yet: waiting for cudackptd to start ($" CUDACKPT_CONNECT_TIMEOUT_ENV ")\n", stderr);
+        }
+        r = cudackpt_client_connect(path, ret_client);
+        if (r == 0)
+                return 0;
+        fprintf(stderr, "%scannot reach cudackptd at ", prefix);
+        ctl_fputs_safe(path, stderr);
+        if (r == -ENOTSOCK)
+                fputs(": it is not a socket; name the daemon's with --socket or $" CUDACKPT_SOCKET_ENV "\n", stderr);
+        else
+                fprintf(stderr, ": %s; is it running? " CTL_UNREACHABLE_ADVICE "; cudackptctl doctor checks the node\n",
+                        strerror(-r));
+        return CUDACKPT_EXIT_UNREACHABLE;
 }
 
 int ctl_usage_fail(int status, const char *name, const char *tail, const char *fmt, ...) {

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,6 +152,16 @@ static int client_connect_once(const struct sockaddr_un *sa, size_t len) {
         return fd;
 }
 
+/* ECONNREFUSED from a path that is no socket at all (a regular file, a
+ * directory's name mistyped): -ENOTSOCK, which no restart will mend. */
+static int client_refused_why(const char *path, int r) {
+        struct stat st;
+
+        if (r == -ECONNREFUSED && stat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+                return -ENOTSOCK;
+        return r;
+}
+
 /* A daemon that is restarting has no socket file (ENOENT), a file nobody
  * listens on (ECONNREFUSED) or a full backlog (EAGAIN) for a moment:
  * try again, waiting longer each time, until the timeout. */
@@ -158,7 +169,7 @@ static int client_connect_retrying(const struct sockaddr_un *sa, size_t len) {
         int64_t deadline = client_now_ms() + client_connect_timeout_ms(), delay = 20;
 
         for (;;) {
-                int fd = client_connect_once(sa, len);
+                int fd = client_refused_why(sa->sun_path, client_connect_once(sa, len));
                 int64_t left = deadline - client_now_ms();
                 struct timespec ts;
 

@@ -87,6 +87,7 @@ typedef struct ctl_cmdline_state {
         size_t n_positional;
         bool saw_lock_timeout;          /* --lock-timeout given */
         bool saw_map;                   /* --map given */
+        bool help;                      /* --help given: the command's, if one is named */
 } ctl_cmdline_state;
 
 #define ctl_usage_error(...)                                                                      \
@@ -256,8 +257,8 @@ static int ctl_option(ctl_args *a, ctl_cmdline_state *st, int c, char **argv) {
                 a->force = true;
                 return -1;
         case 'h':
-                ctl_cmdline_help();
-                return CUDACKPT_EXIT_OK;
+                st->help = true; /* whose help: the command's, once it is known */
+                return -1;
         case 'V':
                 printf(CTL_NAME " " CUDACKPT_VERSION "\n");
                 return CUDACKPT_EXIT_OK;
@@ -349,6 +350,27 @@ static int ctl_check_options(const ctl_args *a, const ctl_cmdline_state *st) {
 }
 
 
+/* --help, COMMAND --help, help, help COMMAND: the help asked for. */
+static int ctl_help(const ctl_cmdline_state *st) {
+        const char *const *positional = st->positional;
+        size_t n = st->n_positional;
+        const ctl_command *c;
+
+        if (n > 0 && strcmp(positional[0], "help") == 0) {
+                positional++;
+                n--;
+        }
+        if (n == 0) {
+                ctl_cmdline_help();
+                return CUDACKPT_EXIT_OK;
+        }
+        c = ctl_find_command(positional[0]);
+        if (!c)
+                return ctl_usage_error("unknown command '%s'", positional[0]);
+        ctl_cmdline_help_command(c);
+        return CUDACKPT_EXIT_OK;
+}
+
 int ctl_cmdline_parse(int argc, char **argv, ctl_args *a) {
         ctl_cmdline_state st = { .n_positional = 0 };
         int c, r;
@@ -372,6 +394,8 @@ int ctl_cmdline_parse(int argc, char **argv, ctl_args *a) {
                 if (r >= 0)
                         return r;
         }
+        if (st.help || (st.n_positional > 0 && strcmp(st.positional[0], "help") == 0))
+                return ctl_help(&st);
         r = ctl_operands(a, &st);
         if (r >= 0)
                 return r;

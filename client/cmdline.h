@@ -87,5 +87,7 @@ void ctl_cmdline_free(ctl_args *a);
 
 /* --help (help.c). */
 void ctl_cmdline_help(void);
+/* The help of one command: COMMAND --help, help COMMAND (help.c). */
+void ctl_cmdline_help_command(const ctl_command *c);
 
 #endif

@@ -25,6 +25,7 @@
  * cudackptctl, must not kill it halfway through a dump (its parasite code
  * inside the frozen tasks).  Its stdout and stderr are kept for the report
  * (its real log is its -o file). */
+#include "host.h"
 #include "job.h"
 
 #include <errno.h>
@@ -47,43 +48,18 @@ extern char **environ;
 
 /* ---- finding criu ---------------------------------------------------------- */
 
-static bool criu_executable(const char *path) {
-        struct stat st;
-
-        return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
-}
-
-static int criu_lookup(char *path, size_t size) {
-        const char *env = getenv("CUDACKPT_CRIU"), *search = getenv("PATH");
-        char *dirs, *save = NULL;
-        int r = -ENOENT;
-
-        if (env && *env) {
-                if ((size_t) snprintf(path, size, "%s", env) >= size)
-                        return -ENAMETOOLONG;
-                return criu_executable(path) ? 0 : -ENOENT;
-        }
-        dirs = strdup(search && *search ? search : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-        if (!dirs)
-                return -ENOMEM;
-        for (char *dir = strtok_r(dirs, ":", &save); dir && r < 0; dir = strtok_r(NULL, ":", &save))
-                if ((size_t) snprintf(path, size, "%s/criu", *dir ? dir : ".") < size && criu_executable(path))
-                        r = 0;
-        free(dirs);
-        return r;
-}
-
 int ctl_criu_find(char *path, size_t size, char *version, size_t version_size, char *err, size_t err_size) {
         char *argv[] = { path, (char *) "--version", NULL };
         ctl_criu_run run = { .argv = argv };
         const char *v;
         int major = 0, minor = 0, r;
 
-        r = criu_lookup(path, size);
+        r = ctl_host_find_criu(path, size);
         if (r < 0) {
-                snprintf(err, err_size, "no criu found (%s): set CUDACKPT_CRIU to its path, or put it on PATH",
-                         getenv("CUDACKPT_CRIU") && *getenv("CUDACKPT_CRIU") ? "CUDACKPT_CRIU names no executable"
-                                                                            : "none on PATH");
+                const char *env = getenv(CTL_HOST_CRIU_ENV);
+
+                snprintf(err, err_size, "no criu found (%s): set " CTL_HOST_CRIU_ENV " to its path, or put it on PATH",
+                         env && *env ? CTL_HOST_CRIU_ENV " names no executable" : "none on PATH");
                 return r;
         }
         r = ctl_criu_run_all(&run, 1, environ, NULL);

@@ -48,6 +48,16 @@ int ctl_usage_fail(int status, const char *name, const char *tail, const char *f
  * the default.  Resolved here, not in the library, to name it in errors. */
 const char *ctl_socket_path(const char *option);
 
+/* What to do when the daemon cannot be reached (doctor advises it too). */
+#define CTL_UNREACHABLE_ADVICE \
+        "systemctl start cudackptd.socket (or name the socket with --socket or $" CUDACKPT_SOCKET_ENV ")"
+
+/* Connects *ret_client to the daemon at path.  A path with no socket file
+ * is said at once, on stderr after prefix, before connecting waits for a
+ * daemon that may be starting; a failure is said with the path, the reason
+ * and CTL_UNREACHABLE_ADVICE.  0, or CUDACKPT_EXIT_UNREACHABLE. */
+int ctl_connect_daemon(const char *prefix, const char *path, cudackpt_client **ret_client);
+
 /* ---- describe.c ---- */
 
 /* Replace terminal control bytes (C0, DEL, UTF-8 encoded C1) in s with '?',

@@ -213,15 +213,8 @@ static int ctl_verb_doctor(const ctl_args *a, const char *path, cudackpt_client 
 /* Connects *clientp to the daemon at path with --timeout: 0, or the exit
  * status, having said why not. */
 static int ctl_connect(const ctl_args *a, const char *path, cudackpt_client **clientp) {
-        int r = cudackpt_client_connect(path, clientp);
-
-        if (r < 0) {
-                ctl_error_prefix(a);
-                fputs("cannot reach cudackptd at ", stderr);
-                ctl_fputs_safe(path, stderr);
-                fprintf(stderr, ": %s\n", strerror(-r));
+        if (ctl_connect_daemon(a->prefix, path, clientp) != 0)
                 return CUDACKPT_EXIT_UNREACHABLE;
-        }
         /* Cannot fail: timeout_ms was parsed as 0..INT_MAX. */
         (void) cudackpt_client_set_timeout(*clientp, a->timeout_ms);
         return CUDACKPT_EXIT_OK;
@@ -416,6 +409,12 @@ int main(int argc, char **argv) {
         }
         if (ctl_job_wanted(argc, argv))
                 return ctl_job_main(argc, argv);
+        /* "help dump" is dump's own --help (job.c), as "help COMMAND" is
+         * COMMAND's for the others (cmdline.c). */
+        if (argc == 3 && strcmp(argv[1], "help") == 0 && strcmp(argv[2], "dump") == 0) {
+                char *dump_help[] = { argv[0], (char *) "dump", (char *) "--help", NULL };
+                return ctl_job_main(3, dump_help);
+        }
 
         status = ctl_cmdline_parse(argc, argv, &args);
         if (status < 0) {

@@ -128,6 +128,7 @@ static const struct {
         { CUDACKPT_VARLINK_METHOD_NOT_FOUND, "method", "the daemon has no method", " ", " of that name" },
         { CUDACKPT_VARLINK_INTERFACE_NOT_FOUND, "interface", "the daemon has no interface", " ", " of that name" },
         { CUDACKPT_VARLINK_INVALID_PARAMETER, "parameter", "invalid parameter", " ", " in the request" },
+        { CUDACKPT_ERROR_NO_SUCH_CGROUP, "cgroup", "no such cgroup", " ", "" },
 };
 
 static void describe_permission_denied(FILE *f, const cJSON *params) {

@@ -339,8 +339,7 @@ static void doctor_check_daemon(const ctl_doctor *d, doctor_result *r) {
         k = cudackpt_client_connect(path, &client);
         if (k < 0) {
                 doctor_set(r, DOCTOR_FAIL, "cannot reach cudackptd at %s: %s", path, strerror(-k));
-                doctor_advise(r, "systemctl start cudackptd.socket (or name the socket with --socket or "
-                                 "$" CUDACKPT_SOCKET_ENV ")");
+                doctor_advise(r, CTL_UNREACHABLE_ADVICE);
                 return;
         }
         /* Cannot fail: a timeout is never negative. */

@@ -11,6 +11,7 @@
 #include <linux/magic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -184,8 +185,16 @@ void doctor_check_criu(const ctl_doctor *d, doctor_result *r) {
         int status, major = 0, minor = 0;
 
         (void) d;
-        if (ctl_host_find_program("criu", criu, sizeof(criu)) < 0) {
-                doctor_set(r, DOCTOR_SKIP, "no criu on PATH");
+        if (ctl_host_find_criu(criu, sizeof(criu)) < 0) {
+                const char *env = secure_getenv(CTL_HOST_CRIU_ENV);
+
+                if (env && *env) {
+                        doctor_set(r, DOCTOR_WARN, CTL_HOST_CRIU_ENV " names no executable: %s", env);
+                        doctor_advise(r, "point " CTL_HOST_CRIU_ENV " at CRIU %d.0 or newer, or unset it to use "
+                                      "criu on PATH", DOCTOR_CRIU_MIN_MAJOR);
+                        return;
+                }
+                doctor_set(r, DOCTOR_SKIP, "no criu on PATH (nor " CTL_HOST_CRIU_ENV ")");
                 doctor_advise(r, "needed only for checkpoints to disk (docs/criu.md): install CRIU %d.0 or newer",
                               DOCTOR_CRIU_MIN_MAJOR);
                 return;

@@ -222,6 +222,21 @@ static enum MHD_Result exporter_send(struct MHD_Connection *conn, unsigned statu
         return r;
 }
 
+/* Why the address cannot be listened on, as a bind() of its own finds
+ * (the HTTP server does not say): an errno, or 0 when bind() works. */
+static int exporter_bind_errno(const struct sockaddr_storage *ss) {
+        int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1, r = 0;
+        socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+
+        if (fd < 0)
+                return errno;
+        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+        if (bind(fd, (const struct sockaddr *) ss, len) < 0)
+                r = errno;
+        close(fd);
+        return r;
+}
+
 /* One GetMetrics call.  Returns the HTTP status: 200 with *ret_text the
  * metrics, else 503 (no daemon or no answer in time) or 500 (an error
  * reply, an invalid one) with *ret_text why, without a newline.  *ret_text is
@@ -340,7 +355,10 @@ static struct MHD_Daemon *exporter_start(exporter *x, struct sockaddr_storage *s
                 return d;
         if (ss->ss_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
-        return MHD_start_daemon(flags, 0, NULL, NULL, exporter_request_cb, x,
+        /* The port is the address's (sin6_port lies where sin_port does): the
+         * server ignores it for MHD_OPTION_SOCK_ADDR, but names it in its
+         * log, where 0 would mislead. */
+        return MHD_start_daemon(flags, ntohs(((struct sockaddr_in *) ss)->sin_port), NULL, NULL, exporter_request_cb, x,
                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *) ss,
                                 EXPORTER_OPTIONS(x), MHD_OPTION_END);
 }
@@ -399,7 +417,12 @@ int ctl_exporter_run(const ctl_exporter *e) {
         signal(SIGPIPE, SIG_IGN);
         d = exporter_start(&x, &ss, any);
         if (!d) {
-                fprintf(stderr, "%scannot listen on %s\n", e->prefix, e->listen);
+                int err = exporter_bind_errno(&ss);
+
+                fprintf(stderr, "%scannot listen on %s: %s%s\n", e->prefix, e->listen,
+                        err ? strerror(err) : "the HTTP server did not start",
+                        err == EADDRINUSE ? " (another program listens on that port: choose another, or PORT 0 "
+                                            "for any free one)" : "");
                 return CUDACKPT_EXIT_FAILURE;
         }
         info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);

@@ -69,6 +69,17 @@ int ctl_host_find_program(const char *name, char *buf, size_t size) {
         return -ENOENT;
 }
 
+int ctl_host_find_criu(char *buf, size_t size) {
+        const char *env = secure_getenv(CTL_HOST_CRIU_ENV);
+        struct stat st;
+
+        if (!env || !*env)
+                return ctl_host_find_program("criu", buf, size);
+        if ((size_t) snprintf(buf, size, "%s", env) >= size)
+                return -ENAMETOOLONG;
+        return stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0 ? 0 : -ENOENT;
+}
+
 static long long host_now_ms(void) {
         struct timespec ts;
 

@@ -17,6 +17,12 @@ ssize_t ctl_host_read_file(const char *path, char *buf, size_t size);
  * current directory, are not searched.  -ENOENT when there is none. */
 int ctl_host_find_program(const char *name, char *buf, size_t size);
 
+/* The criu that dump and restore run, into buf: $CUDACKPT_CRIU when set and
+ * not empty (-ENOENT when it names no executable regular file), else criu
+ * on $PATH as ctl_host_find_program() finds it. */
+#define CTL_HOST_CRIU_ENV "CUDACKPT_CRIU"
+int ctl_host_find_criu(char *buf, size_t size);
+
 /* Runs path with argv (stdin and stderr /dev/null) and collects what it
  * writes to stdout into out (cut at size - 1 bytes, NUL-terminated).
  * After timeout_ms it is killed, with whatever it started (its own

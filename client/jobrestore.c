@@ -424,6 +424,8 @@ int ctl_job_restore(const ctl_job_args *a) {
 
         if (ctl_criu_find(x.criu, sizeof(x.criu), x.criu_version, sizeof(x.criu_version), err, sizeof(err)) < 0) {
                 fprintf(stderr, "%s%s; nothing was restored\n", a->prefix, err);
+                if (a->json)
+                        jrestore_print_json(&x, "check");
                 return CUDACKPT_EXIT_FAILURE;
         }
         status = jrestore_read_images(&x);
@@ -431,6 +433,9 @@ int ctl_job_restore(const ctl_job_args *a) {
                 status = jrestore_check_map(&x);
         if (status == CUDACKPT_EXIT_OK)
                 status = jrestore_check_pids(&x);
+        /* --json answers a failed check too, as dump's does ("prepare"). */
+        if (status != CUDACKPT_EXIT_OK && a->json)
+                jrestore_print_json(&x, "check");
         if (status != CUDACKPT_EXIT_OK) {
                 jrestore_free(&x);
                 return status;

@@ -15,7 +15,6 @@
 #include "run/ops.h"
 #include "host/pidns.h"
 #include "varlink/proto.h"
-#include "varlink/uuid.h"
 
 static cJSON *simple_error(const char *name, pid_t pid, const char *method)
 {
@@ -119,23 +118,9 @@ static bool translate_pid(struct proccall *pc, struct conn *c, const struct prot
 static cJSON *check_mapping(const struct driver *d, const struct proto_call *call,
                             const struct proto_request *req)
 {
-        char u[UUID_STRING_MAX];
-        cJSON *p;
+        const CUuuid *unknown = driver_unknown_new_gpu(d, req->pairs, req->n_pairs);
 
-        for (unsigned i = 0; i < req->n_pairs; i++) {
-                if (driver_has_device(d, &req->pairs[i].newUuid))
-                        continue;
-                uuid_format(&req->pairs[i].newUuid, u);
-                p = cJSON_CreateObject();
-                if (p) {
-                        cJSON_AddNumberToObject(p, "pid", req->caller_pid);
-                        cJSON_AddStringToObject(p, "method", proto_method_name(call->method));
-                        cJSON_AddStringToObject(p, "reason", "no GPU with this UUID on this machine");
-                        cJSON_AddStringToObject(p, "uuid", u);
-                }
-                return proto_error_new(CUDACKPT_ERROR_INVALID_GPU_MAPPING, p);
-        }
-        return NULL;
+        return unknown ? proto_unknown_gpu(req->caller_pid, call->method, unknown) : NULL;
 }
 
 /* QueueFull for a limit of the shares (share.h); pid 0 for none. */

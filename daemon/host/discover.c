@@ -256,6 +256,49 @@ int discover_cgroup_ns_root(pid_t pid, char *buf, size_t size)
         return r;
 }
 
+/* Opens this process's first cgroup2 mount whose root is its namespace's
+ * root (a mount point the kernel had to escape is passed over). */
+static int open_cgroup2_root(void)
+{
+        char line[8192];
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        int fd = -ENOENT;
+
+        if (!f)
+                return -errno;
+        while (fd == -ENOENT && fgets(line, sizeof(line), f)) {
+                char root[8], point[4096];
+                if (!strstr(line, " - cgroup2 ") || sscanf(line, "%*s %*s %*s %7s %4095s", root, point) != 2 ||
+                    strcmp(root, "/") != 0 || strchr(point, '\\'))
+                        continue;
+                fd = open(point, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                        fd = -errno; /* -ENOENT: gone meanwhile, the next one */
+        }
+        fclose(f);
+        return fd;
+}
+
+int discover_cgroup_exists(const char *path)
+{
+        struct stat st;
+        int dir, r;
+
+        if (path[0] != '/')
+                return 0;
+        dir = open_cgroup2_root();
+        if (dir < 0)
+                return dir;
+        if (path[1] == '\0')
+                r = 1;
+        else if (fstatat(dir, path + 1, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                r = S_ISDIR(st.st_mode);
+        else
+                r = errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+        close(dir);
+        return r;
+}
+
 bool discover_cgroup_within(const char *path, const char *sel)
 {
         size_t n = strlen(sel);

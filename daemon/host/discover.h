@@ -52,6 +52,11 @@ int discover_cgroup(pid_t pid, char *buf, size_t size);
  * reader's namespace; a container mounts its namespace's root there), "/"
  * counting as "" again; -ENOENT when pid has no cgroup2 mount. */
 int discover_cgroup_ns_root(pid_t pid, char *buf, size_t size);
+/* Whether the cgroup v2 group path (one of this process's paths, "/" or
+ * "/a/b") exists: 1 when it does, 0 when not, -ENOENT when this process
+ * has no cgroup2 mount of its namespace's root to look in (then nobody can
+ * tell), another -errno when the mount cannot be read. */
+int discover_cgroup_exists(const char *path);
 /* Whether cgroup path is sel or below it ("/a/b" is within "/a", "/ab" is not). */
 bool discover_cgroup_within(const char *path, const char *sel);
 

@@ -9,6 +9,7 @@
 #include "cudackpt/protocol.h"
 #include "base/log.h"
 #include "host/pidns.h"
+#include "run/driver.h"
 
 void jobs_init(struct jobs *js, uv_loop_t *loop, const struct config *cfg, const struct driver *drv,
                struct sched *sched, struct metrics *metrics, struct select_source *source, struct life *life)
@@ -77,6 +78,7 @@ static void refuse_early(struct jobs_call *jc, const char *error, const char *re
 
 int jobs_call_open(struct jobs *js, struct jobs_call *jc, struct conn *c, const struct proto_call *call)
 {
+        const CUuuid *unknown;
         cJSON *err = NULL;
 
         if (proto_parse_group(call, js->cfg->max_gpu_pairs, js->cfg->max_group_members, &jc->req, &err) < 0) {
@@ -103,6 +105,17 @@ int jobs_call_open(struct jobs *js, struct jobs_call *jc, struct conn *c, const 
                 refuse_early(jc, CUDACKPT_ERROR_PERMISSION_DENIED, "PermissionDenied", PIDNS_UNSUPPORTED_REASON,
                              "pid namespaces cannot be translated");
                 return -EPERM;
+        }
+        /* Every new GPU of a group's mapping must be one this machine has,
+         * as for a single Restore (proccall.c): checked before any member
+         * is selected, with the UUID named, rather than refused by the
+         * driver for each member after the group is under way. */
+        unknown = driver_unknown_new_gpu(js->drv, jc->req.pairs, jc->req.n_pairs);
+        if (unknown) {
+                jobs_call_count(jc, "InvalidGpuMapping");
+                jobs_call_audit(jc, 0, proto_method_name(jc->method), "InvalidGpuMapping", "unknown new GPU", 0);
+                jobs_call_refuse(jc, jc->reply ? proto_unknown_gpu(0, jc->method, unknown) : NULL);
+                return -EINVAL;
         }
         if (jobs_stopping(js)) {
                 jobs_call_refuse(jc, proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL));

@@ -371,10 +371,17 @@ static void candidates_work(uv_work_t *w)
                 }
                 j->cgroup_hidden = true;
         }
-        if (j->req->kind == PROTO_SELECT_CGROUP &&
-            select_cgroup_in_ours(j->cgroup_root, j->req->cgroup, &j->cgroup_sel) < 0) {
-                j->error = -ENOMEM;
-                return;
+        if (j->req->kind == PROTO_SELECT_CGROUP) {
+                if (select_cgroup_in_ours(j->cgroup_root, j->req->cgroup, &j->cgroup_sel) < 0) {
+                        j->error = -ENOMEM;
+                        return;
+                }
+                /* A cgroup that does not exist is no empty selection: a
+                 * scheduler must not read "nothing matched" as done. */
+                if (discover_cgroup_exists(j->cgroup_sel) == 0) {
+                        j->error = -ENOENT;
+                        return;
+                }
         }
         /* A listing wants CUDA processes only; a group by cgroup also
          * reports the others it skips, so it reads every process. */
@@ -457,6 +464,15 @@ cJSON *select_too_large(unsigned limit, size_t n)
         return proto_error_new(CUDACKPT_ERROR_GROUP_TOO_LARGE, p);
 }
 
+cJSON *select_no_such_cgroup(const char *sel)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p)
+                cJSON_AddStringToObject(p, "cgroup", sel);
+        return proto_error_new(CUDACKPT_ERROR_NO_SUCH_CGROUP, p);
+}
+
 cJSON *select_error_reply(const struct select_job *j, unsigned max_members, const char **ret_result,
                           const char **ret_audit_detail)
 {
@@ -466,6 +482,10 @@ cJSON *select_error_reply(const struct select_job *j, unsigned max_members, cons
         if (j->error == -E2BIG) {
                 *ret_result = "GroupTooLarge";
                 return select_too_large(max_members, SELECT_TREE_MAX);
+        }
+        if (j->error == -ENOENT) {
+                *ret_result = "NoSuchCgroup";
+                return select_no_such_cgroup(j->req->cgroup);
         }
         if (j->error != -EREMOTE) {
                 log_error("%s: cannot read the selection: %s", proto_method_name(j->method), strerror(-j->error));

@@ -103,7 +103,8 @@ struct select_job {
         /* The result, for done_cb.  error: 0; -ESRCH, the root of the tree
          * has gone (n 1: a failed member says so); -E2BIG, a tree over
          * SELECT_TREE_MAX; -EREMOTE, the caller's cgroup namespace is
-         * unknown; another -errno, the selection could not be read. */
+         * unknown; -ENOENT, the selected cgroup does not exist; another
+         * -errno, the selection could not be read. */
         int error;
         struct select_member *m;        /* owned: take them and set m NULL */
         size_t n;
@@ -129,6 +130,8 @@ void select_job_clear(struct select_job *j);
  * connection is then closed). */
 cJSON *select_error_reply(const struct select_job *j, unsigned max_members, const char **ret_result,
                           const char **ret_audit_detail);
+/* NoSuchCgroup naming the selector sel as the caller wrote it. */
+cJSON *select_no_such_cgroup(const char *sel);
 /* GroupTooLarge with its limit and the members counted. */
 cJSON *select_too_large(unsigned limit, size_t n);
 

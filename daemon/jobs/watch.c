@@ -374,6 +374,9 @@ static void setup_work(uv_work_t *work)
                 w->setup_error = -EREMOTE;
         else
                 w->setup_error = select_cgroup_in_ours(root, w->sel.cgroup, &w->cgroup_sel);
+        /* A cgroup that does not exist would stream nothing for ever. */
+        if (w->setup_error == 0 && discover_cgroup_exists(w->cgroup_sel) == 0)
+                w->setup_error = -ENOENT;
 }
 
 static void setup_done_cb(uv_work_t *work, int status)
@@ -393,6 +396,12 @@ static void setup_done_cb(uv_work_t *work, int status)
                 return;
         }
         /* Sending may close c, and with it free w: nothing of w after. */
+        if (w->setup_error == -ENOENT) {
+                conn_send(c, select_no_such_cgroup(w->sel.cgroup));
+                if (!c->closing)
+                        conn_close_after_write(c);
+                return;
+        }
         if (w->setup_error != -EREMOTE) {
                 conn_close(c); /* out of memory: the client cannot be told */
                 return;
@@ -427,10 +436,17 @@ static bool take_selector(const struct watch_table *t, struct conn *c, const str
                 conn_send(c, err);
                 return false;
         }
-        /* The caller's pids into ours; one it cannot see matches nothing. */
-        for (unsigned i = 0; i < w->sel.n_pids; i++)
-                if (pidns_to_daemon(&c->caller.pidns, w->sel.pids[i].pid, &w->sel.pids[i].pid) < 0)
-                        w->sel.pids[i].pid = -1;
+        /* The caller's pids into ours.  One that no process has, or that
+         * the caller cannot see, is NoSuchProcess, as for a group: a watch
+         * of it would stream nothing for ever. */
+        for (unsigned i = 0; i < w->sel.n_pids; i++) {
+                pid_t named = w->sel.pids[i].pid;
+                if (pidns_to_daemon(&c->caller.pidns, named, &w->sel.pids[i].pid) < 0 ||
+                    (kill(w->sel.pids[i].pid, 0) < 0 && errno == ESRCH)) {
+                        conn_send(c, no_such_process(named));
+                        return false;
+                }
+        }
         /* Cgroup and tree selections follow the scans: none, none selected. */
         if ((w->sel.kind == PROTO_SELECT_CGROUP || w->sel.kind == PROTO_SELECT_TREE) && t->cfg->watch_scan_ms == 0) {
                 p = cJSON_CreateObject();

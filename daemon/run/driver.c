@@ -122,6 +122,14 @@ bool driver_has_device(const struct driver *d, const CUuuid *u)
         return false;
 }
 
+const CUuuid *driver_unknown_new_gpu(const struct driver *d, const CUcheckpointGpuPair *pairs, unsigned n)
+{
+        for (unsigned i = 0; i < n; i++)
+                if (!driver_has_device(d, &pairs[i].newUuid))
+                        return &pairs[i].newUuid;
+        return NULL;
+}
+
 CUresult driver_get_state(const struct driver *d, int pid, int *ret_state)
 {
         CUprocessState s = CU_PROCESS_STATE_RUNNING;

@@ -51,6 +51,9 @@ void driver_close(struct driver *d);
 /* The CUDA error name of r ("CUDA_ERROR_NOT_READY"), or "CUDA_ERROR_<r>". */
 const char *driver_error_name(const struct driver *d, CUresult r, char *buf, size_t len);
 bool driver_has_device(const struct driver *d, const CUuuid *u);
+/* The first new GPU of a restore's mapping that this machine does not have,
+ * or NULL.  The old ones may come from another machine: not looked up. */
+const CUuuid *driver_unknown_new_gpu(const struct driver *d, const CUcheckpointGpuPair *pairs, unsigned n);
 
 /* The calls, with the arguments the daemon uses. */
 CUresult driver_get_state(const struct driver *d, int pid, int *ret_state);

@@ -515,6 +515,22 @@ int proto_parse_claim_lease(const struct proto_call *call, uint64_t *ret_id, con
         return parse_lease_params(call, "secret", ret_id, &ms, ret_secret, ret_reply);
 }
 
+cJSON *proto_unknown_gpu(pid_t pid, enum proto_method m, const CUuuid *u)
+{
+        char text[UUID_STRING_MAX];
+        cJSON *p = cJSON_CreateObject();
+
+        uuid_format(u, text);
+        if (p) {
+                if (pid > 0)
+                        cJSON_AddNumberToObject(p, "pid", pid);
+                cJSON_AddStringToObject(p, "method", proto_method_name(m));
+                cJSON_AddStringToObject(p, "reason", "no GPU with this UUID on this machine");
+                cJSON_AddStringToObject(p, "uuid", text);
+        }
+        return proto_error_new(CUDACKPT_ERROR_INVALID_GPU_MAPPING, p);
+}
+
 void proto_group_request_free(struct proto_group_request *req)
 {
         free(req->pids);

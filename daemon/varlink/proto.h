@@ -88,6 +88,11 @@ int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigne
                       struct proto_group_request *ret_req, cJSON **ret_reply);
 void proto_group_request_free(struct proto_group_request *req);
 
+/* InvalidGpuMapping for a new GPU u of a mapping that this machine does
+ * not have, naming it; pid 0 for a group's mapping, refused before any
+ * member was selected (no pid then). */
+cJSON *proto_unknown_gpu(pid_t pid, enum proto_method m, const CUuuid *u);
+
 /* ReleaseLease's lease and RenewLease's lease and lease_ms (0 for
  * ReleaseLease).  0, or -EINVAL with *ret_reply set. */
 int proto_parse_lease_call(const struct proto_call *call, uint64_t *ret_id, uint32_t *ret_ms, cJSON **ret_reply);

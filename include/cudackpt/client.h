@@ -87,8 +87,10 @@ typedef struct cudackpt_reply {
  * above (3 s by default), so a client started while the daemon restarts
  * waits for it.
  * Returns -ENAMETOOLONG for a path that does not fit in sockaddr_un, -EINVAL
- * for an empty one, else the errno of socket()/connect() (-ENOENT,
- * -ECONNREFUSED, -EACCES, ...). */
+ * for an empty one, -ENOTSOCK at once for a path that exists and is no
+ * socket (connect() says ECONNREFUSED for it, which no restart mends),
+ * else the errno of socket()/connect() (-ENOENT, -ECONNREFUSED, -EACCES,
+ * ...). */
 CUDACKPT_EXPORT int cudackpt_client_connect(const char *socket_path, cudackpt_client **ret_client);
 
 /* The connection's socket, to poll() for the daemon closing it (it sends
@@ -217,6 +219,7 @@ CUDACKPT_EXPORT int cudackpt_resume_flags(cudackpt_client *c, int pid, const cha
 #define CUDACKPT_EXIT_PROCESS_STOPPED 24
 #define CUDACKPT_EXIT_GROUP_TOO_LARGE 25
 #define CUDACKPT_EXIT_INSUFFICIENT_GPU_MEMORY 26
+#define CUDACKPT_EXIT_NO_SUCH_CGROUP 27     /* a cgroup selector names no cgroup */
 /* A GroupFailed has no status of its own: it exits with that of the
  * failing member's error (cudackpt_reply_exit_code()). */
 

@@ -73,6 +73,7 @@
 #define CUDACKPT_ERROR_MESSAGE_TOO_LARGE "io.cudackpt.Process.MessageTooLarge"
 #define CUDACKPT_ERROR_NO_SUCH_LEASE "io.cudackpt.Process.NoSuchLease"
 #define CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY "io.cudackpt.Process.InsufficientGpuMemory"
+#define CUDACKPT_ERROR_NO_SUCH_CGROUP "io.cudackpt.Process.NoSuchCgroup"
 
 /* Standard Varlink errors the daemon uses. */
 #define CUDACKPT_VARLINK_INTERFACE_NOT_FOUND "org.varlink.service.InterfaceNotFound"

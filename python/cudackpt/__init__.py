@@ -1,7 +1,9 @@
 """cudackpt: the Python client of cudackptd, the daemon that coordinates
 CUDA checkpoint and restore of processes.
 
-- :mod:`cudackpt.checkpoint`: a drop-in for ``cuda.core.checkpoint``.
+- :mod:`cudackpt.checkpoint`: a drop-in for ``cuda.core.checkpoint``
+  (``from cudackpt import checkpoint`` gives that module, always; the
+  checkpoint step alone is :meth:`Client.checkpoint`).
 - Here, in Python's idiom: one process (:func:`suspend`, :func:`resume`,
   :func:`get_state`, ...), groups (:class:`Job`), leases for a ``with``
   block (:func:`suspended`, :func:`locked`), events (:func:`watch`),
@@ -21,12 +23,16 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional
 
-from . import errors
+# The drop-in module is imported here, so that the package's name
+# "checkpoint" is that module from the first import on, whatever is
+# imported first: a function of that name would be replaced by the module
+# as soon as anything imported cudackpt.checkpoint.
+from . import checkpoint, errors
 from .client import Client, default_client, set_default_client
 from .errors import (CallTimeout, ConnectionLost, CUDAError, CudackptError, DaemonUnavailable, DriverError,
                      DriverUnavailable, GroupFailed, GroupTooLarge, InvalidGpuMapping, InvalidState, LeaseLost,
-                     NoSuchLease, NoSuchProcess, NotCudaProcess, NotSupported, PermissionDenied, ProcessChanged,
-                     ProcessGone, ProcessStopped, QueueFull, ShuttingDown, Timeout)
+                     NoSuchCgroup, NoSuchLease, NoSuchProcess, NotCudaProcess, NotSupported, PermissionDenied,
+                     ProcessChanged, ProcessGone, ProcessStopped, QueueFull, ShuttingDown, Timeout)
 from .job import Job
 from .lease import Hold
 from .types import (Event, GpuUsage, GroupResult, Lease, Member, OperationResult, ProcessInfo, Progress,
@@ -37,13 +43,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "default_client", "set_default_client", "Job", "Hold", "Watcher",
-    "get_state", "state", "get_restore_thread_id", "lock", "checkpoint", "restore", "unlock", "suspend",
+    "checkpoint", "get_state", "state", "get_restore_thread_id", "lock", "restore", "unlock", "suspend",
     "resume", "suspended", "locked", "watch", "list_processes", "metrics", "release_lease", "renew_lease",
     "Event", "GpuUsage", "GroupResult", "Lease", "Member", "OperationResult", "ProcessInfo", "Progress",
     "Skipped", "StateReply", "errors",
     "CUDAError", "CudackptError", "CallTimeout", "ConnectionLost", "DaemonUnavailable", "DriverError",
     "DriverUnavailable", "GroupFailed", "GroupTooLarge", "InvalidGpuMapping", "InvalidState", "LeaseLost",
-    "NoSuchLease",
+    "NoSuchCgroup", "NoSuchLease",
     "NoSuchProcess", "NotCudaProcess", "NotSupported", "PermissionDenied", "ProcessChanged", "ProcessGone",
     "ProcessStopped", "QueueFull", "ShuttingDown", "Timeout",
 ]
@@ -70,11 +76,6 @@ def lock(pid: int, timeout_ms: Optional[int] = None, *, start_time: Optional[int
     """running -> locked (``timeout_ms`` 0: no limit; None: the daemon's
     default)."""
     return default_client().lock(pid, timeout_ms, start_time=start_time, lease_ms=lease_ms, timeout=timeout)
-
-
-def checkpoint(pid: int, *, start_time: Optional[int] = None, timeout: Optional[float] = None) -> OperationResult:
-    """locked -> checkpointed."""
-    return default_client().checkpoint(pid, start_time=start_time, timeout=timeout)
 
 
 def restore(pid: int, gpu_mapping: Optional[Any] = None, *, start_time: Optional[int] = None,

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import socket
+import stat
 import time
 from typing import Any, Dict, Iterator, Optional
 
@@ -109,6 +110,19 @@ def retry_delays(connect_timeout: float, timeout: Optional[float]) -> Iterator[O
             return
         yield min(delay, left)
         delay = min(delay * 2, _RETRY_MAX_S)
+
+
+def connect_error(error: OSError, path: str) -> OSError:
+    """The error of a failed connect() to path: ECONNREFUSED from a path
+    that is no socket at all (a regular file) becomes ENOTSOCK, which no
+    restart of the daemon mends, as the C library says it."""
+    if error.errno == errno.ECONNREFUSED:
+        try:
+            if not stat.S_ISSOCK(os.stat(path).st_mode):
+                return OSError(errno.ENOTSOCK, "not a socket", path)
+        except OSError:
+            pass
+    return error
 
 
 def is_retryable(error: OSError) -> bool:
@@ -226,8 +240,9 @@ class Connection:
             except socket.timeout:
                 self._sock.close()
                 raise errors.CallTimeout("connecting to %s timed out" % self.path) from None
-            except OSError as e:
+            except OSError as raised:
                 self._sock.close()
+                e = connect_error(raised, self.path)
                 delay = next(delays) if is_retryable(e) else None
                 if delay is None:
                     raise errors.DaemonUnavailable("cannot connect to cudackptd at %s: %s"

@@ -26,7 +26,7 @@ import socket
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Type, TypeVar, Union
 
 from . import _requests, _varlink, errors
-from .lease import _BROKEN, _GONE, _has_members, _lost_message, _no_secret_message
+from .lease import _BROKEN, _GONE, _has_members, _lost_message, _no_secret_message, _not_ours_message, hold_opened
 from .types import Event, GroupResult, Lease, OperationResult, ProcessInfo, Progress, StateReply
 
 __all__ = ["Client", "Connection", "Job", "Hold", "Watcher"]
@@ -73,12 +73,17 @@ class Connection:
                 return cls(reader, writer)
             except errors.CudackptError:
                 raise  # CallTimeout: a TimeoutError, so an OSError too
-            except OSError as e:
+            except OSError as raised:
+                e = _varlink.connect_error(raised, path)
                 delay = next(delays) if _varlink.is_retryable(e) else None
                 if delay is None:
                     raise errors.DaemonUnavailable("cannot connect to cudackptd at %s: %s"
                                                    % (path, e.strerror or e)) from e
             await asyncio.sleep(delay)
+
+    def fileno(self) -> int:
+        sock = self._writer.get_extra_info("socket")
+        return sock.fileno() if sock is not None else -1
 
     def is_open(self) -> bool:
         return not self._reader.at_eof() and not self._writer.is_closing() and self._reader.exception() is None
@@ -343,6 +348,7 @@ class Hold:
         self._broken = False  # a call on the connection failed without its reply read
         self._lost = False  # the daemon undid the lease: claiming it again failed
         self._lost_told = False  # ... and LeaseLost was raised to the block already
+        self._owner = 0  # in a fork's child: the pid of the process that holds the lease
         self.result: Any = None
         self.lease: Optional[Lease] = None
 
@@ -354,6 +360,7 @@ class Hold:
             await conn.close()
             raise
         self._conn, self.lease = conn, self.result.lease
+        hold_opened(self)
         return self
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
@@ -392,6 +399,8 @@ class Hold:
             await conn.close()
 
     def _held(self) -> Connection:
+        if self._owner:
+            raise RuntimeError(_not_ours_message(self._owner))
         if self._conn is None or self.lease is None:
             raise RuntimeError("the lease is held only inside the async with block")
         if self._broken:

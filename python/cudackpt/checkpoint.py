@@ -2,6 +2,7 @@
 cudackptd instead of calling the driver::
 
     from cudackpt.checkpoint import Process     # was: from cuda.core.checkpoint import Process
+    from cudackpt import checkpoint             # was: from cuda.core import checkpoint
 
     p = Process(pid)
     p.lock(timeout_ms=5000)
@@ -18,8 +19,9 @@ caught).  The daemon is found at ``$CUDACKPT_SOCKET`` (else the default
 path); see :func:`cudackpt.set_default_client` to choose another.
 
 Errors: a driver result raises ``CUDAError`` (cuda-core's class when
-cuda-core is installed) with cuda-core's message, ``CUDA_ERROR_NOT_SUPPORTED``
-a ``RuntimeError``, as cuda-core does; the exceptions are also the
+cuda-core is installed) with cuda-core's message, and so does a pid no
+process has (``CUDA_ERROR_OPERATING_SYSTEM``); ``CUDA_ERROR_NOT_SUPPORTED``
+raises a ``RuntimeError``, as cuda-core does; the exceptions are also the
 :mod:`cudackpt.errors` classes with the daemon's parameters.  Refusals of
 the daemon's own raise ``PermissionError``, ``ProcessLookupError`` and the
 like (see :mod:`cudackpt.errors`).
@@ -28,12 +30,14 @@ like (see :mod:`cudackpt.errors`).
 from __future__ import annotations
 
 from collections.abc import Mapping as _Mapping
+from types import SimpleNamespace as _SimpleNamespace
 from typing import Any as _Any
 from typing import Literal as _Literal
 from typing import Optional as _Optional
 
 from . import _requests
 from .client import default_client as _client
+from .errors import _NOT_SUPPORTED_MESSAGE
 
 _NO_LIMIT = float("inf")
 """The four operations wait for the daemon's reply as long as it takes, as
@@ -120,6 +124,42 @@ class Process:
         Unlock this locked process so it can resume CUDA API calls.
         """
         _client().unlock(self._pid, timeout=_NO_LIMIT)
+
+
+# ---- cuda-core's private probes ----------------------------------------------
+#
+# cuda-python's own tests of cuda.core.checkpoint decide what to skip by two
+# private functions of the module, _get_driver() and
+# _require_gpu_mapping_bindings(driver); here they ask the daemon's driver
+# (GetStatus) and answer in cuda-core's words, so that those tests run
+# against the daemon with only their import line changed.
+
+_REMAP_DRIVER_VERSION = 13000
+"""Restore onto other GPUs came with CUDA 13.0 (driver 580)."""
+_GPU_MAPPING_ATTRS = ("CUcheckpointGpuPair",)
+
+
+def _get_driver() -> _Any:
+    """The daemon's CUDA driver as GetStatus gives it (``version``, and
+    ``CUcheckpointGpuPair`` where it restores onto other GPUs); a
+    ``RuntimeError`` with cuda-core's message when the daemon has no usable
+    driver."""
+    driver = _client().call("GetStatus").get("driver") or {}
+    if not driver.get("available"):
+        raise RuntimeError(_NOT_SUPPORTED_MESSAGE)
+    found = _SimpleNamespace(version=driver.get("version"))
+    if isinstance(found.version, int) and found.version >= _REMAP_DRIVER_VERSION:
+        found.CUcheckpointGpuPair = True
+    return found
+
+
+def _require_gpu_mapping_bindings(driver: _Any) -> None:
+    """A ``RuntimeError`` with cuda-core's message when driver cannot
+    restore onto other GPUs."""
+    missing = [name for name in _GPU_MAPPING_ATTRS if not hasattr(driver, name)]
+    if missing:
+        raise RuntimeError("CUDA checkpoint GPU remapping requires cuda.bindings with GPU remapping support. "
+                           "Missing: %s (the daemon's CUDA driver is older than 13.0)" % ", ".join(missing))
 
 
 def _checked_mapping(gpu_mapping: _Any) -> _Optional[dict]:

@@ -11,6 +11,7 @@ written for Python's own errors catches them: ``PermissionDenied`` is a
 
 Errors that stand for a result of the CUDA driver (``InvalidState`` is
 ``CUDA_ERROR_ILLEGAL_STATE``, ``Timeout`` ``CUDA_ERROR_NOT_READY``,
+``NoSuchProcess`` and ``ProcessGone`` ``CUDA_ERROR_OPERATING_SYSTEM``,
 ``DriverError`` any other) are also a :class:`CUDAError`: cuda-core's own
 ``CUDAError`` class when cuda-core is importable, else one of ours, and
 their message is the one cuda-core gives for that result (``"CUDA_ERROR_
@@ -28,7 +29,7 @@ __all__ = [
     "CUDAError", "CudackptError", "DaemonUnavailable", "ConnectionLost", "LeaseLost", "CallTimeout", "ProtocolError",
     "NoSuchProcess", "NotCudaProcess", "PermissionDenied", "InvalidState", "Timeout", "InvalidGpuMapping",
     "NotSupported", "ProcessGone", "ProcessStopped", "ProcessChanged", "DriverUnavailable", "DriverError",
-    "QueueFull", "GroupFailed", "GroupTooLarge", "ShuttingDown", "InvalidRequest", "NoSuchLease",
+    "QueueFull", "GroupFailed", "GroupTooLarge", "ShuttingDown", "InvalidRequest", "NoSuchLease", "NoSuchCgroup",
     "InsufficientGpuMemory",
     "MessageTooLarge", "InvalidParameter", "MethodNotFound", "ExpectedMore", "from_reply", "cuda_error_message",
 ]
@@ -204,8 +205,11 @@ class ProtocolError(CudackptError):
 _COMMON = ("pid", "method", "state", "step", "rolled_back")
 
 
-class NoSuchProcess(CudackptError, ProcessLookupError):
-    """No process has this pid."""
+class NoSuchProcess(CudackptError, CUDAError, ProcessLookupError):  # type: ignore[valid-type, misc]
+    """No process has this pid: the driver says ``CUDA_ERROR_OPERATING_SYSTEM``
+    for it, so this is a ``CUDAError`` with cuda-core's message, as well as
+    a ``ProcessLookupError``."""
+    cuda_error = "CUDA_ERROR_OPERATING_SYSTEM"
     _optional = _COMMON
 
 
@@ -336,6 +340,11 @@ class NoSuchLease(CudackptError, LookupError):
     _optional = ("lease",)
 
 
+class NoSuchCgroup(CudackptError, LookupError):
+    """A ``cgroup`` selector names no cgroup (``cgroup``, as written)."""
+    _optional = ("cgroup",)
+
+
 class InvalidParameter(CudackptError, ValueError):
     """The daemon refused a parameter (``parameter`` names it)."""
     _optional = ("parameter",)
@@ -356,6 +365,7 @@ _BY_SHORT_NAME: Dict[str, Type[CudackptError]] = {
         NotSupported, ProcessGone, ProcessStopped, ProcessChanged, DriverUnavailable, DriverError,
         QueueFull, GroupFailed, GroupTooLarge, ShuttingDown, InvalidRequest, MessageTooLarge, NoSuchLease,
         InsufficientGpuMemory,
+        NoSuchCgroup,
     )
 }
 _BY_FULL_NAME: Dict[str, Type[CudackptError]] = {

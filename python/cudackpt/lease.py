@@ -17,10 +17,21 @@ the block's end, :meth:`Hold.release`, :meth:`Hold.renew`.  A block that
 runs longer than the grace period calls :meth:`Hold.claim` (from a watch
 loop, say) to keep it.  Unclaimed in time, the lease is undone by the
 daemon and the block's end raises :class:`~cudackpt.errors.LeaseLost`.
+
+A lease belongs to the process that took it.  A child made by ``fork()``
+(``os.fork``, multiprocessing's fork start method) would otherwise keep
+the lease's connection open after the parent dies, and the daemon, which
+undoes the lease when that connection closes, would wait for the child
+too: in the child, each open hold's descriptor is pointed at ``/dev/null``
+(the parent's connection is not touched), its block's end does nothing,
+and its calls raise ``RuntimeError``.  Python's sockets are close-on-exec
+already, so an exec'd program never holds one.
 """
 
 from __future__ import annotations
 
+import os
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Type, Union
 
 from . import _requests, _varlink, errors
@@ -48,6 +59,46 @@ def _lost_message(lease_id: int) -> str:
 def _no_secret_message(lease_id: int) -> str:
     return ("the daemon closed the connection holding lease %d (a restart?) and the lease has no secret to claim "
             "it again with (a daemon that keeps no lease across a restart): it undid it" % lease_id)
+
+
+def _not_ours_message(owner: int) -> str:
+    return ("the lease was taken by process %d; this process is a fork of it and cannot act on it "
+            "(the lease ends with the holder's block, or when the holder dies)" % owner)
+
+
+_HOLDS: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+"""The holds (blocking and asyncio) whose lease connection is open, each
+with the pid of the process that opened it."""
+
+
+def hold_opened(hold: Any) -> None:
+    """Records a hold whose lease connection just opened, for fork()."""
+    _HOLDS[hold] = os.getpid()
+
+
+def _disown_in_child() -> None:
+    """After fork(), in the child: every open hold's connection is the
+    parent's.  Its descriptor is pointed at /dev/null rather than closed, so
+    that the number stays taken while the objects that wrap it (a socket,
+    an asyncio transport) live on: they close /dev/null in the end."""
+    holds = list(_HOLDS.items())
+    _HOLDS.clear()
+    for hold, owner in holds:
+        conn = hold._conn
+        if conn is None:
+            continue
+        fd = conn.fileno()
+        if fd >= 0:
+            null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                os.dup2(null, fd, inheritable=False)
+            finally:
+                os.close(null)
+        hold._conn = None
+        hold._owner = owner
+
+
+os.register_at_fork(after_in_child=_disown_in_child)
 
 
 def _has_members(result: Optional[Result]) -> bool:
@@ -78,6 +129,7 @@ class Hold:
         self._broken = False  # a call on the connection failed without its reply read
         self._lost = False  # the daemon undid the lease: claiming it again failed
         self._lost_told = False  # ... and LeaseLost was raised to the block already
+        self._owner = 0  # in a fork's child: the pid of the process that holds the lease
         self.result: Optional[Result] = None
         self.lease: Optional[Lease] = None
 
@@ -118,6 +170,7 @@ class Hold:
             conn.close()
             raise
         self._conn = conn
+        hold_opened(self)
         self.lease = self.result.lease
         return self
 
@@ -161,6 +214,8 @@ class Hold:
                 raise
 
     def _held(self) -> _varlink.Connection:
+        if self._owner:
+            raise RuntimeError(_not_ours_message(self._owner))
         if self._conn is None or self.lease is None:
             raise RuntimeError("the lease is held only inside the with block")
         if self._broken:

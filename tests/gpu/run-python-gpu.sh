@@ -12,31 +12,15 @@
 #   bash tests/gpu/run-python-gpu.sh [python_gpu.py options]
 #   (--steps 600 --pause-at 100 --paused-s 2 --ballast-mib 1024 --runs 2)
 # It needs neither the CUDA target nor nvcc, so it does not source
-# gpu-lib.sh; it follows its conventions (.gpu/, LD_LIBRARY_PATH, a work
-# directory, PASS/FAIL lines).  PYTHON=... picks the interpreter (python3).
+# gpu-lib.sh but staged-daemon.sh; it follows gpu-lib.sh's conventions
+# (.gpu/, LD_LIBRARY_PATH, a work directory, PASS/FAIL lines).
+# PYTHON=... picks the interpreter (python3).
 # Exits 0 when everything passed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DIR=${GPU_DIR:-$ROOT/.gpu}
 PYTHON=${PYTHON:-python3}
-export LD_LIBRARY_PATH=$DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-WORK=$(mktemp -d /tmp/cudackpt-run-python-gpu.XXXXXX)
-export CUDACKPT_SOCKET=$WORK/sock
-DPID=
-cleanup() { [[ -n $DPID ]] && kill "$DPID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-[[ -x $DIR/cudackptd && -x $DIR/cudackptctl ]] || { echo "FAIL no staged daemon in $DIR (run tests/gpu/stage-gpu.sh)"; exit 2; }
-# CUDACKPT_TEST_DAEMON_WRAPPER: words put before the daemon's command, as in suite-lib.sh.
-read -r -a wrap <<<"${CUDACKPT_TEST_DAEMON_WRAPPER:-}"
-"${wrap[@]}" "$DIR/cudackptd" --socket="$CUDACKPT_SOCKET" --driver=libcuda.so.1 >"$WORK/daemon.log" 2>&1 &
-DPID=$!
-up=
-for _ in $(seq 300); do "$DIR/cudackptctl" info >/dev/null 2>&1 && { up=1; break; }; sleep 0.1; done
-if [[ -z $up ]]; then
-        echo "FAIL the daemon did not answer within 30 s"; tail -n 30 "$WORK/daemon.log"; exit 1
-fi
-echo "PASS the daemon answers: $("$DIR/cudackptctl" info 2>&1 | head -n 3 | tr '\n' ' ')"
+. "$ROOT/tests/gpu/staged-daemon.sh"
+staged_daemon_start run-python-gpu
 "$PYTHON" -c 'import torch, cuda.core; print("torch", torch.__version__, "cuda.core", cuda.core.__version__)' ||
         echo "FAIL torch or cuda.core missing for $PYTHON"
 

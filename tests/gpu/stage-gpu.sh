@@ -27,7 +27,9 @@
 # usage: stage-gpu.sh [BUILD_DIR]   (default /tmp/build-gpu; configured with
 #                                    RelWithDebInfo and built when needed)
 # environment: CUDACKPT_CRIU_BUNDLE=/work/shared/criu,
-#              CUDACKPT_NVIDIA_CHECKPOINT=/work/shared/anchors/cuda-checkpoint
+#              CUDACKPT_NVIDIA_CHECKPOINT=/work/shared/anchors/cuda-checkpoint,
+#              CUDACKPT_CUDA_PYTHON_TEST=PATH (cuda-python's test_checkpoint.py,
+#              staged as .gpu/cuda-python/ for run-cuda-python-ckpt.sh)
 # Run from anywhere; writes <repository root>/.gpu.  Then, on the GPU
 # machine, from the repository root (carry: [".gpu"]), issue 11's group
 # tests and benchmarks in one command (see its header):
@@ -89,6 +91,13 @@ cp -a "$CRIU_BUNDLE" "$STAGE/criu"
 chmod -R u+w "$STAGE/criu"
 install -m 0755 "$NVIDIA_TOOL" "$STAGE/nvidia/cuda-checkpoint"
 if [[ -f $NVIDIA_TOOL.LICENSE ]]; then cp "$NVIDIA_TOOL.LICENSE" "$STAGE/nvidia/"; fi
+
+# cuda-python's own checkpoint tests, for run-cuda-python-ckpt.sh, when
+# CUDACKPT_CUDA_PYTHON_TEST names the file (it is not in this repository).
+if [[ -n ${CUDACKPT_CUDA_PYTHON_TEST:-} ]]; then
+        mkdir -p "$STAGE/cuda-python"
+        cp "$CUDACKPT_CUDA_PYTHON_TEST" "$STAGE/cuda-python/test_checkpoint.py"
+fi
 
 cp "$ROOT/tests/gpu/gpu_target.cu" "$STAGE/src/"
 cat >"$STAGE/build-target.sh" <<'EOF'

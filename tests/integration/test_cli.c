@@ -22,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -203,10 +206,74 @@ START_TEST(cli_usage_and_unreachable)
         itest_assert_run(itest_ctl(d, "state", "notapid", NULL), 2, "");
         itest_assert_run(itest_ctl(d, "state", "0", NULL), 2, "");
         itest_assert_run(itest_ctl(d, "state", "1", "2", NULL), 2, "");
-        itest_assert_run(itest_ctl(NULL, itest_strdupf("--socket=%s/nosuchsock", d->dir), "state", "1", NULL), 3, "");
+        /* No daemon: where it was looked for is said at once, then what to
+         * do about it. */
+        const char *none = itest_strdupf("%s/nosuchsock", d->dir);
+        struct itest_proc_result *r = itest_ctl(NULL, itest_strdupf("--socket=%s", none), "state", "1", NULL);
+        itest_assert_run(r, 3, "");
+        const char *said = strstr(r->err, itest_strdupf("no socket at %s yet: waiting", none));
+        const char *advice = strstr(r->err, "; is it running? systemctl start cudackptd.socket");
+        ck_assert_msg(said && advice && said < advice && strstr(advice, "doctor"), "no daemon: \"%s\"", r->err);
+        /* A --socket that is not a socket: said at once, no wait for it. */
+        const char *file = itest_strdupf("%s/not-a-socket", d->dir);
+        FILE *f = fopen(file, "we");
+        ck_assert(f && fputs("x", f) >= 0 && fclose(f) == 0);
+        double t0 = itest_now_ms();
+        r = itest_ctl(NULL, itest_strdupf("--socket=%s", file), "state", "1", NULL);
+        itest_assert_run(r, 3, "");
+        ck_assert_msg(itest_now_ms() - t0 < 1500 && strstr(r->err, ": it is not a socket;"),
+                      "--socket of a file: %.0f ms, \"%s\"", itest_now_ms() - t0, r->err);
         /* --help is not an error. */
-        struct itest_proc_result *r = itest_ctl(NULL, "--help", NULL);
+        r = itest_ctl(NULL, "--help", NULL);
         ck_assert_msg(r->status == 0 && r->out[0], "--help: status %d, stdout \"%s\"", r->status, r->out);
+}
+END_TEST
+
+/* metrics --listen on a port another program holds: the reason, and the
+ * port, as given. */
+START_TEST(cli_exporter_port_taken)
+{
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof(sa);
+        ck_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 1) == 0 &&
+                  getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
+        const char *addr = itest_strdupf("127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+        struct itest_proc_result *r = itest_ctl(NULL, "metrics", itest_strdupf("--listen=%s", addr), NULL);
+        close(fd);
+        if (strstr(r->err, "without libmicrohttpd")) {
+                fprintf(stderr, "%s: skipped, cudackptctl has no --listen\n", tcase_name());
+                return;
+        }
+        ck_assert_msg(r->status == 1 && strstr(r->err, itest_strdupf("cannot listen on %s: Address already in use", addr)) &&
+                              !strstr(r->err, "port 0"),
+                      "metrics --listen on a taken port: %d \"%s\"", r->status, r->err);
+}
+END_TEST
+
+/* --json restore --images answers with its object when its checks fail
+ * (no criu, no images), not with nothing. */
+START_TEST(cli_json_restore_images_check)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        const char *criu = itest_strdupf("%s/criu", d->dir);
+        FILE *f = fopen(criu, "we");
+        ck_assert(f && fputs("#!/bin/sh\necho 'Version: 4.2'\n", f) >= 0 && fclose(f) == 0 && chmod(criu, 0755) == 0);
+        const char *criu_env[] = { itest_strdupf("CUDACKPT_CRIU=%s/no-criu", d->dir), itest_strdupf("CUDACKPT_CRIU=%s", criu) };
+        for (size_t i = 0; i < 2; i++) {
+                const char *argv[] = { itest_ctl_path(), itest_strdupf("--socket=%s", d->sock), "--json", "restore",
+                                       itest_strdupf("--images=%s/no-images", d->dir), NULL };
+                const char *env[] = { criu_env[i], "PATH=/usr/bin:/bin", NULL };
+                struct itest_proc_result r;
+                itest_run_proc((uid_t)-1, argv, env, 20000, &r);
+                cJSON *j = cJSON_Parse(r.out);
+                const cJSON *restored = cJSON_GetObjectItemCaseSensitive(j, "restored");
+                const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "failed_step");
+                ck_assert_msg(r.status == 1 && cJSON_IsFalse(restored) && cJSON_IsString(step) &&
+                                      strcmp(step->valuestring, "check") == 0 && r.err[0],
+                              "%s: %d, stdout \"%s\", stderr \"%s\"", criu_env[i], r.status, r.out, r.err);
+                cJSON_Delete(j);
+        }
 }
 END_TEST
 
@@ -595,6 +662,8 @@ static Suite *cli_suite(void)
         tcase_add_test(tc, cli_exit_codes);
         tcase_add_test(tc, cli_driver_unavailable);
         tcase_add_test(tc, cli_usage_and_unreachable);
+        tcase_add_test(tc, cli_exporter_port_taken);
+        tcase_add_test(tc, cli_json_restore_images_check);
         tcase_add_test(tc, cli_permission_denied);
         tcase_add_test(tc, cli_compat_device_map_env);
         tcase_add_test(tc, cli_compat_device_map_option_wins);

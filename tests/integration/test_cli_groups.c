@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,6 +191,16 @@ START_TEST(cli_group_pids)
                 assert_line("suspend", r->out, "^ *%d +checkpointed +[0-9]+\\.[0-9] ms$", (int)t[i]);
         assert_line("suspend", r->out, "^3 processes checkpointed \\([0-9]+\\.[0-9] ms\\)$");
         assert_states(d, "checkpointed", t, 3);
+
+        /* Onto a GPU this machine does not have: refused before any member
+         * is touched, with the UUID named, as a single restore is. */
+        static const char *const onto_none[] = { "resume", "restore" };
+        for (size_t i = 0; i < 2; i++) {
+                r = itest_ctl(d, onto_none[i], sel, "--map=" ITEST_GPU0 "=" ITEST_GPU1, NULL);
+                itest_assert_run(r, 15, "");
+                assert_has(onto_none[i], r->err, "no GPU with this UUID on this machine (" ITEST_GPU1 ")");
+                assert_states(d, "checkpointed", t, 3);
+        }
 
         /* Converges: a member already there is left as it is. */
         itest_assert_op_output(itest_ctl(d, "restore", itest_pidstr(t[0]), NULL), "locked");
@@ -455,6 +467,62 @@ START_TEST(cli_group_usage)
 }
 END_TEST
 
+/* A selector naming what does not exist is an error, not an empty
+ * selection: a scheduler must not take "no CUDA process matched" (exit 0)
+ * for its job suspended, nor a watch stream nothing for ever. */
+/* A cgroup2 mount of the test's own, for the daemon to look in (the
+ * machine may have none); NULL, said why, when there can be none. */
+static char *mount_cgroup2(void)
+{
+        if (itest_need_root())
+                return NULL;
+        char *mnt = itest_strdupf("/tmp/itest-cg2-%d-XXXXXX", (int)getpid());
+        ck_assert(mkdtemp(mnt));
+        if (mount("none", mnt, "cgroup2", 0, NULL) < 0) {
+                fprintf(stderr, "%s: cgroup part skipped, cannot mount cgroup2: %s\n", tcase_name(), strerror(errno));
+                rmdir(mnt);
+                return NULL;
+        }
+        return mnt;
+}
+
+START_TEST(cli_selector_of_nothing)
+{
+        char *mnt = mount_cgroup2();
+        struct itest_daemon *d = itest_daemon_start_default();
+        const char *dead = itest_strdupf("--pids=%d", (int)itest_dead_pid());
+        struct itest_proc_result *r = itest_ctl(d, "watch", dead, NULL);
+        itest_assert_run(r, 10, "");
+        assert_has("watch of a dead pid", r->err, "no such process");
+        itest_assert_run(itest_ctl(d, "watch", "--pids=99999999", NULL), 10, "");
+        r = itest_ctl(d, "suspend", dead, NULL);
+        ck_assert_msg(r->status == 10 && r->out[0] == '\0', "suspend of a dead pid: %d \"%s\"", r->status, r->out);
+        if (!mnt)
+                return;
+
+        /* The daemon tells a cgroup that does not exist where it sees a
+         * cgroup2 mount, as under systemd. */
+        const char *none = itest_strdupf("/itest-no-such-%d", (int)getpid());
+        const char *sel = itest_strdupf("--cgroup=%s", none);
+        static const char *const verbs[] = { "suspend", "lock", "resume", "ps", "watch" };
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+                r = itest_ctl(d, verbs[i], sel, NULL);
+                itest_assert_run(r, 27, "");
+                assert_has(verbs[i], r->err, itest_strdupf("no such cgroup %s", none));
+        }
+        /* One that exists and holds no CUDA process is an empty selection. */
+        const char *empty = itest_strdupf("%s%s", mnt, none);
+        ck_assert_int_eq(mkdir(empty, 0755), 0);
+        r = itest_ctl(d, "suspend", sel, NULL);
+        itest_assert_run(r, 0, NULL);
+        assert_has("suspend of an empty cgroup", r->out, "no CUDA process matched");
+        ck_assert_int_eq(rmdir(empty), 0);
+        itest_daemon_stop(d);
+        ck_assert_msg(umount(mnt) == 0, "umount %s: %s", mnt, strerror(errno));
+        rmdir(mnt);
+}
+END_TEST
+
 static Suite *cli_groups_suite(void)
 {
         Suite *s = suite_create("integration.cli_groups");
@@ -467,6 +535,7 @@ static Suite *cli_groups_suite(void)
         tcase_add_test(tc, cli_group_progress);
         tcase_add_test(tc, cli_group_hostile_server);
         tcase_add_test(tc, cli_group_usage);
+        tcase_add_test(tc, cli_selector_of_nothing);
         return s;
 }
 

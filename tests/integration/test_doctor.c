@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -470,6 +471,29 @@ START_TEST(doctor_daemon_driver_by_status)
 }
 END_TEST
 
+/* CUDACKPT_CRIU names the criu that dump and restore run: doctor checks
+ * that one, not criu on PATH. */
+START_TEST(doctor_criu_from_environment)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
+        const char *socket = itest_strdupf("--socket=%s", d->sock);
+        const char *criu = itest_strdupf("%s/my-criu", d->dir);
+        FILE *f = fopen(criu, "we");
+        ck_assert(f && fputs("#!/bin/sh\necho 'Version: 4.7'\n", f) >= 0 && fclose(f) == 0 && chmod(criu, 0755) == 0);
+
+        const char *env[] = { itest_strdupf("CUDACKPT_CRIU=%s", criu), NULL };
+        struct doctor_run *r = doctor_env(child_env(env), driver, socket, NULL);
+        assert_verdict(r, "criu", "ok");
+        assert_says(r, "criu", itest_strdupf("criu 4.7 at %s", criu));
+
+        const char *missing[] = { itest_strdupf("CUDACKPT_CRIU=%s/no-criu", d->dir), NULL };
+        r = doctor_env(child_env(missing), driver, socket, NULL);
+        assert_verdict(r, "criu", "warn");
+        assert_says(r, "criu", itest_strdupf("CUDACKPT_CRIU names no executable: %s/no-criu", d->dir));
+}
+END_TEST
+
 static Suite *doctor_suite(void)
 {
         Suite *s = suite_create("integration.doctor");
@@ -482,6 +506,7 @@ static Suite *doctor_suite(void)
         tcase_add_test(tc, doctor_other_servers);
         tcase_add_test(tc, doctor_daemon_without_driver);
         tcase_add_test(tc, doctor_daemon_driver_by_status);
+        tcase_add_test(tc, doctor_criu_from_environment);
         return s;
 }
 

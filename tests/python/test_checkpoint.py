@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from typing import Dict, Optional
 
 import pytest
 
@@ -17,7 +18,7 @@ import cudackpt
 import cudackpt.checkpoint
 from cudackpt.checkpoint import Process
 
-from conftest import SIM_DEVICES, await_true, dead_pid, start_time_of
+from conftest import SIM_DEVICES, await_true, dead_pid, serving, start_time_of
 
 
 # ---- the surface, as cuda-core 1.2 defines it ----------------------------------
@@ -166,11 +167,100 @@ def test_not_a_cuda_process(daemon: object, targets) -> None:
     assert e.value.pid == pid
 
 
-def test_no_such_process(daemon: object) -> None:
+@pytest.mark.parametrize("call", ["state", "restore_thread_id", "lock", "checkpoint", "restore", "unlock"])
+def test_no_such_process(daemon: object, call: str) -> None:
+    # cuda-core raises CUDAError (CUDA_ERROR_OPERATING_SYSTEM) for it: the
+    # same except clause must catch the drop-in's.
     pid = dead_pid()
-    with pytest.raises(ProcessLookupError) as e:
-        Process(pid).state
+    p = Process(pid)
+    with pytest.raises(cudackpt.errors.CUDAError) as e:
+        value = getattr(p, call)
+        if callable(value):
+            value()
+    assert str(e.value).startswith("CUDA_ERROR_OPERATING_SYSTEM")
+    assert isinstance(e.value, ProcessLookupError)
     assert isinstance(e.value, cudackpt.NoSuchProcess) and e.value.pid == pid
+
+
+# ---- cuda-core's private probes, which cuda-python's own tests use ---------------
+
+def test_private_probes(daemon: object) -> None:
+    driver = cudackpt.checkpoint._get_driver()
+    assert driver.version == 13000
+    cudackpt.checkpoint._require_gpu_mapping_bindings(driver)  # restores onto other GPUs
+    with pytest.raises(RuntimeError, match="^CUDA checkpoint GPU remapping requires cuda.bindings with GPU "
+                                           "remapping support. Missing: CUcheckpointGpuPair"):
+        cudackpt.checkpoint._require_gpu_mapping_bindings(object())
+
+
+@pytest.mark.parametrize("env,usable", [
+    ({"CUDACKPT_SIM_DRIVER_VERSION": "12080"}, True),  # the checkpoint API, no restore onto other GPUs
+    ({"CUDACKPT_SIM_INIT_ERROR": "CUDA_ERROR_NO_DEVICE"}, False),
+])
+def test_private_probes_of_other_drivers(env: Dict[str, str], usable: bool) -> None:
+    with serving({}, env):
+        if not usable:
+            with pytest.raises(RuntimeError, match="^CUDA checkpointing is not supported by the installed NVIDIA "
+                                                   "driver."):
+                cudackpt.checkpoint._get_driver()
+            return
+        with pytest.raises(RuntimeError, match="Missing: CUcheckpointGpuPair"):
+            cudackpt.checkpoint._require_gpu_mapping_bindings(cudackpt.checkpoint._get_driver())
+
+
+# ---- in fresh interpreters: cuda-core's import forms, cuda-core's own class ------
+
+def run_python(code: str, env: Optional[Dict[str, str]] = None) -> str:
+    full = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(cudackpt.__file__)))
+    full.update(env or {})
+    out = subprocess.run([sys.executable, "-c", code], env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=120)
+    assert out.returncode == 0, out.stdout
+    return out.stdout
+
+
+@pytest.mark.parametrize("imports", [
+    "from cudackpt import checkpoint",
+    "import cudackpt.checkpoint\nfrom cudackpt import checkpoint",
+    "from cudackpt import checkpoint\nimport cudackpt.checkpoint",
+    "import cudackpt\ncheckpoint = cudackpt.checkpoint",
+    "import cudackpt.checkpoint as checkpoint",
+    "from cudackpt import *",
+])
+def test_every_import_form_gives_the_module(daemon: object, target: int, imports: str) -> None:
+    code = imports + """
+import sys, types, cudackpt
+assert isinstance(checkpoint, types.ModuleType), checkpoint
+assert checkpoint is sys.modules["cudackpt.checkpoint"] is cudackpt.checkpoint
+print(checkpoint.Process(%d).state)
+""" % target
+    assert run_python(code) == "running\n"
+
+
+FAKE_CUDA_CORE = {
+    "cuda/__init__.py": "",
+    "cuda/core/__init__.py": "",
+    "cuda/core/_utils/__init__.py": "",
+    "cuda/core/_utils/cuda_utils.py": "class CUDAError(Exception):\n    pass\n",
+}
+
+
+def test_no_such_process_is_cuda_cores_error_class(daemon: object, tmp_path) -> None:
+    # Where cuda-core is importable, code written for it catches its own
+    # CUDAError class (a stand-in of cuda-core's module here).
+    for name, text in FAKE_CUDA_CORE.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    code = """
+from cuda.core._utils.cuda_utils import CUDAError
+from cudackpt import checkpoint
+try:
+    checkpoint.Process(%d).lock(timeout_ms=5000)
+except CUDAError as e:
+    print(type(e).__name__, str(e).split(":")[0])
+""" % dead_pid()
+    paths = "%s:%s" % (tmp_path, os.path.dirname(os.path.dirname(cudackpt.__file__)))
+    assert run_python(code, {"PYTHONPATH": paths}) == "NoSuchProcess CUDA_ERROR_OPERATING_SYSTEM\n"
 
 
 def test_driver_error(daemon: object, targets) -> None:

@@ -102,6 +102,68 @@ def test_undone_when_the_holder_is_killed(daemon, target: int) -> None:
         holder.wait(timeout=20)
 
 
+FORKING_HOLDER = """
+import asyncio, os, signal, sys, time, cudackpt
+from cudackpt import aio
+
+def child(hold, release):
+    # The fork's copy of the hold: its calls are refused, its block's end
+    # does nothing, and it keeps no descriptor of the lease's connection.
+    try:
+        release()
+        said = "released"
+    except RuntimeError as e:
+        said = "RuntimeError: " + str(e)
+    with open(sys.argv[3], "w") as f:
+        f.write(said)
+    time.sleep(600)
+
+def fork_then_die(hold, release):
+    forked = os.fork()
+    if forked == 0:
+        child(hold, release)
+        os._exit(0)
+    print(forked, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+async def main(pid):
+    async with aio.Client() as client:
+        async with client.suspended(pid, lease_ms=600000) as hold:
+            fork_then_die(hold, lambda: hold.release().send(None))  # runs to its first await
+
+pid = int(sys.argv[1])
+if sys.argv[2] == "aio":
+    asyncio.run(main(pid))
+with cudackpt.suspended(pid, lease_ms=600000) as hold:
+    fork_then_die(hold, hold.release)
+"""
+
+
+@pytest.mark.parametrize("flavour", ["blocking", "aio"])
+def test_undone_when_the_holder_dies_leaving_a_fork(daemon, target: int, flavour: str, tmp_path) -> None:
+    # The holder forks a child that lives on, then dies: the lease's
+    # connection must not live on in the child, so the daemon undoes it.
+    said = tmp_path / "child-said"
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(cudackpt.__file__)))
+    holder = subprocess.Popen([sys.executable, "-c", FORKING_HOLDER, str(target), flavour, str(said)], env=env,
+                              stdout=subprocess.PIPE, universal_newlines=True)
+    child = 0
+    try:
+        assert holder.stdout is not None
+        child = int(holder.stdout.readline())
+        holder.wait(timeout=30)
+        assert holder.returncode == -signal.SIGKILL
+        await_true("the daemon to undo the lease of the dead holder",
+                   lambda: cudackpt.get_state(target) == cudackpt.StateReply(target, "running"))
+        await_true("the child to try the lease", lambda: said.exists() and said.read_text() != "")
+        assert said.read_text().startswith("RuntimeError: the lease was taken by process %d" % holder.pid)
+    finally:
+        holder.kill()
+        holder.wait(timeout=20)
+        if child:
+            os.kill(child, signal.SIGKILL)
+
+
 def test_empty_job_for_a_block(daemon, targets) -> None:
     # A tree of no CUDA process: every member skipped, nothing to undo; the
     # block's own exception comes out as it is.

@@ -4,9 +4,8 @@ lease is claimed again (Hold.claim(), or at the block's end) or reported
 lost (LeaseLost) once the daemon has undone it; blocking and asyncio.
 
 Each test has a daemon of its own with a short lease_claim_grace_ms.  The
-simulator keeps a process's state in the daemon's memory, which a restart
-loses: the targets carry CUDACKPT_SIM_STATE=r (tests/sim/sim.c), so the
-next daemon reads them as they were.
+simulator keeps a process's state in the process, as the real driver does
+(tests/sim/sim.c), so the next daemon reads the targets as they were.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from cudackpt import aio
 from conftest import Daemon, Targets, await_true, serving
 
 GRACE_MS = 1000
-SLOT = {"CUDACKPT_SIM_STATE": "r"}
 UNCLAIMED = "did not claim it within lease_claim_grace_ms"
 
 
@@ -48,10 +46,26 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 120))
 
 
+def test_the_simulator_keeps_states_across_a_restart(daemon: Daemon, targets: Targets) -> None:
+    # The README's stand-in (CUDACKPT_SIM=1 and nothing else) keeps its
+    # state in itself, as a real CUDA process does; CUDACKPT_SIM_STATE=-
+    # keeps it in the daemon's memory alone, which a restart forgets.
+    locked, checkpointed, forgotten = targets.start(), targets.start(), targets.start(CUDACKPT_SIM_STATE="-")
+    cudackpt.lock(locked)
+    cudackpt.suspend(checkpointed)
+    cudackpt.suspend(forgotten)
+    restart(daemon)
+    assert [cudackpt.state(p) for p in (locked, checkpointed, forgotten)] == ["locked", "checkpointed", "running"]
+    cudackpt.unlock(locked)
+    cudackpt.resume(checkpointed)
+    restart(daemon)
+    assert [cudackpt.state(p) for p in (locked, checkpointed)] == ["running", "running"]
+
+
 # ---- (a) a with block across a restart -------------------------------------------
 
 def test_claim_keeps_the_lease(daemon: Daemon, targets: Targets) -> None:
-    pid = targets.start(**SLOT)
+    pid = targets.start()
     with cudackpt.suspended(pid) as hold:
         assert hold.lease is not None and hold.lease.on_close
         assert len(hold.lease.secret or "") == 32 and hold.lease.secret not in repr(hold.lease)
@@ -66,7 +80,7 @@ def test_claim_keeps_the_lease(daemon: Daemon, targets: Targets) -> None:
 
 
 def test_claimed_at_the_end_of_the_block(daemon: Daemon, targets: Targets) -> None:
-    pid = targets.start(**SLOT)
+    pid = targets.start()
     with cudackpt.locked(pid):
         restart(daemon)
     # The block's end claimed the lease, then unlocked it itself.
@@ -76,7 +90,7 @@ def test_claimed_at_the_end_of_the_block(daemon: Daemon, targets: Targets) -> No
 
 
 def test_lease_lost_without_a_claim(daemon: Daemon, targets: Targets) -> None:
-    pid = targets.start(**SLOT)
+    pid = targets.start()
     with pytest.raises(cudackpt.LeaseLost) as lost:
         with cudackpt.suspended(pid) as hold:
             restart(daemon)
@@ -102,7 +116,7 @@ def test_lease_lost_without_a_claim(daemon: Daemon, targets: Targets) -> None:
 
 
 def test_release_and_renew_claim_first(daemon: Daemon, targets: Targets) -> None:
-    pid = targets.start(**SLOT)
+    pid = targets.start()
     with cudackpt.suspended(pid, lease_ms=600000) as hold:
         restart(daemon)
         hold.renew(600000)  # its connection is gone: claimed on a new one first
@@ -118,8 +132,20 @@ def test_release_and_renew_claim_first(daemon: Daemon, targets: Targets) -> None
 
 # ---- (b) connecting waits for the daemon ------------------------------------------------
 
+def test_a_socket_path_that_is_no_socket(tmp_path) -> None:
+    # No restart mends it: said at once, not after the connect wait.
+    path = tmp_path / "not-a-socket"
+    path.write_text("x")
+    started = time.monotonic()
+    with pytest.raises(cudackpt.DaemonUnavailable, match="not a socket"):
+        cudackpt.Client(str(path), connect_timeout=20).state(1)
+    with pytest.raises(cudackpt.DaemonUnavailable, match="not a socket"):
+        run(aio.Client(str(path), connect_timeout=20).state(1))
+    assert time.monotonic() - started < 2
+
+
 def test_call_waits_for_the_daemon(daemon: Daemon, targets: Targets, monkeypatch) -> None:
-    pid = targets.start(**SLOT)
+    pid = targets.start()
     client = cudackpt.Client(daemon.socket, connect_timeout=20)
     assert client.state(pid) == "running"
     daemon.kill()  # its socket file stays, refusing
@@ -158,7 +184,7 @@ def test_call_waits_for_the_daemon(daemon: Daemon, targets: Targets, monkeypatch
 # ---- (c) asyncio ---------------------------------------------------------------------
 
 def test_aio_claim_keeps_the_lease(daemon: Daemon, targets: Targets) -> None:
-    pid = targets.start(**SLOT)
+    pid = targets.start()
 
     async def main() -> None:
         client = aio.Client(daemon.socket)
@@ -186,7 +212,7 @@ def test_aio_claim_keeps_the_lease(daemon: Daemon, targets: Targets) -> None:
 
 
 def test_aio_call_waits_for_the_daemon(daemon: Daemon, targets: Targets) -> None:
-    pid = targets.start(**SLOT)
+    pid = targets.start()
 
     async def main() -> None:
         client = aio.Client(daemon.socket, connect_timeout=20)

@@ -9,7 +9,7 @@ import pytest
 
 import cudackpt
 
-from conftest import start_time_of
+from conftest import dead_pid, start_time_of
 
 
 def test_events_of_operations(daemon, target: int) -> None:
@@ -37,6 +37,15 @@ def test_appeared_and_exited(daemon, targets) -> None:
         targets.kill(pid)
         exited = events.wait_for(lambda e: e.type == "exited" and e.pid == pid, timeout=30)
         assert exited.start_time == appeared.start_time
+
+
+def test_watch_of_no_such_process(daemon, target: int) -> None:
+    # A pid no process has would stream nothing for ever: it is refused.
+    gone = dead_pid()
+    with pytest.raises(cudackpt.NoSuchProcess) as e:
+        with cudackpt.watch([target, gone], timeout=20):
+            pass
+    assert e.value.pid == gone
 
 
 def test_next_times_out(daemon, target: int) -> None:

@@ -7,7 +7,8 @@
  * ordinary process becomes a "CUDA process" by carrying CUDACKPT_SIM=1 in
  * its environment; the sim reads that environment from
  * /proc/PID/environ and keeps the process's checkpoint state here, inside the
- * daemon's memory, keyed by pid and start time.  Results, the state machine
+ * daemon's memory, keyed by pid and start time, and in the process itself
+ * (the state slot, below).  Results, the state machine
  * and timings imitate the real driver as measured in
  * shared/reference/driver-behaviour.md.  It is never installed and must never
  * be used as a real driver: it moves no memory and touches no GPU.
@@ -24,26 +25,30 @@
  * CUDACKPT_SIM_MANAGED=1 (checkpoint fails NOT_SUPPORTED, then UNKNOWN),
  * CUDACKPT_SIM_FAIL=op:CUDA_ERROR_X[:failed],... (op: lock, checkpoint,
  * restore, unlock, getstate, tid; ":failed" leaves the state FAILED),
- * CUDACKPT_SIM_STATE_VALUE=N (GetState reports N), CUDACKPT_SIM_STATE=r (the
+ * CUDACKPT_SIM_STATE_VALUE=N (GetState reports N), CUDACKPT_SIM_STATE=X (the
  * state slot, below).  Numbers are decimal, strictly; a bad value means the
  * default.
  *
- * The state slot, for following a process through a CRIU dump and restore:
- * the real driver keeps its state inside the target, so a process restored
- * by CRIU (same pid, new start time, memory from the image) still reads
- * "checkpointed".  A target that carries CUDACKPT_SIM_STATE=X, X one letter
- * of r (running), l (locked), c (checkpointed), f (failed), gets the same:
- * every state-changing call writes the letter of the state it leaves into
- * the target's own memory, at env_start (field 50 of /proc/PID/stat) plus
- * the letter's offset in /proc/PID/environ, with process_vm_writev (failing
- * quietly: the table alone then holds the state).  When the sim meets a pid
- * and start time it has no entry for, it takes the state from the slot, so
- * a restored image reads as it was dumped.  Any other value is no slot.  A
- * child that a target forks or execs inherits the letter: start children
- * while it reads r.  The write checks first that the pinned process still
- * lives, which leaves a window of a few microseconds in which a reused pid
- * could be written to instead (at an address the new process must map
- * writable); the tests' pids are not reused that fast.
+ * The state slot: the real driver keeps its state inside the target, so a
+ * daemon that restarts finds every process as it left it, and a process
+ * restored by CRIU (same pid, new start time, memory from the image) still
+ * reads "checkpointed".  The sim does the same by default: every
+ * state-changing call writes the letter of the state it leaves, r (running),
+ * l (locked), c (checkpointed) or f (failed), into the target's own memory,
+ * in place of the value of its CUDACKPT_SIM=1 (which then reads
+ * CUDACKPT_SIM=c, say, and still names a CUDA process), at env_start (field
+ * 50 of /proc/PID/stat) plus the character's offset in /proc/PID/environ,
+ * with process_vm_writev (failing quietly: the table alone then holds the
+ * state).  When the sim meets a pid and start time it has no entry for (a
+ * daemon restarted, an image restored), it takes the state from the slot.
+ * A target that carries CUDACKPT_SIM_STATE=X, X one of those letters, has
+ * its slot there instead; any other value of CUDACKPT_SIM_STATE (say "-")
+ * means no slot: the state lives in the daemon's memory alone and a restart
+ * forgets it.  A child that a target forks or execs inherits the letter:
+ * start children while it reads running.  The write checks first that the
+ * pinned process still lives, which leaves a window of a few microseconds
+ * in which a reused pid could be written to instead (at an address the new
+ * process must map writable); the tests' pids are not reused that fast.
  *
  * Stopped targets: while every live thread of the target is stopped (state
  * T or t in /proc/PID/task/TID/stat, as under SIGSTOP or CRIU's seize;
@@ -709,11 +714,18 @@ static void sim_config_parse(const char *env, size_t len, bool is_self, struct s
                 .ckpt_mibps = 2048,
                 .restore_mibps = 4096,
         };
-        const char *v;
+        CUprocessState cuda_state = CU_PROCESS_STATE_RUNNING;
+        const char *v, *cuda;
+        bool cuda_letter;
 
         /* The caller itself counts as a CUDA process once it called cuInit:
-         * the real driver answers GetState on the caller with "running". */
-        cfg.cuda = sim_env_flag(env, len, "CUDACKPT_SIM") || (is_self && atomic_load(&sim_initialized));
+         * the real driver answers GetState on the caller with "running".
+         * CUDACKPT_SIM holds the letter of a state once the default slot
+         * (below) has been written, and still names a CUDA process. */
+        cuda = sim_environ_get(env, len, "CUDACKPT_SIM");
+        cuda_letter = cuda && cuda[0] != '\0' && cuda[1] == '\0' && sim_slot_state(cuda[0], &cuda_state) == 0;
+        cfg.cuda = sim_env_flag(env, len, "CUDACKPT_SIM") || cuda_letter ||
+                (is_self && atomic_load(&sim_initialized));
         /* Capped so that mem * 1e9 / speed cannot overflow 64 bits. */
         sim_env_number(env, len, "CUDACKPT_SIM_MEM_MIB", 0, 1ull << 24, &cfg.mem_mib);
         sim_env_number(env, len, "CUDACKPT_SIM_CKPT_MIBPS", 1, 1ull << 24, &cfg.ckpt_mibps);
@@ -732,11 +744,17 @@ static void sim_config_parse(const char *env, size_t len, bool is_self, struct s
         }
 
         /* The slot is the entry getenv() would find, the first one; any value
-         * but one known letter is no slot. */
+         * but one known letter is no slot.  Without CUDACKPT_SIM_STATE, the
+         * one character of CUDACKPT_SIM=1 is the slot: "1" until the first
+         * change of state (running), then the letter. */
         v = sim_environ_get(env, len, SIM_SLOT_NAME);
         if (v && v[0] != '\0' && v[1] == '\0' && sim_slot_state(v[0], &cfg.slot_state) == 0) {
                 cfg.slot_set = true;
                 cfg.slot_offset = (size_t) (v - env);
+        } else if (!v && (cuda_letter || (cuda && strcmp(cuda, "1") == 0))) {
+                cfg.slot_set = true;
+                cfg.slot_offset = (size_t) (cuda - env);
+                cfg.slot_state = cuda_letter ? cuda_state : CU_PROCESS_STATE_RUNNING;
         }
 
         v = sim_environ_get(env, len, "CUDACKPT_SIM_GPUS");
