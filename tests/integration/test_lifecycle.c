@@ -261,6 +261,9 @@ START_TEST(partly_stopped_target_served)
         ck_assert_int_eq(waitpid(pid, &status, __WALL), pid);
         ck_assert_msg(WIFSTOPPED(status), "not stopped: status %#x", status);
         itest_await_proc_state(pid, 't', true);
+        /* The other thread may still be on its way into read(). */
+        for (double deadline = itest_now_ms() + 5000; thread_state(pid, other) != 'S' && itest_now_ms() < deadline;)
+                usleep(1000);
         ck_assert_msg(thread_state(pid, other) == 'S', "thread %d is in state %c, not S", (int)other,
                       thread_state(pid, other));
 
