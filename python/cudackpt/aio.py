@@ -25,7 +25,7 @@ import os
 import socket
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Type, TypeVar, Union
 
-from . import _requests, _varlink, errors
+from . import _codec, _config, _requests, errors
 from .lease import _BROKEN, _GONE, _has_members, _lost_message, _no_secret_message, _not_ours_message, hold_opened
 from .types import Event, GroupResult, Lease, OperationResult, ProcessInfo, Progress, StateReply
 
@@ -44,7 +44,7 @@ async def _bounded(awaitable: Awaitable[T], timeout: Optional[float], what: str)
     too, and on Python 3.11+ so is asyncio.TimeoutError) comes out as it
     is."""
     try:
-        return await asyncio.wait_for(awaitable, _varlink.limit(timeout))
+        return await asyncio.wait_for(awaitable, _config.limit(timeout))
     except errors.CudackptError:
         raise
     except asyncio.TimeoutError:
@@ -63,8 +63,8 @@ class Connection:
         or refuses (a daemon restarting), tries again for
         ``connect_timeout`` seconds (None: ``$CUDACKPT_CONNECT_TIMEOUT_MS``,
         else 3 s; 0: one try), never past ``timeout``."""
-        deadline = _varlink.Deadline(timeout)
-        delays = _varlink.retry_delays(_varlink.default_connect_timeout() if connect_timeout is None
+        deadline = _config.Deadline(timeout)
+        delays = _config.retry_delays(_config.default_connect_timeout() if connect_timeout is None
                                        else connect_timeout, deadline.left())
         while True:
             try:
@@ -74,8 +74,8 @@ class Connection:
             except errors.CudackptError:
                 raise  # CallTimeout: a TimeoutError, so an OSError too
             except OSError as raised:
-                e = _varlink.connect_error(raised, path)
-                delay = next(delays) if _varlink.is_retryable(e) else None
+                e = _config.connect_error(raised, path)
+                delay = next(delays) if _config.is_retryable(e) else None
                 if delay is None:
                     raise errors.DaemonUnavailable("cannot connect to cudackptd at %s: %s"
                                                    % (path, e.strerror or e)) from e
@@ -116,7 +116,7 @@ class Connection:
 
     async def send(self, method: str, parameters: Optional[Dict[str, Any]], more: bool = False) -> None:
         try:
-            self._writer.write(_varlink.encode(method, parameters, more))
+            self._writer.write(_codec.encode(method, parameters, more))
             await self._writer.drain()
         except OSError as e:
             raise errors.ConnectionLost("the daemon closed the connection: %s" % (e.strerror or e)) from e
@@ -132,14 +132,14 @@ class Connection:
             raise errors.ProtocolError("a reply longer than %d bytes" % _LIMIT) from None
         except OSError as e:
             raise errors.ConnectionLost("the connection to cudackptd failed: %s" % (e.strerror or e)) from e
-        return _varlink.decode(data[:-1])
+        return _codec.decode(data[:-1])
 
     async def call(self, method: str, parameters: Optional[Dict[str, Any]], timeout: float) -> Dict[str, Any]:
-        return await _bounded(self._call(method, parameters), timeout, "reply to " + _varlink.method_name(method))
+        return await _bounded(self._call(method, parameters), timeout, "reply to " + _codec.method_name(method))
 
     async def _call(self, method: str, parameters: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         await self.send(method, parameters)
-        return _varlink.check(await self.receive(None))
+        return _codec.check(await self.receive(None))
 
 
 class Client:
@@ -149,7 +149,7 @@ class Client:
 
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None,
                  connect_timeout: Optional[float] = None) -> None:
-        self.socket_path = socket_path or _varlink.default_socket()
+        self.socket_path = socket_path or _config.default_socket()
         self.timeout = _requests.client_timeout(timeout)
         self.connect_timeout = _requests.connect_timeout(connect_timeout)
         self._pool: List[Connection] = []
@@ -191,12 +191,12 @@ class Client:
         """Calls ``method`` and returns its reply's parameters, or raises
         its error."""
         seconds = _requests.call_timeout(timeout, self.timeout)
-        deadline = _varlink.Deadline(seconds)  # waiting for the daemon counts
+        deadline = _config.Deadline(seconds)  # waiting for the daemon counts
         conn = await self._take(seconds)
         try:
             reply = await conn.call(method, parameters, deadline.remaining())
         except BaseException as e:
-            if _varlink.in_step_after(e):
+            if _codec.in_step_after(e):
                 await self._give_back(conn)  # an error reply: the connection is still good
             else:
                 await conn.close()  # cancelled or failed mid-call: its reply would come to the next caller
@@ -284,7 +284,7 @@ class Client:
         await conn.send(method, params, more=True)
         while True:
             reply = await conn.receive(None)
-            parameters = _varlink.check(reply)
+            parameters = _codec.check(reply)
             if not reply.get("continues"):
                 return GroupResult.from_json(parameters)
             if "progress" in parameters:
@@ -442,7 +442,7 @@ class Hold:
                 if again:
                     raise  # the new connection closed too: tried again later
             except BaseException as e:
-                if not _varlink.in_step_after(e):
+                if not _codec.in_step_after(e):
                     self._broken = True  # timed out, cancelled or unreadable: its reply unread
                 raise
         raise AssertionError("unreachable")
@@ -534,7 +534,7 @@ class Watcher:
             raise
         if reply.get("error") is not None or not reply.get("continues"):
             await self.close()  # the stream's last reply: nothing more comes
-        return Event.from_json(_varlink.check(reply).get("event") or {})
+        return Event.from_json(_codec.check(reply).get("event") or {})
 
     async def wait_for(self, predicate: Callable[[Event], bool], timeout: float) -> Event:
         """The first event for which ``predicate`` is true, within

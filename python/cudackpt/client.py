@@ -17,7 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, TypeVar
 
-from . import _requests, _varlink, errors
+from . import _codec, _config, _connection, _requests, errors
 from .types import GroupResult, OperationResult, ProcessInfo, Progress, StateReply
 
 if TYPE_CHECKING:
@@ -51,11 +51,11 @@ class Client:
 
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None,
                  connect_timeout: Optional[float] = None, spin_us: Optional[int] = None) -> None:
-        self.socket_path = socket_path or _varlink.default_socket()
+        self.socket_path = socket_path or _config.default_socket()
         self.timeout = _requests.client_timeout(timeout)
         self.connect_timeout = _requests.connect_timeout(connect_timeout)
         self.spin_us = _requests.spin_us(spin_us)
-        self._pool: List[_varlink.Connection] = []
+        self._pool: List[_connection.Connection] = []
         self._pool_pid = os.getpid()
         self._lock = threading.Lock()
 
@@ -78,15 +78,15 @@ class Client:
 
     # ---- connections -----------------------------------------------------------
 
-    def connect(self, timeout: Optional[float] = None) -> _varlink.Connection:
+    def connect(self, timeout: Optional[float] = None) -> _connection.Connection:
         """A new connection of its own (for leases held by it and Watch);
         ``timeout`` bounds connecting (a call without limit still connects
         within the client's).  A daemon that is restarting (no socket, or
         one that refuses) is waited for, ``connect_timeout`` at most."""
         seconds = self.timeout if timeout is None or math.isinf(timeout) else timeout
-        return _varlink.Connection(self.socket_path, seconds, self.connect_timeout, self.spin_us)
+        return _connection.Connection(self.socket_path, seconds, self.connect_timeout, self.spin_us)
 
-    def _take(self, timeout: float) -> _varlink.Connection:
+    def _take(self, timeout: float) -> _connection.Connection:
         with self._lock:
             if self._pool_pid != os.getpid():  # forked: the parent's connections are not ours
                 self._pool, self._pool_pid = [], os.getpid()
@@ -97,7 +97,7 @@ class Client:
                 conn.close()
         return self.connect(timeout)
 
-    def _give_back(self, conn: _varlink.Connection) -> None:
+    def _give_back(self, conn: _connection.Connection) -> None:
         with self._lock:
             if len(self._pool) < _POOL_SIZE and self._pool_pid == os.getpid():
                 self._pool.append(conn)
@@ -109,12 +109,12 @@ class Client:
         """Calls ``method`` (a short name means one of io.cudackpt.Process)
         and returns its reply's parameters, or raises its error."""
         seconds = _requests.call_timeout(timeout, self.timeout)
-        deadline = _varlink.Deadline(seconds)  # waiting for the daemon counts
+        deadline = _config.Deadline(seconds)  # waiting for the daemon counts
         conn = self._take(seconds)
         try:
             reply = conn.call(method, parameters, deadline.remaining())
         except BaseException as e:
-            if _varlink.in_step_after(e):
+            if _codec.in_step_after(e):
                 self._give_back(conn)  # an error reply: the connection is still good
             else:
                 conn.close()
@@ -127,7 +127,7 @@ class Client:
         """Calls ``method`` with ``more``: ``on_reply`` gets every reply that
         continues; the last one is returned."""
         seconds = _requests.call_timeout(timeout, self.timeout)
-        deadline = _varlink.Deadline(seconds)
+        deadline = _config.Deadline(seconds)
         conn = self._take(seconds)
         last: Dict[str, Any] = {}
         try:
@@ -144,7 +144,7 @@ class Client:
                         conn.close()
                         raise
         except BaseException as e:
-            if conn.fileno() >= 0 and _varlink.in_step_after(e):
+            if conn.fileno() >= 0 and _codec.in_step_after(e):
                 self._give_back(conn)  # an error reply ends the stream: read to its end
             else:
                 conn.close()

@@ -34,7 +34,7 @@ import os
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Type, Union
 
-from . import _requests, _varlink, errors
+from . import _codec, _connection, _requests, errors
 from .types import GroupResult, Lease, OperationResult
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ class Hold:
         self._parse = parse
         self._take_timeout = timeout  # the pausing call's: lengthened by its timeout_ms
         self._timeout = timeout if other_timeout is None else other_timeout
-        self._conn: Optional[_varlink.Connection] = None
+        self._conn: Optional[_connection.Connection] = None
         self._released = False
         self._broken = False  # a call on the connection failed without its reply read
         self._lost = False  # the daemon undid the lease: claiming it again failed
@@ -213,7 +213,7 @@ class Hold:
             if not raising:  # never hide the block's own exception
                 raise
 
-    def _held(self) -> _varlink.Connection:
+    def _held(self) -> _connection.Connection:
         if self._owner:
             raise RuntimeError(_not_ours_message(self._owner))
         if self._conn is None or self.lease is None:
@@ -225,7 +225,7 @@ class Hold:
             raise errors.LeaseLost(_lost_message(self.lease.id), self.lease.id)
         return self._conn
 
-    def _claim_again(self) -> _varlink.Connection:
+    def _claim_again(self) -> _connection.Connection:
         """Connects again (waiting for a restarting daemon) and claims the
         lease on the new connection, which becomes the holding one.
         LeaseLost when the daemon no longer holds it."""
@@ -263,7 +263,7 @@ class Hold:
                 if again:
                     raise  # the new connection closed too: tried again later
             except BaseException as e:
-                if not _varlink.in_step_after(e):
+                if not _codec.in_step_after(e):
                     self._broken = True  # timed out, interrupted or unreadable: its reply unread
                 raise
         raise AssertionError("unreachable")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
-from . import _requests, _varlink, errors
+from . import _codec, _config, _connection, _requests, errors
 from .types import Event
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class Watcher:
         if pids is not None or cgroup is not None or tree is not None:
             params = {"selector": _requests.selector(pids, cgroup, tree)}
         seconds = _requests.call_timeout(timeout, client.timeout)
-        self._conn: Optional[_varlink.Connection] = client.connect(seconds)
+        self._conn: Optional[_connection.Connection] = client.connect(seconds)
         try:
             self._conn.send("Watch", params, more=True, timeout=seconds)
             first = self._receive(seconds)
@@ -45,7 +45,7 @@ class Watcher:
         if self._conn is None:
             raise ValueError("the watcher is closed")
         try:
-            reply = self._conn.receive(_varlink.Deadline(timeout), "event")
+            reply = self._conn.receive(_config.Deadline(timeout), "event")
         except errors.CallTimeout:
             raise  # nothing came: the stream goes on
         except BaseException as e:
@@ -54,7 +54,7 @@ class Watcher:
             raise
         if reply.get("error") is not None or not reply.get("continues"):
             self.close()  # the stream's last reply: nothing more comes
-        return Event.from_json(_varlink.check(reply).get("event") or {})
+        return Event.from_json(_codec.check(reply).get("event") or {})
 
     def next(self, timeout: Optional[float] = None) -> Event:
         """The next event; :class:`~cudackpt.errors.CallTimeout` (a
@@ -65,7 +65,7 @@ class Watcher:
     def wait_for(self, predicate: Callable[[Event], bool], timeout: float) -> Event:
         """The first event for which ``predicate`` is true, within
         ``timeout`` seconds in all (else CallTimeout)."""
-        deadline = _varlink.Deadline(timeout)
+        deadline = _config.Deadline(timeout)
         while True:
             event = self._receive(deadline.left())
             if predicate(event):
