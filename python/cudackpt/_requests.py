@@ -170,6 +170,15 @@ def selector(pids: Optional[Iterable[Any]] = None, cgroup: Optional[str] = None,
     return {"tree": check_pid(tree)}
 
 
+def optional_selector(pids: Optional[Iterable[Any]] = None, cgroup: Optional[str] = None,
+                      tree: Optional[int] = None) -> Optional[Params]:
+    """The parameters of a call that selects (ListProcesses, Watch): none
+    for every process the caller may see, else the selector."""
+    if pids is None and cgroup is None and tree is None:
+        return None
+    return {"selector": selector(pids, cgroup, tree)}
+
+
 def group(sel: Params, timeout_ms: Optional[int] = None, mapping: Any = None,
           lease_ms: Optional[int] = None, lease_on_close: Optional[bool] = None) -> Params:
     """A group method's parameters."""
