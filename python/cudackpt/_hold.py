@@ -15,7 +15,7 @@ import contextlib
 import enum
 import os
 import weakref
-from typing import Any, Callable, Dict, Iterator, Optional, Type, TypeVar, Union
+from typing import Any, Callable, Dict, Generic, Iterator, Optional, Tuple, Type, TypeVar, Union
 
 from . import _codec, _requests, errors
 from .types import GroupResult, Lease, OperationResult
@@ -174,7 +174,7 @@ class HoldState:
             assert self.lease is not None
             raise errors.LeaseLost(_lost_message(self.lease.id), self.lease.id)
 
-    def _undo_args(self) -> "tuple[str, Dict[str, Any]]":
+    def _undo_args(self) -> Tuple[str, Dict[str, Any]]:
         assert self.result is not None
         return self._undo, self._undo_params(self.result)
 
@@ -244,3 +244,26 @@ class HoldState:
 
     def _renew_params(self, lease_ms: int) -> Dict[str, Any]:
         return _requests.lease(self._release_params(), lease_ms, None)
+
+
+class Holding(Generic[H]):
+    """``suspended()`` and ``locked()`` of a client, the same in both
+    flavours: each client names the hold it makes (``_hold``), the blocking
+    :class:`cudackpt.Hold` for a ``with`` block or the asyncio one for an
+    ``async with`` block."""
+
+    _hold: Type[H]
+
+    def suspended(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
+                  gpu_mapping: Optional[Any] = None, start_time: Optional[int] = None,
+                  timeout: Optional[float] = None) -> H:
+        """The process suspended for a block, under a lease, and resumed at
+        its end: see :func:`cudackpt.suspended`."""
+        return self._hold.single(self, "Suspend", "Resume", pid, lease_ms, timeout_ms, gpu_mapping, start_time,
+                                 timeout)
+
+    def locked(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
+               start_time: Optional[int] = None, timeout: Optional[float] = None) -> H:
+        """The process locked for a block, under a lease, and unlocked at
+        its end: see :func:`cudackpt.locked`."""
+        return self._hold.single(self, "Lock", "Unlock", pid, lease_ms, timeout_ms, None, start_time, timeout)

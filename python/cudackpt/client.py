@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, TypeVar
 
 from . import _calls, _codec, _config, _connection, _default, _requests
 from ._default import default_client, set_default_client
+from ._hold import Holding
 from .job import Job, ProgressCallback
 from .lease import Hold
 from .types import GroupResult, OperationResult, ProcessInfo, StateReply
@@ -34,7 +35,7 @@ _POOL_MAX_IDLE_S = 60.0
 closes idle connections after idle_timeout_ms, 300 s by default)."""
 
 
-class Client:
+class Client(Holding[Hold]):
     """A client of cudackptd on ``socket_path`` (default: ``$CUDACKPT_SOCKET``,
     else ``/run/cudackpt/io.cudackpt.Process``).  ``timeout``: each call's
     default limit, in seconds.  ``connect_timeout``: how long connecting
@@ -46,6 +47,8 @@ class Client:
     wake-up of a sleeping thread (tens of microseconds on a VM) at the
     price of a core burnt for up to that long per call, so it pays only in
     latency-bound loops of short calls on a machine with idle cores."""
+
+    _hold = Hold
 
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None,
                  connect_timeout: Optional[float] = None, spin_us: Optional[int] = None) -> None:
@@ -247,18 +250,7 @@ class Client:
         """A :class:`cudackpt.Job` served by this client."""
         return Job(pids, cgroup=cgroup, tree=tree, client=self)
 
-    # ---- leases held for a block, and watching ------------------------------------
-
-    def suspended(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
-                  gpu_mapping: Optional[Any] = None, start_time: Optional[int] = None,
-                  timeout: Optional[float] = None) -> Hold:
-        """See :func:`cudackpt.suspended`."""
-        return Hold.single(self, "Suspend", "Resume", pid, lease_ms, timeout_ms, gpu_mapping, start_time, timeout)
-
-    def locked(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
-               start_time: Optional[int] = None, timeout: Optional[float] = None) -> Hold:
-        """See :func:`cudackpt.locked`."""
-        return Hold.single(self, "Lock", "Unlock", pid, lease_ms, timeout_ms, None, start_time, timeout)
+    # ---- watching (suspended() and locked(): _hold.Holding) ----------------------
 
     def watch(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
               tree: Optional[int] = None, timeout: Optional[float] = None) -> Watcher:

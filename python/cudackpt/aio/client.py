@@ -7,6 +7,7 @@ import math
 from typing import Any, Dict, Iterable, List, Optional, TypeVar
 
 from .. import _calls, _codec, _config, _requests
+from .._hold import Holding
 from ..types import GroupResult, OperationResult, ProcessInfo, StateReply
 from . import job as _job
 from ._connection import Connection, bounded
@@ -20,10 +21,12 @@ T = TypeVar("T")
 _POOL_SIZE = 4
 
 
-class Client:
+class Client(Holding[Hold]):
     """The asyncio client of cudackptd on ``socket_path`` (default:
     ``$CUDACKPT_SOCKET``, else the daemon's default path); ``timeout`` and
     ``connect_timeout`` as :class:`cudackpt.Client`'s."""
+
+    _hold = Hold
 
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None,
                  connect_timeout: Optional[float] = None) -> None:
@@ -164,18 +167,6 @@ class Client:
     def job(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
             tree: Optional[int] = None) -> Job:
         return Job(pids, cgroup=cgroup, tree=tree, client=self)
-
-    def suspended(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
-                  gpu_mapping: Optional[Any] = None, start_time: Optional[int] = None,
-                  timeout: Optional[float] = None) -> Hold:
-        """The process suspended for an ``async with`` block, under a lease
-        (as :func:`cudackpt.suspended`)."""
-        return Hold.single(self, "Suspend", "Resume", pid, lease_ms, timeout_ms, gpu_mapping, start_time, timeout)
-
-    def locked(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
-               start_time: Optional[int] = None, timeout: Optional[float] = None) -> Hold:
-        """The process locked for an ``async with`` block, under a lease."""
-        return Hold.single(self, "Lock", "Unlock", pid, lease_ms, timeout_ms, None, start_time, timeout)
 
     def watch(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
               tree: Optional[int] = None, timeout: Optional[float] = None) -> Watcher:
