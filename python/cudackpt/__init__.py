@@ -37,7 +37,7 @@ from .job import Job
 from .lease import Hold
 from .types import (Event, GpuUsage, GroupResult, Lease, Member, OperationResult, ProcessInfo, Progress,
                     Skipped, StateReply)
-from .watch import Watcher
+from .watcher import Watcher
 
 __version__ = "0.1.0"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple, Union
 
-from . import _varlink
+from . import _config
 
 Params = Dict[str, Any]
 PidRef = Union[int, Tuple[int, int]]
@@ -170,6 +170,15 @@ def selector(pids: Optional[Iterable[Any]] = None, cgroup: Optional[str] = None,
     return {"tree": check_pid(tree)}
 
 
+def optional_selector(pids: Optional[Iterable[Any]] = None, cgroup: Optional[str] = None,
+                      tree: Optional[int] = None) -> Optional[Params]:
+    """The parameters of a call that selects (ListProcesses, Watch): none
+    for every process the caller may see, else the selector."""
+    if pids is None and cgroup is None and tree is None:
+        return None
+    return {"selector": selector(pids, cgroup, tree)}
+
+
 def group(sel: Params, timeout_ms: Optional[int] = None, mapping: Any = None,
           lease_ms: Optional[int] = None, lease_on_close: Optional[bool] = None) -> Params:
     """A group method's parameters."""
@@ -198,33 +207,33 @@ def check_timeout(timeout: Any) -> float:
 def client_timeout(timeout: Any) -> float:
     """A client's default limit: ``timeout``, else ``$CUDACKPT_TIMEOUT``,
     else 300 s."""
-    return _varlink.default_timeout() if timeout is None else check_timeout(timeout)
+    return _config.default_timeout() if timeout is None else check_timeout(timeout)
 
 
 def connect_timeout(seconds: Any) -> float:
     """How long connecting waits for a restarting daemon: ``seconds`` (0
     to 600: 0 is one try), else ``$CUDACKPT_CONNECT_TIMEOUT_MS``, else 3 s."""
     if seconds is None:
-        return _varlink.default_connect_timeout()
+        return _config.default_connect_timeout()
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError("connect_timeout must be a number of seconds")
     value = float(seconds)
-    if not 0 <= value <= _varlink.MAX_CONNECT_TIMEOUT:  # NaN too
-        raise ValueError("connect_timeout must be from 0 to %d seconds" % _varlink.MAX_CONNECT_TIMEOUT)
+    if not 0 <= value <= _config.MAX_CONNECT_TIMEOUT:  # NaN too
+        raise ValueError("connect_timeout must be from 0 to %d seconds" % _config.MAX_CONNECT_TIMEOUT)
     return value
 
 
 def spin_us(value: Any) -> int:
     """How long a call polls for its reply without sleeping, in
-    microseconds: ``value`` (0 or more; above :data:`_varlink.MAX_SPIN_US`
+    microseconds: ``value`` (0 or more; above :data:`_config.MAX_SPIN_US`
     taken as that), else ``$CUDACKPT_SPIN_US``, else 0."""
     if value is None:
-        return _varlink.default_spin_us()
+        return _config.default_spin_us()
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("spin_us must be an int (microseconds)")
     if value < 0:
         raise ValueError("spin_us must not be negative")
-    return min(value, _varlink.MAX_SPIN_US)
+    return min(value, _config.MAX_SPIN_US)
 
 
 def call_timeout(timeout: Any, default: float, timeout_ms: Optional[int] = None) -> float:

@@ -15,20 +15,19 @@ import math
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Optional, TypeVar
 
-from . import _requests, _varlink, errors
-from .types import GroupResult, OperationResult, ProcessInfo, Progress, StateReply
-
-if TYPE_CHECKING:
-    from .job import Job
-    from .lease import Hold
-    from .watch import Watcher
+from . import _calls, _codec, _config, _connection, _default, _requests
+from ._default import default_client, set_default_client
+from ._hold import Holding
+from .job import Job, ProgressCallback
+from .lease import Hold
+from .types import GroupResult, OperationResult, ProcessInfo, StateReply
+from .watcher import Watcher
 
 __all__ = ["Client", "default_client", "set_default_client"]
 
 T = TypeVar("T")
-ProgressCallback = Callable[[Progress], None]
 
 _POOL_SIZE = 4
 _POOL_MAX_IDLE_S = 60.0
@@ -36,7 +35,7 @@ _POOL_MAX_IDLE_S = 60.0
 closes idle connections after idle_timeout_ms, 300 s by default)."""
 
 
-class Client:
+class Client(Holding[Hold]):
     """A client of cudackptd on ``socket_path`` (default: ``$CUDACKPT_SOCKET``,
     else ``/run/cudackpt/io.cudackpt.Process``).  ``timeout``: each call's
     default limit, in seconds.  ``connect_timeout``: how long connecting
@@ -49,13 +48,15 @@ class Client:
     price of a core burnt for up to that long per call, so it pays only in
     latency-bound loops of short calls on a machine with idle cores."""
 
+    _hold = Hold
+
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None,
                  connect_timeout: Optional[float] = None, spin_us: Optional[int] = None) -> None:
-        self.socket_path = socket_path or _varlink.default_socket()
+        self.socket_path = socket_path or _config.default_socket()
         self.timeout = _requests.client_timeout(timeout)
         self.connect_timeout = _requests.connect_timeout(connect_timeout)
         self.spin_us = _requests.spin_us(spin_us)
-        self._pool: List[_varlink.Connection] = []
+        self._pool: List[_connection.Connection] = []
         self._pool_pid = os.getpid()
         self._lock = threading.Lock()
 
@@ -78,15 +79,15 @@ class Client:
 
     # ---- connections -----------------------------------------------------------
 
-    def connect(self, timeout: Optional[float] = None) -> _varlink.Connection:
+    def connect(self, timeout: Optional[float] = None) -> _connection.Connection:
         """A new connection of its own (for leases held by it and Watch);
         ``timeout`` bounds connecting (a call without limit still connects
         within the client's).  A daemon that is restarting (no socket, or
         one that refuses) is waited for, ``connect_timeout`` at most."""
         seconds = self.timeout if timeout is None or math.isinf(timeout) else timeout
-        return _varlink.Connection(self.socket_path, seconds, self.connect_timeout, self.spin_us)
+        return _connection.Connection(self.socket_path, seconds, self.connect_timeout, self.spin_us)
 
-    def _take(self, timeout: float) -> _varlink.Connection:
+    def _take(self, timeout: float) -> _connection.Connection:
         with self._lock:
             if self._pool_pid != os.getpid():  # forked: the parent's connections are not ours
                 self._pool, self._pool_pid = [], os.getpid()
@@ -97,7 +98,7 @@ class Client:
                 conn.close()
         return self.connect(timeout)
 
-    def _give_back(self, conn: _varlink.Connection) -> None:
+    def _give_back(self, conn: _connection.Connection) -> None:
         with self._lock:
             if len(self._pool) < _POOL_SIZE and self._pool_pid == os.getpid():
                 self._pool.append(conn)
@@ -109,12 +110,12 @@ class Client:
         """Calls ``method`` (a short name means one of io.cudackpt.Process)
         and returns its reply's parameters, or raises its error."""
         seconds = _requests.call_timeout(timeout, self.timeout)
-        deadline = _varlink.Deadline(seconds)  # waiting for the daemon counts
+        deadline = _config.Deadline(seconds)  # waiting for the daemon counts
         conn = self._take(seconds)
         try:
             reply = conn.call(method, parameters, deadline.remaining())
         except BaseException as e:
-            if _varlink.in_step_after(e):
+            if _codec.in_step_after(e):
                 self._give_back(conn)  # an error reply: the connection is still good
             else:
                 conn.close()
@@ -127,7 +128,7 @@ class Client:
         """Calls ``method`` with ``more``: ``on_reply`` gets every reply that
         continues; the last one is returned."""
         seconds = _requests.call_timeout(timeout, self.timeout)
-        deadline = _varlink.Deadline(seconds)
+        deadline = _config.Deadline(seconds)
         conn = self._take(seconds)
         last: Dict[str, Any] = {}
         try:
@@ -144,7 +145,7 @@ class Client:
                         conn.close()
                         raise
         except BaseException as e:
-            if conn.fileno() >= 0 and _varlink.in_step_after(e):
+            if conn.fileno() >= 0 and _codec.in_step_after(e):
                 self._give_back(conn)  # an error reply ends the stream: read to its end
             else:
                 conn.close()
@@ -152,10 +153,9 @@ class Client:
         self._give_back(conn)
         return last
 
-    def _op(self, method: str, params: Dict[str, Any], timeout: Optional[float],
-            timeout_ms: Optional[int] = None) -> OperationResult:
-        seconds = _requests.call_timeout(timeout, self.timeout, timeout_ms)
-        return OperationResult.from_json(self.call(method, params, seconds))
+    def _do(self, call: "_calls.Call[T]", timeout: Optional[float]) -> T:
+        seconds = _requests.call_timeout(timeout, self.timeout, call.timeout_ms)
+        return call.parse(self.call(call.method, call.params, seconds))
 
     # ---- one process -----------------------------------------------------------
 
@@ -163,7 +163,7 @@ class Client:
                   timeout: Optional[float] = None) -> StateReply:
         """The process's state (``running``, ``locked``, ``checkpointed``,
         ``failed``, or ``unknown-N``) and the operation in flight, if any."""
-        return StateReply.from_json(self.call("GetState", _requests.single(pid, start_time), timeout))
+        return self._do(_calls.get_state(pid, start_time), timeout)
 
     def state(self, pid: int, *, start_time: Optional[int] = None, timeout: Optional[float] = None) -> str:
         """The process's state, as a string."""
@@ -172,71 +172,65 @@ class Client:
     def get_restore_thread_id(self, pid: int, *, start_time: Optional[int] = None,
                               timeout: Optional[float] = None) -> int:
         """The thread a restore of the process is performed from (CRIU)."""
-        reply = self.call("GetRestoreThreadId", _requests.single(pid, start_time), timeout)
-        return int(reply["restore_thread_id"])
+        return self._do(_calls.get_restore_thread_id(pid, start_time), timeout)
 
     def lock(self, pid: int, timeout_ms: Optional[int] = None, *, start_time: Optional[int] = None,
              lease_ms: Optional[int] = None, timeout: Optional[float] = None) -> OperationResult:
         """running -> locked.  ``timeout_ms``: 0 waits without limit, None
         the daemon's default (10 s unless configured).  ``lease_ms``: the
         daemon unlocks it again after that long (a lease)."""
-        return self._op("Lock", _requests.lock(pid, timeout_ms, start_time, lease_ms, None), timeout, timeout_ms)
+        return self._do(_calls.lock("Lock", pid, timeout_ms, start_time, lease_ms), timeout)
 
     def checkpoint(self, pid: int, *, start_time: Optional[int] = None,
                    timeout: Optional[float] = None) -> OperationResult:
         """locked -> checkpointed: GPU memory moves to host memory."""
-        return self._op("Checkpoint", _requests.single(pid, start_time), timeout)
+        return self._do(_calls.single("Checkpoint", pid, start_time), timeout)
 
     def restore(self, pid: int, gpu_mapping: Optional[Any] = None, *, start_time: Optional[int] = None,
                 timeout: Optional[float] = None) -> OperationResult:
         """checkpointed -> locked, in place or onto the GPUs of
         ``gpu_mapping`` (old UUID -> new UUID)."""
-        return self._op("Restore", _requests.restore(pid, gpu_mapping, start_time), timeout)
+        return self._do(_calls.restore("Restore", pid, gpu_mapping, start_time), timeout)
 
     def unlock(self, pid: int, *, start_time: Optional[int] = None,
                timeout: Optional[float] = None) -> OperationResult:
         """locked -> running."""
-        return self._op("Unlock", _requests.single(pid, start_time), timeout)
+        return self._do(_calls.single("Unlock", pid, start_time), timeout)
 
     def suspend(self, pid: int, timeout_ms: Optional[int] = None, *, start_time: Optional[int] = None,
                 lease_ms: Optional[int] = None, timeout: Optional[float] = None) -> OperationResult:
         """Lock then checkpoint, as one operation (unlocked again if the
         checkpoint fails)."""
-        return self._op("Suspend", _requests.lock(pid, timeout_ms, start_time, lease_ms, None), timeout, timeout_ms)
+        return self._do(_calls.lock("Suspend", pid, timeout_ms, start_time, lease_ms), timeout)
 
     def resume(self, pid: int, gpu_mapping: Optional[Any] = None, *, start_time: Optional[int] = None,
                timeout: Optional[float] = None) -> OperationResult:
         """Restore then unlock."""
-        return self._op("Resume", _requests.restore(pid, gpu_mapping, start_time), timeout)
+        return self._do(_calls.restore("Resume", pid, gpu_mapping, start_time), timeout)
 
     # ---- leases, listing, metrics --------------------------------------------------
 
     def release_lease(self, lease: int, *, timeout: Optional[float] = None) -> None:
         """Ends a lease without undoing it."""
-        self.call("ReleaseLease", {"lease": int(lease)}, timeout)
+        self._do(_calls.release_lease(lease), timeout)
 
     def renew_lease(self, lease: int, lease_ms: int, *, timeout: Optional[float] = None) -> int:
         """Makes a lease expire ``lease_ms`` from now."""
-        params = _requests.lease({"lease": int(lease)}, lease_ms, None)
-        return int(self.call("RenewLease", params, timeout)["lease_ms"])
+        return self._do(_calls.renew_lease(lease, lease_ms), timeout)
 
     def list_processes(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
                        tree: Optional[int] = None, timeout: Optional[float] = None) -> List[ProcessInfo]:
         """The CUDA processes the caller may act on, of a selection or all."""
-        params = None
-        if pids is not None or cgroup is not None or tree is not None:
-            params = {"selector": _requests.selector(pids, cgroup, tree)}
-        reply = self.call("ListProcesses", params, timeout)
-        return [ProcessInfo.from_json(p) for p in reply.get("processes") or []]
+        return self._do(_calls.list_processes(pids, cgroup, tree), timeout)
 
     def metrics(self, *, timeout: Optional[float] = None) -> str:
         """The daemon's counters, in the Prometheus text format."""
-        return str(self.call("GetMetrics", None, timeout)["text"])
+        return self._do(_calls.metrics(), timeout)
 
     def info(self, *, timeout: Optional[float] = None) -> Dict[str, Any]:
         """org.varlink.service.GetInfo: vendor, product, version, url,
         interfaces."""
-        return self.call("org.varlink.service.GetInfo", None, timeout)
+        return self._do(_calls.info(), timeout)
 
     # ---- groups --------------------------------------------------------------------
 
@@ -244,61 +238,25 @@ class Client:
               timeout: Optional[float] = None, timeout_ms: Optional[int] = None) -> GroupResult:
         """A group method (``LockGroup``, ...) with its parameters; see
         :class:`cudackpt.Job` for the friendly form."""
-        seconds = _requests.call_timeout(timeout, self.timeout, timeout_ms)
+        call = _calls.group(method, params, timeout_ms)
         if progress is None:
-            return GroupResult.from_json(self.call(method, params, seconds))
+            return self._do(call, timeout)
         cb = progress
-        reply = self.stream(method, params, lambda r: cb(Progress.from_json(r["progress"])), seconds)
-        return GroupResult.from_json(reply)
+        seconds = _requests.call_timeout(timeout, self.timeout, timeout_ms)
+        return call.parse(self.stream(method, params, lambda r: cb(_calls.progress(r)), seconds))
 
     def job(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
-            tree: Optional[int] = None) -> "Job":
+            tree: Optional[int] = None) -> Job:
         """A :class:`cudackpt.Job` served by this client."""
-        from .job import Job
         return Job(pids, cgroup=cgroup, tree=tree, client=self)
 
-    # ---- leases held for a block, and watching ------------------------------------
-
-    def suspended(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
-                  gpu_mapping: Optional[Any] = None, start_time: Optional[int] = None,
-                  timeout: Optional[float] = None) -> "Hold":
-        """See :func:`cudackpt.suspended`."""
-        from .lease import Hold
-        return Hold.single(self, "Suspend", "Resume", pid, lease_ms, timeout_ms, gpu_mapping, start_time, timeout)
-
-    def locked(self, pid: int, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
-               start_time: Optional[int] = None, timeout: Optional[float] = None) -> "Hold":
-        """See :func:`cudackpt.locked`."""
-        from .lease import Hold
-        return Hold.single(self, "Lock", "Unlock", pid, lease_ms, timeout_ms, None, start_time, timeout)
+    # ---- watching (suspended() and locked(): _hold.Holding) ----------------------
 
     def watch(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
-              tree: Optional[int] = None, timeout: Optional[float] = None) -> "Watcher":
+              tree: Optional[int] = None, timeout: Optional[float] = None) -> Watcher:
         """See :func:`cudackpt.watch`."""
-        from .watch import Watcher
         return Watcher(self, pids, cgroup, tree, timeout)
 
 
-_default: Optional[Client] = None
-_default_lock = threading.Lock()
-
-
-def default_client() -> Client:
-    """The client the module-level functions and ``cudackpt.checkpoint``
-    use: made at first use from ``$CUDACKPT_SOCKET`` and
-    ``$CUDACKPT_TIMEOUT``."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = Client()
-        return _default
-
-
-def set_default_client(client: Optional[Client]) -> None:
-    """Replaces the default client (None: made again from the environment
-    at next use)."""
-    global _default
-    with _default_lock:
-        old, _default = _default, client
-    if old is not None and old is not client:
-        old.close()
+# The default client (cudackpt._default) is made by this module's Client.
+_default.set_maker(Client)

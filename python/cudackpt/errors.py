@@ -23,7 +23,8 @@ the exception's notes (shown by tracebacks on Python 3.11 and later).
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple, Type
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
 __all__ = [
     "CUDAError", "CudackptError", "DaemonUnavailable", "ConnectionLost", "LeaseLost", "CallTimeout", "ProtocolError",
@@ -32,6 +33,7 @@ __all__ = [
     "QueueFull", "GroupFailed", "GroupTooLarge", "ShuttingDown", "InvalidRequest", "NoSuchLease", "NoSuchCgroup",
     "InsufficientGpuMemory",
     "MessageTooLarge", "InvalidParameter", "MethodNotFound", "ExpectedMore", "from_reply", "cuda_error_message",
+    "Member", "Skipped",
 ]
 
 
@@ -306,13 +308,11 @@ class GroupFailed(CudackptError):
         return from_reply(str(params.get("error", "")), params.get("error_parameters") or {})
 
     @property
-    def members(self) -> list:
-        from .types import Member
+    def members(self) -> List["Member"]:
         return [Member.from_json(m) for m in self.parameters.get("members") or []]
 
     @property
-    def skipped(self) -> list:
-        from .types import Skipped
+    def skipped(self) -> List["Skipped"]:
         return [Skipped.from_json(s) for s in self.parameters.get("skipped") or []]
 
 
@@ -357,6 +357,56 @@ class MethodNotFound(CudackptError):
 
 class ExpectedMore(CudackptError):
     """The method needs ``more``."""
+
+
+# ---- the records a group's error carries ------------------------------------
+#
+# Here rather than in cudackpt.types (which names them too): GroupFailed
+# carries them, and a Member's exception is made by from_reply, so they and
+# the errors are one layer.
+
+@dataclass(frozen=True)
+class Member:
+    """One member's outcome in a group operation.  ``error`` is the full
+    name of its error, if it failed; ``exception`` the matching exception."""
+
+    pid: int
+    start_time: int
+    state: Optional[str]
+    duration_ms: float
+    error: Optional[str] = None
+    error_parameters: Optional[Dict[str, Any]] = None
+    rollback_error: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, j: Mapping[str, Any]) -> "Member":
+        return cls(int(j["pid"]), int(j.get("start_time") or 0), j.get("state"),
+                   float(j.get("duration_ms") or 0.0), j.get("error"), j.get("error_parameters"),
+                   j.get("rollback_error"))
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def exception(self) -> Optional[CudackptError]:
+        if self.error is None:
+            return None
+        return from_reply(self.error, self.error_parameters or {})
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A process of a cgroup or tree selection left out (``reason``:
+    ``"not-cuda"``)."""
+
+    pid: int
+    start_time: int
+    reason: str
+
+    @classmethod
+    def from_json(cls, j: Mapping[str, Any]) -> "Skipped":
+        return cls(int(j["pid"]), int(j.get("start_time") or 0), str(j.get("reason", "")))
 
 
 _BY_SHORT_NAME: Dict[str, Type[CudackptError]] = {

@@ -10,20 +10,23 @@ member's outcome.  A failure raises :class:`~cudackpt.errors.GroupFailed`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional
 
-from . import _requests
-from .types import GroupResult, ProcessInfo
+from . import _default
+from ._jobs import JobBase
+from .lease import Hold
+from .types import GroupResult, ProcessInfo, Progress
+from .watcher import Watcher
 
 if TYPE_CHECKING:
-    from .client import Client, ProgressCallback
-    from .lease import Hold
-    from .watch import Watcher
+    from .client import Client
 
 __all__ = ["Job"]
 
+ProgressCallback = Callable[[Progress], None]
 
-class Job:
+
+class Job(JobBase):
     """A set of processes named by exactly one of ``pids`` (pids, or
     (pid, start_time) pairs, or ProcessInfo objects), ``cgroup`` (a cgroup
     v2 path and everything below it) or ``tree`` (a pid and all its
@@ -35,83 +38,70 @@ class Job:
 
     def __init__(self, pids: Optional[Iterable[Any]] = None, *, cgroup: Optional[str] = None,
                  tree: Optional[int] = None, client: Optional["Client"] = None) -> None:
-        self.selector: Dict[str, Any] = _requests.selector(pids, cgroup, tree)
+        super().__init__(pids, cgroup=cgroup, tree=tree)
         self._client = client
-
-    def __repr__(self) -> str:
-        return "Job(%r)" % (self.selector,)
 
     @property
     def client(self) -> "Client":
-        if self._client is None:
-            from .client import default_client
-            return default_client()
-        return self._client
+        return _default.default_client() if self._client is None else self._client
 
-    def _run(self, method: str, progress: Optional["ProgressCallback"], timeout: Optional[float],
+    def _run(self, method: str, progress: Optional[ProgressCallback], timeout: Optional[float],
              timeout_ms: Optional[int] = None, gpu_mapping: Any = None,
              lease_ms: Optional[int] = None) -> GroupResult:
-        params = _requests.group(self.selector, timeout_ms, gpu_mapping, lease_ms)
-        return self.client.group(method, params, progress=progress, timeout=timeout, timeout_ms=timeout_ms)
+        return self.client.group(method, self._params(timeout_ms, gpu_mapping, lease_ms), progress=progress,
+                                 timeout=timeout, timeout_ms=timeout_ms)
 
     def lock(self, timeout_ms: Optional[int] = None, *, lease_ms: Optional[int] = None,
-             progress: Optional["ProgressCallback"] = None, timeout: Optional[float] = None) -> GroupResult:
+             progress: Optional[ProgressCallback] = None, timeout: Optional[float] = None) -> GroupResult:
         """Every member running -> locked; ``timeout_ms`` is one deadline
         for the whole lock phase."""
         return self._run("LockGroup", progress, timeout, timeout_ms, lease_ms=lease_ms)
 
-    def checkpoint(self, *, progress: Optional["ProgressCallback"] = None,
+    def checkpoint(self, *, progress: Optional[ProgressCallback] = None,
                    timeout: Optional[float] = None) -> GroupResult:
         """Every member locked -> checkpointed."""
         return self._run("CheckpointGroup", progress, timeout)
 
-    def restore(self, gpu_mapping: Optional[Any] = None, *, progress: Optional["ProgressCallback"] = None,
+    def restore(self, gpu_mapping: Optional[Any] = None, *, progress: Optional[ProgressCallback] = None,
                 timeout: Optional[float] = None) -> GroupResult:
         """Every member checkpointed -> locked (one mapping for all)."""
         return self._run("RestoreGroup", progress, timeout, gpu_mapping=gpu_mapping)
 
-    def unlock(self, *, progress: Optional["ProgressCallback"] = None,
+    def unlock(self, *, progress: Optional[ProgressCallback] = None,
                timeout: Optional[float] = None) -> GroupResult:
         """Every member locked -> running."""
         return self._run("UnlockGroup", progress, timeout)
 
     def suspend(self, timeout_ms: Optional[int] = None, *, lease_ms: Optional[int] = None,
-                progress: Optional["ProgressCallback"] = None, timeout: Optional[float] = None) -> GroupResult:
+                progress: Optional[ProgressCallback] = None, timeout: Optional[float] = None) -> GroupResult:
         """Lock every member, then checkpoint every member."""
         return self._run("SuspendGroup", progress, timeout, timeout_ms, lease_ms=lease_ms)
 
-    def resume(self, gpu_mapping: Optional[Any] = None, *, progress: Optional["ProgressCallback"] = None,
+    def resume(self, gpu_mapping: Optional[Any] = None, *, progress: Optional[ProgressCallback] = None,
                timeout: Optional[float] = None) -> GroupResult:
         """Restore every member, then unlock every member."""
         return self._run("ResumeGroup", progress, timeout, gpu_mapping=gpu_mapping)
 
     def processes(self, *, timeout: Optional[float] = None) -> List[ProcessInfo]:
         """The job's CUDA processes, as ListProcesses lists them."""
-        sel = self.selector
-        return self.client.list_processes(
-            [(p["pid"], p["start_time"]) if "start_time" in p else p["pid"] for p in sel["pids"]]
-            if "pids" in sel else None, cgroup=sel.get("cgroup"), tree=sel.get("tree"), timeout=timeout)
+        pids, cgroup, tree = self._selection()
+        return self.client.list_processes(pids, cgroup=cgroup, tree=tree, timeout=timeout)
 
     def suspended(self, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
-                  gpu_mapping: Optional[Any] = None, timeout: Optional[float] = None) -> "Hold":
+                  gpu_mapping: Optional[Any] = None, timeout: Optional[float] = None) -> Hold:
         """The job suspended for a ``with`` block, under a lease (see
         :func:`cudackpt.suspended`); resumed at its end."""
-        from .lease import Hold
         return Hold.group(self.client, "SuspendGroup", "ResumeGroup", self.selector, lease_ms, timeout_ms,
                           gpu_mapping, timeout)
 
     def locked(self, *, lease_ms: Optional[int] = None, timeout_ms: Optional[int] = None,
-               timeout: Optional[float] = None) -> "Hold":
+               timeout: Optional[float] = None) -> Hold:
         """The job locked for a ``with`` block, under a lease; unlocked at
         its end."""
-        from .lease import Hold
         return Hold.group(self.client, "LockGroup", "UnlockGroup", self.selector, lease_ms, timeout_ms, None,
                           timeout)
 
-    def watch(self, *, timeout: Optional[float] = None) -> "Watcher":
+    def watch(self, *, timeout: Optional[float] = None) -> Watcher:
         """The events of the job's processes."""
-        from .watch import Watcher
-        sel = self.selector
-        return Watcher(self.client, [(p["pid"], p["start_time"]) if "start_time" in p else p["pid"]
-                                     for p in sel["pids"]] if "pids" in sel else None,
-                       sel.get("cgroup"), sel.get("tree"), timeout)
+        pids, cgroup, tree = self._selection()
+        return Watcher(self.client, pids, cgroup, tree, timeout)

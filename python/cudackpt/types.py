@@ -3,6 +3,8 @@
 Each class mirrors a reply or a type of the interface definition
 (``daemon/io.cudackpt.Process.varlink``) and is made by ``from_json`` from
 the reply's parameters; fields the daemon leaves out are ``None``.
+:class:`Member` and :class:`Skipped` are defined in :mod:`cudackpt.errors`,
+which is below this module and carries them in ``GroupFailed``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
-from . import errors
+from .errors import Member, Skipped
 
 __all__ = [
     "Lease", "OperationResult", "StateReply", "Member", "Skipped", "GroupResult", "Progress",
@@ -78,50 +80,6 @@ class StateReply:
     @classmethod
     def from_json(cls, j: Mapping[str, Any]) -> "StateReply":
         return cls(int(j["pid"]), str(j["state"]), j.get("in_flight"))
-
-
-@dataclass(frozen=True)
-class Member:
-    """One member's outcome in a group operation.  ``error`` is the full
-    name of its error, if it failed; ``exception`` the matching exception."""
-
-    pid: int
-    start_time: int
-    state: Optional[str]
-    duration_ms: float
-    error: Optional[str] = None
-    error_parameters: Optional[Dict[str, Any]] = None
-    rollback_error: Optional[str] = None
-
-    @classmethod
-    def from_json(cls, j: Mapping[str, Any]) -> "Member":
-        return cls(int(j["pid"]), int(j.get("start_time") or 0), j.get("state"),
-                   float(j.get("duration_ms") or 0.0), j.get("error"), j.get("error_parameters"),
-                   j.get("rollback_error"))
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def exception(self) -> Optional[errors.CudackptError]:
-        if self.error is None:
-            return None
-        return errors.from_reply(self.error, self.error_parameters or {})
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A process of a cgroup or tree selection left out (``reason``:
-    ``"not-cuda"``)."""
-
-    pid: int
-    start_time: int
-    reason: str
-
-    @classmethod
-    def from_json(cls, j: Mapping[str, Any]) -> "Skipped":
-        return cls(int(j["pid"]), int(j.get("start_time") or 0), str(j.get("reason", "")))
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,16 @@ daemon's ``watching`` reply has come when the ``with`` body starts, so no
 later event is missed) and yields :class:`~cudackpt.types.Event` objects.
 Iterating waits as long as it takes; :meth:`Watcher.next` and
 :meth:`Watcher.wait_for` take a timeout.
+
+(The module is ``watcher``, not ``watch``: ``cudackpt.watch`` is the
+function.)
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
-from . import _requests, _varlink, errors
+from . import _calls, _config, _connection, _requests, errors
 from .types import Event
 
 if TYPE_CHECKING:
@@ -26,35 +29,29 @@ class Watcher:
 
     def __init__(self, client: "Client", pids: Optional[Iterable[Any]] = None, cgroup: Optional[str] = None,
                  tree: Optional[int] = None, timeout: Optional[float] = None) -> None:
-        params = None
-        if pids is not None or cgroup is not None or tree is not None:
-            params = {"selector": _requests.selector(pids, cgroup, tree)}
+        params = _requests.optional_selector(pids, cgroup, tree)
         seconds = _requests.call_timeout(timeout, client.timeout)
-        self._conn: Optional[_varlink.Connection] = client.connect(seconds)
+        self._conn: Optional[_connection.Connection] = client.connect(seconds)
         try:
             self._conn.send("Watch", params, more=True, timeout=seconds)
-            first = self._receive(seconds)
+            _calls.watching(self._receive(seconds))
         except BaseException:
             self.close()
             raise
-        if first.type != "watching":
-            self.close()
-            raise errors.ProtocolError("Watch began with a %r event, not 'watching'" % first.type)
 
     def _receive(self, timeout: Optional[float]) -> Event:
         if self._conn is None:
             raise ValueError("the watcher is closed")
         try:
-            reply = self._conn.receive(_varlink.Deadline(timeout), "event")
+            reply = self._conn.receive(_config.Deadline(timeout), "event")
         except errors.CallTimeout:
             raise  # nothing came: the stream goes on
-        except BaseException as e:
-            if isinstance(e, errors.CudackptError):
-                self.close()  # the connection failed, or sent what is not a reply
+        except errors.CudackptError:
+            self.close()  # the connection failed, or sent what is not a reply
             raise
-        if reply.get("error") is not None or not reply.get("continues"):
-            self.close()  # the stream's last reply: nothing more comes
-        return Event.from_json(_varlink.check(reply).get("event") or {})
+        if _calls.stream_ends(reply):
+            self.close()
+        return _calls.event(reply)
 
     def next(self, timeout: Optional[float] = None) -> Event:
         """The next event; :class:`~cudackpt.errors.CallTimeout` (a
@@ -65,7 +62,7 @@ class Watcher:
     def wait_for(self, predicate: Callable[[Event], bool], timeout: float) -> Event:
         """The first event for which ``predicate`` is true, within
         ``timeout`` seconds in all (else CallTimeout)."""
-        deadline = _varlink.Deadline(timeout)
+        deadline = _config.Deadline(timeout)
         while True:
             event = self._receive(deadline.left())
             if predicate(event):
