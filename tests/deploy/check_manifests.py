@@ -383,10 +383,9 @@ def run_daemon(cudackptd, cudackptctl, info, config_text, driver=None):
         if info.get("exporter") and cudackptctl:
             run_exporter(cudackptctl, info["exporter"][0], sock)
     finally:
-        d.terminate()
+        said = d.stop()
         if failures:
-            sys.stdout.write("cudackptd said:\n" + d.log())
-        d.stop()
+            sys.stdout.write("cudackptd said:\n" + said)
 
 
 def run_exporter(cudackptctl, c, sock):

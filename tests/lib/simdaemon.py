@@ -150,8 +150,13 @@ class SimDaemon:
         with open(self.log_path, errors="replace") as f:
             return f.read()
 
-    def stop(self) -> None:
-        """terminate(), and its directory removed."""
+    def stop(self) -> str:
+        """terminate(), and its directory removed; returns its log."""
         if self.proc is not None:
             self.terminate()
+        try:
+            said = self.log()
+        except OSError:
+            said = ""
         shutil.rmtree(self.dir, ignore_errors=True)
+        return said

@@ -44,7 +44,7 @@ PER_ADDRESS = 4  # CTL_SCRAPE_PER_ADDRESS of client/cudackptctl.c
 # Loopback addresses for clients other than the scraper (127.0.0.1): the
 # exporter bounds connections per address.
 OTHER_ADDRESSES = ["127.0.0.%d" % i for i in range(2, 12)]
-from metrics_check import check, failures  # noqa: E402
+from metrics_check import check, verdict  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from simdaemon import SimDaemon  # noqa: E402
@@ -342,17 +342,9 @@ def main():
                 e.p.wait()
         target.kill()
         target.wait()
-        said = ""
-        if d:
-            d.terminate()
-            said = d.log()
-            d.stop()
+        said = d.stop() if d else ""
         shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(said)
-        return 1
-    print("the exporter serves, counts, refuses and fails as it should")
-    return 0
+    return verdict(said, "the exporter serves, counts, refuses and fails as it should")
 
 
 if __name__ == "__main__":

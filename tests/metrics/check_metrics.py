@@ -23,7 +23,7 @@ IFACE = "io.cudackpt.Process."
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "lib"), os.path.join(HERE, "..", "..", "python")]
 import cudackpt  # noqa: E402
-from metrics_check import check, failures  # noqa: E402
+from metrics_check import check, verdict  # noqa: E402
 from simdaemon import SimDaemon  # noqa: E402
 
 
@@ -176,14 +176,8 @@ def main():
         for t in targets:
             t.kill()
             t.wait()
-        d.terminate()
-        said = d.log()
-        d.stop()
-    if failures:
-        print(said)
-        return 1
-    print("every counter matches the calls made")
-    return 0
+        said = d.stop()
+    return verdict(said, "every counter matches the calls made")
 
 
 if __name__ == "__main__":
