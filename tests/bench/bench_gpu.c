@@ -35,6 +35,9 @@
  * does (exit 1).  libcuda is loaded with dlopen, never linked. */
 #include "bench_gpu.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+
 /* ------------------------------------------------------------------------ */
 static void bench_gpu_usage(FILE *f)
 {
@@ -65,6 +68,92 @@ static void bench_gpu_usage(FILE *f)
                 "  --watch-rate=N          watchers: Lock/Unlock cycles per second, 0 back to back (100)\n"
                 "  --sim=PATH              the simulator (libcudackpt-sim.so) instead of the driver;\n"
                 "                          --target then names a stand-in (cudackpt-gpu-standin)\n");
+}
+
+/* The options that take a string, and where each goes. */
+static const struct {
+        const char *prefix;
+        size_t field;
+} bench_gpu_str_opts[] = {
+        { "--daemon=", offsetof(bench_gpu_cfg, daemon_path) },
+        { "--ctl=", offsetof(bench_gpu_cfg, ctl_path) },
+        { "--target=", offsetof(bench_gpu_cfg, target_path) },
+        { "--driver=", offsetof(bench_gpu_cfg, driver_path) },
+        { "--cuda-checkpoint=", offsetof(bench_gpu_cfg, cuda_checkpoint_path) },
+        { "--log-level=", offsetof(bench_gpu_cfg, log_level) },
+        { "--sim=", offsetof(bench_gpu_cfg, sim_path) },
+};
+
+/* The options that take a number, where each goes and its bounds. */
+static const struct {
+        const char *prefix;
+        size_t field;
+        long min, max;
+} bench_gpu_long_opts[] = {
+        { "--calls=", offsetof(bench_gpu_cfg, calls), 1, 100000000 },
+        { "--runs=", offsetof(bench_gpu_cfg, exec_runs), 1, 1000000 },
+        { "--repeats=", offsetof(bench_gpu_cfg, repeats), 1, 1000 },
+        { "--procs=", offsetof(bench_gpu_cfg, procs), 1, BENCH_GPU_MAX_PROCS },
+        { "--proc-mib=", offsetof(bench_gpu_cfg, proc_mib), 1, 1L << 24 },
+        { "--idle-mib=", offsetof(bench_gpu_cfg, idle_mib), 1, 1L << 24 },
+        { "--cycles=", offsetof(bench_gpu_cfg, cycles), 1, 1000 },
+        { "--interval-ms=", offsetof(bench_gpu_cfg, interval_ms), 0, 3600000 },
+        { "--processes=", offsetof(bench_gpu_cfg, processes), 1, 1000000 },
+        { "--list-runs=", offsetof(bench_gpu_cfg, list_runs), 1, 100000 },
+        { "--pool=", offsetof(bench_gpu_cfg, pool), 1, 1024 },
+        { "--warmup=", offsetof(bench_gpu_cfg, warmup), 0, 100 },
+        { "--watchers=", offsetof(bench_gpu_cfg, watchers), 1, 100000 },
+        { "--watch-rounds=", offsetof(bench_gpu_cfg, watch_rounds), 1, 1000 },
+        { "--watch-rate=", offsetof(bench_gpu_cfg, watch_rate), 0, 1000000 },
+};
+
+/* The benchmarks, in the order "all" runs those it runs. */
+static const struct {
+        const char *name;
+        int (*run)(const bench_gpu_cfg *cfg);
+        bool in_all;
+} bench_gpu_benches[] = {
+        { "getstate", bench_gpu_getstate, true },     { "exec", bench_gpu_exec, true },
+        { "multi", bench_gpu_multi, true },           { "contention", bench_gpu_contention, true },
+        { "size", bench_gpu_size, true },             { "group", bench_gpu_group, false },
+        { "list", bench_gpu_list, false },            { "watchers", bench_gpu_watchers, false },
+};
+
+/* Sets the option a (--NAME=VALUE) in cfg; -EINVAL if it is none or its
+ * value is bad. */
+static int bench_gpu_option(const char *a, bench_gpu_cfg *cfg)
+{
+        const char *v = strchr(a, '=');
+        if (!v)
+                return -EINVAL;
+        for (size_t k = 0; k < sizeof(bench_gpu_str_opts) / sizeof(bench_gpu_str_opts[0]); k++)
+                if (strncmp(a, bench_gpu_str_opts[k].prefix, strlen(bench_gpu_str_opts[k].prefix)) == 0) {
+                        *(const char **)((char *)cfg + bench_gpu_str_opts[k].field) = v + 1;
+                        return 0;
+                }
+        for (size_t k = 0; k < sizeof(bench_gpu_long_opts) / sizeof(bench_gpu_long_opts[0]); k++)
+                if (strncmp(a, bench_gpu_long_opts[k].prefix, strlen(bench_gpu_long_opts[k].prefix)) == 0)
+                        return bench_parse_long(v + 1, bench_gpu_long_opts[k].min, bench_gpu_long_opts[k].max,
+                                                (long *)((char *)cfg + bench_gpu_long_opts[k].field)) < 0
+                                       ? -EINVAL
+                                       : 0;
+        if (strncmp(a, "--sizes=", 8) == 0) {
+                cfg->nsizes = bench_parse_list(v + 1, cfg->sizes, BENCH_GPU_MAX_SIZES);
+                return cfg->nsizes < 0 ? -EINVAL : 0;
+        }
+        return -EINVAL;
+}
+
+/* Runs cmd (a benchmark's name or "all"); -ENOENT if it names none. */
+static int bench_gpu_run(const char *cmd, const bench_gpu_cfg *cfg)
+{
+        bool all = strcmp(cmd, "all") == 0, known = all;
+        for (size_t k = 0; k < sizeof(bench_gpu_benches) / sizeof(bench_gpu_benches[0]); k++)
+                if ((all && bench_gpu_benches[k].in_all) || strcmp(cmd, bench_gpu_benches[k].name) == 0) {
+                        known = true;
+                        bench_gpu_benches[k].run(cfg);
+                }
+        return known ? 0 : -ENOENT;
 }
 
 int main(int argc, char **argv)
@@ -99,63 +188,8 @@ int main(int argc, char **argv)
         }
         cmd = argv[1];
         for (int i = 2; i < argc; i++) {
-                const char *a = argv[i];
-                const char *v = strchr(a, '=');
-                int bad = 0;
-                if (!v) {
-                        bad = 1;
-                } else if (strncmp(a, "--daemon=", 9) == 0) {
-                        cfg.daemon_path = v + 1;
-                } else if (strncmp(a, "--ctl=", 6) == 0) {
-                        cfg.ctl_path = v + 1;
-                } else if (strncmp(a, "--target=", 9) == 0) {
-                        cfg.target_path = v + 1;
-                } else if (strncmp(a, "--driver=", 9) == 0) {
-                        cfg.driver_path = v + 1;
-                } else if (strncmp(a, "--cuda-checkpoint=", 18) == 0) {
-                        cfg.cuda_checkpoint_path = v + 1;
-                } else if (strncmp(a, "--log-level=", 12) == 0) {
-                        cfg.log_level = v + 1;
-                } else if (strncmp(a, "--calls=", 8) == 0) {
-                        bad = bench_parse_long(v + 1, 1, 100000000, &cfg.calls) < 0;
-                } else if (strncmp(a, "--runs=", 7) == 0) {
-                        bad = bench_parse_long(v + 1, 1, 1000000, &cfg.exec_runs) < 0;
-                } else if (strncmp(a, "--repeats=", 10) == 0) {
-                        bad = bench_parse_long(v + 1, 1, 1000, &cfg.repeats) < 0;
-                } else if (strncmp(a, "--procs=", 8) == 0) {
-                        bad = bench_parse_long(v + 1, 1, BENCH_GPU_MAX_PROCS, &cfg.procs) < 0;
-                } else if (strncmp(a, "--proc-mib=", 11) == 0) {
-                        bad = bench_parse_long(v + 1, 1, 1L << 24, &cfg.proc_mib) < 0;
-                } else if (strncmp(a, "--idle-mib=", 11) == 0) {
-                        bad = bench_parse_long(v + 1, 1, 1L << 24, &cfg.idle_mib) < 0;
-                } else if (strncmp(a, "--cycles=", 9) == 0) {
-                        bad = bench_parse_long(v + 1, 1, 1000, &cfg.cycles) < 0;
-                } else if (strncmp(a, "--interval-ms=", 14) == 0) {
-                        bad = bench_parse_long(v + 1, 0, 3600000, &cfg.interval_ms) < 0;
-                } else if (strncmp(a, "--sim=", 6) == 0) {
-                        cfg.sim_path = v + 1;
-                } else if (strncmp(a, "--processes=", 12) == 0) {
-                        bad = bench_parse_long(v + 1, 1, 1000000, &cfg.processes) < 0;
-                } else if (strncmp(a, "--list-runs=", 12) == 0) {
-                        bad = bench_parse_long(v + 1, 1, 100000, &cfg.list_runs) < 0;
-                } else if (strncmp(a, "--pool=", 7) == 0) {
-                        bad = bench_parse_long(v + 1, 1, 1024, &cfg.pool) < 0;
-                } else if (strncmp(a, "--warmup=", 9) == 0) {
-                        bad = bench_parse_long(v + 1, 0, 100, &cfg.warmup) < 0;
-                } else if (strncmp(a, "--watchers=", 11) == 0) {
-                        bad = bench_parse_long(v + 1, 1, 100000, &cfg.watchers) < 0;
-                } else if (strncmp(a, "--watch-rounds=", 15) == 0) {
-                        bad = bench_parse_long(v + 1, 1, 1000, &cfg.watch_rounds) < 0;
-                } else if (strncmp(a, "--watch-rate=", 13) == 0) {
-                        bad = bench_parse_long(v + 1, 0, 1000000, &cfg.watch_rate) < 0;
-                } else if (strncmp(a, "--sizes=", 8) == 0) {
-                        cfg.nsizes = bench_parse_list(v + 1, cfg.sizes, BENCH_GPU_MAX_SIZES);
-                        bad = cfg.nsizes < 0;
-                } else {
-                        bad = 1;
-                }
-                if (bad) {
-                        fprintf(stderr, "cudackpt-bench-gpu: bad option %s\n", a);
+                if (bench_gpu_option(argv[i], &cfg) < 0) {
+                        fprintf(stderr, "cudackpt-bench-gpu: bad option %s\n", argv[i]);
                         bench_gpu_usage(stderr);
                         return 2;
                 }
@@ -172,41 +206,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "cudackpt-bench-gpu: work directory: %s\n", strerror(-r));
                 return 1;
         }
-
-        int all = strcmp(cmd, "all") == 0, known = all;
-        if (all || strcmp(cmd, "getstate") == 0) {
-                known = 1;
-                bench_gpu_getstate(&cfg);
-        }
-        if (all || strcmp(cmd, "exec") == 0) {
-                known = 1;
-                bench_gpu_exec(&cfg);
-        }
-        if (all || strcmp(cmd, "multi") == 0) {
-                known = 1;
-                bench_gpu_multi(&cfg);
-        }
-        if (all || strcmp(cmd, "contention") == 0) {
-                known = 1;
-                bench_gpu_contention(&cfg);
-        }
-        if (all || strcmp(cmd, "size") == 0) {
-                known = 1;
-                bench_gpu_size(&cfg);
-        }
-        if (strcmp(cmd, "group") == 0) {
-                known = 1;
-                bench_gpu_group(&cfg);
-        }
-        if (strcmp(cmd, "list") == 0) {
-                known = 1;
-                bench_gpu_list(&cfg);
-        }
-        if (strcmp(cmd, "watchers") == 0) {
-                known = 1;
-                bench_gpu_watchers(&cfg);
-        }
-        if (!known) {
+        if (bench_gpu_run(cmd, &cfg) < 0) {
                 fprintf(stderr, "cudackpt-bench-gpu: unknown command %s\n", cmd);
                 bench_remove_workdir(cfg.workdir);
                 free(cfg.workdir);

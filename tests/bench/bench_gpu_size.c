@@ -4,6 +4,39 @@
 /* ------------------------------------------------------------------------
  * 5. Suspend/resume against GPU memory size
  * ------------------------------------------------------------------------ */
+/* One timed Suspend and Resume of pid: the client's times in ret_sus and
+ * ret_res, the daemon's in ret_dsus and ret_dres.  0, or -1 after
+ * bench_gpu_fail(). */
+static int bench_gpu_size_cycle(cudackpt_client *c, int pid, double *ret_sus, double *ret_res, double *ret_dsus,
+                                double *ret_dres)
+{
+        cudackpt_reply reply;
+        char err[512];
+        cudackpt_reply_init(&reply);
+        uint64_t t0 = bench_now_ns();
+        int cr = cudackpt_suspend(c, pid, -1, &reply);
+        uint64_t t1 = bench_now_ns();
+        int r = bench_gpu_reply_ok("Suspend", pid, cr, &reply, CUDACKPT_STATE_CHECKPOINTED, err, sizeof(err));
+        *ret_dsus = reply.duration_ms;
+        cudackpt_reply_clear(&reply);
+        if (r < 0) {
+                bench_gpu_fail("%s", err);
+                return -1;
+        }
+        cr = cudackpt_resume(c, pid, NULL, &reply);
+        uint64_t t2 = bench_now_ns();
+        r = bench_gpu_reply_ok("Resume", pid, cr, &reply, CUDACKPT_STATE_RUNNING, err, sizeof(err));
+        *ret_dres = reply.duration_ms;
+        cudackpt_reply_clear(&reply);
+        *ret_sus = bench_gpu_ms(t1 - t0);
+        *ret_res = bench_gpu_ms(t2 - t1);
+        if (r < 0) {
+                bench_gpu_fail("%s", err);
+                return -1;
+        }
+        return 0;
+}
+
 int bench_gpu_size(const bench_gpu_cfg *cfg)
 {
         bench_daemon d;
@@ -34,34 +67,8 @@ int bench_gpu_size(const bench_gpu_cfg *cfg)
                 double *dsus = calloc((size_t)cfg->repeats, sizeof(double));
                 double *dres = calloc((size_t)cfg->repeats, sizeof(double));
                 int ok = sus && res && dsus && dres;
-                for (long i = 0; ok && i < cfg->repeats; i++) {
-                        cudackpt_reply reply;
-                        char err[512];
-                        cudackpt_reply_init(&reply);
-                        uint64_t t0 = bench_now_ns();
-                        int cr = cudackpt_suspend(c, t.pid, -1, &reply);
-                        uint64_t t1 = bench_now_ns();
-                        if (bench_gpu_reply_ok("Suspend", t.pid, cr, &reply, CUDACKPT_STATE_CHECKPOINTED, err,
-                                               sizeof(err)) < 0) {
-                                bench_gpu_fail("%s", err);
-                                ok = 0;
-                        }
-                        dsus[i] = reply.duration_ms;
-                        cudackpt_reply_clear(&reply);
-                        if (!ok)
-                                break;
-                        cr = cudackpt_resume(c, t.pid, NULL, &reply);
-                        uint64_t t2 = bench_now_ns();
-                        if (bench_gpu_reply_ok("Resume", t.pid, cr, &reply, CUDACKPT_STATE_RUNNING, err,
-                                               sizeof(err)) < 0) {
-                                bench_gpu_fail("%s", err);
-                                ok = 0;
-                        }
-                        dres[i] = reply.duration_ms;
-                        cudackpt_reply_clear(&reply);
-                        sus[i] = bench_gpu_ms(t1 - t0);
-                        res[i] = bench_gpu_ms(t2 - t1);
-                }
+                for (long i = 0; ok && i < cfg->repeats; i++)
+                        ok = bench_gpu_size_cycle(c, t.pid, &sus[i], &res[i], &dsus[i], &dres[i]) == 0;
                 if (ok && bench_gpu_target_check(&t) < 0)
                         ok = 0;
                 if (ok) {
