@@ -160,7 +160,6 @@ TEST_SIZE_DEBTS = {
     "tests/fuzz/fuzz_request.c",
     "tests/fuzz/fuzz_request.c setup()",
     "tests/sim/sim.c",
-    "tests/systemd/test_socket_activation.c main()",
     "tests/unit/test_sched.c",
 }
 
