@@ -108,12 +108,12 @@ int bench_gpu_daemon_start(const bench_gpu_cfg *cfg, bench_daemon *ret_daemon);
 int bench_gpu_await_index(const bench_daemon *d);
 void bench_gpu_daemon_stop(bench_daemon *d);
 int bench_gpu_targets_start(const bench_gpu_cfg *cfg, const char *tag, int n, long mib,
-                                   bench_gpu_target *t);
+                            bench_gpu_target *t);
 void bench_gpu_targets_stop(bench_gpu_target *t, int n);
 int bench_gpu_target_check(const bench_gpu_target *t);
 int bench_gpu_connect(const bench_daemon *d, cudackpt_client **ret_client);
 int bench_gpu_reply_ok(const char *what, int pid, int r, const cudackpt_reply *reply, const char *want,
-                              char *err, size_t errlen);
+                       char *err, size_t errlen);
 double bench_gpu_ms(uint64_t ns);
 void bench_gpu_print_lat(const char *label, const char *key, bench_stats *st, long errors);
 void bench_gpu_lat_header(void);
@@ -127,12 +127,12 @@ int bench_gpu_exec(const bench_gpu_cfg *cfg);
 /* bench_gpu_workers.c */
 int bench_gpu_direct_cycle(bench_gpu_worker *w);
 int bench_gpu_daemon_cycle(cudackpt_client *c, int pid, double *ret_suspend_ms, double *ret_resume_ms,
-                                  char *err, size_t errlen);
+                           char *err, size_t errlen);
 void *bench_gpu_worker_main(void *arg);
 void bench_gpu_start_workers(bench_gpu_worker *w, int n);
 double bench_gpu_parallel(enum bench_gpu_mode mode, const bench_daemon *d, const bench_gpu_driver *drv,
-                                 bench_gpu_target *t, int n, bench_gpu_worker *w,
-                                 pthread_barrier_t *start);
+                          bench_gpu_target *t, int n, bench_gpu_worker *w,
+                          pthread_barrier_t *start);
 int bench_gpu_all_running(const bench_gpu_driver *drv, const bench_gpu_target *t, int n);
 
 /* bench_gpu_multi.c */

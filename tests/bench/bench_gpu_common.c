@@ -119,7 +119,7 @@ void bench_gpu_daemon_stop(bench_daemon *d)
 
 /* Starts n targets of mib MiB each and waits for every one's ready line. */
 int bench_gpu_targets_start(const bench_gpu_cfg *cfg, const char *tag, int n, long mib,
-                                   bench_gpu_target *t)
+                            bench_gpu_target *t)
 {
         int fds[BENCH_GPU_MAX_PROCS];
         int r = 0, started = 0;
@@ -215,7 +215,7 @@ int bench_gpu_connect(const bench_daemon *d, cudackpt_client **ret_client)
 
 /* 0 when the call reached the daemon and it answered with state want. */
 int bench_gpu_reply_ok(const char *what, int pid, int r, const cudackpt_reply *reply, const char *want,
-                              char *err, size_t errlen)
+                       char *err, size_t errlen)
 {
         if (r < 0)
                 snprintf(err, errlen, "%s %d: transport error %s", what, pid, strerror(-r));

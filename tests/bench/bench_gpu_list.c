@@ -299,111 +299,182 @@ static int bench_gpu_list_only(cudackpt_client *c, const bench_gpu_target *t, in
         return r;
 }
 
-int bench_gpu_list(const bench_gpu_cfg *cfg)
+/* What the list benchmark measured: the timed calls of each kind, what
+ * the last of them found, and the processes on the machine. */
+typedef struct bench_gpu_list_result {
+        double *lat_list, *lat_scan, *lat_noindex;
+        pid_t *listed;
+        size_t listed_cap, listed_n;
+        long found, calls, skipped, total;
+        int have_index;
+} bench_gpu_list_result;
+
+/* The baseline's pool of n threads on scan, waiting at its barriers; NULL
+ * if the barriers cannot be made. */
+static pthread_t *bench_gpu_list_pool(bench_gpu_scan *scan, long n)
+{
+        if (pthread_barrier_init(&scan->go, NULL, (unsigned)n + 1) != 0)
+                return NULL;
+        pthread_barrier_init(&scan->end, NULL, (unsigned)n + 1);
+        pthread_t *pool = calloc((size_t)n, sizeof(*pool));
+        if (!pool)
+                abort();
+        for (long i = 0; i < n; i++)
+                if (pthread_create(&pool[i], NULL, bench_gpu_scan_main, scan) != 0)
+                        abort(); /* the barriers count every thread */
+        return pool;
+}
+
+/* Lets the pool's threads go and joins them. */
+static void bench_gpu_list_pool_end(bench_gpu_scan *scan, pthread_t *pool, int threads)
+{
+        atomic_store(&scan->quit, 1);
+        pthread_barrier_wait(&scan->go);
+        for (int i = 0; i < threads; i++)
+                pthread_join(pool[i], NULL);
+        pthread_barrier_destroy(&scan->go);
+        pthread_barrier_destroy(&scan->end);
+}
+
+/* Starts nsleep idle `sleep` processes into sleepers; *ret_started says
+ * how many started, whatever it returns. */
+static int bench_gpu_list_sleepers(pid_t *sleepers, long nsleep, long *ret_started)
+{
+        *ret_started = 0;
+        for (long i = 0; i < nsleep; i++) {
+                char *argv[] = { "sleep", "100000", NULL };
+                int e = bench_spawn(argv, NULL, NULL, -1, &sleepers[i]);
+                if (e < 0) {
+                        bench_gpu_fail("cannot start idle process %ld of %ld: %s", i + 1, nsleep, strerror(-e));
+                        return e;
+                }
+                (*ret_started)++;
+        }
+        return 0;
+}
+
+/* The daemon started with config (JSON) written to the work directory
+ * as name. */
+static int bench_gpu_list_daemon(const bench_gpu_cfg *cfg, const char *name, const char *config, bench_daemon *ret)
+{
+        char path[PATH_MAX];
+        FILE *f;
+        snprintf(path, sizeof(path), "%s/%s", cfg->workdir, name);
+        if (!(f = fopen(path, "w")) || fputs(config, f) < 0 || fclose(f) != 0)
+                return -EIO;
+        return bench_gpu_daemon_start_with(cfg, path, ret);
+}
+
+/* Two untimed calls of each, then runs of ListProcesses and of the
+ * baseline scan taking turns. */
+static int bench_gpu_list_rounds(cudackpt_client *c, const bench_gpu_target *t, int n, bench_gpu_scan *scan, long runs,
+                                 bench_gpu_list_result *res)
+{
+        int r = 0;
+        for (long i = -2; i < runs && r == 0; i++) {
+                uint64_t a = bench_now_ns();
+                if ((r = bench_gpu_list_call(c, t, n, &res->listed, &res->listed_cap, &res->listed_n)) < 0)
+                        break;
+                uint64_t b = bench_now_ns();
+                if ((r = bench_gpu_scan_run(scan)) < 0) {
+                        bench_gpu_fail("baseline scan: %s", strerror(-r));
+                        break;
+                }
+                uint64_t e = bench_now_ns();
+                res->found = atomic_load(&scan->found);
+                res->calls = atomic_load(&scan->calls);
+                res->skipped = atomic_load(&scan->skipped);
+                if ((r = bench_gpu_has_targets(scan->cuda, (size_t)res->found, t, n, "the baseline")) < 0)
+                        break;
+                if (i >= 0) {
+                        res->lat_list[i] = bench_gpu_ms(b - a);
+                        res->lat_scan[i] = bench_gpu_ms(e - b);
+                }
+        }
+        return r;
+}
+
+static void bench_gpu_list_report(const bench_gpu_cfg *cfg, const bench_gpu_scan *scan,
+                                  const bench_gpu_list_result *res)
+{
+        long runs = cfg->list_runs, total = res->total;
+        bench_stats sl, ss, sn;
+        bench_stats_compute(res->lat_list, (size_t)runs, &sl);
+        bench_stats_compute(res->lat_scan, (size_t)runs, &ss);
+        bench_stats_compute(res->lat_noindex, (size_t)runs, &sn);
+        double speed = sl.p50 > 0 ? ss.p50 / sl.p50 : 0;
+        printf("  %-52s %9s %9s %9s %9s\n", "", "min ms", "p50 ms", "p90 ms", "max ms");
+        printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n",
+               res->have_index ? "ListProcesses through the daemon (process index)"
+                               : "ListProcesses through the daemon (no index)",
+               sl.min, sl.p50, sl.p90, sl.max);
+        printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n", "ListProcesses, process_index_max 0 (/proc)", sn.min, sn.p50,
+               sn.p90, sn.max);
+        printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n", "baseline: /proc scan + GetState per pid, pool", ss.min, ss.p50,
+               ss.p90, ss.max);
+        printf("  ListProcesses listed %zu CUDA processes; the baseline found %ld (%ld driver calls, %ld"
+               " stopped/zombie/gone skipped) among %ld processes\n",
+               res->listed_n, res->found, res->calls, res->skipped, total);
+        bench_gpu_list_diff("found by the baseline, not listed", scan->cuda, (size_t)res->found, res->listed,
+                            res->listed_n);
+        bench_gpu_list_diff("listed, not found by the baseline", res->listed, res->listed_n, scan->cuda,
+                            (size_t)res->found);
+        printf("  speed-up x%.1f at the median (goals: ListProcesses < 20 ms: %s; >= x5: %s)\n", speed,
+               sl.p50 < 20 ? "met" : "MISSED", speed >= 5 ? "met" : "MISSED");
+        printf("RESULT bench=list processes=%ld cuda_listed=%zu cuda_baseline=%ld runs=%ld list_min_ms=%.3f "
+               "list_p50_ms=%.3f list_p90_ms=%.3f scan_min_ms=%.3f scan_p50_ms=%.3f scan_p90_ms=%.3f "
+               "pool=%ld speedup=%.2f index=%d noindex_min_ms=%.3f noindex_p50_ms=%.3f\n",
+               total, res->listed_n, res->found, runs, sl.min, sl.p50, sl.p90, ss.min, ss.p50, ss.p90, cfg->pool,
+               speed, res->have_index, sn.min, sn.p50);
+        printf("SUMMARY | ListProcesses, %ld processes (%zu CUDA) | min %.2f ms, median %.2f ms | < 20 ms:"
+               " **%s** |\n",
+               total, res->listed_n, sl.min, sl.p50, sl.p50 < 20 ? "met" : "missed");
+        printf("SUMMARY | baseline: /proc scan + cuCheckpointProcessGetState per pid, %ld threads | min %.2f"
+               " ms, median %.2f ms | |\n",
+               cfg->pool, ss.min, ss.p50);
+        printf("SUMMARY | ListProcesses speed-up over the baseline | x%.1f (median) | >= x5: **%s** |\n", speed,
+               speed >= 5 ? "met" : "missed");
+}
+
+/* With the idle processes running: the daemon with its process index,
+ * the targets, the timed rounds against the baseline's pool, the daemon
+ * again without the index, and the report. */
+static int bench_gpu_list_measure(const bench_gpu_cfg *cfg)
 {
         bench_daemon d;
         bench_gpu_driver drv;
         bench_gpu_target t[BENCH_GPU_MAX_PROCS];
         bench_gpu_scan scan;
+        bench_gpu_list_result res = { 0 };
         pthread_t *pool = NULL;
-        pid_t *sleepers = NULL, *listed = NULL;
-        size_t listed_cap = 0, listed_n = 0;
-        long nsleep = 0, started = 0, before;
         int n = (int)cfg->procs, r = 0, threads = 0;
         long runs = cfg->list_runs;
-        double *lat_list = NULL, *lat_scan = NULL, *lat_noindex = NULL;
         cudackpt_client *c = NULL;
-        int have_index = 0;
 
         memset(&scan, 0, sizeof(scan));
-        printf("\n== 7. ListProcesses with %ld processes on the machine (%d CUDA targets) vs a /proc scan with"
-               " GetState from %ld threads (%ld runs each) ==\n",
-               cfg->processes, n, cfg->pool, runs);
-        /* The idle processes first: a fork of this process maps the driver
-         * until it execs, once the driver is loaded here. */
-        before = bench_gpu_count_procs();
-        nsleep = cfg->processes - before - n;
-        if (nsleep < 0)
-                nsleep = 0;
-        bench_raise_nofile(4096);
-        sleepers = calloc((size_t)nsleep + 1, sizeof(*sleepers));
-        if (!sleepers)
-                return -ENOMEM;
-        uint64_t t0 = bench_now_ns();
-        for (long i = 0; i < nsleep; i++) {
-                char *argv[] = {"sleep", "100000", NULL};
-                int e = bench_spawn(argv, NULL, NULL, -1, &sleepers[i]);
-                if (e < 0) {
-                        bench_gpu_fail("cannot start idle process %ld of %ld: %s", i + 1, nsleep, strerror(-e));
-                        r = e;
-                        break;
-                }
-                started++;
-        }
-        printf("  %ld idle sleep processes started in %.1f s (%ld processes there before)\n", started,
-               bench_gpu_ms(bench_now_ns() - t0) / 1e3, before);
-        if (r < 0)
-                goto out_sleepers;
         if ((r = bench_gpu_driver_load(cfg, &drv)) < 0)
-                goto out_sleepers;
-        {
-                /* The index on kernels without BPF trampolines too (the
-                 * tracepoint way), which the default leaves to /proc scans. */
-                char path[PATH_MAX];
-                FILE *f;
-                snprintf(path, sizeof(path), "%s/index.json", cfg->workdir);
-                if (!(f = fopen(path, "w")) || fputs("{\"process_index_tracepoint\": true}\n", f) < 0 ||
-                    fclose(f) != 0) {
-                        r = -EIO;
-                        goto out_sleepers;
-                }
-                if ((r = bench_gpu_daemon_start_with(cfg, path, &d)) < 0)
-                        goto out_sleepers;
-        }
-        have_index = bench_gpu_await_index(&d);
+                return r;
+        /* The index on kernels without BPF trampolines too (the tracepoint
+         * way), which the default leaves to /proc scans. */
+        if ((r = bench_gpu_list_daemon(cfg, "index.json", "{\"process_index_tracepoint\": true}\n", &d)) < 0)
+                return r;
+        res.have_index = bench_gpu_await_index(&d);
         if ((r = bench_gpu_targets_start(cfg, "list", n, cfg->idle_mib, t)) < 0)
                 goto out_daemon;
-        long total = bench_gpu_count_procs();
-        printf("  processes in /proc now: %ld\n", total);
-        lat_list = calloc((size_t)runs, sizeof(double));
-        lat_scan = calloc((size_t)runs, sizeof(double));
-        lat_noindex = calloc((size_t)runs, sizeof(double));
+        res.total = bench_gpu_count_procs();
+        printf("  processes in /proc now: %ld\n", res.total);
+        res.lat_list = calloc((size_t)runs, sizeof(double));
+        res.lat_scan = calloc((size_t)runs, sizeof(double));
+        res.lat_noindex = calloc((size_t)runs, sizeof(double));
         scan.drv = &drv;
-        if (!lat_list || !lat_scan || !lat_noindex || bench_gpu_connect(&d, &c) < 0 ||
-            pthread_barrier_init(&scan.go, NULL, (unsigned)cfg->pool + 1) != 0) {
+        if (!res.lat_list || !res.lat_scan || !res.lat_noindex || bench_gpu_connect(&d, &c) < 0 ||
+            (pool = bench_gpu_list_pool(&scan, cfg->pool)) == NULL) {
                 r = -ENOMEM;
                 goto out_targets;
         }
-        pthread_barrier_init(&scan.end, NULL, (unsigned)cfg->pool + 1);
-        pool = calloc((size_t)cfg->pool, sizeof(*pool));
-        if (!pool)
-                abort();
-        for (; threads < cfg->pool; threads++)
-                if (pthread_create(&pool[threads], NULL, bench_gpu_scan_main, &scan) != 0)
-                        abort(); /* the barriers count every thread */
+        threads = (int)cfg->pool;
 
-        /* Two untimed calls of each, then the two kinds take turns. */
-        long found = 0, calls = 0, skipped = 0;
-        for (long i = -2; i < runs && r == 0; i++) {
-                uint64_t a = bench_now_ns();
-                if ((r = bench_gpu_list_call(c, t, n, &listed, &listed_cap, &listed_n)) < 0)
-                        break;
-                uint64_t b = bench_now_ns();
-                if ((r = bench_gpu_scan_run(&scan)) < 0) {
-                        bench_gpu_fail("baseline scan: %s", strerror(-r));
-                        break;
-                }
-                uint64_t e = bench_now_ns();
-                found = atomic_load(&scan.found);
-                calls = atomic_load(&scan.calls);
-                skipped = atomic_load(&scan.skipped);
-                if ((r = bench_gpu_has_targets(scan.cuda, (size_t)found, t, n, "the baseline")) < 0)
-                        break;
-                if (i >= 0) {
-                        lat_list[i] = bench_gpu_ms(b - a);
-                        lat_scan[i] = bench_gpu_ms(e - b);
-                }
-        }
+        r = bench_gpu_list_rounds(c, t, n, &scan, runs, &res);
         for (int i = 0; i < n; i++)
                 if (bench_gpu_target_check(&t[i]) < 0)
                         r = -EIO;
@@ -414,76 +485,57 @@ int bench_gpu_list(const bench_gpu_cfg *cfg)
         }
         /* The same daemon without its process index: every process in /proc. */
         if (r == 0) {
-                char path[PATH_MAX];
-                FILE *f;
-                snprintf(path, sizeof(path), "%s/noindex.json", cfg->workdir);
                 cudackpt_client_free(c);
                 c = NULL;
                 bench_gpu_daemon_stop(&d);
-                if (!(f = fopen(path, "w")) || fputs("{\"process_index_max\": 0}\n", f) < 0 || fclose(f) != 0) {
-                        r = -EIO;
-                        goto out_targets;
-                }
-                if ((r = bench_gpu_daemon_start_with(cfg, path, &d)) < 0)
+                if ((r = bench_gpu_list_daemon(cfg, "noindex.json", "{\"process_index_max\": 0}\n", &d)) < 0)
                         goto out_targets;
                 if ((r = bench_gpu_connect(&d, &c)) == 0)
-                        r = bench_gpu_list_only(c, t, n, runs, lat_noindex);
+                        r = bench_gpu_list_only(c, t, n, runs, res.lat_noindex);
         }
-        if (r == 0) {
-                bench_stats sl, ss, sn;
-                bench_stats_compute(lat_list, (size_t)runs, &sl);
-                bench_stats_compute(lat_scan, (size_t)runs, &ss);
-                bench_stats_compute(lat_noindex, (size_t)runs, &sn);
-                double speed = sl.p50 > 0 ? ss.p50 / sl.p50 : 0;
-                printf("  %-52s %9s %9s %9s %9s\n", "", "min ms", "p50 ms", "p90 ms", "max ms");
-                printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n",
-                       have_index ? "ListProcesses through the daemon (process index)"
-                                  : "ListProcesses through the daemon (no index)",
-                       sl.min, sl.p50, sl.p90, sl.max);
-                printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n", "ListProcesses, process_index_max 0 (/proc)", sn.min,
-                       sn.p50, sn.p90, sn.max);
-                printf("  %-52s %9.2f %9.2f %9.2f %9.2f\n", "baseline: /proc scan + GetState per pid, pool", ss.min,
-                       ss.p50, ss.p90, ss.max);
-                printf("  ListProcesses listed %zu CUDA processes; the baseline found %ld (%ld driver calls, %ld"
-                       " stopped/zombie/gone skipped) among %ld processes\n",
-                       listed_n, found, calls, skipped, total);
-                bench_gpu_list_diff("found by the baseline, not listed", scan.cuda, (size_t)found, listed, listed_n);
-                bench_gpu_list_diff("listed, not found by the baseline", listed, listed_n, scan.cuda, (size_t)found);
-                printf("  speed-up x%.1f at the median (goals: ListProcesses < 20 ms: %s; >= x5: %s)\n", speed,
-                       sl.p50 < 20 ? "met" : "MISSED", speed >= 5 ? "met" : "MISSED");
-                printf("RESULT bench=list processes=%ld cuda_listed=%zu cuda_baseline=%ld runs=%ld list_min_ms=%.3f "
-                       "list_p50_ms=%.3f list_p90_ms=%.3f scan_min_ms=%.3f scan_p50_ms=%.3f scan_p90_ms=%.3f "
-                       "pool=%ld speedup=%.2f index=%d noindex_min_ms=%.3f noindex_p50_ms=%.3f\n",
-                       total, listed_n, found, runs, sl.min, sl.p50, sl.p90, ss.min, ss.p50, ss.p90, cfg->pool, speed,
-                       have_index, sn.min, sn.p50);
-                printf("SUMMARY | ListProcesses, %ld processes (%zu CUDA) | min %.2f ms, median %.2f ms | < 20 ms:"
-                       " **%s** |\n",
-                       total, listed_n, sl.min, sl.p50, sl.p50 < 20 ? "met" : "missed");
-                printf("SUMMARY | baseline: /proc scan + cuCheckpointProcessGetState per pid, %ld threads | min %.2f"
-                       " ms, median %.2f ms | |\n",
-                       cfg->pool, ss.min, ss.p50);
-                printf("SUMMARY | ListProcesses speed-up over the baseline | x%.1f (median) | >= x5: **%s** |\n",
-                       speed, speed >= 5 ? "met" : "missed");
-        }
-        atomic_store(&scan.quit, 1);
-        pthread_barrier_wait(&scan.go);
-        for (int i = 0; i < threads; i++)
-                pthread_join(pool[i], NULL);
-        pthread_barrier_destroy(&scan.go);
-        pthread_barrier_destroy(&scan.end);
+        if (r == 0)
+                bench_gpu_list_report(cfg, &scan, &res);
+        bench_gpu_list_pool_end(&scan, pool, threads);
 out_targets:
         free(pool);
         free(scan.pids);
         free(scan.cuda);
-        free(listed);
-        free(lat_list);
-        free(lat_scan);
-        free(lat_noindex);
+        free(res.listed);
+        free(res.lat_list);
+        free(res.lat_scan);
+        free(res.lat_noindex);
         cudackpt_client_free(c);
         bench_gpu_targets_stop(t, n);
 out_daemon:
         bench_gpu_daemon_stop(&d);
-out_sleepers:
+        return r;
+}
+
+int bench_gpu_list(const bench_gpu_cfg *cfg)
+{
+        pid_t *sleepers = NULL;
+        long nsleep = 0, started = 0, before;
+        int r;
+
+        printf("\n== 7. ListProcesses with %ld processes on the machine (%ld CUDA targets) vs a /proc scan with"
+               " GetState from %ld threads (%ld runs each) ==\n",
+               cfg->processes, cfg->procs, cfg->pool, cfg->list_runs);
+        /* The idle processes first: a fork of this process maps the driver
+         * until it execs, once the driver is loaded here. */
+        before = bench_gpu_count_procs();
+        nsleep = cfg->processes - before - cfg->procs;
+        if (nsleep < 0)
+                nsleep = 0;
+        bench_raise_nofile(4096);
+        sleepers = calloc((size_t)nsleep + 1, sizeof(*sleepers));
+        if (!sleepers)
+                return -ENOMEM;
+        uint64_t t0 = bench_now_ns();
+        r = bench_gpu_list_sleepers(sleepers, nsleep, &started);
+        printf("  %ld idle sleep processes started in %.1f s (%ld processes there before)\n", started,
+               bench_gpu_ms(bench_now_ns() - t0) / 1e3, before);
+        if (r == 0)
+                r = bench_gpu_list_measure(cfg);
         for (long i = 0; i < started; i++)
                 kill(sleepers[i], SIGKILL);
         for (long i = 0; i < started; i++)

@@ -44,7 +44,7 @@ fail_unlock:
 }
 
 int bench_gpu_daemon_cycle(cudackpt_client *c, int pid, double *ret_suspend_ms, double *ret_resume_ms,
-                                  char *err, size_t errlen)
+                           char *err, size_t errlen)
 {
         cudackpt_reply reply;
         int r;
@@ -102,8 +102,8 @@ void bench_gpu_start_workers(bench_gpu_worker *w, int n)
 /* Runs one cycle per target in n threads; returns the wall time in ms
  * (barrier release to the last thread's end), or a negative errno. */
 double bench_gpu_parallel(enum bench_gpu_mode mode, const bench_daemon *d, const bench_gpu_driver *drv,
-                                 bench_gpu_target *t, int n, bench_gpu_worker *w,
-                                 pthread_barrier_t *start)
+                          bench_gpu_target *t, int n, bench_gpu_worker *w,
+                          pthread_barrier_t *start)
 {
         int r = 0;
         memset(w, 0, sizeof(*w) * (size_t)n);
