@@ -424,6 +424,21 @@ long bench_raise_nofile(long want)
         return (long)rl.rlim_cur;
 }
 
+int bench_parse_opt(const char *a, const bench_opt *opts, size_t n, void *cfg)
+{
+        for (size_t k = 0; k < n; k++) {
+                size_t len = strlen(opts[k].prefix);
+                if (strncmp(a, opts[k].prefix, len) != 0)
+                        continue;
+                if (!opts[k].number) {
+                        *(const char **)((char *)cfg + opts[k].field) = a + len;
+                        return 0;
+                }
+                return bench_parse_long(a + len, opts[k].min, opts[k].max, (long *)((char *)cfg + opts[k].field));
+        }
+        return -ENOENT;
+}
+
 int bench_parse_long(const char *s, long min, long max, long *ret)
 {
         char *end;

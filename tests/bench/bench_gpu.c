@@ -70,42 +70,35 @@ static void bench_gpu_usage(FILE *f)
                 "                          --target then names a stand-in (cudackpt-gpu-standin)\n");
 }
 
-/* The options that take a string, and where each goes. */
-static const struct {
-        const char *prefix;
-        size_t field;
-} bench_gpu_str_opts[] = {
-        { "--daemon=", offsetof(bench_gpu_cfg, daemon_path) },
-        { "--ctl=", offsetof(bench_gpu_cfg, ctl_path) },
-        { "--target=", offsetof(bench_gpu_cfg, target_path) },
-        { "--driver=", offsetof(bench_gpu_cfg, driver_path) },
-        { "--cuda-checkpoint=", offsetof(bench_gpu_cfg, cuda_checkpoint_path) },
-        { "--log-level=", offsetof(bench_gpu_cfg, log_level) },
-        { "--sim=", offsetof(bench_gpu_cfg, sim_path) },
+/* The options, where each goes and the bounds of the numbers. */
+#define STR(name, field) { name, offsetof(bench_gpu_cfg, field), false, 0, 0 }
+#define NUM(name, field, min, max) { name, offsetof(bench_gpu_cfg, field), true, min, max }
+static const bench_opt bench_gpu_opts[] = {
+        STR("--daemon=", daemon_path),
+        STR("--ctl=", ctl_path),
+        STR("--target=", target_path),
+        STR("--driver=", driver_path),
+        STR("--cuda-checkpoint=", cuda_checkpoint_path),
+        STR("--log-level=", log_level),
+        STR("--sim=", sim_path),
+        NUM("--calls=", calls, 1, 100000000),
+        NUM("--runs=", exec_runs, 1, 1000000),
+        NUM("--repeats=", repeats, 1, 1000),
+        NUM("--procs=", procs, 1, BENCH_GPU_MAX_PROCS),
+        NUM("--proc-mib=", proc_mib, 1, 1L << 24),
+        NUM("--idle-mib=", idle_mib, 1, 1L << 24),
+        NUM("--cycles=", cycles, 1, 1000),
+        NUM("--interval-ms=", interval_ms, 0, 3600000),
+        NUM("--processes=", processes, 1, 1000000),
+        NUM("--list-runs=", list_runs, 1, 100000),
+        NUM("--pool=", pool, 1, 1024),
+        NUM("--warmup=", warmup, 0, 100),
+        NUM("--watchers=", watchers, 1, 100000),
+        NUM("--watch-rounds=", watch_rounds, 1, 1000),
+        NUM("--watch-rate=", watch_rate, 0, 1000000),
 };
-
-/* The options that take a number, where each goes and its bounds. */
-static const struct {
-        const char *prefix;
-        size_t field;
-        long min, max;
-} bench_gpu_long_opts[] = {
-        { "--calls=", offsetof(bench_gpu_cfg, calls), 1, 100000000 },
-        { "--runs=", offsetof(bench_gpu_cfg, exec_runs), 1, 1000000 },
-        { "--repeats=", offsetof(bench_gpu_cfg, repeats), 1, 1000 },
-        { "--procs=", offsetof(bench_gpu_cfg, procs), 1, BENCH_GPU_MAX_PROCS },
-        { "--proc-mib=", offsetof(bench_gpu_cfg, proc_mib), 1, 1L << 24 },
-        { "--idle-mib=", offsetof(bench_gpu_cfg, idle_mib), 1, 1L << 24 },
-        { "--cycles=", offsetof(bench_gpu_cfg, cycles), 1, 1000 },
-        { "--interval-ms=", offsetof(bench_gpu_cfg, interval_ms), 0, 3600000 },
-        { "--processes=", offsetof(bench_gpu_cfg, processes), 1, 1000000 },
-        { "--list-runs=", offsetof(bench_gpu_cfg, list_runs), 1, 100000 },
-        { "--pool=", offsetof(bench_gpu_cfg, pool), 1, 1024 },
-        { "--warmup=", offsetof(bench_gpu_cfg, warmup), 0, 100 },
-        { "--watchers=", offsetof(bench_gpu_cfg, watchers), 1, 100000 },
-        { "--watch-rounds=", offsetof(bench_gpu_cfg, watch_rounds), 1, 1000 },
-        { "--watch-rate=", offsetof(bench_gpu_cfg, watch_rate), 0, 1000000 },
-};
+#undef STR
+#undef NUM
 
 /* The benchmarks, in the order "all" runs those it runs. */
 static const struct {
@@ -123,25 +116,13 @@ static const struct {
  * value is bad. */
 static int bench_gpu_option(const char *a, bench_gpu_cfg *cfg)
 {
-        const char *v = strchr(a, '=');
-        if (!v)
-                return -EINVAL;
-        for (size_t k = 0; k < sizeof(bench_gpu_str_opts) / sizeof(bench_gpu_str_opts[0]); k++)
-                if (strncmp(a, bench_gpu_str_opts[k].prefix, strlen(bench_gpu_str_opts[k].prefix)) == 0) {
-                        *(const char **)((char *)cfg + bench_gpu_str_opts[k].field) = v + 1;
-                        return 0;
-                }
-        for (size_t k = 0; k < sizeof(bench_gpu_long_opts) / sizeof(bench_gpu_long_opts[0]); k++)
-                if (strncmp(a, bench_gpu_long_opts[k].prefix, strlen(bench_gpu_long_opts[k].prefix)) == 0)
-                        return bench_parse_long(v + 1, bench_gpu_long_opts[k].min, bench_gpu_long_opts[k].max,
-                                                (long *)((char *)cfg + bench_gpu_long_opts[k].field)) < 0
-                                       ? -EINVAL
-                                       : 0;
         if (strncmp(a, "--sizes=", 8) == 0) {
-                cfg->nsizes = bench_parse_list(v + 1, cfg->sizes, BENCH_GPU_MAX_SIZES);
+                cfg->nsizes = bench_parse_list(a + 8, cfg->sizes, BENCH_GPU_MAX_SIZES);
                 return cfg->nsizes < 0 ? -EINVAL : 0;
         }
-        return -EINVAL;
+        return bench_parse_opt(a, bench_gpu_opts, sizeof(bench_gpu_opts) / sizeof(bench_gpu_opts[0]), cfg) < 0
+                       ? -EINVAL
+                       : 0;
 }
 
 /* Runs cmd (a benchmark's name or "all"); -ENOENT if it names none. */

@@ -108,27 +108,32 @@ static int bench_sim_finish(const bench_sim_cfg *cfg, char *workdir, int failed)
         return failed ? 1 : 0;
 }
 
-/* The options that take a number, where each goes and its bounds. */
-static const struct {
-        const char *prefix;
-        size_t field;
-        long min, max;
-} bench_sim_long_opts[] = {
-        { "--seconds-ms=", offsetof(bench_sim_cfg, seconds_ms), 1, 3600000 },
-        { "--max-requests=", offsetof(bench_sim_cfg, max_requests), 1, 100000000 },
-        { "--targets=", offsetof(bench_sim_cfg, targets), 1, BENCH_SIM_MAX_TARGETS },
-        { "--client-threads=", offsetof(bench_sim_cfg, client_threads), 0, 64 },
-        { "--idle-conns=", offsetof(bench_sim_cfg, idle_conns), 0, 100000 },
-        { "--watchers=", offsetof(bench_sim_cfg, watchers), 1, 100000 },
-        { "--watch-calls=", offsetof(bench_sim_cfg, watch_calls), 1, 100000000 },
-        { "--watch-rounds=", offsetof(bench_sim_cfg, watch_rounds), 1, 1000 },
-        { "--storm-seconds=", offsetof(bench_sim_cfg, storm_seconds), 1, 3600 },
-        { "--storm-uid=", offsetof(bench_sim_cfg, storm_uid), 1, 4294967294L },
-        { "--syscall-calls=", offsetof(bench_sim_cfg, syscall_calls), 1000, 1000000000 },
-        { "--syscall-rounds=", offsetof(bench_sim_cfg, syscall_rounds), 1, 100 },
-        { "--spin-calls=", offsetof(bench_sim_cfg, spin_calls), 1, 10000000 },
-        { "--watch-rate=", offsetof(bench_sim_cfg, watch_rate), 0, 1000000 },
+/* The options, where each goes and the bounds of the numbers (--only and
+ * --clients apart). */
+#define STR(name, field) { name, offsetof(bench_sim_cfg, field), false, 0, 0 }
+#define NUM(name, field, min, max) { name, offsetof(bench_sim_cfg, field), true, min, max }
+static const bench_opt bench_sim_opts[] = {
+        STR("--daemon=", daemon_path),
+        STR("--sim=", sim_path),
+        STR("--log-level=", log_level),
+        STR("--config-extra=", config_extra),
+        NUM("--seconds-ms=", seconds_ms, 1, 3600000),
+        NUM("--max-requests=", max_requests, 1, 100000000),
+        NUM("--targets=", targets, 1, BENCH_SIM_MAX_TARGETS),
+        NUM("--client-threads=", client_threads, 0, 64),
+        NUM("--idle-conns=", idle_conns, 0, 100000),
+        NUM("--watchers=", watchers, 1, 100000),
+        NUM("--watch-calls=", watch_calls, 1, 100000000),
+        NUM("--watch-rounds=", watch_rounds, 1, 1000),
+        NUM("--storm-seconds=", storm_seconds, 1, 3600),
+        NUM("--storm-uid=", storm_uid, 1, 4294967294L),
+        NUM("--syscall-calls=", syscall_calls, 1000, 1000000000),
+        NUM("--syscall-rounds=", syscall_rounds, 1, 100),
+        NUM("--spin-calls=", spin_calls, 1, 10000000),
+        NUM("--watch-rate=", watch_rate, 0, 1000000),
 };
+#undef STR
+#undef NUM
 
 /* --only=LIST: the parts to run; -EINVAL for a part it does not know or
  * none. */
@@ -163,35 +168,18 @@ static int bench_sim_only(const char *list_in, bench_sim_cfg *cfg)
  * value is bad. */
 static int bench_sim_option(const char *a, bench_sim_cfg *cfg)
 {
-        const char *v = strchr(a, '=');
-        if (!v)
-                return -EINVAL;
-        if (strncmp(a, "--daemon=", 9) == 0)
-                cfg->daemon_path = v + 1;
-        else if (strncmp(a, "--sim=", 6) == 0)
-                cfg->sim_path = v + 1;
-        else if (strncmp(a, "--log-level=", 12) == 0)
-                cfg->log_level = v + 1;
-        else if (strncmp(a, "--config-extra=", 15) == 0)
-                cfg->config_extra = v + 1;
-        else if (strncmp(a, "--only=", 7) == 0)
-                return bench_sim_only(v + 1, cfg);
-        else if (strncmp(a, "--clients=", 10) == 0) {
-                cfg->nlevels = bench_parse_list(v + 1, cfg->levels, BENCH_SIM_MAX_LEVELS);
+        if (strncmp(a, "--only=", 7) == 0)
+                return bench_sim_only(a + 7, cfg);
+        if (strncmp(a, "--clients=", 10) == 0) {
+                cfg->nlevels = bench_parse_list(a + 10, cfg->levels, BENCH_SIM_MAX_LEVELS);
                 for (int k = 0; k < cfg->nlevels; k++)
                         if (cfg->levels[k] > 4096)
                                 return -EINVAL;
                 return cfg->nlevels < 0 ? -EINVAL : 0;
-        } else {
-                for (size_t k = 0; k < sizeof(bench_sim_long_opts) / sizeof(bench_sim_long_opts[0]); k++)
-                        if (strncmp(a, bench_sim_long_opts[k].prefix, strlen(bench_sim_long_opts[k].prefix)) == 0)
-                                return bench_parse_long(v + 1, bench_sim_long_opts[k].min, bench_sim_long_opts[k].max,
-                                                        (long *)((char *)cfg + bench_sim_long_opts[k].field)) < 0
-                                               ? -EINVAL
-                                               : 0;
-                return -EINVAL;
         }
-        return 0;
+        return bench_parse_opt(a, bench_sim_opts, sizeof(bench_sim_opts) / sizeof(bench_sim_opts[0]), cfg) < 0
+                       ? -EINVAL
+                       : 0;
 }
 
 /* The most connections open at once: the file descriptor limit is
