@@ -202,27 +202,35 @@ static void assert_gave_up_in_time(const char *what, double t0)
                       "%s with timeout_ms %d answered after %.0f ms", what, LOCK_TIMEOUT_MS, took);
 }
 
-START_TEST(lock_timeout)
+/* method (named name) with timeout_ms LOCK_TIMEOUT_MS, sent raw, on a
+ * target busy past it: Timeout with its parameters, in time, and the
+ * target left running. */
+static void assert_times_out(struct itest_daemon *d, const char *method, const char *name)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
         pid_t pid = itest_target("CUDACKPT_SIM=1", BUSY_PAST_TIMEOUT, NULL);
         struct itest_conn *c = itest_connect(d);
         double t0 = itest_now_ms();
-        cJSON *j = itest_call(c, CUDACKPT_METHOD_LOCK,
+        cJSON *j = itest_call(c, method,
                               itest_strdupf("{\"pid\":%d,\"timeout_ms\":%d}", (int)pid, LOCK_TIMEOUT_MS));
-        assert_gave_up_in_time("Lock", t0);
+        assert_gave_up_in_time(name, t0);
         itest_assert_error(j, CUDACKPT_ERROR_TIMEOUT);
         itest_assert_int(j, "pid", pid);
-        itest_assert_str(j, "method", "Lock");
+        itest_assert_str(j, "method", name);
         itest_assert_int(j, "timeout_ms", LOCK_TIMEOUT_MS);
         itest_assert_str(j, "state", "running");
         itest_assert_state_now(c, pid, "running");
+}
+
+START_TEST(lock_timeout)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        assert_times_out(d, CUDACKPT_METHOD_LOCK, "Lock");
 
         cudackpt_client *cl = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
         pid_t pid2 = itest_target("CUDACKPT_SIM=1", BUSY_PAST_TIMEOUT, NULL);
-        t0 = itest_now_ms();
+        double t0 = itest_now_ms();
         int rc = cudackpt_lock(cl, pid2, LOCK_TIMEOUT_MS, &r);
         assert_gave_up_in_time("cudackpt_lock()", t0);
         itest_assert_reply_error(rc, &r, CUDACKPT_ERROR_TIMEOUT);
@@ -235,18 +243,7 @@ END_TEST
 START_TEST(suspend_timeout)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", BUSY_PAST_TIMEOUT, NULL);
-        struct itest_conn *c = itest_connect(d);
-        double t0 = itest_now_ms();
-        cJSON *j = itest_call(c, CUDACKPT_METHOD_SUSPEND,
-                              itest_strdupf("{\"pid\":%d,\"timeout_ms\":%d}", (int)pid, LOCK_TIMEOUT_MS));
-        assert_gave_up_in_time("Suspend", t0);
-        itest_assert_error(j, CUDACKPT_ERROR_TIMEOUT);
-        itest_assert_int(j, "pid", pid);
-        itest_assert_str(j, "method", "Suspend");
-        itest_assert_int(j, "timeout_ms", LOCK_TIMEOUT_MS);
-        itest_assert_str(j, "state", "running");
-        itest_assert_state_now(c, pid, "running");
+        assert_times_out(d, CUDACKPT_METHOD_SUSPEND, "Suspend");
 }
 END_TEST
 
