@@ -2,6 +2,7 @@
  * bench_common.h): statistics, daemon start with sd_notify, spawning and
  * timing child processes, resident memory. */
 #include "bench_common.h"
+#include "sim_daemon.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -313,9 +314,9 @@ static int bench_pidfd_open(pid_t pid)
 int bench_daemon_start(const bench_daemon_opts *o, bench_daemon *ret_daemon)
 {
         bench_daemon d;
-        char notify_path[256], notify_env[300], sock_arg[300], driver_arg[PATH_MAX + 16];
-        char config_arg[PATH_MAX + 16], level_arg[64];
+        char notify_path[256], notify_env[300];
         const char *env_add[34];
+        struct test_daemon_argv argv;
         int r, nfd, pidfd;
         size_t k = 0;
 
@@ -327,89 +328,32 @@ int bench_daemon_start(const bench_daemon_opts *o, bench_daemon *ret_daemon)
             snprintf(d.log_path, sizeof(d.log_path), "%s/cudackptd.log", o->workdir) >=
                     (int)sizeof(d.log_path))
                 return -ENAMETOOLONG;
+        r = test_daemon_argv(&(struct test_daemon_cmd){ .daemon = o->daemon_path,
+                                                        .socket = d.socket_path,
+                                                        .driver = o->driver_path,
+                                                        .config = o->config_path,
+                                                        .log_level = o->log_level },
+                             &argv);
+        if (r < 0)
+                return r;
 
         /* The daemon tells us it is ready on a datagram socket we own. */
-        nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        nfd = test_daemon_notify_open(notify_path);
         if (nfd < 0)
-                return -errno;
-        struct sockaddr_un sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sun_family = AF_UNIX;
-        if (strlen(notify_path) >= sizeof(sa.sun_path)) {
-                close(nfd);
-                return -ENAMETOOLONG;
-        }
-        strcpy(sa.sun_path, notify_path);
-        unlink(notify_path);
-        if (bind(nfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                r = -errno;
-                close(nfd);
-                return r;
-        }
-
+                return nfd;
         snprintf(notify_env, sizeof(notify_env), "NOTIFY_SOCKET=%s", notify_path);
-        snprintf(sock_arg, sizeof(sock_arg), "--socket=%s", d.socket_path);
-        snprintf(driver_arg, sizeof(driver_arg), "--driver=%s", o->driver_path);
         env_add[k++] = notify_env;
         for (size_t i = 0; o->env_add && o->env_add[i] && k < 33; i++)
                 env_add[k++] = o->env_add[i];
         env_add[k] = NULL;
 
-        char *argv[8];
-        int a = 0;
-        argv[a++] = (char *)o->daemon_path;
-        argv[a++] = sock_arg;
-        argv[a++] = driver_arg;
-        if (o->config_path) {
-                snprintf(config_arg, sizeof(config_arg), "--config=%s", o->config_path);
-                argv[a++] = config_arg;
-        }
-        if (o->log_level) {
-                snprintf(level_arg, sizeof(level_arg), "--log-level=%s", o->log_level);
-                argv[a++] = level_arg;
-        }
-        argv[a] = NULL;
-
-        r = bench_spawn(argv, env_add, d.log_path, -1, &d.pid);
+        r = bench_spawn(argv.argv, env_add, d.log_path, -1, &d.pid);
         if (r < 0) {
                 close(nfd);
                 return r;
         }
         pidfd = bench_pidfd_open(d.pid);
-
-        uint64_t deadline = bench_now_ns() + (uint64_t)o->ready_timeout_ms * 1000000ULL;
-        r = -ETIMEDOUT;
-        for (;;) {
-                uint64_t now = bench_now_ns();
-                if (now >= deadline)
-                        break;
-                struct pollfd p[2] = {{.fd = nfd, .events = POLLIN}, {.fd = pidfd, .events = POLLIN}};
-                int n = poll(p, pidfd >= 0 ? 2 : 1, (int)((deadline - now) / 1000000ULL) + 1);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                if (pidfd >= 0 && (p[1].revents & POLLIN)) {
-                        r = -ECHILD;
-                        break;
-                }
-                if (p[0].revents & POLLIN) {
-                        char msg[4096];
-                        ssize_t got = recv(nfd, msg, sizeof(msg) - 1, MSG_DONTWAIT);
-                        if (got <= 0)
-                                continue;
-                        msg[got] = '\0';
-                        /* Variables are newline-separated; READY=1 may be one of several. */
-                        char *save = NULL;
-                        for (char *line = strtok_r(msg, "\n", &save); line;
-                             line = strtok_r(NULL, "\n", &save)) {
-                                if (strcmp(line, "READY=1") == 0)
-                                        r = 0;
-                        }
-                        if (r == 0)
-                                break;
-                }
-        }
+        r = test_daemon_await_ready(nfd, pidfd, o->ready_timeout_ms);
         if (pidfd >= 0)
                 close(pidfd);
         close(nfd);
@@ -478,6 +422,21 @@ long bench_raise_nofile(long want)
                         return -errno;
         }
         return (long)rl.rlim_cur;
+}
+
+int bench_parse_opt(const char *a, const bench_opt *opts, size_t n, void *cfg)
+{
+        for (size_t k = 0; k < n; k++) {
+                size_t len = strlen(opts[k].prefix);
+                if (strncmp(a, opts[k].prefix, len) != 0)
+                        continue;
+                if (!opts[k].number) {
+                        *(const char **)((char *)cfg + opts[k].field) = a + len;
+                        return 0;
+                }
+                return bench_parse_long(a + len, opts[k].min, opts[k].max, (long *)((char *)cfg + opts[k].field));
+        }
+        return -ENOENT;
 }
 
 int bench_parse_long(const char *s, long min, long max, long *ret)

@@ -8,6 +8,7 @@
 #ifndef CUDACKPT_BENCH_COMMON_H
 #define CUDACKPT_BENCH_COMMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -84,5 +85,19 @@ long bench_raise_nofile(long want);
 int bench_parse_long(const char *s, long min, long max, long *ret);
 /* Parses "1,16,256" into at most max values; returns the count or -EINVAL. */
 int bench_parse_list(const char *s, long *out, int max);
+
+/* Options of a benchmark's command line, --NAME=VALUE, each stored at the
+ * offset field of its configuration struct: a string (const char *), or
+ * a number (long) within [min, max]. */
+typedef struct bench_opt {
+        const char *prefix; /* "--NAME=" */
+        size_t field;
+        bool number;
+        long min, max;
+} bench_opt;
+
+/* Sets the option a in cfg if it is one of opts[n]: 0, -EINVAL for a bad
+ * number, -ENOENT if it is none of them. */
+int bench_parse_opt(const char *a, const bench_opt *opts, size_t n, void *cfg);
 
 #endif

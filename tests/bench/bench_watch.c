@@ -452,6 +452,80 @@ static void bench_watch_compare(const bench_watch_ctx *x, const char *label, con
                x->cfg->tag, load, x->cfg->watchers, p50, p99, mean, lo, hi, per_med, met ? "yes" : "no");
 }
 
+/* Each condition's latencies, per round and in all (st), and a RESULT
+ * line each. */
+static void bench_watch_report_series(const bench_watch_ctx *x, long rounds, bench_stats *st)
+{
+        const bench_watch_cfg *cfg = x->cfg;
+        static const char *const label[BENCH_WATCH_CONDS] = {
+                "no watchers, no load", "watchers, no load", "no watchers, Lock/Unlock loop",
+                "watchers, Lock/Unlock loop"};
+
+        printf("  %-34s %9s %9s %9s %9s %9s %9s\n", "", "n", "p50 us", "p90 us", "p99 us", "max us", "mean us");
+        for (int c = 0; c < BENCH_WATCH_CONDS; c++) {
+                long w = c == BENCH_WATCH_IDLEN || c == BENCH_WATCH_LOADN ? cfg->watchers : 0;
+                char name[64];
+                if (w)
+                        snprintf(name, sizeof(name), "%ld %s", w, label[c]);
+                else
+                        snprintf(name, sizeof(name), "%s", label[c]);
+                bench_stats_compute(x->pool[c].v, x->pool[c].n, &st[c]);
+                printf("  %-34s %9zu %9.1f %9.1f %9.1f %9.1f %9.1f\n", name, st[c].n, st[c].p50, st[c].p90,
+                       st[c].p99, st[c].max, st[c].mean);
+        }
+        for (int c = 0; c < BENCH_WATCH_CONDS; c++) {
+                long w = c == BENCH_WATCH_IDLEN || c == BENCH_WATCH_LOADN ? cfg->watchers : 0;
+                double rate = 0, events = 0;
+                printf("  per-round p50 us, %-7s", bench_watch_series[c]);
+                for (long k = 0; k < rounds; k++) {
+                        printf(" %.1f", x->blocks[c][k].p50);
+                        rate += x->blocks[c][k].load_rate;
+                        events += x->blocks[c][k].events_per_s;
+                }
+                if (c >= BENCH_WATCH_LOAD0) {
+                        printf("; Lock/Unlock cycles/s");
+                        for (long k = 0; k < rounds; k++)
+                                printf(" %.0f", x->blocks[c][k].load_rate);
+                }
+                printf("\n");
+                rate /= (double)rounds;
+                events /= (double)rounds;
+                printf("RESULT bench=%s-watchers series=%s watchers=%ld load=%s n=%zu p50_us=%.2f p90_us=%.2f "
+                       "p99_us=%.2f max_us=%.2f mean_us=%.2f lock_unlock_per_s=%.0f events_per_s=%.0f\n",
+                       cfg->tag, bench_watch_series[c], w,
+                       c >= BENCH_WATCH_LOAD0 ? "lock-unlock" : "none", st[c].n, st[c].p50, st[c].p90,
+                       st[c].p99, st[c].max, st[c].mean, rate, events);
+        }
+}
+
+/* The series, then the Lock/Unlock loop's rate and the events the
+ * watchers read, without and with watchers, and the comparisons. */
+static void bench_watch_report(bench_watch_ctx *x, long rounds)
+{
+        const bench_watch_cfg *cfg = x->cfg;
+        bench_stats st[BENCH_WATCH_CONDS];
+        bench_watch_report_series(x, rounds, st);
+        double rate0 = 0, raten = 0, ev_idle = 0, ev_load = 0;
+        for (long k = 0; k < rounds; k++) {
+                rate0 += x->blocks[BENCH_WATCH_LOAD0][k].load_rate / (double)rounds;
+                raten += x->blocks[BENCH_WATCH_LOADN][k].load_rate / (double)rounds;
+                ev_idle += x->blocks[BENCH_WATCH_IDLEN][k].events_per_s / (double)rounds;
+                ev_load += x->blocks[BENCH_WATCH_LOADN][k].events_per_s / (double)rounds;
+        }
+        printf("  Lock/Unlock loop: %.0f cycles/s with no watchers, %.0f with %ld (x%.3f)\n", rate0, raten,
+               cfg->watchers, bench_watch_ratio(raten, rate0));
+        printf("  events read by the watchers: %.0f/s in all without load, %.0f/s in all (%.0f/s each)"
+               " with the loop; %lu and %lu in total\n",
+               ev_idle, ev_load, ev_load / (double)cfg->watchers,
+               (unsigned long)x->messages[BENCH_WATCH_IDLEN], (unsigned long)x->messages[BENCH_WATCH_LOADN]);
+        bench_watch_compare(x, "no load", "none", BENCH_WATCH_IDLE0, BENCH_WATCH_IDLEN, st, rounds, 1);
+        bench_watch_compare(x, "Lock/Unlock loop", "lock-unlock", BENCH_WATCH_LOAD0, BENCH_WATCH_LOADN, st,
+                            rounds, 0);
+        printf("RESULT bench=%s-watchers-load watchers=%ld rate0_per_s=%.0f raten_per_s=%.0f rate_ratio=%.4f "
+               "events_idle_per_s=%.0f events_load_per_s=%.0f\n",
+               cfg->tag, cfg->watchers, rate0, raten, bench_watch_ratio(raten, rate0), ev_idle, ev_load);
+}
+
 int bench_watch_run(const bench_watch_cfg *cfg)
 {
         bench_watch_ctx x;
@@ -490,66 +564,8 @@ int bench_watch_run(const bench_watch_cfg *cfg)
                 }
         }
 
-        if (r == 0) {
-                static const char *const label[BENCH_WATCH_CONDS] = {
-                        "no watchers, no load", "watchers, no load", "no watchers, Lock/Unlock loop",
-                        "watchers, Lock/Unlock loop"};
-                bench_stats st[BENCH_WATCH_CONDS];
-                printf("  %-34s %9s %9s %9s %9s %9s %9s\n", "", "n", "p50 us", "p90 us", "p99 us", "max us", "mean us");
-                for (int c = 0; c < BENCH_WATCH_CONDS; c++) {
-                        long w = c == BENCH_WATCH_IDLEN || c == BENCH_WATCH_LOADN ? cfg->watchers : 0;
-                        char name[64];
-                        if (w)
-                                snprintf(name, sizeof(name), "%ld %s", w, label[c]);
-                        else
-                                snprintf(name, sizeof(name), "%s", label[c]);
-                        bench_stats_compute(x.pool[c].v, x.pool[c].n, &st[c]);
-                        printf("  %-34s %9zu %9.1f %9.1f %9.1f %9.1f %9.1f\n", name, st[c].n, st[c].p50, st[c].p90,
-                               st[c].p99, st[c].max, st[c].mean);
-                }
-                for (int c = 0; c < BENCH_WATCH_CONDS; c++) {
-                        long w = c == BENCH_WATCH_IDLEN || c == BENCH_WATCH_LOADN ? cfg->watchers : 0;
-                        double rate = 0, events = 0;
-                        printf("  per-round p50 us, %-7s", bench_watch_series[c]);
-                        for (long k = 0; k < rounds; k++) {
-                                printf(" %.1f", x.blocks[c][k].p50);
-                                rate += x.blocks[c][k].load_rate;
-                                events += x.blocks[c][k].events_per_s;
-                        }
-                        if (c >= BENCH_WATCH_LOAD0) {
-                                printf("; Lock/Unlock cycles/s");
-                                for (long k = 0; k < rounds; k++)
-                                        printf(" %.0f", x.blocks[c][k].load_rate);
-                        }
-                        printf("\n");
-                        rate /= (double)rounds;
-                        events /= (double)rounds;
-                        printf("RESULT bench=%s-watchers series=%s watchers=%ld load=%s n=%zu p50_us=%.2f p90_us=%.2f "
-                               "p99_us=%.2f max_us=%.2f mean_us=%.2f lock_unlock_per_s=%.0f events_per_s=%.0f\n",
-                               cfg->tag, bench_watch_series[c], w,
-                               c >= BENCH_WATCH_LOAD0 ? "lock-unlock" : "none", st[c].n, st[c].p50, st[c].p90,
-                               st[c].p99, st[c].max, st[c].mean, rate, events);
-                }
-                double rate0 = 0, raten = 0, ev_idle = 0, ev_load = 0;
-                for (long k = 0; k < rounds; k++) {
-                        rate0 += x.blocks[BENCH_WATCH_LOAD0][k].load_rate / (double)rounds;
-                        raten += x.blocks[BENCH_WATCH_LOADN][k].load_rate / (double)rounds;
-                        ev_idle += x.blocks[BENCH_WATCH_IDLEN][k].events_per_s / (double)rounds;
-                        ev_load += x.blocks[BENCH_WATCH_LOADN][k].events_per_s / (double)rounds;
-                }
-                printf("  Lock/Unlock loop: %.0f cycles/s with no watchers, %.0f with %ld (x%.3f)\n", rate0, raten,
-                       cfg->watchers, bench_watch_ratio(raten, rate0));
-                printf("  events read by the watchers: %.0f/s in all without load, %.0f/s in all (%.0f/s each)"
-                       " with the loop; %lu and %lu in total\n",
-                       ev_idle, ev_load, ev_load / (double)cfg->watchers,
-                       (unsigned long)x.messages[BENCH_WATCH_IDLEN], (unsigned long)x.messages[BENCH_WATCH_LOADN]);
-                bench_watch_compare(&x, "no load", "none", BENCH_WATCH_IDLE0, BENCH_WATCH_IDLEN, st, rounds, 1);
-                bench_watch_compare(&x, "Lock/Unlock loop", "lock-unlock", BENCH_WATCH_LOAD0, BENCH_WATCH_LOADN, st,
-                                    rounds, 0);
-                printf("RESULT bench=%s-watchers-load watchers=%ld rate0_per_s=%.0f raten_per_s=%.0f rate_ratio=%.4f "
-                       "events_idle_per_s=%.0f events_load_per_s=%.0f\n",
-                       cfg->tag, cfg->watchers, rate0, raten, bench_watch_ratio(raten, rate0), ev_idle, ev_load);
-        }
+        if (r == 0)
+                bench_watch_report(&x, rounds);
 errors:
         if (x.probe_err.n)
                 printf("ERROR: watchers: %ld failed GetState calls; first: %s\n", x.probe_err.n, x.probe_err.first);

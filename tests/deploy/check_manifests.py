@@ -36,8 +36,6 @@ import select
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 import urllib.request
 
 try:
@@ -45,6 +43,9 @@ try:
 except ImportError:
     print("SKIP: no yaml module in %s (Debian: apt-get install python3-yaml)" % sys.executable)
     sys.exit(77)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from simdaemon import DaemonError, SimDaemon  # noqa: E402
 
 SOCKET_DIR = "/run/cudackpt"
 SOCKET = SOCKET_DIR + "/io.cudackpt.Process"
@@ -350,6 +351,8 @@ def check_config(text, default_path):
 # What each probe must exit with against a daemon without a usable driver:
 # liveness is the loop's, readiness the driver's (DriverUnavailable).
 EXIT_DRIVER_UNAVAILABLE = 18
+# A driver that is not there: the daemon serves, answering DriverUnavailable.
+NO_DRIVER = "/nonexistent/cudackpt-no-libcuda.so.1"
 NO_DRIVER_EXITS = {"startupProbe": 0, "livenessProbe": 0, "readinessProbe": EXIT_DRIVER_UNAVAILABLE}
 
 
@@ -357,46 +360,32 @@ def run_daemon(cudackptd, cudackptctl, info, config_text, driver=None):
     """Start the daemon with the DaemonSet's flags and the ConfigMap on a
     socket of its own, on driver (None: none, so it serves answering
     DriverUnavailable), and run the probes against it."""
-    with tempfile.TemporaryDirectory(prefix="cudackpt-deploy-") as tmp:
-        sock, conf = os.path.join(tmp, "s"), os.path.join(tmp, "cudackptd.json")
-        with open(conf, "w", encoding="utf-8") as f:
-            f.write(config_text)
-        args = ["--socket=" + sock if a.startswith("--socket=") else "--config=" + conf if a.startswith("--config=")
-                else a for a in info["daemon_flags"]]
-        log = open(os.path.join(tmp, "log"), "w+", encoding="utf-8")
-        d = subprocess.Popen([cudackptd] + args + ["--driver=" + (driver or os.path.join(tmp, "no-libcuda.so"))],
-                             stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        try:
-            deadline = time.monotonic() + 10
-            while d.poll() is None and not os.path.exists(sock) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            if not check(d.poll() is None and os.path.exists(sock),
-                         "cudackptd did not start with the DaemonSet's flags %s and the ConfigMap" % args):
-                return
-            env = dict(os.environ, CUDACKPT_SOCKET=sock)
-            for name, cmd in info["probes"].items():
-                if not cmd or not cudackptctl:
-                    continue
-                cmd = [cudackptctl] + ["--socket=" + sock if a.startswith("--socket=") else a for a in cmd[1:]]
-                r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=10)
-                want = 0 if driver else NO_DRIVER_EXITS[name]
-                check(r.returncode == want, "DaemonSet: %s exits %d against the daemon %s, not %d: %s"
-                      % (name, r.returncode, "on " + driver if driver else "without a driver", want,
-                         r.stderr.strip()))
-            if info.get("exporter") and cudackptctl:
-                run_exporter(cudackptctl, info["exporter"][0], sock)
-        finally:
-            if d.poll() is None:
-                d.terminate()
-                try:
-                    d.wait(10)
-                except subprocess.TimeoutExpired:
-                    d.kill()
-                    d.wait()
-            if failures:
-                log.seek(0)
-                sys.stdout.write("cudackptd said:\n" + log.read())
-            log.close()
+    flags = ["--config={config}" if a.startswith("--config=") else a for a in info["daemon_flags"]
+             if not a.startswith("--socket=")]
+    try:
+        d = SimDaemon(cudackptd, driver or NO_DRIVER, config_text, flags=flags, prefix="cudackpt-deploy-",
+                      ready_timeout=10)
+    except DaemonError as e:
+        check(False, "cudackptd did not start with the DaemonSet's flags %s and the ConfigMap: %s" % (flags, e))
+        return
+    try:
+        sock = d.socket
+        env = dict(os.environ, CUDACKPT_SOCKET=sock)
+        for name, cmd in info["probes"].items():
+            if not cmd or not cudackptctl:
+                continue
+            cmd = [cudackptctl] + ["--socket=" + sock if a.startswith("--socket=") else a for a in cmd[1:]]
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=10)
+            want = 0 if driver else NO_DRIVER_EXITS[name]
+            check(r.returncode == want, "DaemonSet: %s exits %d against the daemon %s, not %d: %s"
+                  % (name, r.returncode, "on " + driver if driver else "without a driver", want,
+                     r.stderr.strip()))
+        if info.get("exporter") and cudackptctl:
+            run_exporter(cudackptctl, info["exporter"][0], sock)
+    finally:
+        said = d.stop()
+        if failures:
+            sys.stdout.write("cudackptd said:\n" + said)
 
 
 def run_exporter(cudackptctl, c, sock):

@@ -25,11 +25,9 @@ ctl=${CUDACKPT_TEST_CTL:-}
 loader=${CUDACKPT_TEST_SECCOMP_EXEC:-}
 profile=${CUDACKPT_TEST_PROFILE:-}
 
-passed=0
-failed=0
-pass() { echo "PASS: $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-die() { fail "$*"; exit 1; }
+# PASS/FAIL, expect and the usual calls.
+# shellcheck source=tests/deploy/seccomp-lib.sh
+. "$(dirname "$0")/seccomp-lib.sh"
 
 for v in daemon sim ctl loader profile; do
 	if [ -z "${!v}" ] || [ ! -e "${!v}" ]; then die "\$$v is unset or names no file (run through ctest)"; fi
@@ -85,28 +83,6 @@ start() {
 		sleep 0.05
 	done
 	return 1
-}
-
-# WHAT WANT CMD...: CMD's output (both streams) must match WANT.
-expect() {
-	local what=$1 want=$2 out
-	shift 2
-	out=$(timeout 30 "$@" 2>&1) || true
-	if [[ "$out" =~ $want ]]; then pass "$what: ${BASH_REMATCH[0]:-ok}"; else fail "$what: \"$out\", wanted /$want/"; fi
-}
-
-# TAG: the usual calls on the target.
-calls() {
-	local c=("$ctl" --socket="$sock")
-	expect "$1: state" '^running$' "${c[@]}" state "$target"
-	expect "$1: suspend" '^checkpointed \(' "${c[@]}" suspend "$target"
-	expect "$1: resume" '^running \(' "${c[@]}" resume "$target"
-	expect "$1: lock with a lease" 'locked' "${c[@]}" lock --lease-ms=600000 "$target"
-	expect "$1: unlock" '^running \(' "${c[@]}" unlock "$target"
-	expect "$1: suspend --pids (a group)" 'checkpointed' "${c[@]}" suspend --pids="$target"
-	expect "$1: resume --pids (a group)" 'running' "${c[@]}" resume --pids="$target"
-	expect "$1: metrics" 'cudackpt_operations_total\{method="Suspend",result="ok"\} 1' "${c[@]}" metrics
-	expect "$1: ps" "" "${c[@]}" ps
 }
 
 env CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 1000 &

@@ -30,11 +30,9 @@ ctl=${CUDACKPT_TEST_CTL:-}
 profile=${CUDACKPT_TEST_PROFILE:-}
 runc=${CUDACKPT_TEST_RUNC:-/usr/sbin/runc}
 
-passed=0
-failed=0
-pass() { echo "PASS: $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-die() { fail "$*"; exit 1; }
+# PASS/FAIL, expect and the usual calls.
+# shellcheck source=tests/deploy/seccomp-lib.sh
+. "$(dirname "$0")/seccomp-lib.sh"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP: deploy.seccomp needs root (podman with runc, a root daemon)"
@@ -130,31 +128,13 @@ start() {
 	die "cudackptd under $1 did not answer within 30 s"
 }
 
-# WHAT WANT CMD...: CMD's output (both streams) must match WANT.
-expect() {
-	local what=$1 want=$2 out
-	shift 2
-	out=$(timeout 30 "$@" 2>&1) || true
-	if [[ "$out" =~ $want ]]; then pass "$what: ${BASH_REMATCH[0]:-ok}"; else fail "$what: \"$out\", wanted /$want/"; fi
-}
-
 env CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 1000 &
 target=$!
 for _ in $(seq 200); do [ "$(cat /proc/$target/comm 2>/dev/null)" = sleep ] && break; sleep 0.05; done
 
 start "$profile" full
 pass "cudackptd starts under $profile and answers GetInfo"
-c=("$ctl" --socket="$sock")
-expect "state" '^running$' "${c[@]}" state "$target"
-expect "suspend" '^checkpointed \(' "${c[@]}" suspend "$target"
-expect "state after suspend" '^checkpointed$' "${c[@]}" state "$target"
-expect "resume" '^running \(' "${c[@]}" resume "$target"
-expect "lock with a lease" 'locked' "${c[@]}" lock --lease-ms=600000 "$target"
-expect "unlock" '^running \(' "${c[@]}" unlock "$target"
-expect "suspend --pids (a group)" 'checkpointed' "${c[@]}" suspend --pids="$target"
-expect "resume --pids (a group)" 'running' "${c[@]}" resume --pids="$target"
-expect "metrics" 'cudackpt_operations_total\{method="Suspend",result="ok"\} 1' "${c[@]}" metrics
-expect "ps (ListProcesses, through the index)" "" "${c[@]}" ps
+calls ""
 if grep -q 'Process index ready (BPF' "$dir/daemon-full.log"; then
 	pass "the process index loaded its BPF program under the profile (bpf, perf_event_open)"
 else
@@ -174,7 +154,7 @@ for rule in p["syscalls"]:
 json.dump(p, open(sys.argv[2], "w"))
 EOF
 start "$dir/nobpf.json" nobpf
-expect "state under the profile less bpf" '^running$' "${c[@]}" state "$target"
+expect "state under the profile less bpf" '^running$' "$ctl" --socket="$sock" state "$target"
 if grep -q 'No process index.*Operation not permitted' "$dir/daemon-nobpf.log"; then
 	pass "without bpf in the profile, the kernel refused the index's program with EPERM"
 else

@@ -44,7 +44,10 @@ PER_ADDRESS = 4  # CTL_SCRAPE_PER_ADDRESS of client/cudackptctl.c
 # Loopback addresses for clients other than the scraper (127.0.0.1): the
 # exporter bounds connections per address.
 OTHER_ADDRESSES = ["127.0.0.%d" % i for i in range(2, 12)]
-from metrics_check import check, failures  # noqa: E402
+from metrics_check import check, verdict  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from simdaemon import SimDaemon  # noqa: E402
 
 
 def get(url, method="GET", timeout=20):
@@ -100,31 +103,6 @@ class Exporter:
             self.p.kill()
             rest = self.p.communicate()[1]
         return self.p.returncode, (self.err + rest).decode(errors="replace")
-
-
-class Daemon:
-    def __init__(self, daemon, sim, sock, log):
-        self.sock = sock
-        self.p = subprocess.Popen([daemon, "--socket=" + sock, "--driver=" + sim], stdout=log, stderr=log,
-                                  stdin=subprocess.DEVNULL)
-        wait_for(lambda: self.listening() or self.p.poll() is not None, "the daemon's socket")
-        if self.p.poll() is not None:
-            raise RuntimeError("the daemon exited %d" % self.p.returncode)
-
-    def listening(self):
-        """Whether the socket accepts connections (it exists a moment before)."""
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.connect(self.sock)
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
-
-    def stop(self):
-        self.p.terminate()
-        self.p.wait(timeout=30)
 
 
 def counter(text, name, **labels):
@@ -324,13 +302,12 @@ def main():
         print("SKIP: cudackptctl was built without libmicrohttpd (metrics --listen)")
         return 77
     tmp = tempfile.mkdtemp(prefix="cudackpt-exporter-")
-    sock = os.path.join(tmp, "sock")
-    log = open(os.path.join(tmp, "log"), "w+")
     target = subprocess.Popen(["sleep", "600"], env=dict(os.environ, CUDACKPT_SIM="1", CUDACKPT_SIM_MEM_MIB="8"))
     exporters, d = [], None
     try:
         wait_for(lambda: "python" not in os.readlink("/proc/%d/exe" % target.pid), "the target's exec")
-        d = Daemon(daemon, sim, sock, log)
+        d = SimDaemon(daemon, sim, prefix="cudackpt-exporter-")
+        sock = d.socket
         exporters.append(Exporter(ctl, sock, "127.0.0.1:0"))
         check(exporters[0].host == "127.0.0.1", "listens on %s" % exporters[0].host)
         try:
@@ -343,12 +320,12 @@ def main():
         check_slow_clients(ctl, sock)
         check_silent_daemon(ctl, tmp)
 
-        d.stop()
+        d.terminate()
         status, _, body = get(exporters[0].url("/metrics"))
         check(status == 503, "a stopped daemon: %d, want 503" % status)
         check(body.count("\n") == 1 and body.startswith("cannot reach cudackptd at " + sock),
               "503's body is one line saying why: %r" % body)
-        d = Daemon(daemon, sim, sock, log)
+        d.restart()
         status, _, _ = get(exporters[0].url("/metrics"))
         check(status == 200, "the daemon back: %d, want 200" % status)
         said = {}
@@ -365,17 +342,9 @@ def main():
                 e.p.wait()
         target.kill()
         target.wait()
-        if d and d.p.poll() is None:
-            d.stop()
-        log.seek(0)
-        said = log.read()
-        log.close()
+        said = d.stop() if d else ""
         shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print(said)
-        return 1
-    print("the exporter serves, counts, refuses and fails as it should")
-    return 0
+    return verdict(said, "the exporter serves, counts, refuses and fails as it should")
 
 
 if __name__ == "__main__":

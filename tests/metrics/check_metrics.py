@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 try:
@@ -21,106 +20,93 @@ except ImportError:
     sys.exit(77)
 
 IFACE = "io.cudackpt.Process."
-from metrics_check import check, failures  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "lib"), os.path.join(HERE, "..", "..", "python")]
+import cudackpt  # noqa: E402
+from metrics_check import check, verdict  # noqa: E402
+from simdaemon import SimDaemon  # noqa: E402
 
 
-class Conn:
+class CountingClient(cudackpt.Client):
+    """The package's client, counting the connections it opens (the
+    daemon's accepted counter is checked against them)."""
     opened = 0
 
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.settimeout(20)
-        self.s.connect(path)
-        self.buf = b""
-        Conn.opened += 1
+    def connect(self, timeout=None):
+        CountingClient.opened += 1
+        return super().connect(timeout)
 
-    def send(self, obj):
-        self.s.sendall(json.dumps(obj).encode() + b"\0")
 
-    def recv(self):
-        while b"\0" not in self.buf:
-            chunk = self.s.recv(65536)
+def garbage(sock):
+    """Bytes that are not JSON on a connection of their own: the daemon's
+    error reply, after which it closes the connection."""
+    CountingClient.opened += 1
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(20)
+        s.connect(sock)
+        s.sendall(b"this is not json\0")
+        buf = b""
+        while b"\0" not in buf:
+            chunk = s.recv(65536)
             if not chunk:
-                raise EOFError("the daemon closed the connection")
-            self.buf += chunk
-        msg, self.buf = self.buf.split(b"\0", 1)
-        return json.loads(msg)
-
-    def call(self, method, **params):
-        self.send({"method": method, "parameters": params})
-        return self.recv()
-
-    def close(self):
-        self.s.close()
+                break
+            buf += chunk
+    return json.loads(buf.split(b"\0", 1)[0]) if buf else {}
 
 
 def main():
     daemon, sim, ctl = sys.argv[1:4]
-    tmp = tempfile.mkdtemp(prefix="cudackpt-metrics-")
-    sock = os.path.join(tmp, "sock")
-    with open(os.path.join(tmp, "config.json"), "w") as f:
-        json.dump({"watch_scan_ms": 0}, f)
-    log = open(os.path.join(tmp, "log"), "w+")
-    d = subprocess.Popen([daemon, "--socket=" + sock, "--driver=" + sim, "--config=" + os.path.join(tmp, "config.json")],
-                         stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    d = SimDaemon(daemon, sim, {"watch_scan_ms": 0}, prefix="cudackpt-metrics-")
+    sock = d.socket
     env = dict(os.environ, CUDACKPT_SIM="1", CUDACKPT_SIM_MEM_MIB="8")
     targets = [subprocess.Popen(["sleep", "600"], env=env) for _ in range(2)]
     try:
-        deadline = time.monotonic() + 10
-        while not os.path.exists(sock):
-            if d.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                print(log.read())
-                return 1
-            time.sleep(0.01)
         for t in targets:  # exec'd, so the simulator sees the environment
             while "python" in os.readlink("/proc/%d/exe" % t.pid):
                 time.sleep(0.01)
         a, b = (t.pid for t in targets)
         made = {}  # (method, result) -> calls
+        c = CountingClient(sock, timeout=20)
 
-        def call(c, method, **params):
-            r = c.call(IFACE + method, **params)
-            res = r.get("error", "ok").rsplit(".", 1)[-1]
+        def call(method, **params):
+            try:
+                r = c.call(method, params)
+                res = "ok"
+            except cudackpt.CudackptError as e:
+                r = {"error": e.name}
+                res = e.name.rsplit(".", 1)[-1]
             made[(method, res)] = made.get((method, res), 0) + 1
             return r
 
-        c = Conn(sock)
         for _ in range(3):
-            check(call(c, "GetState", pid=a)["parameters"]["state"] == "running", "GetState running")
-        call(c, "Lock", pid=a)
-        call(c, "Unlock", pid=a)
-        check(call(c, "Unlock", pid=a).get("error") == IFACE + "InvalidState", "Unlock of a running process")
-        r = call(c, "Suspend", pid=a, lease_ms=100000)
-        lease = r["parameters"]["lease"]["id"]
-        check(c.call(IFACE + "ReleaseLease", lease=lease)["parameters"]["lease"] == lease, "ReleaseLease")
-        call(c, "Resume", pid=a)
-        call(c, "Lock", pid=b, lease_ms=100)
+            check(call("GetState", pid=a)["state"] == "running", "GetState running")
+        call("Lock", pid=a)
+        call("Unlock", pid=a)
+        check(call("Unlock", pid=a).get("error") == IFACE + "InvalidState", "Unlock of a running process")
+        r = call("Suspend", pid=a, lease_ms=100000)
+        lease = r["lease"]["id"]
+        check(c.call("ReleaseLease", {"lease": lease})["lease"] == lease, "ReleaseLease")
+        call("Resume", pid=a)
+        call("Lock", pid=b, lease_ms=100)
         while True:  # the expired lease is undone, its last step ended
-            p = call(c, "GetState", pid=b)["parameters"]
+            p = call("GetState", pid=b)
             if p["state"] == "running" and "in_flight" not in p:
                 break
             time.sleep(0.02)
         dead = subprocess.Popen(["true"])
         dead.wait()
-        check(call(c, "GetState", pid=dead.pid).get("error") == IFACE + "NoSuchProcess", "GetState of a dead pid")
-        bad = Conn(sock)
-        bad.s.sendall(b"this is not json\0")
-        check(bad.recv().get("error") == IFACE + "InvalidRequest", "garbage refused")
-        w = Conn(sock)
-        w.send({"method": IFACE + "Watch", "parameters": {}, "more": True})
-        check(w.recv()["parameters"]["event"]["type"] == "watching", "Watch")
-        call(c, "Lock", pid=a)
-        call(c, "Unlock", pid=a)
-        events = 0
-        while events < 6:  # started, finished, state of each
-            check(w.recv().get("continues") is True, "events continue")
-            events += 1
+        check(call("GetState", pid=dead.pid).get("error") == IFACE + "NoSuchProcess", "GetState of a dead pid")
+        check(garbage(sock).get("error") == IFACE + "InvalidRequest", "garbage refused")
+        w = c.watch()  # its first event, "watching", read
+        call("Lock", pid=a)
+        call("Unlock", pid=a)
+        for _ in range(6):  # started, finished, state of each
+            w.next(timeout=20)
 
-        text = c.call(IFACE + "GetMetrics")["parameters"]["text"]
+        text = c.metrics()
         ctl_text = subprocess.run([ctl, "--socket=" + sock, "metrics"], stdout=subprocess.PIPE, check=True,
                                   universal_newlines=True).stdout
-        Conn.opened += 1
+        CountingClient.opened += 1
         check(ctl_text.startswith("# HELP cudackpt_build_info"), "cudackptctl metrics prints the text")
         fams = {f.name: f for f in text_string_to_metric_families(text)}
         samples = {}
@@ -167,7 +153,7 @@ def main():
             ("cudackpt_operations_in_flight", ()): 0,
             ("cudackpt_operations_queued", ()): 0,
             ("cudackpt_groups_in_flight", ()): 0,
-            ("cudackpt_connections", ()): 2,  # c and w: bad was cut off after its InvalidRequest
+            ("cudackpt_connections", ()): 2,  # c's and w's: garbage's was cut off after its InvalidRequest
             ("cudackpt_disconnects_total", (("reason", "invalid_request"),)): 1,
             ("cudackpt_connections_refused_total", (("reason", "max_connections"),)): 0,
         }
@@ -178,26 +164,20 @@ def main():
                 continue
             check(got == want, "%s%s = %s, want %s" % (name, dict(labels), got, want))
         accepted = value("cudackpt_connections_accepted_total")
-        check(accepted == Conn.opened - 1, "connections_accepted_total = %s, %d made before the metrics call"
-              % (accepted, Conn.opened - 1))
+        check(accepted == CountingClient.opened - 1, "connections_accepted_total = %s, %d made before the metrics call"
+              % (accepted, CountingClient.opened - 1))
         check(value("cudackpt_driver_info", version="%s" % dict(next(
             l for (n, l) in samples if n == "cudackpt_driver_info"))["version"], simulated="true") == 1,
             "driver_info says simulated")
         check(any(n == "cudackpt_build_info" for (n, l) in samples), "build_info")
-        for conn in (c, w):
-            conn.close()
+        w.close()
+        c.close()
     finally:
         for t in targets:
             t.kill()
             t.wait()
-        d.terminate()
-        d.wait(timeout=30)
-    if failures:
-        log.seek(0)
-        print(log.read())
-        return 1
-    print("every counter matches the calls made")
-    return 0
+        said = d.stop()
+    return verdict(said, "every counter matches the calls made")
 
 
 if __name__ == "__main__":

@@ -10,12 +10,10 @@ python/ (tests/python/CMakeLists.txt puts it on PYTHONPATH).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,7 +24,9 @@ import pytest
 
 import cudackpt
 
-READY_TIMEOUT_S = 20.0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from simdaemon import DaemonError, SimDaemon  # noqa: E402
+
 SIM_DEVICES = ("GPU-00000000-5157-4000-8000-000000000001", "GPU-00000000-5157-4000-8000-000000000002")
 
 
@@ -61,93 +61,22 @@ def _sanitizer_runtime(lib: str) -> Optional[str]:
     return None
 
 
-class Daemon:
-    """cudackptd started on the simulator, in a directory of its own: its
-    socket, config, log and (RUNTIME_DIRECTORY being unset) its lease
-    store, leases.json.  kill() and restart() stop it by SIGKILL and start
-    it again there, on the same socket and store."""
+class Daemon(SimDaemon):
+    """cudackptd on the simulator (tests/lib/simdaemon.py), the programs
+    ctest names; a daemon that does not start fails the test."""
 
     def __init__(self, config: Dict[str, object], env: Dict[str, str]) -> None:
-        self.binary = need_env("CUDACKPT_TEST_DAEMON")
-        self.sim = need_env("CUDACKPT_TEST_SIM")
-        self.dir = tempfile.mkdtemp(prefix="cudackpt-py-")
-        os.chmod(self.dir, 0o755)  # another uid reaches the socket inside
-        self.socket = os.path.join(self.dir, "sock")
-        self.log_path = os.path.join(self.dir, "daemon.log")
-        with open(os.path.join(self.dir, "config.json"), "w") as f:
-            json.dump(config, f)
-        self._env = env
-        self._spawn("w")
-
-    def _spawn(self, log_mode: str) -> None:
-        notify_path = os.path.join(self.dir, "notify")
         try:
-            os.unlink(notify_path)
-        except FileNotFoundError:
-            pass
-        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        notify.bind(notify_path)
-        child_env = {k: v for k, v in os.environ.items()
-                     if k in ("PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS")}
-        child_env.update(self._env)
-        child_env["NOTIFY_SOCKET"] = notify_path
-        with open(self.log_path, log_mode) as log:
-            self.proc = subprocess.Popen(
-                [self.binary, "--socket=" + self.socket, "--driver=" + self.sim,
-                 "--config=" + os.path.join(self.dir, "config.json"), "--log-level=debug"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child_env)
-        try:
-            self._await_ready(notify)
-        except BaseException:
-            self.proc.kill()  # never left behind, serving nobody
-            self.proc.wait(timeout=20)
-            raise
-        finally:
-            notify.close()
-
-    def kill(self) -> None:
-        """SIGKILL: the daemon dies as by a crash, its socket file left
-        behind (refusing), its lease store as at its last reply."""
-        assert self.proc.poll() is None, "the daemon died during the test:\n" + self.log()
-        self.proc.kill()
-        self.proc.wait(timeout=20)
-        assert self.proc.returncode == -signal.SIGKILL
+            super().__init__(need_env("CUDACKPT_TEST_DAEMON"), need_env("CUDACKPT_TEST_SIM"), config, env,
+                             prefix="cudackpt-py-")
+        except DaemonError as e:
+            pytest.fail(str(e))
 
     def restart(self) -> None:
-        """Starts it again after kill(), on the same socket, config and
-        store; returns once it is READY (its leases read back)."""
-        assert self.proc.poll() is not None, "kill() it first"
-        self._spawn("a")
-
-    def _await_ready(self, notify: socket.socket) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            if self.proc.poll() is not None:
-                pytest.fail("the daemon exited (%s) before READY=1:\n%s" % (self.proc.returncode, self.log()))
-            left = deadline - time.monotonic()
-            if left <= 0:
-                pytest.fail("the daemon sent no READY=1 in %.0f s:\n%s" % (READY_TIMEOUT_S, self.log()))
-            notify.settimeout(min(left, 0.2))
-            try:
-                data = notify.recv(4096)
-            except socket.timeout:
-                continue
-            if "READY=1" in data.decode(errors="replace").splitlines():
-                return
-
-    def log(self) -> str:
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=20)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            super().restart()
+        except DaemonError as e:
+            pytest.fail(str(e))
 
 
 @contextlib.contextmanager
@@ -166,7 +95,7 @@ def serving(config: Dict[str, object], env: Dict[str, str]) -> Iterator[Daemon]:
             os.environ.pop("CUDACKPT_SOCKET", None)
         else:
             os.environ["CUDACKPT_SOCKET"] = old
-        if d.proc.poll() is not None:
+        if not d.alive():
             print(d.log(), file=sys.stderr)
         d.stop()
 

@@ -6,7 +6,9 @@
   - the daemon's layer folders are ordered: a room includes only rooms of
     its own folder or of folders below it (LAYERS, bottom first);
   - no product file over MAX_LINES lines, no function over MAX_FUNCTION
-    lines (from its signature's first line to its closing brace).
+    lines (from its signature's first line to its closing brace);
+  - the same two limits on the C code of tests/ (test_sizes(); its
+    TEST_SIZE_DEBTS, the breaches it found when it came, only shrinks).
 
 usage: check_structure.py [REPO_ROOT]   exit 0 when all hold, 1 otherwise,
 printing one line per breach.  A room is named by its file's base name:
@@ -129,6 +131,47 @@ def functions(text):
         yield m.group(1), start + 1, end - start + 1
 
 
+def size_breaches(root, paths):
+    """One line per file over MAX_LINES lines and per function over
+    MAX_FUNCTION lines among paths."""
+    for p in paths:
+        text = open(p, encoding="utf-8").read()
+        n = text.count("\n")
+        rel = os.path.relpath(p, root)
+        if n > MAX_LINES:
+            yield "file: %s has %d lines (at most %d)" % (rel, n, MAX_LINES)
+        for name, line, length in functions(text):
+            if length > MAX_FUNCTION:
+                yield "function: %s:%d %s() has %d lines (at most %d)" % (rel, line, name, length, MAX_FUNCTION)
+
+
+# The tests' files and functions over the limits when the limits came to
+# tests/ (issue 31), each to be split: the list only shrinks.  A breach not
+# listed fails, and so does a listed one that is gone (take it off).
+TEST_SIZE_DEBTS = {
+    "tests/fuzz/fuzz_request.c",
+    "tests/fuzz/fuzz_request.c setup()",
+    "tests/sim/sim.c",
+    "tests/unit/test_sched.c",
+}
+
+
+def test_sizes(root):
+    """The size limits on the tests' own C code (every .c and .h under
+    tests/): a test is read as often as the code it holds to account.
+    Breaches in TEST_SIZE_DEBTS pass."""
+    paths = [os.path.join(d, f) for d, _, files in os.walk(os.path.join(root, "tests"))
+             for f in sorted(files) if f.endswith((".c", ".h"))]
+    found = {}
+    for b in size_breaches(root, sorted(paths)):
+        m = re.match(r"(?:file: (\S+) has|function: (\S+):\d+ (\S+) has)", b)
+        found[m.group(1) or "%s %s" % (m.group(2), m.group(3))] = b
+    out = [b for key, b in sorted(found.items()) if key not in TEST_SIZE_DEBTS]
+    out += ["debt paid: %s is within the limits now, take it off TEST_SIZE_DEBTS" % key
+            for key in sorted(TEST_SIZE_DEBTS - set(found))]
+    return out
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../.."))
     paths = list(sources(root))
@@ -149,15 +192,8 @@ def main():
                     os.path.relpath(where[me], root), mine or "top", os.path.relpath(where[other], root), theirs or "top"))
             elif mine not in LAYERS or theirs not in LAYERS:
                 breaches.append("layer: %s or %s is in no known layer folder" % (where[me], where[other]))
-    for p in paths:
-        text = open(p, encoding="utf-8").read()
-        n = text.count("\n")
-        rel = os.path.relpath(p, root)
-        if n > MAX_LINES:
-            breaches.append("file: %s has %d lines (at most %d)" % (rel, n, MAX_LINES))
-        for name, line, length in functions(text):
-            if length > MAX_FUNCTION:
-                breaches.append("function: %s:%d %s() has %d lines (at most %d)" % (rel, line, name, length, MAX_FUNCTION))
+    breaches.extend(size_breaches(root, paths))
+    breaches.extend(test_sizes(root))
     for b in breaches:
         print(b)
     rooms = len(graph)

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "sdtest.h"
+#include "sim_daemon.h"
 
 #define TIMEOUT_MS 10000
 #define MEASURE_MS 1000
@@ -115,24 +116,24 @@ static void start_daemon(char **argv, const char *dir, const char *name, bool wa
                          struct sdt_child *ret_child, char *ret_sock, size_t socklen)
 {
         static char env_notify[PATH_MAX + 32], env_wd_pid[64];
-        static char driver_opt[PATH_MAX + 16], config_opt[PATH_MAX + 16], socket_opt[PATH_MAX + 16];
+        static struct test_daemon_argv daemon_argv;
         static const char *env[4];
         char notify[PATH_MAX];
 
         snprintf(notify, sizeof(notify), "%s/%s.notify", dir, name);
         snprintf(ret_sock, socklen, "%s/%s/io.cudackpt.Process", dir, name);
         snprintf(env_notify, sizeof(env_notify), "NOTIFY_SOCKET=%s", notify);
-        snprintf(driver_opt, sizeof(driver_opt), "--driver=%s", argv[2]);
-        snprintf(config_opt, sizeof(config_opt), "--config=%s", argv[3]);
-        snprintf(socket_opt, sizeof(socket_opt), "--socket=%s", ret_sock);
+        SDT_CHECK(test_daemon_argv(&(struct test_daemon_cmd){ .daemon = argv[1], .socket = ret_sock,
+                                                              .driver = argv[2], .config = argv[3] },
+                                   &daemon_argv) == 0,
+                  "the daemon's command line does not fit");
         env[0] = env_notify;
         env[1] = "WATCHDOG_USEC=200000";
         /* pid 1 is never the daemon: the watchdog is meant for someone else. */
         snprintf(env_wd_pid, sizeof(env_wd_pid), "WATCHDOG_PID=1");
         env[2] = watchdog_self ? NULL : env_wd_pid;
         env[3] = NULL;
-        const char *daemon_argv[] = { argv[1], driver_opt, config_opt, socket_opt, NULL };
-        sdt_spawn(daemon_argv,
+        sdt_spawn((const char *const *)daemon_argv.argv,
                   &(struct sdt_spawn_opts){ .setenv = env, .watchdog_pid_self = watchdog_self },
                   ret_child);
 }

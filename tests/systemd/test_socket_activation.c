@@ -88,15 +88,79 @@ static cJSON *reply_parameters(const cJSON *reply, const char *method)
         return cJSON_GetObjectItemCaseSensitive(reply, "parameters");
 }
 
-int main(int argc, char **argv)
+/* GetInfo names cudackptd and our interfaces; GetState of target (a
+ * simulated CUDA process) says running, of this process NotCudaProcess. */
+static void check_calls(int fd, pid_t target)
 {
-        char sock[PATH_MAX], own_dir[PATH_MAX], own[PATH_MAX + 8], logp[PATH_MAX], comm[64];
-        char params[64], *text;
-        struct sdt_child target, daemon_;
-        struct stat st;
-        int fd, status, total, other;
+        char params[64];
         cJSON *reply, *p, *ifaces, *it;
         bool has_process = false, has_service = false;
+
+        reply = sdt_call(fd, "org.varlink.service.GetInfo", NULL, TIMEOUT_MS);
+        p = reply_parameters(reply, "GetInfo");
+        it = cJSON_GetObjectItemCaseSensitive(p, "product");
+        SDT_CHECK(cJSON_IsString(it) && strcmp(it->valuestring, "cudackptd") == 0,
+                  "GetInfo product is not cudackptd");
+        ifaces = cJSON_GetObjectItemCaseSensitive(p, "interfaces");
+        SDT_CHECK(cJSON_IsArray(ifaces), "GetInfo has no interfaces array");
+        cJSON_ArrayForEach(it, ifaces) {
+                if (cJSON_IsString(it) && strcmp(it->valuestring, "io.cudackpt.Process") == 0)
+                        has_process = true;
+                if (cJSON_IsString(it) && strcmp(it->valuestring, "org.varlink.service") == 0)
+                        has_service = true;
+        }
+        SDT_CHECK(has_process && has_service, "GetInfo interfaces lack one of ours");
+        cJSON_Delete(reply);
+
+        snprintf(params, sizeof(params), "{\"pid\":%d}", (int)target);
+        reply = sdt_call(fd, "io.cudackpt.Process.GetState", params, TIMEOUT_MS);
+        p = reply_parameters(reply, "GetState");
+        it = cJSON_GetObjectItemCaseSensitive(p, "state");
+        SDT_CHECK(cJSON_IsString(it) && strcmp(it->valuestring, "running") == 0,
+                  "GetState state is not \"running\"");
+        it = cJSON_GetObjectItemCaseSensitive(p, "pid");
+        SDT_CHECK(cJSON_IsNumber(it) && it->valuedouble == (double)target, "GetState pid differs");
+        cJSON_Delete(reply);
+
+        /* The test process itself never touched CUDA: the simulated driver
+         * must say so, proving the call went through the driver. */
+        snprintf(params, sizeof(params), "{\"pid\":%d}", (int)getpid());
+        reply = sdt_call(fd, "io.cudackpt.Process.GetState", params, TIMEOUT_MS);
+        it = cJSON_GetObjectItemCaseSensitive(reply, "error");
+        SDT_CHECK(cJSON_IsString(it) && strcmp(it->valuestring, "io.cudackpt.Process.NotCudaProcess") == 0,
+                  "GetState of a non-CUDA process did not fail with NotCudaProcess");
+        cJSON_Delete(reply);
+}
+
+/* The process serving us (pid) is the daemon itself (exec in place, so
+ * LISTEN_PID matched), and it listens on the passed socket (sock) only,
+ * making no socket of its own in own_dir. */
+static void check_served_by(pid_t pid, const char *sock, const char *own_dir)
+{
+        char path[64], comm[64], *text;
+        struct stat st;
+        int total, other;
+
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        text = sdt_read_file(path);
+        SDT_CHECK(text != NULL, "cannot read %s", path);
+        snprintf(comm, sizeof(comm), "%s", text);
+        free(text);
+        SDT_CHECK(strncmp(comm, "cudackptd", 9) == 0, "pid %d runs \"%s\", not cudackptd",
+                  (int)pid, comm);
+        count_listeners(pid, sock, &total, &other);
+        SDT_CHECK(total == 1 && other == 0,
+                  "daemon listens on %d sockets, %d of them not the passed one", total, other);
+        SDT_CHECK(stat(own_dir, &st) < 0 && errno == ENOENT,
+                  "the daemon created %s although a socket was passed", own_dir);
+}
+
+int main(int argc, char **argv)
+{
+        char sock[PATH_MAX], own_dir[PATH_MAX], own[PATH_MAX + 8], logp[PATH_MAX], *text;
+        struct sdt_child target, daemon_;
+        struct stat st;
+        int fd, status;
 
         if (argc != 4) {
                 fprintf(stderr, "usage: %s DAEMON SIM SYSTEMD-SOCKET-ACTIVATE\n", argv[0]);
@@ -131,55 +195,8 @@ int main(int argc, char **argv)
         sdt_wait_socket_file(sock, TIMEOUT_MS);
         fd = sdt_connect(sock);
 
-        reply = sdt_call(fd, "org.varlink.service.GetInfo", NULL, TIMEOUT_MS);
-        p = reply_parameters(reply, "GetInfo");
-        it = cJSON_GetObjectItemCaseSensitive(p, "product");
-        SDT_CHECK(cJSON_IsString(it) && strcmp(it->valuestring, "cudackptd") == 0,
-                  "GetInfo product is not cudackptd");
-        ifaces = cJSON_GetObjectItemCaseSensitive(p, "interfaces");
-        SDT_CHECK(cJSON_IsArray(ifaces), "GetInfo has no interfaces array");
-        cJSON_ArrayForEach(it, ifaces) {
-                if (cJSON_IsString(it) && strcmp(it->valuestring, "io.cudackpt.Process") == 0)
-                        has_process = true;
-                if (cJSON_IsString(it) && strcmp(it->valuestring, "org.varlink.service") == 0)
-                        has_service = true;
-        }
-        SDT_CHECK(has_process && has_service, "GetInfo interfaces lack one of ours");
-        cJSON_Delete(reply);
-
-        snprintf(params, sizeof(params), "{\"pid\":%d}", (int)target.pid);
-        reply = sdt_call(fd, "io.cudackpt.Process.GetState", params, TIMEOUT_MS);
-        p = reply_parameters(reply, "GetState");
-        it = cJSON_GetObjectItemCaseSensitive(p, "state");
-        SDT_CHECK(cJSON_IsString(it) && strcmp(it->valuestring, "running") == 0,
-                  "GetState state is not \"running\"");
-        it = cJSON_GetObjectItemCaseSensitive(p, "pid");
-        SDT_CHECK(cJSON_IsNumber(it) && it->valuedouble == (double)target.pid, "GetState pid differs");
-        cJSON_Delete(reply);
-
-        /* The test process itself never touched CUDA: the simulated driver
-         * must say so, proving the call went through the driver. */
-        snprintf(params, sizeof(params), "{\"pid\":%d}", (int)getpid());
-        reply = sdt_call(fd, "io.cudackpt.Process.GetState", params, TIMEOUT_MS);
-        it = cJSON_GetObjectItemCaseSensitive(reply, "error");
-        SDT_CHECK(cJSON_IsString(it) && strcmp(it->valuestring, "io.cudackpt.Process.NotCudaProcess") == 0,
-                  "GetState of a non-CUDA process did not fail with NotCudaProcess");
-        cJSON_Delete(reply);
-
-        /* The process serving us is the daemon itself (exec in place, so
-         * LISTEN_PID matched), and it listens on the passed socket only. */
-        snprintf(params, sizeof(params), "/proc/%d/comm", (int)daemon_.pid);
-        text = sdt_read_file(params);
-        SDT_CHECK(text != NULL, "cannot read %s", params);
-        snprintf(comm, sizeof(comm), "%s", text);
-        free(text);
-        SDT_CHECK(strncmp(comm, "cudackptd", 9) == 0, "pid %d runs \"%s\", not cudackptd",
-                  (int)daemon_.pid, comm);
-        count_listeners(daemon_.pid, sock, &total, &other);
-        SDT_CHECK(total == 1 && other == 0,
-                  "daemon listens on %d sockets, %d of them not the passed one", total, other);
-        SDT_CHECK(stat(own_dir, &st) < 0 && errno == ENOENT,
-                  "the daemon created %s although a socket was passed", own_dir);
+        check_calls(fd, target.pid);
+        check_served_by(daemon_.pid, sock, own_dir);
 
         close(fd);
         SDT_CHECK(kill(daemon_.pid, SIGTERM) == 0, "kill: %s", strerror(errno));

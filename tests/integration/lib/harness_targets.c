@@ -418,10 +418,6 @@ void itest_await_proc_state(pid_t pid, char want, bool equal)
         }
 }
 
-/* A server on path that answers one connection: it saves the request
- * (up to its NUL) in request_file, sends each of replies with its NUL and
- * closes.  Returns its pid, to wait for. */
-
 /* --itest-grow MIB_PER_S: a target whose resident memory grows at that
  * rate (up to 1 GiB), as a real one's does while the driver checkpoints
  * it; the simulator moves no memory. */

@@ -2,7 +2,10 @@
  * driver (or the daemon's own checks) can produce, with the parameters the
  * IDL gives it, and the state the process is left in afterwards; those of
  * processes that exit, stop or are traced during an operation
- * (ProcessGone, ProcessStopped) are test_lifecycle.c's. */
+ * (ProcessGone, ProcessStopped) are test_lifecycle.c's.  The driver's own
+ * errors (NotSupported, DriverError, DriverUnavailable) are in
+ * errors_driver.c. */
+#include "errors_driver.h"
 #include "harness.h"
 
 #include <dirent.h>
@@ -199,27 +202,35 @@ static void assert_gave_up_in_time(const char *what, double t0)
                       "%s with timeout_ms %d answered after %.0f ms", what, LOCK_TIMEOUT_MS, took);
 }
 
-START_TEST(lock_timeout)
+/* method (named name) with timeout_ms LOCK_TIMEOUT_MS, sent raw, on a
+ * target busy past it: Timeout with its parameters, in time, and the
+ * target left running. */
+static void assert_times_out(struct itest_daemon *d, const char *method, const char *name)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
         pid_t pid = itest_target("CUDACKPT_SIM=1", BUSY_PAST_TIMEOUT, NULL);
         struct itest_conn *c = itest_connect(d);
         double t0 = itest_now_ms();
-        cJSON *j = itest_call(c, CUDACKPT_METHOD_LOCK,
+        cJSON *j = itest_call(c, method,
                               itest_strdupf("{\"pid\":%d,\"timeout_ms\":%d}", (int)pid, LOCK_TIMEOUT_MS));
-        assert_gave_up_in_time("Lock", t0);
+        assert_gave_up_in_time(name, t0);
         itest_assert_error(j, CUDACKPT_ERROR_TIMEOUT);
         itest_assert_int(j, "pid", pid);
-        itest_assert_str(j, "method", "Lock");
+        itest_assert_str(j, "method", name);
         itest_assert_int(j, "timeout_ms", LOCK_TIMEOUT_MS);
         itest_assert_str(j, "state", "running");
         itest_assert_state_now(c, pid, "running");
+}
+
+START_TEST(lock_timeout)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        assert_times_out(d, CUDACKPT_METHOD_LOCK, "Lock");
 
         cudackpt_client *cl = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
         pid_t pid2 = itest_target("CUDACKPT_SIM=1", BUSY_PAST_TIMEOUT, NULL);
-        t0 = itest_now_ms();
+        double t0 = itest_now_ms();
         int rc = cudackpt_lock(cl, pid2, LOCK_TIMEOUT_MS, &r);
         assert_gave_up_in_time("cudackpt_lock()", t0);
         itest_assert_reply_error(rc, &r, CUDACKPT_ERROR_TIMEOUT);
@@ -232,18 +243,7 @@ END_TEST
 START_TEST(suspend_timeout)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", BUSY_PAST_TIMEOUT, NULL);
-        struct itest_conn *c = itest_connect(d);
-        double t0 = itest_now_ms();
-        cJSON *j = itest_call(c, CUDACKPT_METHOD_SUSPEND,
-                              itest_strdupf("{\"pid\":%d,\"timeout_ms\":%d}", (int)pid, LOCK_TIMEOUT_MS));
-        assert_gave_up_in_time("Suspend", t0);
-        itest_assert_error(j, CUDACKPT_ERROR_TIMEOUT);
-        itest_assert_int(j, "pid", pid);
-        itest_assert_str(j, "method", "Suspend");
-        itest_assert_int(j, "timeout_ms", LOCK_TIMEOUT_MS);
-        itest_assert_str(j, "state", "running");
-        itest_assert_state_now(c, pid, "running");
+        assert_times_out(d, CUDACKPT_METHOD_SUSPEND, "Suspend");
 }
 END_TEST
 
@@ -363,152 +363,6 @@ START_TEST(mapping_duplicate_new_uuid)
 }
 END_TEST
 
-/* ---- NotSupported ---------------------------------------------------------- */
-
-START_TEST(not_supported_suspend_rolls_back)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MANAGED=1", NULL);
-        struct itest_conn *c = itest_connect(d);
-        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, pid);
-        itest_assert_error(j, CUDACKPT_ERROR_NOT_SUPPORTED);
-        itest_assert_int(j, "pid", pid);
-        itest_assert_str(j, "method", "Suspend");
-        itest_assert_str(j, "step", "checkpoint");
-        itest_assert_bool(j, "rolled_back", true);
-        itest_assert_str_opt(j, "state", "running");
-        itest_assert_state_now(c, pid, "running");
-}
-END_TEST
-
-START_TEST(not_supported_checkpoint_stays_locked)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MANAGED=1", NULL);
-        struct itest_conn *c = itest_connect(d);
-        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
-        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid);
-        itest_assert_error(j, CUDACKPT_ERROR_NOT_SUPPORTED);
-        itest_assert_int(j, "pid", pid);
-        itest_assert_str(j, "method", "Checkpoint");
-        itest_assert_absent(j, "step");
-        itest_assert_str_opt(j, "state", "locked");
-        itest_assert_state_now(c, pid, "locked");
-        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
-}
-END_TEST
-
-/* ---- DriverError ----------------------------------------------------------- */
-
-static void assert_driver_error(const cJSON *j, pid_t pid, const char *method)
-{
-        itest_assert_error(j, CUDACKPT_ERROR_DRIVER_ERROR);
-        itest_assert_int(j, "pid", pid);
-        itest_assert_str(j, "method", method);
-        itest_assert_str(j, "cuda_error", "CUDA_ERROR_UNKNOWN");
-        itest_assert_int(j, "cuda_error_code", 999);
-}
-
-START_TEST(driver_error_unlock)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
-        struct itest_conn *c = itest_connect(d);
-        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
-        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid);
-        assert_driver_error(j, pid, "Unlock");
-        itest_assert_absent(j, "step");
-        itest_assert_str_opt(j, "state", "locked");
-
-        cudackpt_client *cl = itest_client(d);
-        cudackpt_reply r;
-        cudackpt_reply_init(&r);
-        itest_assert_reply_error(cudackpt_unlock(cl, pid, &r), &r, CUDACKPT_ERROR_DRIVER_ERROR);
-        ck_assert_int_eq(r.pid, pid);
-        assert_driver_error(itest_reply_json(&r), pid, "Unlock");
-        cudackpt_reply_clear(&r);
-}
-END_TEST
-
-START_TEST(driver_error_resume_unlock_step)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
-        struct itest_conn *c = itest_connect(d);
-        suspend(c, pid);
-        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid);
-        assert_driver_error(j, pid, "Resume");
-        itest_assert_str(j, "step", "unlock");
-        itest_assert_str_opt(j, "state", "locked");
-        itest_assert_state_now(c, pid, "locked");
-}
-END_TEST
-
-START_TEST(driver_error_get_state_and_tid)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t a = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=getstate:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t b = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=tid:CUDA_ERROR_UNKNOWN", NULL);
-        struct itest_conn *c = itest_connect(d);
-        assert_driver_error(itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, a), a, "GetState");
-        assert_driver_error(itest_call_pid(c, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, b), b, "GetRestoreThreadId");
-        itest_assert_state_now(c, b, "running");
-}
-END_TEST
-
-/* ---- DriverUnavailable ----------------------------------------------------- */
-
-static void assert_unavailable_everywhere(struct itest_daemon *d, const char *mention1, const char *mention2)
-{
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
-        for (size_t i = 0; itest_process_methods[i]; i++) {
-                cJSON *j = itest_call_pid(c, itest_process_methods[i], pid);
-                itest_assert_error(j, CUDACKPT_ERROR_DRIVER_UNAVAILABLE);
-                const char *reason = itest_str(j, "reason");
-                ck_assert_msg(reason && *reason, "no reason in %s", itest_dump(j));
-                if (mention1)
-                        ck_assert_msg(strstr(reason, mention1) || (mention2 && strstr(reason, mention2)),
-                                      "reason does not mention %s: %s", mention1, itest_dump(j));
-        }
-        /* The daemon still serves what needs no driver. */
-        cJSON *j = itest_call(c, "org.varlink.service.GetInfo", "{}");
-        itest_assert_ok(j);
-
-        cudackpt_client *cl = itest_client(d);
-        cudackpt_reply r;
-        cudackpt_reply_init(&r);
-        itest_assert_reply_error(cudackpt_get_state(cl, pid, &r), &r, CUDACKPT_ERROR_DRIVER_UNAVAILABLE);
-        cudackpt_reply_clear(&r);
-}
-
-START_TEST(driver_unavailable_missing_library)
-{
-        struct itest_daemon_opts o = { .driver = "/nonexistent.so" };
-        struct itest_daemon *d = itest_daemon_start(&o);
-        assert_unavailable_everywhere(d, NULL, NULL);
-}
-END_TEST
-
-START_TEST(driver_unavailable_old_driver)
-{
-        static const char *const env[] = { "CUDACKPT_SIM_DRIVER_VERSION=12000", NULL };
-        struct itest_daemon_opts o = { .env = env };
-        struct itest_daemon *d = itest_daemon_start(&o);
-        assert_unavailable_everywhere(d, "12000", "12.0");
-}
-END_TEST
-
-START_TEST(driver_unavailable_init_fails)
-{
-        /* 100: CUDA_ERROR_NO_DEVICE. */
-        static const char *const env[] = { "CUDACKPT_SIM_INIT_ERROR=100", NULL };
-        struct itest_daemon_opts o = { .env = env };
-        struct itest_daemon *d = itest_daemon_start(&o);
-        assert_unavailable_everywhere(d, NULL, NULL);
-}
-END_TEST
-
 /* ---- ProcessChanged, unknown states, QueueFull ----------------------------- */
 
 START_TEST(process_changed)
@@ -622,14 +476,7 @@ static Suite *errors_suite(void)
         tcase_add_test(tc, mapping_to_no_device);
         tcase_add_test(tc, mapping_malformed_uuid);
         tcase_add_test(tc, mapping_duplicate_new_uuid);
-        tcase_add_test(tc, not_supported_suspend_rolls_back);
-        tcase_add_test(tc, not_supported_checkpoint_stays_locked);
-        tcase_add_test(tc, driver_error_unlock);
-        tcase_add_test(tc, driver_error_resume_unlock_step);
-        tcase_add_test(tc, driver_error_get_state_and_tid);
-        tcase_add_test(tc, driver_unavailable_missing_library);
-        tcase_add_test(tc, driver_unavailable_old_driver);
-        tcase_add_test(tc, driver_unavailable_init_fails);
+        errors_driver_add_tests(tc);
         tcase_add_test(tc, process_changed);
         tcase_add_test(tc, unknown_state_value);
         tcase_add_test(tc, queue_full);

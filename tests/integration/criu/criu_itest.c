@@ -32,6 +32,26 @@ static int pidfd_open_(pid_t pid)
         return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+/* The child of citest_run_bounded(): in a process group of its own, stdin
+ * /dev/null, stdout and stderr into out, it execs argv. */
+static _Noreturn void citest_exec_grouped(const char *const *argv, const char *const *env, int out, pid_t parent)
+{
+        setpgid(0, 0);
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (devnull >= 0)
+                dup2(devnull, STDIN_FILENO);
+        dup2(out, STDOUT_FILENO);
+        dup2(out, STDERR_FILENO);
+        /* In a group of its own, Check's kill of the test's group misses
+         * it: go with the test instead. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+                _exit(127);
+        execve(argv[0], (char *const *)argv, (char *const *)env);
+        dprintf(STDERR_FILENO, "execve %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+}
+
 /* Runs argv (argv[0] a path) with env, stdin /dev/null, stdout and stderr
  * into res->out, in a process group of its own: when it runs past
  * timeout_ms, the whole group (criu and the cuda-checkpoint it started) is
@@ -51,22 +71,8 @@ int citest_run_bounded(const char *const *argv, const char *const *env, int time
                 close(p[1]);
                 return -e;
         }
-        if (pid == 0) {
-                setpgid(0, 0);
-                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (devnull >= 0)
-                        dup2(devnull, STDIN_FILENO);
-                dup2(p[1], STDOUT_FILENO);
-                dup2(p[1], STDERR_FILENO);
-                /* In a group of its own, Check's kill of the test's group
-                 * misses it: go with the test instead. */
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() != parent)
-                        _exit(127);
-                execve(argv[0], (char *const *)argv, (char *const *)env);
-                dprintf(STDERR_FILENO, "execve %s: %s\n", argv[0], strerror(errno));
-                _exit(127);
-        }
+        if (pid == 0)
+                citest_exec_grouped(argv, env, p[1], parent);
         close(p[1]);
         setpgid(pid, pid);
         int pidfd = pidfd_open_(pid);

@@ -7,6 +7,7 @@
  * READY=1, on a pidfd for a process's exit, on a socket for a reply.  No
  * helper sleeps to give something time to happen. */
 #include "harness_internal.h"
+#include "sim_daemon.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -240,24 +241,6 @@ void itest_daemon_print_log(const struct itest_daemon *d)
         fprintf(stderr, "----- end of daemon log -----\n");
 }
 
-/* Reads the datagrams waiting on the notify socket; true once one of them
- * carries a line READY=1. */
-static bool itest_read_notify(int fd)
-{
-        bool ready = false;
-        for (;;) {
-                char buf[4096];
-                ssize_t n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
-                if (n < 0)
-                        return ready;
-                buf[n] = '\0';
-                char *save = NULL;
-                for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-                        if (strcmp(line, "READY=1") == 0)
-                                ready = true;
-        }
-}
-
 const char *itest_describe_status(int status)
 {
         if (WIFEXITED(status))
@@ -267,56 +250,31 @@ const char *itest_describe_status(int status)
         return itest_strdupf("wait status 0x%x", (unsigned)status);
 }
 
-/* Starts the daemon in d->dir (made anew unless again: then the same
- * directory, socket and configuration, the log appended to). */
-/* The daemon's NOTIFY_SOCKET, bound at path. */
-static int itest_notify_socket(const char *path)
-{
-        int nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        ck_assert_msg(nfd >= 0, "socket: %s", strerror(errno));
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        ck_assert(strlen(path) < sizeof(sa.sun_path));
-        strcpy(sa.sun_path, path);
-        ck_assert_msg(bind(nfd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind %s: %s", path,
-                      strerror(errno));
-        return nfd;
-}
-
 /* Waits for READY=1 on nfd (which it closes), or asserts why it did not
  * come: the daemon exited or took too long. */
 static void itest_daemon_await_ready(struct itest_daemon *d, int nfd)
 {
-        pid_t pid = d->pid;
-        double t0 = itest_now_ms();
-        double deadline = t0 + ITEST_READY_TIMEOUT_MS;
-        bool ready = false;
-        while (!ready) {
-                struct pollfd p[2] = { { .fd = nfd, .events = POLLIN }, { .fd = d->pidfd, .events = POLLIN } };
-                int r = poll(p, 2, itest_left_ms(deadline));
-                if (r < 0 && errno == EINTR)
-                        continue;
-                ck_assert_msg(r >= 0, "poll: %s", strerror(errno));
-                if (r == 0) {
-                        itest_daemon_print_log(d);
-                        ck_abort_msg("the daemon sent no READY=1 within %d ms", ITEST_READY_TIMEOUT_MS);
-                }
-                if (p[0].revents & POLLIN)
-                        ready = itest_read_notify(nfd);
-                if (!ready && (p[1].revents & POLLIN)) {
-                        int status = 0;
-                        waitpid(pid, &status, 0);
-                        d->pid = 0;
-                        itest_daemon_running = false;
-                        itest_daemon_print_log(d);
-                        ck_abort_msg("the daemon exited before READY=1: %s", itest_describe_status(status));
-                }
-        }
+        int r = test_daemon_await_ready(nfd, d->pidfd, ITEST_READY_TIMEOUT_MS);
         close(nfd);
+        if (r == -ECHILD) {
+                int status = 0;
+                waitpid(d->pid, &status, 0);
+                d->pid = 0;
+                itest_daemon_running = false;
+                itest_daemon_print_log(d);
+                ck_abort_msg("the daemon exited before READY=1: %s", itest_describe_status(status));
+        }
+        if (r < 0) {
+                itest_daemon_print_log(d);
+                ck_abort_msg("the daemon sent no READY=1 within %d ms: %s", ITEST_READY_TIMEOUT_MS, strerror(-r));
+        }
         struct stat st;
         ck_assert_msg(stat(d->sock, &st) == 0 && S_ISSOCK(st.st_mode),
                       "READY=1 came but %s is not a socket", d->sock);
 }
 
+/* Starts the daemon in d->dir (made anew unless again: then the same
+ * directory, socket and configuration, the log appended to). */
 static struct itest_daemon *itest_daemon_spawn(const struct itest_daemon_opts *opts, bool again)
 {
         struct itest_daemon *d = &itest_the_daemon;
@@ -342,21 +300,19 @@ static struct itest_daemon *itest_daemon_spawn(const struct itest_daemon_opts *o
 
         char notify[160];
         itest_path(notify, sizeof(notify), d->dir, "notify");
-        (void)unlink(notify);
-        int nfd = itest_notify_socket(notify);
+        int nfd = test_daemon_notify_open(notify);
+        ck_assert_msg(nfd >= 0, "the notify socket %s: %s", notify, strerror(-nfd));
 
         itest_path(path, sizeof(path), d->dir, "daemon.log");
         int logfd = open(path, O_WRONLY | O_CREAT | (again ? O_APPEND : O_TRUNC) | O_CLOEXEC, 0644);
         ck_assert_msg(logfd >= 0, "open %s: %s", path, strerror(errno));
 
-        const char *argv[] = {
-                daemon,
-                itest_strdupf("--socket=%s", d->sock),
-                itest_strdupf("--driver=%s", driver),
-                itest_strdupf("--config=%s", config),
-                "--log-level=debug",
-                NULL,
+        struct test_daemon_argv *argv = itest_keep(malloc(sizeof(*argv)));
+        ck_assert_ptr_nonnull(argv);
+        struct test_daemon_cmd cmd = {
+                .daemon = daemon, .socket = d->sock, .driver = driver, .config = config, .log_level = "debug"
         };
+        ck_assert_int_eq(test_daemon_argv(&cmd, argv), 0);
         const char *env[64];
         size_t n = itest_base_env(env, 32);
         env[n++] = itest_strdupf("NOTIFY_SOCKET=%s", notify);
@@ -371,7 +327,7 @@ static struct itest_daemon *itest_daemon_spawn(const struct itest_daemon_opts *o
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (getppid() != parent)
                         _exit(127);
-                execve(daemon, (char *const *)argv, (char *const *)env);
+                execve(daemon, argv->argv, (char *const *)env);
                 dprintf(STDERR_FILENO, "itest: execve %s: %s\n", daemon, strerror(errno));
                 _exit(127);
         }
