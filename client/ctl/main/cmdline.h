@@ -1,0 +1,94 @@
+/* cmdline.h: cudackptctl's native command line, parsed.
+ *
+ * The commands it knows (with what each takes), the options in one
+ * struct, the parser that fills it and checks what goes with what, and
+ * --help.  cudackptctl.c runs the command; compat.c has a command line of
+ * its own (cuda-checkpoint's), and dump and restore --images theirs
+ * (job.c). */
+#ifndef CUDACKPT_CMDLINE_H
+#define CUDACKPT_CMDLINE_H
+
+#include "args.h"
+#include "selector.h"
+
+#define CTL_NAME "cudackptctl"
+
+typedef enum ctl_command_id {
+        CTL_STATE,
+        CTL_RESTORE_TID,
+        CTL_LOCK,
+        CTL_CHECKPOINT,
+        CTL_RESTORE,
+        CTL_UNLOCK,
+        CTL_SUSPEND,
+        CTL_RESUME,
+        CTL_INFO,
+        CTL_PS,
+        CTL_WATCH,
+        CTL_METRICS,
+        CTL_RELEASE,
+        CTL_RENEW,
+        CTL_DOCTOR,
+        CTL_STATUS,
+} ctl_command_id;
+
+/* What each command takes. */
+enum {
+        CTL_TAKES_PID = 1 << 0,
+        CTL_TAKES_LOCK_TIMEOUT = 1 << 1,
+        CTL_TAKES_MAP = 1 << 2,
+        CTL_TAKES_GROUP = 1 << 3,     /* a selector in place of the PID */
+        CTL_TAKES_SELECTOR = 1 << 4,  /* an optional selector (ps) */
+        CTL_TAKES_LEASE = 1 << 5,     /* --lease-ms, --hold (lock, suspend) */
+        CTL_TAKES_LEASE_ID = 1 << 6,  /* a lease id in place of the PID */
+};
+
+typedef struct ctl_command {
+        const char *name;
+        ctl_command_id id;
+        unsigned flags;
+        const char *group_method;     /* with CTL_TAKES_GROUP */
+} ctl_command;
+
+/* The parsed command line. */
+typedef struct ctl_args {
+        const char *socket;       /* --socket, NULL for the environment/default */
+        bool json;                /* --json */
+        int timeout_ms;           /* --timeout: client I/O limit, 0 = none */
+        long long lock_timeout;   /* --lock-timeout, -1 when not given */
+        ctl_map map;              /* every --map, merged */
+        bool force;               /* --force: restore even where it seems not to fit */
+        const ctl_command *command;
+        int pid;                  /* when the command takes one */
+        ctl_selector selector;    /* --pids, --cgroup or --tree; CTL_SELECT_NONE when not given */
+        int progress;             /* --progress 1, --no-progress 0, else -1: on a terminal */
+        long long lease_ms;       /* --lease-ms, -1 when not given */
+        bool hold;                /* --hold */
+        char **command_argv;      /* --hold: what follows "--", NULL-terminated; NULL: none */
+        long long lease;          /* release, renew: the lease id */
+        const char *output;       /* metrics --output */
+        const char *listen;       /* metrics --listen */
+        long long request_deadline; /* metrics --listen: --request-deadline, 0 when not given */
+        unsigned max_per_address; /* metrics --listen: --max-per-address, 0 when not given */
+        const char *driver;       /* doctor --driver */
+        char *prefix;             /* "cudackptctl: COMMAND ...: ", for errors */
+} ctl_args;
+
+/* Fill *a from argv (a zeroed but for lock_timeout, progress and lease_ms,
+ * which start at -1).  Returns -1 to go on, else the exit status, having
+ * printed --help, --version or the usage error. */
+int ctl_cmdline_parse(int argc, char **argv, ctl_args *a);
+
+/* a->prefix for errors: "cudackptctl: suspend 1234: ",
+ * "cudackptctl: suspend --cgroup /pod42: ".  -ENOMEM (a->prefix NULL). */
+int ctl_cmdline_prefix(ctl_args *a);
+
+/* Frees what the parser allocated in *a (map, selector, prefix). */
+void ctl_cmdline_free(ctl_args *a);
+
+/* --help (help.c). */
+void ctl_cmdline_help(void);
+/* The help of one command: COMMAND --help, help COMMAND (help.c). */
+void ctl_cmdline_help_command(const ctl_command *c);
+
+#endif
