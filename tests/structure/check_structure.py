@@ -82,7 +82,8 @@ def layer_breaches(root, graph, where):
     return out
 
 
-CALL = re.compile(r"\b([A-Za-z_][A-Za-z_0-9]*)\s*\(")
+# A call by name (not through a member: "c->main(" calls no function main).
+CALL = re.compile(r"(?<![.>\w])([A-Za-z_][A-Za-z_0-9]*)\s*\(")
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\])*\"", re.S)
 
 

@@ -4,8 +4,8 @@
  *                    [--leave-running] [--lock-timeout MS] [-- CRIU-OPTIONS...]
  *   cudackptctl restore --images DIR [--device-map OLD=NEW,...] [-- CRIU-OPTIONS...]
  *
- * main() hands such a command line here (ctl_job_wanted) before its own
- * parser sees it: "restore PID" stays the driver's single restore, and
+ * They are rows of the verb table (cmdline.c), which hands their command
+ * line here whole: "restore PID" stays the driver's single restore, and
  * what follows "--" belongs to criu.  "criu-barrier SOCKET" is the job's
  * own action script for CRIU (criu.c), not for people.
  */
@@ -34,41 +34,6 @@
 #include <unistd.h>
 
 #define JOB_NAME "cudackptctl"
-
-/* Options of either parser that take their argument as the next word. */
-static bool job_option_takes_word(const char *arg) {
-        static const char *const with_arg[] = { "--socket", "--timeout", "--lock-timeout", "--map", "--pids",
-                                                "--cgroup", "--tree", "--lease-ms", "--output", "--driver",
-                                                "--images", "--device-map", NULL };
-
-        for (size_t i = 0; with_arg[i]; i++)
-                if (strcmp(arg, with_arg[i]) == 0)
-                        return true;
-        return false;
-}
-
-bool ctl_job_wanted(int argc, char **argv) {
-        const char *command = NULL;
-        bool images = false;
-
-        for (int i = 1; i < argc; i++) {
-                const char *a = argv[i];
-
-                if (strcmp(a, "--") == 0)
-                        break;
-                if (a[0] == '-' && a[1]) {
-                        if (strcmp(a, "--images") == 0 || strncmp(a, "--images=", 9) == 0)
-                                images = true;
-                        if (job_option_takes_word(a))
-                                i++;
-                        continue;
-                }
-                if (!command)
-                        command = a;
-        }
-        return command && (strcmp(command, "dump") == 0 || strcmp(command, "criu-barrier") == 0 ||
-                           (strcmp(command, "restore") == 0 && images));
-}
 
 static void job_help(void) {
         printf("Usage: " JOB_NAME " dump (--tree=PID | --pids=LIST | --cgroup=PATH) --images=DIR\n"
@@ -154,29 +119,31 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
         return a->prefix ? -1 : job_usage("out of memory");
 }
 
+enum { O_SOCKET = 0x100, O_JSON, O_LOCK_TIMEOUT, O_PIDS, O_CGROUP, O_TREE, O_IMAGES, O_LEAVE, O_MAP,
+       O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE };
+
+const struct option ctl_job_options[] = {
+        { "socket", required_argument, NULL, O_SOCKET },     { "json", no_argument, NULL, O_JSON },
+        { "lock-timeout", required_argument, NULL, O_LOCK_TIMEOUT },
+        { "pids", required_argument, NULL, O_PIDS },         { "cgroup", required_argument, NULL, O_CGROUP },
+        { "tree", required_argument, NULL, O_TREE },         { "images", required_argument, NULL, O_IMAGES },
+        { "leave-running", no_argument, NULL, O_LEAVE },     { "device-map", required_argument, NULL, O_MAP },
+        { "map", required_argument, NULL, O_MAP },           { "progress", no_argument, NULL, O_PROGRESS },
+        { "no-progress", no_argument, NULL, O_NO_PROGRESS }, { "help", no_argument, NULL, 'h' },
+        { "no-sync", no_argument, NULL, O_NO_SYNC },
+        { "force", no_argument, NULL, O_FORCE },
+        { NULL, 0, NULL, 0 },
+};
+
 /* Fill *a; returns -1 to go on, else the exit status. */
 static int job_parse(int argc, char **argv, ctl_job_args *a) {
-        enum { O_SOCKET = 0x100, O_JSON, O_LOCK_TIMEOUT, O_PIDS, O_CGROUP, O_TREE, O_IMAGES, O_LEAVE, O_MAP,
-               O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE };
-        static const struct option options[] = {
-                { "socket", required_argument, NULL, O_SOCKET },     { "json", no_argument, NULL, O_JSON },
-                { "lock-timeout", required_argument, NULL, O_LOCK_TIMEOUT },
-                { "pids", required_argument, NULL, O_PIDS },         { "cgroup", required_argument, NULL, O_CGROUP },
-                { "tree", required_argument, NULL, O_TREE },         { "images", required_argument, NULL, O_IMAGES },
-                { "leave-running", no_argument, NULL, O_LEAVE },     { "device-map", required_argument, NULL, O_MAP },
-                { "map", required_argument, NULL, O_MAP },           { "progress", no_argument, NULL, O_PROGRESS },
-                { "no-progress", no_argument, NULL, O_NO_PROGRESS }, { "help", no_argument, NULL, 'h' },
-                { "no-sync", no_argument, NULL, O_NO_SYNC },
-                { "force", no_argument, NULL, O_FORCE },
-                { NULL, 0, NULL, 0 },
-        };
         const char *command = NULL;
         int n_positional = 0, progress = -1, c, r;
         bool saw_lock_timeout = false;
         unsigned long long v;
 
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "-:h", options, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "-:h", ctl_job_options, NULL)) != -1) {
                 switch (c) {
                 case 1:
                         if (n_positional++ == 0)

@@ -5,11 +5,14 @@
 #ifndef CUDACKPT_CTL_JOB_H
 #define CUDACKPT_CTL_JOB_H
 
-#include <stdbool.h>
+#include <getopt.h>
 
-/* Whether argv is a dump, a restore with --images, or the dump's barrier
- * (run by CRIU as an action script): those go to ctl_job_main(). */
-bool ctl_job_wanted(int argc, char **argv);
+/* The options of dump and restore --images, for the verb table to tell
+ * their words apart. */
+extern const struct option ctl_job_options[];
+
+/* The rows dump, restore (with --images) and criu-barrier of the verb
+ * table: argv whole, the verb its first word that is not an option. */
 int ctl_job_main(int argc, char **argv);
 
 #endif

@@ -5,8 +5,10 @@
 #include "cmdline.h"
 
 #include "args.h"
+#include "compat.h"
 #include "describe.h"
 #include "exitcode.h"
+#include "job.h"
 #include "selector.h"
 
 #include <errno.h>
@@ -21,25 +23,32 @@
 #error "CUDACKPT_VERSION must be defined by the build"
 #endif
 
+/* The verb table.  A row with a main() parses its own command line; of
+ * two rows of one name, the one with CTL_WITH_IMAGES is taken when
+ * --images is given. */
 static const ctl_command ctl_commands[] = {
-        { "state", CTL_STATE, CTL_TAKES_PID, NULL },
-        { "restore-tid", CTL_RESTORE_TID, CTL_TAKES_PID, NULL },
+        { "dump", CTL_DUMP, 0, NULL, ctl_job_main },
+        { "restore", CTL_RESTORE_IMAGES, CTL_WITH_IMAGES, NULL, ctl_job_main },
+        { "criu-barrier", CTL_CRIU_BARRIER, CTL_HIDDEN, NULL, ctl_job_main },
+        { "cuda-checkpoint", CTL_CUDA_CHECKPOINT, CTL_HIDDEN | CTL_ALIAS, NULL, compat_main },
+        { "state", CTL_STATE, CTL_TAKES_PID, NULL, NULL },
+        { "restore-tid", CTL_RESTORE_TID, CTL_TAKES_PID, NULL, NULL },
         { "lock", CTL_LOCK, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT | CTL_TAKES_GROUP | CTL_TAKES_LEASE,
-          CUDACKPT_METHOD_LOCK_GROUP },
-        { "checkpoint", CTL_CHECKPOINT, CTL_TAKES_PID | CTL_TAKES_GROUP, CUDACKPT_METHOD_CHECKPOINT_GROUP },
-        { "restore", CTL_RESTORE, CTL_TAKES_PID | CTL_TAKES_MAP | CTL_TAKES_GROUP, CUDACKPT_METHOD_RESTORE_GROUP },
-        { "unlock", CTL_UNLOCK, CTL_TAKES_PID | CTL_TAKES_GROUP, CUDACKPT_METHOD_UNLOCK_GROUP },
+          CUDACKPT_METHOD_LOCK_GROUP, NULL },
+        { "checkpoint", CTL_CHECKPOINT, CTL_TAKES_PID | CTL_TAKES_GROUP, CUDACKPT_METHOD_CHECKPOINT_GROUP, NULL },
+        { "restore", CTL_RESTORE, CTL_TAKES_PID | CTL_TAKES_MAP | CTL_TAKES_GROUP, CUDACKPT_METHOD_RESTORE_GROUP, NULL },
+        { "unlock", CTL_UNLOCK, CTL_TAKES_PID | CTL_TAKES_GROUP, CUDACKPT_METHOD_UNLOCK_GROUP, NULL },
         { "suspend", CTL_SUSPEND, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT | CTL_TAKES_GROUP | CTL_TAKES_LEASE,
-          CUDACKPT_METHOD_SUSPEND_GROUP },
-        { "resume", CTL_RESUME, CTL_TAKES_PID | CTL_TAKES_MAP | CTL_TAKES_GROUP, CUDACKPT_METHOD_RESUME_GROUP },
-        { "info", CTL_INFO, 0, NULL },
-        { "ps", CTL_PS, CTL_TAKES_SELECTOR, NULL },
-        { "watch", CTL_WATCH, CTL_TAKES_SELECTOR, NULL },
-        { "metrics", CTL_METRICS, 0, NULL },
-        { "release", CTL_RELEASE, CTL_TAKES_LEASE_ID, NULL },
-        { "renew", CTL_RENEW, CTL_TAKES_LEASE_ID, NULL },
-        { "doctor", CTL_DOCTOR, 0, NULL },
-        { "status", CTL_STATUS, 0, NULL },
+          CUDACKPT_METHOD_SUSPEND_GROUP, NULL },
+        { "resume", CTL_RESUME, CTL_TAKES_PID | CTL_TAKES_MAP | CTL_TAKES_GROUP, CUDACKPT_METHOD_RESUME_GROUP, NULL },
+        { "info", CTL_INFO, 0, NULL, NULL },
+        { "ps", CTL_PS, CTL_TAKES_SELECTOR, NULL, NULL },
+        { "watch", CTL_WATCH, CTL_TAKES_SELECTOR, NULL, NULL },
+        { "metrics", CTL_METRICS, 0, NULL, NULL },
+        { "release", CTL_RELEASE, CTL_TAKES_LEASE_ID, NULL, NULL },
+        { "renew", CTL_RENEW, CTL_TAKES_LEASE_ID, NULL, NULL },
+        { "doctor", CTL_DOCTOR, 0, NULL, NULL },
+        { "status", CTL_STATUS, 0, NULL, NULL },
 };
 
 enum {
@@ -105,9 +114,76 @@ static int ctl_out_of_memory(void) {
         return CUDACKPT_EXIT_FAILURE;
 }
 
+/* The row of name; images: whether --images was given. */
+static const ctl_command *ctl_find_row(const char *name, bool images) {
+        for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++)
+                if (strcmp(ctl_commands[i].name, name) == 0 &&
+                    (images || !(ctl_commands[i].flags & CTL_WITH_IMAGES)))
+                        return &ctl_commands[i];
+        return NULL;
+}
+
+static size_t ctl_option_count(const struct option *o) {
+        size_t n = 0;
+
+        while (o[n].name)
+                n++;
+        return n;
+}
+
+const ctl_command *ctl_cmdline_find(int argc, char **argv, const ctl_command **ret_help) {
+        enum { FIND_IMAGES = 0x10000 };
+        size_t n_native = ctl_option_count(ctl_options), n_job = ctl_option_count(ctl_job_options);
+        struct option all[n_native + n_job + 1];
+        const char *words[2] = { NULL, NULL }, *base;
+        const ctl_command *c;
+        bool images = false;
+        int opt;
+
+        *ret_help = NULL;
+        base = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
+        base = base ? base + 1 : argc > 0 && argv[0] ? argv[0] : "";
+        c = ctl_find_row(base, false);
+        if (c && (c->flags & CTL_ALIAS))
+                return c;
+        /* Every row's options, each with what it takes: getopt finds the words. */
+        for (size_t i = 0; i < n_native + n_job; i++) {
+                all[i] = i < n_native ? ctl_options[i] : ctl_job_options[i - n_native];
+                all[i].flag = NULL;
+                all[i].val = strcmp(all[i].name, "images") == 0 ? FIND_IMAGES : 0x100;
+        }
+        all[n_native + n_job] = (struct option) { NULL, 0, NULL, 0 };
+        opterr = 0;
+        while ((opt = getopt_long(argc, argv, "-:hV", all, NULL)) != -1) {
+                if (opt == 1 && !words[1])
+                        words[words[0] ? 1 : 0] = optarg;
+                images |= opt == FIND_IMAGES;
+        }
+        optind = 0; /* the row's parser starts afresh */
+        if (!words[0])
+                return NULL;
+        if (strcmp(words[0], "help") == 0 && words[1]) {
+                c = ctl_find_row(words[1], false);
+                *ret_help = c && !(c->flags & CTL_HIDDEN) ? c : NULL;
+        }
+        return ctl_find_row(words[0], images);
+}
+
+int ctl_cmdline_run_own(const ctl_command *c, int argc, char **argv, bool help) {
+        char *help_argv[] = { argv[0], (char *) c->name, (char *) "--help", NULL };
+
+        if (help)
+                return c->main(3, help_argv);
+        /* "cudackptctl cuda-checkpoint ARGS" as the program of that name. */
+        if ((c->flags & CTL_ALIAS) && argc > 1 && strcmp(argv[1], c->name) == 0)
+                return c->main(argc - 1, argv + 1);
+        return c->main(argc, argv);
+}
+
+/* The row of a native command. */
 static const ctl_command *ctl_find_command(const char *name) {
         for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++)
-                if (strcmp(ctl_commands[i].name, name) == 0)
+                if (strcmp(ctl_commands[i].name, name) == 0 && !ctl_commands[i].main)
                         return &ctl_commands[i];
         return NULL;
 }

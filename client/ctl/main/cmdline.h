@@ -1,10 +1,12 @@
-/* cmdline.h: cudackptctl's native command line, parsed.
+/* cmdline.h: cudackptctl's verb table and its native command line.
  *
- * The commands it knows (with what each takes), the options in one
- * struct, the parser that fills it and checks what goes with what, and
- * --help.  cudackptctl.c runs the command; compat.c has a command line of
- * its own (cuda-checkpoint's), and dump and restore --images theirs
- * (job.c). */
+ * Every way in goes through the table: a verb named on the command line,
+ * or the program's own name (cuda-checkpoint, as git's git-foo names are
+ * git foo).  A row either runs on the native command line (the options in
+ * one struct, the parser that fills it and checks what goes with what,
+ * --help; cudackptctl.c runs the command) or parses its own: dump and
+ * restore --images (job.c), cuda-checkpoint's (compat.c) and the dump's
+ * barrier. */
 #ifndef CUDACKPT_CMDLINE_H
 #define CUDACKPT_CMDLINE_H
 
@@ -30,6 +32,10 @@ typedef enum ctl_command_id {
         CTL_RENEW,
         CTL_DOCTOR,
         CTL_STATUS,
+        CTL_DUMP,
+        CTL_RESTORE_IMAGES,
+        CTL_CRIU_BARRIER,
+        CTL_CUDA_CHECKPOINT,
 } ctl_command_id;
 
 /* What each command takes. */
@@ -41,6 +47,10 @@ enum {
         CTL_TAKES_SELECTOR = 1 << 4,  /* an optional selector (ps) */
         CTL_TAKES_LEASE = 1 << 5,     /* --lease-ms, --hold (lock, suspend) */
         CTL_TAKES_LEASE_ID = 1 << 6,  /* a lease id in place of the PID */
+        CTL_WITH_IMAGES = 1 << 7,     /* the row of its name when --images is given */
+        CTL_HIDDEN = 1 << 8,          /* no command for people: not in --help */
+        CTL_ALIAS = 1 << 9,           /* also the program's name; its main() gets the words
+                                       * after the name */
 };
 
 typedef struct ctl_command {
@@ -48,7 +58,21 @@ typedef struct ctl_command {
         ctl_command_id id;
         unsigned flags;
         const char *group_method;     /* with CTL_TAKES_GROUP */
+        /* A row with a command line of its own: run with the whole argv
+         * (its own options found by its own parser); NULL: the native one. */
+        int (*main)(int argc, char **argv);
 } ctl_command;
+
+/* The row argv asks for, from the program's name (argv[0]'s base name) or
+ * its first word that is not an option (the options of every row told
+ * apart by their own tables, so that an option's value is never taken for
+ * the verb); NULL when it names none (the native parser says why).  For
+ * "help VERB", *ret_help is VERB's row. */
+const ctl_command *ctl_cmdline_find(int argc, char **argv, const ctl_command **ret_help);
+
+/* Runs a row with a command line of its own: the alias's words after its
+ * name, or the whole argv; help: its --help. */
+int ctl_cmdline_run_own(const ctl_command *c, int argc, char **argv, bool help);
 
 /* The parsed command line. */
 typedef struct ctl_args {

@@ -10,7 +10,9 @@
  *
  * Started under the name "cuda-checkpoint" (a symlink), it speaks the
  * command line of NVIDIA's utility instead, for CRIU's CUDA plugin: see
- * compat.c; dump and restore --images run a whole job with CRIU: job.c. */
+ * compat.c; dump and restore --images run a whole job with CRIU: job.c.
+ * Both are rows of the verb table (cmdline.c) with command lines of their
+ * own. */
 #include "args.h"
 #include "cmdline.h"
 #include "compat.h"
@@ -155,6 +157,11 @@ static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *
         case CTL_DOCTOR:
         case CTL_STATUS:
                 break; /* run in ctl_run() */
+        case CTL_DUMP:
+        case CTL_RESTORE_IMAGES:
+        case CTL_CRIU_BARRIER:
+        case CTL_CUDA_CHECKPOINT:
+                break; /* rows with a command line of their own: never here */
         }
         return -EINVAL;
 }
@@ -410,23 +417,17 @@ static int ctl_run(const ctl_args *a) {
 
 int main(int argc, char **argv) {
         ctl_args args = { .lock_timeout = -1, .progress = -1, .lease_ms = -1 };
-        const char *base;
+        const ctl_command *row, *help_row;
         int status;
 
-        if (argc > 0 && argv[0]) {
-                base = strrchr(argv[0], '/');
-                base = base ? base + 1 : argv[0];
-                if (strcmp(base, "cuda-checkpoint") == 0)
-                        return compat_main(argc, argv);
-        }
-        if (ctl_job_wanted(argc, argv))
-                return ctl_job_main(argc, argv);
-        /* "help dump" is dump's own --help (job.c), as "help COMMAND" is
-         * COMMAND's for the others (cmdline.c). */
-        if (argc == 3 && strcmp(argv[1], "help") == 0 && strcmp(argv[2], "dump") == 0) {
-                char *dump_help[] = { argv[0], (char *) "dump", (char *) "--help", NULL };
-                return ctl_job_main(3, dump_help);
-        }
+        /* The verb table first: a row with a command line of its own
+         * (cuda-checkpoint by the program's name, dump, restore --images)
+         * gets it whole; "help VERB" is VERB's --help. */
+        row = ctl_cmdline_find(argc, argv, &help_row);
+        if (row && row->main)
+                return ctl_cmdline_run_own(row, argc, argv, false);
+        if (!row && help_row && help_row->main)
+                return ctl_cmdline_run_own(help_row, argc, argv, true);
 
         status = ctl_cmdline_parse(argc, argv, &args);
         if (status < 0) {
