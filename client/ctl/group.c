@@ -15,6 +15,7 @@
 
 #include "describe.h"
 #include "exitcode.h"
+#include "failure.h"
 #include "lease.h"
 #include "json.h"
 
@@ -538,10 +539,8 @@ int ctl_group_run(cudackpt_client *client, const ctl_group *g) {
                 r = cudackpt_call(client, g->method, params, &reply);
         free(params);
 
-        if (r < 0) {
-                fprintf(stderr, "%s%s\n", g->prefix, ctl_describe_call_failure(r));
-                return ctl_call_failure_exit_code(r);
-        }
+        if (r < 0)
+                return ctl_call_failed(g->prefix, r, NULL, false);
         if (reply.error) {
                 group_print_error(g, &reply);
                 status = ctl_reply_exit_code(&reply);

@@ -4,6 +4,7 @@
 
 #include "describe.h"
 #include "exitcode.h"
+#include "failure.h"
 
 #include <cudackpt/protocol.h>
 #include <cJSON.h>
@@ -26,25 +27,6 @@ static volatile sig_atomic_t stop_signal;
 static void hold_signal_cb(int sig)
 {
         stop_signal = sig;
-}
-
-/* Prints a failed call or error reply; returns its exit status. */
-static int report_failure(const char *prefix, int r, const cudackpt_reply *reply, bool json)
-{
-        if (r < 0) {
-                fprintf(stderr, "%s%s\n", prefix, ctl_describe_call_failure(r));
-                return ctl_call_failure_exit_code(r);
-        }
-        char *d = ctl_describe_error(reply);
-        fprintf(stderr, "%s%s\n", prefix, d ? d : reply->error);
-        free(d);
-        if (json) {
-                d = ctl_error_json(reply);
-                if (d)
-                        puts(d);
-                free(d);
-        }
-        return ctl_reply_exit_code(reply);
 }
 
 /* "checkpointed (812.3 ms), lease 7" */
@@ -125,7 +107,7 @@ static int reclaim(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h
                 return r;
         }
         if (reply.error) {
-                (void)report_failure(o->prefix, 0, &reply, false);
+                (void)ctl_call_failed(o->prefix, 0, &reply, false);
                 fprintf(stderr, "%sthe daemon no longer holds lease %lld for this client\n", o->prefix, h->id);
                 h->lost = true;
         } else {
@@ -186,8 +168,7 @@ int ctl_hold_keep(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h)
         int held = hold(o, clientp, h), r;
 
         if (!h->lost && !h->connected && (r = reclaim(o, clientp, h)) < 0) {
-                fprintf(stderr, "%s%s\n", o->prefix, ctl_describe_call_failure(r));
-                return ctl_call_failure_exit_code(r);
+                return ctl_call_failed(o->prefix, r, NULL, false);
         }
         return held;
 }
@@ -221,7 +202,7 @@ int ctl_lease_run(cudackpt_client **clientp, const ctl_lease_op *o)
         r = cudackpt_call(*clientp, o->method, text, &reply);
         cJSON_free(text);
         if (r < 0 || reply.error) {
-                status = report_failure(o->prefix, r, &reply, o->json);
+                status = ctl_call_failed(o->prefix, r, &reply, o->json);
                 cudackpt_reply_clear(&reply);
                 return status;
         }
@@ -247,7 +228,7 @@ int ctl_lease_run(cudackpt_client **clientp, const ctl_lease_op *o)
         r = cudackpt_call(*clientp, o->undo_method, text, &reply);
         free(text);
         if (r < 0 || reply.error)
-                status = report_failure(o->prefix, r, &reply, o->json);
+                status = ctl_call_failed(o->prefix, r, &reply, o->json);
         else {
                 print_state(&reply, o->json);
                 status = held;
@@ -271,7 +252,7 @@ int ctl_lease_manage(cudackpt_client *client, const char *prefix, long long leas
                           &reply);
         free(text);
         if (r < 0 || reply.error) {
-                status = report_failure(prefix, r, &reply, json);
+                status = ctl_call_failed(prefix, r, &reply, json);
         } else {
                 if (json)
                         puts(reply.parameters_json);

@@ -6,6 +6,7 @@
 
 #include "describe.h"
 #include "exitcode.h"
+#include "failure.h"
 #include "json.h"
 
 #include <cJSON.h>
@@ -221,10 +222,8 @@ int ctl_ps_run(cudackpt_client *client, const ctl_ps *p) {
         cudackpt_reply_init(&reply);
         r = cudackpt_call(client, CUDACKPT_METHOD_LIST_PROCESSES, copy, &reply);
         free(copy);
-        if (r < 0) {
-                fprintf(stderr, "%s%s\n", p->prefix, ctl_describe_call_failure(r));
-                return ctl_call_failure_exit_code(r);
-        }
+        if (r < 0)
+                return ctl_call_failed(p->prefix, r, NULL, false);
         if (reply.error) {
                 text = ctl_describe_error(&reply);
                 fputs(p->prefix, stderr);

@@ -6,6 +6,7 @@
 
 #include "describe.h"
 #include "exitcode.h"
+#include "failure.h"
 #include "json.h"
 
 #include <cJSON.h>
@@ -139,15 +140,10 @@ int ctl_status_run(cudackpt_client *client, const char *prefix, bool json) {
 
         cudackpt_reply_init(&reply);
         r = cudackpt_call(client, CUDACKPT_METHOD_GET_STATUS, NULL, &reply);
-        if (r < 0) {
-                fprintf(stderr, "%s%s\n", prefix, ctl_describe_call_failure(r));
-                return ctl_call_failure_exit_code(r);
-        }
+        if (r < 0)
+                return ctl_call_failed(prefix, r, NULL, false);
         if (reply.error) {
-                char *text = ctl_describe_error(&reply);
-                fprintf(stderr, "%s%s\n", prefix, text ? text : reply.error);
-                free(text);
-                status = ctl_reply_exit_code(&reply);
+                status = ctl_call_failed(prefix, r, &reply, false);
                 goto out;
         }
         params = cJSON_Parse(reply.parameters_json);

@@ -4,6 +4,7 @@
 
 #include "describe.h"
 #include "exitcode.h"
+#include "failure.h"
 #include "json.h"
 
 #include <cudackpt/protocol.h>
@@ -125,14 +126,8 @@ int ctl_watch_run(cudackpt_client *client, const ctl_watch *w)
         cJSON_free(text);
         if (r == -EPIPE) {
                 status = CUDACKPT_EXIT_OK; /* the reader went away */
-        } else if (r < 0) {
-                fprintf(stderr, "%s%s\n", w->prefix, ctl_describe_call_failure(r));
-                status = ctl_call_failure_exit_code(r);
-        } else if (reply.error) {
-                char *d = ctl_describe_error(&reply);
-                fprintf(stderr, "%s%s\n", w->prefix, d ? d : reply.error);
-                free(d);
-                status = ctl_reply_exit_code(&reply);
+        } else if (r < 0 || reply.error) {
+                status = ctl_call_failed(w->prefix, r, &reply, false);
         } else {
                 status = CUDACKPT_EXIT_OK;
         }
@@ -149,15 +144,10 @@ int ctl_metrics_run(cudackpt_client *client, const char *prefix, const char *out
 
         cudackpt_reply_init(&reply);
         r = cudackpt_call(client, CUDACKPT_METHOD_GET_METRICS, NULL, &reply);
-        if (r < 0) {
-                fprintf(stderr, "%s%s\n", prefix, ctl_describe_call_failure(r));
-                return ctl_call_failure_exit_code(r);
-        }
+        if (r < 0)
+                return ctl_call_failed(prefix, r, NULL, false);
         if (reply.error) {
-                char *d = ctl_describe_error(&reply);
-                fprintf(stderr, "%s%s\n", prefix, d ? d : reply.error);
-                free(d);
-                status = ctl_reply_exit_code(&reply);
+                status = ctl_call_failed(prefix, r, &reply, false);
                 goto out;
         }
         p = cJSON_Parse(reply.parameters_json);

@@ -21,6 +21,7 @@
 #include "doctorcheck.h"
 #include "exitcode.h"
 #include "exporter.h"
+#include "failure.h"
 #include "group.h"
 #include "job.h"
 #include "lease.h"
@@ -328,23 +329,6 @@ static int ctl_run_group(const ctl_args *a, const char *path, cudackpt_client **
         return ctl_group_run(*clientp, &g);
 }
 
-/* A reply that is an error: its sentence on stderr (and with --json the
- * error as JSON on stdout); returns its exit status. */
-static int ctl_print_error(const ctl_args *a, const cudackpt_reply *reply) {
-        char *text = ctl_describe_error(reply);
-
-        ctl_error_prefix(a);
-        fprintf(stderr, "%s\n", text ? text : reply->error);
-        free(text);
-        if (a->json) {
-                text = ctl_error_json(reply);
-                if (text)
-                        puts(text);
-                free(text);
-        }
-        return ctl_reply_exit_code(reply);
-}
-
 /* The calls on one PID (and info): lease forms and group forms aside. */
 static int ctl_verb_call(const ctl_args *a, const char *path, cudackpt_client **clientp) {
         ctl_progress *progress = NULL;
@@ -363,12 +347,8 @@ static int ctl_verb_call(const ctl_args *a, const char *path, cudackpt_client **
         cudackpt_reply_init(&reply);
         r = ctl_call(*clientp, a, &reply);
         ctl_progress_stop(progress);
-        if (r < 0) {
-                ctl_error_prefix(a);
-                fprintf(stderr, "%s\n", ctl_describe_call_failure(r));
-                status = ctl_call_failure_exit_code(r);
-        } else if (reply.error)
-                status = ctl_print_error(a, &reply);
+        if (r < 0 || reply.error)
+                status = ctl_call_failed(a->prefix, r, &reply, a->json);
         else
                 status = ctl_print_result(a, &reply);
         cudackpt_reply_clear(&reply);
