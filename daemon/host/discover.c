@@ -2,6 +2,7 @@
 #include "host/discover.h"
 
 #include "kernel-abi.h"
+#include "procfs.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -193,6 +194,7 @@ static int read_file(const char *path, char *buf, size_t size, size_t *ret_len)
 int discover_cgroup(pid_t pid, char *buf, size_t size)
 {
         char path[64], text[8192];
+        const char *cgroup;
         size_t len;
         int r;
 
@@ -200,19 +202,13 @@ int discover_cgroup(pid_t pid, char *buf, size_t size)
         r = read_file(path, text, sizeof(text), &len);
         if (r < 0)
                 return r;
-        for (char *line = text; line && *line;) {
-                char *nl = strchr(line, '\n');
-                if (nl)
-                        *nl = '\0';
-                if (strncmp(line, "0::", 3) == 0) {
-                        if (strlen(line + 3) >= size)
-                                return -ENAMETOOLONG;
-                        strcpy(buf, line + 3);
-                        return 0;
-                }
-                line = nl ? nl + 1 : NULL;
-        }
-        return -ENOENT;
+        if (procfs_cgroup_v2(text, &cgroup, &len) < 0)
+                return -ENOENT;
+        if (len >= size)
+                return -ENAMETOOLONG;
+        memcpy(buf, cgroup, len);
+        buf[len] = '\0';
+        return 0;
 }
 
 static bool same_ns(const char *a, const char *b)
@@ -373,14 +369,12 @@ static int read_ppid(pid_t pid, pid_t *ret)
 {
         char path[64], buf[1024];
         size_t len;
-        const char *p;
-        long v;
+        int v;
 
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
         if (read_file(path, buf, sizeof(buf), &len) < 0)
                 return -ESRCH;
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %*c %ld", &v) != 1)
+        if (procfs_stat_ppid(buf, &v) < 0)
                 return -EINVAL;
         *ret = (pid_t)v;
         return 0;
@@ -442,7 +436,6 @@ int discover_owner(pid_t pid, uid_t *ret_uid)
 int discover_ppid(pid_t pid, pid_t *ret_ppid)
 {
         char path[64], buf[1024];
-        const char *p;
         size_t len;
         int ppid, r;
 
@@ -450,9 +443,7 @@ int discover_ppid(pid_t pid, pid_t *ret_ppid)
         r = read_file(path, buf, sizeof(buf), &len);
         if (r < 0)
                 return r;
-        /* The command may hold anything, ')' included: the last one ends it. */
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1 || ppid < 0)
+        if (procfs_stat_ppid(buf, &ppid) < 0)
                 return -EINVAL;
         *ret_ppid = ppid;
         return 0;

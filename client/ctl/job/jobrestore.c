@@ -24,6 +24,7 @@
 #include "criu.h"
 #include "criubarrier.h"
 #include "exitcode.h"
+#include "gpu-uuid.h"
 #include "jobpin.h"
 #include "jobstep.h"
 #include "manifest.h"
@@ -57,26 +58,6 @@ typedef struct jrestore {
         double criu_ms, resume_ms, t0;
 } jrestore;
 
-/* Two GPU UUIDs alike, with or without "GPU-" and dashes, in any case. */
-static bool jrestore_uuid_eq(const char *a, const char *b) {
-        if (strncasecmp(a, "GPU-", 4) == 0)
-                a += 4;
-        if (strncasecmp(b, "GPU-", 4) == 0)
-                b += 4;
-        for (;;) {
-                while (*a == '-')
-                        a++;
-                while (*b == '-')
-                        b++;
-                if (!*a || !*b)
-                        return !*a && !*b;
-                if ((*a | 0x20) != (*b | 0x20))
-                        return false;
-                a++;
-                b++;
-        }
-}
-
 /* Every old GPU a member used must be mapped (the driver wants them all). */
 static int jrestore_check_map(const jrestore *x) {
         const ctl_map *map = &x->a->map;
@@ -88,7 +69,7 @@ static int jrestore_check_map(const jrestore *x) {
                         bool found = false;
 
                         for (size_t k = 0; k + 1 < map->n_items && !found; k += 2)
-                                found = jrestore_uuid_eq(map->items[k], x->m.members[i].gpus[j]);
+                                found = gpu_uuid_same(map->items[k], x->m.members[i].gpus[j]);
                         if (!found) {
                                 fprintf(stderr, "%s--device-map does not map %s, which process %d used: map every "
                                         "GPU of the job; nothing was restored\n", x->a->prefix,

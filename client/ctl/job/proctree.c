@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "host.h"
+#include "procfs.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -22,18 +23,14 @@
 /* Field 4 (ppid) and field 22 (start time) of /proc/PID/stat. */
 int ctl_proc_stat(int pid, int *ret_ppid, uint64_t *ret_start) {
         char path[64], buf[1024];
-        unsigned long long start = 0;
-        char *p;
+        uint64_t start;
         int ppid, r;
 
         snprintf(path, sizeof(path), "/proc/%d/stat", pid);
         r = ctl_host_read_file(path, buf, sizeof(buf));
         if (r < 0)
                 return r;
-        /* The command may hold spaces and parentheses: fields follow the last ')'. */
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-                         &ppid, &start) != 2)
+        if (procfs_stat_ppid(buf, &ppid) < 0 || procfs_stat_u64(buf, 22, &start) < 0)
                 return -EINVAL;
         if (ret_ppid)
                 *ret_ppid = ppid;
@@ -155,21 +152,15 @@ int ctl_proctree_roots(const ctl_proctree *t, const int *set, size_t n, int **re
 /* Whether the "0::" line of /proc/PID/cgroup names cgroup or a cgroup below it. */
 static bool proctree_in_cgroup(int pid, const char *cgroup, size_t len) {
         char path[64], buf[4096];
-        const char *line;
+        const char *p;
+        size_t n;
 
         snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-        if (ctl_host_read_file(path, buf, sizeof(buf)) < 0)
+        if (ctl_host_read_file(path, buf, sizeof(buf)) < 0 || procfs_cgroup_v2(buf, &p, &n) < 0)
                 return false;
-        for (line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-                const char *p = line + 3;
-
-                if (strncmp(line, "0::", 3) != 0)
-                        continue;
-                if (len == 1) /* "/": every process */
-                        return true;
-                return strncmp(p, cgroup, len) == 0 && (p[len] == '\n' || p[len] == '\0' || p[len] == '/');
-        }
-        return false;
+        if (len == 1) /* "/": every process */
+                return true;
+        return n >= len && strncmp(p, cgroup, len) == 0 && (n == len || p[len] == '/');
 }
 
 int ctl_proctree_cgroup(const ctl_proctree *t, const char *cgroup, int **ret, size_t *ret_n) {
