@@ -199,40 +199,14 @@ static int dump_find_trees(dump_job *x) {
 
 /* criu dump's command line for tree i. */
 static char **dump_criu_argv(const dump_job *x, size_t i, const char *barrier) {
-        const ctl_job_args *a = x->a;
-        size_t n_user = 0, n = 0;
-        char **argv;
-
-        while (a->criu_argv[n_user])
-                n_user++;
-        argv = calloc(n_user + 16, sizeof(char *));
-        if (!argv)
-                return NULL;
-        argv[n++] = strdup(x->criu);
-        argv[n++] = strdup("dump");
-        argv[n++] = strdup("-t");
-        if (asprintf(&argv[n++], "%d", x->m.trees[i].root) < 0)
-                argv[n - 1] = NULL;
-        argv[n++] = strdup("-D");
-        if (asprintf(&argv[n++], "/proc/self/fd/%d", x->runs[i].dir_fd) < 0)
-                argv[n - 1] = NULL;
-        argv[n++] = strdup("-o");
-        argv[n++] = strdup("dump.log");
-        argv[n++] = strdup("-v4");
+        char root[16], dir[32];
         /* Not ended by criu: only once its images are on disk (step 3). */
-        argv[n++] = strdup(a->leave_running ? "--leave-running" : "--leave-stopped");
-        if (barrier) {
-                argv[n++] = strdup("--action-script");
-                argv[n++] = strdup(barrier);
-        }
-        for (size_t k = 0, skip; k < n_user; k++) {
-                /* The user's action scripts run inside the barrier's. */
-                if (ctl_criu_is_action_script(a->criu_argv, k, &skip))
-                        k += skip;
-                else
-                        argv[n++] = strdup(a->criu_argv[k]);
-        }
-        return ctl_job_argv_checked(argv, n);
+        const char *words[] = { "dump", "-t", root, "-D", dir, "-o", "dump.log", "-v4",
+                                x->a->leave_running ? "--leave-running" : "--leave-stopped", NULL };
+
+        snprintf(root, sizeof(root), "%d", x->m.trees[i].root);
+        snprintf(dir, sizeof(dir), "/proc/self/fd/%d", x->runs[i].dir_fd);
+        return ctl_job_criu_argv(x->a, x->criu, words, barrier);
 }
 
 /* After every criu exited 0: each tree's images are there (its

@@ -160,33 +160,11 @@ static void jrestore_unstub(const char *dir) {
 }
 
 static char **jrestore_criu_argv(const jrestore *x, size_t i, const char *script) {
-        size_t n_user = 0, n = 0;
-        char **argv;
+        char dir[32];
+        const char *words[] = { "restore", "-d", "-D", dir, "-o", "restore.log", "-v4", NULL };
 
-        while (x->a->criu_argv[n_user])
-                n_user++;
-        argv = calloc(n_user + 12, sizeof(char *));
-        if (!argv)
-                return NULL;
-        argv[n++] = strdup(x->criu);
-        argv[n++] = strdup("restore");
-        argv[n++] = strdup("-d");
-        argv[n++] = strdup("-D");
-        if (asprintf(&argv[n++], "/proc/self/fd/%d", x->runs[i].dir_fd) < 0)
-                argv[n - 1] = NULL;
-        argv[n++] = strdup("-o");
-        argv[n++] = strdup("restore.log");
-        argv[n++] = strdup("-v4");
-        argv[n++] = strdup("--action-script");
-        argv[n++] = strdup(script);
-        for (size_t k = 0, skip; k < n_user; k++) {
-                /* The user's action scripts run inside the barrier's. */
-                if (ctl_criu_is_action_script(x->a->criu_argv, k, &skip))
-                        k += skip;
-                else
-                        argv[n++] = strdup(x->a->criu_argv[k]);
-        }
-        return ctl_job_argv_checked(argv, n);
+        snprintf(dir, sizeof(dir), "/proc/self/fd/%d", x->runs[i].dir_fd);
+        return ctl_job_criu_argv(x->a, x->criu, words, script);
 }
 
 /* At post-restore, every tree restored and held by its criu: each of its

@@ -5,6 +5,7 @@
 #include "jobstep.h"
 
 #include "criu.h"
+#include "criubarrier.h"
 #include "describe.h"
 #include "exitcode.h"
 #include "group.h"
@@ -207,6 +208,34 @@ char **ctl_job_argv_checked(char **argv, size_t n) {
                         return NULL;
                 }
         return argv;
+}
+
+char **ctl_job_criu_argv(const ctl_job_args *a, const char *criu, const char *const *words, const char *script) {
+        size_t n_user = 0, n_words = 0, n = 0;
+        char **argv;
+
+        while (a->criu_argv[n_user])
+                n_user++;
+        while (words[n_words])
+                n_words++;
+        argv = calloc(n_user + n_words + 4, sizeof(char *));
+        if (!argv)
+                return NULL;
+        argv[n++] = strdup(criu);
+        for (size_t k = 0; k < n_words; k++)
+                argv[n++] = strdup(words[k]);
+        if (script) {
+                argv[n++] = strdup("--action-script");
+                argv[n++] = strdup(script);
+        }
+        for (size_t k = 0, skip; k < n_user; k++) {
+                /* The user's action scripts run inside the barrier's. */
+                if (ctl_criu_is_action_script(a->criu_argv, k, &skip))
+                        k += skip;
+                else
+                        argv[n++] = strdup(a->criu_argv[k]);
+        }
+        return ctl_job_argv_checked(argv, n);
 }
 
 void ctl_job_progress(const ctl_job_args *a, const char *fmt, ...) {

@@ -72,6 +72,12 @@ void ctl_job_print_json(cJSON *o);
  * argv when none did, else NULL with argv and its strings freed. */
 char **ctl_job_argv_checked(char **argv, size_t n);
 
+/* criu's command line for a's job: criu, then words (NULL-terminated),
+ * then "--action-script script" when script is not NULL, then the user's
+ * CRIU options but their --action-script ones (which script runs).  NULL
+ * when out of memory. */
+char **ctl_job_criu_argv(const ctl_job_args *a, const char *criu, const char *const *words, const char *script);
+
 /* Whether a's progress lines are on: one line "criu VERB: TEXT" on stderr. */
 void ctl_job_progress(const ctl_job_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
