@@ -3,9 +3,8 @@
  * A selector (--pids, --cgroup, --tree; selector.c) names a set of
  * processes; the group forms of lock, checkpoint, restore, unlock, suspend
  * and resume send it to the daemon's Group methods.  While a
- * group runs, the daemon's progress replies ("more") are shown on stderr:
- * on a terminal one line per phase, rewritten in place; otherwise one
- * plain line per event.  The result is a table of the members (stdout on
+ * group runs, its progress is shown on stderr (groupprogress.c).  The
+ * result is a table of the members (stdout on
  * success, stderr with the error on GroupFailed).
  *
  * Everything from the daemon is treated as hostile: only typed fields of
@@ -16,205 +15,18 @@
 #include "describe.h"
 #include "exitcode.h"
 #include "failure.h"
+#include "groupprogress.h"
+#include "groupreply.h"
 #include "lease.h"
 #include "json.h"
 
 #include <cJSON.h>
 
 #include <errno.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
-
-/* ---- Reading replies --------------------------------------------------------- */
-
-static double group_ms(const cJSON *o, const char *key) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, key);
-
-        if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) || item->valuedouble < 0 ||
-            item->valuedouble > 1e15)
-                return -1;
-        return item->valuedouble;
-}
-
-/* "Name: sentence" of a member's error (name, parameters object or
- * NULL), as ctl_describe_error() words it; the caller frees it. */
-static char *group_describe_member_error(const char *name, const cJSON *params) {
-        cudackpt_reply r;
-        char *json = cJSON_IsObject(params) ? cJSON_PrintUnformatted(params) : NULL, *text;
-
-        cudackpt_reply_init(&r);
-        r.error = (char *) name;
-        r.parameters_json = json ? json : (char *) "{}";
-        text = ctl_describe_error(&r);
-        cJSON_free(json);
-        return text;
-}
-
-/* The short name of an error: what follows its interface. */
-static const char *group_short_name(const char *name) {
-        const char *dot = strrchr(name, '.');
-
-        return dot && dot[1] ? dot + 1 : name;
-}
-
-/* ---- Progress ---------------------------------------------------------------- */
-
-/* A member's error stays in every later report of it (the rollback
- * phases' too), so each is shown once, when it first appears: these are
- * the members already shown failed (error) or failed to roll back
- * (rollback_error). */
-typedef struct group_seen {
-        long long *pids;
-        size_t n, size;
-} group_seen;
-
-typedef struct group_progress {
-        FILE *f;
-        bool tty;               /* rewrite one line per phase in place */
-        bool line_open;         /* a line is on the terminal without its newline */
-        char phase[32];         /* the phase of that line */
-        size_t cols;            /* the terminal's width */
-        group_seen failed, rollback_failed;
-} group_progress;
-
-/* Whether pid is in s; adds it when not (as long as memory lasts). */
-static bool group_seen_check(group_seen *s, long long pid) {
-        long long *p;
-
-        for (size_t i = 0; i < s->n; i++)
-                if (s->pids[i] == pid)
-                        return true;
-        if (s->n == s->size) {
-                size_t size = s->size ? s->size * 2 : 16;
-
-                p = realloc(s->pids, size * sizeof(*p));
-                if (!p)
-                        return false;
-                s->pids = p;
-                s->size = size;
-        }
-        s->pids[s->n++] = pid;
-        return false;
-}
-
-static void group_seen_free(group_seen *s) {
-        free(s->pids);
-        *s = (group_seen) { 0 };
-}
-
-/* One event as text: "lock 3/8: 4242 locked (12.3 ms)",
- * "checkpoint 1/8: 4243 failed: NotSupported: ..." the first time the
- * member's error shows, "unlock 2/8: 4243 rollback failed: ..." the first
- * time its rollback error does.  NULL when out of memory. */
-static char *group_progress_text(group_progress *p, const char *phase, const cJSON *member, long long done,
-                                 long long total, bool *ret_failed) {
-        const char *state = json_get_string(member, "state"), *error = json_get_string(member, "error");
-        const char *rollback = json_get_string(member, "rollback_error");
-        double ms = group_ms(member, "duration_ms");
-        char *text = NULL, *desc = NULL;
-        size_t size = 0;
-        long long pid = 0;
-        bool have_pid;
-        FILE *f;
-
-        f = open_memstream(&text, &size);
-        if (!f)
-                return NULL;
-        fputs(phase, f);
-        if (total > 0)
-                fprintf(f, " %lld/%lld", done, total);
-        fputs(":", f);
-        have_pid = json_get_integer(member, "pid", 0, 2147483647.0, &pid);
-        if (have_pid)
-                fprintf(f, " %lld", pid);
-        /* Without a pid every error is news. */
-        if (error && !(have_pid && group_seen_check(&p->failed, pid))) {
-                desc = group_describe_member_error(error, cJSON_GetObjectItemCaseSensitive(member,
-                                                                                          "error_parameters"));
-                fprintf(f, " failed: %s", desc ? desc : group_short_name(error));
-                free(desc);
-                *ret_failed = true;
-        } else if (rollback && !(have_pid && group_seen_check(&p->rollback_failed, pid))) {
-                fprintf(f, " rollback failed: %s", group_short_name(rollback));
-                *ret_failed = true;
-        } else
-                fprintf(f, " %s", state ? state : "done");
-        if (ms >= 0)
-                fprintf(f, " (%.1f ms)", ms);
-        if (fclose(f) != 0) {
-                free(text);
-                return NULL;
-        }
-        ctl_sanitize(text);
-        return text;
-}
-
-/* Ends the line being rewritten, keeping it on the screen. */
-static void group_progress_end_line(group_progress *p) {
-        if (!p->line_open)
-                return;
-        fputc('\n', p->f);
-        p->line_open = false;
-        p->phase[0] = '\0';
-}
-
-/* cudackpt_progress_fn: one progress reply of the daemon. */
-static int group_progress_cb(void *ctx, const char *parameters_json) {
-        group_progress *p = ctx;
-        cJSON *params = cJSON_Parse(parameters_json);
-        const cJSON *progress = cJSON_GetObjectItemCaseSensitive(params, "progress");
-        const cJSON *member = cJSON_GetObjectItemCaseSensitive(progress, "member");
-        const char *phase = json_get_string(progress, "phase");
-        long long done = 0, total = 0;
-        bool failed = false;
-        char *text;
-
-        /* Not a progress report we understand: nothing to show, not fatal. */
-        if (!phase || !cJSON_IsObject(member) || strlen(phase) >= sizeof(p->phase))
-                goto out;
-        if (!json_get_integer(progress, "done", 0, 1e9, &done) || !json_get_integer(progress, "total", 0, 1e9, &total))
-                done = total = 0;
-        text = group_progress_text(p, phase, member, done, total, &failed);
-        if (!text)
-                goto out;
-        if (!p->tty) {
-                fprintf(p->f, "%s\n", text);
-        } else {
-                /* A new phase keeps the last line of the one before. */
-                if (p->line_open && strcmp(p->phase, phase) != 0)
-                        group_progress_end_line(p);
-                if (failed) {
-                        /* A failure stays on the screen, above the line being rewritten. */
-                        fprintf(p->f, "\r\033[K%s\n", text);
-                        p->line_open = false;
-                } else {
-                        /* Cut to the terminal's width: a wrapped line cannot be rewritten. */
-                        size_t len = strlen(text), max = p->cols > 1 ? p->cols - 1 : 79;
-
-                        if (len > max) {
-                                /* Not inside a UTF-8 sequence. */
-                                while (max > 0 && ((unsigned char) text[max] & 0xc0) == 0x80)
-                                        max--;
-                                text[max] = '\0';
-                        }
-                        fprintf(p->f, "\r\033[K%s", text);
-                        p->line_open = true;
-                        snprintf(p->phase, sizeof(p->phase), "%s", phase);
-                        if (total > 0 && done >= total)
-                                group_progress_end_line(p);
-                }
-        }
-        fflush(p->f);
-        free(text);
-out:
-        cJSON_Delete(params);
-        return 0;
-}
 
 /* ---- Results ----------------------------------------------------------------- */
 
@@ -275,7 +87,7 @@ typedef struct group_widths {
  * when it names no pid. */
 static bool group_member_row(const cJSON *m, long long *ret_pid, const char **ret_state, double *ret_ms) {
         *ret_state = json_get_string(m, "state");
-        *ret_ms = group_ms(m, "duration_ms");
+        *ret_ms = ctl_group_ms(m, "duration_ms");
         return json_get_integer(m, "pid", 0, 2147483647.0, ret_pid);
 }
 
@@ -321,18 +133,18 @@ static void group_print_member_error(FILE *f, const cJSON *m) {
         const char *error = json_get_string(m, "error"), *rollback = json_get_string(m, "rollback_error");
 
         if (error) {
-                char *desc = group_describe_member_error(error,
+                char *desc = ctl_group_member_error(error,
                                                          cJSON_GetObjectItemCaseSensitive(m, "error_parameters"));
 
                 if (desc)
                         fputs(desc, f);
                 else
-                        ctl_fputs_safe(group_short_name(error), f);
+                        ctl_fputs_safe(ctl_group_short_name(error), f);
                 free(desc);
         }
         if (rollback) {
                 fputs(error ? "; rollback failed: " : "rollback failed: ", f);
-                ctl_fputs_safe(group_short_name(rollback), f);
+                ctl_fputs_safe(ctl_group_short_name(rollback), f);
         }
         if (!error && !rollback)
                 fputs("-", f);
@@ -400,7 +212,7 @@ static int group_print_success(const ctl_group *g, const cudackpt_reply *reply) 
         }
         n = group_print_members(stdout, members, false, &state);
         group_print_skipped(stdout, params);
-        ms = group_ms(params, "duration_ms");
+        ms = ctl_group_ms(params, "duration_ms");
         if (n == 0)
                 fputs("no CUDA process matched", stdout);
         else {
@@ -513,7 +325,7 @@ out:
 }
 
 int ctl_group_run(cudackpt_client *client, const ctl_group *g) {
-        group_progress progress = { .f = stderr };
+        ctl_group_progress progress;
         cudackpt_reply reply;
         char *params;
         int r, status;
@@ -525,16 +337,9 @@ int ctl_group_run(cudackpt_client *client, const ctl_group *g) {
         }
         cudackpt_reply_init(&reply);
         if (g->progress) {
-                struct winsize ws;
-
-                progress.tty = g->progress_tty;
-                progress.cols = 80;
-                if (progress.tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-                        progress.cols = ws.ws_col;
-                r = cudackpt_call_more(client, g->method, params, group_progress_cb, &progress, &reply);
-                group_progress_end_line(&progress);
-                group_seen_free(&progress.failed);
-                group_seen_free(&progress.rollback_failed);
+                ctl_group_progress_init(&progress, g->progress_tty);
+                r = cudackpt_call_more(client, g->method, params, ctl_group_progress_cb, &progress, &reply);
+                ctl_group_progress_done(&progress);
         } else
                 r = cudackpt_call(client, g->method, params, &reply);
         free(params);
