@@ -59,11 +59,6 @@ extern volatile sig_atomic_t ctl_criu_signal;
 void ctl_criu_signals_hold(ctl_criu_signals *s);
 void ctl_criu_signals_restore(const ctl_criu_signals *s);
 
-/* Writes the last lines of the criu log name in dir_fd to stderr, indented. */
-void ctl_criu_print_log_tail(int dir_fd, const char *name, int lines);
-/* Writes text from criu to stderr line by line, indented, each line
- * sanitised. */
-void ctl_criu_print_lines(const char *text);
 
 /* environ with PATH replaced by "dir:PATH" (dir NULL: unchanged); to
  * ctl_criu_env_free(). */

@@ -28,6 +28,7 @@
 #include "criu.h"
 #include "criubarrier.h"
 #include "describe.h"
+#include "dumptrees.h"
 #include "exitcode.h"
 #include "jobpin.h"
 #include "jobstep.h"
@@ -95,106 +96,6 @@ static void dump_list_gpus(dump_job *x) {
         }
         cJSON_free(text);
         cudackpt_reply_clear(&reply);
-}
-
-/* A member's GPUs from the listing: UUIDs, or NULL (not known). */
-static int dump_member_gpus(const dump_job *x, ctl_manifest_member *m) {
-        const cJSON *p, *gpus, *g;
-
-        cJSON_ArrayForEach(p, x->processes) {
-                const cJSON *pid = cJSON_GetObjectItemCaseSensitive(p, "pid");
-
-                if (!cJSON_IsNumber(pid) || pid->valuedouble != m->pid)
-                        continue;
-                gpus = cJSON_GetObjectItemCaseSensitive(p, "gpus");
-                if (!cJSON_IsArray(gpus))
-                        return 0;
-                m->gpus = calloc((size_t) cJSON_GetArraySize(gpus) + 1, sizeof(char *));
-                if (!m->gpus)
-                        return -ENOMEM;
-                cJSON_ArrayForEach(g, gpus) {
-                        const cJSON *u = cJSON_GetObjectItemCaseSensitive(g, "uuid");
-
-                        if (cJSON_IsString(u) && !(m->gpus[m->n_gpus++] = strdup(u->valuestring)))
-                                return -ENOMEM;
-                }
-                return 0;
-        }
-        return 0;
-}
-
-/* The processes whose trees are dumped: roots among them are the trees. */
-static int dump_job_set(const dump_job *x, const ctl_proctree *t, int **ret, size_t *ret_n) {
-        const ctl_selector *sel = &x->a->selector;
-
-        if (sel->kind == CTL_SELECT_CGROUP)
-                return ctl_proctree_cgroup(t, sel->arg, ret, ret_n);
-        if (sel->kind == CTL_SELECT_TREE) {
-                *ret = malloc(sizeof(int));
-                if (!*ret)
-                        return -ENOMEM;
-                (void) ctl_parse_pid(sel->arg, *ret);
-                *ret_n = 1;
-                return 0;
-        }
-        /* --pids: each one is a CUDA member (the daemon refused any other). */
-        *ret = ctl_job_selector_pids(x->members ? x->members : sel->json, ret_n);
-        return *ret ? 0 : -ENOMEM;
-}
-
-/* The manifest's trees and members, from /proc. */
-static int dump_find_trees(dump_job *x) {
-        ctl_proctree t = { 0 };
-        int *set = NULL, *roots = NULL, *members = NULL;
-        size_t n_set = 0, n_roots = 0, n_members = 0;
-        int r;
-
-        r = ctl_proctree_scan(&t);
-        if (r == 0)
-                r = dump_job_set(x, &t, &set, &n_set);
-        if (r == 0)
-                r = ctl_proctree_roots(&t, set, n_set, &roots, &n_roots);
-        if (r == 0 && x->members && !(members = ctl_job_selector_pids(x->members, &n_members)))
-                r = -ENOMEM;
-        if (r == 0 && n_roots == 0)
-                r = -ESRCH;
-        if (r == 0 && n_roots > CTL_JOB_MAX_TREES)
-                r = -E2BIG;
-        x->m.trees = r == 0 ? calloc(n_roots, sizeof(*x->m.trees)) : NULL;
-        x->m.members = r == 0 ? calloc(n_members + 1, sizeof(*x->m.members)) : NULL;
-        if (r == 0 && (!x->m.trees || !x->m.members))
-                r = -ENOMEM;
-        for (size_t i = 0; r == 0 && i < n_roots; i++) {
-                ctl_manifest_tree *tr = &x->m.trees[x->m.n_trees++];
-
-                tr->root = roots[i];
-                r = asprintf(&tr->images, "tree-%d", roots[i]) < 0 ? -ENOMEM : 0;
-                if (r == 0)
-                        r = ctl_proctree_subtree(&t, roots[i], &tr->pids, &tr->n_pids);
-        }
-        for (size_t i = 0; r == 0 && i < n_members; i++) {
-                ctl_manifest_member *m = &x->m.members[x->m.n_members++];
-
-                m->pid = members[i];
-                m->start_time = ctl_proc_start_time(members[i]);
-                for (size_t k = 0; k < x->m.n_trees && !m->tree; k++)
-                        for (size_t j = 0; j < x->m.trees[k].n_pids; j++)
-                                if (x->m.trees[k].pids[j] == m->pid)
-                                        m->tree = x->m.trees[k].root;
-                /* Gone, or moved out of the trees since the suspend: criu
-                 * would not dump it, and restore would refuse the manifest. */
-                if (!m->tree) {
-                        x->outside = m->pid;
-                        r = -EXDEV;
-                }
-                if (r == 0)
-                        r = dump_member_gpus(x, m);
-        }
-        ctl_proctree_free(&t);
-        free(set);
-        free(roots);
-        free(members);
-        return r;
 }
 
 /* criu dump's command line for tree i. */
@@ -465,7 +366,7 @@ static int dump_suspend(dump_job *x) {
                 return status;
         }
         ctl_job_progress(x->a, "job suspended in %.1f ms; GPU memory free", x->suspend_ms);
-        r = dump_find_trees(x);
+        r = ctl_dump_find_trees(x->a, x->members, x->processes, &x->m, &x->outside);
         if (r < 0) {
                 fputs(x->a->prefix, stderr);
                 if (r == -EXDEV)

@@ -6,6 +6,7 @@
 
 #include "criu.h"
 #include "criubarrier.h"
+#include "criulog.h"
 #include "describe.h"
 #include "exitcode.h"
 #include "group.h"

@@ -483,31 +483,6 @@ int ctl_cmdline_parse(int argc, char **argv, ctl_args *a) {
         return ctl_check_options(a, &st);
 }
 
-/* "cudackptctl: suspend 1234: ", "cudackptctl: suspend --cgroup /pod42: " */
-int ctl_cmdline_prefix(ctl_args *a) {
-        char *copy = NULL;
-        int k;
-
-        if (a->selector.kind != CTL_SELECT_NONE) {
-                copy = strdup(a->selector.arg);
-                if (!copy)
-                        return -ENOMEM;
-                /* The argument may come from anywhere (a script's variable). */
-                ctl_sanitize(copy);
-                k = asprintf(&a->prefix, CTL_NAME ": %s %s %s: ", a->command->name,
-                             ctl_selector_option(a->selector.kind), copy);
-                free(copy);
-        } else if (a->command->flags & CTL_TAKES_PID)
-                k = asprintf(&a->prefix, CTL_NAME ": %s %d: ", a->command->name, a->pid);
-        else
-                k = asprintf(&a->prefix, CTL_NAME ": %s: ", a->command->name);
-        if (k < 0) {
-                a->prefix = NULL;
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 void ctl_cmdline_free(ctl_args *a) {
         ctl_map_free(&a->map);
         ctl_selector_free(&a->selector);

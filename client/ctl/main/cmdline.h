@@ -103,10 +103,6 @@ typedef struct ctl_args {
  * printed --help, --version or the usage error. */
 int ctl_cmdline_parse(int argc, char **argv, ctl_args *a);
 
-/* a->prefix for errors: "cudackptctl: suspend 1234: ",
- * "cudackptctl: suspend --cgroup /pod42: ".  -ENOMEM (a->prefix NULL). */
-int ctl_cmdline_prefix(ctl_args *a);
-
 /* Frees what the parser allocated in *a (map, selector, prefix). */
 void ctl_cmdline_free(ctl_args *a);
 

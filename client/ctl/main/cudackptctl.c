@@ -395,6 +395,32 @@ static int ctl_run(const ctl_args *a) {
         return status;
 }
 
+/* a->prefix for errors: "cudackptctl: suspend 1234: ", "cudackptctl: suspend --cgroup /pod42: ".
+ * -ENOMEM (a->prefix NULL). */
+static int ctl_prefix(ctl_args *a) {
+        char *copy = NULL;
+        int k;
+
+        if (a->selector.kind != CTL_SELECT_NONE) {
+                copy = strdup(a->selector.arg);
+                if (!copy)
+                        return -ENOMEM;
+                /* The argument may come from anywhere (a script's variable). */
+                ctl_sanitize(copy);
+                k = asprintf(&a->prefix, CTL_NAME ": %s %s %s: ", a->command->name,
+                             ctl_selector_option(a->selector.kind), copy);
+                free(copy);
+        } else if (a->command->flags & CTL_TAKES_PID)
+                k = asprintf(&a->prefix, CTL_NAME ": %s %d: ", a->command->name, a->pid);
+        else
+                k = asprintf(&a->prefix, CTL_NAME ": %s: ", a->command->name);
+        if (k < 0) {
+                a->prefix = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 int main(int argc, char **argv) {
         ctl_args args = { .lock_timeout = -1, .progress = -1, .lease_ms = -1 };
         const ctl_command *row, *help_row;
@@ -411,7 +437,7 @@ int main(int argc, char **argv) {
 
         status = ctl_cmdline_parse(argc, argv, &args);
         if (status < 0) {
-                (void) ctl_cmdline_prefix(&args); /* ctl_run() says when it failed */
+                (void) ctl_prefix(&args); /* ctl_run() says when it failed */
                 status = ctl_run(&args);
         }
         ctl_cmdline_free(&args);
