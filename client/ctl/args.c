@@ -57,8 +57,38 @@ static int ctl_map_has(char *const *items, size_t n_items, const char *key) {
         return 0;
 }
 
+/* Appends the pairs of copy (an argument, cut up in place) to items, n
+ * strings so far. */
+static int map_add_pairs(char **items, size_t *n, char *copy) {
+        char *save = NULL;
+
+        /* strtok_r would merge ",," into one separator; an empty pair must be an error. */
+        for (char *pair = copy; pair; pair = save) {
+                char *eq, *comma = strchr(pair, ',');
+
+                save = comma ? comma + 1 : NULL;
+                if (comma)
+                        *comma = '\0';
+                eq = strchr(pair, '=');
+                if (!eq || eq == pair || !eq[1] || strchr(eq + 1, '='))
+                        return -EINVAL;
+                *eq = '\0';
+                if (ctl_map_has(items, *n, pair))
+                        return -EEXIST;
+                items[*n] = strdup(pair);
+                if (!items[*n])
+                        return -ENOMEM;
+                (*n)++;
+                items[*n] = strdup(eq + 1);
+                if (!items[*n])
+                        return -ENOMEM;
+                (*n)++;
+        }
+        return 0;
+}
+
 int ctl_map_add(ctl_map *m, const char *arg) {
-        char *copy = NULL, *save = NULL, *pair, **items;
+        char *copy = NULL, **items;
         size_t n, n_pairs = 1;
         int r = -EINVAL;
 
@@ -84,38 +114,9 @@ int ctl_map_add(ctl_map *m, const char *arg) {
                 }
                 n++;
         }
-
-        /* strtok_r would merge ",," into one separator; an empty pair must be an error. */
-        for (pair = copy; pair; pair = save) {
-                char *eq, *comma = strchr(pair, ',');
-
-                save = comma ? comma + 1 : NULL;
-                if (comma)
-                        *comma = '\0';
-                eq = strchr(pair, '=');
-                if (!eq || eq == pair || !eq[1] || strchr(eq + 1, '=')) {
-                        r = -EINVAL;
-                        goto fail;
-                }
-                *eq = '\0';
-                if (ctl_map_has(items, n, pair)) {
-                        r = -EEXIST;
-                        goto fail;
-                }
-                items[n] = strdup(pair);
-                if (!items[n]) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                n++;
-                items[n] = strdup(eq + 1);
-                if (!items[n]) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                n++;
-        }
-
+        r = map_add_pairs(items, &n, copy);
+        if (r < 0)
+                goto fail;
         free(copy);
         ctl_map_free(m);
         m->items = items;

@@ -329,14 +329,24 @@ static bool doctor_daemon_driver(cudackpt_client *client, const char *path, cons
         return true;
 }
 
+/* Whether GetInfo's params name io.cudackpt.Process among its interfaces. */
+static bool doctor_has_interface(const cJSON *params) {
+        const cJSON *interfaces = cJSON_GetObjectItemCaseSensitive(params, "interfaces"), *item;
+
+        if (cJSON_IsArray(interfaces))
+                cJSON_ArrayForEach(item, interfaces)
+                        if (cJSON_IsString(item) && item->valuestring &&
+                            strcmp(item->valuestring, CUDACKPT_INTERFACE) == 0)
+                                return true;
+        return false;
+}
+
 static void doctor_check_daemon(const ctl_doctor *d, doctor_result *r) {
         const char *path = ctl_socket_path(d->socket);
         cudackpt_client *client = NULL;
-        const cJSON *interfaces, *item;
         const char *version, *product;
         cudackpt_reply reply;
         cJSON *params = NULL;
-        bool has_interface = false;
         char driver[1100];
         int k;
 
@@ -363,13 +373,7 @@ static void doctor_check_daemon(const ctl_doctor *d, doctor_result *r) {
         params = cJSON_Parse(reply.parameters_json);
         version = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "version"));
         product = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "product"));
-        interfaces = cJSON_GetObjectItemCaseSensitive(params, "interfaces");
-        if (cJSON_IsArray(interfaces))
-                cJSON_ArrayForEach(item, interfaces)
-                        if (cJSON_IsString(item) && item->valuestring &&
-                            strcmp(item->valuestring, CUDACKPT_INTERFACE) == 0)
-                                has_interface = true;
-        if (!has_interface) {
+        if (!doctor_has_interface(params)) {
                 doctor_set(r, DOCTOR_FAIL, "%s serves %s, which lacks " CUDACKPT_INTERFACE, path,
                            product ? product : "a Varlink service");
                 doctor_advise(r, "check that --socket names cudackptd's socket");

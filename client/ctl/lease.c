@@ -173,15 +173,13 @@ int ctl_hold_keep(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h)
         return held;
 }
 
-int ctl_lease_run(cudackpt_client **clientp, const ctl_lease_op *o)
+/* The operation's parameters as text, to free with cJSON_free(); NULL when
+ * out of memory. */
+static char *lease_params(const ctl_lease_op *o)
 {
         cJSON *params = cJSON_CreateObject();
         char *text = NULL;
-        cudackpt_reply reply;
-        ctl_held h;
-        int r, status, held = CUDACKPT_EXIT_OK;
 
-        cudackpt_reply_init(&reply);
         if (params) {
                 cJSON_AddNumberToObject(params, "pid", o->pid);
                 if (o->lock_timeout >= 0)
@@ -193,6 +191,17 @@ int ctl_lease_run(cudackpt_client **clientp, const ctl_lease_op *o)
                 text = cJSON_PrintUnformatted(params);
         }
         cJSON_Delete(params);
+        return text;
+}
+
+int ctl_lease_run(cudackpt_client **clientp, const ctl_lease_op *o)
+{
+        char *text = lease_params(o);
+        cudackpt_reply reply;
+        ctl_held h;
+        int r, status, held = CUDACKPT_EXIT_OK;
+
+        cudackpt_reply_init(&reply);
         if (!text) {
                 fprintf(stderr, "%sout of memory\n", o->prefix);
                 return CUDACKPT_EXIT_FAILURE;

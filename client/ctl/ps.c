@@ -197,27 +197,35 @@ out:
         return status;
 }
 
+/* ListProcesses' parameters: {"selector": ...}; into *ret (NULL: none).
+ * -ENOMEM. */
+static int ps_params(const ctl_ps *p, char **ret) {
+        cJSON *params, *sel;
+
+        *ret = NULL;
+        if (!p->selector || p->selector->kind == CTL_SELECT_NONE)
+                return 0;
+        sel = cJSON_Duplicate(p->selector->json, 1);
+        params = cJSON_CreateObject();
+        if (!params || !sel || !cJSON_AddItemToObject(params, "selector", sel)) {
+                cJSON_Delete(sel);
+                cJSON_Delete(params);
+                return -ENOMEM;
+        }
+        *ret = json_print_dup(params);
+        cJSON_Delete(params);
+        return *ret ? 0 : -ENOMEM;
+}
+
 int ctl_ps_run(cudackpt_client *client, const ctl_ps *p) {
         cJSON *params = NULL, *processes;
         cudackpt_reply reply;
         char *text = NULL, *copy = NULL;
         int r, status;
 
-        if (p->selector && p->selector->kind != CTL_SELECT_NONE) {
-                cJSON *sel = cJSON_Duplicate(p->selector->json, 1);
-
-                params = cJSON_CreateObject();
-                if (!params || !sel || !cJSON_AddItemToObject(params, "selector", sel)) {
-                        cJSON_Delete(sel);
-                        cJSON_Delete(params);
-                        params = NULL;
-                        goto oom;
-                }
-                copy = json_print_dup(params);
-                cJSON_Delete(params);
-                params = NULL;
-                if (!copy)
-                        goto oom;
+        if (ps_params(p, &copy) < 0) {
+                fprintf(stderr, "%sout of memory\n", p->prefix);
+                return CUDACKPT_EXIT_FAILURE;
         }
         cudackpt_reply_init(&reply);
         r = cudackpt_call(client, CUDACKPT_METHOD_LIST_PROCESSES, copy, &reply);
@@ -225,20 +233,12 @@ int ctl_ps_run(cudackpt_client *client, const ctl_ps *p) {
         if (r < 0)
                 return ctl_call_failed(p->prefix, r, NULL, false);
         if (reply.error) {
-                text = ctl_describe_error(&reply);
-                fputs(p->prefix, stderr);
                 /* Of several pids, the one the daemon refused (NoSuchProcess). */
-                if (p->selector && p->selector->kind == CTL_SELECT_PIDS && reply.pid > 0)
-                        fprintf(stderr, "pid %d: ", reply.pid);
-                fprintf(stderr, "%s\n", text ? text : "error");
+                if (p->selector && p->selector->kind == CTL_SELECT_PIDS && reply.pid > 0 &&
+                    asprintf(&text, "%spid %d: ", p->prefix, reply.pid) < 0)
+                        text = NULL;
+                status = ctl_call_failed(text ? text : p->prefix, 0, &reply, p->json);
                 free(text);
-                if (p->json) {
-                        text = ctl_error_json(&reply);
-                        if (text)
-                                puts(text);
-                        free(text);
-                }
-                status = ctl_reply_exit_code(&reply);
                 cudackpt_reply_clear(&reply);
                 return status;
         }
@@ -262,8 +262,4 @@ int ctl_ps_run(cudackpt_client *client, const ctl_ps *p) {
                 status = ps_print_table(p, processes);
         cJSON_Delete(params);
         return status;
-
-oom:
-        fprintf(stderr, "%sout of memory\n", p->prefix);
-        return CUDACKPT_EXIT_FAILURE;
 }
