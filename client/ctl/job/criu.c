@@ -368,6 +368,47 @@ static int criu_listen(const char *path) {
         return fd;
 }
 
+/* Starts run i of s: its pid, pidfd and output pipe.  0 or -errno (then
+ * nothing of it is left running). */
+static int criu_start(criu_set *s, size_t i, char **env) {
+        s->t0[i] = monotime_ms_exact();
+        s->pid[i] = criu_spawn(&s->runs[i], env, &s->out[i]);
+        if (s->pid[i] < 0)
+                return s->pid[i];
+        s->pidfd[i] = criu_pidfd_open(s->pid[i]);
+        if (s->pidfd[i] < 0) {
+                /* No pidfd (a kernel before 5.3): nothing to poll it by. */
+                int r = -errno;
+
+                kill(-s->pid[i], SIGKILL);
+                s->pidfd[i] = -1;
+                while (waitpid(s->pid[i], NULL, 0) < 0 && errno == EINTR)
+                        ;
+                close(s->out[i]);
+                s->out[i] = -1;
+                return r;
+        }
+        s->running++;
+        return 0;
+}
+
+static void criu_set_free(criu_set *s) {
+        for (size_t i = 0; s->out && i < s->n; i++)
+                if (s->out[i] >= 0)
+                        close(s->out[i]);
+        for (size_t i = 0; s->waiting && i < s->n_waiting; i++)
+                close(s->waiting[i]);
+        if (s->listen_fd >= 0)
+                close(s->listen_fd);
+        free(s->pid);
+        free(s->pidfd);
+        free(s->out);
+        free(s->out_len);
+        free(s->t0);
+        free(s->waiting);
+        free(s->waiting_criu);
+}
+
 int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const ctl_criu_barrier *barrier) {
         criu_set s = { .runs = runs, .n = n, .listen_fd = -1 };
         int r = 0;
@@ -380,63 +421,32 @@ int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const ctl_criu_ba
         s.waiting = calloc(n, sizeof(int));
         s.waiting_criu = calloc(n, sizeof(int));
         if (!s.pid || !s.pidfd || !s.out || !s.out_len || !s.t0 || !s.waiting || !s.waiting_criu) {
-                r = -ENOMEM;
-                goto out;
-        }
-        if (barrier) {
-                s.barrier = barrier;
-                s.listen_fd = criu_listen(barrier->sock);
-                if (s.listen_fd < 0) {
-                        r = s.listen_fd;
-                        goto out;
-                }
+                s.n = 0; /* no descriptor of s.out is open yet */
+                criu_set_free(&s);
+                return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
                 runs[i].status = -1;
                 runs[i].early = false;
                 s.pidfd[i] = s.out[i] = -1;
         }
-        for (size_t i = 0; i < n && r == 0; i++) {
-                s.t0[i] = monotime_ms_exact();
-                s.pid[i] = criu_spawn(&runs[i], env, &s.out[i]);
-                if (s.pid[i] < 0) {
-                        r = s.pid[i];
-                        break;
+        if (barrier) {
+                s.barrier = barrier;
+                s.listen_fd = criu_listen(barrier->sock);
+                if (s.listen_fd < 0) {
+                        r = s.listen_fd;
+                        criu_set_free(&s);
+                        return r;
                 }
-                s.pidfd[i] = criu_pidfd_open(s.pid[i]);
-                if (s.pidfd[i] < 0) {
-                        /* No pidfd (a kernel before 5.3): nothing to poll it by. */
-                        r = -errno;
-                        kill(-s.pid[i], SIGKILL);
-                        s.pidfd[i] = -1;
-                        while (waitpid(s.pid[i], NULL, 0) < 0 && errno == EINTR)
-                                ;
-                        close(s.out[i]);
-                        s.out[i] = -1;
-                        break;
-                }
-                s.running++;
         }
+        for (size_t i = 0; i < n && r == 0; i++)
+                r = criu_start(&s, i, env);
         if (r < 0)
                 s.failed = true; /* the barrier lets none go */
         criu_wait_all(&s);
         if (r == 0 && s.failed)
                 r = -EIO;
-out:
-        for (size_t i = 0; s.out && i < n; i++)
-                if (s.out[i] >= 0)
-                        close(s.out[i]);
-        for (size_t i = 0; s.waiting && i < s.n_waiting; i++)
-                close(s.waiting[i]);
-        if (s.listen_fd >= 0)
-                close(s.listen_fd);
-        free(s.pid);
-        free(s.pidfd);
-        free(s.out);
-        free(s.out_len);
-        free(s.t0);
-        free(s.waiting);
-        free(s.waiting_criu);
+        criu_set_free(&s);
         return r;
 }
 

@@ -135,71 +135,88 @@ const struct option ctl_job_options[] = {
         { NULL, 0, NULL, 0 },
 };
 
+/* What the parse has seen besides *a. */
+typedef struct job_state {
+        const char *command;
+        int n_positional;
+        int progress;             /* --progress 1, --no-progress 0, else -1 */
+        bool saw_lock_timeout;
+} job_state;
+
+/* One getopt_long() result; -1 to go on, else the exit status. */
+static int job_option(ctl_job_args *a, job_state *st, int c, char **argv) {
+        unsigned long long v;
+        int r;
+
+        switch (c) {
+        case 1:
+                if (st->n_positional++ == 0)
+                        st->command = optarg;
+                break;
+        case O_SOCKET:
+                a->socket = optarg;
+                break;
+        case O_JSON:
+                a->json = true;
+                break;
+        case O_LOCK_TIMEOUT:
+                if (ctl_parse_uint(optarg, 4294967295ULL, &v) < 0)
+                        return job_usage("invalid --lock-timeout '%s'", optarg);
+                a->lock_timeout = (long long) v;
+                st->saw_lock_timeout = true;
+                break;
+        case O_PIDS:
+        case O_CGROUP:
+        case O_TREE:
+                r = job_selector(a, c == O_PIDS ? CTL_SELECT_PIDS : c == O_CGROUP ? CTL_SELECT_CGROUP
+                                                                                  : CTL_SELECT_TREE,
+                                 optarg);
+                if (r >= 0)
+                        return r;
+                break;
+        case O_IMAGES:
+                a->images = optarg;
+                break;
+        case O_LEAVE:
+        case O_FORCE:
+                *(c == O_LEAVE ? &a->leave_running : &a->force) = true;
+                break;
+        case O_NO_SYNC:
+                a->no_sync = true;
+                break;
+        case O_MAP:
+                if (ctl_map_add(&a->map, optarg) < 0)
+                        return job_usage("invalid --device-map '%s': expected OLD=NEW[,OLD=NEW...], "
+                                         "each old GPU once", optarg);
+                break;
+        case O_PROGRESS:
+        case O_NO_PROGRESS:
+                st->progress = c == O_PROGRESS;
+                break;
+        case 'h':
+                job_help();
+                return CUDACKPT_EXIT_OK;
+        case ':':
+                return job_usage("option '%s' needs an argument", argv[optind - 1]);
+        default:
+                return job_usage("unknown option '%s' (CRIU's options go after --)", argv[optind - 1]);
+        }
+        return -1;
+}
+
 /* Fill *a; returns -1 to go on, else the exit status. */
 static int job_parse(int argc, char **argv, ctl_job_args *a) {
-        const char *command = NULL;
-        int n_positional = 0, progress = -1, c, r;
-        bool saw_lock_timeout = false;
-        unsigned long long v;
+        job_state st = { .progress = -1 };
+        int c, r;
 
         opterr = 0;
         while ((c = getopt_long(argc, argv, "-:h", ctl_job_options, NULL)) != -1) {
-                switch (c) {
-                case 1:
-                        if (n_positional++ == 0)
-                                command = optarg;
-                        break;
-                case O_SOCKET:
-                        a->socket = optarg;
-                        break;
-                case O_JSON:
-                        a->json = true;
-                        break;
-                case O_LOCK_TIMEOUT:
-                        if (ctl_parse_uint(optarg, 4294967295ULL, &v) < 0)
-                                return job_usage("invalid --lock-timeout '%s'", optarg);
-                        a->lock_timeout = (long long) v;
-                        saw_lock_timeout = true;
-                        break;
-                case O_PIDS:
-                case O_CGROUP:
-                case O_TREE:
-                        r = job_selector(a, c == O_PIDS ? CTL_SELECT_PIDS : c == O_CGROUP ? CTL_SELECT_CGROUP
-                                                                                          : CTL_SELECT_TREE,
-                                         optarg);
-                        if (r >= 0)
-                                return r;
-                        break;
-                case O_IMAGES:
-                        a->images = optarg;
-                        break;
-                case O_LEAVE:
-                case O_FORCE:
-                        *(c == O_LEAVE ? &a->leave_running : &a->force) = true;
-                        break;
-                case O_NO_SYNC:
-                        a->no_sync = true;
-                        break;
-                case O_MAP:
-                        if (ctl_map_add(&a->map, optarg) < 0)
-                                return job_usage("invalid --device-map '%s': expected OLD=NEW[,OLD=NEW...], "
-                                                 "each old GPU once", optarg);
-                        break;
-                case O_PROGRESS:
-                case O_NO_PROGRESS:
-                        progress = c == O_PROGRESS;
-                        break;
-                case 'h':
-                        job_help();
-                        return CUDACKPT_EXIT_OK;
-                case ':':
-                        return job_usage("option '%s' needs an argument", argv[optind - 1]);
-                default:
-                        return job_usage("unknown option '%s' (CRIU's options go after --)", argv[optind - 1]);
-                }
+                r = job_option(a, &st, c, argv);
+                if (r >= 0)
+                        return r;
         }
         a->criu_argv = argv + optind;
-        return job_check(a, command ? command : "", n_positional, progress, saw_lock_timeout);
+        return job_check(a, st.command ? st.command : "", st.n_positional, st.progress, st.saw_lock_timeout);
 }
 
 int ctl_job_main(int argc, char **argv) {
