@@ -52,13 +52,37 @@ static int client_json_strdup(const cJSON *params, const char *key, char **ret) 
         return *ret ? 0 : -ENOMEM;
 }
 
+/* The reply's parameters (NULL: none, {}) as text, and their typed
+ * fields: pid, restore_thread_id, duration_ms, state, in_flight.  0 or
+ * -ENOMEM. */
+static int client_reply_params(const cJSON *params, cudackpt_reply *reply) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(params, "duration_ms");
+        int r;
+
+        /* Plain malloc() memory like the reply's other strings, whatever
+         * allocator hooks the application gave cJSON. */
+        reply->parameters_json = params ? json_print_dup(params) : strdup("{}");
+        if (!reply->parameters_json)
+                return -ENOMEM;
+        if (!params)
+                return 0;
+        reply->pid = client_json_int(params, "pid");
+        reply->restore_thread_id = client_json_int(params, "restore_thread_id");
+        if (cJSON_IsNumber(item) && isfinite(item->valuedouble) && item->valuedouble >= 0)
+                reply->duration_ms = item->valuedouble;
+        r = client_json_strdup(params, "state", &reply->state);
+        if (r < 0)
+                return r;
+        return client_json_strdup(params, "in_flight", &reply->in_flight);
+}
+
 /* Decode one reply message (len bytes, NUL excluded) into *ret_reply.
  * ret_continues NULL: a call without "more", for which a reply with
  * "continues": true is out of protocol.  Otherwise *ret_continues says
  * whether more replies follow this one. */
 int client_reply_decode(const char *msg, size_t len, cudackpt_reply *ret_reply, int *ret_continues) {
         cudackpt_reply reply;
-        const cJSON *error, *params, *continues, *item;
+        const cJSON *error, *params, *continues;
         cJSON *root;
         int r = -EPROTO;
 
@@ -94,30 +118,9 @@ int client_reply_decode(const char *msg, size_t len, cudackpt_reply *ret_reply, 
         params = cJSON_GetObjectItemCaseSensitive(root, "parameters");
         if (params && !cJSON_IsObject(params))
                 goto out;
-        if (params) {
-                /* Plain malloc() memory like the reply's other strings,
-                 * whatever allocator hooks the application gave cJSON. */
-                reply.parameters_json = json_print_dup(params);
-        } else
-                reply.parameters_json = strdup("{}");
-        if (!reply.parameters_json) {
-                r = -ENOMEM;
+        r = client_reply_params(params, &reply);
+        if (r < 0)
                 goto out;
-        }
-
-        if (params) {
-                reply.pid = client_json_int(params, "pid");
-                reply.restore_thread_id = client_json_int(params, "restore_thread_id");
-                item = cJSON_GetObjectItemCaseSensitive(params, "duration_ms");
-                if (cJSON_IsNumber(item) && isfinite(item->valuedouble) && item->valuedouble >= 0)
-                        reply.duration_ms = item->valuedouble;
-                r = client_json_strdup(params, "state", &reply.state);
-                if (r < 0)
-                        goto out;
-                r = client_json_strdup(params, "in_flight", &reply.in_flight);
-                if (r < 0)
-                        goto out;
-        }
 
         *ret_reply = reply;
         cudackpt_reply_init(&reply);

@@ -31,8 +31,8 @@ LAYERS = ("varlink", "base", "host", "auth", "net", "run", "jobs", "")
 # The client's folders, bottom first (client/lib is libcudackpt, which
 # knows nothing of cudackptctl above it).
 CLIENT_LAYERS = ("lib", "ctl", "ctl/job", "ctl/main")
-CLIENT_MAX_LINES = 600
-CLIENT_MAX_FUNCTION = 80
+CLIENT_MAX_LINES = 500
+CLIENT_MAX_FUNCTION = 60
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -186,67 +186,72 @@ static int compat_add_map(compat_args *a, const char *arg) {
         return 0;
 }
 
-static int compat_parse_args(int argc, char **argv, compat_args *a) {
-        enum { OPT_GET_STATE = 0x100, OPT_GET_RESTORE_TID, OPT_ACTION, OPT_TOGGLE };
-        static const struct option options[] = {
-                { "get-state", no_argument, NULL, OPT_GET_STATE },
-                { "get-restore-tid", no_argument, NULL, OPT_GET_RESTORE_TID },
-                { "action", required_argument, NULL, OPT_ACTION },
-                { "toggle", no_argument, NULL, OPT_TOGGLE },
-                { "pid", required_argument, NULL, 'p' },
-                { "timeout", required_argument, NULL, 't' },
-                { "device-map", required_argument, NULL, 'd' },
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
+enum { OPT_GET_STATE = 0x100, OPT_GET_RESTORE_TID, OPT_ACTION, OPT_TOGGLE };
+
+static const struct option compat_options[] = {
+        { "get-state", no_argument, NULL, OPT_GET_STATE },
+        { "get-restore-tid", no_argument, NULL, OPT_GET_RESTORE_TID },
+        { "action", required_argument, NULL, OPT_ACTION },
+        { "toggle", no_argument, NULL, OPT_TOGGLE },
+        { "pid", required_argument, NULL, 'p' },
+        { "timeout", required_argument, NULL, 't' },
+        { "device-map", required_argument, NULL, 'd' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+};
+
+/* One getopt_long() result; -1 to go on, else the exit status. */
+static int compat_option(compat_args *a, int c, char **argv) {
         unsigned long long v;
+        int r;
+
+        switch (c) {
+        case 1:
+                return compat_usage_error("unexpected argument '%s'", optarg);
+        case OPT_GET_STATE:
+        case OPT_GET_RESTORE_TID:
+        case OPT_TOGGLE:
+                r = compat_set_mode(a, c == OPT_GET_STATE ? COMPAT_GET_STATE
+                                       : c == OPT_GET_RESTORE_TID ? COMPAT_GET_RESTORE_TID
+                                                                  : COMPAT_TOGGLE);
+                return r != 0 ? r : -1;
+        case OPT_ACTION:
+                r = compat_set_action(a, optarg);
+                return r != 0 ? r : -1;
+        case 'p':
+                if (ctl_parse_pid(optarg, &a->pid) < 0)
+                        return compat_usage_error("invalid process ID '%s'", optarg);
+                return -1;
+        case 't':
+                if (ctl_parse_uint(optarg, 4294967295ULL, &v) < 0)
+                        return compat_usage_error("invalid timeout '%s': expected milliseconds, "
+                                                  "0..4294967295", optarg);
+                a->timeout_ms = (long long) v;
+                return -1;
+        case 'd':
+                r = compat_add_map(a, optarg);
+                return r != 0 ? r : -1;
+        case 'h':
+                compat_help();
+                return 0;
+        case ':':
+                return compat_usage_error("option '%s' needs an argument", argv[optind - 1]);
+        default:
+                if (optopt == 'h' || optopt == OPT_GET_STATE || optopt == OPT_GET_RESTORE_TID ||
+                    optopt == OPT_TOGGLE)
+                        return compat_usage_error("option '%s' takes no argument", argv[optind - 1]);
+                return compat_usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+}
+
+static int compat_parse_args(int argc, char **argv, compat_args *a) {
         int c, r;
 
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "-:hp:t:d:", options, NULL)) != -1) {
-                switch (c) {
-                case 1:
-                        return compat_usage_error("unexpected argument '%s'", optarg);
-                case OPT_GET_STATE:
-                case OPT_GET_RESTORE_TID:
-                case OPT_TOGGLE:
-                        r = compat_set_mode(a, c == OPT_GET_STATE ? COMPAT_GET_STATE
-                                               : c == OPT_GET_RESTORE_TID ? COMPAT_GET_RESTORE_TID
-                                                                          : COMPAT_TOGGLE);
-                        if (r != 0)
-                                return r;
-                        break;
-                case OPT_ACTION:
-                        r = compat_set_action(a, optarg);
-                        if (r != 0)
-                                return r;
-                        break;
-                case 'p':
-                        if (ctl_parse_pid(optarg, &a->pid) < 0)
-                                return compat_usage_error("invalid process ID '%s'", optarg);
-                        break;
-                case 't':
-                        if (ctl_parse_uint(optarg, 4294967295ULL, &v) < 0)
-                                return compat_usage_error("invalid timeout '%s': expected milliseconds, "
-                                                          "0..4294967295", optarg);
-                        a->timeout_ms = (long long) v;
-                        break;
-                case 'd':
-                        r = compat_add_map(a, optarg);
-                        if (r != 0)
-                                return r;
-                        break;
-                case 'h':
-                        compat_help();
-                        return 0;
-                case ':':
-                        return compat_usage_error("option '%s' needs an argument", argv[optind - 1]);
-                default:
-                        if (optopt == 'h' || optopt == OPT_GET_STATE || optopt == OPT_GET_RESTORE_TID ||
-                            optopt == OPT_TOGGLE)
-                                return compat_usage_error("option '%s' takes no argument", argv[optind - 1]);
-                        return compat_usage_error("unknown option '%s'", argv[optind - 1]);
-                }
+        while ((c = getopt_long(argc, argv, "-:hp:t:d:", compat_options, NULL)) != -1) {
+                r = compat_option(a, c, argv);
+                if (r >= 0)
+                        return r;
         }
         if (optind < argc)
                 return compat_usage_error("unexpected argument '%s'", argv[optind]);
@@ -322,9 +327,23 @@ static int compat_toggle(cudackpt_client *client, const compat_args *a, cudackpt
         return compat_check(a, r, reply);
 }
 
+/* --action's call; what it returned. */
+static int compat_do_action(cudackpt_client *client, const compat_args *a, cudackpt_reply *reply) {
+        switch (a->action) {
+        case COMPAT_LOCK:
+                return cudackpt_lock(client, a->pid, a->timeout_ms, reply);
+        case COMPAT_CHECKPOINT:
+                return cudackpt_checkpoint(client, a->pid, reply);
+        case COMPAT_RESTORE:
+                return cudackpt_restore(client, a->pid, (const char *const *) a->map.items, reply);
+        case COMPAT_UNLOCK:
+                return cudackpt_unlock(client, a->pid, reply);
+        }
+        return -EINVAL;
+}
+
 static int compat_run(const compat_args *a) {
         const char *path = ctl_socket_path(NULL);
-        const char *const *map = (const char *const *) a->map.items;
         cudackpt_client *client = NULL;
         cudackpt_reply reply;
         int r, status = 1;
@@ -369,21 +388,7 @@ static int compat_run(const compat_args *a) {
                 status = compat_toggle(client, a, &reply);
                 break;
         case COMPAT_ACTION:
-                switch (a->action) {
-                case COMPAT_LOCK:
-                        r = cudackpt_lock(client, a->pid, a->timeout_ms, &reply);
-                        break;
-                case COMPAT_CHECKPOINT:
-                        r = cudackpt_checkpoint(client, a->pid, &reply);
-                        break;
-                case COMPAT_RESTORE:
-                        r = cudackpt_restore(client, a->pid, map, &reply);
-                        break;
-                case COMPAT_UNLOCK:
-                        r = cudackpt_unlock(client, a->pid, &reply);
-                        break;
-                }
-                status = compat_check(a, r, &reply);
+                status = compat_check(a, compat_do_action(client, a, &reply), &reply);
                 break;
         case COMPAT_NONE:
                 break;
