@@ -156,21 +156,12 @@ static int dump_run_criu(dump_job *x) {
         /* The barrier even for one tree: getting there proves the dump. */
         if (!mkdtemp(rundir))
                 return -errno;
-        snprintf(sock, sizeof(sock), "%s/barrier", rundir);
-        errno = 0;
-        script = ctl_criu_barrier_script(x->a->prefix, rundir, sock, x->a->criu_argv);
-        if (!script)
-                r = errno ? -errno : -ENOMEM;
+        script = ctl_job_barrier(x->a, rundir, sock, sizeof(sock), &r);
         for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
                 r = ctl_job_tree_dir(x->a, x->dir_fd, x->m.trees[i].images, &x->runs[i].dir_fd);
-                if (r < 0)
-                        break;
-                x->runs[i].argv = dump_criu_argv(x, i, script);
-                x->runs[i].log_name = "dump.log";
-                if (asprintf((char **) &x->runs[i].log, "%s/%s/dump.log", x->a->images, x->m.trees[i].images) < 0)
-                        x->runs[i].log = NULL;
-                if (!x->runs[i].argv || !x->runs[i].log)
-                        r = -ENOMEM;
+                if (r == 0)
+                        r = ctl_job_run_set(x->a, &x->runs[i], dump_criu_argv(x, i, script), x->m.trees[i].images,
+                                            "dump.log");
         }
         if (r == 0) {
                 double t0 = monotime_ms_exact();

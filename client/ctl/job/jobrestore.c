@@ -210,19 +210,10 @@ static int jrestore_run_criu(jrestore *x) {
         r = jrestore_stub(rundir);
         if (r < 0)
                 return r;
-        snprintf(sock, sizeof(sock), "%s/barrier", rundir);
-        errno = 0;
-        script = ctl_criu_barrier_script(x->a->prefix, rundir, sock, x->a->criu_argv);
-        if (!script)
-                r = errno ? -errno : -ENOMEM;
-        for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
-                x->runs[i].argv = jrestore_criu_argv(x, i, script);
-                x->runs[i].log_name = "restore.log";
-                if (asprintf((char **) &x->runs[i].log, "%s/%s/restore.log", x->a->images, x->m.trees[i].images) < 0)
-                        x->runs[i].log = NULL;
-                if (!x->runs[i].argv || !x->runs[i].log)
-                        r = -ENOMEM;
-        }
+        script = ctl_job_barrier(x->a, rundir, sock, sizeof(sock), &r);
+        for (size_t i = 0; r == 0 && i < x->m.n_trees; i++)
+                r = ctl_job_run_set(x->a, &x->runs[i], jrestore_criu_argv(x, i, script), x->m.trees[i].images,
+                                    "restore.log");
         env = r == 0 ? ctl_criu_env(rundir) : NULL;
         if (r == 0 && !env)
                 r = -ENOMEM;

@@ -251,3 +251,22 @@ void ctl_job_progress(const ctl_job_args *a, const char *fmt, ...) {
         fputc('\n', stderr);
         fflush(stderr);
 }
+
+char *ctl_job_barrier(const ctl_job_args *a, const char *rundir, char *sock, size_t size, int *ret_r) {
+        char *script;
+
+        snprintf(sock, size, "%s/barrier", rundir);
+        errno = 0;
+        script = ctl_criu_barrier_script(a->prefix, rundir, sock, a->criu_argv);
+        *ret_r = script ? 0 : errno ? -errno : -ENOMEM;
+        return script;
+}
+
+int ctl_job_run_set(const ctl_job_args *a, ctl_criu_run *run, char **argv, const char *tree_images,
+                    const char *log_name) {
+        run->argv = argv;
+        run->log_name = log_name;
+        if (asprintf((char **) &run->log, "%s/%s/%s", a->images, tree_images, log_name) < 0)
+                run->log = NULL;
+        return run->argv && run->log ? 0 : -ENOMEM;
+}

@@ -78,6 +78,17 @@ char **ctl_job_argv_checked(char **argv, size_t n);
  * when out of memory. */
 char **ctl_job_criu_argv(const ctl_job_args *a, const char *criu, const char *const *words, const char *script);
 
+/* The barrier of a's runs in rundir: its socket rundir/barrier (into sock,
+ * size bytes) and its script (ctl_criu_barrier_script()), to free(); NULL
+ * with *ret_r -errno (said on stderr). *ret_r 0 otherwise. */
+char *ctl_job_barrier(const ctl_job_args *a, const char *rundir, char *sock, size_t size, int *ret_r);
+
+/* A criu run of a's job: argv (taken; NULL: out of memory), its log
+ * log_name in its directory, shown as IMAGES/TREE_IMAGES/LOG_NAME.  0 or
+ * -ENOMEM. */
+int ctl_job_run_set(const ctl_job_args *a, ctl_criu_run *run, char **argv, const char *tree_images,
+                    const char *log_name);
+
 /* Whether a's progress lines are on: one line "criu VERB: TEXT" on stderr. */
 void ctl_job_progress(const ctl_job_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
