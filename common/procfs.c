@@ -57,3 +57,38 @@ int procfs_cgroup_v2(const char *text, const char **ret_path, size_t *ret_len) {
         }
         return -ENOENT;
 }
+
+static int procfs_has(const int *set, size_t n, int pid) {
+        for (size_t i = 0; i < n; i++)
+                if (set[i] == pid)
+                        return 1;
+        return 0;
+}
+
+int procfs_descendants(const int *pid, const int *ppid, size_t n, int root, size_t max, int **ret, size_t *ret_n) {
+        size_t k = 1;
+        int *out;
+
+        if (!procfs_has(pid, n, root))
+                return -ESRCH;
+        out = malloc((n + 1) * sizeof(int));
+        if (!out)
+                return -ENOMEM;
+        out[0] = root;
+        /* Breadth first: each found process's children are appended after
+         * it; one already there (a snapshot taken while pids were reused) is
+         * not taken again. */
+        for (size_t i = 0; i < k; i++)
+                for (size_t j = 0; j < n; j++) {
+                        if (ppid[j] != out[i] || pid[j] == out[i] || procfs_has(out, k, pid[j]))
+                                continue;
+                        if (k >= max) {
+                                free(out);
+                                return -E2BIG;
+                        }
+                        out[k++] = pid[j];
+                }
+        *ret = out;
+        *ret_n = k;
+        return 0;
+}

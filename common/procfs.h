@@ -1,6 +1,7 @@
 /* procfs.h: the lines of /proc that the daemon and cudackptctl both read,
  * parsed once: /proc/PID/stat (whose command name may hold spaces and
- * parentheses) and the cgroup v2 line of /proc/PID/cgroup.  Text in, no
+ * parentheses) and the cgroup v2 line of /proc/PID/cgroup; and the walk
+ * of the process tree they give.  Text in, no
  * I/O: each side reads the file its own way (a pidfd's directory, a
  * checked path). */
 #ifndef CUDACKPT_COMMON_PROCFS_H
@@ -24,5 +25,12 @@ int procfs_stat_ppid(const char *stat_line, int *ret_ppid);
  * *ret_path points into text, *ret_len bytes long (to the newline or the
  * end).  0, or -ENOENT when there is no such line. */
 int procfs_cgroup_v2(const char *text, const char **ret_path, size_t *ret_len);
+
+/* The process tree walk: root and every descendant of it, breadth first
+ * (root first), in a snapshot of n processes (pid[i] a child of ppid[i]),
+ * each once.  -ESRCH when root is not in the snapshot, -E2BIG when more
+ * than max processes would be in it, -ENOMEM; the list in *ret (to free())
+ * and its length in *ret_n. */
+int procfs_descendants(const int *pid, const int *ppid, size_t n, int root, size_t max, int **ret, size_t *ret_n);
 
 #endif

@@ -384,8 +384,9 @@ static int read_ppid(pid_t pid, pid_t *ret)
  * CONFIG_PROC_CHILDREN, which not every kernel has); one pass over /proc. */
 int discover_tree(pid_t root, size_t max, pid_t **ret_pids, size_t *ret_n)
 {
-        pid_t *all = NULL, *parent = NULL, *a = NULL;
-        size_t n_all = 0, n = 0, cap = 0;
+        _Static_assert(sizeof(pid_t) == sizeof(int), "procfs_descendants() walks ints");
+        pid_t *all = NULL, *parent = NULL;
+        size_t n_all = 0;
         int r;
 
         r = discover_all(&all, &n_all);
@@ -399,23 +400,8 @@ int discover_tree(pid_t root, size_t max, pid_t **ret_pids, size_t *ret_n)
         for (size_t i = 0; i < n_all; i++)
                 if (read_ppid(all[i], &parent[i]) < 0)
                         parent[i] = -1; /* gone meanwhile */
-        if (!bsearch(&root, all, n_all, sizeof(*all), cmp_pid)) {
-                r = -ESRCH;
-                goto out;
-        }
-        r = push(&a, &n, &cap, root);
-        /* Breadth first: a grows while it is walked. */
-        for (size_t k = 0; r == 0 && k < n; k++)
-                for (size_t i = 0; r == 0 && i < n_all; i++)
-                        if (parent[i] == a[k] && all[i] != root)
-                                r = n >= max ? -E2BIG : push(&a, &n, &cap, all[i]);
-        if (r == 0) {
-                *ret_pids = a;
-                *ret_n = n;
-                a = NULL;
-        }
+        r = procfs_descendants(all, parent, n_all, root, max, ret_pids, ret_n);
 out:
-        free(a);
         free(parent);
         free(all);
         return r;

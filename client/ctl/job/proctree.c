@@ -106,23 +106,7 @@ static int proctree_parent(const ctl_proctree *t, int pid) {
 }
 
 int ctl_proctree_subtree(const ctl_proctree *t, int pid, int **ret, size_t *ret_n) {
-        int *out;
-        size_t n = 1;
-
-        if (!proctree_has(t->pid, t->n, pid))
-                return -ESRCH;
-        out = malloc((t->n + 1) * sizeof(int));
-        if (!out)
-                return -ENOMEM;
-        out[0] = pid;
-        /* Breadth first: each found process's children are appended after it. */
-        for (size_t i = 0; i < n; i++)
-                for (size_t j = 0; j < t->n; j++)
-                        if (t->ppid[j] == out[i] && t->pid[j] != out[i] && !proctree_has(out, n, t->pid[j]))
-                                out[n++] = t->pid[j];
-        *ret = out;
-        *ret_n = n;
-        return 0;
+        return procfs_descendants(t->pid, t->ppid, t->n, pid, SIZE_MAX, ret, ret_n);
 }
 
 int ctl_proctree_roots(const ctl_proctree *t, const int *set, size_t n, int **ret, size_t *ret_n) {
