@@ -81,45 +81,84 @@ int ctl_host_find_criu(char *buf, size_t size) {
         return stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0 ? 0 : -ENOENT;
 }
 
-/* Starts path with argv in a process group of its own, its stdout the
- * write end of a pipe whose read end is *ret_fd.  Returns 0 or -errno. */
-static int host_spawn(const char *path, char *const argv[], pid_t *ret_pid, int *ret_fd) {
+/* The file actions of s: stdin /dev/null and stdout (and stderr) the pipe
+ * p when capturing, else stderr /dev/null with stdout; keep a dup of
+ * s->keep_fd put back at its number. */
+static int host_file_actions(const ctl_spawn *s, posix_spawn_file_actions_t *fa, const int p[2], int keep) {
+        int r = 0;
+
+        /* dup2 clears O_CLOEXEC on what the child gets. */
+        if (s->capture) {
+                r = posix_spawn_file_actions_addopen(fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+                if (r == 0)
+                        r = posix_spawn_file_actions_adddup2(fa, p[1], STDOUT_FILENO);
+                if (r == 0)
+                        r = s->capture_stderr ? posix_spawn_file_actions_adddup2(fa, p[1], STDERR_FILENO)
+                                              : posix_spawn_file_actions_addopen(fa, STDERR_FILENO, "/dev/null",
+                                                                                 O_WRONLY, 0);
+        }
+        if (r == 0 && keep >= 0)
+                r = posix_spawn_file_actions_adddup2(fa, keep, s->keep_fd);
+        return r;
+}
+
+/* The attributes of s: its own process group, its signals back to SIG_DFL. */
+static int host_attr(const ctl_spawn *s, posix_spawnattr_t *attr) {
+        short flags = 0;
+        sigset_t def;
+        int r = 0;
+
+        sigemptyset(&def);
+        for (size_t i = 0; i < s->n_default_signals; i++)
+                sigaddset(&def, s->default_signals[i]);
+        if (s->own_group)
+                flags |= POSIX_SPAWN_SETPGROUP;
+        if (s->n_default_signals)
+                flags |= POSIX_SPAWN_SETSIGDEF;
+        r = posix_spawnattr_setflags(attr, flags);
+        if (r == 0 && s->own_group)
+                r = posix_spawnattr_setpgroup(attr, 0);
+        if (r == 0 && s->n_default_signals)
+                r = posix_spawnattr_setsigdefault(attr, &def);
+        return r;
+}
+
+int ctl_host_spawn(const ctl_spawn *s, pid_t *ret_pid, int *ret_fd) {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
-        int p[2], r;
+        int p[2] = { -1, -1 }, keep = -1, r;
 
-        if (pipe2(p, O_CLOEXEC) < 0)
+        if (s->capture && pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
+        /* The kept descriptor is dup'ed back onto its number in the child:
+         * so it is inherited whatever its O_CLOEXEC. */
+        if (s->keep_fd >= 0 && (keep = fcntl(s->keep_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+                r = errno;
+                goto out;
+        }
         r = posix_spawn_file_actions_init(&fa);
         if (r != 0)
-                goto fail;
+                goto out;
         r = posix_spawnattr_init(&attr);
-        if (r != 0) {
-                posix_spawn_file_actions_destroy(&fa);
-                goto fail;
+        if (r == 0) {
+                r = host_file_actions(s, &fa, p, keep);
+                if (r == 0)
+                        r = host_attr(s, &attr);
+                if (r == 0)
+                        r = (s->search ? posix_spawnp : posix_spawn)(ret_pid, s->path, &fa, &attr, s->argv,
+                                                                      s->env ? s->env : environ);
+                posix_spawnattr_destroy(&attr);
         }
-        /* dup2 clears O_CLOEXEC on the child's stdout. */
-        r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-        if (r == 0)
-                r = posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
-        if (r == 0)
-                r = posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-        if (r == 0)
-                r = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-        if (r == 0)
-                r = posix_spawnattr_setpgroup(&attr, 0);
-        if (r == 0)
-                r = posix_spawn(ret_pid, path, &fa, &attr, argv, environ);
-        posix_spawnattr_destroy(&attr);
         posix_spawn_file_actions_destroy(&fa);
-        if (r != 0)
-                goto fail;
-        close(p[1]);
-        *ret_fd = p[0];
-        return 0;
-fail:
-        close(p[0]);
-        close(p[1]);
+out:
+        if (keep >= 0)
+                close(keep);
+        if (p[1] >= 0)
+                close(p[1]);
+        if (r != 0 && p[0] >= 0)
+                close(p[0]);
+        else if (s->capture)
+                *ret_fd = p[0];
         return -r;
 }
 
@@ -169,7 +208,9 @@ int ctl_host_run_program(const char *path, char *const argv[], char *out, size_t
         pid_t pid;
 
         out[0] = '\0';
-        r = host_spawn(path, argv, &pid, &fd);
+        r = ctl_host_spawn(&(ctl_spawn) { .path = path, .argv = argv, .capture = true, .own_group = true,
+                                          .keep_fd = -1 },
+                           &pid, &fd);
         if (r < 0)
                 return r;
         timed_out = !host_collect(fd, out, size, deadline);

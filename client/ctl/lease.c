@@ -5,6 +5,7 @@
 #include "describe.h"
 #include "exitcode.h"
 #include "failure.h"
+#include "host.h"
 
 #include <cudackpt/protocol.h>
 #include <cJSON.h>
@@ -138,8 +139,10 @@ static int hold(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h)
         int st, forwarded = 0, r;
 
         fflush(stdout);
-        if (o->command && (r = posix_spawnp(&child, o->command[0], NULL, NULL, o->command, environ)) != 0) {
-                fprintf(stderr, "%scannot run %s: %s\n", o->prefix, o->command[0], strerror(r));
+        if (o->command && (r = ctl_host_spawn(&(ctl_spawn) { .path = o->command[0], .argv = o->command,
+                                                             .search = true, .keep_fd = -1 },
+                                              &child, NULL)) < 0) {
+                fprintf(stderr, "%scannot run %s: %s\n", o->prefix, o->command[0], strerror(-r));
                 return 127;
         }
         for (;;) {

@@ -156,41 +156,25 @@ static int criu_pidfd_open(pid_t pid) {
 
 /* Starts one run with its output on a pipe; ret_fd the pipe's read end. */
 static pid_t criu_spawn(ctl_criu_run *run, char **env, int *ret_fd) {
-        int p[2];
-        pid_t pid;
-
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        pid = fork();
-        if (pid < 0) {
-                int e = errno;
-                close(p[0]);
-                close(p[1]);
-                return -e;
-        }
-        if (pid == 0) {
-                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-                setpgid(0, 0);
-                /* What is ignored stays so through execve: not for criu. */
-                for (size_t i = 0; i < sizeof(criu_held) / sizeof(criu_held[0]); i++)
-                        signal(criu_held[i], SIG_DFL);
-                signal(SIGPIPE, SIG_DFL);
-                if (devnull >= 0)
-                        dup2(devnull, STDIN_FILENO);
-                dup2(p[1], STDOUT_FILENO);
-                dup2(p[1], STDERR_FILENO);
+        /* What is ignored stays so through execve: not for criu. */
+        static const int defaults[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
+        ctl_spawn s = {
+                .path = run->argv[0],
+                .argv = run->argv,
+                .env = env,
+                .capture = true,
+                .capture_stderr = true,
+                .own_group = true,
+                .default_signals = defaults,
+                .n_default_signals = sizeof(defaults) / sizeof(defaults[0]),
                 /* The images' directory, which criu opens as /proc/self/fd/N:
                  * the one checked, whatever its path names by now. */
-                if (run->dir_fd > STDERR_FILENO)
-                        (void) fcntl(run->dir_fd, F_SETFD, 0);
-                execve(run->argv[0], run->argv, env);
-                dprintf(STDERR_FILENO, "cannot run %s: %s\n", run->argv[0], strerror(errno));
-                _exit(127);
-        }
-        close(p[1]);
-        *ret_fd = p[0];
-        return pid;
+                .keep_fd = run->dir_fd > STDERR_FILENO ? run->dir_fd : -1,
+        };
+        pid_t pid;
+        int r = ctl_host_spawn(&s, &pid, ret_fd);
+
+        return r < 0 ? r : pid;
 }
 
 /* The state of ctl_criu_run_all(): per run a pid, pidfd and output pipe;
