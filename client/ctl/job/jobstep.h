@@ -89,7 +89,8 @@ char *ctl_job_barrier(const ctl_job_args *a, const char *rundir, char *sock, siz
 int ctl_job_run_set(const ctl_job_args *a, ctl_criu_run *run, char **argv, const char *tree_images,
                     const char *log_name);
 
-/* Whether a's progress lines are on: one line "criu VERB: TEXT" on stderr. */
+/* When a's progress lines are on (--progress, or stderr a terminal): one
+ * line "criu VERB: TEXT" on stderr; else nothing. */
 void ctl_job_progress(const ctl_job_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* syncfs() of the file system of every run's dir_fd (each once): what

@@ -47,7 +47,7 @@ int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd, const char *pa
 /* DIR/manifest.json.tmp-RANDOM, made afresh in dir_fd (O_EXCL|O_NOFOLLOW,
  * mode 0600): its name in name, the descriptor returned, or -errno. */
 int ctl_manifest_create_part(int dir_fd, char *name, size_t size);
-/* Reads DIR/manifest.json through dir_fd (DIR, as ctl_job_open_dir gives
+/* Reads DIR/manifest.json through dir_fd (DIR, as ctl_safedir_open() gives
  * it) and checks it as restore needs it (trees and members agree, at most
  * CTL_JOB_MAX_TREES trees); err gets a sentence on failure. */
 int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size);
