@@ -2,6 +2,7 @@
 #include "host/discover.h"
 
 #include "kernel-abi.h"
+#include "procfs.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -193,6 +194,7 @@ static int read_file(const char *path, char *buf, size_t size, size_t *ret_len)
 int discover_cgroup(pid_t pid, char *buf, size_t size)
 {
         char path[64], text[8192];
+        const char *cgroup;
         size_t len;
         int r;
 
@@ -200,19 +202,13 @@ int discover_cgroup(pid_t pid, char *buf, size_t size)
         r = read_file(path, text, sizeof(text), &len);
         if (r < 0)
                 return r;
-        for (char *line = text; line && *line;) {
-                char *nl = strchr(line, '\n');
-                if (nl)
-                        *nl = '\0';
-                if (strncmp(line, "0::", 3) == 0) {
-                        if (strlen(line + 3) >= size)
-                                return -ENAMETOOLONG;
-                        strcpy(buf, line + 3);
-                        return 0;
-                }
-                line = nl ? nl + 1 : NULL;
-        }
-        return -ENOENT;
+        if (procfs_cgroup_v2(text, &cgroup, &len) < 0)
+                return -ENOENT;
+        if (len >= size)
+                return -ENAMETOOLONG;
+        memcpy(buf, cgroup, len);
+        buf[len] = '\0';
+        return 0;
 }
 
 static bool same_ns(const char *a, const char *b)
@@ -373,14 +369,12 @@ static int read_ppid(pid_t pid, pid_t *ret)
 {
         char path[64], buf[1024];
         size_t len;
-        const char *p;
-        long v;
+        int v;
 
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
         if (read_file(path, buf, sizeof(buf), &len) < 0)
                 return -ESRCH;
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %*c %ld", &v) != 1)
+        if (procfs_stat_ppid(buf, &v) < 0)
                 return -EINVAL;
         *ret = (pid_t)v;
         return 0;
@@ -390,8 +384,9 @@ static int read_ppid(pid_t pid, pid_t *ret)
  * CONFIG_PROC_CHILDREN, which not every kernel has); one pass over /proc. */
 int discover_tree(pid_t root, size_t max, pid_t **ret_pids, size_t *ret_n)
 {
-        pid_t *all = NULL, *parent = NULL, *a = NULL;
-        size_t n_all = 0, n = 0, cap = 0;
+        _Static_assert(sizeof(pid_t) == sizeof(int), "procfs_descendants() walks ints");
+        pid_t *all = NULL, *parent = NULL;
+        size_t n_all = 0;
         int r;
 
         r = discover_all(&all, &n_all);
@@ -405,23 +400,8 @@ int discover_tree(pid_t root, size_t max, pid_t **ret_pids, size_t *ret_n)
         for (size_t i = 0; i < n_all; i++)
                 if (read_ppid(all[i], &parent[i]) < 0)
                         parent[i] = -1; /* gone meanwhile */
-        if (!bsearch(&root, all, n_all, sizeof(*all), cmp_pid)) {
-                r = -ESRCH;
-                goto out;
-        }
-        r = push(&a, &n, &cap, root);
-        /* Breadth first: a grows while it is walked. */
-        for (size_t k = 0; r == 0 && k < n; k++)
-                for (size_t i = 0; r == 0 && i < n_all; i++)
-                        if (parent[i] == a[k] && all[i] != root)
-                                r = n >= max ? -E2BIG : push(&a, &n, &cap, all[i]);
-        if (r == 0) {
-                *ret_pids = a;
-                *ret_n = n;
-                a = NULL;
-        }
+        r = procfs_descendants(all, parent, n_all, root, max, ret_pids, ret_n);
 out:
-        free(a);
         free(parent);
         free(all);
         return r;
@@ -442,7 +422,6 @@ int discover_owner(pid_t pid, uid_t *ret_uid)
 int discover_ppid(pid_t pid, pid_t *ret_ppid)
 {
         char path[64], buf[1024];
-        const char *p;
         size_t len;
         int ppid, r;
 
@@ -450,9 +429,7 @@ int discover_ppid(pid_t pid, pid_t *ret_ppid)
         r = read_file(path, buf, sizeof(buf), &len);
         if (r < 0)
                 return r;
-        /* The command may hold anything, ')' included: the last one ends it. */
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1 || ppid < 0)
+        if (procfs_stat_ppid(buf, &ppid) < 0)
                 return -EINVAL;
         *ret_ppid = ppid;
         return 0;

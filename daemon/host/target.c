@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "kernel-abi.h"
+#include "procfs.h"
 
 static int sys_pidfd_open(pid_t pid)
 {
@@ -64,48 +65,14 @@ static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t len)
         return n;
 }
 
-/* Field n (3 or more) of a /proc/PID/stat line, or NULL.  comm (field 2)
- * may hold spaces and parentheses: counting starts after the last ')'. */
-static const char *stat_field(const char *stat_line, int n)
-{
-        const char *p = strrchr(stat_line, ')');
-
-        if (!p || p[1] != ' ' || !p[2])
-                return NULL;
-        p += 2; /* field 3 */
-        for (int field = 3; field < n; field++) {
-                p = strchr(p, ' ');
-                if (!p)
-                        return NULL;
-                p++;
-        }
-        return p;
-}
-
-static int parse_stat_u64(const char *stat_line, int n, uint64_t *ret)
-{
-        const char *p = stat_field(stat_line, n);
-        unsigned long long v;
-        char *end;
-
-        if (!p || *p < '0' || *p > '9')
-                return -EINVAL;
-        errno = 0;
-        v = strtoull(p, &end, 10);
-        if (errno || end == p || (*end != ' ' && *end != '\n' && *end != '\0'))
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 int target_parse_start_time(const char *stat_line, uint64_t *ret_start_time, char *ret_state)
 {
-        const char *state = stat_field(stat_line, 3);
+        const char *state = procfs_stat_field(stat_line, 3);
         int r;
 
         if (!state)
                 return -EINVAL;
-        r = parse_stat_u64(stat_line, 22, ret_start_time);
+        r = procfs_stat_u64(stat_line, 22, ret_start_time);
         if (r < 0)
                 return r;
         if (ret_state)
@@ -128,7 +95,7 @@ int target_read_stat(pid_t pid, uint64_t *ret_start_time, char *ret_state)
 
 int target_parse_flags(const char *stat_line, uint64_t *ret_flags)
 {
-        return parse_stat_u64(stat_line, 9, ret_flags);
+        return procfs_stat_u64(stat_line, 9, ret_flags);
 }
 
 int target_parse_uids(const char *status_text, uid_t *ret_ruid, uid_t *ret_euid, uid_t *ret_suid)
@@ -240,7 +207,7 @@ static int read_state(const struct target_identity *id)
 
         if (n < 0)
                 return (int)n;
-        f = stat_field(buf, 3);
+        f = procfs_stat_field(buf, 3);
         return f && *f ? (unsigned char)*f : -EINVAL;
 }
 
@@ -360,7 +327,7 @@ static char task_state(int task_dir_fd, const char *tid)
         close(fd);
         if (n <= 0)
                 return 0;
-        f = stat_field(buf, 3);
+        f = procfs_stat_field(buf, 3);
         return f ? *f : 0;
 }
 

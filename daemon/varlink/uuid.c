@@ -1,70 +1,19 @@
-/* uuid.c: parsing and printing GPU UUIDs. */
+/* uuid.c: GPU UUIDs in the driver's CUuuid, through common/gpu-uuid.c,
+ * which cudackptctl parses them with too. */
 #include "varlink/uuid.h"
 
-#include <errno.h>
-#include <stdio.h>
-#include <string.h>
-#include <strings.h>
+#include "gpu-uuid.h"
 
-static int hexval(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
+#include <string.h>
 
 int uuid_parse(const char *s, CUuuid *ret_uuid)
 {
-        static const int dashes[] = { 8, 12, 16, 20 }; /* digit counts before each '-' */
-        unsigned char bytes[16];
-        bool prefixed = false, prev_hyphen = true; /* no leading hyphen */
-        int ndigits = 0, nhyphens = 0;
-
-        if (!s)
-                return -EINVAL;
-        if (strncasecmp(s, "GPU-", 4) == 0) {
-                prefixed = true;
-                s += 4;
-        }
-        for (const char *p = s; *p; p++) {
-                if (*p == '-') {
-                        if (prev_hyphen)
-                                return -EINVAL;
-                        /* The nvidia-smi spelling has its hyphens in fixed places. */
-                        if (prefixed && (nhyphens >= 4 || ndigits != dashes[nhyphens]))
-                                return -EINVAL;
-                        nhyphens++;
-                        prev_hyphen = true;
-                        continue;
-                }
-                int v = hexval(*p);
-                if (v < 0 || ndigits >= 32)
-                        return -EINVAL;
-                if (ndigits % 2 == 0)
-                        bytes[ndigits / 2] = (unsigned char)(v << 4);
-                else
-                        bytes[ndigits / 2] |= (unsigned char)v;
-                ndigits++;
-                prev_hyphen = false;
-        }
-        if (ndigits != 32 || prev_hyphen || (prefixed && nhyphens != 4))
-                return -EINVAL;
-        memcpy(ret_uuid->bytes, bytes, 16);
-        return 0;
+        return gpu_uuid_parse(s, (unsigned char *)ret_uuid->bytes);
 }
 
 void uuid_format(const CUuuid *u, char buf[static UUID_STRING_MAX])
 {
-        const unsigned char *b = (const unsigned char *)u->bytes;
-
-        snprintf(buf, UUID_STRING_MAX,
-                 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                 b[14], b[15]);
+        gpu_uuid_format((const unsigned char *)u->bytes, buf);
 }
 
 bool uuid_equal(const CUuuid *a, const CUuuid *b)

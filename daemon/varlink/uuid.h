@@ -1,8 +1,5 @@
-/* uuid.h: GPU UUIDs as clients write them and as the driver takes them.
- *
- * Accepted spellings: "GPU-" followed by the 8-4-4-4-12 form nvidia-smi
- * prints, or 32 hex digits with optional hyphens between digits (the form
- * cuda.core takes).  Anything else is refused. */
+/* uuid.h: GPU UUIDs as clients write them (the spellings of
+ * common/gpu-uuid.h) and as the driver takes them (CUuuid). */
 #ifndef CUDACKPT_UUID_H
 #define CUDACKPT_UUID_H
 

@@ -39,8 +39,8 @@ except ImportError:
     print("SKIP: prometheus_client is not installed (python3-prometheus-client)")
     sys.exit(77)
 
-MAX_CONNECTIONS = 32  # EXPORTER_MAX_CONNECTIONS of client/exporter.c
-PER_ADDRESS = 4  # CTL_SCRAPE_PER_ADDRESS of client/cudackptctl.c
+MAX_CONNECTIONS = 32  # EXPORTER_MAX_CONNECTIONS of client/ctl/exporter.c
+PER_ADDRESS = 4  # CTL_SCRAPE_PER_ADDRESS of client/ctl/main/cudackptctl.c
 # Loopback addresses for clients other than the scraper (127.0.0.1): the
 # exporter bounds connections per address.
 OTHER_ADDRESSES = ["127.0.0.%d" % i for i in range(2, 12)]

@@ -8,7 +8,7 @@
     starts the simulator with two GPUs, so that docs/python.md's restore
     onto another GPU works there;
   - cudackptctl(1) has an entry for every command of the command line
-    (client/cmdline.c's table) and for `help`, and its ps names every
+    (client/ctl/main/cmdline.c's table) and for `help`, and its ps names every
     column ps prints and every field of the daemon's ProcessInfo.
 
 usage: check_docs.py [REPO_ROOT]   exit 0 when all hold, 1 otherwise, one
@@ -59,8 +59,10 @@ def check_make_run(root):
 
 
 def check_man_page(root):
-    table = open(os.path.join(root, "client", "cmdline.c"), encoding="utf-8").read()
-    verbs = re.findall(r'^\s*\{ "([a-z-]+)", CTL_', table, re.M)
+    table = open(os.path.join(root, "client", "ctl", "main", "cmdline.c"), encoding="utf-8").read()
+    # A hidden row (the cuda-checkpoint alias, the dump's barrier) is no command for people.
+    verbs = [m.group(1) for m in re.finditer(r'^\s*\{ "([a-z-]+)", CTL_.*$', table, re.M)
+             if "CTL_HIDDEN" not in m.group(0)]
     man = open(os.path.join(root, "docs", "man", "cudackptctl.1"), encoding="utf-8").read()
     for verb in verbs + ["help"]:
         if not re.search(r"^\.TP\n\.B[IR]? %s(\s|$)" % verb.replace("-", r"\\-"), man, re.M):
@@ -79,7 +81,7 @@ def check_man_ps(root):
     man = open(os.path.join(root, "docs", "man", "cudackptctl.1"), encoding="utf-8").read()
     entry = re.search(r"^\.BR ps .*?(?=^\.TP)", man, re.M | re.S)
     words = roff_text(entry.group(0)) if entry else ""
-    ps = open(os.path.join(root, "client", "ps.c"), encoding="utf-8").read()
+    ps = open(os.path.join(root, "client", "ctl", "ps.c"), encoding="utf-8").read()
     printer = re.search(r"static void ps_print_rows\(.*?\n}", ps, re.S)
     columns = re.findall(r'"\s*([A-Z][A-Z ]*[A-Z])\\?n?"', printer.group(0) if printer else "")
     idl = open(os.path.join(root, "daemon", "io.cudackpt.Process.varlink"), encoding="utf-8").read()

@@ -4,9 +4,14 @@
   - no include circle among the rooms (a room is x.c with x.h) of daemon/,
     client/ and common/;
   - the daemon's layer folders are ordered: a room includes only rooms of
-    its own folder or of folders below it (LAYERS, bottom first);
+    its own folder or of folders below it (LAYERS, bottom first); so are
+    the client's (CLIENT_LAYERS: libcudackpt, then cudackptctl's shared
+    pieces and commands, its CRIU job, its ways in);
+  - no call circle among the client's files: a file calls functions of
+    files below it only (a function of another file is known by its name);
   - no product file over MAX_LINES lines, no function over MAX_FUNCTION
-    lines (from its signature's first line to its closing brace);
+    lines (from its signature's first line to its closing brace); in
+    client/, CLIENT_MAX_LINES and CLIENT_MAX_FUNCTION;
   - the same two limits on the C code of tests/ (test_sizes(); its
     TEST_SIZE_DEBTS, the breaches it found when it came, only shrinks).
 
@@ -25,6 +30,11 @@ TREES = ("daemon", "client", "common")
 # The daemon's folders, bottom first; the top level (main, server, the
 # method table) is above them all.
 LAYERS = ("varlink", "base", "host", "auth", "net", "run", "jobs", "")
+# The client's folders, bottom first (client/lib is libcudackpt, which
+# knows nothing of cudackptctl above it).
+CLIENT_LAYERS = ("lib", "ctl", "ctl/job", "ctl/main")
+CLIENT_MAX_LINES = 500
+CLIENT_MAX_FUNCTION = 60
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -47,7 +57,60 @@ def tree_of(root, path):
 
 def layer_of(root, path):
     parts = os.path.relpath(path, root).split(os.sep)
+    if parts[0] == "client":
+        return "/".join(parts[1:-1])
     return parts[1] if len(parts) > 2 else ""
+
+
+def layer_breaches(root, graph, where):
+    """A room that includes a room of a layer folder above its own."""
+    order = {"daemon": LAYERS, "client": CLIENT_LAYERS}
+    out = []
+    for me, others in sorted(graph.items()):
+        layers = order.get(me[0])
+        if not layers:
+            continue
+        mine = layer_of(root, where[me])
+        for other in sorted(others):
+            if other[0] != me[0]:
+                continue
+            theirs = layer_of(root, where[other])
+            if mine not in layers or theirs not in layers:
+                out.append("layer: %s or %s is in no known layer folder" % (where[me], where[other]))
+            elif layers.index(theirs) > layers.index(mine):
+                out.append("layer: %s (%s) includes %s (%s), a layer above it" % (
+                    os.path.relpath(where[me], root), mine or "top", os.path.relpath(where[other], root),
+                    theirs or "top"))
+    return out
+
+
+# A call by name (not through a member: "c->main(" calls no function main).
+CALL = re.compile(r"(?<![.>\w])([A-Za-z_][A-Za-z_0-9]*)\s*\(")
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\])*\"", re.S)
+
+
+def call_graph(root, paths):
+    """{file: set of files} for the client: a file calls a function that
+    another file defines (not static)."""
+    defined, bodies = {}, {}
+    for p in paths:
+        if not p.endswith(".c") or tree_of(root, p) != "client":
+            continue
+        text = COMMENT.sub(" ", open(p, encoding="utf-8").read())
+        bodies[p] = text
+        for name, line, _ in functions(text):
+            sig = text.split("\n")[line - 1]
+            if not sig.startswith("static"):
+                defined.setdefault(name, p)
+    graph = {}
+    for p, text in bodies.items():
+        me = os.path.relpath(p, root)
+        graph.setdefault(me, set())
+        for name in set(CALL.findall(text)):
+            other = defined.get(name)
+            if other and other != p:
+                graph[me].add(os.path.relpath(other, root))
+    return graph
 
 
 def include_graph(root, paths):
@@ -133,16 +196,20 @@ def functions(text):
 
 def size_breaches(root, paths):
     """One line per file over MAX_LINES lines and per function over
-    MAX_FUNCTION lines among paths."""
+    MAX_FUNCTION lines among paths (in client/, CLIENT_MAX_LINES and
+    CLIENT_MAX_FUNCTION)."""
     for p in paths:
         text = open(p, encoding="utf-8").read()
         n = text.count("\n")
         rel = os.path.relpath(p, root)
-        if n > MAX_LINES:
-            yield "file: %s has %d lines (at most %d)" % (rel, n, MAX_LINES)
+        max_lines, max_function = MAX_LINES, MAX_FUNCTION
+        if tree_of(root, p) == "client":
+            max_lines, max_function = CLIENT_MAX_LINES, CLIENT_MAX_FUNCTION
+        if n > max_lines:
+            yield "file: %s has %d lines (at most %d)" % (rel, n, max_lines)
         for name, line, length in functions(text):
-            if length > MAX_FUNCTION:
-                yield "function: %s:%d %s() has %d lines (at most %d)" % (rel, line, name, length, MAX_FUNCTION)
+            if length > max_function:
+                yield "function: %s:%d %s() has %d lines (at most %d)" % (rel, line, name, length, max_function)
 
 
 # The tests' files and functions over the limits when the limits came to
@@ -179,19 +246,9 @@ def main():
     graph, where = include_graph(root, paths)
     for comp in cycles(graph):
         breaches.append("include circle: " + " -> ".join("%s/%s" % r for r in comp))
-    for me, others in sorted(graph.items()):
-        if me[0] != "daemon":
-            continue
-        mine = layer_of(root, where[me])
-        for other in sorted(others):
-            if other[0] != "daemon":
-                continue
-            theirs = layer_of(root, where[other])
-            if mine in LAYERS and theirs in LAYERS and LAYERS.index(theirs) > LAYERS.index(mine):
-                breaches.append("layer: %s (%s) includes %s (%s), a layer above it" % (
-                    os.path.relpath(where[me], root), mine or "top", os.path.relpath(where[other], root), theirs or "top"))
-            elif mine not in LAYERS or theirs not in LAYERS:
-                breaches.append("layer: %s or %s is in no known layer folder" % (where[me], where[other]))
+    breaches += layer_breaches(root, graph, where)
+    for comp in cycles(call_graph(root, paths)):
+        breaches.append("call circle: " + " -> ".join(comp))
     breaches.extend(size_breaches(root, paths))
     breaches.extend(test_sizes(root))
     for b in breaches:

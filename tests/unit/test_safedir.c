@@ -1,4 +1,4 @@
-/* Unit tests: client/safedir.c, the checked walk that opens the image
+/* Unit tests: client/ctl/job/safedir.c, the checked walk that opens the image
  * directory of dump and restore --images (what root checks is what it
  * uses): directories others may write or own on the way are refused, a
  * sticky one is crossed, links are followed only where no one else could

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Every command of the native command line (client/cmdline.c). */
+/* Every command of the native command line (client/ctl/main/cmdline.c). */
 static const char *const verbs[] = { "state", "restore-tid", "lock", "checkpoint", "restore", "unlock",
                                      "suspend", "resume", "info", "status", "ps", "doctor", "watch",
                                      "metrics", "release", "renew" };

@@ -2,7 +2,7 @@
  *
  * CRIU (4.x) with its CUDA plugin runs "cuda-checkpoint" from $PATH for
  * every process it dumps or restores.  Here that is a symlink to cudackptctl
- * (its drop-in mode, client/compat.c) in a directory put first on criu's
+ * (its drop-in mode, client/ctl/main/compat.c) in a directory put first on criu's
  * PATH, talking to the test's daemon on the simulator through
  * CUDACKPT_SOCKET; CRIU_FAULT=138 turns the plugin on without a GPU.  The
  * targets are criu_target processes (see there) that CRIU really dumps,

@@ -38,6 +38,9 @@
 #include <cudackpt/client.h>
 #include <cudackpt/protocol.h>
 
+/* cudackptctl's exit statuses, which the tests of the command check. */
+#include "ctl/exitcode.h"
+
 /* An unused uid/gid for the "another user" tests. */
 #define ITEST_OTHER_UID 4242
 

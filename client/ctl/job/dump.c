@@ -1,0 +1,427 @@
+/* dump.c: cudackptctl dump, a whole job to disk.
+ *
+ *   1. suspend: SuspendGroup of the selection, with an on-close lease held
+ *      by this process's connection (killed, the daemon resumes the job);
+ *      the GPU memory is free from its end;
+ *   2. criu dump of each process tree of the job (a process of the job
+ *      none of whose ancestors is in it), all at once, into DIR/tree-ROOT
+ *      (given to criu as its checked descriptor, /proc/self/fd/N); CRIU's
+ *      CUDA plugin finds every CUDA process already checkpointed and
+ *      leaves it alone.  The trees wait for each other at post-dump
+ *      (criu.c), where every process of them is pinned (jobpin.c); either
+ *      every criu goes on or none does, and each leaves its tree stopped
+ *      (--leave-stopped), not ended;
+ *   3. on a CRIU failure, ResumeGroup of exactly the members (criu resumed
+ *      the processes; their GPU state comes back here); after a good dump,
+ *      the images synced to disk (syncfs of each tree's file system, unless
+ *      --no-sync), DIR/manifest.json written and synced, and only then the
+ *      job ended (SIGKILL through the pins) or, with --leave-running,
+ *      resumed.  A failure before the end wakes the stopped job and resumes
+ *      it: a job is never ended before the images that replace it are on
+ *      stable storage.
+ *
+ * Nothing is suspended before the image directory is known writable and a
+ * usable criu found. */
+#include "dump.h"
+
+#include "args.h"
+#include "criu.h"
+#include "criubarrier.h"
+#include "describe.h"
+#include "dumptrees.h"
+#include "exitcode.h"
+#include "jobpin.h"
+#include "jobstep.h"
+#include "manifest.h"
+#include "proctree.h"
+#include "selector.h"
+#include "monotime.h"
+
+#include <cudackpt/protocol.h>
+#include <cJSON.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+typedef struct dump_job {
+        const ctl_job_args *a;
+        char criu[PATH_MAX];
+        char criu_version[32];
+        int dir_fd;                   /* DIR, opened (every file in it made through it) */
+        int part_fd;                  /* DIR/part_name, the manifest's temporary file */
+        char part_name[64];
+        cudackpt_client *client;
+        cJSON *processes;             /* ListProcesses' list (for the GPUs), or NULL */
+        cJSON *members;               /* the suspended members as a Selector; NULL: none */
+        int outside;                  /* a member in none of the trees, or 0 */
+        ctl_manifest m;
+        ctl_criu_run *runs;           /* one per tree (its dir_fd DIR/tree-ROOT) */
+        ctl_pins pins;                /* every process of the trees, pinned at post-dump */
+        double suspend_ms, criu_ms, sync_ms, resume_ms, t0;
+        bool synced;                  /* the images were synced to disk */
+} dump_job;
+
+/* The image directory, as ctl_job_dump_dir() wants it. */
+static int dump_prepare_dir(dump_job *x) {
+        return ctl_job_dump_dir(x->a, &x->dir_fd, &x->part_fd, x->part_name, sizeof(x->part_name));
+}
+
+/* The GPUs of each process before the suspend, when the daemon knows them. */
+static void dump_list_gpus(dump_job *x) {
+        cJSON *params = cJSON_CreateObject(), *all;
+        cudackpt_reply reply;
+        char *text;
+
+        cudackpt_reply_init(&reply);
+        if (!params || !cJSON_AddItemToObject(params, "selector", cJSON_Duplicate(x->a->selector.json, 1))) {
+                cJSON_Delete(params);
+                return;
+        }
+        text = cJSON_PrintUnformatted(params);
+        cJSON_Delete(params);
+        if (text && cudackpt_call(x->client, CUDACKPT_METHOD_LIST_PROCESSES, text, &reply) == 0 && !reply.error) {
+                all = cJSON_Parse(reply.parameters_json);
+                x->processes = cJSON_DetachItemFromObjectCaseSensitive(all, "processes");
+                cJSON_Delete(all);
+        }
+        cJSON_free(text);
+        cudackpt_reply_clear(&reply);
+}
+
+/* criu dump's command line for tree i. */
+static char **dump_criu_argv(const dump_job *x, size_t i, const char *barrier) {
+        char root[16], dir[32];
+        /* Not ended by criu: only once its images are on disk (step 3). */
+        const char *words[] = { "dump", "-t", root, "-D", dir, "-o", "dump.log", "-v4",
+                                x->a->leave_running ? "--leave-running" : "--leave-stopped", NULL };
+
+        snprintf(root, sizeof(root), "%d", x->m.trees[i].root);
+        snprintf(dir, sizeof(dir), "/proc/self/fd/%d", x->runs[i].dir_fd);
+        return ctl_job_criu_argv(x->a, x->criu, words, barrier);
+}
+
+/* After every criu exited 0: each tree's images are there (its
+ * inventory.img, which every dump writes); -EIO, said, if not. */
+static int dump_check_images(const dump_job *x) {
+        struct stat st;
+
+        for (size_t i = 0; i < x->m.n_trees; i++)
+                if (fstatat(x->runs[i].dir_fd, "inventory.img", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+                        fprintf(stderr, "%scriu dump of tree %d exited 0, but %s/%s/inventory.img is missing: nothing "
+                                "was dumped\n", x->a->prefix, x->m.trees[i].root, x->a->images, x->m.trees[i].images);
+                        return -EIO;
+                }
+        return 0;
+}
+
+/* At post-dump, every tree frozen by its criu: each of their processes
+ * pinned, to be ended (or woken) after criu exits. */
+static int dump_pin(void *data, const int *criu_pids, size_t n) {
+        dump_job *x = data;
+        ctl_proctree t = { 0 };
+        int r = ctl_proctree_scan(&t);
+
+        (void) criu_pids;
+        (void) n;
+        for (size_t i = 0; r == 0 && i < x->m.n_trees; i++)
+                r = ctl_pins_add_tree(&x->pins, &t, x->m.trees[i].root);
+        ctl_proctree_free(&t);
+        if (r < 0)
+                fprintf(stderr, "%scannot pin the job's processes at post-dump: %s\n", x->a->prefix, strerror(-r));
+        return r;
+}
+
+/* Step 2: every tree's criu dump at once.  Returns 0, -EIO (a criu
+ * failed) or -errno (could not run them). */
+static int dump_run_criu(dump_job *x) {
+        char rundir[] = "/tmp/cudackpt-dump.XXXXXX", sock[sizeof(rundir) + 16], *script = NULL;
+        ctl_criu_barrier barrier = { .sock = sock, .at_barrier = dump_pin, .data = x };
+        int r = 0;
+
+        x->runs = calloc(x->m.n_trees, sizeof(*x->runs));
+        if (!x->runs)
+                return -ENOMEM;
+        for (size_t i = 0; i < x->m.n_trees; i++)
+                x->runs[i].status = -1;
+        /* The barrier even for one tree: getting there proves the dump. */
+        if (!mkdtemp(rundir))
+                return -errno;
+        script = ctl_job_barrier(x->a, rundir, sock, sizeof(sock), &r);
+        for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
+                r = ctl_job_tree_dir(x->a, x->dir_fd, x->m.trees[i].images, &x->runs[i].dir_fd);
+                if (r == 0)
+                        r = ctl_job_run_set(x->a, &x->runs[i], dump_criu_argv(x, i, script), x->m.trees[i].images,
+                                            "dump.log");
+        }
+        if (r == 0) {
+                double t0 = monotime_ms_exact();
+
+                r = ctl_criu_run_all(x->runs, x->m.n_trees, environ, &barrier);
+                x->criu_ms = monotime_ms_exact() - t0;
+        }
+        if (r == 0)
+                r = dump_check_images(x);
+        unlink(sock);
+        if (script)
+                unlink(script);
+        rmdir(rundir);
+        free(script);
+        return r;
+}
+
+/* ResumeGroup of exactly the suspended members (after a failed dump, or
+ * --leave-running); the status of the call. */
+static int dump_resume(dump_job *x) {
+        double t0 = monotime_ms_exact();
+        int status;
+
+        if (!x->members)
+                return CUDACKPT_EXIT_OK;
+        status = ctl_job_group(x->client, x->a, CUDACKPT_METHOD_RESUME_GROUP, x->members, false, NULL);
+        x->resume_ms = monotime_ms_exact() - t0;
+        return status;
+}
+
+/* --json: one object on stdout, whatever the outcome. */
+static void dump_print_json(const dump_job *x, const char *failed_step, bool resumed) {
+        cJSON *o = cJSON_CreateObject();
+
+        if (!o)
+                return;
+        cJSON_AddStringToObject(o, "images", x->a->images);
+        cJSON_AddBoolToObject(o, "dumped", failed_step == NULL);
+        if (failed_step) {
+                cJSON_AddStringToObject(o, "failed_step", failed_step);
+                cJSON_AddBoolToObject(o, "resumed", resumed);
+        }
+        cJSON_AddBoolToObject(o, "left_running", x->a->leave_running && !failed_step);
+        cJSON_AddNumberToObject(o, "members", (double) x->m.n_members);
+        cJSON_AddItemToObject(o, "trees", ctl_job_trees_json(&x->m, x->runs, true));
+        cJSON_AddNumberToObject(o, "suspend_ms", x->suspend_ms);
+        cJSON_AddNumberToObject(o, "criu_ms", x->criu_ms);
+        cJSON_AddBoolToObject(o, "synced", x->synced);
+        if (x->synced)
+                cJSON_AddNumberToObject(o, "sync_ms", x->sync_ms);
+        if (x->resume_ms > 0)
+                cJSON_AddNumberToObject(o, "resume_ms", x->resume_ms);
+        cJSON_AddNumberToObject(o, "duration_ms", monotime_ms_exact() - x->t0);
+        ctl_job_print_json(o);
+}
+
+/* Step 2 failed (or could not run): resume the job, say what happened. */
+static int dump_fail_criu(dump_job *x, int r) {
+        const char *step = "step 2 of 3 (criu dump)";
+        int status;
+
+        if (r != -EIO)
+                fprintf(stderr, "%s%s could not be run: %s\n", x->a->prefix, step, strerror(-r));
+        else
+                ctl_job_print_criu_failures(x->a, "dump", x->runs, &x->m);
+        /* A tree whose criu got through is stopped (--leave-stopped). */
+        (void) ctl_pins_signal(&x->pins, SIGCONT);
+        status = dump_resume(x);
+        if (status == CUDACKPT_EXIT_OK)
+                fprintf(stderr, "%s%s failed; the job was resumed (%zu CUDA process%s running again, every "
+                        "tree running)\n", x->a->prefix, step, x->m.n_members,
+                        x->m.n_members == 1 ? "" : "es");
+        else
+                fprintf(stderr, "%s%s failed, and the job could not be resumed (above); its CUDA processes "
+                        "may still be checkpointed: cudackptctl resume %s %s\n", x->a->prefix, step,
+                        ctl_selector_option(x->a->selector.kind), x->a->selector.arg);
+        if (x->a->json)
+                dump_print_json(x, "criu", status == CUDACKPT_EXIT_OK);
+        return status == CUDACKPT_EXIT_OK ? CUDACKPT_EXIT_FAILURE : status;
+}
+
+/* Step 3 failed before the job was ended: wake it and resume it. */
+static int dump_fail_finish(dump_job *x) {
+        int status;
+
+        (void) ctl_pins_signal(&x->pins, SIGCONT);
+        status = dump_resume(x);
+        if (status == CUDACKPT_EXIT_OK)
+                fprintf(stderr, "%sstep 3 of 3 failed: the images are not known to be complete on disk, so the job "
+                        "was not ended but resumed\n", x->a->prefix);
+        else
+                fprintf(stderr, "%sstep 3 of 3 failed, and the job could not be resumed (above): cudackptctl resume "
+                        "%s %s\n", x->a->prefix, ctl_selector_option(x->a->selector.kind), x->a->selector.arg);
+        if (x->a->json)
+                dump_print_json(x, "finish", status == CUDACKPT_EXIT_OK);
+        return status == CUDACKPT_EXIT_OK ? CUDACKPT_EXIT_FAILURE : status;
+}
+
+/* The images on stable storage (unless --no-sync), then the manifest,
+ * written and synced; 0 or -errno, said. */
+static int dump_save(dump_job *x) {
+        double t0 = monotime_ms_exact();
+        int r = 0;
+
+        if (!x->a->no_sync) {
+                r = ctl_job_sync_dirs(x->runs, x->m.n_trees);
+                x->sync_ms = monotime_ms_exact() - t0;
+                x->synced = r == 0;
+                if (r < 0)
+                        fprintf(stderr, "%sthe images could not be synced to disk: %s\n", x->a->prefix, strerror(-r));
+                else
+                        ctl_job_progress(x->a, "images synced to disk in %.1f ms", x->sync_ms);
+        }
+        if (r < 0)
+                return r;
+        x->m.selector = x->a->selector.json;
+        x->m.criu_version = x->criu_version;
+        x->m.left_running = x->a->leave_running;
+        r = ctl_manifest_write(&x->m, x->dir_fd, x->part_fd, x->part_name);
+        x->m.selector = NULL;
+        x->m.criu_version = NULL;
+        if (r < 0)
+                fprintf(stderr, "%sthe images are written, but not %s/%s: %s\n", x->a->prefix, x->a->images,
+                        CTL_MANIFEST_NAME, strerror(-r));
+        else
+                ctl_job_progress(x->a, "%s written", CTL_MANIFEST_NAME);
+        return r;
+}
+
+/* The job ended through its pins (criu left it stopped); the status. */
+static int dump_end(dump_job *x) {
+        size_t left;
+
+        (void) ctl_pins_signal(&x->pins, SIGKILL);
+        left = ctl_pins_await_gone(&x->pins, CTL_JOB_END_MS);
+        if (left == 0) {
+                ctl_job_progress(x->a, "job ended (%zu process%s)", x->pins.n, x->pins.n == 1 ? "" : "es");
+                return CUDACKPT_EXIT_OK;
+        }
+        fprintf(stderr, "%sthe dump is complete, but %zu process%s of the job did not end within %d ms of SIGKILL\n",
+                x->a->prefix, left, left == 1 ? "" : "es", CTL_JOB_END_MS);
+        return CUDACKPT_EXIT_FAILURE;
+}
+
+/* Step 3 after a good dump: the images and the manifest on disk, then the
+ * job ended, or resumed with --leave-running. */
+static int dump_finish(dump_job *x) {
+        int status;
+
+        if (dump_save(x) < 0)
+                return dump_fail_finish(x);
+        if (x->a->leave_running) {
+                status = dump_resume(x);
+                if (status != CUDACKPT_EXIT_OK)
+                        fprintf(stderr, "%sthe dump is complete, but the job could not be resumed (above)\n",
+                                x->a->prefix);
+        } else
+                status = dump_end(x);
+        if (x->a->json)
+                dump_print_json(x, status == CUDACKPT_EXIT_OK ? NULL : "finish", false);
+        else if (status == CUDACKPT_EXIT_OK) {
+                printf("dumped %zu CUDA process%s in %zu tree%s to ", x->m.n_members, x->m.n_members == 1 ? "" : "es",
+                       x->m.n_trees, x->m.n_trees == 1 ? "" : "s");
+                ctl_fputs_safe(x->a->images, stdout);
+                printf(": suspend %.1f ms (GPU memory free from then on), criu %.1f ms", x->suspend_ms, x->criu_ms);
+                if (x->synced)
+                        printf(", sync %.1f ms", x->sync_ms);
+                if (x->a->leave_running)
+                        printf(", resumed %.1f ms", x->resume_ms);
+                printf(", total %.1f ms\n", monotime_ms_exact() - x->t0);
+        }
+        return status;
+}
+
+/* Steps 1 and the trees; the exit status, CUDACKPT_EXIT_OK to go on. */
+static int dump_suspend(dump_job *x) {
+        const char *path = ctl_socket_path(x->a->socket);
+        double t0;
+        int r, status;
+
+        r = cudackpt_client_connect(path, &x->client);
+        if (r < 0) {
+                fprintf(stderr, "%scannot reach cudackptd at %s: %s\n", x->a->prefix, path, strerror(-r));
+                return CUDACKPT_EXIT_UNREACHABLE;
+        }
+        dump_list_gpus(x);
+        t0 = monotime_ms_exact();
+        status = ctl_job_group(x->client, x->a, CUDACKPT_METHOD_SUSPEND_GROUP, NULL, true, &x->members);
+        x->suspend_ms = monotime_ms_exact() - t0;
+        if (status != CUDACKPT_EXIT_OK) {
+                fprintf(stderr, "%sstep 1 of 3 (suspend the job as one group) failed; nothing was dumped\n",
+                        x->a->prefix);
+                return status;
+        }
+        ctl_job_progress(x->a, "job suspended in %.1f ms; GPU memory free", x->suspend_ms);
+        r = ctl_dump_find_trees(x->a, x->members, x->processes, &x->m, &x->outside);
+        if (r < 0) {
+                fputs(x->a->prefix, stderr);
+                if (r == -EXDEV)
+                        fprintf(stderr, "CUDA process %d of the job is in none of its process trees (it exited, or "
+                                "its parent did, since the suspend): nothing was dumped\n", x->outside);
+                else if (r == -E2BIG)
+                        fputs("the job has more process trees than dump runs criu at once (" CTL_JOB_MAX_TREES_TEXT
+                              "): nothing was dumped\n", stderr);
+                else
+                        fprintf(stderr, "cannot read the job's process trees: %s\n",
+                                r == -ESRCH ? "no process of the selection is left" : strerror(-r));
+                status = dump_resume(x);
+                if (status == CUDACKPT_EXIT_OK)
+                        fprintf(stderr, "%sthe job was resumed\n", x->a->prefix);
+                return status == CUDACKPT_EXIT_OK ? CUDACKPT_EXIT_FAILURE : status;
+        }
+        return CUDACKPT_EXIT_OK;
+}
+
+int ctl_job_dump(const ctl_job_args *a) {
+        dump_job x = { .a = a, .dir_fd = -1, .part_fd = -1, .t0 = monotime_ms_exact() };
+        char err[PATH_MAX + 128];
+        ctl_criu_signals held;
+        int status, r;
+
+        ctl_criu_signal = 0;
+        if (ctl_criu_find(x.criu, sizeof(x.criu), x.criu_version, sizeof(x.criu_version), err, sizeof(err)) < 0) {
+                fprintf(stderr, "%s%s; nothing was suspended\n", a->prefix, err);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        status = dump_prepare_dir(&x);
+        if (status == CUDACKPT_EXIT_OK)
+                status = dump_suspend(&x);
+        if (status != CUDACKPT_EXIT_OK && a->json)
+                dump_print_json(&x, x.client ? "suspend" : "prepare", false);
+        if (status == CUDACKPT_EXIT_OK) {
+                ctl_job_progress(a, "%zu tree%s (criu %s)", x.m.n_trees, x.m.n_trees == 1 ? "" : "s", x.criu_version);
+                /* A signal now waits for criu and for the end of the job:
+                 * stopped halfway, either would leave the tasks it froze or
+                 * stopped in no known state. */
+                ctl_criu_signals_hold(&held);
+                r = dump_run_criu(&x);
+                if (r == 0)
+                        ctl_job_progress(a, "done in %.1f ms", x.criu_ms);
+                status = r < 0 ? dump_fail_criu(&x, r) : dump_finish(&x);
+                ctl_criu_signals_restore(&held);
+                if (ctl_criu_signal)
+                        fprintf(stderr, "%sgot signal %d during criu dump: waited for criu to finish\n", a->prefix,
+                                (int) ctl_criu_signal);
+        }
+        if (x.part_fd >= 0) {
+                close(x.part_fd);
+                (void) unlinkat(x.dir_fd, x.part_name, 0); /* renamed away after a good dump */
+        }
+        if (x.dir_fd >= 0)
+                close(x.dir_fd);
+        for (size_t i = 0; x.runs && i < x.m.n_trees; i++)
+                if (x.runs[i].dir_fd > STDERR_FILENO)
+                        close(x.runs[i].dir_fd);
+        ctl_pins_free(&x.pins);
+        ctl_criu_runs_free(x.runs, x.m.n_trees);
+        ctl_manifest_free(&x.m);
+        cJSON_Delete(x.processes);
+        cJSON_Delete(x.members);
+        cudackpt_client_free(x.client);
+        return status;
+}

@@ -1,0 +1,240 @@
+/* job.c: the command line of cudackptctl dump and restore --images.
+ *
+ *   cudackptctl dump (--tree PID | --pids LIST | --cgroup PATH) --images DIR
+ *                    [--leave-running] [--lock-timeout MS] [-- CRIU-OPTIONS...]
+ *   cudackptctl restore --images DIR [--device-map OLD=NEW,...] [-- CRIU-OPTIONS...]
+ *
+ * They are rows of the verb table (cmdline.c), which hands their command
+ * line here whole: "restore PID" stays the driver's single restore, and
+ * what follows "--" belongs to criu.  "criu-barrier SOCKET" is the job's
+ * own action script for CRIU (criu.c), not for people.
+ */
+#include "job.h"
+
+#include "args.h"
+#include "criubarrier.h"
+#include "dump.h"
+#include "exitcode.h"
+#include "jobrestore.h"
+#include "jobstep.h"
+#include "selector.h"
+
+#include <cudackpt/protocol.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define JOB_NAME "cudackptctl"
+
+static void job_help(void) {
+        printf("Usage: " JOB_NAME " dump (--tree=PID | --pids=LIST | --cgroup=PATH) --images=DIR\n"
+               "                        [--leave-running] [--no-sync] [--lock-timeout=MS] [-- CRIU-OPTIONS...]\n"
+               "       " JOB_NAME " restore --images=DIR [--device-map=OLD=NEW[,...]] [-- CRIU-OPTIONS...]\n"
+               "\n"
+               "dump: suspend the job's CUDA processes as one group (GPU memory free from\n"
+               "then on), under a lease held by this command, then have CRIU dump every\n"
+               "process tree of the job into DIR (one directory per tree, and manifest.json).\n"
+               "If CRIU fails the job is resumed; with --leave-running it is resumed after\n"
+               "the dump, otherwise it is ended once the images are on stable storage.\n"
+               "restore: CRIU restores every tree of DIR with its CUDA plugin standing\n"
+               "aside, then every process's GPU state is restored at once (none running\n"
+               "before all are restored).  DIR and every directory above it must be\n"
+               "root's or yours and writable by no one else (or sticky, as /tmp).\n"
+               "\n"
+               "  --images=DIR              the image directory\n"
+               "  --leave-running           dump: resume the job after a good dump\n"
+               "  --no-sync                 dump: do not wait for the images to reach the disk\n"
+               "  --lock-timeout=MS         dump: how long to wait for the job's GPU work\n"
+               "  --device-map=OLD=NEW,...  restore: restore onto other GPUs (also --map)\n"
+               "  --socket=PATH, --json, --progress, --no-progress: as for the other commands\n"
+               "The criu run is $CUDACKPT_CRIU, else criu on PATH (4 or newer).  See\n"
+               "cudackptctl(1) and docs/criu.md.\n");
+}
+
+#define job_usage(...)                                                                            \
+        ctl_usage_fail(CUDACKPT_EXIT_USAGE, JOB_NAME, "\nTry '" JOB_NAME " dump --help' for more information.\n", \
+                       __VA_ARGS__)
+
+/* A selector option of dump. */
+static int job_selector(ctl_job_args *a, ctl_selector_kind kind, const char *arg) {
+        int r;
+
+        if (a->selector.kind != CTL_SELECT_NONE)
+                return job_usage("give one of --pids, --cgroup and --tree, once");
+        r = ctl_selector_parse(&a->selector, kind, arg);
+        if (r == -ENOMEM)
+                return job_usage("out of memory");
+        if (r < 0)
+                return job_usage("invalid %s '%s'", ctl_selector_option(kind), arg);
+        return -1;
+}
+
+/* A word criu's getopt_long would take for --action-script, in short:
+ * dump gives the user's scripts to criu inside its barrier's script, and
+ * one it did not see would run beside it. */
+static const char *job_abbreviated_action_script(char **criu_argv) {
+        static const char full[] = "--action-script";
+
+        for (size_t i = 0; criu_argv[i]; i++) {
+                const char *a = criu_argv[i], *eq = strchr(a, '=');
+                size_t len = eq ? (size_t) (eq - a) : strlen(a);
+
+                if (len > 2 && len < sizeof(full) - 1 && strncmp(a, full, len) == 0)
+                        return a;
+        }
+        return NULL;
+}
+
+/* The positional words and the checks between options; -1 to go on. */
+static int job_check(ctl_job_args *a, const char *command, int n_positional, int progress, bool saw_lock_timeout) {
+        if (n_positional != 1)
+                return job_usage("%s takes no argument but its options (CRIU's go after --)", command);
+        a->dump = strcmp(command, "dump") == 0;
+        if (!a->images || !*a->images)
+                return job_usage("%s needs --images=DIR", command);
+        if (a->dump && a->selector.kind == CTL_SELECT_NONE)
+                return job_usage("dump needs --tree=PID, --pids=LIST or --cgroup=PATH");
+        if (!a->dump && a->selector.kind != CTL_SELECT_NONE)
+                return job_usage("restore --images takes no selector: the manifest names the processes");
+        if (!a->dump && (a->leave_running || a->no_sync || saw_lock_timeout))
+                return job_usage("--leave-running, --no-sync and --lock-timeout are for dump");
+        if (a->dump && (a->map.items || a->force))
+                return job_usage("--device-map and --force are for restore");
+        if (job_abbreviated_action_script(a->criu_argv))
+                return job_usage("give criu's --action-script in full, not as '%s' (%s runs the job's scripts "
+                                 "inside its own)", job_abbreviated_action_script(a->criu_argv), command);
+        a->progress_tty = isatty(STDERR_FILENO);
+        a->progress = progress < 0 ? a->progress_tty : progress > 0;
+        if (asprintf(&a->prefix, JOB_NAME ": %s: ", command) < 0)
+                a->prefix = NULL;
+        return a->prefix ? -1 : job_usage("out of memory");
+}
+
+enum { O_SOCKET = 0x100, O_JSON, O_LOCK_TIMEOUT, O_PIDS, O_CGROUP, O_TREE, O_IMAGES, O_LEAVE, O_MAP,
+       O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE };
+
+const struct option ctl_job_options[] = {
+        { "socket", required_argument, NULL, O_SOCKET },     { "json", no_argument, NULL, O_JSON },
+        { "lock-timeout", required_argument, NULL, O_LOCK_TIMEOUT },
+        { "pids", required_argument, NULL, O_PIDS },         { "cgroup", required_argument, NULL, O_CGROUP },
+        { "tree", required_argument, NULL, O_TREE },         { "images", required_argument, NULL, O_IMAGES },
+        { "leave-running", no_argument, NULL, O_LEAVE },     { "device-map", required_argument, NULL, O_MAP },
+        { "map", required_argument, NULL, O_MAP },           { "progress", no_argument, NULL, O_PROGRESS },
+        { "no-progress", no_argument, NULL, O_NO_PROGRESS }, { "help", no_argument, NULL, 'h' },
+        { "no-sync", no_argument, NULL, O_NO_SYNC },
+        { "force", no_argument, NULL, O_FORCE },
+        { NULL, 0, NULL, 0 },
+};
+
+/* What the parse has seen besides *a. */
+typedef struct job_state {
+        const char *command;
+        int n_positional;
+        int progress;             /* --progress 1, --no-progress 0, else -1 */
+        bool saw_lock_timeout;
+} job_state;
+
+/* One getopt_long() result; -1 to go on, else the exit status. */
+static int job_option(ctl_job_args *a, job_state *st, int c, char **argv) {
+        unsigned long long v;
+        int r;
+
+        switch (c) {
+        case 1:
+                if (st->n_positional++ == 0)
+                        st->command = optarg;
+                break;
+        case O_SOCKET:
+                a->socket = optarg;
+                break;
+        case O_JSON:
+                a->json = true;
+                break;
+        case O_LOCK_TIMEOUT:
+                if (ctl_parse_uint(optarg, 4294967295ULL, &v) < 0)
+                        return job_usage("invalid --lock-timeout '%s'", optarg);
+                a->lock_timeout = (long long) v;
+                st->saw_lock_timeout = true;
+                break;
+        case O_PIDS:
+        case O_CGROUP:
+        case O_TREE:
+                r = job_selector(a, c == O_PIDS ? CTL_SELECT_PIDS : c == O_CGROUP ? CTL_SELECT_CGROUP
+                                                                                  : CTL_SELECT_TREE,
+                                 optarg);
+                if (r >= 0)
+                        return r;
+                break;
+        case O_IMAGES:
+                a->images = optarg;
+                break;
+        case O_LEAVE:
+        case O_FORCE:
+                *(c == O_LEAVE ? &a->leave_running : &a->force) = true;
+                break;
+        case O_NO_SYNC:
+                a->no_sync = true;
+                break;
+        case O_MAP:
+                if (ctl_map_add(&a->map, optarg) < 0)
+                        return job_usage("invalid --device-map '%s': expected OLD=NEW[,OLD=NEW...], "
+                                         "each old GPU once", optarg);
+                break;
+        case O_PROGRESS:
+        case O_NO_PROGRESS:
+                st->progress = c == O_PROGRESS;
+                break;
+        case 'h':
+                job_help();
+                return CUDACKPT_EXIT_OK;
+        case ':':
+                return job_usage("option '%s' needs an argument", argv[optind - 1]);
+        default:
+                return job_usage("unknown option '%s' (CRIU's options go after --)", argv[optind - 1]);
+        }
+        return -1;
+}
+
+/* Fill *a; returns -1 to go on, else the exit status. */
+static int job_parse(int argc, char **argv, ctl_job_args *a) {
+        job_state st = { .progress = -1 };
+        int c, r;
+
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "-:h", ctl_job_options, NULL)) != -1) {
+                r = job_option(a, &st, c, argv);
+                if (r >= 0)
+                        return r;
+        }
+        a->criu_argv = argv + optind;
+        return job_check(a, st.command ? st.command : "", st.n_positional, st.progress, st.saw_lock_timeout);
+}
+
+int ctl_job_main(int argc, char **argv) {
+        ctl_job_args a = { .lock_timeout = -1 };
+        int status;
+
+        /* CRIU's action script: "cudackptctl criu-barrier SOCKET". */
+        if (argc == 3 && strcmp(argv[1], "criu-barrier") == 0)
+                return ctl_criu_barrier_main(argv[2]);
+        if (argc >= 2 && strcmp(argv[1], "criu-barrier") == 0)
+                return job_usage("criu-barrier is run by CRIU for dump and restore --images, with a socket");
+        status = job_parse(argc, argv, &a);
+        if (status < 0)
+                status = a.dump ? ctl_job_dump(&a) : ctl_job_restore(&a);
+        ctl_map_free(&a.map);
+        ctl_selector_free(&a.selector);
+        free(a.prefix);
+        if (fflush(stdout) != 0 && status == CUDACKPT_EXIT_OK)
+                status = CUDACKPT_EXIT_FAILURE;
+        return status;
+}

@@ -1,0 +1,56 @@
+/* manifest.h: the image directory's manifest.json, written by dump and
+ * read (checked) by restore --images. */
+#ifndef CUDACKPT_CTL_MANIFEST_H
+#define CUDACKPT_CTL_MANIFEST_H
+
+#include <cJSON.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The most trees a job may have: one criu of each runs at once. */
+#define CTL_JOB_MAX_TREES 256
+#define CTL_JOB_MAX_TREES_TEXT "256"
+
+#define CTL_MANIFEST_NAME "manifest.json"
+
+typedef struct ctl_manifest_tree {
+        int root;
+        char *images;             /* directory name inside the image directory: "tree-ROOT" */
+        int *pids;                /* every process dumped with it */
+        size_t n_pids;
+} ctl_manifest_tree;
+
+typedef struct ctl_manifest_member {
+        int pid;
+        uint64_t start_time;      /* at the dump */
+        int tree;                 /* its tree's root */
+        char **gpus;              /* UUIDs it held memory on before the dump; NULL: not known */
+        size_t n_gpus;
+} ctl_manifest_member;
+
+typedef struct ctl_manifest {
+        cJSON *selector;          /* the dump's selector (owned) */
+        char *criu_version;
+        bool left_running;
+        ctl_manifest_tree *trees;
+        size_t n_trees;
+        ctl_manifest_member *members;
+        size_t n_members;
+} ctl_manifest;
+
+/* Writes m as DIR/manifest.json through fd (DIR/part_name, open for
+ * writing), renamed into place in dir_fd (DIR) once synced, DIR synced
+ * after. */
+int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd, const char *part_name);
+/* DIR/manifest.json.tmp-RANDOM, made afresh in dir_fd (O_EXCL|O_NOFOLLOW,
+ * mode 0600): its name in name, the descriptor returned, or -errno. */
+int ctl_manifest_create_part(int dir_fd, char *name, size_t size);
+/* Reads DIR/manifest.json through dir_fd (DIR, as ctl_safedir_open() gives
+ * it) and checks it as restore needs it (trees and members agree, at most
+ * CTL_JOB_MAX_TREES trees); err gets a sentence on failure. */
+int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size);
+void ctl_manifest_free(ctl_manifest *m);
+
+#endif
