@@ -6,6 +6,7 @@
 #include "host/discover.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stddef.h>
@@ -388,21 +389,23 @@ static void driver_ready_cb(uv_work_t *w, int status)
         life_release(&s->life); /* start-up's */
 }
 
-/* Where the lease store lives: systemd's $RUNTIME_DIRECTORY (its first
- * entry), else the directory of the socket the daemon binds.  NULL when
- * out of memory. */
-/* The GPU records of the last daemon are read back (fit.h). */
+/* The GPU records of the last daemon are read back (fit.h), in the
+ * directory the lease store opened and checked (privdir.h), through a
+ * descriptor of its own: none where the lease store has none. */
 static int fit_start(struct server *s)
 {
         char why[512];
-        int r = fit_init(&s->fit, s->cfg, &s->gpumem, s->runtime_dir, why, sizeof(why));
+        int fd = s->leases.store_fd >= 0 ? fcntl(s->leases.store_fd, F_DUPFD_CLOEXEC, 0) : -1;
+        int r = fit_init(&s->fit, s->cfg, &s->gpumem, fd, s->runtime_dir, why, sizeof(why));
 
         if (r < 0)
                 return r;
         s->sched.fit = &s->fit;
         if (!s->fit.store)
                 log_warning("No store of GPU records (%s): after a restart, restores are checked against an "
-                            "estimate from host memory", why[0] ? why : "no runtime directory");
+                            "estimate from host memory",
+                            s->leases.store_fd < 0 ? "the runtime directory is not one only root may change"
+                                                   : "cannot duplicate its descriptor");
         else if (why[0])
                 log_warning("GPU records in %s refused: %s", s->fit.store, why);
         else if (s->fit.n_recs)
@@ -411,6 +414,9 @@ static int fit_start(struct server *s)
         return 0;
 }
 
+/* Where the lease store lives: systemd's $RUNTIME_DIRECTORY (its first
+ * entry), else the directory of the socket the daemon binds.  NULL when
+ * out of memory. */
 static char *runtime_dir(const struct config *cfg)
 {
         const char *env = secure_getenv("RUNTIME_DIRECTORY");
@@ -509,13 +515,13 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
                                                                        .ctx = &s->leases });
         list_init(&s->lists, &s->jobs, &s->gpumem);
         s->runtime_dir = runtime_dir(cfg);
-        r = fit_start(s);
-        if (r < 0)
-                return r;
         lease_init(&s->leases,
                    &(struct lease_deps){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
                                          .groups = &s->groups, .watch = &s->watch },
                    s->runtime_dir);
+        r = fit_start(s);
+        if (r < 0)
+                return r;
         watch_init(&s->watch, &(struct watch_deps){ .loop = loop, .cfg = cfg, .sched = &s->sched,
                                                     .metrics = &s->metrics, .source = &s->source, .life = &s->life });
         s->proccall = (struct proccall){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .metrics = &s->metrics,

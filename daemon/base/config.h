@@ -37,6 +37,7 @@ struct config {
         unsigned max_gpu_pairs;       /* entries of a gpu_mapping */
         uint64_t restore_gpu_margin_mib; /* a restore's need on a GPU beyond what its process held (fit.h) */
         unsigned max_gpu_records;     /* processes whose GPU memory is kept for their restore (fit.h) */
+        unsigned max_gpu_records_per_uid; /* ... owned by one uid */
         unsigned max_cached_targets;  /* idle targets kept pinned for reuse; 0 = none */
         uint64_t cached_target_idle_ms; /* how long an idle target stays cached */
         uint64_t stall_warning_ms;    /* warn about an operation running this long; 0 = never */

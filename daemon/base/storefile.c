@@ -3,11 +3,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
+#include <dirent.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,52 +29,72 @@ static int put(int fd, const char *p, size_t len)
         return 0;
 }
 
-/* fsync of the directory holding path, so that a rename there lasts. */
-static int sync_parent(const char *path)
-{
-        char *copy = strdup(path);
-        int fd, r;
+#define TMP_SUFFIX ".tmp"
 
-        if (!copy)
-                return -ENOMEM;
-        fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        free(copy);
-        if (fd < 0)
-                return -errno;
-        r = fsync(fd) < 0 ? -errno : 0;
-        close(fd);
-        return r;
+/* A new file of mode 0600 in dirfd under a name nobody can foresee
+ * (name.<16 random hex digits>.tmp): no name made in advance, and no
+ * symbolic link, can stand in its way.  fd, its name in tmp, or -errno. */
+static int open_temp(int dirfd, const char *name, char *tmp, size_t size)
+{
+        for (int i = 0; i < 8; i++) {
+                uint64_t rnd;
+                if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+                        return errno ? -errno : -EIO;
+                if ((size_t)snprintf(tmp, size, "%s.%016" PRIx64 TMP_SUFFIX, name, rnd) >= size)
+                        return -ENAMETOOLONG;
+                int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd >= 0 || errno != EEXIST)
+                        return fd >= 0 ? fd : -errno;
+        }
+        return -EEXIST;
 }
 
-int storefile_write(const char *path, const char *text, size_t len, char *why, size_t whylen)
+int storefile_write(int dirfd, const char *name, const char *text, size_t len, char *why, size_t whylen)
 {
-        char *tmp = NULL;
-        int fd = -1, r;
+        char tmp[NAME_MAX + 1];
+        int fd = open_temp(dirfd, name, tmp, sizeof(tmp)), r = fd < 0 ? fd : 0;
 
-        if (asprintf(&tmp, "%s.XXXXXX", path) < 0) {
-                snprintf(why, whylen, "out of memory");
-                return -ENOMEM;
-        }
-        /* mkostemp creates the file exclusively, mode 0600, under a name no
-         * one can foresee: a file or directory put there beforehand by
-         * someone else stops nothing. */
-        fd = mkostemp(tmp, O_CLOEXEC);
-        r = fd < 0 ? -errno : put(fd, text, len);
+        /* The umask may have taken bits off: the reader wants 0600. */
+        if (r == 0 && fchmod(fd, 0600) < 0)
+                r = -errno;
+        if (r == 0)
+                r = put(fd, text, len);
         /* Nothing is renamed into place before all of it is on the disk. */
         if (r == 0 && fsync(fd) < 0)
                 r = -errno;
         if (fd >= 0 && close(fd) < 0 && r == 0)
                 r = -errno;
-        if (r == 0 && rename(tmp, path) < 0)
+        if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
                 r = -errno;
-        if (r == 0)
-                r = sync_parent(path);
-        else if (fd >= 0)
-                (void)unlink(tmp);
+        if (r < 0 && fd >= 0)
+                (void)unlinkat(dirfd, tmp, 0);
+        /* So that the rename lasts. */
+        if (r == 0 && fsync(dirfd) < 0)
+                r = -errno;
         if (r < 0)
                 snprintf(why, whylen, "%s", strerror(-r));
-        free(tmp);
         return r;
+}
+
+void storefile_remove_leftovers(int dirfd, const char *name)
+{
+        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        size_t pre = strlen(name), suf = strlen(TMP_SUFFIX);
+        struct dirent *e;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        while ((e = readdir(d))) {
+                size_t n = strlen(e->d_name);
+                if (n > pre + 1 + suf && strncmp(e->d_name, name, pre) == 0 && e->d_name[pre] == '.' &&
+                    strcmp(e->d_name + n - suf, TMP_SUFFIX) == 0)
+                        (void)unlinkat(dirfd, e->d_name, 0);
+        }
+        closedir(d);
 }
 
 /* Why the open file fd (of path) is not to be believed, or NULL. */
@@ -94,9 +117,9 @@ static const char *refuse(int fd, size_t max, struct stat *st, char *buf, size_t
         return buf;
 }
 
-int storefile_read(const char *path, size_t max, char **ret, size_t *ret_len, char *why, size_t whylen)
+int storefile_read(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len, char *why, size_t whylen)
 {
-        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         char reason[128], *buf = NULL;
         const char *bad;
         struct stat st;
@@ -134,21 +157,4 @@ int storefile_read(const char *path, size_t max, char **ret, size_t *ret_len, ch
         *ret = buf;
         *ret_len = len;
         return 0;
-}
-
-bool storefile_dir_safe(const char *dir, char *why, size_t whylen)
-{
-        struct stat st;
-
-        if (stat(dir, &st) < 0)
-                snprintf(why, whylen, "%s: %s", dir, strerror(errno));
-        else if (!S_ISDIR(st.st_mode))
-                snprintf(why, whylen, "%s is not a directory", dir);
-        else if (st.st_uid != geteuid())
-                snprintf(why, whylen, "%s is owned by uid %u, not by the daemon's", dir, (unsigned)st.st_uid);
-        else if (st.st_mode & 022)
-                snprintf(why, whylen, "%s may be written by others (mode %04o)", dir, (unsigned)(st.st_mode & 07777));
-        else
-                return true;
-        return false;
 }

@@ -45,7 +45,10 @@ static int load(struct fit *f, size_t max, char *why, size_t whylen)
 {
         char *text = NULL;
         size_t len;
-        int r = storefile_read(f->store, max * FIT_RECORD_BYTES + 4096, &text, &len, why, whylen);
+        int r;
+
+        storefile_remove_leftovers(f->dir_fd, FITSTORE_FILE);
+        r = storefile_read(f->dir_fd, FITSTORE_FILE, max * FIT_RECORD_BYTES + 4096, &text, &len, why, whylen);
 
         if (r == -ENOENT) {
                 why[0] = '\0';
@@ -57,26 +60,36 @@ static int load(struct fit *f, size_t max, char *why, size_t whylen)
         if (r == -ENOMEM)
                 return r;
         f->cap_recs = f->n_recs;
+        for (size_t i = 0; i < f->n_recs; i++)
+                share_take_anyway(&f->owners, f->recs[i].uid, false);
         if (r == 0 && f->recs)
                 prune(f);
         return 0; /* a store refused is a store without records: why says so */
 }
 
-int fit_init(struct fit *f, const struct config *cfg, const struct gpumem *g, const char *dir, char *why,
+int fit_init(struct fit *f, const struct config *cfg, const struct gpumem *g, int dir_fd, const char *dir, char *why,
              size_t whylen)
 {
+        static const char *const keys[] = { "max_gpu_records", "max_gpu_records_per_uid", "" };
+
         memset(f, 0, sizeof(*f));
         f->gpumem = g;
         f->margin = cfg->restore_gpu_margin_mib << 20;
         f->max_records = cfg->max_gpu_records;
+        share_init(&f->owners, keys, cfg->max_gpu_records, cfg->max_gpu_records_per_uid, 0);
+        f->dir_fd = -1;
         atomic_init(&f->on, false);
         read_boot_id(f->boot_id);
         why[0] = '\0';
-        if (uv_mutex_init(&f->lock) < 0 || uv_mutex_init(&f->store_lock) < 0)
+        if (uv_mutex_init(&f->lock) < 0 || uv_mutex_init(&f->store_lock) < 0) {
+                if (dir_fd >= 0)
+                        close(dir_fd);
                 return -ENOMEM;
-        if (!dir || !storefile_dir_safe(dir, why, whylen))
+        }
+        if (dir_fd < 0)
                 return 0;
-        if (asprintf(&f->store, "%s/%s", dir, FITSTORE_FILE) < 0) {
+        f->dir_fd = dir_fd;
+        if (asprintf(&f->store, "%s/%s", dir ? dir : ".", FITSTORE_FILE) < 0) {
                 f->store = NULL;
                 return -ENOMEM;
         }
@@ -97,6 +110,10 @@ void fit_free(struct fit *f)
 {
         uv_mutex_destroy(&f->lock);
         uv_mutex_destroy(&f->store_lock);
+        if (f->dir_fd >= 0)
+                close(f->dir_fd);
+        f->dir_fd = -1;
+        share_free(&f->owners);
         free(f->store);
         free(f->recs);
         free(f->holds);
@@ -120,6 +137,7 @@ static void drop(struct fit *f, pid_t pid, uint64_t start_time)
 
         if (!e || e->start_time != start_time)
                 return;
+        share_give(&f->owners, e->uid, false);
         memmove(e, e + 1, (size_t)(f->recs + f->n_recs - (e + 1)) * sizeof(*e));
         f->n_recs--;
         f->gen++;
@@ -135,7 +153,7 @@ static void save(struct fit *f, uint64_t gen)
         uint64_t now;
         int r;
 
-        if (!f->store)
+        if (f->dir_fd < 0)
                 return;
         uv_mutex_lock(&f->store_lock);
         if (f->saved_gen >= gen)
@@ -144,7 +162,7 @@ static void save(struct fit *f, uint64_t gen)
         now = f->gen;
         text = fitstore_encode(f->recs, f->n_recs, f->boot_id);
         uv_mutex_unlock(&f->lock);
-        r = text ? storefile_write(f->store, text, strlen(text), why, sizeof(why)) : -ENOMEM;
+        r = text ? storefile_write(f->dir_fd, FITSTORE_FILE, text, strlen(text), why, sizeof(why)) : -ENOMEM;
         if (r == 0)
                 f->saved_gen = now;
         else
@@ -198,40 +216,90 @@ static void prune(struct fit *f)
         free(copy);
 }
 
+/* The oldest record of uid.  Under f->lock. */
+static struct fit_record *oldest_of(struct fit *f, uid_t uid)
+{
+        for (size_t i = 0; i < f->n_recs; i++)
+                if (f->recs[i].uid == uid)
+                        return &f->recs[i];
+        return NULL;
+}
+
+/* Room for a new record of uid, made by dropping one if the shares say
+ * so (fit.h): uid's own oldest when it holds its share, else, when the
+ * table is full, the oldest of the owner holding the most, if it holds
+ * more than uid would.  false: the new record is not to be kept.  Under
+ * f->lock. */
+static bool make_room(struct fit *f, uid_t uid)
+{
+        const struct share_uid *top = NULL;
+        struct fit_record *victim = NULL;
+        unsigned mine;
+
+        /* More than its share is possible after a restart with a lower
+         * max_gpu_records_per_uid. */
+        while (share_held(&f->owners, uid) >= f->owners.per_uid && (victim = oldest_of(f, uid)))
+                drop(f, victim->pid, victim->start_time);
+        mine = share_held(&f->owners, uid);
+        victim = NULL;
+        if (f->n_recs >= f->max_records) {
+                for (size_t i = 0; i < f->owners.n_uids; i++)
+                        if (!top || f->owners.uids[i].count > top->count)
+                                top = &f->owners.uids[i];
+                if (top && top->count > mine + 1)
+                        victim = oldest_of(f, top->uid);
+        }
+        if (victim)
+                drop(f, victim->pid, victim->start_time);
+        return f->n_recs < f->max_records && share_held(&f->owners, uid) < f->owners.per_uid;
+}
+
+/* A free slot at the end of the records, NULL when out of memory.  Under
+ * f->lock. */
+static struct fit_record *append(struct fit *f)
+{
+        if (f->n_recs == f->cap_recs) {
+                size_t cap = f->cap_recs ? f->cap_recs * 2 : 16;
+                cap = cap < f->max_records ? cap : f->max_records;
+                void *p = realloc(f->recs, cap * sizeof(*f->recs));
+                if (!p)
+                        return NULL;
+                f->recs = p;
+                f->cap_recs = cap;
+        }
+        return &f->recs[f->n_recs++];
+}
+
 void fit_keep(struct fit *f, const struct fit_record *r)
 {
         struct fit_record *e;
         uint64_t gen;
-        bool full;
+        bool full, kept;
 
         uv_mutex_lock(&f->lock);
-        full = f->n_recs == f->max_records;
+        full = f->n_recs >= f->max_records || share_held(&f->owners, r->uid) >= f->owners.per_uid;
         uv_mutex_unlock(&f->lock);
         if (full)
                 prune(f);
         uv_mutex_lock(&f->lock);
+        /* A pid recorded before is another (or the same) process now: its
+         * old record goes, and the new one is placed as any other. */
         e = find(f, r->pid);
-        if (!e && f->n_recs == f->max_records) {
-                /* Full of living processes: the oldest record goes (its
-                 * process is estimated from its host memory instead). */
-                memmove(f->recs, f->recs + 1, (f->n_recs - 1) * sizeof(*f->recs));
-                f->n_recs--;
+        if (e)
+                drop(f, e->pid, e->start_time);
+        kept = make_room(f, r->uid);
+        if (kept && (e = append(f))) {
+                *e = *r;
+                share_take_anyway(&f->owners, r->uid, false);
+                f->gen++;
         }
-        if (!e && f->n_recs == f->cap_recs) {
-                size_t cap = f->cap_recs ? f->cap_recs * 2 : 16;
-                void *p = realloc(f->recs, (cap < f->max_records ? cap : f->max_records) * sizeof(*f->recs));
-                if (!p) {
-                        uv_mutex_unlock(&f->lock);
-                        return; /* this process is estimated instead */
-                }
-                f->recs = p;
-                f->cap_recs = cap < f->max_records ? cap : f->max_records;
-        }
-        if (!e)
-                e = &f->recs[f->n_recs++];
-        *e = *r;
-        gen = ++f->gen;
+        gen = f->gen; /* records dropped above are a change too */
         uv_mutex_unlock(&f->lock);
+        if (!kept)
+                log_warning("The GPU memory of pid %d (uid %u) is not recorded: max_gpu_records (%u) are held by "
+                            "owners holding no more than its own; its restore will be checked against an "
+                            "estimate from its host memory",
+                            (int)r->pid, (unsigned)r->uid, f->max_records);
         save(f, gen);
 }
 
@@ -303,8 +371,10 @@ static void add_need(struct fit *f, const struct fit_proc *p, const CUcheckpoint
                 if (d >= 0)
                         need[d] += p->rss + f->margin;
         }
-        if (n_pairs == 0 && g->n_gpus == 1)
-                need[0] += p->rss + f->margin;
+        /* Without a mapping it comes back to the GPUs it used, which are
+         * not known here: it must fit on each. */
+        for (unsigned d = 0; n_pairs == 0 && d < g->n_gpus; d++)
+                need[d] += p->rss + f->margin;
 }
 
 /* Whether pid holds GPU memory now (NVML lists it). */

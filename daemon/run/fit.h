@@ -13,13 +13,22 @@
  * before its checkpoint through the daemon (its record, kept on disk
  * across restarts: fitstore.h), or, without a record, its resident host
  * memory (a checkpointed process keeps its GPU memory in its host memory,
- * so this is an upper bound), put on the GPU the restore goes to (each GPU
- * of a gpu_mapping; the only GPU of the machine; none when the machine has
- * several and no mapping says which: then nothing is checked for it).
+ * so this is an upper bound), put whole on each GPU the restore goes to
+ * (each GPU of a gpu_mapping; without one, every GPU of the machine: which
+ * the process used is not known, so it must fit on each).
  * Either is increased by restore_gpu_margin_mib per process and GPU: what
  * a restore takes beyond what the process held (performance.md).  A
  * process NVML lists on a GPU holds its memory already (it is not
  * checkpointed; the driver refuses its restore): it needs nothing.
+ *
+ * Records are a shared resource: max_gpu_records in all, and at most
+ * max_gpu_records_per_uid of one owner (the process's real uid, root's
+ * included).  An owner at its share loses its own oldest record for a new
+ * one; when the table is full, the oldest record of the owner holding the
+ * most goes, only if that owner holds more than the new record's owner
+ * would; otherwise the new one is not kept (logged) and its process is
+ * estimated.  So no owner's records push out those of an owner holding
+ * fewer.
  *
  * Without NVML (or its memory query), nothing is checked.  Worker threads,
  * but fit_release(), which the loop thread may call too. */
@@ -35,6 +44,7 @@
 
 #include "cuda-api.h"
 #include "base/config.h"
+#include "base/share.h"
 #include "host/gpumem.h"
 #include "run/fitstore.h"
 
@@ -62,7 +72,9 @@ struct fit {
         atomic_bool on;                 /* NVML is open and says what is free */
         uint64_t margin;                /* bytes */
         unsigned max_records;
-        char *store;                    /* the store's path; NULL: in memory only */
+        struct share owners;            /* records by owner (under lock) */
+        int dir_fd;                     /* the store's directory (privdir.h); -1: in memory only */
+        char *store;                    /* the store's path, for the log; NULL: in memory only */
         char boot_id[40];
         struct fit_record *recs;        /* oldest first */
         size_t n_recs, cap_recs;
@@ -72,10 +84,12 @@ struct fit {
         size_t n_holds, cap_holds;
 };
 
-/* Reads the records back from dir's store (the start).  *ret_why says
- * why there is no store, or what was wrong with it ("" when all is well).
- * 0 or -ENOMEM. */
-int fit_init(struct fit *f, const struct config *cfg, const struct gpumem *g, const char *dir, char *why,
+/* Reads the records back from the store in dir_fd (the start): the
+ * runtime directory, opened and checked by privdir_open(), taken (closed
+ * by fit_free()); -1: none, in memory only.  dir names it in the log.
+ * *why says what was wrong with the store ("" when all is well).  0 or
+ * -ENOMEM. */
+int fit_init(struct fit *f, const struct config *cfg, const struct gpumem *g, int dir_fd, const char *dir, char *why,
              size_t whylen);
 /* NVML has been opened (or not): from now on restores are checked.  Loop. */
 void fit_ready(struct fit *f);
@@ -85,8 +99,9 @@ void fit_free(struct fit *f);
 /* What pid holds on each GPU now (*ret->n 0 when nothing): taken just
  * before its checkpoint.  -ENODEV when not active. */
 int fit_measure(struct fit *f, pid_t pid, struct fit_record *ret);
-/* Its checkpoint succeeded: r (taken by fit_measure, start_time set) is
- * kept, on disk before this returns. */
+/* Its checkpoint succeeded: r (taken by fit_measure, start_time and uid
+ * set) is kept, on disk before this returns, unless the shares above say
+ * otherwise. */
 void fit_keep(struct fit *f, const struct fit_record *r);
 /* Its restore succeeded: its record goes (from the disk with the next
  * write: a record of a process that runs again is never used, NVML lists

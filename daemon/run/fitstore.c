@@ -9,13 +9,14 @@
 
 #include <cjson/cJSON.h>
 
-/* {"pid": P, "start_time": T, "gpus": [{"uuid": U, "bytes": B}, ...]} */
+/* {"pid": P, "start_time": T, "uid": U, "gpus": [{"uuid": U, "bytes": B}, ...]} */
 static cJSON *encode_record(const struct fit_record *r)
 {
         cJSON *o = cJSON_CreateObject(), *gpus;
 
         if (!o || !cJSON_AddNumberToObject(o, "pid", r->pid) ||
             !cJSON_AddNumberToObject(o, "start_time", (double)r->start_time) ||
+            !cJSON_AddNumberToObject(o, "uid", r->uid) ||
             !(gpus = cJSON_AddArrayToObject(o, "gpus")))
                 goto fail;
         for (unsigned i = 0; i < r->n; i++) {
@@ -85,12 +86,12 @@ static bool keys(const cJSON *o, const char *const *names, size_t n)
 
 static int decode_record(const cJSON *o, struct fit_record *r)
 {
-        static const char *const rk[] = { "pid", "start_time", "gpus" }, *const gk[] = { "uuid", "bytes" };
+        static const char *const rk[] = { "pid", "start_time", "uid", "gpus" }, *const gk[] = { "uuid", "bytes" };
         const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(o, "gpus"), *g;
         double v;
 
         memset(r, 0, sizeof(*r));
-        if (!keys(o, rk, 3) || !cJSON_IsArray(gpus) || cJSON_GetArraySize(gpus) > FIT_MAX_GPUS_PER_PROC)
+        if (!keys(o, rk, 4) || !cJSON_IsArray(gpus) || cJSON_GetArraySize(gpus) > FIT_MAX_GPUS_PER_PROC)
                 return -EINVAL;
         if (!number(o, "pid", 1, 4194304, &v))
                 return -EINVAL;
@@ -98,6 +99,9 @@ static int decode_record(const cJSON *o, struct fit_record *r)
         if (!number(o, "start_time", 0, 9007199254740992.0, &v))
                 return -EINVAL;
         r->start_time = (uint64_t)v;
+        if (!number(o, "uid", 0, 4294967294.0, &v))
+                return -EINVAL;
+        r->uid = (uid_t)v;
         cJSON_ArrayForEach(g, gpus) {
                 const cJSON *u = cJSON_GetObjectItemCaseSensitive(g, "uuid");
                 if (!keys(g, gk, 2) || !cJSON_IsString(u) || strlen(u->valuestring) >= GPUMEM_UUID_MAX ||

@@ -17,7 +17,7 @@
 #include "host/gpumem.h"
 
 #define FITSTORE_FILE "gpu-records.json"
-#define FITSTORE_VERSION 1
+#define FITSTORE_VERSION 2
 /* The GPUs one record names: a process on more is recorded on its first. */
 #define FIT_MAX_GPUS_PER_PROC 16
 
@@ -29,6 +29,7 @@ struct fit_gpu_use {
 struct fit_record {
         pid_t pid;
         uint64_t start_time;
+        uid_t uid;              /* the process's owner (real uid): whose share it counts in */
         unsigned n;
         struct fit_gpu_use use[FIT_MAX_GPUS_PER_PROC];
 };

@@ -227,6 +227,7 @@ static bool do_checkpoint(struct run *x)
         progress_end(x, ok);
         if (ok && measured) {
                 rec.start_time = x->t->identity.start_time;
+                rec.uid = x->t->identity.ruid;
                 fit_keep(x->env->fit, &rec);
         }
         return ok;
