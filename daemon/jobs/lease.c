@@ -265,6 +265,9 @@ void lease_init(struct lease_table *t, const struct lease_deps *deps, const char
         share_init(&t->share, keys, t->cfg->max_leases, t->cfg->max_leases_per_uid, t->cfg->max_leases_reserved);
         uv_timer_init(t->loop, &t->timer);
         t->timer.data = t;
+        uv_check_init(t->loop, &t->flush);
+        t->flush.data = t;
+        t->waiters_tail = &t->waiters;
         /* The undo's caller: root in the daemon's own pid namespace. */
         t->self = (struct policy_caller){ .uid = 0, .gid = 0, .pid = getpid(), .pidfd = -1 };
         lease_open_store(t, runtime_dir);
@@ -274,7 +277,11 @@ void lease_close(struct lease_table *t)
 {
         if (!uv_is_closing((uv_handle_t *)&t->timer))
                 uv_close((uv_handle_t *)&t->timer, NULL);
+        if (!uv_is_closing((uv_handle_t *)&t->flush))
+                uv_close((uv_handle_t *)&t->flush, NULL);
         /* What is left is in the store, for the next start. */
+        if (t->dirty)
+                lease_persist(t);
         leasestore_free(t->head);
         t->head = NULL;
         share_free(&t->share);
@@ -485,8 +492,21 @@ void lease_claim(struct lease_table *t, struct lease *l, struct conn *c)
 /* ---- read back at start ------------------------------------------------------- */
 
 /* l, read from the store, joins the table as what runs now allows. */
+/* The lease's taker as the store recorded it (its uid; privileged: root, or
+ * one of the operator groups configured now), to be judged by the one rule
+ * (access.h) before the daemon acts for it. */
+static struct policy_caller taker_of(const struct lease_table *t, const struct lease *l)
+{
+        struct policy_caller c = { .uid = l->uid, .gid = (gid_t)-1, .pid = l->caller_pid, .pidfd = -1 };
+
+        if (l->privileged && t->cfg->n_operator_gids > 0)
+                c.gid = t->cfg->operator_gids[0];
+        return c;
+}
+
 static void restore_one(struct lease_table *t, struct lease *l, bool same_boot, uint64_t now_boot)
 {
+        struct policy_caller taker = taker_of(t, l);
         char detail[160];
 
         l->table = t;
@@ -497,12 +517,22 @@ static void restore_one(struct lease_table *t, struct lease *l, bool same_boot, 
                 uint64_t st = same_boot ? leasestore_start_time(pid) : 0;
                 bool last = l->n == 1;
 
-                if (st == l->m[i].start_time)
+                if (st == l->m[i].start_time && access_may_act(t->cfg, &taker, &l->m[i].owner))
                         continue;
-                log_notice("Lease %" PRIu64 " of uid %u: process %d %s since the lease store was written; it "
-                           "leaves the lease",
-                           l->id, (unsigned)l->uid, (int)pid, st ? "is another process" : "exited");
-                drop_member(t, l, i, METRICS_LEASES_EXITED);
+                if (st == l->m[i].start_time) {
+                        /* A store written before the daemon judged its call,
+                         * or edited: root does not act for its taker. */
+                        log_warning("Lease %" PRIu64 " of uid %u: process %d (uids %u/%u/%u) is not one its taker "
+                                    "may act on; it leaves the lease, as it is",
+                                    l->id, (unsigned)l->uid, (int)pid, (unsigned)l->m[i].owner.ruid,
+                                    (unsigned)l->m[i].owner.euid, (unsigned)l->m[i].owner.suid);
+                        drop_member(t, l, i, METRICS_LEASES_NOT_HONOURED);
+                } else {
+                        log_notice("Lease %" PRIu64 " of uid %u: process %d %s since the lease store was written; "
+                                   "it leaves the lease",
+                                   l->id, (unsigned)l->uid, (int)pid, st ? "is another process" : "exited");
+                        drop_member(t, l, i, METRICS_LEASES_EXITED);
+                }
                 if (last)
                         return; /* the lease ended with it */
         }

@@ -58,6 +58,13 @@ struct conn;
 struct group_table;
 struct watch_table;
 
+/* A call waiting for the store's write of the changes it made (cb, on the
+ * loop thread, once written or failed: lease_store_durable() says). */
+struct lease_wait {
+        struct lease_wait *next;
+        void (*cb)(struct lease_wait *w);
+};
+
 struct lease_table {
         uv_loop_t *loop;
         const struct config *cfg;
@@ -76,6 +83,11 @@ struct lease_table {
         int store_fd;                   /* the store's directory, checked (privdir.h); -1: none */
         char *store_dir;                /* its path, for the log and status */
         char store_why[320];            /* why there is none, or why the last write failed */
+        uv_check_t flush;               /* the deferred write, once per loop turn */
+        unsigned deferring;             /* inside lease_defer_begin() */
+        bool dirty;                     /* a change not written yet */
+        struct lease_wait *waiters;     /* calls that go on once it is written */
+        struct lease_wait **waiters_tail;
         bool loaded;                    /* the store was read: writing it may begin */
         bool store_failing;             /* the last write failed (logged once) */
 };
@@ -125,11 +137,24 @@ void lease_unadmit(struct lease_table *t, const struct policy_caller *caller, st
  * lease_grant() turns it into the lease granted.  For a single call,
  * lease_intend_pid() reads the process of pid first (its process, start
  * time and owner, from /proc) and pins the call to it (req->start_time):
- * 0, or -ESRCH when no process has pid. */
-void lease_intend(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
-                  struct proto_lease *want, const struct lease_member *members, size_t n);
+ * -ESRCH when no process has pid.  Nothing is written for a caller who may
+ * not act on every member (access.h's one rule): -EACCES, and for a single
+ * call *ret says why as the worker would (ops_judge(): PermissionDenied,
+ * or ProcessChanged for a start time that is not the process's). */
+int lease_intend(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
+                 struct proto_lease *want, const struct lease_member *members, size_t n);
 int lease_intend_pid(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
-                     struct proto_request *req);
+                     struct proto_request *req, struct ops_result *ret);
+
+/* Coalesced writes: the changes made between lease_defer_begin() and
+ * lease_defer_end() are written once for every call of the loop turn, in
+ * its check phase (leasedisk.c), rather than one write each.  The caller
+ * keeps the promise above by waiting: lease_defer_end() is true when w->cb
+ * will run once they are written (the caller sends its reply or takes its
+ * first driver step then), false when nothing is left to write; with w
+ * NULL, whether a write is to come (nothing waits for it). */
+void lease_defer_begin(struct lease_table *t);
+bool lease_defer_end(struct lease_table *t, struct lease_wait *w);
 
 /* A Lock, Suspend, LockGroup or SuspendGroup that asked for want has
  * succeeded on these processes: grants the lease and adds "lease" to the

@@ -18,13 +18,14 @@
 #include "host/target.h"
 #include "jobs/leasestore.h"
 
-/* Writes the table to the store, before the reply that changed it (a small
- * write and two fsyncs on the loop thread: docs/design.md).  A failure is
- * logged once, until a write works again. */
-void lease_persist(struct lease_table *t)
+/* Writes the table to the store (a small write and two fsyncs on the loop
+ * thread: docs/design.md).  A failure is logged once, until a write works
+ * again. */
+static void write_now(struct lease_table *t)
 {
         char why[256];
 
+        t->dirty = false;
         if (t->store_fd < 0 || !t->loaded)
                 return; /* not before the store was read back: it would lose it */
         if (leasestore_save(t->store_fd, t->head, t->next_id, why, sizeof(why)) < 0) {
@@ -40,6 +41,57 @@ void lease_persist(struct lease_table *t)
                 t->store_why[0] = '\0';
                 t->store_failing = false;
         }
+}
+
+/* The check phase, after the loop turn's I/O callbacks: one write for
+ * every change they deferred, then the calls that waited for it go on, in
+ * the order they came. */
+static void flush_cb(uv_check_t *h)
+{
+        struct lease_table *t = h->data;
+        struct lease_wait *w = t->waiters;
+
+        uv_check_stop(h);
+        if (t->dirty)
+                write_now(t);
+        t->waiters = NULL;
+        t->waiters_tail = &t->waiters;
+        while (w) {
+                struct lease_wait *next = w->next;
+                w->cb(w);
+                w = next;
+        }
+}
+
+/* Before the reply that changed the table: now, or, between
+ * lease_defer_begin() and lease_defer_end(), once for the loop turn. */
+void lease_persist(struct lease_table *t)
+{
+        if (t->store_fd < 0)
+                return;
+        if (!t->deferring) {
+                write_now(t);
+                return;
+        }
+        t->dirty = true;
+        if (!uv_is_active((uv_handle_t *)&t->flush))
+                uv_check_start(&t->flush, flush_cb);
+}
+
+void lease_defer_begin(struct lease_table *t)
+{
+        t->deferring++;
+}
+
+bool lease_defer_end(struct lease_table *t, struct lease_wait *w)
+{
+        t->deferring--;
+        if (!t->dirty || !w)
+                return t->dirty;
+        w->next = NULL;
+        *t->waiters_tail = w;
+        t->waiters_tail = &w->next;
+        return true;
 }
 
 bool lease_store_durable(const struct lease_table *t, const char **ret_why)
@@ -114,13 +166,29 @@ void lease_unadmit(struct lease_table *t, const struct policy_caller *caller, st
         lease_persist(t);
 }
 
-void lease_intend(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
-                  struct proto_lease *want, const struct lease_member *members, size_t n)
+/* Whether caller may act on every member, by the one rule (access.h):
+ * a lease is written only for processes its call may change, so that a
+ * restart never undoes, as root, what a stranger asked for. */
+static bool may_act_on_all(const struct lease_table *t, const struct policy_caller *caller,
+                           const struct lease_member *members, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!access_may_act(t->cfg, caller, &members[i].owner))
+                        return false;
+        return true;
+}
+
+int lease_intend(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
+                 struct proto_lease *want, const struct lease_member *members, size_t n)
 {
         struct lease *l;
 
-        if (!want->admitted || want->pending || t->store_fd < 0 || n == 0)
-                return;
+        if (!want->admitted || want->pending || n == 0)
+                return 0;
+        if (!may_act_on_all(t, caller, members, n))
+                return -EACCES;
+        if (t->store_fd < 0)
+                return 0;
         l = calloc(1, sizeof(*l));
         if (l)
                 l->m = calloc(n, sizeof(*l->m));
@@ -129,7 +197,7 @@ void lease_intend(struct lease_table *t, const struct policy_caller *caller, enu
                 log_error("%s by uid %u: out of memory for its pending lease; a daemon killed during the call "
                           "would not undo it",
                           proto_method_name(m), (unsigned)caller->uid);
-                return;
+                return 0;
         }
         memcpy(l->m, members, n * sizeof(*l->m));
         *l = (struct lease){ .table = t, .id = t->next_id++, .m = l->m, .n = n, .uid = caller->uid,
@@ -142,6 +210,7 @@ void lease_intend(struct lease_table *t, const struct policy_caller *caller, enu
         t->head = l;
         want->pending = l->id;
         lease_persist(t);
+        return 0;
 }
 
 /* pid's process (a thread id's process), its start time and its owner,
@@ -171,7 +240,7 @@ static int read_member(pid_t pid, struct lease_member *ret)
 }
 
 int lease_intend_pid(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
-                     struct proto_request *req)
+                     struct proto_request *req, struct ops_result *ret)
 {
         struct lease_member mb = { .vpid = req->caller_pid };
         int r;
@@ -181,11 +250,14 @@ int lease_intend_pid(struct lease_table *t, const struct policy_caller *caller, 
         r = read_member(req->pid, &mb);
         if (r < 0)
                 return r;
+        /* Judged as the worker would judge it (ops_judge), before anything
+         * is written for it. */
+        if (!ops_judge(t->cfg, caller, m, req, &mb.owner, mb.start_time, ret))
+                return -EACCES;
         /* The call acts on the process its lease is written for, or on none. */
         if (!req->has_start_time) {
                 req->has_start_time = true;
                 req->start_time = mb.start_time;
         }
-        lease_intend(t, caller, m, &req->lease, &mb, 1);
-        return 0;
+        return lease_intend(t, caller, m, &req->lease, &mb, 1);
 }
