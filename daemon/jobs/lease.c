@@ -265,9 +265,7 @@ void lease_init(struct lease_table *t, const struct lease_deps *deps, const char
         share_init(&t->share, keys, t->cfg->max_leases, t->cfg->max_leases_per_uid, t->cfg->max_leases_reserved);
         uv_timer_init(t->loop, &t->timer);
         t->timer.data = t;
-        uv_check_init(t->loop, &t->flush);
-        t->flush.data = t;
-        t->waiters_tail = &t->waiters;
+        lease_flush_init(t);
         /* The undo's caller: root in the daemon's own pid namespace. */
         t->self = (struct policy_caller){ .uid = 0, .gid = 0, .pid = getpid(), .pidfd = -1 };
         lease_open_store(t, runtime_dir);
@@ -277,17 +275,11 @@ void lease_close(struct lease_table *t)
 {
         if (!uv_is_closing((uv_handle_t *)&t->timer))
                 uv_close((uv_handle_t *)&t->timer, NULL);
-        if (!uv_is_closing((uv_handle_t *)&t->flush))
-                uv_close((uv_handle_t *)&t->flush, NULL);
         /* What is left is in the store, for the next start. */
-        if (t->dirty)
-                lease_persist(t);
+        lease_flush_close(t); /* the last write, and the store's directory closed */
         leasestore_free(t->head);
         t->head = NULL;
         share_free(&t->share);
-        if (t->store_fd >= 0)
-                close(t->store_fd);
-        t->store_fd = -1;
         free(t->store_dir);
         t->store_dir = NULL;
 }

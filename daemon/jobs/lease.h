@@ -83,11 +83,16 @@ struct lease_table {
         int store_fd;                   /* the store's directory, checked (privdir.h); -1: none */
         char *store_dir;                /* its path, for the log and status */
         char store_why[320];            /* why there is none, or why the last write failed */
-        uv_check_t flush;               /* the deferred write, once per loop turn */
+        uv_check_t flush;               /* the deferred write, once per loop turn (leaseflush.c) */
         unsigned deferring;             /* inside lease_defer_begin() */
         bool dirty;                     /* a change not written yet */
-        struct lease_wait *waiters;     /* calls that go on once it is written */
+        bool writing;                   /* a write on the pool */
+        bool closed;                    /* lease_close() ran */
+        struct lease_wait *waiters;     /* calls that go on once the next write is done */
         struct lease_wait **waiters_tail;
+        uv_mutex_t write_lock;          /* one write of the store at a time; store_fd's closing */
+        uint64_t gen;                   /* tables encoded (loop thread) */
+        uint64_t disk_gen;              /* the newest on disk (write_lock) */
         bool loaded;                    /* the store was read: writing it may begin */
         bool store_failing;             /* the last write failed (logged once) */
 };
@@ -148,12 +153,17 @@ int lease_intend_pid(struct lease_table *t, const struct policy_caller *caller, 
 
 /* Coalesced writes: the changes made between lease_defer_begin() and
  * lease_defer_end() are written once for every call of the loop turn, in
- * its check phase (leasedisk.c), rather than one write each.  The caller
+ * its check phase, off the loop thread (leaseflush.c), rather than one
+ * write each on it.  The caller
  * keeps the promise above by waiting: lease_defer_end() is true when w->cb
  * will run once they are written (the caller sends its reply or takes its
  * first driver step then), false when nothing is left to write; with w
  * NULL, whether a write is to come (nothing waits for it). */
 void lease_defer_begin(struct lease_table *t);
+/* The writes' handle and lock, at lease_init(); the last write, at
+ * lease_close(). */
+void lease_flush_init(struct lease_table *t);
+void lease_flush_close(struct lease_table *t);
 bool lease_defer_end(struct lease_table *t, struct lease_wait *w);
 
 /* A Lock, Suspend, LockGroup or SuspendGroup that asked for want has

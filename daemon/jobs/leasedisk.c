@@ -1,6 +1,5 @@
 /* leasedisk.c: the lease table on disk (lease.h): the store's directory,
- * checked once; writing the table after each change; whether leases will
- * outlive a restart; the lease share of calls that ask for one, and the
+ * checked once; whether leases will outlive a restart; the lease share of calls that ask for one, and the
  * lease such a call has written, pending, before its first driver step. */
 #include "jobs/lease.h"
 
@@ -17,82 +16,6 @@
 #include "base/privdir.h"
 #include "host/target.h"
 #include "jobs/leasestore.h"
-
-/* Writes the table to the store (a small write and two fsyncs on the loop
- * thread: docs/design.md).  A failure is logged once, until a write works
- * again. */
-static void write_now(struct lease_table *t)
-{
-        char why[256];
-
-        t->dirty = false;
-        if (t->store_fd < 0 || !t->loaded)
-                return; /* not before the store was read back: it would lose it */
-        if (leasestore_save(t->store_fd, t->head, t->next_id, why, sizeof(why)) < 0) {
-                if (!t->store_failing)
-                        log_error("Failed to write the lease store %s/%s: %s; a daemon that restarts now will not "
-                                  "honour the leases held",
-                                  t->store_dir, LEASESTORE_FILE, why);
-                snprintf(t->store_why, sizeof(t->store_why), "the last write of %s/%s failed: %s", t->store_dir,
-                         LEASESTORE_FILE, why);
-                t->store_failing = true;
-        } else if (t->store_failing) {
-                log_notice("The lease store %s/%s is written again", t->store_dir, LEASESTORE_FILE);
-                t->store_why[0] = '\0';
-                t->store_failing = false;
-        }
-}
-
-/* The check phase, after the loop turn's I/O callbacks: one write for
- * every change they deferred, then the calls that waited for it go on, in
- * the order they came. */
-static void flush_cb(uv_check_t *h)
-{
-        struct lease_table *t = h->data;
-        struct lease_wait *w = t->waiters;
-
-        uv_check_stop(h);
-        if (t->dirty)
-                write_now(t);
-        t->waiters = NULL;
-        t->waiters_tail = &t->waiters;
-        while (w) {
-                struct lease_wait *next = w->next;
-                w->cb(w);
-                w = next;
-        }
-}
-
-/* Before the reply that changed the table: now, or, between
- * lease_defer_begin() and lease_defer_end(), once for the loop turn. */
-void lease_persist(struct lease_table *t)
-{
-        if (t->store_fd < 0)
-                return;
-        if (!t->deferring) {
-                write_now(t);
-                return;
-        }
-        t->dirty = true;
-        if (!uv_is_active((uv_handle_t *)&t->flush))
-                uv_check_start(&t->flush, flush_cb);
-}
-
-void lease_defer_begin(struct lease_table *t)
-{
-        t->deferring++;
-}
-
-bool lease_defer_end(struct lease_table *t, struct lease_wait *w)
-{
-        t->deferring--;
-        if (!t->dirty || !w)
-                return t->dirty;
-        w->next = NULL;
-        *t->waiters_tail = w;
-        t->waiters_tail = &w->next;
-        return true;
-}
 
 bool lease_store_durable(const struct lease_table *t, const char **ret_why)
 {
