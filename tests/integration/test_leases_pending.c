@@ -258,7 +258,7 @@ START_TEST(leased_flood_bounded)
         base = during_flood(probe, cs, pids, false);
         leased = during_flood(probe, cs, pids, true);
         fprintf(stderr, "GetStatus during the flood: %.2f ms mean without leases, %.2f ms with\n", base, leased);
-        ck_assert_msg(leased <= 8 * base + 4.0,
+        ck_assert_msg(leased <= 3 * base + 3.0,
                       "GetStatus took %.2f ms on average during a leased flood, %.2f ms during the same flood "
                       "without leases",
                       leased, base);
