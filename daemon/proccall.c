@@ -165,16 +165,19 @@ static bool answered_before_queue(struct proccall *pc, struct conn *c, const str
         return false;
 }
 
-/* Writes the pending lease of req (lease_intend_pid()), unless the caller
- * may not act on its process: then the call is refused as the worker would
- * refuse it, and audited.  True when the call was answered. */
+/* Writes the pending lease of req (lease_intend_pid()), deferred to the
+ * loop turn's write (lease_defer_begin(): the caller ends it), unless the
+ * caller may not act on its process: then the call is refused as the
+ * worker would refuse it, and audited.  True when the call was answered. */
 static bool refused_lease(struct proccall *pc, struct conn *c, const struct proto_call *call,
                           struct proto_request *req)
 {
         struct ops_result r = { .state = -1, .restore_tid = -1, .rolled_back = -1, .in_flight = -1 };
 
+        lease_defer_begin(pc->leases);
         if (lease_intend_pid(pc->leases, &c->caller, call->method, req, &r) != -EACCES)
                 return false;
+        (void)lease_defer_end(pc->leases, NULL); /* nothing written */
         audit_early(pc, c, call->method, req->pid, ops_error_short_name(r.error), NULL);
         conn_reply(c, call, ops_reply(pc->drv, call->method, req->caller_pid, c->caller.uid, &r));
         return true;
@@ -304,9 +307,7 @@ void proccall_call(struct proccall *pc, struct conn *c, struct proto_call *call)
         /* On disk before the worker may call the driver (lease.h), and only
          * for a process the caller may act on: refused now otherwise. */
         if (op->req.lease.admitted) {
-                lease_defer_begin(pc->leases);
                 if (refused_lease(pc, c, call, &op->req)) {
-                        (void)lease_defer_end(pc->leases, NULL);
                         req.lease = op->req.lease;
                         free(op);
                         goto out;

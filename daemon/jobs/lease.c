@@ -484,21 +484,8 @@ void lease_claim(struct lease_table *t, struct lease *l, struct conn *c)
 /* ---- read back at start ------------------------------------------------------- */
 
 /* l, read from the store, joins the table as what runs now allows. */
-/* The lease's taker as the store recorded it (its uid; privileged: root, or
- * one of the operator groups configured now), to be judged by the one rule
- * (access.h) before the daemon acts for it. */
-static struct policy_caller taker_of(const struct lease_table *t, const struct lease *l)
-{
-        struct policy_caller c = { .uid = l->uid, .gid = (gid_t)-1, .pid = l->caller_pid, .pidfd = -1 };
-
-        if (l->privileged && t->cfg->n_operator_gids > 0)
-                c.gid = t->cfg->operator_gids[0];
-        return c;
-}
-
 static void restore_one(struct lease_table *t, struct lease *l, bool same_boot, uint64_t now_boot)
 {
-        struct policy_caller taker = taker_of(t, l);
         char detail[160];
 
         l->table = t;
@@ -509,7 +496,7 @@ static void restore_one(struct lease_table *t, struct lease *l, bool same_boot, 
                 uint64_t st = same_boot ? leasestore_start_time(pid) : 0;
                 bool last = l->n == 1;
 
-                if (st == l->m[i].start_time && access_may_act(t->cfg, &taker, &l->m[i].owner))
+                if (st == l->m[i].start_time && lease_taker_may_act(t, l, &l->m[i]))
                         continue;
                 if (st == l->m[i].start_time) {
                         /* A store written before the daemon judged its call,

@@ -192,6 +192,10 @@ struct lease *lease_find_pending(struct lease_table *t, uint64_t id);
 void lease_link(struct lease_table *t, struct lease *l);
 void lease_persist(struct lease_table *t);
 void lease_unlink_pending(struct lease_table *t, struct lease *l);
+/* Whether l's taker, as the store recorded it (its uid, and privileged:
+ * root or an operator), may act on m by the one rule (access.h): a lease
+ * read back acts for it only there. */
+bool lease_taker_may_act(const struct lease_table *t, const struct lease *l, const struct lease_member *m);
 /* At lease_init(): the store's directory, checked (privdir.h), or none
  * (logged, and store_why says why). */
 void lease_open_store(struct lease_table *t, const char *dir);

@@ -136,6 +136,16 @@ int lease_intend(struct lease_table *t, const struct policy_caller *caller, enum
         return 0;
 }
 
+bool lease_taker_may_act(const struct lease_table *t, const struct lease *l, const struct lease_member *m)
+{
+        struct policy_caller taker = { .uid = l->uid, .gid = (gid_t)-1, .pid = l->caller_pid, .pidfd = -1 };
+
+        /* Privileged: root, or one of the operator groups configured now. */
+        if (l->privileged && t->cfg->n_operator_gids > 0)
+                taker.gid = t->cfg->operator_gids[0];
+        return access_may_act(t->cfg, &taker, &m->owner);
+}
+
 /* pid's process (a thread id's process), its start time and its owner,
  * as /proc says now: -ESRCH when there is none. */
 static int read_member(pid_t pid, struct lease_member *ret)
