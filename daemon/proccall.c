@@ -165,6 +165,95 @@ static bool answered_before_queue(struct proccall *pc, struct conn *c, const str
         return false;
 }
 
+/* Writes the pending lease of req (lease_intend_pid()), deferred to the
+ * loop turn's write (lease_defer_begin(): the caller ends it), unless the
+ * caller may not act on its process: then the call is refused as the
+ * worker would refuse it, and audited.  True when the call was answered. */
+static bool refused_lease(struct proccall *pc, struct conn *c, const struct proto_call *call,
+                          struct proto_request *req)
+{
+        struct ops_result r = { .state = -1, .restore_tid = -1, .rolled_back = -1, .in_flight = -1 };
+
+        lease_defer_begin(pc->leases);
+        if (lease_intend_pid(pc->leases, &c->caller, call->method, req, &r) != -EACCES)
+                return false;
+        (void)lease_defer_end(pc->leases, NULL); /* nothing written */
+        audit_early(pc, c, call->method, req->pid, ops_error_short_name(r.error), NULL);
+        conn_reply(c, call, ops_reply(pc->drv, call->method, req->caller_pid, c->caller.uid, &r));
+        return true;
+}
+
+/* A leased call waiting for the store's write (lease_defer_end()): to
+ * take its first driver step, or to send its reply. */
+struct written_wait {
+        struct lease_wait w; /* first: the callback's argument is this */
+        struct proccall *pc;
+        struct sched_op *op;
+        cJSON *msg;
+};
+
+/* The end of a call that was queued: its reply (msg, or a closed
+ * connection for NULL), and what it held. */
+static void finish(struct proccall *pc, struct sched_op *op, cJSON *msg)
+{
+        struct conn *c = op->conn;
+
+        if (op->req.lease.admitted)
+                lease_unadmit(pc->leases, op->caller, &op->req.lease);
+        if (op->reply && !c->closing)
+                conn_send(c, msg);
+        else
+                cJSON_Delete(msg);
+        proto_request_free(&op->req);
+        free(op);
+        conn_request_done(c);
+        conn_unref(c);
+        life_release(pc->life);
+}
+
+static void submit_written_cb(struct lease_wait *w)
+{
+        struct written_wait *ww = (struct written_wait *)w;
+        struct proccall *pc = ww->pc;
+        struct sched_op *op = ww->op;
+        struct share_refusal limit = { 0 };
+        int r;
+
+        free(ww);
+        r = sched_submit(pc->sched, op, &limit);
+        if (r == 0)
+                return;
+        audit_early(pc, op->conn, op->method, op->req.pid, "QueueFull", limit.key);
+        finish(pc, op, r == -EAGAIN ? queue_full(op->req.caller_pid, &limit) : NULL);
+}
+
+/* Ends lease_defer_begin(): when the loop turn's write is still to come,
+ * the call waits for it (then cb goes on with op and msg) and true comes
+ * back.  Out of memory, the write is made now, for this call alone. */
+static bool wait_for_write(struct proccall *pc, struct sched_op *op, cJSON *msg,
+                           void (*cb)(struct lease_wait *w))
+{
+        struct written_wait *ww = calloc(1, sizeof(*ww));
+
+        if (!ww) {
+                if (lease_defer_end(pc->leases, NULL))
+                        lease_persist(pc->leases);
+                return false;
+        }
+        *ww = (struct written_wait){ .w.cb = cb, .pc = pc, .op = op, .msg = msg };
+        if (lease_defer_end(pc->leases, &ww->w))
+                return true;
+        free(ww);
+        return false;
+}
+
+/* The pending lease's write, coalesced with the loop turn's others, before
+ * op may reach a worker.  True when op waits for it (counted as queued). */
+static bool submit_when_written(struct proccall *pc, struct sched_op *op)
+{
+        return wait_for_write(pc, op, NULL, submit_written_cb);
+}
+
 void proccall_call(struct proccall *pc, struct conn *c, struct proto_call *call)
 {
         struct proto_request req;
@@ -215,9 +304,17 @@ void proccall_call(struct proccall *pc, struct conn *c, struct proto_call *call)
                         goto out;
                 }
         }
-        /* On disk before the worker may call the driver (lease.h). */
-        if (op->req.lease.admitted)
-                (void)lease_intend_pid(pc->leases, &c->caller, call->method, &op->req);
+        /* On disk before the worker may call the driver (lease.h), and only
+         * for a process the caller may act on: refused now otherwise. */
+        if (op->req.lease.admitted) {
+                if (refused_lease(pc, c, call, &op->req)) {
+                        req.lease = op->req.lease;
+                        free(op);
+                        goto out;
+                }
+                if (submit_when_written(pc, op))
+                        goto queued;
+        }
         r = sched_submit(pc->sched, op, &limit);
         if (r < 0) {
                 audit_early(pc, c, call->method, req.pid, "QueueFull", limit.key);
@@ -247,6 +344,17 @@ static void grant_lease(struct proccall *pc, struct conn *c, struct sched_op *op
                 lease_grant(pc->leases, c, op->method, &op->req.lease, &m, 1, msg);
 }
 
+static void reply_written_cb(struct lease_wait *w)
+{
+        struct written_wait *ww = (struct written_wait *)w;
+        struct proccall *pc = ww->pc;
+        struct sched_op *op = ww->op;
+        cJSON *msg = ww->msg;
+
+        free(ww);
+        finish(pc, op, msg);
+}
+
 void proccall_op_done_cb(struct sched *s, struct sched_op *op)
 {
         struct proccall *pc = op->ctx;
@@ -269,19 +377,16 @@ void proccall_op_done_cb(struct sched *s, struct sched_op *op)
                    uv_hrtime() - op->queued_ns);
         msg = op->cancelled ? simple_error(CUDACKPT_ERROR_SHUTTING_DOWN, 0, NULL)
                             : ops_reply(s->drv, op->method, op->req.caller_pid, c->caller.uid, r);
-        /* A lease is granted whether or not its client is still there. */
-        if (r->error == OPS_OK && op->req.lease.wanted && !op->cancelled)
-                grant_lease(pc, c, op, msg);
-        if (op->req.lease.admitted)
+        if (op->req.lease.admitted) {
+                /* A lease is granted whether or not its client is still
+                 * there; the reply goes once the store has it. */
+                lease_defer_begin(pc->leases);
+                if (r->error == OPS_OK && op->req.lease.wanted && !op->cancelled)
+                        grant_lease(pc, c, op, msg);
                 lease_unadmit(pc->leases, op->caller, &op->req.lease);
-        if (op->reply && !c->closing)
-                conn_send(c, msg);
-        else
-                cJSON_Delete(msg);
-
-        proto_request_free(&op->req);
-        free(op);
-        conn_request_done(c);
-        conn_unref(c);
-        life_release(pc->life);
+                op->req.lease.admitted = false;
+                if (wait_for_write(pc, op, msg, reply_written_cb))
+                        return;
+        }
+        finish(pc, op, msg);
 }

@@ -265,6 +265,7 @@ void lease_init(struct lease_table *t, const struct lease_deps *deps, const char
         share_init(&t->share, keys, t->cfg->max_leases, t->cfg->max_leases_per_uid, t->cfg->max_leases_reserved);
         uv_timer_init(t->loop, &t->timer);
         t->timer.data = t;
+        lease_flush_init(t);
         /* The undo's caller: root in the daemon's own pid namespace. */
         t->self = (struct policy_caller){ .uid = 0, .gid = 0, .pid = getpid(), .pidfd = -1 };
         lease_open_store(t, runtime_dir);
@@ -275,12 +276,10 @@ void lease_close(struct lease_table *t)
         if (!uv_is_closing((uv_handle_t *)&t->timer))
                 uv_close((uv_handle_t *)&t->timer, NULL);
         /* What is left is in the store, for the next start. */
+        lease_flush_close(t); /* the last write, and the store's directory closed */
         leasestore_free(t->head);
         t->head = NULL;
         share_free(&t->share);
-        if (t->store_fd >= 0)
-                close(t->store_fd);
-        t->store_fd = -1;
         free(t->store_dir);
         t->store_dir = NULL;
 }
@@ -497,12 +496,22 @@ static void restore_one(struct lease_table *t, struct lease *l, bool same_boot, 
                 uint64_t st = same_boot ? leasestore_start_time(pid) : 0;
                 bool last = l->n == 1;
 
-                if (st == l->m[i].start_time)
+                if (st == l->m[i].start_time && lease_taker_may_act(t, l, &l->m[i]))
                         continue;
-                log_notice("Lease %" PRIu64 " of uid %u: process %d %s since the lease store was written; it "
-                           "leaves the lease",
-                           l->id, (unsigned)l->uid, (int)pid, st ? "is another process" : "exited");
-                drop_member(t, l, i, METRICS_LEASES_EXITED);
+                if (st == l->m[i].start_time) {
+                        /* A store written before the daemon judged its call,
+                         * or edited: root does not act for its taker. */
+                        log_warning("Lease %" PRIu64 " of uid %u: process %d (uids %u/%u/%u) is not one its taker "
+                                    "may act on; it leaves the lease, as it is",
+                                    l->id, (unsigned)l->uid, (int)pid, (unsigned)l->m[i].owner.ruid,
+                                    (unsigned)l->m[i].owner.euid, (unsigned)l->m[i].owner.suid);
+                        drop_member(t, l, i, METRICS_LEASES_NOT_HONOURED);
+                } else {
+                        log_notice("Lease %" PRIu64 " of uid %u: process %d %s since the lease store was written; "
+                                   "it leaves the lease",
+                                   l->id, (unsigned)l->uid, (int)pid, st ? "is another process" : "exited");
+                        drop_member(t, l, i, METRICS_LEASES_EXITED);
+                }
                 if (last)
                         return; /* the lease ended with it */
         }

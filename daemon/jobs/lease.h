@@ -58,6 +58,13 @@ struct conn;
 struct group_table;
 struct watch_table;
 
+/* A call waiting for the store's write of the changes it made (cb, on the
+ * loop thread, once written or failed: lease_store_durable() says). */
+struct lease_wait {
+        struct lease_wait *next;
+        void (*cb)(struct lease_wait *w);
+};
+
 struct lease_table {
         uv_loop_t *loop;
         const struct config *cfg;
@@ -76,6 +83,16 @@ struct lease_table {
         int store_fd;                   /* the store's directory, checked (privdir.h); -1: none */
         char *store_dir;                /* its path, for the log and status */
         char store_why[320];            /* why there is none, or why the last write failed */
+        uv_check_t flush;               /* the deferred write, once per loop turn (leaseflush.c) */
+        unsigned deferring;             /* inside lease_defer_begin() */
+        bool dirty;                     /* a change not written yet */
+        bool writing;                   /* a write on the pool */
+        bool closed;                    /* lease_close() ran */
+        struct lease_wait *waiters;     /* calls that go on once the next write is done */
+        struct lease_wait **waiters_tail;
+        uv_mutex_t write_lock;          /* one write of the store at a time; store_fd's closing */
+        uint64_t gen;                   /* tables encoded (loop thread) */
+        uint64_t disk_gen;              /* the newest on disk (write_lock) */
         bool loaded;                    /* the store was read: writing it may begin */
         bool store_failing;             /* the last write failed (logged once) */
 };
@@ -125,11 +142,29 @@ void lease_unadmit(struct lease_table *t, const struct policy_caller *caller, st
  * lease_grant() turns it into the lease granted.  For a single call,
  * lease_intend_pid() reads the process of pid first (its process, start
  * time and owner, from /proc) and pins the call to it (req->start_time):
- * 0, or -ESRCH when no process has pid. */
-void lease_intend(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
-                  struct proto_lease *want, const struct lease_member *members, size_t n);
+ * -ESRCH when no process has pid.  Nothing is written for a caller who may
+ * not act on every member (access.h's one rule): -EACCES, and for a single
+ * call *ret says why as the worker would (ops_judge(): PermissionDenied,
+ * or ProcessChanged for a start time that is not the process's). */
+int lease_intend(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
+                 struct proto_lease *want, const struct lease_member *members, size_t n);
 int lease_intend_pid(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
-                     struct proto_request *req);
+                     struct proto_request *req, struct ops_result *ret);
+
+/* Coalesced writes: the changes made between lease_defer_begin() and
+ * lease_defer_end() are written once for every call of the loop turn, in
+ * its check phase, off the loop thread (leaseflush.c), rather than one
+ * write each on it.  The caller
+ * keeps the promise above by waiting: lease_defer_end() is true when w->cb
+ * will run once they are written (the caller sends its reply or takes its
+ * first driver step then), false when nothing is left to write; with w
+ * NULL, whether a write is to come (nothing waits for it). */
+void lease_defer_begin(struct lease_table *t);
+/* The writes' handle and lock, at lease_init(); the last write, at
+ * lease_close(). */
+void lease_flush_init(struct lease_table *t);
+void lease_flush_close(struct lease_table *t);
+bool lease_defer_end(struct lease_table *t, struct lease_wait *w);
 
 /* A Lock, Suspend, LockGroup or SuspendGroup that asked for want has
  * succeeded on these processes: grants the lease and adds "lease" to the
@@ -157,6 +192,10 @@ struct lease *lease_find_pending(struct lease_table *t, uint64_t id);
 void lease_link(struct lease_table *t, struct lease *l);
 void lease_persist(struct lease_table *t);
 void lease_unlink_pending(struct lease_table *t, struct lease *l);
+/* Whether l's taker, as the store recorded it (its uid, and privileged:
+ * root or an operator), may act on m by the one rule (access.h): a lease
+ * read back acts for it only there. */
+bool lease_taker_may_act(const struct lease_table *t, const struct lease *l, const struct lease_member *m);
 /* At lease_init(): the store's directory, checked (privdir.h), or none
  * (logged, and store_why says why). */
 void lease_open_store(struct lease_table *t, const char *dir);

@@ -1,6 +1,5 @@
 /* leasedisk.c: the lease table on disk (lease.h): the store's directory,
- * checked once; writing the table after each change; whether leases will
- * outlive a restart; the lease share of calls that ask for one, and the
+ * checked once; whether leases will outlive a restart; the lease share of calls that ask for one, and the
  * lease such a call has written, pending, before its first driver step. */
 #include "jobs/lease.h"
 
@@ -17,30 +16,6 @@
 #include "base/privdir.h"
 #include "host/target.h"
 #include "jobs/leasestore.h"
-
-/* Writes the table to the store, before the reply that changed it (a small
- * write and two fsyncs on the loop thread: docs/design.md).  A failure is
- * logged once, until a write works again. */
-void lease_persist(struct lease_table *t)
-{
-        char why[256];
-
-        if (t->store_fd < 0 || !t->loaded)
-                return; /* not before the store was read back: it would lose it */
-        if (leasestore_save(t->store_fd, t->head, t->next_id, why, sizeof(why)) < 0) {
-                if (!t->store_failing)
-                        log_error("Failed to write the lease store %s/%s: %s; a daemon that restarts now will not "
-                                  "honour the leases held",
-                                  t->store_dir, LEASESTORE_FILE, why);
-                snprintf(t->store_why, sizeof(t->store_why), "the last write of %s/%s failed: %s", t->store_dir,
-                         LEASESTORE_FILE, why);
-                t->store_failing = true;
-        } else if (t->store_failing) {
-                log_notice("The lease store %s/%s is written again", t->store_dir, LEASESTORE_FILE);
-                t->store_why[0] = '\0';
-                t->store_failing = false;
-        }
-}
 
 bool lease_store_durable(const struct lease_table *t, const char **ret_why)
 {
@@ -114,13 +89,29 @@ void lease_unadmit(struct lease_table *t, const struct policy_caller *caller, st
         lease_persist(t);
 }
 
-void lease_intend(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
-                  struct proto_lease *want, const struct lease_member *members, size_t n)
+/* Whether caller may act on every member, by the one rule (access.h):
+ * a lease is written only for processes its call may change, so that a
+ * restart never undoes, as root, what a stranger asked for. */
+static bool may_act_on_all(const struct lease_table *t, const struct policy_caller *caller,
+                           const struct lease_member *members, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!access_may_act(t->cfg, caller, &members[i].owner))
+                        return false;
+        return true;
+}
+
+int lease_intend(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
+                 struct proto_lease *want, const struct lease_member *members, size_t n)
 {
         struct lease *l;
 
-        if (!want->admitted || want->pending || t->store_fd < 0 || n == 0)
-                return;
+        if (!want->admitted || want->pending || n == 0)
+                return 0;
+        if (!may_act_on_all(t, caller, members, n))
+                return -EACCES;
+        if (t->store_fd < 0)
+                return 0;
         l = calloc(1, sizeof(*l));
         if (l)
                 l->m = calloc(n, sizeof(*l->m));
@@ -129,7 +120,7 @@ void lease_intend(struct lease_table *t, const struct policy_caller *caller, enu
                 log_error("%s by uid %u: out of memory for its pending lease; a daemon killed during the call "
                           "would not undo it",
                           proto_method_name(m), (unsigned)caller->uid);
-                return;
+                return 0;
         }
         memcpy(l->m, members, n * sizeof(*l->m));
         *l = (struct lease){ .table = t, .id = t->next_id++, .m = l->m, .n = n, .uid = caller->uid,
@@ -142,6 +133,17 @@ void lease_intend(struct lease_table *t, const struct policy_caller *caller, enu
         t->head = l;
         want->pending = l->id;
         lease_persist(t);
+        return 0;
+}
+
+bool lease_taker_may_act(const struct lease_table *t, const struct lease *l, const struct lease_member *m)
+{
+        struct policy_caller taker = { .uid = l->uid, .gid = (gid_t)-1, .pid = l->caller_pid, .pidfd = -1 };
+
+        /* Privileged: root, or one of the operator groups configured now. */
+        if (l->privileged && t->cfg->n_operator_gids > 0)
+                taker.gid = t->cfg->operator_gids[0];
+        return access_may_act(t->cfg, &taker, &m->owner);
 }
 
 /* pid's process (a thread id's process), its start time and its owner,
@@ -171,7 +173,7 @@ static int read_member(pid_t pid, struct lease_member *ret)
 }
 
 int lease_intend_pid(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
-                     struct proto_request *req)
+                     struct proto_request *req, struct ops_result *ret)
 {
         struct lease_member mb = { .vpid = req->caller_pid };
         int r;
@@ -181,11 +183,14 @@ int lease_intend_pid(struct lease_table *t, const struct policy_caller *caller, 
         r = read_member(req->pid, &mb);
         if (r < 0)
                 return r;
+        /* Judged as the worker would judge it (ops_judge), before anything
+         * is written for it. */
+        if (!ops_judge(t->cfg, caller, m, req, &mb.owner, mb.start_time, ret))
+                return -EACCES;
         /* The call acts on the process its lease is written for, or on none. */
         if (!req->has_start_time) {
                 req->has_start_time = true;
                 req->start_time = mb.start_time;
         }
-        lease_intend(t, caller, m, &req->lease, &mb, 1);
-        return 0;
+        return lease_intend(t, caller, m, &req->lease, &mb, 1);
 }

@@ -220,12 +220,13 @@ static int write_store(int dirfd, const char *text, size_t len)
         return r;
 }
 
-int leasestore_save(int dirfd, const struct lease *head, uint64_t next_id, char *why, size_t whylen)
+int leasestore_encode(const struct lease *head, uint64_t next_id, char **ret_text, size_t *ret_len, char *why,
+                      size_t whylen)
 {
         char *text = encode(head, next_id);
         size_t len = text ? strlen(text) : 0;
-        int r;
 
+        *ret_text = NULL;
         if (!text) {
                 snprintf(why, whylen, "out of memory");
                 return -ENOMEM;
@@ -236,8 +237,15 @@ int leasestore_save(int dirfd, const struct lease *head, uint64_t next_id, char 
                          LEASESTORE_MAX_BYTES);
                 return -EFBIG;
         }
-        r = write_store(dirfd, text, len);
-        cJSON_free(text);
+        *ret_text = text;
+        *ret_len = len;
+        return 0;
+}
+
+int leasestore_write(int dirfd, const char *text, size_t len, char *why, size_t whylen)
+{
+        int r = write_store(dirfd, text, len);
+
         if (r < 0)
                 snprintf(why, whylen, "%s", strerror(-r));
         return r;

@@ -35,11 +35,15 @@
 #define LEASESTORE_MAX_BYTES (16u * 1024u * 1024u)
 #define LEASESTORE_VERSION 1
 
-/* Writes the leases of the list head and next_id to the store in dirfd,
- * atomically and durably.  0, or -errno with why set: a failure before
- * the rename leaves the store as it was; only the directory's fsync comes
- * after it. */
-int leasestore_save(int dirfd, const struct lease *head, uint64_t next_id, char *why, size_t whylen);
+/* The store's text for the leases of the list head and next_id
+ * (*ret_text, to free with cJSON_free(), and *ret_len): 0, or -errno with
+ * why set (out of memory, or more than LEASESTORE_MAX_BYTES). */
+int leasestore_encode(const struct lease *head, uint64_t next_id, char **ret_text, size_t *ret_len, char *why,
+                      size_t whylen);
+/* Writes text (len bytes) as the store in dirfd, atomically and durably;
+ * any thread.  0, or -errno with why set: a failure before the rename
+ * leaves the store as it was; only the directory's fsync comes after it. */
+int leasestore_write(int dirfd, const char *text, size_t len, char *why, size_t whylen);
 
 /* Reads the store in dirfd.  -ENOENT: there is none.  Any other -errno: refused, with
  * why set.  0: *ret_head is a list of leases (malloc'ed, srv and conn

@@ -177,6 +177,26 @@ START_TEST(kept_at_stop)
 }
 END_TEST
 
+/* Until cudackptctl h runs its command: it has the lease's reply (the lock
+ * itself is seen before the reply, which waits for the store). */
+static void await_command(pid_t h, int timeout_ms)
+{
+        const char *path = itest_strdupf("/proc/%d/task/%d/children", (int)h, (int)h);
+        double deadline = itest_now_ms() + timeout_ms;
+        char buf[64];
+
+        do {
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
+                if (fd >= 0)
+                        close(fd);
+                if (n > 0)
+                        return;
+                usleep(5 * 1000);
+        } while (itest_now_ms() < deadline);
+        ck_abort_msg("cudackptctl %d ran no command within %d ms", (int)h, timeout_ms);
+}
+
 /* (d) cudackptctl --hold keeps its lease across a daemon restart in the
  * middle of its command: with a grace period shorter than the rest of the
  * command, only its claim keeps the process locked; it runs again once
@@ -199,6 +219,7 @@ static void hold_survives_restart(bool group)
                 _exit(127);
         }
         itest_await_state(c, pid, "locked", 5000);
+        await_command(h, 5000);
         double t0 = itest_now_ms();
         itest_daemon_kill(d);
         d = itest_daemon_restart(d, NULL);
