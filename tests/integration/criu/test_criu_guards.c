@@ -201,10 +201,11 @@ END_TEST
  * ready (its pid on the pipe). */
 static void start_target_at(struct citest_ctx *x, pid_t want, uid_t uid)
 {
-        const char *exe = citest_need_env("CUDACKPT_TEST_CRIU_TARGET");
+        /* Copies uid may run: the build tree may be closed to it (CI's is). */
+        const char *exe = itest_stage_exe(x->d, citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), NULL);
+        const char *sim = itest_stage_exe(x->d, citest_need_env("CUDACKPT_TEST_SIM"), NULL);
         const char *argv[] = { "criu_target", "single", itest_strdupf("%d", (int)getpid()),
-                               itest_strdupf("%s.other", x->result), TARGET_MIB, citest_need_env("CUDACKPT_TEST_SIM"),
-                               NULL };
+                               itest_strdupf("%s.other", x->result), TARGET_MIB, sim, NULL };
         const char *env[] = { "CUDACKPT_SIM=1", SIM_STATE_SLOT, NULL };
         int p[2];
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
@@ -218,13 +219,16 @@ static void start_target_at(struct citest_ctx *x, pid_t want, uid_t uid)
                         _exit(126);
                 close_range(4, ~0u, 0);
                 execve(exe, (char *const *)argv, (char *const *)env);
+                dprintf(3, "execve %s: %s\n", exe, strerror(errno));
                 _exit(127);
         }
         ck_assert_int_eq(c, want);
         close(p[1]);
         char buf[64];
         struct pollfd pf = { .fd = p[0], .events = POLLIN };
-        ck_assert_msg(poll(&pf, 1, AWAIT_MS) == 1 && read(p[0], buf, sizeof(buf)) > 0, "the other target is not ready");
+        ssize_t n = poll(&pf, 1, AWAIT_MS) == 1 ? read(p[0], buf, sizeof(buf) - 1) : -1;
+        buf[n > 0 ? n : 0] = '\0';
+        ck_assert_msg(n > 0 && strncmp(buf, "execve ", 7) != 0, "the other target is not ready: %s", buf);
         close(p[0]);
 }
 
