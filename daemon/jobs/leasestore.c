@@ -1,7 +1,6 @@
 /* leasestore.c: writing and reading back the leases (leasestore.h). */
 #include "jobs/leasestore.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "json.h"
+#include "base/storefile.h"
 #include "host/target.h"
 
 #define MAX_ID 9007199254740992.0 /* 2^53: exact in a JSON number */
@@ -496,28 +496,6 @@ static char *read_store(int dirfd, size_t *ret_len, char *why, size_t whylen, in
         return buf;
 }
 
-/* Temporary files left by a daemon that died while writing. */
-static void remove_leftovers(int dirfd)
-{
-        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        size_t pre = strlen(LEASESTORE_FILE), suf = strlen(TMP_SUFFIX);
-        struct dirent *e;
-
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
-                return;
-        }
-        while ((e = readdir(d))) {
-                size_t n = strlen(e->d_name);
-                if (n > pre + suf && strncmp(e->d_name, LEASESTORE_FILE ".", pre + 1) == 0 &&
-                    strcmp(e->d_name + n - suf, TMP_SUFFIX) == 0)
-                        (void)unlinkat(dirfd, e->d_name, 0);
-        }
-        closedir(d);
-}
-
 int leasestore_load(int dirfd, struct lease **ret_head, uint64_t *ret_next_id, bool *ret_same_boot,
                     char *why, size_t whylen)
 {
@@ -525,7 +503,8 @@ int leasestore_load(int dirfd, struct lease **ret_head, uint64_t *ret_next_id, b
         int r;
         char *text;
 
-        remove_leftovers(dirfd);
+        /* Temporary files left by a daemon that died while writing. */
+        storefile_remove_leftovers(dirfd, LEASESTORE_FILE);
         text = read_store(dirfd, &len, why, whylen, &r);
 
         if (!text)
