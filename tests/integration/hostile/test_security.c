@@ -151,12 +151,6 @@ START_TEST(refusals_of_strangers_audited)
 }
 END_TEST
 
-/* A connection of the unprivileged uid u ((uid_t)-1: the test's own). */
-static struct itest_conn *unprivileged(struct itest_daemon *d, uid_t u)
-{
-        return u == (uid_t)-1 ? itest_connect(d) : itest_connect_as(d, u);
-}
-
 /* Refusals of limits: a process that is no longer the one
  * named (ProcessChanged), on a read-only call too; a process's queue full;
  * the leases full. */
@@ -185,7 +179,8 @@ START_TEST(refusals_of_limits_audited)
         }
 
         /* One running, one queued: the third is refused. */
-        struct itest_conn *q1 = unprivileged(d, u), *q2 = unprivileged(d, u), *qc = unprivileged(d, u);
+        struct itest_conn *q1 = itest_connect_unprivileged(d, u), *q2 = itest_connect_unprivileged(d, u);
+        struct itest_conn *qc = itest_connect_unprivileged(d, u);
         itest_sendf(q1, "{\"method\":\"" CUDACKPT_METHOD_LOCK "\",\"parameters\":{\"pid\":%d,\"timeout_ms\":0}}",
                     (int)busy);
         itest_await_in_flight(q, busy, "Lock", 5000);

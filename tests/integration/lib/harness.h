@@ -177,6 +177,9 @@ struct itest_conn *itest_connect(struct itest_daemon *d);
  * groups), which stays alive as the peer until the test ends; the test
  * reads and writes it as any other. */
 struct itest_conn *itest_connect_as(struct itest_daemon *d, uid_t uid);
+/* A connection of the unprivileged uid u: itest_connect_as(d, u), or, where
+ * u is (uid_t)-1, the test's own (a test not run as root). */
+struct itest_conn *itest_connect_unprivileged(struct itest_daemon *d, uid_t u);
 void itest_conn_close(struct itest_conn *c);
 /* Writes all of buf (MSG_NOSIGNAL); one byte per write when bytewise.
  * Returns 0 or -errno (EPIPE/ECONNRESET when the daemon closed first). */

@@ -73,6 +73,11 @@ static void itest_connect_child(struct itest_daemon *d, uid_t uid, int fd_out)
         _exit(0);
 }
 
+struct itest_conn *itest_connect_unprivileged(struct itest_daemon *d, uid_t u)
+{
+        return u == (uid_t)-1 ? itest_connect(d) : itest_connect_as(d, u);
+}
+
 struct itest_conn *itest_connect_as(struct itest_daemon *d, uid_t uid)
 {
         int sp[2], fd = -1;

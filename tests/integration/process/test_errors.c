@@ -401,12 +401,6 @@ START_TEST(unknown_state_value)
 }
 END_TEST
 
-/* A connection of the unprivileged uid u ((uid_t)-1: the test's own). */
-static struct itest_conn *connect_unprivileged(struct itest_daemon *d, uid_t u)
-{
-        return u == (uid_t)-1 ? itest_connect(d) : itest_connect_as(d, u);
-}
-
 /* max_queue_per_pid refuses an unprivileged user's calls (as root, the
  * test makes them as another uid); root's pass it. */
 START_TEST(queue_full)
@@ -417,8 +411,8 @@ START_TEST(queue_full)
         /* A checkpoint of about 2 s holds the queue. */
         pid_t pid = itest_target_as(u, "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048", "CUDACKPT_SIM_CKPT_MIBPS=1024",
                                     NULL);
-        struct itest_conn *op = connect_unprivileged(d, u);
-        struct itest_conn *watch = connect_unprivileged(d, u);
+        struct itest_conn *op = itest_connect_unprivileged(d, u);
+        struct itest_conn *watch = itest_connect_unprivileged(d, u);
         struct itest_conn *root = u == (uid_t)-1 ? NULL : itest_connect(d);
         itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
         itest_send_call(op, CUDACKPT_METHOD_CHECKPOINT, itest_strdupf("{\"pid\":%d}", (int)pid));
@@ -427,7 +421,7 @@ START_TEST(queue_full)
         enum { N = 5 };
         struct itest_conn *more[N];
         for (int i = 0; i < N; i++) {
-                more[i] = connect_unprivileged(d, u);
+                more[i] = itest_connect_unprivileged(d, u);
                 itest_send_call(more[i], CUDACKPT_METHOD_UNLOCK, itest_strdupf("{\"pid\":%d}", (int)pid));
         }
         if (root)
