@@ -1,4 +1,5 @@
-/* json.c: strict readers of cJSON members (json.h). */
+/* json.c: strict readers of cJSON members, and leak-free printing and
+ * building (json.h). */
 #include "json.h"
 
 #include <math.h>
@@ -52,4 +53,24 @@ char *json_print_dup(const cJSON *o) {
 
         cJSON_free(text);
         return copy;
+}
+
+char *json_print_line(const cJSON *o) {
+        char *text = cJSON_PrintUnformatted(o), *line = NULL;
+        size_t n = text ? strlen(text) : 0;
+
+        if (text && (line = malloc(n + 2))) {
+                memcpy(line, text, n);
+                line[n] = '\n';
+                line[n + 1] = '\0';
+        }
+        cJSON_free(text);
+        return line;
+}
+
+bool json_add_to_array(cJSON *arr, cJSON *item) {
+        if (item && cJSON_AddItemToArray(arr, item))
+                return true;
+        cJSON_Delete(item);
+        return false;
 }

@@ -1,7 +1,9 @@
 /* json.h: reading members of cJSON objects the daemon's replies (and the
  * client's own files) hold, strictly: a member of another kind, or a
- * number that is not an integer in range, reads as absent.  Shared by
- * libcudackpt and cudackptctl, so that every reply is read alike. */
+ * number that is not an integer in range, reads as absent; and printing
+ * and building them without leaking on a failed allocation.  Shared by
+ * libcudackpt, cudackptctl and the daemon, so that every reply is read
+ * alike. */
 #ifndef CUDACKPT_COMMON_JSON_H
 #define CUDACKPT_COMMON_JSON_H
 
@@ -32,5 +34,11 @@ bool json_get_bool(const cJSON *o, const char *key, bool *ret_value);
 /* o as unformatted JSON text in plain malloc() memory (to free()),
  * whatever allocator hooks cJSON was given; NULL when out of memory. */
 char *json_print_dup(const cJSON *o);
+/* The same with a newline at the end: the text of a file. */
+char *json_print_line(const cJSON *o);
+
+/* Adds item to the array arr, or deletes it: false when item is NULL (an
+ * allocation failed making it) or could not be added. */
+bool json_add_to_array(cJSON *arr, cJSON *item);
 
 #endif

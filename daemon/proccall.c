@@ -254,13 +254,68 @@ static bool submit_when_written(struct proccall *pc, struct sched_op *op)
         return wait_for_write(pc, op, NULL, submit_written_cb);
 }
 
+/* A new operation for call of c, on req (taken over once it is queued);
+ * NULL when out of memory. */
+static struct sched_op *new_op(struct proccall *pc, struct conn *c, const struct proto_call *call,
+                               const struct proto_request *req)
+{
+        struct sched_op *op = calloc(1, sizeof(*op));
+
+        if (!op)
+                return NULL;
+        op->conn = c;
+        op->done = proccall_op_done_cb;
+        op->ctx = pc;
+        op->caller = &c->caller;
+        op->method = call->method;
+        op->req = *req;
+        op->reply = !call->oneway;
+        return op;
+}
+
+/* Queues op (or has it wait for a running one, or for the store's write):
+ * true then.  False when the call was answered or refused now: op is
+ * freed, and *req has its lease back, for the caller to give back. */
+static bool enqueue(struct proccall *pc, struct conn *c, struct proto_call *call, struct sched_op *op,
+                    struct proto_request *req)
+{
+        struct share_refusal limit = { 0 };
+        int r;
+
+        if (call->method == PROTO_GET_STATE) {
+                /* An op is running but has not learnt the state yet: wait for it
+                 * rather than for the whole operation. */
+                r = sched_wait_state(pc->sched, op);
+                if (r == 0)
+                        return true;
+                if (r == -EALREADY && answer_state_now(pc, c, call, req))
+                        goto refused;
+        }
+        /* On disk before the worker may call the driver (lease.h), and only
+         * for a process the caller may act on: refused now otherwise. */
+        if (op->req.lease.admitted) {
+                if (refused_lease(pc, c, call, &op->req))
+                        goto refused;
+                if (submit_when_written(pc, op))
+                        return true;
+        }
+        r = sched_submit(pc->sched, op, &limit);
+        if (r == 0)
+                return true;
+        audit_early(pc, c, call->method, req->pid, "QueueFull", limit.key);
+        conn_reply(c, call, r == -EAGAIN ? queue_full(req->caller_pid, &limit) : NULL);
+refused:
+        req->lease = op->req.lease;
+        free(op);
+        return false;
+}
+
 void proccall_call(struct proccall *pc, struct conn *c, struct proto_call *call)
 {
         struct proto_request req;
         struct sched_op *op;
         cJSON *err = NULL;
         struct share_refusal limit = { 0 };
-        int r;
 
         if (proto_parse_request(call, pc->cfg->max_gpu_pairs, &req, &err) < 0) {
                 /* Parameter errors are not refusals: not audited. */
@@ -281,49 +336,13 @@ void proccall_call(struct proccall *pc, struct conn *c, struct proto_call *call)
                 }
                 req.lease.admitted = true;
         }
-        op = calloc(1, sizeof(*op));
+        op = new_op(pc, c, call, &req);
         if (!op) {
                 conn_close(c);
                 goto out;
         }
-        op->conn = c;
-        op->done = proccall_op_done_cb;
-        op->ctx = pc;
-        op->caller = &c->caller;
-        op->method = call->method;
-        op->req = req;
-        op->reply = !call->oneway;
-        if (call->method == PROTO_GET_STATE) {
-                /* An op is running but has not learnt the state yet: wait for it
-                 * rather than for the whole operation. */
-                r = sched_wait_state(pc->sched, op);
-                if (r == 0)
-                        goto queued;
-                if (r == -EALREADY && answer_state_now(pc, c, call, &req)) {
-                        free(op);
-                        goto out;
-                }
-        }
-        /* On disk before the worker may call the driver (lease.h), and only
-         * for a process the caller may act on: refused now otherwise. */
-        if (op->req.lease.admitted) {
-                if (refused_lease(pc, c, call, &op->req)) {
-                        req.lease = op->req.lease;
-                        free(op);
-                        goto out;
-                }
-                if (submit_when_written(pc, op))
-                        goto queued;
-        }
-        r = sched_submit(pc->sched, op, &limit);
-        if (r < 0) {
-                audit_early(pc, c, call->method, req.pid, "QueueFull", limit.key);
-                conn_reply(c, call, r == -EAGAIN ? queue_full(req.caller_pid, &limit) : NULL);
-                req.lease = op->req.lease;
-                free(op);
+        if (!enqueue(pc, c, call, op, &req))
                 goto out;
-        }
-queued:
         conn_ref(c);
         life_hold(pc->life); /* until proccall_op_done_cb */
         conn_request_begin(c);

@@ -1,6 +1,7 @@
 /* server.c: building and wiring the daemon's parts, accepting connections
- * (their credentials and limits), the start-up on workers, signals, systemd
- * notification, and the stop as a hold count (server.h). */
+ * (their limits; net/peer.c reads their credentials), the start-up on
+ * workers, signals, systemd notification, and the stop as a hold count
+ * (server.h). */
 #include "server.h"
 
 #include "host/discover.h"
@@ -13,15 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
 
 #include "auth/access.h"
 #include "net/conn.h"
-#include "kernel-abi.h"
 #include "net/listen.h"
+#include "net/peer.h"
+#include "jobs/leasehooks.h"
 #include "base/log.h"
 #include "host/procindex.h"
 
@@ -45,37 +46,6 @@ static void conn_free_cb(struct conn *c)
                 c->next->prev = c->prev;
         s->n_conns--;
         life_release(&s->life);
-}
-
-static void read_peer(int fd, struct policy_caller *caller)
-{
-        struct ucred cred;
-        socklen_t len = sizeof(cred);
-        gid_t groups[POLICY_MAX_GROUPS];
-        int pidfd = -1;
-
-        /* Without credentials the peer is nobody: it gets refused, not trusted. */
-        caller->uid = (uid_t)-1;
-        caller->gid = (gid_t)-1;
-        caller->pid = 0;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof(cred)) {
-                caller->uid = cred.uid;
-                caller->gid = cred.gid;
-                caller->pid = cred.pid;
-        }
-        len = sizeof(groups);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0) {
-                caller->n_groups = len / sizeof(gid_t);
-                memcpy(caller->groups, groups, caller->n_groups * sizeof(gid_t));
-        }
-        /* The kernel's pidfd of the process that connected: unlike the pid,
-         * it cannot come to name another process.  Older kernels say
-         * ENOPROTOOPT and the daemon does without. */
-        len = sizeof(pidfd);
-        caller->has_pidfd = caller->pid > 0 &&
-                            getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0;
-        caller->pidfd = caller->has_pidfd ? pidfd : -1;
-        pidns_of_peer(caller->pid, caller->pidfd, &caller->pidns);
 }
 
 static void refused_close_cb(uv_handle_t *h)
@@ -126,7 +96,7 @@ static void connection_cb(uv_stream_t *listener, int status)
                 uv_close((uv_handle_t *)&c->pipe, refused_close_cb);
                 return;
         }
-        read_peer(fd, &c->caller);
+        peer_read(fd, &c->caller);
         if (share_take(&s->conns_share, c->caller.uid, access_privileged(s->cfg, &c->caller), &limit) < 0) {
                 bool mine = limit.verdict == SHARE_UID_FULL;
                 metrics_count(&s->metrics, mine ? METRICS_REFUSED_MAX_PER_UID : METRICS_REFUSED_MAX_CONNECTIONS);
@@ -414,76 +384,29 @@ static int fit_start(struct server *s)
         return 0;
 }
 
-/* Where the lease store lives: systemd's $RUNTIME_DIRECTORY (its first
- * entry), else the directory of the socket the daemon binds.  NULL when
- * out of memory. */
-static char *runtime_dir(const struct config *cfg)
+/* SIGTERM and SIGINT stop the daemon; systemd's notification socket and
+ * watchdog, when it gives them. */
+static void signals_init(struct server *s)
 {
-        const char *env = secure_getenv("RUNTIME_DIRECTORY");
-        char *d, *slash;
+        uint64_t usec = 0;
 
-        if (env && env[0] == '/')
-                return strndup(env, strcspn(env, ":"));
-        d = strdup(cfg->socket_path);
-        slash = d ? strrchr(d, '/') : NULL;
-        if (!slash) {
-                free(d);
-                return strdup(".");
+        s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
+        if (sd_watchdog_enabled(0, &usec) > 0)
+                s->watchdog_usec = usec;
+        uv_signal_init(s->loop, &s->sig_term);
+        uv_signal_init(s->loop, &s->sig_int);
+        s->sig_term.data = s->sig_int.data = s;
+        uv_signal_start(&s->sig_term, signal_cb, SIGTERM);
+        uv_signal_start(&s->sig_int, signal_cb, SIGINT);
+        if (s->notify) {
+                uv_timer_init(s->loop, &s->notify_timer);
+                s->notify_timer.data = s;
         }
-        slash[slash == d] = '\0';
-        return d;
-}
-
-/* Groups that ask for a lease (group.h): the lease table decides. */
-static bool group_lease_admit_cb(void *ctx, const struct policy_caller *caller, struct share_refusal *ret)
-{
-        return lease_admit(ctx, caller, ret);
-}
-
-static void group_lease_unadmit_cb(void *ctx, const struct policy_caller *caller, struct proto_lease *want)
-{
-        lease_unadmit(ctx, caller, want);
-}
-
-/* The group's members as a lease names them, or NULL (logged) when out
- * of memory: nothing may stay paused unguarded. */
-static struct lease_member *lease_members_of(enum proto_method m, const struct group_member_id *members, size_t n)
-{
-        struct lease_member *lm = calloc(n ? n : 1, sizeof(*lm));
-
-        if (!lm) {
-                log_error("%s: out of memory for the lease; its members stay as they are", proto_method_name(m));
-                return NULL;
-        }
-        for (size_t i = 0; i < n; i++)
-                lm[i] = (struct lease_member){ .pid = members[i].pid, .vpid = members[i].vpid,
-                                               .start_time = members[i].start_time, .owner = members[i].owner };
-        return lm;
-}
-
-static void group_lease_intend_cb(void *ctx, const struct policy_caller *caller, enum proto_method m,
-                                  struct proto_lease *want, const struct group_member_id *members, size_t n)
-{
-        struct lease_member *lm = lease_members_of(m, members, n);
-
-        if (lm)
-                lease_intend(ctx, caller, m, want, lm, n);
-        free(lm);
-}
-
-static void group_lease_grant_cb(void *ctx, struct conn *c, enum proto_method m, const struct proto_lease *want,
-                                 const struct group_member_id *members, size_t n, cJSON *reply)
-{
-        struct lease_member *lm = lease_members_of(m, members, n);
-
-        if (lm)
-                lease_grant(ctx, c, m, want, lm, n, reply);
-        free(lm);
 }
 
 int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
 {
-        uint64_t usec = 0;
+        struct group_lease_hooks hooks;
         int r;
 
         memset(s, 0, sizeof(*s));
@@ -508,13 +431,10 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         s->conns_share.per_uid_everyone = true; /* root's leaks are bounded too */
         s->source.index_max = cfg->process_index_max;
         jobs_init(&s->jobs, loop, cfg, &s->drv, &s->sched, &s->metrics, &s->source, &s->life);
-        group_init(&s->groups, &s->jobs, &(struct group_lease_hooks){ .admit_cb = group_lease_admit_cb,
-                                                                       .unadmit_cb = group_lease_unadmit_cb,
-                                                                       .intend_cb = group_lease_intend_cb,
-                                                                       .grant_cb = group_lease_grant_cb,
-                                                                       .ctx = &s->leases });
+        leasehooks_of(&s->leases, &hooks);
+        group_init(&s->groups, &s->jobs, &hooks);
         list_init(&s->lists, &s->jobs, &s->gpumem);
-        s->runtime_dir = runtime_dir(cfg);
+        s->runtime_dir = config_runtime_dir(cfg);
         lease_init(&s->leases,
                    &(struct lease_deps){ .loop = loop, .cfg = cfg, .metrics = &s->metrics, .life = &s->life,
                                          .groups = &s->groups, .watch = &s->watch },
@@ -536,18 +456,7 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
                                                               .status = &s->status, .metrics = &s->metrics });
         s->stop_serving_hook.stop_cb = stop_serving_cb;
         life_on_stop(&s->life, &s->stop_serving_hook);
-        s->notify = secure_getenv("NOTIFY_SOCKET") != NULL;
-        if (sd_watchdog_enabled(0, &usec) > 0)
-                s->watchdog_usec = usec;
-        uv_signal_init(loop, &s->sig_term);
-        uv_signal_init(loop, &s->sig_int);
-        s->sig_term.data = s->sig_int.data = s;
-        uv_signal_start(&s->sig_term, signal_cb, SIGTERM);
-        uv_signal_start(&s->sig_int, signal_cb, SIGINT);
-        if (s->notify) {
-                uv_timer_init(loop, &s->notify_timer);
-                s->notify_timer.data = s;
-        }
+        signals_init(s);
         return 0;
 }
 

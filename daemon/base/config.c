@@ -424,3 +424,23 @@ out:
         free(text);
         return r;
 }
+
+/* Where the lease store lives: systemd's $RUNTIME_DIRECTORY (its first
+ * entry), else the directory of the socket the daemon binds.  NULL when
+ * out of memory. */
+char *config_runtime_dir(const struct config *c)
+{
+        const char *env = secure_getenv("RUNTIME_DIRECTORY");
+        char *d, *slash;
+
+        if (env && env[0] == '/')
+                return strndup(env, strcspn(env, ":"));
+        d = strdup(c->socket_path);
+        slash = d ? strrchr(d, '/') : NULL;
+        if (!slash) {
+                free(d);
+                return strdup(".");
+        }
+        slash[slash == d] = '\0';
+        return d;
+}

@@ -83,4 +83,9 @@ int config_load_file(struct config *c, const char *path, bool required, char **r
 
 int config_set_string(char **field, const char *value);
 
+/* Where the daemon keeps its state (the lease store, the GPU records):
+ * systemd's $RUNTIME_DIRECTORY (its first entry), else the directory of
+ * the socket it binds.  NULL when out of memory (free() it). */
+char *config_runtime_dir(const struct config *c);
+
 #endif

@@ -158,3 +158,14 @@ int storefile_read(int dirfd, const char *name, size_t max, char **ret, size_t *
         *ret_len = len;
         return 0;
 }
+
+void storefile_boot_id(char out[40])
+{
+        int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, out, 39) : -1;
+
+        if (fd >= 0)
+                close(fd);
+        out[n > 0 ? n : 0] = '\0';
+        out[strcspn(out, "\n")] = '\0';
+}

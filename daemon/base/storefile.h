@@ -26,5 +26,8 @@ int storefile_read(int dirfd, const char *name, size_t max, char **ret, size_t *
 /* Removes the temporary files of name that a daemon dying while writing
  * left in dirfd. */
 void storefile_remove_leftovers(int dirfd, const char *name);
+/* The machine's boot id (36 characters; "" when unreadable): a state file
+ * that carries it tells a restart of the daemon from a reboot. */
+void storefile_boot_id(char out[40]);
 
 #endif

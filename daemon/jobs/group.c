@@ -13,6 +13,7 @@
 #include "cudackpt/protocol.h"
 #include "base/log.h"
 #include "jobs/groupfit.h"
+#include "jobs/grouplease.h"
 #include "jobs/members.h"
 #include "run/ops.h"
 #include "jobs/plan.h"
@@ -82,8 +83,6 @@ static void send_progress(struct group *g, const struct group_member *mb)
 
 static void start_waiting(struct group_table *t);
 
-/* ---- holds ----------------------------------------------------------------- */
-
 /* A member belongs to its group from its first step to its last: its
  * queue holds other callers' mutating calls back in between (sched_hold),
  * as a single Suspend's do across its two driver calls.  The members were
@@ -125,62 +124,13 @@ static void group_end(struct group *g, cJSON *msg)
                 g->next->prev = g->prev;
         else
                 t->tail = g->prev;
-        if (g->call.req.lease.admitted)
-                t->lease.unadmit_cb(t->lease.ctx, g->call.caller, &g->call.req.lease);
+        grouplease_unadmit(&t->lease, &g->call);
         for (size_t i = 0; i < g->ms.n; i++)
                 unhold_member(g, i);
         members_clear(&g->ms);
         jobs_call_end(&g->call, msg);
         free(g);
         start_waiting(t);
-}
-
-/* The members acting now, as a lease names them (malloc'ed); NULL when
- * out of memory. */
-static struct group_member_id *member_ids(const struct group *g, size_t *ret_n)
-{
-        struct group_member_id *ids = calloc(g->ms.n ? g->ms.n : 1, sizeof(*ids));
-
-        *ret_n = 0;
-        for (size_t i = 0; ids && i < g->ms.n; i++)
-                if (members_active(&g->ms.m[i]))
-                        ids[(*ret_n)++] = (struct group_member_id){ .pid = g->ms.m[i].s.pid,
-                                                                    .vpid = g->ms.m[i].s.vpid,
-                                                                    .start_time = g->ms.m[i].s.start_time,
-                                                                    .owner = g->ms.m[i].s.owner };
-        return ids;
-}
-
-/* A LockGroup or SuspendGroup that asked for a lease and succeeded. */
-static void grant_lease(struct group *g, cJSON *msg)
-{
-        size_t n;
-        struct group_member_id *ids = member_ids(g, &n);
-
-        if (!ids) {
-                /* No lease can be kept: nothing may stay paused unguarded. */
-                log_error("%s: out of memory for the lease; its members stay as they are",
-                          proto_method_name(g->call.method));
-                return;
-        }
-        g->table->lease.grant_cb(g->table->lease.ctx, g->call.conn, g->call.method, &g->call.req.lease, ids, n, msg);
-        free(ids);
-}
-
-/* A group that asks for a lease has it written, pending, before its
- * first driver step: a daemon killed meanwhile undoes it at its start. */
-static void intend_lease(struct group *g)
-{
-        size_t n;
-        struct group_member_id *ids;
-
-        if (!g->call.req.lease.admitted)
-                return;
-        ids = member_ids(g, &n);
-        if (ids)
-                g->table->lease.intend_cb(g->table->lease.ctx, g->call.caller, g->call.method, &g->call.req.lease,
-                                          ids, n);
-        free(ids);
 }
 
 static void group_finish(struct group *g)
@@ -210,7 +160,7 @@ static void group_finish(struct group *g)
          * is left to the next start, as one that had not begun is. */
         msg = g->stopped && !g->call.conn ? proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL) : final_reply(g);
         if (!g->failed && g->call.conn && g->call.req.lease.wanted)
-                grant_lease(g, msg);
+                grouplease_grant(&g->table->lease, &g->call, &g->ms, msg);
         group_end(g, msg);
 }
 
@@ -441,7 +391,7 @@ static void start_waiting(struct group_table *t)
                 for (g = t->head; g; g = g->next)
                         if (g->phase == PLAN_WAIT && !held_back(g)) {
                                 hold_members(g);
-                                intend_lease(g);
+                                grouplease_intend(&t->lease, &g->call, &g->ms);
                                 run_phase(g, PLAN_STATE);
                                 t->again = true; /* the list may have changed */
                                 break;
@@ -516,27 +466,6 @@ void group_init(struct group_table *t, struct jobs *js, const struct group_lease
         *t = (struct group_table){ .jobs = js, .lease = *lease };
 }
 
-/* A place in the caller's lease share when it asks for a lease, and a
- * slot among the calls in flight; false when refused (answered). */
-static bool admit(struct group_table *t, struct jobs_call *jc)
-{
-        struct share_refusal why = { 0 };
-
-        if (jc->req.lease.wanted) {
-                if (!t->lease.admit_cb(t->lease.ctx, jc->caller, &why))
-                        goto full;
-                jc->req.lease.admitted = true;
-        }
-        if (jobs_call_take_slot(jc, &why) == 0)
-                return true;
-        if (jc->req.lease.admitted)
-                t->lease.unadmit_cb(t->lease.ctx, jc->caller, &jc->req.lease);
-        jc->req.lease.admitted = false;
-full:
-        jobs_call_refuse(jc, jobs_call_queue_full(jc, &why));
-        return false;
-}
-
 void group_call(struct group_table *t, struct conn *c, struct proto_call *call)
 {
         struct group *g = calloc(1, sizeof(*g));
@@ -545,7 +474,7 @@ void group_call(struct group_table *t, struct conn *c, struct proto_call *call)
                 conn_close(c);
                 return;
         }
-        if (jobs_call_open(t->jobs, &g->call, c, call) < 0 || !admit(t, &g->call)) {
+        if (jobs_call_open(t->jobs, &g->call, c, call) < 0 || !grouplease_admit(&t->lease, &g->call)) {
                 free(g);
                 return;
         }

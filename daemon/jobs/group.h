@@ -27,6 +27,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "jobs/grouplease.h"
 #include "jobs/jobs.h"
 #include "auth/policy.h"
 #include "varlink/proto.h"
@@ -38,31 +39,6 @@ struct group;
 /* Takes the final reply of a group the daemon started itself (consumed;
  * NULL when it could not be made). */
 typedef void (*group_end_cb)(void *ctx, cJSON *msg);
-
-/* A member a lease is granted on. */
-struct group_member_id {
-        pid_t pid;              /* in the daemon's pid namespace */
-        pid_t vpid;             /* as the caller named it */
-        uint64_t start_time;
-        struct policy_target owner; /* its uids */
-};
-
-/* What a group that asks for a lease needs of the lease layer above: a
- * place in the caller's lease share from its arrival (admit_cb: false,
- * with *ret saying which limit, when it is taken) until it is granted or
- * fails (unadmit_cb), the lease written as pending before its first
- * driver step (intend_cb, on the members selected), and the grant when it
- * succeeded (grant_cb: adds "lease" to the parameters of reply; c may
- * have closed). */
-struct group_lease_hooks {
-        bool (*admit_cb)(void *ctx, const struct policy_caller *caller, struct share_refusal *ret);
-        void (*unadmit_cb)(void *ctx, const struct policy_caller *caller, struct proto_lease *want);
-        void (*intend_cb)(void *ctx, const struct policy_caller *caller, enum proto_method m,
-                          struct proto_lease *want, const struct group_member_id *members, size_t n);
-        void (*grant_cb)(void *ctx, struct conn *c, enum proto_method m, const struct proto_lease *want,
-                         const struct group_member_id *members, size_t n, cJSON *reply);
-        void *ctx;
-};
 
 /* Every group in flight, in arrival order (the server owns one). */
 struct group_table {

@@ -32,7 +32,9 @@
  * lease waits lease_claim_grace_ms for its holder to claim it with the
  * secret its grant's reply carried (ClaimLease), and is undone otherwise;
  * members whose pid names another process now leave it.
- * Everything here runs on the loop thread (leasecall.c has the calls). */
+ * Everything here runs on the loop thread (lease.c has the table,
+ * leasegrant.c the grant, leaserestore.c the reading back, leasecall.c the
+ * calls). */
 #ifndef CUDACKPT_LEASE_H
 #define CUDACKPT_LEASE_H
 
@@ -181,17 +183,16 @@ void lease_op_finished(struct lease_table *t, pid_t pid, uint64_t start_time, en
 /* ReleaseLease, RenewLease and ClaimLease (leasecall.c). */
 void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call);
 
-/* Between lease.c, leasecall.c and leasepending.c: the lease of this id
- * (undoing ones included, pending ones not), NULL if none; ending it
- * (released), a new expiry, and c as its holder; a new lease in the table
- * (its members counted); writing the table to the store; taking a pending
- * lease out of the table (its members uncounted, not written: the caller
- * writes). */
-struct lease *lease_find(struct lease_table *t, uint64_t id);
+/* Between lease.c and the rooms above it (leasedisk.c, leasegrant.c,
+ * leaserestore.c, leasecall.c): a pending lease of this id; a new lease
+ * in the table (its members counted); writing the table to the store;
+ * taking a lease out of the table's list (its counts untouched: for a
+ * pending one, whose members are not counted, all there is to do; not
+ * written: the caller writes). */
 struct lease *lease_find_pending(struct lease_table *t, uint64_t id);
 void lease_link(struct lease_table *t, struct lease *l);
 void lease_persist(struct lease_table *t);
-void lease_unlink_pending(struct lease_table *t, struct lease *l);
+void lease_unlist(struct lease_table *t, struct lease *l);
 /* Whether l's taker, as the store recorded it (its uid, and privileged:
  * root or an operator), may act on m by the one rule (access.h): a lease
  * read back acts for it only there. */
@@ -199,11 +200,20 @@ bool lease_taker_may_act(const struct lease_table *t, const struct lease *l, con
 /* At lease_init(): the store's directory, checked (privdir.h), or none
  * (logged, and store_why says why). */
 void lease_open_store(struct lease_table *t, const char *dir);
+/* c (NULL: none) becomes the holder of on-close lease l; the timer set for
+ * the nearest deadline; the granted lease that holds pid (*ret_i, its
+ * member); dropping member i of l (the lease ends, for why, with its
+ * last); ending l without an undo; undoing l (its processes back to
+ * running, by a group of the daemon's own). */
+void lease_hold_by(struct lease *l, struct conn *c);
+void lease_arm(struct lease_table *t);
+struct lease *lease_find_member(struct lease_table *t, pid_t pid, size_t *ret_i);
+void lease_drop_member(struct lease_table *t, struct lease *l, size_t i, enum metrics_counter why);
+void lease_end(struct lease_table *t, struct lease *l, enum metrics_counter why);
+void lease_undo(struct lease_table *t, struct lease *l, enum metrics_counter why);
+/* The changes ReleaseLease, RenewLease and ClaimLease make (leasecall.c). */
 void lease_release(struct lease_table *t, struct lease *l);
 void lease_renew(struct lease_table *t, struct lease *l, uint32_t ms);
 void lease_claim(struct lease_table *t, struct lease *l, struct conn *c);
-/* "lease": {"id", "lease_ms"?, "on_close", "secret"?} in the parameters of
- * the reply that granted l. */
-void lease_reply_grant(const struct lease *l, cJSON *reply);
 
 #endif

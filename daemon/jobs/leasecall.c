@@ -1,5 +1,5 @@
 /* leasecall.c: the calls on leases: ReleaseLease, RenewLease and
- * ClaimLease, and the "lease" of a grant's reply (lease.h). */
+ * ClaimLease (lease.h). */
 #include "jobs/lease.h"
 
 #include <inttypes.h>
@@ -13,26 +13,9 @@
 #include "jobs/leasestore.h"
 #include "base/log.h"
 
-/* "lease": {"id", "lease_ms"?, "on_close", "secret"?} in reply's parameters. */
-void lease_reply_grant(const struct lease *l, cJSON *reply)
-{
-        cJSON *p = reply ? cJSON_GetObjectItemCaseSensitive(reply, "parameters") : NULL;
-        cJSON *o = p ? cJSON_AddObjectToObject(p, "lease") : NULL;
-        char hex[2 * LEASE_SECRET_BYTES + 1];
-
-        if (!o)
-                return;
-        cJSON_AddNumberToObject(o, "id", (double)l->id);
-        if (l->ms)
-                cJSON_AddNumberToObject(o, "lease_ms", l->ms);
-        cJSON_AddBoolToObject(o, "on_close", l->on_close);
-        if (l->has_secret) {
-                leasestore_hex(l->secret, sizeof(l->secret), hex);
-                cJSON_AddStringToObject(o, "secret", hex);
-        }
-}
-
-struct lease *lease_find(struct lease_table *t, uint64_t id)
+/* The lease of this id (undoing ones included, pending ones not), NULL
+ * if none. */
+static struct lease *find(struct lease_table *t, uint64_t id)
 {
         for (struct lease *l = t->head; l; l = l->next)
                 if (l->id == id && !l->pending)
@@ -115,7 +98,7 @@ static void claim(struct lease_table *t, struct conn *c, const struct proto_call
                 conn_reply(c, call, err);
                 return;
         }
-        l = lease_find(t, id);
+        l = find(t, id);
         /* Every refusal reads the same: a wrong secret learns nothing of
          * the lease. */
         if (!l || !secret_matches(l, secret) || !l->on_close || l->undoing || !may_manage(t, &c->caller, l)) {
@@ -153,7 +136,7 @@ void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call)
                 conn_reply(c, call, err);
                 return;
         }
-        l = lease_find(t, id);
+        l = find(t, id);
         if (!l || l->undoing || !may_manage(t, &c->caller, l)) {
                 /* Another's lease is answered as one that does not exist. */
                 conn_reply(c, call, no_such_lease(id));

@@ -62,9 +62,10 @@ struct lease *lease_find_pending(struct lease_table *t, uint64_t id)
         return NULL;
 }
 
-/* Pending leases are in the list (the store writes the list) but are not
- * counted among the leases held: their calls are. */
-void lease_unlink_pending(struct lease_table *t, struct lease *l)
+/* Takes l out of the table's list, its counts untouched: pending leases
+ * are in the list (the store writes the list) but are not counted among
+ * the leases held (their calls are). */
+void lease_unlist(struct lease_table *t, struct lease *l)
 {
         if (l->prev)
                 l->prev->next = l->next;
@@ -83,7 +84,7 @@ void lease_unadmit(struct lease_table *t, const struct policy_caller *caller, st
         want->pending = 0;
         if (!p)
                 return; /* none, or granted */
-        lease_unlink_pending(t, p);
+        lease_unlist(t, p);
         free(p->m);
         free(p);
         lease_persist(t);

@@ -76,7 +76,7 @@ static void write_now(struct lease_table *t)
         r = leasestore_encode(t->head, t->next_id, &text, &len, why, sizeof(why));
         if (r == 0)
                 r = write_gen(t, text, len, ++t->gen, why, sizeof(why));
-        cJSON_free(text);
+        free(text);
         record(t, r, why);
 }
 
@@ -110,7 +110,7 @@ static void written_cb(uv_work_t *req, int status)
         } else {
                 record(t, fw->r, fw->why);
         }
-        cJSON_free(fw->text);
+        free(fw->text);
         run_waiters(fw->waiters);
         free(fw);
         if (!t->closed && (t->dirty || t->waiters))
@@ -138,7 +138,7 @@ static void start_write(struct lease_table *t)
                         t->writing = true;
                         return;
                 }
-                cJSON_free(fw->text);
+                free(fw->text);
         }
         free(fw);
         if (t->dirty)

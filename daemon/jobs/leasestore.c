@@ -2,16 +2,12 @@
 #include "jobs/leasestore.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -23,7 +19,6 @@
 #define MAX_UID 4294967294.0
 #define MAX_PID 2147483647.0
 #define MAX_MEMBERS 65536
-#define TMP_SUFFIX ".tmp"
 
 /* The methods that take a lease, as the file names them. */
 static const enum proto_method lease_methods[] = { PROTO_LOCK, PROTO_SUSPEND, PROTO_LOCK_GROUP,
@@ -74,20 +69,6 @@ int leasestore_unhex(const char *s, uint8_t *out, size_t n)
                 out[i] = (uint8_t)(hi << 4 | lo);
         }
         return 0;
-}
-
-/* The machine's boot id (36 characters), "" when unreadable. */
-static void boot_id(char out[40])
-{
-        int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? read(fd, out, 39) : -1;
-
-        if (fd >= 0)
-                close(fd);
-        if (n < 0)
-                n = 0;
-        out[n] = '\0';
-        out[strcspn(out, "\n")] = '\0';
 }
 
 /* ---- writing ---------------------------------------------------------------- */
@@ -142,82 +123,17 @@ static char *encode(const struct lease *head, uint64_t next_id)
 
         if (!root || !arr)
                 goto out;
-        boot_id(boot);
+        storefile_boot_id(boot);
         cJSON_AddNumberToObject(root, "version", LEASESTORE_VERSION);
         cJSON_AddStringToObject(root, "boot_id", boot);
         cJSON_AddNumberToObject(root, "next_id", (double)next_id);
-        for (const struct lease *l = head; l; l = l->next) {
-                cJSON *o = encode_lease(l);
-                if (!o || !cJSON_AddItemToArray(arr, o)) {
-                        cJSON_Delete(o);
+        for (const struct lease *l = head; l; l = l->next)
+                if (!json_add_to_array(arr, encode_lease(l)))
                         goto out;
-                }
-        }
-        text = cJSON_PrintUnformatted(root);
+        text = json_print_line(root);
 out:
         cJSON_Delete(root);
         return text;
-}
-
-static int write_all(int fd, const char *p, size_t len)
-{
-        while (len > 0) {
-                ssize_t k = write(fd, p, len);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                p += k;
-                len -= (size_t)k;
-        }
-        return 0;
-}
-
-/* A new file of mode 0600 in dirfd under a name nobody can foresee
- * (LEASESTORE_FILE.<16 random hex digits>.tmp), so that no name made
- * in advance can stand in its way; its name in name.  fd or -errno. */
-static int open_temp(int dirfd, char name[64])
-{
-        uint8_t rnd[8];
-        char hex[2 * sizeof(rnd) + 1];
-
-        for (int i = 0; i < 8; i++) {
-                if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-                        return errno ? -errno : -EIO;
-                leasestore_hex(rnd, sizeof(rnd), hex);
-                snprintf(name, 64, "%s.%s%s", LEASESTORE_FILE, hex, TMP_SUFFIX);
-                int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd >= 0 || errno != EEXIST)
-                        return fd >= 0 ? fd : -errno;
-        }
-        return -EEXIST;
-}
-
-/* text and a newline into a new temporary file, on stable storage before
- * it takes the store's name: every write and the fsync must succeed
- * first, and the directory is synced after, so that the rename lasts. */
-static int write_store(int dirfd, const char *text, size_t len)
-{
-        char tmp[64];
-        int fd = open_temp(dirfd, tmp), r = fd < 0 ? fd : 0;
-
-        if (r == 0 && fchmod(fd, 0600) < 0)
-                r = -errno;
-        if (r == 0)
-                r = write_all(fd, text, len);
-        if (r == 0)
-                r = write_all(fd, "\n", 1);
-        if (r == 0 && fsync(fd) < 0)
-                r = -errno;
-        if (fd >= 0 && close(fd) < 0 && r == 0)
-                r = -errno;
-        if (r == 0 && renameat(dirfd, tmp, dirfd, LEASESTORE_FILE) < 0)
-                r = -errno;
-        if (r < 0 && fd >= 0)
-                (void)unlinkat(dirfd, tmp, 0);
-        if (r == 0 && fsync(dirfd) < 0)
-                r = -errno;
-        return r;
 }
 
 int leasestore_encode(const struct lease *head, uint64_t next_id, char **ret_text, size_t *ret_len, char *why,
@@ -231,8 +147,8 @@ int leasestore_encode(const struct lease *head, uint64_t next_id, char **ret_tex
                 snprintf(why, whylen, "out of memory");
                 return -ENOMEM;
         }
-        if (len + 1 > LEASESTORE_MAX_BYTES) {
-                cJSON_free(text);
+        if (len > LEASESTORE_MAX_BYTES) {
+                free(text);
                 snprintf(why, whylen, "the leases take %zu bytes, more than the %u a store may hold", len,
                          LEASESTORE_MAX_BYTES);
                 return -EFBIG;
@@ -244,11 +160,7 @@ int leasestore_encode(const struct lease *head, uint64_t next_id, char **ret_tex
 
 int leasestore_write(int dirfd, const char *text, size_t len, char *why, size_t whylen)
 {
-        int r = write_store(dirfd, text, len);
-
-        if (r < 0)
-                snprintf(why, whylen, "%s", strerror(-r));
-        return r;
+        return storefile_write(dirfd, LEASESTORE_FILE, text, len, why, whylen);
 }
 
 /* ---- reading ---------------------------------------------------------------- */
@@ -300,6 +212,34 @@ static int decode_method(const cJSON *it, enum proto_method *ret)
         return -EINVAL;
 }
 
+/* A lease's "undo", "pending" and "secret" into l (its on_close read). */
+static int decode_state(const cJSON *o, struct lease *l, char *why, size_t whylen)
+{
+        const cJSON *undo = cJSON_GetObjectItemCaseSensitive(o, "undo"),
+                    *secret = cJSON_GetObjectItemCaseSensitive(o, "secret"),
+                    *pending = cJSON_GetObjectItemCaseSensitive(o, "pending");
+
+        if (undo && !(cJSON_IsString(undo) && (strcmp(undo->valuestring, "expired") == 0 ||
+                                               strcmp(undo->valuestring, "closed") == 0))) {
+                snprintf(why, whylen, "lease %" PRIu64 ": \"undo\" is malformed", l->id);
+                return -EINVAL;
+        }
+        if (pending && (!cJSON_IsTrue(pending) || undo)) {
+                snprintf(why, whylen, "lease %" PRIu64 ": \"pending\" is malformed", l->id);
+                return -EINVAL;
+        }
+        l->pending = pending != NULL;
+        l->undoing = undo != NULL;
+        l->why = undo && undo->valuestring[0] == 'e' ? METRICS_LEASES_EXPIRED : METRICS_LEASES_CLOSED;
+        if (secret && (!l->on_close || !cJSON_IsString(secret) ||
+                       leasestore_unhex(secret->valuestring, l->secret, sizeof(l->secret)) < 0)) {
+                snprintf(why, whylen, "lease %" PRIu64 ": \"secret\" is malformed", l->id);
+                return -EINVAL;
+        }
+        l->has_secret = secret != NULL;
+        return 0;
+}
+
 static int decode_lease(const cJSON *o, struct lease *l, char *why, size_t whylen)
 {
         static const char *const keys[] = { "id",       "uid",     "pid",  "privileged",           "method",
@@ -307,12 +247,9 @@ static int decode_lease(const cJSON *o, struct lease *l, char *why, size_t whyle
                                             "members",  "pending" };
         const cJSON *on_close = cJSON_GetObjectItemCaseSensitive(o, "on_close"),
                     *priv = cJSON_GetObjectItemCaseSensitive(o, "privileged"),
-                    *undo = cJSON_GetObjectItemCaseSensitive(o, "undo"),
-                    *secret = cJSON_GetObjectItemCaseSensitive(o, "secret"),
-                    *pending = cJSON_GetObjectItemCaseSensitive(o, "pending"),
                     *members = cJSON_GetObjectItemCaseSensitive(o, "members"), *m;
         double id, uid, pid, ms, deadline;
-        int n;
+        int n, r;
 
         if (!cJSON_IsObject(o) || !only_keys(o, keys, sizeof(keys) / sizeof(keys[0])) || !get_num(o, "id", MAX_ID, &id) ||
             id < 1 || !get_num(o, "uid", MAX_UID, &uid) || !get_num(o, "pid", MAX_PID, &pid) ||
@@ -333,24 +270,9 @@ static int decode_lease(const cJSON *o, struct lease *l, char *why, size_t whyle
                 snprintf(why, whylen, "lease %" PRIu64 " has neither a deadline nor a holder, or half a deadline", l->id);
                 return -EINVAL;
         }
-        if (undo && !(cJSON_IsString(undo) && (strcmp(undo->valuestring, "expired") == 0 ||
-                                               strcmp(undo->valuestring, "closed") == 0))) {
-                snprintf(why, whylen, "lease %" PRIu64 ": \"undo\" is malformed", l->id);
-                return -EINVAL;
-        }
-        if (pending && (!cJSON_IsTrue(pending) || undo)) {
-                snprintf(why, whylen, "lease %" PRIu64 ": \"pending\" is malformed", l->id);
-                return -EINVAL;
-        }
-        l->pending = pending != NULL;
-        l->undoing = undo != NULL;
-        l->why = undo && undo->valuestring[0] == 'e' ? METRICS_LEASES_EXPIRED : METRICS_LEASES_CLOSED;
-        if (secret && (!l->on_close || !cJSON_IsString(secret) ||
-                       leasestore_unhex(secret->valuestring, l->secret, sizeof(l->secret)) < 0)) {
-                snprintf(why, whylen, "lease %" PRIu64 ": \"secret\" is malformed", l->id);
-                return -EINVAL;
-        }
-        l->has_secret = secret != NULL;
+        r = decode_state(o, l, why, whylen);
+        if (r < 0)
+                return r;
         l->m = calloc((size_t)n, sizeof(*l->m));
         if (!l->m) {
                 snprintf(why, whylen, "out of memory");
@@ -409,7 +331,7 @@ static int decode(const char *text, size_t len, struct lease **ret_head, uint64_
                 snprintf(why, whylen, "version %.0f, this daemon reads %d", version, LEASESTORE_VERSION);
                 goto out;
         }
-        boot_id(now);
+        storefile_boot_id(now);
         *ret_same_boot = now[0] && strcmp(now, boot->valuestring) == 0;
         *ret_next_id = next_id >= 1 ? (uint64_t)next_id : 1;
         cJSON_ArrayForEach(it, arr) {
@@ -441,73 +363,17 @@ out:
         return r;
 }
 
-/* The file, if it may be trusted: refuses anything but a regular file of
- * the daemon's user, mode 0600, one link, of bounded size. */
-static char *read_store(int dirfd, size_t *ret_len, char *why, size_t whylen, int *ret_err)
-{
-        struct stat st;
-        char *buf = NULL;
-        size_t len = 0;
-        int fd = openat(dirfd, LEASESTORE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-
-        *ret_err = fd < 0 ? -errno : 0;
-        if (fd < 0) {
-                snprintf(why, whylen, "%s", errno == ELOOP ? "it is a symbolic link" : strerror(errno));
-                return NULL;
-        }
-        *ret_err = -EPERM;
-        if (fstat(fd, &st) < 0)
-                snprintf(why, whylen, "fstat: %s", strerror(errno));
-        else if (!S_ISREG(st.st_mode))
-                snprintf(why, whylen, "not a regular file");
-        else if (st.st_uid != geteuid())
-                snprintf(why, whylen, "owned by uid %u, not by the daemon's uid %u", (unsigned)st.st_uid,
-                         (unsigned)geteuid());
-        else if ((st.st_mode & 07777) != 0600)
-                snprintf(why, whylen, "mode %04o, not 0600", (unsigned)(st.st_mode & 07777));
-        else if (st.st_nlink != 1)
-                snprintf(why, whylen, "%ju links, not 1", (uintmax_t)st.st_nlink);
-        else if (st.st_size > (off_t)LEASESTORE_MAX_BYTES)
-                snprintf(why, whylen, "%jd bytes, more than %u", (intmax_t)st.st_size, LEASESTORE_MAX_BYTES);
-        else if (!(buf = malloc((size_t)st.st_size + 1)))
-                snprintf(why, whylen, "out of memory");
-        else
-                *ret_err = 0;
-        while (*ret_err == 0) {
-                ssize_t k = read(fd, buf + len, (size_t)st.st_size + 1 - len);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k == 0)
-                        break;
-                if (k < 0 || len + (size_t)k > (size_t)st.st_size) {
-                        snprintf(why, whylen, "%s", k < 0 ? strerror(errno) : "it grew while read");
-                        *ret_err = k < 0 ? -errno : -EINVAL;
-                }
-                if (k > 0)
-                        len += (size_t)k;
-        }
-        close(fd);
-        if (*ret_err < 0) {
-                free(buf);
-                return NULL;
-        }
-        buf[len] = '\0';
-        *ret_len = len;
-        return buf;
-}
-
 int leasestore_load(int dirfd, struct lease **ret_head, uint64_t *ret_next_id, bool *ret_same_boot,
                     char *why, size_t whylen)
 {
+        char *text = NULL;
         size_t len = 0;
         int r;
-        char *text;
 
         /* Temporary files left by a daemon that died while writing. */
         storefile_remove_leftovers(dirfd, LEASESTORE_FILE);
-        text = read_store(dirfd, &len, why, whylen, &r);
-
-        if (!text)
+        r = storefile_read(dirfd, LEASESTORE_FILE, LEASESTORE_MAX_BYTES, &text, &len, why, whylen);
+        if (r < 0)
                 return r;
         r = decode(text, len, ret_head, ret_next_id, ret_same_boot, why, whylen);
         free(text);

@@ -36,7 +36,7 @@
 #define LEASESTORE_VERSION 1
 
 /* The store's text for the leases of the list head and next_id
- * (*ret_text, to free with cJSON_free(), and *ret_len): 0, or -errno with
+ * (*ret_text, a line to free(), and *ret_len): 0, or -errno with
  * why set (out of memory, or more than LEASESTORE_MAX_BYTES). */
 int leasestore_encode(const struct lease *head, uint64_t next_id, char **ret_text, size_t *ret_len, char *why,
                       size_t whylen);

@@ -1,9 +1,7 @@
 /* watch.c: watchers and the events they get (watch.h). */
 #include "jobs/watch.h"
 
-#include <errno.h>
 #include <malloc.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +13,10 @@
 #include "auth/access.h"
 #include "net/conn.h"
 #include "cudackpt/protocol.h"
-#include "host/discover.h"
 #include "base/log.h"
 #include "host/pidns.h"
 #include "run/sched.h"
+#include "jobs/watchsel.h"
 
 struct watcher {
         struct watcher *prev, *next;
@@ -54,37 +52,6 @@ static void on_flush_cb(uv_check_t *check);
 static const struct procscan_proc *proc_of(const struct watch_table *t, const struct watch_event *e)
 {
         return e->proc ? e->proc : procscan_find(&t->scan, e->pid, e->start_time);
-}
-
-/* Cgroup and tree selections follow the scan: a process is in them from
- * the first scan that finds it there. */
-static bool selects(const struct watch_table *t, const struct watcher *w, const struct watch_event *e)
-{
-        const struct procscan_proc *p;
-
-        switch (w->sel.kind) {
-        case PROTO_SELECT_PIDS:
-                for (unsigned i = 0; i < w->sel.n_pids; i++) {
-                        const struct proto_pid_ref *r = &w->sel.pids[i];
-                        if (r->pid == e->pid &&
-                            (!r->has_start_time || !e->start_time || r->start_time == e->start_time))
-                                return true;
-                }
-                return false;
-        case PROTO_SELECT_CGROUP:
-                p = proc_of(t, e);
-                return p && p->cgroup && discover_cgroup_within(p->cgroup, w->cgroup_sel);
-        case PROTO_SELECT_TREE:
-                if (e->pid == w->sel.tree)
-                        return true;
-                p = proc_of(t, e);
-                for (size_t i = 0; p && i < p->n_ancestors; i++)
-                        if (p->ancestors[i] == w->sel.tree)
-                                return true;
-                return false;
-        default:
-                return true;
-        }
 }
 
 /* Hands w's pending output to its connection.  While a write is in flight
@@ -190,7 +157,7 @@ void watch_emit(struct watch_table *t, const struct watch_event *e)
                 const struct policy_caller *caller;
                 pid_t vpid = 0;
                 next = w->next; /* queue_bytes may cut w off */
-                if (!w->ready || !w->conn || w->conn->closing || !selects(t, w, e))
+                if (!w->ready || !w->conn || w->conn->closing || !watchsel_selects(&w->sel, w->cgroup_sel, &t->scan, e))
                         continue;
                 caller = &w->conn->caller;
                 if (e->pid > 0 && (!vpid_for(t, w, e, &vpid) || !access_may_read(t->cfg, caller, &e->owner)))
@@ -368,22 +335,14 @@ static void watcher_free(struct watcher *w)
 static void setup_work(uv_work_t *work)
 {
         struct watcher *w = work->data;
-        char root[DISCOVER_CGROUP_MAX];
 
-        if (discover_cgroup_ns_root(w->conn_pid, root, sizeof(root)) < 0)
-                w->setup_error = -EREMOTE;
-        else
-                w->setup_error = select_cgroup_in_ours(root, w->sel.cgroup, &w->cgroup_sel);
-        /* A cgroup that does not exist would stream nothing for ever. */
-        if (w->setup_error == 0 && discover_cgroup_exists(w->cgroup_sel) == 0)
-                w->setup_error = -ENOENT;
+        w->setup_error = watchsel_cgroup(w->conn_pid, w->sel.cgroup, &w->cgroup_sel);
 }
 
 static void setup_done_cb(uv_work_t *work, int status)
 {
         struct watcher *w = work->data;
         struct conn *c = w->conn;
-        cJSON *p;
 
         (void)status;
         w->setup_pending = false;
@@ -396,75 +355,7 @@ static void setup_done_cb(uv_work_t *work, int status)
                 return;
         }
         /* Sending may close c, and with it free w: nothing of w after. */
-        if (w->setup_error == -ENOENT) {
-                conn_send(c, select_no_such_cgroup(w->sel.cgroup));
-                if (!c->closing)
-                        conn_close_after_write(c);
-                return;
-        }
-        if (w->setup_error != -EREMOTE) {
-                conn_close(c); /* out of memory: the client cannot be told */
-                return;
-        }
-        p = cJSON_CreateObject();
-        if (p)
-                cJSON_AddStringToObject(p, "reason", "the caller's cgroup namespace is not the daemon's, "
-                                                     "and no cgroup2 mount of the caller shows its root");
-        conn_send(c, proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p));
-        if (!c->closing)
-                conn_close_after_write(c);
-}
-
-static cJSON *no_such_process(pid_t pid)
-{
-        cJSON *p = cJSON_CreateObject();
-
-        if (p)
-                cJSON_AddNumberToObject(p, "pid", pid);
-        return proto_error_new(CUDACKPT_ERROR_NO_SUCH_PROCESS, p);
-}
-
-/* The selector of a Watch call, into the daemon's pids; false when it was
- * refused (answered). */
-static bool take_selector(const struct watch_table *t, struct conn *c, const struct proto_call *call,
-                          struct watcher *w)
-{
-        cJSON *err = NULL, *p;
-        pid_t root;
-
-        if (proto_parse_group(call, 0, t->cfg->max_group_members, &w->sel, &err) < 0) {
-                conn_send(c, err);
-                return false;
-        }
-        /* The caller's pids into ours.  One that no process has, or that
-         * the caller cannot see, is NoSuchProcess, as for a group: a watch
-         * of it would stream nothing for ever. */
-        for (unsigned i = 0; i < w->sel.n_pids; i++) {
-                pid_t named = w->sel.pids[i].pid;
-                if (pidns_to_daemon(&c->caller.pidns, named, &w->sel.pids[i].pid) < 0 ||
-                    (kill(w->sel.pids[i].pid, 0) < 0 && errno == ESRCH)) {
-                        conn_send(c, no_such_process(named));
-                        return false;
-                }
-        }
-        /* Cgroup and tree selections follow the scans: none, none selected. */
-        if ((w->sel.kind == PROTO_SELECT_CGROUP || w->sel.kind == PROTO_SELECT_TREE) && t->cfg->watch_scan_ms == 0) {
-                p = cJSON_CreateObject();
-                if (p)
-                        cJSON_AddStringToObject(p, "parameter", "selector");
-                conn_send(c, proto_error_new(CUDACKPT_VARLINK_INVALID_PARAMETER, p));
-                return false;
-        }
-        /* A tree's root must exist, as for a group. */
-        if (w->sel.kind == PROTO_SELECT_TREE) {
-                if (pidns_to_daemon(&c->caller.pidns, w->sel.tree, &root) < 0 ||
-                    (kill(root, 0) < 0 && errno == ESRCH)) {
-                        conn_send(c, no_such_process(w->sel.tree));
-                        return false;
-                }
-                w->sel.tree = root;
-        }
-        return true;
+        watchsel_refuse_cgroup(c, w->setup_error, w->sel.cgroup);
 }
 
 /* A place among the watchers, within the caller's uid's share; false when
@@ -534,7 +425,7 @@ void watch_call(struct watch_table *t, struct conn *c, struct proto_call *call)
                 conn_close(c);
                 return;
         }
-        if (!take_selector(t, c, call, w) || !admit(t, c, w)) {
+        if (!watchsel_take(t->cfg, c, call, &w->sel) || !admit(t, c, w)) {
                 watcher_free(w);
                 return;
         }

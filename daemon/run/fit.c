@@ -28,17 +28,6 @@ struct fit_hold {
         uint64_t bytes;
 };
 
-static void read_boot_id(char out[40])
-{
-        int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? read(fd, out, 39) : -1;
-
-        if (fd >= 0)
-                close(fd);
-        out[n > 0 ? n : 0] = '\0';
-        out[strcspn(out, "\n")] = '\0';
-}
-
 static void prune(struct fit *f);
 
 static int load(struct fit *f, size_t max, char *why, size_t whylen)
@@ -79,7 +68,7 @@ int fit_init(struct fit *f, const struct config *cfg, const struct gpumem *g, in
         share_init(&f->owners, keys, cfg->max_gpu_records, cfg->max_gpu_records_per_uid, 0);
         f->dir_fd = -1;
         atomic_init(&f->on, false);
-        read_boot_id(f->boot_id);
+        storefile_boot_id(f->boot_id);
         why[0] = '\0';
         if (uv_mutex_init(&f->lock) < 0 || uv_mutex_init(&f->store_lock) < 0) {
                 if (dir_fd >= 0)

@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "json.h"
+
 /* {"pid": P, "start_time": T, "uid": U, "gpus": [{"uuid": U, "bytes": B}, ...]} */
 static cJSON *encode_record(const struct fit_record *r)
 {
@@ -39,13 +41,9 @@ char *fitstore_encode(const struct fit_record *recs, size_t n, const char *boot_
         if (!root || !cJSON_AddNumberToObject(root, "version", FITSTORE_VERSION) ||
             !cJSON_AddStringToObject(root, "boot_id", boot_id) || !(arr = cJSON_AddArrayToObject(root, "processes")))
                 goto out;
-        for (size_t i = 0; i < n; i++) {
-                cJSON *o = encode_record(&recs[i]);
-                if (!o || !cJSON_AddItemToArray(arr, o)) {
-                        cJSON_Delete(o);
+        for (size_t i = 0; i < n; i++)
+                if (!json_add_to_array(arr, encode_record(&recs[i])))
                         goto out;
-                }
-        }
         text = cJSON_PrintUnformatted(root);
 out:
         cJSON_Delete(root);

@@ -1,0 +1,64 @@
+/* grouplease.h: a group's lease (group.h).  Leases live above the groups
+ * (lease.h): a group that asks for one reaches the lease table through
+ * the hooks its owner gives at group_init() (leasehooks.h has the
+ * daemon's): admitted into the caller's lease share at its arrival, its
+ * lease written as pending before its first driver step, granted when
+ * it succeeds. */
+#ifndef CUDACKPT_GROUPLEASE_H
+#define CUDACKPT_GROUPLEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "auth/policy.h"
+#include "base/share.h"
+#include "jobs/jobs.h"
+#include "jobs/members.h"
+#include "varlink/proto.h"
+
+struct conn;
+
+/* A member a lease is granted on. */
+struct group_member_id {
+        pid_t pid;              /* in the daemon's pid namespace */
+        pid_t vpid;             /* as the caller named it */
+        uint64_t start_time;
+        struct policy_target owner; /* its uids */
+};
+
+/* What a group that asks for a lease needs of the lease layer above: a
+ * place in the caller's lease share from its arrival (admit_cb: false,
+ * with *ret saying which limit, when it is taken) until it is granted or
+ * fails (unadmit_cb), the lease written as pending before its first
+ * driver step (intend_cb, on the members selected), and the grant when it
+ * succeeded (grant_cb: adds "lease" to the parameters of reply; c may
+ * have closed). */
+struct group_lease_hooks {
+        bool (*admit_cb)(void *ctx, const struct policy_caller *caller, struct share_refusal *ret);
+        void (*unadmit_cb)(void *ctx, const struct policy_caller *caller, struct proto_lease *want);
+        void (*intend_cb)(void *ctx, const struct policy_caller *caller, enum proto_method m,
+                          struct proto_lease *want, const struct group_member_id *members, size_t n);
+        void (*grant_cb)(void *ctx, struct conn *c, enum proto_method m, const struct proto_lease *want,
+                         const struct group_member_id *members, size_t n, cJSON *reply);
+        void *ctx;
+};
+
+/* A place in jc's caller's lease share when it asks for a lease, and a
+ * slot among the calls in flight; false when refused (answered). */
+bool grouplease_admit(const struct group_lease_hooks *h, struct jobs_call *jc);
+/* The place in the lease share back, when jc had one (the group ends). */
+void grouplease_unadmit(const struct group_lease_hooks *h, struct jobs_call *jc);
+/* A group that asks for a lease has it written, pending, before its
+ * first driver step (on the members of ms acting now): a daemon killed
+ * meanwhile undoes it at its start. */
+void grouplease_intend(const struct group_lease_hooks *h, struct jobs_call *call, const struct members *ms);
+/* A LockGroup or SuspendGroup that asked for a lease and succeeded: the
+ * lease on the members of ms acting now, and "lease" in msg's parameters. */
+void grouplease_grant(const struct group_lease_hooks *h, const struct jobs_call *call, const struct members *ms,
+                      cJSON *msg);
+
+#endif
