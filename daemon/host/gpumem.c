@@ -41,13 +41,38 @@ static void *sym(struct gpumem *g, const char *name)
         return p;
 }
 
+/* The GPUs NVML counts (GPUMEM_MAX_GPUS at most): their handles and
+ * UUIDs.  0, or -ENODEV with g->reason set. */
+static int list_gpus(struct gpumem *g, int (*count)(unsigned *), int (*handle)(unsigned, void **),
+                     int (*uuid)(void *, char *, unsigned))
+{
+        unsigned n = 0;
+        int r;
+
+        if ((r = count(&n)) != NVML_SUCCESS) {
+                snprintf(g->reason, sizeof(g->reason), "nvmlDeviceGetCount failed (NVML error %d)", r);
+                return -ENODEV;
+        }
+        if (n > GPUMEM_MAX_GPUS)
+                n = GPUMEM_MAX_GPUS;
+        for (unsigned i = 0; i < n; i++) {
+                if ((r = handle(i, &g->device[i])) != NVML_SUCCESS ||
+                    (r = uuid(g->device[i], g->uuid[i], GPUMEM_UUID_MAX)) != NVML_SUCCESS) {
+                        snprintf(g->reason, sizeof(g->reason), "GPU %u: NVML error %d", i, r);
+                        return -ENODEV;
+                }
+                g->uuid[i][GPUMEM_UUID_MAX - 1] = '\0';
+        }
+        g->n_gpus = n;
+        return 0;
+}
+
 int gpumem_open(struct gpumem *g, const char *path)
 {
         int (*init)(void);
         int (*count)(unsigned *);
         int (*handle)(unsigned, void **);
         int (*uuid)(void *, char *, unsigned);
-        unsigned n = 0;
         int r;
 
         memset(g, 0, sizeof(*g));
@@ -82,21 +107,8 @@ int gpumem_open(struct gpumem *g, const char *path)
                 g->shutdown = NULL;
                 goto fail;
         }
-        if ((r = count(&n)) != NVML_SUCCESS) {
-                snprintf(g->reason, sizeof(g->reason), "nvmlDeviceGetCount failed (NVML error %d)", r);
+        if (list_gpus(g, count, handle, uuid) < 0)
                 goto fail;
-        }
-        if (n > GPUMEM_MAX_GPUS)
-                n = GPUMEM_MAX_GPUS;
-        for (unsigned i = 0; i < n; i++) {
-                if ((r = handle(i, &g->device[i])) != NVML_SUCCESS ||
-                    (r = uuid(g->device[i], g->uuid[i], GPUMEM_UUID_MAX)) != NVML_SUCCESS) {
-                        snprintf(g->reason, sizeof(g->reason), "GPU %u: NVML error %d", i, r);
-                        goto fail;
-                }
-                g->uuid[i][GPUMEM_UUID_MAX - 1] = '\0';
-        }
-        g->n_gpus = n;
         g->available = true;
         return 0;
 fail:
@@ -126,6 +138,37 @@ static int cmp_use(const void *a, const void *b)
         return (x->gpu > y->gpu) - (x->gpu < y->gpu);
 }
 
+/* The processes on GPU d (*ret, to free(), and *ret_count): NVML's
+ * result (NVML_SUCCESS, or its error with *ret NULL), or -ENOMEM. */
+static int processes_on(const struct gpumem *g, unsigned d, struct nvml_process_info **ret, unsigned *ret_count)
+{
+        struct nvml_process_info *info = NULL;
+        unsigned cap = 64, count = 0;
+        int r = NVML_SUCCESS;
+
+        /* The list may grow between the two calls: ask again. */
+        for (int tries = 0; tries < 4; tries++) {
+                void *p = realloc(info, cap * sizeof(*info));
+                if (!p) {
+                        free(info);
+                        return -ENOMEM;
+                }
+                info = p;
+                count = cap;
+                r = g->get_processes(g->device[d], &count, info);
+                if (r != NVML_ERROR_INSUFFICIENT_SIZE)
+                        break;
+                cap = count + 16;
+        }
+        if (r != NVML_SUCCESS) {
+                free(info);
+                return r;
+        }
+        *ret = info;
+        *ret_count = count;
+        return NVML_SUCCESS;
+}
+
 int gpumem_usage(const struct gpumem *g, struct gpumem_use **ret, size_t *ret_n)
 {
         struct gpumem_use *all = NULL;
@@ -138,27 +181,14 @@ int gpumem_usage(const struct gpumem *g, struct gpumem_use **ret, size_t *ret_n)
                 return -ENODEV;
         for (unsigned d = 0; d < g->n_gpus; d++) {
                 struct nvml_process_info *info = NULL;
-                unsigned cap = 64, count;
-                int r;
-                /* The list may grow between the two calls: ask again. */
-                for (int tries = 0; tries < 4; tries++) {
-                        void *p = realloc(info, cap * sizeof(*info));
-                        if (!p) {
-                                free(info);
-                                free(all);
-                                return -ENOMEM;
-                        }
-                        info = p;
-                        count = cap;
-                        r = g->get_processes(g->device[d], &count, info);
-                        if (r != NVML_ERROR_INSUFFICIENT_SIZE)
-                                break;
-                        cap = count + 16;
+                unsigned count = 0;
+                int r = processes_on(g, d, &info, &count);
+                if (r == -ENOMEM) {
+                        free(all);
+                        return -ENOMEM;
                 }
-                if (r != NVML_SUCCESS) {
-                        free(info);
+                if (r != NVML_SUCCESS)
                         continue; /* this GPU says nothing (lost, reset): the others still count */
-                }
                 answered++;
                 void *p = realloc(all, (n + count + 1) * sizeof(*all));
                 if (!p) {

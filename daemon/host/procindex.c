@@ -70,6 +70,23 @@ static void close_obj(struct procindex *ix)
         ix->obj = NULL;
 }
 
+/* Attaches the programs to load (progs, of the object loaded). */
+static int attach(struct procindex *ix, struct bpf_program *progs[N_PROGS], char *why, size_t why_len)
+{
+        for (int i = 0; i < N_PROGS; i++) {
+                if (!bpf_program__autoload(progs[i]))
+                        continue;
+                ix->links[i] = bpf_program__attach(progs[i]);
+                if (!ix->links[i]) {
+                        int r = -errno;
+                        ix->links[i] = NULL;
+                        snprintf(why, why_len, "cannot attach %s: %s", prog_names[i], strerror(-r));
+                        return r;
+                }
+        }
+        return 0;
+}
+
 /* Loads the object with one way of seeing mmaps and attaches it. */
 static int load(struct procindex *ix, const struct discover_lib *lib, int mmap_prog, char *why, size_t why_len)
 {
@@ -118,19 +135,10 @@ static int load(struct procindex *ix, const struct discover_lib *lib, int mmap_p
                 snprintf(why, why_len, "cannot set the driver's file: %s", strerror(-r));
                 return r;
         }
-        for (int i = 0; i < N_PROGS; i++) {
-                if (!bpf_program__autoload(progs[i]))
-                        continue;
-                ix->links[i] = bpf_program__attach(progs[i]);
-                if (!ix->links[i]) {
-                        r = -errno;
-                        ix->links[i] = NULL;
-                        snprintf(why, why_len, "cannot attach %s: %s", prog_names[i], strerror(-r));
-                        return r;
-                }
-        }
-        ix->hook = mmap_prog == MMAP_FENTRY ? "fentry" : "tracepoint";
-        return 0;
+        r = attach(ix, progs, why, why_len);
+        if (r == 0)
+                ix->hook = mmap_prog == MMAP_FENTRY ? "fentry" : "tracepoint";
+        return r;
 }
 
 static void mark_lost(struct procindex *ix)

@@ -124,15 +124,18 @@ void select_start(struct select_job *j);
 /* Frees what the job still owns (members not taken included). */
 void select_job_clear(struct select_job *j);
 
-/* The reply to a selection's error other than -ESRCH, its short name
- * (static) for the metrics, and the detail of its audit record (NULL: it
- * is not audited).  NULL for an error the client cannot be told (the
- * connection is then closed). */
+/* The replies (selectreply.c).  The reply to a selection's error other
+ * than -ESRCH, its short name (static) for the metrics, and the detail of
+ * its audit record (NULL: it is not audited).  NULL for an error the
+ * client cannot be told (the connection is then closed). */
 cJSON *select_error_reply(const struct select_job *j, unsigned max_members, const char **ret_result,
                           const char **ret_audit_detail);
 /* NoSuchCgroup naming the selector sel as the caller wrote it. */
 cJSON *select_no_such_cgroup(const char *sel);
 /* GroupTooLarge with its limit and the members counted. */
 cJSON *select_too_large(unsigned limit, size_t n);
+/* PermissionDenied for a cgroup selector of a caller whose cgroup
+ * namespace's root the daemon cannot find (-EREMOTE). */
+cJSON *select_cgroup_ns_unknown(void);
 
 #endif

@@ -114,8 +114,6 @@ int watchsel_cgroup(pid_t caller_pid, const char *cgroup, char **ret_sel)
 
 void watchsel_refuse_cgroup(struct conn *c, int error, const char *cgroup)
 {
-        cJSON *p;
-
         if (error == -ENOENT) {
                 conn_send(c, select_no_such_cgroup(cgroup));
                 if (!c->closing)
@@ -126,11 +124,7 @@ void watchsel_refuse_cgroup(struct conn *c, int error, const char *cgroup)
                 conn_close(c); /* out of memory: the client cannot be told */
                 return;
         }
-        p = cJSON_CreateObject();
-        if (p)
-                cJSON_AddStringToObject(p, "reason", "the caller's cgroup namespace is not the daemon's, "
-                                                     "and no cgroup2 mount of the caller shows its root");
-        conn_send(c, proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p));
+        conn_send(c, select_cgroup_ns_unknown());
         if (!c->closing)
                 conn_close_after_write(c);
 }

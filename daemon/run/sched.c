@@ -9,7 +9,6 @@
 
 #include "auth/access.h"
 #include "base/log.h"
-#include "run/stall.h"
 
 static void async_cb(uv_async_t *a);
 
@@ -89,12 +88,7 @@ static void answer_waiters(struct sched *s, struct sched_target *t)
         struct sched_snapshot snap;
         struct sched_op *op;
 
-        uv_mutex_lock(&t->lock);
-        snap.known = t->known;
-        snap.owner = t->owner;
-        snap.start_time = t->start_time;
-        snap.last_state = t->last_state;
-        uv_mutex_unlock(&t->lock);
+        sched_read_target(t, &snap);
         if (!snap.known || snap.last_state < 0)
                 return;
         while ((op = t->waiters)) {
@@ -187,7 +181,6 @@ static void work_cb(uv_work_t *w)
 
 static void start_next(struct sched *s, struct sched_target *t);
 static void admit_awaiting(struct sched *s);
-static void stall_watch_arm(struct sched *s);
 
 static void after_work_cb(uv_work_t *w, int status)
 {
@@ -230,46 +223,6 @@ static void after_work_cb(uv_work_t *w, int status)
         /* The oldest ops waiting for the worker given back go first. */
         admit_awaiting(s);
         start_next(s, t);
-}
-
-/* ---- The stall watch ------------------------------------------------------
- *
- * A timer looks for operations that have run for stall_warning_ms and has
- * stall.c check and log why, once per operation. */
-
-static void stall_look(struct sched *s, struct sched_target *t, uint64_t now)
-{
-        struct sched_op *op = t->running;
-
-        if (!op || op->stall_warned || now - op->dispatched_ms < s->cfg->stall_warning_ms)
-                return;
-        op->stall_warned = true;
-        stall_check_start(s->loop, t, op->method, now - op->dispatched_ms);
-}
-
-static void stall_cb(uv_timer_t *timer)
-{
-        struct sched *s = timer->data;
-        uint64_t now = uv_now(s->loop);
-
-        if (s->n_running == 0) {
-                uv_timer_stop(&s->stall);
-                return;
-        }
-        for (unsigned b = 0; b < SCHED_BUCKETS; b++)
-                for (struct sched_target *t = s->table.buckets[b]; t; t = t->next_in_bucket)
-                        stall_look(s, t, now);
-}
-
-static void stall_watch_arm(struct sched *s)
-{
-        uint64_t period = s->cfg->stall_warning_ms / 4;
-
-        if (s->cfg->stall_warning_ms == 0 || uv_is_active((uv_handle_t *)&s->stall))
-                return;
-        if (period < 50)
-                period = 50;
-        uv_timer_start(&s->stall, stall_cb, period, period);
 }
 
 /* Callers whose worker share is taken, met in one walk of a queue. */
@@ -365,7 +318,7 @@ static void start_next(struct sched *s, struct sched_target *t)
         t->watch_stat_fd = t->watch_status_fd = -1; /* until this op has pinned its process */
         op->state_before = t->known ? t->last_state : -1;
         uv_mutex_unlock(&t->lock);
-        stall_watch_arm(s);
+        sched_stall_arm(s);
         report_start(s, t, op);
         op->work.data = op;
         if (proto_method_read_only(op->method) && lane_submit(&s->lane, &op->work) == 0)
@@ -440,37 +393,6 @@ int sched_submit(struct sched *s, struct sched_op *op, struct share_refusal *ret
         s->n_ops++;
         start_next(s, t);
         return 0;
-}
-
-struct sched_target *sched_running_target(struct sched *s, pid_t pid, uint64_t seq)
-{
-        struct sched_target *t = sched_table_find(&s->table, pid);
-
-        return t && t->running && t->running->seq == seq ? t : NULL;
-}
-
-void sched_for_each_running(struct sched *s, void (*fn)(void *ctx, struct sched_target *t), void *ctx)
-{
-        for (unsigned b = 0; b < SCHED_BUCKETS; b++)
-                for (struct sched_target *t = s->table.buckets[b]; t; t = t->next_in_bucket)
-                        if (t->running)
-                                fn(ctx, t);
-}
-
-bool sched_running_snapshot(struct sched *s, pid_t pid, struct sched_snapshot *ret)
-{
-        struct sched_target *t = sched_table_find(&s->table, pid);
-
-        if (!t || (!t->running && !(t->holder && t->hold_begun)))
-                return false;
-        uv_mutex_lock(&t->lock);
-        ret->known = t->known;
-        ret->owner = t->owner;
-        ret->start_time = t->start_time;
-        ret->last_state = t->last_state;
-        uv_mutex_unlock(&t->lock);
-        ret->running = t->running ? t->running->method : t->hold_method;
-        return true;
 }
 
 int sched_hold(struct sched *s, pid_t pid, const void *holder, enum proto_method method)

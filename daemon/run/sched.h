@@ -173,6 +173,12 @@ struct sched_target *sched_running_target(struct sched *s, pid_t pid, uint64_t s
 /* Calls fn for every target whose op runs now (loop thread). */
 void sched_for_each_running(struct sched *s, void (*fn)(void *ctx, struct sched_target *t), void *ctx);
 
+/* Between sched.c and the rooms beside it (schedquery.c, schedstall.c):
+ * what the worker published of t, read under its lock; the stall watch's
+ * timer started, while stall_warning_ms is set. */
+void sched_read_target(struct sched_target *t, struct sched_snapshot *ret);
+void sched_stall_arm(struct sched *s);
+
 
 /* Someone watches (Watch, jobs/watch.h) or no one does any more: the
  * scheduler then reports each operation's start (hooks.started) and the

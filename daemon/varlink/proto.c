@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,125 +15,10 @@
 #include "cudackpt/protocol.h"
 #include "cgroup-path.h"
 #include "json.h"
+#include "varlink/protoparam.h"
 #include "varlink/uuid.h"
 
-static int get_integer(const cJSON *item, double min, double max, double *ret)
-{
-        if (!json_is_integer(item, min, max))
-                return -EINVAL;
-        *ret = item->valuedouble;
-        return 0;
-}
-
-static cJSON *mapping_error(const struct proto_request *req, enum proto_method m,
-                            const char *reason, const char *uuid)
-{
-        cJSON *p = cJSON_CreateObject();
-
-        if (p) {
-                cJSON_AddNumberToObject(p, "pid", req->pid);
-                cJSON_AddStringToObject(p, "method", proto_method_name(m));
-                cJSON_AddStringToObject(p, "reason", reason);
-                if (uuid)
-                        cJSON_AddStringToObject(p, "uuid", uuid);
-        }
-        return proto_error_new(CUDACKPT_ERROR_INVALID_GPU_MAPPING, p);
-}
-
-static int parse_mapping(const cJSON *obj, enum proto_method m, unsigned max_pairs,
-                         struct proto_request *req, cJSON **ret_reply)
-{
-        const cJSON *item;
-        unsigned n = 0;
-
-        if (!cJSON_IsObject(obj)) {
-                *ret_reply = proto_invalid_parameter("gpu_mapping");
-                return -EINVAL;
-        }
-        cJSON_ArrayForEach(item, obj) {
-                if (!cJSON_IsString(item)) {
-                        *ret_reply = proto_invalid_parameter("gpu_mapping");
-                        return -EINVAL;
-                }
-                n++;
-        }
-        if (n == 0)
-                return 0;
-        if (n > max_pairs) {
-                *ret_reply = mapping_error(req, m, "the mapping has more entries than the daemon accepts", NULL);
-                return -EINVAL;
-        }
-        req->pairs = calloc(n, sizeof(*req->pairs));
-        if (!req->pairs)
-                return -ENOMEM;
-        cJSON_ArrayForEach(item, obj) {
-                CUcheckpointGpuPair *pair = &req->pairs[req->n_pairs];
-                if (uuid_parse(item->string, &pair->oldUuid) < 0) {
-                        *ret_reply = mapping_error(req, m, "not a GPU UUID", item->string);
-                        return -EINVAL;
-                }
-                if (uuid_parse(item->valuestring, &pair->newUuid) < 0) {
-                        *ret_reply = mapping_error(req, m, "not a GPU UUID", item->valuestring);
-                        return -EINVAL;
-                }
-                /* Spellings differ, UUIDs must not: a GPU named twice on either
-                 * side makes the mapping ambiguous. */
-                for (unsigned i = 0; i < req->n_pairs; i++) {
-                        if (uuid_equal(&req->pairs[i].oldUuid, &pair->oldUuid)) {
-                                *ret_reply = mapping_error(req, m, "GPU named twice among the old GPUs", item->string);
-                                return -EINVAL;
-                        }
-                        if (uuid_equal(&req->pairs[i].newUuid, &pair->newUuid)) {
-                                *ret_reply = mapping_error(req, m, "GPU named twice among the new GPUs", item->valuestring);
-                                return -EINVAL;
-                        }
-                }
-                req->n_pairs++;
-        }
-        return 0;
-}
-
 enum { P_PID = 1, P_START = 2, P_TIMEOUT = 4, P_MAPPING = 8, P_LEASE_MS = 16, P_LEASE_CLOSE = 32, P_FORCE = 64 };
-
-/* lease_ms and lease_on_close, the same for single and group calls.  1 when
- * item is one of them (parsed into *lease), 0 when it is not, -EINVAL when
- * its value is bad. */
-static int parse_lease_item(const cJSON *item, struct proto_lease *lease)
-{
-        double v;
-
-        if (strcmp(item->string, "lease_ms") == 0) {
-                if (cJSON_IsNull(item))
-                        return 1;
-                if (get_integer(item, 1, 4294967295.0, &v) < 0)
-                        return -EINVAL;
-                lease->ms = (uint32_t)v;
-                lease->wanted = true;
-                return 1;
-        }
-        if (strcmp(item->string, "lease_on_close") == 0) {
-                if (cJSON_IsNull(item))
-                        return 1;
-                if (!cJSON_IsBool(item))
-                        return -EINVAL;
-                lease->on_close = cJSON_IsTrue(item);
-                lease->wanted = lease->wanted || lease->on_close;
-                return 1;
-        }
-        return 0;
-}
-
-/* force of Restore, Resume and their groups: 0 (null is absent), or
- * -EINVAL when it is not a boolean. */
-static int parse_force(const cJSON *item, bool *ret)
-{
-        if (cJSON_IsNull(item))
-                return 0;
-        if (!cJSON_IsBool(item))
-                return -EINVAL;
-        *ret = cJSON_IsTrue(item);
-        return 0;
-}
 
 /* The P_ flag of a parameter of a single call, 0 for an unknown one. */
 static unsigned param_flag(const char *name)
@@ -166,6 +50,44 @@ static unsigned allowed_params(enum proto_method m)
         }
 }
 
+/* One parameter of a single call (which, its P_ flag) into req; mapping
+ * is kept to be checked once pid is known.  -EINVAL when its value is
+ * bad. */
+static int parse_param(const cJSON *item, unsigned which, struct proto_request *req, const cJSON **mapping)
+{
+        double v;
+
+        switch (which) {
+        case P_PID:
+                if (protoparam_integer(item, 1, INT_MAX, &v) < 0)
+                        return -EINVAL;
+                req->pid = req->caller_pid = (pid_t)v;
+                return 0;
+        case P_START:
+                if (protoparam_integer(item, 0, 9007199254740992.0, &v) < 0)
+                        return -EINVAL;
+                req->start_time = (uint64_t)v;
+                req->has_start_time = true;
+                return 0;
+        case P_TIMEOUT:
+                if (protoparam_integer(item, 0, 4294967295.0, &v) < 0)
+                        return -EINVAL;
+                req->timeout_ms = (uint32_t)v;
+                req->has_timeout = true;
+                return 0;
+        case P_MAPPING:
+                *mapping = item;
+                return 0;
+        case P_LEASE_MS:
+        case P_LEASE_CLOSE:
+                return protoparam_lease(item, &req->lease) < 0 ? -EINVAL : 0;
+        case P_FORCE:
+                return protoparam_force(item, &req->force);
+        default:
+                return -EINVAL;
+        }
+}
+
 int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                         struct proto_request *ret_req, cJSON **ret_reply)
 {
@@ -173,57 +95,19 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
         unsigned allowed = allowed_params(call->method);
         bool have_pid = false;
         const cJSON *item, *mapping = NULL;
-        double v;
         int r;
 
         if (call->parameters)
                 cJSON_ArrayForEach(item, call->parameters) {
                         unsigned which = param_flag(item->string);
-                        if (!(which & allowed) || proto_key_repeated(call->parameters, item)) {
+                        /* "?" types in Varlink may be null: null means absent. */
+                        if (!(which & allowed) || proto_key_repeated(call->parameters, item) ||
+                            (!(cJSON_IsNull(item) && which != P_PID) && parse_param(item, which, &req, &mapping) < 0)) {
                                 *ret_reply = proto_invalid_parameter(item->string);
                                 r = -EINVAL;
                                 goto fail;
                         }
-                        /* "?" types in Varlink may be null: null means absent. */
-                        if (cJSON_IsNull(item) && which != P_PID)
-                                continue;
-                        switch (which) {
-                        case P_PID:
-                                if (get_integer(item, 1, INT_MAX, &v) < 0)
-                                        goto bad;
-                                req.pid = req.caller_pid = (pid_t)v;
-                                have_pid = true;
-                                break;
-                        case P_START:
-                                if (get_integer(item, 0, 9007199254740992.0, &v) < 0)
-                                        goto bad;
-                                req.start_time = (uint64_t)v;
-                                req.has_start_time = true;
-                                break;
-                        case P_TIMEOUT:
-                                if (get_integer(item, 0, 4294967295.0, &v) < 0)
-                                        goto bad;
-                                req.timeout_ms = (uint32_t)v;
-                                req.has_timeout = true;
-                                break;
-                        case P_MAPPING:
-                                mapping = item; /* checked once pid is known */
-                                break;
-                        case P_LEASE_MS:
-                        case P_LEASE_CLOSE:
-                                if (parse_lease_item(item, &req.lease) < 0)
-                                        goto bad;
-                                break;
-                        case P_FORCE:
-                                if (parse_force(item, &req.force) < 0)
-                                        goto bad;
-                                break;
-                        }
-                        continue;
-                bad:
-                        *ret_reply = proto_invalid_parameter(item->string);
-                        r = -EINVAL;
-                        goto fail;
+                        have_pid = have_pid || which == P_PID;
                 }
         if (!have_pid) {
                 *ret_reply = proto_invalid_parameter("pid");
@@ -231,7 +115,8 @@ int proto_parse_request(const struct proto_call *call, unsigned max_pairs,
                 goto fail;
         }
         if (mapping) {
-                r = parse_mapping(mapping, call->method, max_pairs, &req, ret_reply);
+                r = protoparam_mapping(mapping, req.pid, call->method, max_pairs, &req.pairs, &req.n_pairs,
+                                       ret_reply);
                 if (r < 0)
                         goto fail;
         }
@@ -253,12 +138,42 @@ void proto_request_free(struct proto_request *req)
 
 /* ---- groups ---------------------------------------------------------------- */
 
+/* {"pid": P, "start_time": T?} of a group's pids into *r: 0 or -EINVAL. */
+static int parse_pid_ref(const cJSON *ref, struct proto_pid_ref *r)
+{
+        const cJSON *item;
+        bool have_pid = false;
+        double v;
+
+        if (!cJSON_IsObject(ref))
+                return -EINVAL;
+        cJSON_ArrayForEach(item, ref) {
+                if (proto_key_repeated(ref, item))
+                        return -EINVAL;
+                if (strcmp(item->string, "pid") == 0) {
+                        if (protoparam_integer(item, 1, INT_MAX, &v) < 0)
+                                return -EINVAL;
+                        r->pid = (pid_t)v;
+                        have_pid = true;
+                } else if (strcmp(item->string, "start_time") == 0) {
+                        if (cJSON_IsNull(item))
+                                continue;
+                        if (protoparam_integer(item, 0, 9007199254740992.0, &v) < 0)
+                                return -EINVAL;
+                        r->start_time = (uint64_t)v;
+                        r->has_start_time = true;
+                } else {
+                        return -EINVAL;
+                }
+        }
+        return have_pid ? 0 : -EINVAL;
+}
+
 static int parse_pids(const cJSON *arr, unsigned max_members, struct proto_group_request *req,
                       cJSON **ret_reply)
 {
-        const cJSON *ref, *item;
+        const cJSON *ref;
         unsigned n = 0;
-        double v;
 
         if (!cJSON_IsArray(arr))
                 goto bad;
@@ -280,29 +195,7 @@ static int parse_pids(const cJSON *arr, unsigned max_members, struct proto_group
                 goto bad;
         cJSON_ArrayForEach(ref, arr) {
                 struct proto_pid_ref *r = &req->pids[req->n_pids];
-                bool have_pid = false;
-
-                if (!cJSON_IsObject(ref))
-                        goto bad;
-                cJSON_ArrayForEach(item, ref) {
-                        if (proto_key_repeated(ref, item))
-                                goto bad;
-                        if (strcmp(item->string, "pid") == 0) {
-                                if (get_integer(item, 1, INT_MAX, &v) < 0)
-                                        goto bad;
-                                r->pid = (pid_t)v;
-                                have_pid = true;
-                        } else if (strcmp(item->string, "start_time") == 0) {
-                                if (cJSON_IsNull(item))
-                                        continue;
-                                if (get_integer(item, 0, 9007199254740992.0, &v) < 0)
-                                        goto bad;
-                                r->start_time = (uint64_t)v;
-                                r->has_start_time = true;
-                        } else
-                                goto bad;
-                }
-                if (!have_pid)
+                if (parse_pid_ref(ref, r) < 0)
                         goto bad;
                 for (unsigned i = 0; i < req->n_pids; i++)
                         if (req->pids[i].pid == r->pid)
@@ -355,7 +248,7 @@ static int parse_selector(const cJSON *sel, unsigned max_members, struct proto_g
                                 goto bad;
                 } else if (strcmp(item->string, "tree") == 0) {
                         req->kind = PROTO_SELECT_TREE;
-                        if (get_integer(item, 1, INT_MAX, &v) < 0)
+                        if (protoparam_integer(item, 1, INT_MAX, &v) < 0)
                                 goto bad;
                         req->tree = (pid_t)v;
                 } else
@@ -369,16 +262,46 @@ bad:
         return -EINVAL;
 }
 
+/* One parameter of a group call of method m other than its selector into
+ * req: false when it is not one m takes, or its value is bad. */
+static bool parse_group_param(const cJSON *item, enum proto_method m, unsigned max_pairs,
+                              struct proto_group_request *req)
+{
+        const bool takes_timeout = m == PROTO_LOCK_GROUP || m == PROTO_SUSPEND_GROUP;
+        const bool takes_mapping = m == PROTO_RESTORE_GROUP || m == PROTO_RESUME_GROUP;
+        cJSON *err = NULL;
+        double v;
+        int r;
+
+        if (strcmp(item->string, "timeout_ms") == 0 && takes_timeout) {
+                if (cJSON_IsNull(item))
+                        return true;
+                if (protoparam_integer(item, 0, 4294967295.0, &v) < 0)
+                        return false;
+                req->timeout_ms = (uint32_t)v;
+                req->has_timeout = true;
+                return true;
+        }
+        if (takes_timeout && (r = protoparam_lease(item, &req->lease)) != 0)
+                return r > 0;
+        if (strcmp(item->string, "gpu_mapping") == 0 && takes_mapping) {
+                if (cJSON_IsNull(item))
+                        return true;
+                if (protoparam_mapping(item, 0, m, max_pairs, &req->pairs, &req->n_pairs, &err) == 0)
+                        return true;
+                cJSON_Delete(err); /* a group's mapping error names no pid */
+                return false;
+        }
+        return takes_mapping && strcmp(item->string, "force") == 0 && protoparam_force(item, &req->force) == 0;
+}
+
 int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigned max_members,
                       struct proto_group_request *ret_req, cJSON **ret_reply)
 {
         struct proto_group_request req = { .kind = PROTO_SELECT_ALL };
         const bool list = call->method == PROTO_LIST_PROCESSES || call->method == PROTO_WATCH;
-        const bool takes_timeout = call->method == PROTO_LOCK_GROUP || call->method == PROTO_SUSPEND_GROUP;
-        const bool takes_mapping = call->method == PROTO_RESTORE_GROUP || call->method == PROTO_RESUME_GROUP;
         const cJSON *item, *selector = NULL;
         const char *bad = NULL;
-        double v;
         int r;
 
         *ret_reply = NULL;
@@ -391,47 +314,13 @@ int proto_parse_group(const struct proto_call *call, unsigned max_pairs, unsigne
                         if (strcmp(item->string, "selector") == 0) {
                                 if (!(cJSON_IsNull(item) && list))
                                         selector = item;
-                        } else if (strcmp(item->string, "timeout_ms") == 0 && takes_timeout) {
-                                if (cJSON_IsNull(item))
-                                        continue;
-                                if (get_integer(item, 0, 4294967295.0, &v) < 0) {
-                                        bad = item->string;
-                                        break;
-                                }
-                                req.timeout_ms = (uint32_t)v;
-                                req.has_timeout = true;
-                        } else if (takes_timeout && parse_lease_item(item, &req.lease) != 0) {
-                                if (parse_lease_item(item, &req.lease) < 0) {
-                                        bad = item->string;
-                                        break;
-                                }
-                        } else if (strcmp(item->string, "gpu_mapping") == 0 && takes_mapping) {
-                                struct proto_request tmp = { 0 };
-                                cJSON *err = NULL;
-                                if (cJSON_IsNull(item))
-                                        continue;
-                                if (parse_mapping(item, call->method, max_pairs, &tmp, &err) < 0) {
-                                        /* A group's mapping error names no pid. */
-                                        cJSON_Delete(err);
-                                        proto_request_free(&tmp);
-                                        bad = item->string;
-                                        break;
-                                }
-                                req.pairs = tmp.pairs;
-                                req.n_pairs = tmp.n_pairs;
-                        } else if (!takes_mapping || strcmp(item->string, "force") != 0 ||
-                                   parse_force(item, &req.force) < 0) {
+                        } else if (!parse_group_param(item, call->method, max_pairs, &req)) {
                                 bad = item->string;
                                 break;
                         }
                 }
-        if (bad) {
-                *ret_reply = proto_invalid_parameter(bad);
-                r = -EINVAL;
-                goto fail;
-        }
-        if (!selector && !list) {
-                *ret_reply = proto_invalid_parameter("selector");
+        if (bad || (!selector && !list)) {
+                *ret_reply = proto_invalid_parameter(bad ? bad : "selector");
                 r = -EINVAL;
                 goto fail;
         }
@@ -454,7 +343,7 @@ static bool parse_lease_other(const cJSON *item, uint32_t *ret_ms, const char **
         double v;
 
         if (strcmp(item->string, "lease_ms") == 0) {
-                if (get_integer(item, 1, 4294967295.0, &v) < 0)
+                if (protoparam_integer(item, 1, 4294967295.0, &v) < 0)
                         return false;
                 *ret_ms = (uint32_t)v;
                 return true;
@@ -478,7 +367,7 @@ static int parse_lease_params(const struct proto_call *call, const char *other, 
                 cJSON_ArrayForEach(item, call->parameters) {
                         if (proto_key_repeated(call->parameters, item))
                                 goto bad;
-                        if (strcmp(item->string, "lease") == 0 && get_integer(item, 1, 9007199254740992.0, &v) == 0) {
+                        if (strcmp(item->string, "lease") == 0 && protoparam_integer(item, 1, 9007199254740992.0, &v) == 0) {
                                 *ret_id = (uint64_t)v;
                                 have_id = true;
                         } else if (other && strcmp(item->string, other) == 0 &&

@@ -20,17 +20,7 @@
 #include "cuda-api.h"
 
 #include "varlink/protomsg.h"
-
-/* The lease a Lock or Suspend (single or group) asks for (lease.h). */
-struct proto_lease {
-        bool wanted;                /* lease_ms or lease_on_close given */
-        uint32_t ms;                /* undo this long after the reply; 0 = no expiry */
-        bool on_close;              /* undo when the connection closes */
-        bool admitted;              /* the daemon counts it in its caller's lease
-                                     * share until it is granted or not (lease.h) */
-        uint64_t pending;           /* the id of its lease written before the
-                                     * first driver step, until granted (lease.h) */
-};
+#include "varlink/protoparam.h"
 
 struct proto_request {
         pid_t pid;                  /* in the daemon's pid namespace once dispatched */
