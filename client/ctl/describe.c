@@ -52,6 +52,18 @@ static bool describe_int(const cJSON *params, const char *key, long long *ret) {
         return json_get_integer(params, key, -JSON_MAX_EXACT, JSON_MAX_EXACT, ret);
 }
 
+/* The integer key of params between before and after, or otherwise when
+ * params has none. */
+static void describe_int_or(FILE *f, const cJSON *params, const char *key, const char *before, const char *after,
+                            const char *otherwise) {
+        long long n;
+
+        if (describe_int(params, key, &n))
+                fprintf(f, "%s%lld%s", before, n, after);
+        else
+                fputs(otherwise, f);
+}
+
 /* Optional details shared by the operation errors, e.g.
  * " at the checkpoint step; process is locked; rolled back". */
 static void describe_tail(FILE *f, const cJSON *params, int with_state) {
@@ -135,12 +147,7 @@ static const struct {
 };
 
 static void describe_permission_denied(FILE *f, const cJSON *params) {
-        long long n;
-
-        if (describe_int(params, "caller_uid", &n))
-                fprintf(f, "uid %lld may not act on this process", n);
-        else
-                fputs("permission denied", f);
+        describe_int_or(f, params, "caller_uid", "uid ", " may not act on this process", "permission denied");
 }
 
 static void describe_invalid_state(FILE *f, const cJSON *params) {
@@ -165,12 +172,8 @@ static void describe_process_stopped(FILE *f, const cJSON *params) {
 }
 
 static void describe_timeout(FILE *f, const cJSON *params) {
-        long long n;
-
-        if (describe_int(params, "timeout_ms", &n))
-                fprintf(f, "lock did not complete within %lld ms", n);
-        else
-                fputs("lock did not complete in time", f);
+        describe_int_or(f, params, "timeout_ms", "lock did not complete within ", " ms",
+                        "lock did not complete in time");
         describe_tail(f, params, 1);
 }
 

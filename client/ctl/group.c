@@ -83,12 +83,18 @@ typedef struct group_widths {
         size_t pid, state, time;
 } group_widths;
 
-/* Member m's pid, state (NULL when it has none) and duration in ms; false
- * when it names no pid. */
-static bool group_member_row(const cJSON *m, long long *ret_pid, const char **ret_state, double *ret_ms) {
-        *ret_state = json_get_string(m, "state");
-        *ret_ms = ctl_group_ms(m, "duration_ms");
-        return json_get_integer(m, "pid", 0, 2147483647.0, ret_pid);
+/* A row of the members table. */
+typedef struct group_row {
+        long long pid;
+        const char *state; /* NULL when it has none */
+        double ms;         /* negative when it has none */
+} group_row;
+
+/* Member m's row; false when it names no pid. */
+static bool group_member_row(const cJSON *m, group_row *r) {
+        r->state = json_get_string(m, "state");
+        r->ms = ctl_group_ms(m, "duration_ms");
+        return json_get_integer(m, "pid", 0, 2147483647.0, &r->pid);
 }
 
 /* The columns' widths for members; returns the number of members, and
@@ -103,25 +109,23 @@ static size_t group_measure_members(const cJSON *members, group_widths *w, const
 
         *w = (group_widths) { .pid = 3, .state = 5, .time = 4 };
         cJSON_ArrayForEach(m, members) {
-                const char *state;
-                double ms;
-                long long pid;
+                group_row r;
 
-                if (!group_member_row(m, &pid, &state, &ms))
+                if (!group_member_row(m, &r))
                         continue;
                 n++;
-                snprintf(buf, sizeof(buf), "%lld", pid);
+                snprintf(buf, sizeof(buf), "%lld", r.pid);
                 if (strlen(buf) > w->pid)
                         w->pid = strlen(buf);
-                if (!state)
-                        state = "unknown";
-                if (ctl_text_width(state) > w->state)
-                        w->state = ctl_text_width(state);
-                if (ms >= 0 && (size_t) snprintf(buf, sizeof(buf), "%.1f ms", ms) > w->time)
+                if (!r.state)
+                        r.state = "unknown";
+                if (ctl_text_width(r.state) > w->state)
+                        w->state = ctl_text_width(r.state);
+                if (r.ms >= 0 && (size_t) snprintf(buf, sizeof(buf), "%.1f ms", r.ms) > w->time)
                         w->time = strlen(buf);
                 if (!common)
-                        common = state;
-                else if (strcmp(common, state) != 0)
+                        common = r.state;
+                else if (strcmp(common, r.state) != 0)
                         mixed = true;
         }
         *ret_state = mixed || !common || strcmp(common, "unknown") == 0 ? NULL : common;
@@ -172,17 +176,15 @@ static size_t group_print_members(FILE *f, const cJSON *members, bool with_error
         } else
                 fputs("TIME\n", f);
         cJSON_ArrayForEach(m, members) {
-                const char *state;
-                double ms;
-                long long pid;
+                group_row r;
 
-                if (!group_member_row(m, &pid, &state, &ms))
+                if (!group_member_row(m, &r))
                         continue;
-                fprintf(f, "%*lld  ", (int) w.pid, pid);
-                ctl_put_cell(f, state ? state : "unknown", w.state);
+                fprintf(f, "%*lld  ", (int) w.pid, r.pid);
+                ctl_put_cell(f, r.state ? r.state : "unknown", w.state);
                 fputs("  ", f);
-                if (ms >= 0)
-                        snprintf(buf, sizeof(buf), "%.1f ms", ms);
+                if (r.ms >= 0)
+                        snprintf(buf, sizeof(buf), "%.1f ms", r.ms);
                 else
                         snprintf(buf, sizeof(buf), "-");
                 if (!with_errors) {

@@ -32,14 +32,14 @@ full:
 
 /* The members acting now, as a lease names them (malloc'ed); NULL when
  * out of memory. */
-static struct group_member_id *member_ids(const struct members *ms, size_t *ret_n)
+static struct lease_member *member_ids(const struct members *ms, size_t *ret_n)
 {
-        struct group_member_id *ids = calloc(ms->n ? ms->n : 1, sizeof(*ids));
+        struct lease_member *ids = calloc(ms->n ? ms->n : 1, sizeof(*ids));
 
         *ret_n = 0;
         for (size_t i = 0; ids && i < ms->n; i++)
                 if (members_active(&ms->m[i]))
-                        ids[(*ret_n)++] = (struct group_member_id){ .pid = ms->m[i].s.pid,
+                        ids[(*ret_n)++] = (struct lease_member){ .pid = ms->m[i].s.pid,
                                                                     .vpid = ms->m[i].s.vpid,
                                                                     .start_time = ms->m[i].s.start_time,
                                                                     .owner = ms->m[i].s.owner };
@@ -50,7 +50,7 @@ void grouplease_grant(const struct group_lease_hooks *h, const struct jobs_call 
                       cJSON *msg)
 {
         size_t n;
-        struct group_member_id *ids = member_ids(ms, &n);
+        struct lease_member *ids = member_ids(ms, &n);
 
         if (!ids) {
                 /* No lease can be kept: nothing may stay paused unguarded. */
@@ -65,7 +65,7 @@ void grouplease_grant(const struct group_lease_hooks *h, const struct jobs_call 
 void grouplease_intend(const struct group_lease_hooks *h, struct jobs_call *call, const struct members *ms)
 {
         size_t n;
-        struct group_member_id *ids;
+        struct lease_member *ids;
 
         if (!call->req.lease.admitted)
                 return;

@@ -17,18 +17,11 @@
 #include "auth/policy.h"
 #include "base/share.h"
 #include "jobs/jobs.h"
+#include "jobs/leasedata.h"
 #include "jobs/members.h"
 #include "varlink/proto.h"
 
 struct conn;
-
-/* A member a lease is granted on. */
-struct group_member_id {
-        pid_t pid;              /* in the daemon's pid namespace */
-        pid_t vpid;             /* as the caller named it */
-        uint64_t start_time;
-        struct policy_target owner; /* its uids */
-};
 
 /* What a group that asks for a lease needs of the lease layer above: a
  * place in the caller's lease share from its arrival (admit_cb: false,
@@ -41,9 +34,9 @@ struct group_lease_hooks {
         bool (*admit_cb)(void *ctx, const struct policy_caller *caller, struct share_refusal *ret);
         void (*unadmit_cb)(void *ctx, const struct policy_caller *caller, struct proto_lease *want);
         void (*intend_cb)(void *ctx, const struct policy_caller *caller, enum proto_method m,
-                          struct proto_lease *want, const struct group_member_id *members, size_t n);
+                          struct proto_lease *want, const struct lease_member *members, size_t n);
         void (*grant_cb)(void *ctx, struct conn *c, enum proto_method m, const struct proto_lease *want,
-                         const struct group_member_id *members, size_t n, cJSON *reply);
+                         const struct lease_member *members, size_t n, cJSON *reply);
         void *ctx;
 };
 

@@ -1,6 +1,7 @@
 /* leasedata.h: a lease as data: what the lease table (lease.h) holds and
- * the lease store (leasestore.h) writes and reads back.  Only the table
- * changes a lease; the store sees the list whole when it saves. */
+ * the lease store (leasestore.h) writes and reads back, and the members a
+ * group hands it (grouplease.h).  Only the table changes a lease; the
+ * store sees the list whole when it saves. */
 #ifndef CUDACKPT_LEASEDATA_H
 #define CUDACKPT_LEASEDATA_H
 
