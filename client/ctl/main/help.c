@@ -198,6 +198,8 @@ static void ctl_help_status(void) {
               "  24 ProcessStopped (every thread of the process is stopped)\n"
               "  25 GroupTooLarge (the selection holds more processes than the daemon allows)\n"
               "  27 NoSuchCgroup (a --cgroup selection names a cgroup that does not exist)\n"
+              "  28 restore --images: no device plan (no GPU of the job's model left, or an\n"
+              "     older driver); 26 there: a GPU of the plan has too little free memory\n"
               "  A group that failed (GroupFailed) exits with the status of the error of its\n"
               "  failing member.  A selection with no CUDA process succeeds.\n"
               "  status exits 18 when the daemon has no usable CUDA driver, as every command\n"
