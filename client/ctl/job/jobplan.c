@@ -91,7 +91,7 @@ static void plan_print_entry(FILE *f, const ctl_plan_entry *e, const ctl_node *n
                 e->from->name[0] ? e->from->name : "model not known", e->from->index, e->members,
                 e->members == 1 ? "" : "es", (double) e->need / MIB);
         if (!to) {
-                fprintf(f, "    -> no GPU of this node\n");
+                fprintf(f, "    -> none: no GPU of this node of its model with room is left for it\n");
                 return;
         }
         fprintf(f, "    -> %s (%s, ordinal %d), %s: model %s; memory %s (%.1f MiB needed there, ", to->uuid,
@@ -188,8 +188,10 @@ static int plan_refuse(const ctl_job_args *a, const ctl_plan *p, const ctl_devre
                         "job goes to one of its own)", e->from->name[0] ? e->from->name : "(not known)",
                         e->from->uuid);
         }
-        fprintf(stderr, "; nothing was restored (--dry-run shows the plan%s)\n",
-                p->verdict == CTL_PLAN_UNKNOWN_TARGET ? "" : "; --force restores anyway");
+        fprintf(stderr, "; nothing was restored%s\n",
+                p->verdict == CTL_PLAN_NO_GPU ? " (--device-map=OLD=NEW names a GPU, with --force for another model)"
+                : p->verdict == CTL_PLAN_UNKNOWN_TARGET ? ""
+                                                        : " (--force restores anyway)");
         return p->verdict == CTL_PLAN_NO_MEMORY        ? CUDACKPT_EXIT_INSUFFICIENT_GPU_MEMORY
                : p->verdict == CTL_PLAN_UNKNOWN_TARGET ? CUDACKPT_EXIT_INVALID_GPU_MAPPING
                                                        : CUDACKPT_EXIT_NO_DEVICE_PLAN;
