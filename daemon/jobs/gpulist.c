@@ -99,6 +99,20 @@ static void query_done_cb(uv_work_t *w, int status)
         query_end(w->data);
 }
 
+/* Refused before it starts: QueueFull (why) or ShuttingDown. */
+static void refuse(struct jobs *js, struct conn *c, struct proto_call *call, const struct share_refusal *why)
+{
+        cJSON *p = NULL;
+
+        if (why && (p = cJSON_CreateObject())) {
+                cJSON_AddNumberToObject(p, "limit", why->limit);
+                if (why->key)
+                        cJSON_AddStringToObject(p, "resource", why->key);
+        }
+        metrics_op(js->metrics, call->method, why ? "QueueFull" : "ShuttingDown", 0);
+        conn_reply(c, call, proto_error_new(why ? CUDACKPT_ERROR_QUEUE_FULL : CUDACKPT_ERROR_SHUTTING_DOWN, p));
+}
+
 void gpulist_call(struct list_table *t, struct conn *c, struct proto_call *call)
 {
         struct jobs *js = t->jobs;
@@ -110,28 +124,29 @@ void gpulist_call(struct list_table *t, struct conn *c, struct proto_call *call)
                 return;
         }
         *q = (struct gpu_query){ .table = t, .conn = c, .uid = c->caller.uid,
-                                 .privileged = access_privileged(js->cfg, &c->caller),
-                                 .method = call->method, .reply = !call->oneway, .t0 = uv_hrtime(), .nvml = t->gpumem_on };
-        if (jobs_stopping(js) || share_take(&js->slots, q->uid, q->privileged, &why) < 0) {
-                cJSON *p = NULL;
-                bool full = !jobs_stopping(js);
-                if (full && (p = cJSON_CreateObject())) {
-                        cJSON_AddNumberToObject(p, "limit", why.limit);
-                        if (why.key)
-                                cJSON_AddStringToObject(p, "resource", why.key);
-                }
-                metrics_op(js->metrics, call->method, full ? "QueueFull" : "ShuttingDown", 0);
-                conn_reply(c, call,
-                           proto_error_new(full ? CUDACKPT_ERROR_QUEUE_FULL : CUDACKPT_ERROR_SHUTTING_DOWN, p));
+                                 .privileged = access_privileged(js->cfg, &c->caller), .method = call->method,
+                                 .reply = !call->oneway, .t0 = uv_hrtime(), .nvml = t->gpumem_on };
+        /* Without NVML there is nothing to ask: the answer comes at once. */
+        if (!q->nvml) {
+                metrics_op(js->metrics, call->method, "ok", uv_hrtime() - q->t0);
+                conn_reply(c, call, query_reply(q));
                 free(q);
                 return;
         }
+        if (jobs_stopping(js) || share_take(&js->slots, q->uid, q->privileged, &why) < 0) {
+                refuse(js, c, call, jobs_stopping(js) ? NULL : &why);
+                free(q);
+                return;
+        }
+        q->work.data = q;
+        if (uv_queue_work(js->loop, &q->work, query_work, query_done_cb) < 0) {
+                share_give(&js->slots, q->uid, q->privileged);
+                conn_close(c);
+                free(q);
+                return;
+        }
+        /* Held until the answer, which comes on a later turn of the loop. */
         life_hold(js->life);
         conn_ref(c);
         conn_request_begin(c);
-        q->work.data = q;
-        if (!q->nvml || uv_queue_work(js->loop, &q->work, query_work, query_done_cb) < 0) {
-                q->nvml = false;
-                query_end(q);
-        }
 }

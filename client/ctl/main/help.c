@@ -64,9 +64,9 @@ static const ctl_help_entry ctl_help_commands[] = {
           "a whole job to disk: suspend it as one group\n(GPU memory free), CRIU dumps each process tree\n"
           "into DIR; resumed if CRIU fails (or with\n--leave-running)\n",
           NULL },
-        { "restore --images=DIR [--device-map=OLD=NEW,...] [-- CRIU-OPTIONS]",
-          "the job back: CRIU restores every tree with its\nCUDA plugin aside, then one group resume\n"
-          "(\"cudackptctl dump --help\" for both)\n",
+        { "restore --images=DIR [--device-map=OLD=NEW,...] [--dry-run] [-- CRIU-OPTIONS]",
+          "the job back: the device plan (GPUs this node\nlacks mapped, checked), CRIU restores every tree\n"
+          "with its CUDA plugin aside, then one group resume\n(\"cudackptctl dump --help\" for both)\n",
           NULL },
 };
 
