@@ -40,6 +40,8 @@ static const ctl_help_entry ctl_help_commands[] = {
           "processes, workers busy, operations queued,\ngroups, leases, watchers, connections.  Exit\n"
           "status 18 when it has no usable driver\n",
           NULL },
+        { "gpus", "print this node's GPUs as the daemon's NVML tells\nthem (UUID, PCI bus id, free and total memory,\n"
+          "model) and the driver's version: what restore\n--images plans with\n", NULL },
         { "ps [SELECTOR]",
           "list the CUDA processes you may act on (or those of\nSELECTOR): PID, USER, STATE, CGROUP, GPU MEM (with\n"
           "NVML), COMMAND\n",

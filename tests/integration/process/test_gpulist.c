@@ -3,7 +3,7 @@
  * driver's version as the simulator is told them, and the restore margin;
  * open to an unprivileged caller; without NVML, nvml false and no GPU;
  * every call answered once, pipelined or not (an answer made at once must
- * not be sent again); parameters refused. */
+ * not be sent again); parameters refused; cudackptctl gpus. */
 #include "harness.h"
 
 #include <check.h>
@@ -71,6 +71,12 @@ START_TEST(gpulist_tells_the_gpus)
         ck_assert_int_le((long long)cJSON_GetObjectItem(gpu(r, 0), "memory_free_bytes")->valuedouble,
                          (1000LL - 64) * 1024 * 1024);
 
+        /* cudackptctl gpus, as another user: a line per GPU. */
+        struct itest_proc_result *o = itest_ctl_as(u, d, "gpus", NULL);
+        ck_assert_msg(o->status == 0 && strstr(o->out, "driver 575.57.08") &&
+                              strstr(o->out, ITEST_GPU1 "  00000000:AB:00.0") && strstr(o->out, "NVIDIA A100-SXM4-80GB\n"),
+                      "gpus: exit %d: %s%s", o->status, o->out, o->err);
+
         /* Parameters are refused. */
         itest_assert_error(itest_call(c, CUDACKPT_METHOD_LIST_GPUS, "{\"x\":1}"), "org.varlink.service.InvalidParameter");
 }
@@ -98,6 +104,9 @@ START_TEST(gpulist_without_nvml_answers_once)
         r = itest_recv(c);
         itest_assert_str(r, "product", "cudackptd");
         ck_assert_int_eq(itest_recv_raw(c, 300, &r), -ETIMEDOUT);
+        /* cudackptctl gpus says it cannot tell. */
+        struct itest_proc_result *o = itest_ctl(d, "gpus", NULL);
+        ck_assert_msg(o->status == 1 && strstr(o->err, "no NVML"), "gpus: exit %d: %s", o->status, o->err);
 }
 END_TEST
 
