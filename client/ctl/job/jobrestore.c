@@ -57,6 +57,7 @@ typedef struct jrestore {
         cJSON *members;               /* Selector of the restored members, pinned; NULL: none */
         int dir_fd;                   /* DIR */
         double criu_ms, resume_ms, t0;
+        bool plan_said;               /* the device plan was said (--dry-run --json: its object) */
 } jrestore;
 
 /* Every old GPU a member used must be mapped (the driver wants them all). */
@@ -387,8 +388,10 @@ static void jrestore_free(jrestore *x) {
 static int jrestore_check(jrestore *x, ctl_job_args *planned, ctl_map *plan_map) {
         int status = jrestore_read_images(x);
 
-        if (status == CUDACKPT_EXIT_OK)
+        if (status == CUDACKPT_EXIT_OK) {
                 status = ctl_job_plan(x->a, &x->m, plan_map);
+                x->plan_said = status != CUDACKPT_EXIT_UNREACHABLE;
+        }
         if (plan_map->items) {
                 planned->map = *plan_map;
                 x->a = planned;
@@ -417,7 +420,7 @@ int ctl_job_restore(const ctl_job_args *a) {
         }
         status = jrestore_check(&x, &planned, &plan_map);
         /* --json answers a failed check too, as dump's does ("prepare"). */
-        if (status != CUDACKPT_EXIT_OK && a->json && !a->dry_run)
+        if (status != CUDACKPT_EXIT_OK && a->json && !(a->dry_run && x.plan_said))
                 jrestore_print_json(&x, "check");
         if (status != CUDACKPT_EXIT_OK || a->dry_run) {
                 ctl_map_free(&plan_map);
