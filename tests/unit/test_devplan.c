@@ -125,12 +125,14 @@ END_TEST
 START_TEST(test_ordinal_full_next_in_order) {
         ctl_plan p;
 
-        /* B0 is too small for A0 (170 MiB): A0 takes B1, A1 then B2 (one to one). */
+        /* B0 is too small for A0 (170 MiB): A0 takes the next in order, B1;
+         * A1's own ordinal (B1) is then taken: the first in order with room,
+         * B0 (40 MiB fit), one to one. */
         gpus[0].free = 169 * MIB;
         p = make(NULL, false);
         ck_assert_int_eq(p.verdict, CTL_PLAN_FITS);
         ck_assert_int_eq(p.e[0].to, 1);
-        ck_assert_int_eq(p.e[1].to, 0); /* its own ordinal is free and 40 MiB fit */
+        ck_assert_int_eq(p.e[1].to, 0);
         ctl_plan_free(&p);
         /* Exactly enough fits. */
         gpus[0].free = 170 * MIB;
