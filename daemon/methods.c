@@ -8,6 +8,7 @@
 
 #include "net/conn.h"
 #include "cudackpt/protocol.h"
+#include "jobs/gpulist.h"
 #include "jobs/group.h"
 #include "jobs/lease.h"
 #include "jobs/list.h"
@@ -129,6 +130,11 @@ static void list_row(void *feature, struct conn *c, struct proto_call *call)
         list_call(feature, c, call);
 }
 
+static void gpulist_row(void *feature, struct conn *c, struct proto_call *call)
+{
+        gpulist_call(feature, c, call);
+}
+
 static void lease_row(void *feature, struct conn *c, struct proto_call *call)
 {
         lease_call(feature, c, call);
@@ -168,6 +174,7 @@ void methods_init(struct methods *m, const struct methods_features *f)
         add(m, PROTO_WATCH, PROTO_WATCH, watch_row, f->watch, false);
         add(m, PROTO_GET_METRICS, PROTO_GET_METRICS, metrics_row, f->status, true);
         add(m, PROTO_GET_STATUS, PROTO_GET_STATUS, status_row, f->status, true);
+        add(m, PROTO_LIST_GPUS, PROTO_LIST_GPUS, gpulist_row, f->lists, true);
         add(m, PROTO_GET_INFO, PROTO_GET_INFO, get_info_call, NULL, true);
         add(m, PROTO_GET_INTERFACE_DESCRIPTION, PROTO_GET_INTERFACE_DESCRIPTION, get_interface_description_call,
             NULL, false);

@@ -32,6 +32,17 @@ struct nvml_process_info {
         unsigned int compute_instance_id;
 };
 
+/* nvmlPciInfo_t, as nvmlDeviceGetPciInfo_v3 fills it. */
+struct nvml_pci_info {
+        char bus_id_legacy[16];
+        unsigned int domain;
+        unsigned int bus;
+        unsigned int device;
+        unsigned int pci_device_id;
+        unsigned int pci_subsystem_id;
+        char bus_id[GPUMEM_PCI_MAX];
+};
+
 static void *sym(struct gpumem *g, const char *name)
 {
         void *p = dlsym(g->lib, name);
@@ -65,6 +76,31 @@ static int list_gpus(struct gpumem *g, int (*count)(unsigned *), int (*handle)(u
         }
         g->n_gpus = n;
         return 0;
+}
+
+/* The model, PCI bus id and driver version, where NVML has them: only
+ * ListGpus shows them, so a library without them costs nothing else. */
+static void read_names(struct gpumem *g)
+{
+        int (*name)(void *, char *, unsigned) = (int (*)(void *, char *, unsigned))dlsym(g->lib, "nvmlDeviceGetName");
+        int (*pci)(void *, struct nvml_pci_info *) =
+                (int (*)(void *, struct nvml_pci_info *))dlsym(g->lib, "nvmlDeviceGetPciInfo_v3");
+        int (*version)(char *, unsigned) = (int (*)(char *, unsigned))dlsym(g->lib, "nvmlSystemGetDriverVersion");
+
+        if (!version || version(g->driver_version, GPUMEM_DRIVER_MAX) != NVML_SUCCESS)
+                g->driver_version[0] = '\0';
+        g->driver_version[GPUMEM_DRIVER_MAX - 1] = '\0';
+        for (unsigned i = 0; i < g->n_gpus; i++) {
+                struct nvml_pci_info info;
+                if (!name || name(g->device[i], g->name[i], GPUMEM_NAME_MAX) != NVML_SUCCESS)
+                        g->name[i][0] = '\0';
+                g->name[i][GPUMEM_NAME_MAX - 1] = '\0';
+                memset(&info, 0, sizeof(info));
+                if (pci && pci(g->device[i], &info) == NVML_SUCCESS)
+                        snprintf(g->pci_bus_id[i], GPUMEM_PCI_MAX, "%.*s", GPUMEM_PCI_MAX - 1, info.bus_id);
+                else
+                        g->pci_bus_id[i][0] = '\0';
+        }
 }
 
 int gpumem_open(struct gpumem *g, const char *path)
@@ -109,6 +145,7 @@ int gpumem_open(struct gpumem *g, const char *path)
         }
         if (list_gpus(g, count, handle, uuid) < 0)
                 goto fail;
+        read_names(g);
         g->available = true;
         return 0;
 fail:

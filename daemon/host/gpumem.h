@@ -26,6 +26,9 @@
 #define GPUMEM_MAX_GPUS 64
 #define GPUMEM_UUID_MAX 96
 #define GPUMEM_NO_BYTES UINT64_MAX /* NVML could not say */
+#define GPUMEM_NAME_MAX 96         /* NVML_DEVICE_NAME_V2_BUFFER_SIZE */
+#define GPUMEM_PCI_MAX 32          /* NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE */
+#define GPUMEM_DRIVER_MAX 80       /* NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE */
 
 struct gpumem_use {
         pid_t pid;          /* as NVML gives it: the initial pid namespace's */
@@ -40,6 +43,11 @@ struct gpumem {
         unsigned n_gpus;
         char uuid[GPUMEM_MAX_GPUS][GPUMEM_UUID_MAX];
         void *device[GPUMEM_MAX_GPUS];
+        /* What does not change while the driver is loaded, read at open
+         * (ListGpus, gpulist.h): "" where NVML lacks the entry point. */
+        char name[GPUMEM_MAX_GPUS][GPUMEM_NAME_MAX];
+        char pci_bus_id[GPUMEM_MAX_GPUS][GPUMEM_PCI_MAX];
+        char driver_version[GPUMEM_DRIVER_MAX];
         int (*get_processes)(void *device, unsigned *count, void *infos);
         int (*get_memory)(void *device, void *info); /* NULL: the library lacks it */
         int (*shutdown)(void);

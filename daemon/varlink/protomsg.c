@@ -36,6 +36,7 @@ static const char *const method_names[PROTO_METHODS] = {
         [PROTO_WATCH] = "Watch",
         [PROTO_GET_METRICS] = "GetMetrics",
         [PROTO_GET_STATUS] = "GetStatus",
+        [PROTO_LIST_GPUS] = "ListGpus",
         [PROTO_GET_INFO] = "GetInfo",
         [PROTO_GET_INTERFACE_DESCRIPTION] = "GetInterfaceDescription",
 };

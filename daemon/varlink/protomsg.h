@@ -33,6 +33,7 @@ enum proto_method {
         PROTO_WATCH,
         PROTO_GET_METRICS,
         PROTO_GET_STATUS,
+        PROTO_LIST_GPUS,
         PROTO_INTERFACE_METHODS, /* the ones above are io.cudackpt.Process's */
         PROTO_GET_INFO = PROTO_INTERFACE_METHODS,
         PROTO_GET_INTERFACE_DESCRIPTION,

@@ -34,6 +34,7 @@
 #define CUDACKPT_METHOD_WATCH "io.cudackpt.Process.Watch"
 #define CUDACKPT_METHOD_GET_METRICS "io.cudackpt.Process.GetMetrics"
 #define CUDACKPT_METHOD_GET_STATUS "io.cudackpt.Process.GetStatus"
+#define CUDACKPT_METHOD_LIST_GPUS "io.cudackpt.Process.ListGpus"
 
 /* State strings carried in "state".  A driver value this build does not
  * know is reported as "unknown-N" with N the driver's number. */

@@ -18,7 +18,9 @@
  * CUDACKPT_SIM_DEVICE_COUNT=N, ...0002 up to N), CUDACKPT_SIM_GPU_MEM_MIB=N (the
  * memory of each GPU, 81920), CUDACKPT_SIM_DRIVER_VERSION=N
  * (default 13000), CUDACKPT_SIM_INIT_ERROR=N or a CUDA_ERROR_ name (cuInit's
- * result).  A TARGET's environment (read at every call): CUDACKPT_SIM=1 (it
+ * result); NVML's model names, PCI bus ids and driver version are
+ * sim-nvml-info.c's (CUDACKPT_SIM_GPU_NAMES, CUDACKPT_SIM_PCI_BUS_IDS,
+ * CUDACKPT_SIM_NVML_DRIVER_VERSION).  A TARGET's environment (read at every call): CUDACKPT_SIM=1 (it
  * is a CUDA process), CUDACKPT_SIM_MEM_MIB (64), CUDACKPT_SIM_CKPT_MIBPS
  * (2048), CUDACKPT_SIM_RESTORE_MIBPS (4096), CUDACKPT_SIM_GPUS=index|uuid,...
  * (device 0), CUDACKPT_SIM_BUSY_MS (a kernel in flight at lock time),

@@ -28,6 +28,7 @@
 #include "criu.h"
 #include "criubarrier.h"
 #include "describe.h"
+#include "dumpgpus.h"
 #include "dumptrees.h"
 #include "exitcode.h"
 #include "jobpin.h"
@@ -62,6 +63,7 @@ typedef struct dump_job {
         char part_name[64];
         cudackpt_client *client;
         cJSON *processes;             /* ListProcesses' list (for the GPUs), or NULL */
+        cJSON *gpus;                  /* ListGpus' answer (dumpgpus.h), or NULL */
         cJSON *members;               /* the suspended members as a Selector; NULL: none */
         int outside;                  /* a member in none of the trees, or 0 */
         ctl_manifest m;
@@ -348,6 +350,7 @@ static int dump_suspend(dump_job *x) {
                 return CUDACKPT_EXIT_UNREACHABLE;
         }
         dump_list_gpus(x);
+        x->gpus = ctl_dump_gpus_ask(x->client);
         t0 = monotime_ms_exact();
         status = ctl_job_group(x->client, x->a, CUDACKPT_METHOD_SUSPEND_GROUP, NULL, true, &x->members);
         x->suspend_ms = monotime_ms_exact() - t0;
@@ -374,6 +377,7 @@ static int dump_suspend(dump_job *x) {
                         fprintf(stderr, "%sthe job was resumed\n", x->a->prefix);
                 return status == CUDACKPT_EXIT_OK ? CUDACKPT_EXIT_FAILURE : status;
         }
+        ctl_dump_gpus_record(&x->m, x->gpus, x->processes);
         return CUDACKPT_EXIT_OK;
 }
 
@@ -421,6 +425,7 @@ int ctl_job_dump(const ctl_job_args *a) {
         ctl_criu_runs_free(x.runs, x.m.n_trees);
         ctl_manifest_free(&x.m);
         cJSON_Delete(x.processes);
+        cJSON_Delete(x.gpus);
         cJSON_Delete(x.members);
         cudackpt_client_free(x.client);
         return status;

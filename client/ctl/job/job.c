@@ -38,7 +38,8 @@
 static void job_help(void) {
         printf("Usage: " JOB_NAME " dump (--tree=PID | --pids=LIST | --cgroup=PATH) --images=DIR\n"
                "                        [--leave-running] [--no-sync] [--lock-timeout=MS] [-- CRIU-OPTIONS...]\n"
-               "       " JOB_NAME " restore --images=DIR [--device-map=OLD=NEW[,...]] [-- CRIU-OPTIONS...]\n"
+               "       " JOB_NAME " restore --images=DIR [--device-map=OLD=NEW[,...]] [--dry-run] [--force]\n"
+               "                        [-- CRIU-OPTIONS...]\n"
                "\n"
                "dump: suspend the job's CUDA processes as one group (GPU memory free from\n"
                "then on), under a lease held by this command, then have CRIU dump every\n"
@@ -54,7 +55,10 @@ static void job_help(void) {
                "  --leave-running           dump: resume the job after a good dump\n"
                "  --no-sync                 dump: do not wait for the images to reach the disk\n"
                "  --lock-timeout=MS         dump: how long to wait for the job's GPU work\n"
-               "  --device-map=OLD=NEW,...  restore: restore onto other GPUs (also --map)\n"
+               "  --device-map=OLD=NEW,...  restore: restore onto other GPUs (also --map); without\n"
+               "                            it, the device plan maps GPUs this node lacks\n"
+               "  --dry-run                 restore: print the device plan and its checks, touch nothing\n"
+               "  --force                   restore: restore even where the plan's checks fail\n"
                "  --socket=PATH, --json, --progress, --no-progress: as for the other commands\n"
                "The criu run is $CUDACKPT_CRIU, else criu on PATH (4 or newer).  See\n"
                "cudackptctl(1) and docs/criu.md.\n");
@@ -107,8 +111,8 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
                 return job_usage("restore --images takes no selector: the manifest names the processes");
         if (!a->dump && (a->leave_running || a->no_sync || saw_lock_timeout))
                 return job_usage("--leave-running, --no-sync and --lock-timeout are for dump");
-        if (a->dump && (a->map.items || a->force))
-                return job_usage("--device-map and --force are for restore");
+        if (a->dump && (a->map.items || a->force || a->dry_run))
+                return job_usage("--device-map, --dry-run and --force are for restore");
         if (job_abbreviated_action_script(a->criu_argv))
                 return job_usage("give criu's --action-script in full, not as '%s' (%s runs the job's scripts "
                                  "inside its own)", job_abbreviated_action_script(a->criu_argv), command);
@@ -120,7 +124,7 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
 }
 
 enum { O_SOCKET = 0x100, O_JSON, O_LOCK_TIMEOUT, O_PIDS, O_CGROUP, O_TREE, O_IMAGES, O_LEAVE, O_MAP,
-       O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE };
+       O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE, O_DRY_RUN };
 
 const struct option ctl_job_options[] = {
         { "socket", required_argument, NULL, O_SOCKET },     { "json", no_argument, NULL, O_JSON },
@@ -132,6 +136,7 @@ const struct option ctl_job_options[] = {
         { "no-progress", no_argument, NULL, O_NO_PROGRESS }, { "help", no_argument, NULL, 'h' },
         { "no-sync", no_argument, NULL, O_NO_SYNC },
         { "force", no_argument, NULL, O_FORCE },
+        { "dry-run", no_argument, NULL, O_DRY_RUN },
         { NULL, 0, NULL, 0 },
 };
 
@@ -179,7 +184,8 @@ static int job_option(ctl_job_args *a, job_state *st, int c, char **argv) {
                 break;
         case O_LEAVE:
         case O_FORCE:
-                *(c == O_LEAVE ? &a->leave_running : &a->force) = true;
+        case O_DRY_RUN:
+                *(c == O_LEAVE ? &a->leave_running : c == O_FORCE ? &a->force : &a->dry_run) = true;
                 break;
         case O_NO_SYNC:
                 a->no_sync = true;

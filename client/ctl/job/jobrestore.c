@@ -26,6 +26,7 @@
 #include "exitcode.h"
 #include "gpu-uuid.h"
 #include "jobpin.h"
+#include "jobplan.h"
 #include "jobstep.h"
 #include "manifest.h"
 #include "proctree.h"
@@ -56,6 +57,7 @@ typedef struct jrestore {
         cJSON *members;               /* Selector of the restored members, pinned; NULL: none */
         int dir_fd;                   /* DIR */
         double criu_ms, resume_ms, t0;
+        bool plan_said;               /* the device plan was said (--dry-run --json: its object) */
 } jrestore;
 
 /* Every old GPU a member used must be mapped (the driver wants them all). */
@@ -380,26 +382,48 @@ static void jrestore_free(jrestore *x) {
                 close(x->dir_fd);
 }
 
+/* The checks before anything is touched: the images, the device plan
+ * (jobplan.h: its map, when it makes one, into *plan_map and *planned,
+ * which x uses from then on), the map, and unless --dry-run the pids. */
+static int jrestore_check(jrestore *x, ctl_job_args *planned, ctl_map *plan_map) {
+        int status = jrestore_read_images(x);
+
+        if (status == CUDACKPT_EXIT_OK) {
+                status = ctl_job_plan(x->a, &x->m, plan_map);
+                x->plan_said = status != CUDACKPT_EXIT_UNREACHABLE;
+        }
+        if (plan_map->items) {
+                planned->map = *plan_map;
+                x->a = planned;
+        }
+        if (status == CUDACKPT_EXIT_OK)
+                status = jrestore_check_map(x);
+        if (status == CUDACKPT_EXIT_OK && !x->a->dry_run)
+                status = jrestore_check_pids(x);
+        return status;
+}
+
 int ctl_job_restore(const ctl_job_args *a) {
         jrestore x = { .a = a, .dir_fd = -1, .t0 = monotime_ms_exact() };
+        ctl_job_args planned = *a;
+        ctl_map plan_map = { 0 };
         char err[PATH_MAX + 128];
         int status, r;
 
-        if (ctl_criu_find(x.criu, sizeof(x.criu), x.criu_version, sizeof(x.criu_version), err, sizeof(err)) < 0) {
+        /* --dry-run runs no criu. */
+        if (!a->dry_run &&
+            ctl_criu_find(x.criu, sizeof(x.criu), x.criu_version, sizeof(x.criu_version), err, sizeof(err)) < 0) {
                 fprintf(stderr, "%s%s; nothing was restored\n", a->prefix, err);
                 if (a->json)
                         jrestore_print_json(&x, "check");
                 return CUDACKPT_EXIT_FAILURE;
         }
-        status = jrestore_read_images(&x);
-        if (status == CUDACKPT_EXIT_OK)
-                status = jrestore_check_map(&x);
-        if (status == CUDACKPT_EXIT_OK)
-                status = jrestore_check_pids(&x);
+        status = jrestore_check(&x, &planned, &plan_map);
         /* --json answers a failed check too, as dump's does ("prepare"). */
-        if (status != CUDACKPT_EXIT_OK && a->json)
+        if (status != CUDACKPT_EXIT_OK && a->json && !(a->dry_run && x.plan_said))
                 jrestore_print_json(&x, "check");
-        if (status != CUDACKPT_EXIT_OK) {
+        if (status != CUDACKPT_EXIT_OK || a->dry_run) {
+                ctl_map_free(&plan_map);
                 jrestore_free(&x);
                 return status;
         }
@@ -419,6 +443,7 @@ int ctl_job_restore(const ctl_job_args *a) {
                                x.m.n_members, x.m.n_members == 1 ? "" : "es", x.m.n_trees,
                                x.m.n_trees == 1 ? "" : "s", x.criu_ms, x.resume_ms, monotime_ms_exact() - x.t0);
         }
+        ctl_map_free(&plan_map);
         jrestore_free(&x);
         return status;
 }

@@ -27,6 +27,7 @@ typedef struct ctl_job_args {
         bool no_sync;             /* dump --no-sync: the images not synced before the job ends */
         bool force;               /* restore --force: the ResumeGroup forces */
         ctl_map map;              /* restore --device-map (or --map) */
+        bool dry_run;             /* restore --dry-run: the device plan and its checks, nothing touched */
         bool progress;            /* progress lines on stderr */
         bool progress_tty;        /* ... stderr is a terminal */
         char **criu_argv;         /* what follows "--", NULL-terminated (may be empty) */

@@ -16,6 +16,7 @@
  * of the form tree-PID inside DIR). */
 #include "manifest.h"
 
+#include "manifestgpu.h"
 #include "safedir.h"
 #include "json.h"
 
@@ -110,6 +111,8 @@ static cJSON *manifest_to_json(const ctl_manifest *m) {
         for (size_t i = 0; i < m->n_members; i++)
                 if (!manifest_add_member(members, &m->members[i]))
                         goto fail;
+        if (m->devices && !ctl_devrec_write(m->devices, root))
+                goto fail;
         return root;
 fail:
         cJSON_Delete(root);
@@ -309,7 +312,8 @@ static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
                 if (r < 0)
                         return r;
         }
-        return manifest_check(m);
+        r = ctl_devrec_read(root, m->n_members, &m->devices);
+        return r < 0 ? r : manifest_check(m);
 }
 
 /* DIR/manifest.json's text, read through dir_fd: a regular file (no
@@ -400,5 +404,6 @@ void ctl_manifest_free(ctl_manifest *m) {
                 free(m->members[i].gpus);
         }
         free(m->members);
+        ctl_devrec_free(m->devices);
         *m = (ctl_manifest) { 0 };
 }

@@ -38,6 +38,7 @@ typedef struct ctl_manifest {
         size_t n_trees;
         ctl_manifest_member *members;
         size_t n_members;
+        struct ctl_devrec *devices; /* the device records (manifestgpu.h), owned; NULL: none */
 } ctl_manifest;
 
 /* Writes m as DIR/manifest.json through fd (DIR/part_name, open for

@@ -49,6 +49,7 @@ static const ctl_command ctl_commands[] = {
         { "renew", CTL_RENEW, CTL_TAKES_LEASE_ID, NULL, NULL },
         { "doctor", CTL_DOCTOR, 0, NULL, NULL },
         { "status", CTL_STATUS, 0, NULL, NULL },
+        { "gpus", CTL_GPUS, 0, NULL, NULL },
 };
 
 enum {

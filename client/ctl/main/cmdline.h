@@ -32,6 +32,7 @@ typedef enum ctl_command_id {
         CTL_RENEW,
         CTL_DOCTOR,
         CTL_STATUS,
+        CTL_GPUS,
         CTL_DUMP,
         CTL_RESTORE_IMAGES,
         CTL_CRIU_BARRIER,

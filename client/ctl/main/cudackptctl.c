@@ -29,6 +29,7 @@
 #include "ps.h"
 #include "selector.h"
 #include "status.h"
+#include "gpus.h"
 #include "watch.h"
 #include "json.h"
 
@@ -157,6 +158,7 @@ static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *
         case CTL_RENEW:
         case CTL_DOCTOR:
         case CTL_STATUS:
+        case CTL_GPUS:
                 break; /* run in ctl_run() */
         case CTL_DUMP:
         case CTL_RESTORE_IMAGES:
@@ -271,7 +273,8 @@ static int ctl_verb_watch(const ctl_args *a, const char *path, cudackpt_client *
 
 static int ctl_verb_status(const ctl_args *a, const char *path, cudackpt_client **clientp) {
         (void) path;
-        return ctl_status_run(*clientp, a->prefix, a->json);
+        return a->command->id == CTL_GPUS ? ctl_gpus_run(*clientp, a->prefix, a->json)
+                                          : ctl_status_run(*clientp, a->prefix, a->json);
 }
 
 /* release LEASE, renew LEASE --lease-ms=MS. */
@@ -376,6 +379,7 @@ static const struct {
         [CTL_RENEW] = { ctl_verb_lease, true },
         [CTL_DOCTOR] = { ctl_verb_doctor, false },
         [CTL_STATUS] = { ctl_verb_status, true },
+        [CTL_GPUS] = { ctl_verb_status, true },
 };
 
 static int ctl_run(const ctl_args *a) {

@@ -40,6 +40,8 @@ static const ctl_help_entry ctl_help_commands[] = {
           "processes, workers busy, operations queued,\ngroups, leases, watchers, connections.  Exit\n"
           "status 18 when it has no usable driver\n",
           NULL },
+        { "gpus", "print this node's GPUs as the daemon's NVML tells\nthem (UUID, PCI bus id, free and total memory,\n"
+          "model) and the driver's version: what restore\n--images plans with\n", NULL },
         { "ps [SELECTOR]",
           "list the CUDA processes you may act on (or those of\nSELECTOR): PID, USER, STATE, CGROUP, GPU MEM (with\n"
           "NVML), COMMAND\n",
@@ -64,9 +66,9 @@ static const ctl_help_entry ctl_help_commands[] = {
           "a whole job to disk: suspend it as one group\n(GPU memory free), CRIU dumps each process tree\n"
           "into DIR; resumed if CRIU fails (or with\n--leave-running)\n",
           NULL },
-        { "restore --images=DIR [--device-map=OLD=NEW,...] [-- CRIU-OPTIONS]",
-          "the job back: CRIU restores every tree with its\nCUDA plugin aside, then one group resume\n"
-          "(\"cudackptctl dump --help\" for both)\n",
+        { "restore --images=DIR [--device-map=OLD=NEW,...] [--dry-run] [-- CRIU-OPTIONS]",
+          "the job back: the device plan (GPUs this node\nlacks mapped, checked), CRIU restores every tree\n"
+          "with its CUDA plugin aside, then one group resume\n(\"cudackptctl dump --help\" for both)\n",
           NULL },
 };
 
@@ -198,6 +200,8 @@ static void ctl_help_status(void) {
               "  24 ProcessStopped (every thread of the process is stopped)\n"
               "  25 GroupTooLarge (the selection holds more processes than the daemon allows)\n"
               "  27 NoSuchCgroup (a --cgroup selection names a cgroup that does not exist)\n"
+              "  28 restore --images: no device plan (no GPU of the job's model left, or an\n"
+              "     older driver); 26 there: a GPU of the plan has too little free memory\n"
               "  A group that failed (GroupFailed) exits with the status of the error of its\n"
               "  failing member.  A selection with no CUDA process succeeds.\n"
               "  status exits 18 when the daemon has no usable CUDA driver, as every command\n"

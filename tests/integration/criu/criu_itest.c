@@ -251,10 +251,15 @@ void citest_setup_with(struct citest_ctx *x, const struct itest_daemon_opts *opt
  * processes report (pids[0] the one started).  Returns how many. */
 size_t citest_start_target(struct citest_ctx *x, const char *mode, pid_t *pids, size_t max)
 {
+        return citest_start_target_env(x, mode, NULL, pids, max);
+}
+
+size_t citest_start_target_env(struct citest_ctx *x, const char *mode, const char *extra, pid_t *pids, size_t max)
+{
         const char *exe = citest_need_env("CUDACKPT_TEST_CRIU_TARGET");
         const char *argv[] = { "criu_target", mode, itest_strdupf("%d", (int)getpid()), x->result, TARGET_MIB,
                                citest_need_env("CUDACKPT_TEST_SIM"), NULL };
-        const char *env[] = { "CUDACKPT_SIM=1", SIM_STATE_SLOT, NULL };
+        const char *env[] = { "CUDACKPT_SIM=1", SIM_STATE_SLOT, extra, NULL };
         int p[2];
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
         pid_t pid = fork();

@@ -79,6 +79,8 @@ void citest_setup_with(struct citest_ctx *x, const struct itest_daemon_opts *opt
 /* Starts criu_target MODE in a session of its own; pids[0] the one
  * started, then its children.  Returns how many. */
 size_t citest_start_target(struct citest_ctx *x, const char *mode, pid_t *pids, size_t max);
+/* The same with one more "K=V" in its environment (NULL: none). */
+size_t citest_start_target_env(struct citest_ctx *x, const char *mode, const char *extra, pid_t *pids, size_t max);
 /* Field 3 (state) and field 4 (ppid) of /proc/PID/stat; false when gone. */
 bool citest_proc_stat(pid_t pid, char *state, pid_t *ppid);
 /* Waits until no process has pid any more, reaping it when it is ours. */
