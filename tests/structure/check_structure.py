@@ -218,7 +218,6 @@ def size_breaches(root, paths):
 TEST_SIZE_DEBTS = {
     "tests/fuzz/fuzz_request.c",
     "tests/fuzz/fuzz_request.c setup()",
-    "tests/sim/sim.c",
     "tests/unit/test_sched.c",
 }
 
