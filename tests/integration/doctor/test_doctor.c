@@ -494,23 +494,11 @@ START_TEST(doctor_criu_from_environment)
 }
 END_TEST
 
-static Suite *doctor_suite(void)
-{
-        Suite *s = suite_create("integration.doctor");
-        TCase *tc = itest_tcase(s, "doctor", 120);
-        tcase_add_test(tc, doctor_simulator_and_daemon);
-        tcase_add_test(tc, doctor_no_daemon);
-        tcase_add_test(tc, doctor_bad_driver);
-        tcase_add_test(tc, doctor_driver_versions);
-        tcase_add_test(tc, doctor_json);
-        tcase_add_test(tc, doctor_other_servers);
-        tcase_add_test(tc, doctor_daemon_without_driver);
-        tcase_add_test(tc, doctor_daemon_driver_by_status);
-        tcase_add_test(tc, doctor_criu_from_environment);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(doctor_suite());
+        const TTest *tests[] = { doctor_simulator_and_daemon, doctor_no_daemon, doctor_bad_driver,
+                doctor_driver_versions, doctor_json, doctor_other_servers, doctor_daemon_without_driver,
+                doctor_daemon_driver_by_status, doctor_criu_from_environment, NULL };
+
+        return itest_run("integration.doctor", "doctor", 120, tests);
 }

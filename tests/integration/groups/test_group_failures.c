@@ -457,32 +457,15 @@ START_TEST(invalid_parameters)
 }
 END_TEST
 
-static Suite *failures_suite(void)
-{
-        Suite *s = suite_create("integration.group_failures");
-        TCase *tc = itest_tcase(s, "group_failures", 60);
-        tcase_add_test(tc, fail_lock_rolls_back);
-        tcase_add_test(tc, fail_checkpoint_rolls_back);
-        tcase_add_test(tc, fail_managed_memory);
-        tcase_add_test(tc, fail_restore_then_retry);
-        tcase_add_test(tc, fail_unlock);
-        tcase_add_test(tc, fail_rollback);
-        tcase_add_test(tc, lock_timeout_rolls_back);
-        tcase_add_test(tc, member_exits_mid_group);
-        tcase_add_test(tc, other_user_member_refused);
-        tcase_add_test(tc, not_cuda_in_pids);
-        tcase_add_test(tc, no_such_process_in_pids);
-        tcase_add_test(tc, start_time_pins);
-        tcase_add_test(tc, stopped_member);
-        tcase_add_test(tc, group_too_large);
-        tcase_add_test(tc, groups_in_flight_queue_full);
-        tcase_add_test(tc, invalid_parameters);
-        return s;
-}
-
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { fail_lock_rolls_back, fail_checkpoint_rolls_back, fail_managed_memory,
+                fail_restore_then_retry, fail_unlock, fail_rollback, lock_timeout_rolls_back,
+                member_exits_mid_group, other_user_member_refused, not_cuda_in_pids, no_such_process_in_pids,
+                start_time_pins, stopped_member, group_too_large, groups_in_flight_queue_full,
+                invalid_parameters, NULL };
+
         if (argc >= 2 && strcmp(argv[1], "--itest-tree") == 0)
                 return gitest_tree_mode(argc, argv);
-        return itest_main(failures_suite());
+        return itest_run("integration.group_failures", "group_failures", 60, tests);
 }

@@ -452,24 +452,13 @@ START_TEST(list_processes_non_root)
 }
 END_TEST
 
-static Suite *selection_suite(void)
-{
-        Suite *s = suite_create("integration.selection");
-        TCase *tc = itest_tcase(s, "selection", 60);
-        tcase_add_test(tc, tree_selector);
-        tcase_add_test(tc, cgroup_selector);
-        tcase_add_test(tc, list_processes);
-        tcase_add_test(tc, list_processes_gpus);
-        tcase_add_test(tc, list_processes_selectors);
-        tcase_add_test(tc, list_processes_in_flight);
-        tcase_add_test(tc, list_processes_stopped);
-        tcase_add_test(tc, list_processes_non_root);
-        return s;
-}
-
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { tree_selector, cgroup_selector, list_processes, list_processes_gpus,
+                list_processes_selectors, list_processes_in_flight, list_processes_stopped,
+                list_processes_non_root, NULL };
+
         if (argc >= 2 && strcmp(argv[1], "--itest-tree") == 0)
                 return gitest_tree_mode(argc, argv);
-        return itest_main(selection_suite());
+        return itest_run("integration.selection", "selection", 60, tests);
 }

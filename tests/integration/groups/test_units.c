@@ -251,23 +251,13 @@ START_TEST(undo_beside_full_queue)
 }
 END_TEST
 
-static Suite *units_suite(void)
-{
-        Suite *s = suite_create("integration.units");
-        TCase *tc = itest_tcase(s, "units", 60);
-        tcase_add_test(tc, suspend_group_lock_checkpoint);
-        tcase_add_test(tc, stranger_refused_while_held);
-        tcase_add_test(tc, resume_group_restore_unlock);
-        tcase_add_test(tc, rollback_restore_unlock);
-        tcase_add_test(tc, undo_restore_unlock);
-        tcase_add_test(tc, undo_cut_by_stop_is_kept);
-        tcase_add_test(tc, undo_beside_full_queue);
-        return s;
-}
-
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { suspend_group_lock_checkpoint, stranger_refused_while_held,
+                resume_group_restore_unlock, rollback_restore_unlock, undo_restore_unlock,
+                undo_cut_by_stop_is_kept, undo_beside_full_queue, NULL };
+
         if (argc > 1 && strcmp(argv[1], "--itest-tree") == 0)
                 return gitest_tree_mode(argc, argv);
-        return itest_main(units_suite());
+        return itest_run("integration.units", "units", 60, tests);
 }

@@ -267,18 +267,10 @@ START_TEST(leased_flood_bounded)
 }
 END_TEST
 
-static Suite *pending_suite(void)
-{
-        Suite *s = suite_create("leases_pending");
-        TCase *tc = itest_tcase(s, "pending", 90);
-
-        tcase_add_test(tc, stranger_pending_never_written);
-        tcase_add_test(tc, restart_leaves_what_taker_may_not_act_on);
-        tcase_add_test(tc, leased_flood_bounded);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(pending_suite());
+        const TTest *tests[] = { stranger_pending_never_written, restart_leaves_what_taker_may_not_act_on,
+                leased_flood_bounded, NULL };
+
+        return itest_run("leases_pending", "pending", 90, tests);
 }

@@ -206,18 +206,10 @@ START_TEST(failed_write_not_renamed)
 }
 END_TEST
 
-static Suite *store_suite(void)
-{
-        Suite *s = suite_create("leases_store");
-        TCase *tc = itest_tcase(s, "store", 60);
-
-        tcase_add_test(tc, shared_dir_no_store);
-        tcase_add_test(tc, temp_name_unforeseeable);
-        tcase_add_test(tc, failed_write_not_renamed);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(store_suite());
+        const TTest *tests[] = { shared_dir_no_store, temp_name_unforeseeable, failed_write_not_renamed,
+                NULL };
+
+        return itest_run("leases_store", "store", 60, tests);
 }

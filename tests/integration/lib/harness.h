@@ -110,6 +110,15 @@ TCase *itest_tcase(Suite *s, const char *name, double timeout_s);
  * logs of failed tests, returns the exit status for main(). */
 int itest_main(Suite *s);
 
+/* A suite of one test case, made by itest_tcase(), holding tests (a list
+ * ended by NULL) in their order; *ret_tc, where given, is that case, for
+ * tests added some other way. */
+Suite *itest_suite(const char *name, const char *tcase, double timeout_s, const TTest *const tests[],
+                   TCase **ret_tc);
+
+/* itest_main() of itest_suite(): the whole of a one-case suite's main(). */
+int itest_run(const char *name, const char *tcase, double timeout_s, const TTest *const tests[]);
+
 /* ---- targets ------------------------------------------------------------- */
 
 /* Starts /bin/sleep 3600 with exactly the given environment ("K=V"...,

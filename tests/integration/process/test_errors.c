@@ -456,24 +456,15 @@ END_TEST
 
 static Suite *errors_suite(void)
 {
-        Suite *s = suite_create("integration.errors");
-        TCase *tc = itest_tcase(s, "errors", 40);
-        tcase_add_test(tc, no_such_process);
-        tcase_add_test(tc, daemon_itself_refused);
-        tcase_add_test(tc, not_cuda_process);
-        tcase_add_test(tc, invalid_state_on_running);
-        tcase_add_test(tc, invalid_state_on_locked);
-        tcase_add_test(tc, invalid_state_on_checkpointed);
-        tcase_add_test(tc, lock_timeout);
-        tcase_add_test(tc, suspend_timeout);
-        tcase_add_test(tc, lock_waits_for_kernel);
-        tcase_add_test(tc, mapping_to_no_device);
-        tcase_add_test(tc, mapping_malformed_uuid);
-        tcase_add_test(tc, mapping_duplicate_new_uuid);
+        const TTest *tests[] = { no_such_process, daemon_itself_refused, not_cuda_process,
+                invalid_state_on_running, invalid_state_on_locked, invalid_state_on_checkpointed,
+                lock_timeout, suspend_timeout, lock_waits_for_kernel, mapping_to_no_device,
+                mapping_malformed_uuid, mapping_duplicate_new_uuid, process_changed, unknown_state_value,
+                queue_full, NULL };
+        TCase *tc;
+        Suite *s = itest_suite("integration.errors", "errors", 40, tests, &tc);
+
         errors_driver_add_tests(tc);
-        tcase_add_test(tc, process_changed);
-        tcase_add_test(tc, unknown_state_value);
-        tcase_add_test(tc, queue_full);
         return s;
 }
 

@@ -396,29 +396,13 @@ START_TEST(client_transport)
 }
 END_TEST
 
-static Suite *methods_suite(void)
-{
-        Suite *s = suite_create("integration.methods");
-        TCase *tc = itest_tcase(s, "methods", 30);
-        tcase_add_test(tc, client_get_state);
-        tcase_add_test(tc, raw_get_state);
-        tcase_add_test(tc, client_restore_thread_id);
-        tcase_add_test(tc, raw_restore_thread_id);
-        tcase_add_test(tc, client_full_cycle);
-        tcase_add_test(tc, raw_full_cycle);
-        tcase_add_test(tc, client_suspend_resume);
-        tcase_add_test(tc, raw_suspend_resume);
-        tcase_add_test(tc, durations_follow_memory);
-        tcase_add_test(tc, restore_identity_mapping);
-        tcase_add_test(tc, raw_restore_identity_mapping);
-        tcase_add_test(tc, resume_identity_mapping);
-        tcase_add_test(tc, restore_swapped_gpus);
-        tcase_add_test(tc, client_get_info);
-        tcase_add_test(tc, client_transport);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(methods_suite());
+        const TTest *tests[] = { client_get_state, raw_get_state, client_restore_thread_id,
+                raw_restore_thread_id, client_full_cycle, raw_full_cycle, client_suspend_resume,
+                raw_suspend_resume, durations_follow_memory, restore_identity_mapping,
+                raw_restore_identity_mapping, resume_identity_mapping, restore_swapped_gpus, client_get_info,
+                client_transport, NULL };
+
+        return itest_run("integration.methods", "methods", 30, tests);
 }

@@ -383,25 +383,13 @@ START_TEST(watch_progress)
 }
 END_TEST
 
-static Suite *watch_suite(void)
-{
-        Suite *s = suite_create("integration.watch");
-        TCase *tc = itest_tcase(s, "watch", 60);
-        tcase_add_test(tc, watch_cycle_in_order);
-        tcase_add_test(tc, watch_lease_events);
-        tcase_add_test(tc, watch_appear_exit);
-        tcase_add_test(tc, watch_needs_more);
-        tcase_add_test(tc, watch_slow_watcher_cut);
-        tcase_add_test(tc, watch_progress);
-        tcase_add_test(tc, watch_tree);
-        tcase_add_test(tc, watch_hangup);
-        tcase_add_test(tc, watch_cgroup);
-        return s;
-}
-
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { watch_cycle_in_order, watch_lease_events, watch_appear_exit,
+                watch_needs_more, watch_slow_watcher_cut, watch_progress, watch_tree, watch_hangup,
+                watch_cgroup, NULL };
+
         if (argc >= 3 && strcmp(argv[1], "--itest-grow") == 0)
                 return itest_grow_mode(argv);
-        return itest_main(watch_suite());
+        return itest_run("integration.watch", "watch", 60, tests);
 }
