@@ -122,13 +122,43 @@ static bool sim_stat_exiting(const struct sim_stat *st) {
         return st->state == 'Z' || st->state == 'X' || (st->flags & SIM_PF_EXITING);
 }
 
-/* Whether thread name (its tid as a string) in task dir d lives: it can be
- * read, and it does not exit. */
-static bool sim_task_live(DIR *d, const char *name, struct sim_stat *ret_stat) {
-        char path[32];
+/* Calls fn with the tid and stat of each live thread of the target (one
+ * that can be read and does not exit: a thread that exits meanwhile is no
+ * answer) until fn returns false; -errno where the task directory cannot
+ * be read. */
+static int sim_target_each_thread(const struct sim_target *t,
+                                  bool (*fn)(int tid, const struct sim_stat *st, void *userdata), void *userdata) {
+        struct dirent *de;
+        DIR *d = NULL;
+        int r;
 
-        (void) snprintf(path, sizeof(path), "%s/stat", name);
-        return sim_read_stat_at(dirfd(d), path, ret_stat) == 0 && !sim_stat_exiting(ret_stat);
+        r = sim_target_open_tasks(t, &d);
+        if (r < 0)
+                return r;
+        while ((de = readdir(d))) {
+                unsigned long long tid;
+                struct sim_stat st;
+                char path[sizeof(de->d_name) + sizeof("/stat")];
+
+                if (sim_parse_ulong_str(de->d_name, INT_MAX, &tid) < 0)
+                        continue;
+                (void) snprintf(path, sizeof(path), "%s/stat", de->d_name);
+                if (sim_read_stat_at(dirfd(d), path, &st) < 0 || sim_stat_exiting(&st))
+                        continue;
+                if (!fn((int) tid, &st, userdata))
+                        break;
+        }
+        closedir(d);
+        return 0;
+}
+
+static bool sim_thread_highest(int tid, const struct sim_stat *st, void *userdata) {
+        int *best = userdata;
+
+        (void) st;
+        if (tid > *best)
+                *best = tid;
+        return true;
 }
 
 /* The highest tid of a live thread in /proc/PID/task: for a single-threaded
@@ -137,28 +167,23 @@ static bool sim_task_live(DIR *d, const char *name, struct sim_stat *ret_stat) {
  * then makes wait until a thread runs (see sim_target_wait_running). */
 int sim_target_highest_tid(const struct sim_target *t, int *ret_tid) {
         int best = -1, r;
-        DIR *d;
-        struct dirent *de;
 
-        r = sim_target_open_tasks(t, &d);
+        r = sim_target_each_thread(t, sim_thread_highest, &best);
         if (r < 0)
                 return r;
-        while ((de = readdir(d))) {
-                unsigned long long tid;
-                struct sim_stat st;
-
-                if (sim_parse_ulong_str(de->d_name, INT_MAX, &tid) < 0 || (int) tid <= best)
-                        continue;
-                /* A thread that exits (or exited) meanwhile is no answer. */
-                if (!sim_task_live(d, de->d_name, &st))
-                        continue;
-                best = (int) tid;
-        }
-        closedir(d);
         if (best < 0)
                 return -ESRCH;
         *ret_tid = best;
         return 0;
+}
+
+/* Whether this thread is stopped; the scan goes on while they are. */
+static bool sim_thread_stopped(int tid, const struct sim_stat *st, void *userdata) {
+        int *stopped = userdata;
+
+        (void) tid;
+        *stopped = st->state == 'T' || st->state == 't';
+        return *stopped;
 }
 
 /* Whether every live thread of the target is stopped (T: a group stop, as
@@ -168,30 +193,10 @@ int sim_target_highest_tid(const struct sim_target *t, int *ret_tid) {
  * scan ends at the first thread that runs, so a running target costs one
  * read of its task directory and of one thread's stat. */
 static int sim_target_stopped(const struct sim_target *t) {
-        struct dirent *de;
-        bool stopped = false;
-        DIR *d;
-        int r;
+        int stopped = 0, r;
 
-        r = sim_target_open_tasks(t, &d);
-        if (r < 0)
-                return r;
-        while ((de = readdir(d))) {
-                unsigned long long tid;
-                struct sim_stat st;
-
-                if (sim_parse_ulong_str(de->d_name, INT_MAX, &tid) < 0)
-                        continue;
-                if (!sim_task_live(d, de->d_name, &st))
-                        continue; /* gone, or going: does not count */
-                if (st.state != 'T' && st.state != 't') {
-                        stopped = false;
-                        break;
-                }
-                stopped = true;
-        }
-        closedir(d);
-        return stopped;
+        r = sim_target_each_thread(t, sim_thread_stopped, &stopped);
+        return r < 0 ? r : stopped;
 }
 
 /* Whether a SIGKILL is pending for the process (ShdPnd: kill()) or for

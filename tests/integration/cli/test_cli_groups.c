@@ -476,13 +476,9 @@ static char *mount_cgroup2(void)
 {
         if (itest_need_root())
                 return NULL;
-        char *mnt = itest_strdupf("/tmp/itest-cg2-%d-XXXXXX", (int)getpid());
-        ck_assert(mkdtemp(mnt));
-        if (mount("none", mnt, "cgroup2", 0, NULL) < 0) {
+        char *mnt = itest_cgroup2_mount();
+        if (!mnt)
                 fprintf(stderr, "%s: cgroup part skipped, cannot mount cgroup2: %s\n", tcase_name(), strerror(errno));
-                rmdir(mnt);
-                return NULL;
-        }
         return mnt;
 }
 

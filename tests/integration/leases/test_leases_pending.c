@@ -35,14 +35,7 @@ static const char *store_path(const struct itest_daemon *d)
 /* The store's text, "" when there is none. */
 static const char *store_text(const struct itest_daemon *d)
 {
-        static char buf[1 << 20];
-        int fd = open(store_path(d), O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
-
-        if (fd >= 0)
-                close(fd);
-        buf[n > 0 ? n : 0] = '\0';
-        return itest_strdupf("%s", buf);
+        return itest_read_text(store_path(d));
 }
 
 /* Whether the store holds a lease on pid (a member's "pid", as the store

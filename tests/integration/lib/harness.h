@@ -323,6 +323,21 @@ void itest_assert_suspend_times_out(cudackpt_client *c, pid_t pid, int timeout_m
 /* The parameters of a library reply, parsed (owned by the harness). */
 cJSON *itest_reply_json(const cudackpt_reply *r);
 
+/* ---- files and cgroups (harness_files.c) ---------------------------------- */
+
+/* A cgroup2 mount of the test's own under /tmp (the daemon finds groups
+ * through its mounts; this machine's v2 hierarchy is empty), or NULL with
+ * errno where the kernel refuses one.  Needs root; the test unmounts it. */
+char *itest_cgroup2_mount(void);
+/* itest_cgroup2_mount() for a test that needs it: NULL when the test
+ * skipped itself (not root, or no mount; itest_skip() says why). */
+char *itest_cgroup2_or_skip(void);
+/* Moves pid into the cgroup dir (its cgroup.procs), asserting it moved. */
+void itest_cgroup_move(const char *dir, pid_t pid);
+/* The text of the file at path (its first MiB), "" when it cannot be read;
+ * owned by the harness. */
+const char *itest_read_text(const char *path);
+
 /* ---- other uids and processes -------------------------------------------- */
 
 /* Records that the running test skips itself and why (printf-style), for
