@@ -304,18 +304,27 @@ START_TEST(other_user_member_refused)
 }
 END_TEST
 
+/* Every group method with bad among good members refuses in phase with
+ * error, and leaves the good ones running. */
+static void assert_bad_member_refused(struct itest_conn *c, pid_t bad, const char *phase, const char *error)
+{
+        pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
+
+        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
+                cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
+                gitest_assert_group_failed(j, gitest_all_groups[i], phase, bad, error);
+                itest_assert_state_now(c, p[0], "running");
+                itest_assert_state_now(c, p[2], "running");
+        }
+}
+
 START_TEST(not_cuda_in_pids)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
         pid_t plain = itest_target(SMALL, NULL);
-        pid_t p[3] = { itest_small_target(), plain, itest_small_target() };
-        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
-                cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
-                gitest_assert_group_failed(j, gitest_all_groups[i], CUDACKPT_PHASE_STATE, plain, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
-                itest_assert_state_now(c, p[0], "running");
-                itest_assert_state_now(c, p[2], "running");
-        }
+
+        assert_bad_member_refused(c, plain, CUDACKPT_PHASE_STATE, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
 }
 END_TEST
 
@@ -323,14 +332,8 @@ START_TEST(no_such_process_in_pids)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t dead = itest_dead_pid();
-        pid_t p[3] = { itest_small_target(), dead, itest_small_target() };
-        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
-                cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
-                gitest_assert_group_failed(j, gitest_all_groups[i], CUDACKPT_PHASE_SELECT, dead, CUDACKPT_ERROR_NO_SUCH_PROCESS);
-                itest_assert_state_now(c, p[0], "running");
-                itest_assert_state_now(c, p[2], "running");
-        }
+
+        assert_bad_member_refused(c, itest_dead_pid(), CUDACKPT_PHASE_SELECT, CUDACKPT_ERROR_NO_SUCH_PROCESS);
 }
 END_TEST
 
