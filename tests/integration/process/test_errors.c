@@ -28,16 +28,22 @@ static cJSON *suspend(struct itest_conn *c, pid_t pid)
 
 /* ---- NoSuchProcess / NotCudaProcess ---------------------------------------- */
 
+/* Every method of io.cudackpt.Process on pid fails with error, naming pid. */
+static void assert_every_method_fails(struct itest_conn *c, pid_t pid, const char *error)
+{
+        for (size_t i = 0; itest_process_methods[i]; i++) {
+                cJSON *j = itest_call_pid(c, itest_process_methods[i], pid);
+                itest_assert_error(j, error);
+                itest_assert_int(j, "pid", pid);
+        }
+}
+
 START_TEST(no_such_process)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t dead = itest_dead_pid();
         struct itest_conn *c = itest_connect(d);
-        for (size_t i = 0; itest_process_methods[i]; i++) {
-                cJSON *j = itest_call_pid(c, itest_process_methods[i], dead);
-                itest_assert_error(j, CUDACKPT_ERROR_NO_SUCH_PROCESS);
-                itest_assert_int(j, "pid", dead);
-        }
+        assert_every_method_fails(c, dead, CUDACKPT_ERROR_NO_SUCH_PROCESS);
         cudackpt_client *cl = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
@@ -67,11 +73,7 @@ START_TEST(daemon_itself_refused)
                 if (tid <= 0)
                         continue;
                 threads += tid != d->pid;
-                for (size_t i = 0; itest_process_methods[i]; i++) {
-                        cJSON *j = itest_call_pid(c, itest_process_methods[i], tid);
-                        itest_assert_error(j, CUDACKPT_ERROR_PERMISSION_DENIED);
-                        itest_assert_int(j, "pid", tid);
-                }
+                assert_every_method_fails(c, tid, CUDACKPT_ERROR_PERMISSION_DENIED);
         }
         closedir(dir);
         /* The worker threads of libuv's pool exist from the first operation. */
@@ -85,11 +87,7 @@ START_TEST(not_cuda_process)
         /* No CUDACKPT_SIM: a process that never initialised CUDA. */
         pid_t pid = itest_target("CUDACKPT_SIM_MEM_MIB=64", NULL);
         struct itest_conn *c = itest_connect(d);
-        for (size_t i = 0; itest_process_methods[i]; i++) {
-                cJSON *j = itest_call_pid(c, itest_process_methods[i], pid);
-                itest_assert_error(j, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
-                itest_assert_int(j, "pid", pid);
-        }
+        assert_every_method_fails(c, pid, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
         cudackpt_client *cl = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
