@@ -199,6 +199,14 @@ static void assert_machine_checks(const struct doctor_run *r)
         }
 }
 
+/* The driver check failed, saying what, and so did the command (1). */
+static void assert_driver_fails(const struct doctor_run *r, const char *what)
+{
+        assert_verdict(r, "driver", "fail");
+        assert_says(r, "driver", what);
+        ck_assert_int_eq(r->proc.status, 1);
+}
+
 /* --driver= the simulator, as the daemon is started with it. */
 static const char *sim_driver_arg(void)
 {
@@ -296,9 +304,7 @@ START_TEST(doctor_bad_driver)
         ck_assert_int_eq(r->proc.status, 1);
 
         r = doctor("--driver=libc.so.6", socket_arg(d), NULL);
-        assert_verdict(r, "driver", "fail");
-        assert_says(r, "driver", "not a CUDA driver");
-        ck_assert_int_eq(r->proc.status, 1);
+        assert_driver_fails(r, "not a CUDA driver");
 }
 END_TEST
 
@@ -319,9 +325,7 @@ START_TEST(doctor_driver_versions)
         assert_exit_matches(r);
 
         r = doctor_env(child_env(v124), driver, socket, NULL);
-        assert_verdict(r, "driver", "fail");
-        assert_says(r, "driver", "CUDA 12.4");
-        ck_assert_int_eq(r->proc.status, 1);
+        assert_driver_fails(r, "CUDA 12.4");
 }
 END_TEST
 
