@@ -121,6 +121,18 @@ int bench_make_workdir(const char *prefix, char **ret_path)
         return 0;
 }
 
+int bench_begin(const char *prog, char **ret_workdir)
+{
+        int r;
+
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        signal(SIGPIPE, SIG_IGN);
+        r = bench_make_workdir(prog, ret_workdir);
+        if (r < 0)
+                fprintf(stderr, "%s: work directory: %s\n", prog, strerror(-r));
+        return r;
+}
+
 void bench_remove_workdir(const char *path)
 {
         DIR *d = opendir(path);

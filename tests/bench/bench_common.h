@@ -36,6 +36,10 @@ void bench_samples_free(bench_samples *s);
 
 /* mkdtemp under $TMPDIR (default /tmp); the caller frees *ret_path. */
 int bench_make_workdir(const char *prefix, char **ret_path);
+/* What a benchmark program does first: stdout line-buffered, SIGPIPE
+ * ignored, its work directory made (prog names it, and the error said on
+ * stderr, as "prog: work directory: ..."); 0 or -errno. */
+int bench_begin(const char *prog, char **ret_workdir);
 /* rm -rf of a work directory made by bench_make_workdir (one level deep). */
 void bench_remove_workdir(const char *path);
 

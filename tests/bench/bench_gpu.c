@@ -161,7 +161,6 @@ int main(int argc, char **argv)
                 .watch_rate = 100,
         };
         const char *cmd;
-        int r = 0;
 
         if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
                 bench_gpu_usage(argc < 2 ? stderr : stdout);
@@ -181,12 +180,8 @@ int main(int argc, char **argv)
         }
         if (cfg.sim_path)
                 cfg.driver_path = cfg.sim_path;
-        setvbuf(stdout, NULL, _IOLBF, 0);
-        signal(SIGPIPE, SIG_IGN);
-        if ((r = bench_make_workdir("cudackpt-bench-gpu", &cfg.workdir)) < 0) {
-                fprintf(stderr, "cudackpt-bench-gpu: work directory: %s\n", strerror(-r));
+        if (bench_begin("cudackpt-bench-gpu", &cfg.workdir) < 0)
                 return 1;
-        }
         if (bench_gpu_run(cmd, &cfg) < 0) {
                 fprintf(stderr, "cudackpt-bench-gpu: unknown command %s\n", cmd);
                 bench_remove_workdir(cfg.workdir);

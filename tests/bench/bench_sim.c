@@ -408,13 +408,9 @@ int main(int argc, char **argv)
                 bench_sim_usage(stderr);
                 return 2;
         }
-        setvbuf(stdout, NULL, _IOLBF, 0);
-        signal(SIGPIPE, SIG_IGN);
-        long maxc = bench_sim_max_conns(&cfg);
-        if ((r = bench_make_workdir("cudackpt-bench-sim", &workdir)) < 0) {
-                fprintf(stderr, "cudackpt-bench-sim: work directory: %s\n", strerror(-r));
+        if (bench_begin("cudackpt-bench-sim", &workdir) < 0)
                 return 1;
-        }
+        long maxc = bench_sim_max_conns(&cfg);
         snprintf(config_path, sizeof(config_path), "%s/config.json", workdir);
         if (bench_sim_write_config(&cfg, config_path, maxc) < 0)
                 return 1;

@@ -33,3 +33,26 @@ calls() {
 	expect "${p}metrics" 'cudackpt_operations_total\{method="Suspend",result="ok"\} 1' "${c[@]}" metrics
 	expect "${p}ps" "" "${c[@]}" ps
 }
+
+# RC STOP SHOW...: the EXIT trap of both tests, called with the exit status
+# the trap found: STOP stops what the test started (the daemon, or the
+# container and its mounts), the target goes, the daemon logs are shown
+# with SHOW (a command given the log file) where a check failed, $dir goes
+# (kept with CUDACKPT_TEST_KEEP=1), and the tally decides the status.
+seccomp_cleanup() {
+	local rc=$1 stop=$2 f
+	shift 2
+	set +e
+	"$stop"
+	[ -z "$target" ] || { kill "$target"; wait "$target"; } 2>/dev/null
+	if [ "$failed" != 0 ]; then
+		for f in "$dir"/daemon-*.log; do
+			[ -s "$f" ] && { echo "----- ${f##*/} -----"; "$@" "$f"; }
+		done
+	fi
+	if [ "${CUDACKPT_TEST_KEEP:-0}" = 1 ]; then echo "kept $dir"; else rm -rf "$dir"; fi
+	[ "$rc" = 0 ] || [ "$failed" != 0 ] || failed=1
+	echo "$passed passed, $failed failed"
+	[ "$failed" = 0 ] || exit 1
+	exit "$rc"
+}

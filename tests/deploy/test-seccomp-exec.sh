@@ -45,22 +45,7 @@ stop_daemon() {
 	dpid=""
 }
 
-cleanup() {
-	local rc=$?
-	set +e
-	stop_daemon
-	[ -z "$target" ] || { kill "$target"; wait "$target"; } 2>/dev/null
-	if [ "$failed" != 0 ]; then
-		for f in "$dir"/daemon-*.log; do
-			[ -s "$f" ] && { echo "----- ${f##*/} -----"; tail -n 40 "$f"; }
-		done
-	fi
-	if [ "${CUDACKPT_TEST_KEEP:-0}" = 1 ]; then echo "kept $dir"; else rm -rf "$dir"; fi
-	[ "$rc" = 0 ] || [ "$failed" != 0 ] || failed=1
-	echo "$passed passed, $failed failed"
-	[ "$failed" = 0 ] || exit 1
-	exit "$rc"
-}
+cleanup() { seccomp_cleanup $? stop_daemon tail -n 40; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 

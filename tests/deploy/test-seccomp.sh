@@ -65,23 +65,15 @@ stop_container() {
 	run_pid=""
 }
 
-cleanup() {
-	local rc=$? m
-	set +e
+# The container, then the mounts left under $dir (lazily: a process may
+# still hold one).
+stop_all() {
+	local m
 	stop_container
-	[ -z "$target" ] || { kill "$target"; wait "$target"; } 2>/dev/null
-	if [ "$failed" != 0 ]; then
-		for f in "$dir"/daemon-*.log; do
-			[ -s "$f" ] && { echo "----- ${f##*/} -----"; cat "$f"; }
-		done
-	fi
 	while read -r m; do umount -l "$m" 2>/dev/null; done < <(findmnt -rn -o TARGET | grep -F "$dir/" | sort -r)
-	if [ "${CUDACKPT_TEST_KEEP:-0}" = 1 ]; then echo "kept $dir"; else rm -rf "$dir"; fi
-	[ "$rc" = 0 ] || [ "$failed" != 0 ] || failed=1
-	echo "$passed passed, $failed failed"
-	[ "$failed" = 0 ] || exit 1
-	exit "$rc"
 }
+
+cleanup() { seccomp_cleanup $? stop_all cat; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 

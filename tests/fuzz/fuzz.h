@@ -1,4 +1,5 @@
-/* fuzz.h: what tests/fuzz/fuzz_request.c offers to the programs that run it:
+/* fuzz.h: what the request fuzz target (fuzz_request.c, fuzz_harness.c)
+ * offers to the programs that run it:
  * libFuzzer's entry point, and a clean stop for the standalone runner
  * (replay.c).  See fuzz_request.c for the input format. */
 #ifndef CUDACKPT_FUZZ_H

@@ -131,6 +131,16 @@ static struct sched_op *op_new(pid_t pid, enum proto_method m)
         return op;
 }
 
+/* A new op, submitted to s, which takes it. */
+static struct sched_op *op_submit(struct sched *s, pid_t pid, enum proto_method m)
+{
+        struct share_refusal limit;
+        struct sched_op *op = op_new(pid, m);
+
+        ck_assert_int_eq(sched_submit(s, op, &limit), 0);
+        return op;
+}
+
 /* A fresh loop and a scheduler on it, with the test's driver and config. */
 static void sched_start(struct sched *s, uv_loop_t *loop)
 {
@@ -153,16 +163,12 @@ START_TEST(test_serial_per_pid_parallel_across)
         struct sched_op *ops[8];
         struct sched s;
         uv_loop_t loop;
-        struct share_refusal limit;
         int k = 0;
 
         sched_start(&s, &loop);
         for (int i = 0; i < 4; i++)
-                for (int p = 0; p < 2; p++) {
-                        ops[k] = op_new(pids[p], seq[i]);
-                        ck_assert_int_eq(sched_submit(&s, ops[k], &limit), 0);
-                        k++;
-                }
+                for (int p = 0; p < 2; p++)
+                        ops[k++] = op_submit(&s, pids[p], seq[i]);
         ck_assert_uint_eq(s.n_ops, 8);
         ck_assert_uint_eq(s.n_running, 2);
         uv_run(&loop, UV_RUN_DEFAULT);
@@ -306,13 +312,10 @@ START_TEST(test_cancel_queued)
         struct sched_op *ops[3];
         struct sched s;
         uv_loop_t loop;
-        struct share_refusal limit;
 
         sched_start(&s, &loop);
-        for (int i = 0; i < 3; i++) {
-                ops[i] = op_new(pids[0], PROTO_LOCK);
-                ck_assert_int_eq(sched_submit(&s, ops[i], &limit), 0);
-        }
+        for (int i = 0; i < 3; i++)
+                ops[i] = op_submit(&s, pids[0], PROTO_LOCK);
         /* The running one finishes; the two queued are answered at once. */
         ck_assert_uint_eq(sched_cancel_queued(&s), 1);
         ck_assert_int_eq(n_cancelled, 2);
@@ -476,7 +479,6 @@ START_TEST(test_thread_and_process_serialised)
         struct sched_op *ops[4];
         struct sched s;
         uv_loop_t loop;
-        struct share_refusal limit;
         pid_t tid;
 
         ck_assert_int_eq(pipe(tid_pipe), 0);
@@ -495,10 +497,8 @@ START_TEST(test_thread_and_process_serialised)
         ck_assert_int_ne(tid, pids[0]);
 
         sched_start(&s, &loop);
-        for (int i = 0; i < 4; i++) {
-                ops[i] = op_new(i % 2 ? tid : pids[0], i < 2 ? PROTO_LOCK : PROTO_UNLOCK);
-                ck_assert_int_eq(sched_submit(&s, ops[i], &limit), 0);
-        }
+        for (int i = 0; i < 4; i++)
+                ops[i] = op_submit(&s, i % 2 ? tid : pids[0], i < 2 ? PROTO_LOCK : PROTO_UNLOCK);
         /* Two queues, both started at once. */
         ck_assert_uint_eq(s.n_running, 2);
         uv_run(&loop, UV_RUN_DEFAULT);
@@ -520,12 +520,10 @@ START_TEST(test_read_only_lane)
         struct sched_op *ops[6];
         struct sched s;
         uv_loop_t loop;
-        struct share_refusal limit;
 
         sched_start(&s, &loop);
         for (int i = 0; i < 4; i++) {
-                ops[i] = op_new(pids[0], PROTO_GET_STATE);
-                ck_assert_int_eq(sched_submit(&s, ops[i], &limit), 0);
+                ops[i] = op_submit(&s, pids[0], PROTO_GET_STATE);
                 uv_run(&loop, UV_RUN_DEFAULT);
                 ck_assert_int_eq(ops[i]->result.error, OPS_OK);
                 ck_assert_int_eq(ops[i]->result.state, CU_PROCESS_STATE_RUNNING);
@@ -538,11 +536,9 @@ START_TEST(test_read_only_lane)
         ck_assert(s.lane.started);
 
         /* Two processes at once: the lane takes one, the pool the other. */
-        ops[4] = op_new(pids[0], PROTO_GET_STATE);
-        ops[5] = op_new(pids[1], PROTO_GET_STATE);
-        ck_assert_int_eq(sched_submit(&s, ops[4], &limit), 0);
+        ops[4] = op_submit(&s, pids[0], PROTO_GET_STATE);
         ck_assert(s.lane.busy);
-        ck_assert_int_eq(sched_submit(&s, ops[5], &limit), 0);
+        ops[5] = op_submit(&s, pids[1], PROTO_GET_STATE);
         ck_assert_uint_eq(s.n_running, 2);
         uv_run(&loop, UV_RUN_DEFAULT);
         ck_assert_int_eq(n_done, 6);
@@ -555,19 +551,12 @@ START_TEST(test_read_only_lane)
 }
 END_TEST
 
-static void quiet_cb(uv_timer_t *t)
-{
-        (void)t;
-}
-
 /* With lane_spin_us, calls that come back to back keep the loop polling
  * (the lane's idle handle) while one is on the lane and for the window
  * after its reply; a call after a quiet spell does not, and with 0 no call
  * does.  The polling never keeps the loop running. */
 START_TEST(test_lane_spin)
 {
-        struct share_refusal limit;
-
         for (int spin = 0; spin < 2; spin++) {
                 struct sched s;
                 uv_loop_t loop;
@@ -575,8 +564,8 @@ START_TEST(test_lane_spin)
                 cfg.lane_spin_us = spin ? 100000 : 0;
                 sched_start(&s, &loop);
                 for (int i = 0; i < 4; i++) {
-                        struct sched_op *op = op_new(pids[0], PROTO_GET_STATE);
-                        ck_assert_int_eq(sched_submit(&s, op, &limit), 0);
+                        struct sched_op *op = op_submit(&s, pids[0], PROTO_GET_STATE);
+
                         ck_assert(s.lane.busy);
                         ck_assert_int_eq(uv_is_active((uv_handle_t *)&s.lane.poll), spin && i > 0);
                         uv_run(&loop, UV_RUN_DEFAULT);
@@ -586,12 +575,8 @@ START_TEST(test_lane_spin)
                 }
                 /* A quiet spell longer than the window, on a loop kept
                  * alive by a timer: the polling stops by itself. */
-                uv_timer_t quiet;
-                uv_timer_init(&loop, &quiet);
-                uv_timer_start(&quiet, quiet_cb, 150, 0);
-                uv_run(&loop, UV_RUN_DEFAULT);
+                run_for(&loop, 150);
                 ck_assert(!uv_is_active((uv_handle_t *)&s.lane.poll));
-                uv_close((uv_handle_t *)&quiet, NULL);
                 sched_stop(&s, &loop);
         }
 }

@@ -43,46 +43,59 @@ static void refuse(ctl_selector_kind kind, const char *arg, int err)
         ck_assert_ptr_null(sel.json);
 }
 
-START_TEST(test_pids)
+/* What each selector option accepts, and the Selector it makes. */
+static const struct {
+        ctl_selector_kind kind;
+        const char *arg;
+        const char *want;
+} accepted[] = {
+        { CTL_SELECT_PIDS, "42", "{\"pids\":[{\"pid\":42}]}" },
+        { CTL_SELECT_PIDS, "1,2147483647", "{\"pids\":[{\"pid\":1},{\"pid\":2147483647}]}" },
+        { CTL_SELECT_PIDS, "42:123456", "{\"pids\":[{\"pid\":42,\"start_time\":123456}]}" },
+        { CTL_SELECT_CGROUP, "/", "{\"cgroup\":\"/\"}" },
+        { CTL_SELECT_CGROUP, "/kubepods/pod42", "{\"cgroup\":\"/kubepods/pod42\"}" },
+        { CTL_SELECT_TREE, "4242", "{\"tree\":4242}" },
+};
+
+/* What each refuses, and with what. */
+static const struct {
+        ctl_selector_kind kind;
+        const char *arg;
+        int err;
+} refused[] = {
+        { CTL_SELECT_PIDS, "", -EINVAL },
+        { CTL_SELECT_PIDS, "1,,2", -EINVAL },
+        { CTL_SELECT_PIDS, "1,", -EINVAL },
+        { CTL_SELECT_PIDS, "0", -EINVAL },
+        { CTL_SELECT_PIDS, "-1", -EINVAL },
+        { CTL_SELECT_PIDS, "+1", -EINVAL },
+        { CTL_SELECT_PIDS, " 1", -EINVAL },
+        { CTL_SELECT_PIDS, "0x10", -EINVAL },
+        { CTL_SELECT_PIDS, "2147483648", -EINVAL },
+        { CTL_SELECT_PIDS, "42:", -EINVAL },
+        { CTL_SELECT_PIDS, "42:x", -EINVAL },
+        { CTL_SELECT_PIDS, "1,2,1", -EEXIST },
+        { CTL_SELECT_PIDS, "7:1,7:2", -EEXIST },
+        { CTL_SELECT_CGROUP, "", -EINVAL },
+        { CTL_SELECT_CGROUP, "kubepods", -EINVAL },
+        { CTL_SELECT_CGROUP, "/a//b", -EINVAL },
+        { CTL_SELECT_CGROUP, "/a/./b", -EINVAL },
+        { CTL_SELECT_CGROUP, "/a/../b", -EINVAL },
+        { CTL_SELECT_TREE, "", -EINVAL },
+        { CTL_SELECT_TREE, "0", -EINVAL },
+        { CTL_SELECT_TREE, "1,2", -EINVAL },
+        { CTL_SELECT_TREE, "42:1", -EINVAL },
+};
+
+START_TEST(test_accepted)
 {
-        expect(CTL_SELECT_PIDS, "42", "{\"pids\":[{\"pid\":42}]}");
-        expect(CTL_SELECT_PIDS, "1,2147483647", "{\"pids\":[{\"pid\":1},{\"pid\":2147483647}]}");
-        expect(CTL_SELECT_PIDS, "42:123456", "{\"pids\":[{\"pid\":42,\"start_time\":123456}]}");
-        refuse(CTL_SELECT_PIDS, "", -EINVAL);
-        refuse(CTL_SELECT_PIDS, "1,,2", -EINVAL);
-        refuse(CTL_SELECT_PIDS, "1,", -EINVAL);
-        refuse(CTL_SELECT_PIDS, "0", -EINVAL);
-        refuse(CTL_SELECT_PIDS, "-1", -EINVAL);
-        refuse(CTL_SELECT_PIDS, "+1", -EINVAL);
-        refuse(CTL_SELECT_PIDS, " 1", -EINVAL);
-        refuse(CTL_SELECT_PIDS, "0x10", -EINVAL);
-        refuse(CTL_SELECT_PIDS, "2147483648", -EINVAL);
-        refuse(CTL_SELECT_PIDS, "42:", -EINVAL);
-        refuse(CTL_SELECT_PIDS, "42:x", -EINVAL);
-        refuse(CTL_SELECT_PIDS, "1,2,1", -EEXIST);
-        refuse(CTL_SELECT_PIDS, "7:1,7:2", -EEXIST);
+        expect(accepted[_i].kind, accepted[_i].arg, accepted[_i].want);
 }
 END_TEST
 
-START_TEST(test_cgroup)
+START_TEST(test_refused)
 {
-        expect(CTL_SELECT_CGROUP, "/", "{\"cgroup\":\"/\"}");
-        expect(CTL_SELECT_CGROUP, "/kubepods/pod42", "{\"cgroup\":\"/kubepods/pod42\"}");
-        refuse(CTL_SELECT_CGROUP, "", -EINVAL);
-        refuse(CTL_SELECT_CGROUP, "kubepods", -EINVAL);
-        refuse(CTL_SELECT_CGROUP, "/a//b", -EINVAL);
-        refuse(CTL_SELECT_CGROUP, "/a/./b", -EINVAL);
-        refuse(CTL_SELECT_CGROUP, "/a/../b", -EINVAL);
-}
-END_TEST
-
-START_TEST(test_tree)
-{
-        expect(CTL_SELECT_TREE, "4242", "{\"tree\":4242}");
-        refuse(CTL_SELECT_TREE, "", -EINVAL);
-        refuse(CTL_SELECT_TREE, "0", -EINVAL);
-        refuse(CTL_SELECT_TREE, "1,2", -EINVAL);
-        refuse(CTL_SELECT_TREE, "42:1", -EINVAL);
+        refuse(refused[_i].kind, refused[_i].arg, refused[_i].err);
 }
 END_TEST
 
@@ -114,8 +127,7 @@ const char unit_suite_name[] = "selector";
 
 void unit_tests(TCase *tc)
 {
-        tcase_add_test(tc, test_pids);
-        tcase_add_test(tc, test_cgroup);
-        tcase_add_test(tc, test_tree);
+        tcase_add_loop_test(tc, test_accepted, 0, sizeof(accepted) / sizeof(accepted[0]));
+        tcase_add_loop_test(tc, test_refused, 0, sizeof(refused) / sizeof(refused[0]));
         tcase_add_test(tc, test_replace);
 }

@@ -468,24 +468,14 @@ END_TEST
 
 static Suite *cli_suite(void)
 {
-        Suite *s = suite_create("integration.cli");
-        TCase *tc = itest_tcase(s, "cli", 60);
-        tcase_add_test(tc, cli_state);
-        tcase_add_test(tc, cli_socket_from_environment);
-        tcase_add_test(tc, cli_restore_tid);
-        tcase_add_test(tc, cli_operations);
-        tcase_add_test(tc, cli_json);
-        tcase_add_test(tc, cli_info);
-        tcase_add_test(tc, cli_exit_codes);
-        tcase_add_test(tc, cli_driver_unavailable);
-        tcase_add_test(tc, cli_usage_and_unreachable);
-        tcase_add_test(tc, cli_exporter_port_taken);
-        tcase_add_test(tc, cli_json_restore_images_check);
-        tcase_add_test(tc, cli_permission_denied);
-        tcase_add_test(tc, cli_compat_device_map_env);
-        tcase_add_test(tc, cli_compat_device_map_option_wins);
-        tcase_add_test(tc, cli_compat_device_map_env_scope);
-        tcase_add_test(tc, cli_compat_device_map_env_malformed);
+        const TTest *tests[] = { cli_state, cli_socket_from_environment, cli_restore_tid, cli_operations,
+                cli_json, cli_info, cli_exit_codes, cli_driver_unavailable, cli_usage_and_unreachable,
+                cli_exporter_port_taken, cli_json_restore_images_check, cli_permission_denied,
+                cli_compat_device_map_env, cli_compat_device_map_option_wins, cli_compat_device_map_env_scope,
+                cli_compat_device_map_env_malformed, NULL };
+        TCase *tc;
+        Suite *s = itest_suite("integration.cli", "cli", 60, tests, &tc);
+
         cli_hold_add_tests(tc);
         return s;
 }

@@ -476,13 +476,9 @@ static char *mount_cgroup2(void)
 {
         if (itest_need_root())
                 return NULL;
-        char *mnt = itest_strdupf("/tmp/itest-cg2-%d-XXXXXX", (int)getpid());
-        ck_assert(mkdtemp(mnt));
-        if (mount("none", mnt, "cgroup2", 0, NULL) < 0) {
+        char *mnt = itest_cgroup2_mount();
+        if (!mnt)
                 fprintf(stderr, "%s: cgroup part skipped, cannot mount cgroup2: %s\n", tcase_name(), strerror(errno));
-                rmdir(mnt);
-                return NULL;
-        }
         return mnt;
 }
 
@@ -523,23 +519,11 @@ START_TEST(cli_selector_of_nothing)
 }
 END_TEST
 
-static Suite *cli_groups_suite(void)
-{
-        Suite *s = suite_create("integration.cli_groups");
-        TCase *tc = itest_tcase(s, "cli_groups", 60);
-        tcase_add_test(tc, cli_ps);
-        tcase_add_test(tc, cli_group_pids);
-        tcase_add_test(tc, cli_group_tree_and_empty);
-        tcase_add_test(tc, cli_group_failure);
-        tcase_add_test(tc, cli_group_too_large);
-        tcase_add_test(tc, cli_group_progress);
-        tcase_add_test(tc, cli_group_hostile_server);
-        tcase_add_test(tc, cli_group_usage);
-        tcase_add_test(tc, cli_selector_of_nothing);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(cli_groups_suite());
+        const TTest *tests[] = { cli_ps, cli_group_pids, cli_group_tree_and_empty, cli_group_failure,
+                cli_group_too_large, cli_group_progress, cli_group_hostile_server, cli_group_usage,
+                cli_selector_of_nothing, NULL };
+
+        return itest_run("integration.cli_groups", "cli_groups", 60, tests);
 }

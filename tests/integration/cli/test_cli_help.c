@@ -61,15 +61,9 @@ START_TEST(cli_help_of_every_command)
 }
 END_TEST
 
-static Suite *cli_help_suite(void)
-{
-        Suite *s = suite_create("integration.cli_help");
-        TCase *tc = itest_tcase(s, "cli_help", 60);
-        tcase_add_test(tc, cli_help_of_every_command);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(cli_help_suite());
+        const TTest *tests[] = { cli_help_of_every_command, NULL };
+
+        return itest_run("integration.cli_help", "cli_help", 60, tests);
 }

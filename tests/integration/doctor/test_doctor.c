@@ -199,14 +199,33 @@ static void assert_machine_checks(const struct doctor_run *r)
         }
 }
 
+/* The driver check failed, saying what, and so did the command (1). */
+static void assert_driver_fails(const struct doctor_run *r, const char *what)
+{
+        assert_verdict(r, "driver", "fail");
+        assert_says(r, "driver", what);
+        ck_assert_int_eq(r->proc.status, 1);
+}
+
+/* --driver= the simulator, as the daemon is started with it. */
+static const char *sim_driver_arg(void)
+{
+        return itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
+}
+
+/* --socket= d's socket. */
+static const char *socket_arg(const struct itest_daemon *d)
+{
+        return itest_strdupf("--socket=%s", d->sock);
+}
+
 /* On the simulator with the daemon running: the driver is fine, the
  * daemon answers but warns that it runs on the simulator (its GetStatus),
  * the machine's checks say what the machine is. */
 START_TEST(doctor_simulator_and_daemon)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        struct doctor_run *r = doctor(itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM")),
-                                      itest_strdupf("--socket=%s", d->sock), NULL);
+        struct doctor_run *r = doctor(sim_driver_arg(), socket_arg(d), NULL);
 
         assert_verdict(r, "driver", "ok");
         assert_says(r, "driver", "CUDA 13.0");
@@ -221,7 +240,7 @@ START_TEST(doctor_simulator_and_daemon)
 
         /* The socket from the environment. */
         const char *env[] = { itest_strdupf(CUDACKPT_SOCKET_ENV "=%s", d->sock), NULL };
-        r = doctor_env(child_env(env), itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM")), NULL);
+        r = doctor_env(child_env(env), sim_driver_arg(), NULL);
         assert_verdict(r, "daemon", "warn");
         assert_says(r, "daemon", d->sock);
 }
@@ -234,8 +253,8 @@ START_TEST(doctor_daemon_without_driver)
 {
         struct itest_daemon_opts none = { .driver = "/nonexistent.so" };
         struct itest_daemon *d = itest_daemon_start(&none);
-        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
-        struct doctor_run *r = doctor(driver, itest_strdupf("--socket=%s", d->sock), NULL);
+        const char *driver = sim_driver_arg();
+        struct doctor_run *r = doctor(driver, socket_arg(d), NULL);
 
         assert_verdict(r, "driver", "ok");
         assert_verdict(r, "daemon", "fail");
@@ -247,7 +266,7 @@ START_TEST(doctor_daemon_without_driver)
         static const char *const env[] = { "CUDACKPT_SIM_INIT_ERROR=100", NULL };
         struct itest_daemon_opts failing = { .env = env };
         d = itest_daemon_start(&failing);
-        r = doctor(driver, itest_strdupf("--socket=%s", d->sock), NULL);
+        r = doctor(driver, socket_arg(d), NULL);
         assert_verdict(r, "daemon", "fail");
         assert_says(r, "daemon", "CUDA_ERROR_NO_DEVICE");
         ck_assert_int_eq(r->proc.status, 1);
@@ -260,8 +279,7 @@ START_TEST(doctor_no_daemon)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         const char *sock = itest_strdupf("%s/nobody-listens", d->dir);
-        struct doctor_run *r = doctor(itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM")),
-                                      itest_strdupf("--socket=%s", sock), NULL);
+        struct doctor_run *r = doctor(sim_driver_arg(), itest_strdupf("--socket=%s", sock), NULL);
 
         assert_verdict(r, "daemon", "fail");
         assert_says(r, "daemon", sock);
@@ -277,7 +295,7 @@ START_TEST(doctor_bad_driver)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         const char *missing = itest_strdupf("%s/no-such-libcuda.so.1", d->dir);
-        struct doctor_run *r = doctor(itest_strdupf("--driver=%s", missing), itest_strdupf("--socket=%s", d->sock),
+        struct doctor_run *r = doctor(itest_strdupf("--driver=%s", missing), socket_arg(d),
                                       NULL);
 
         assert_verdict(r, "driver", "fail");
@@ -285,10 +303,8 @@ START_TEST(doctor_bad_driver)
         assert_verdict(r, "daemon", "warn"); /* on the simulator */
         ck_assert_int_eq(r->proc.status, 1);
 
-        r = doctor("--driver=libc.so.6", itest_strdupf("--socket=%s", d->sock), NULL);
-        assert_verdict(r, "driver", "fail");
-        assert_says(r, "driver", "not a CUDA driver");
-        ck_assert_int_eq(r->proc.status, 1);
+        r = doctor("--driver=libc.so.6", socket_arg(d), NULL);
+        assert_driver_fails(r, "not a CUDA driver");
 }
 END_TEST
 
@@ -297,8 +313,8 @@ END_TEST
 START_TEST(doctor_driver_versions)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
-        const char *socket = itest_strdupf("--socket=%s", d->sock);
+        const char *driver = sim_driver_arg();
+        const char *socket = socket_arg(d);
         const char *v128[] = { "CUDACKPT_SIM_DRIVER_VERSION=12080", NULL };
         const char *v124[] = { "CUDACKPT_SIM_DRIVER_VERSION=12040", NULL };
 
@@ -309,9 +325,7 @@ START_TEST(doctor_driver_versions)
         assert_exit_matches(r);
 
         r = doctor_env(child_env(v124), driver, socket, NULL);
-        assert_verdict(r, "driver", "fail");
-        assert_says(r, "driver", "CUDA 12.4");
-        ck_assert_int_eq(r->proc.status, 1);
+        assert_driver_fails(r, "CUDA 12.4");
 }
 END_TEST
 
@@ -321,8 +335,8 @@ END_TEST
 START_TEST(doctor_json)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
-        const char *socket = itest_strdupf("--socket=%s", d->sock);
+        const char *driver = sim_driver_arg();
+        const char *socket = socket_arg(d);
         struct doctor_run *text = doctor(driver, socket, NULL);
         struct doctor_run *r = doctor("--json", driver, socket, NULL);
         char *copy = itest_keep(strdup(r->proc.out)), *save = NULL;
@@ -392,7 +406,7 @@ static void await_fake_server(struct itest_daemon *d, pid_t pid)
 START_TEST(doctor_other_servers)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
+        const char *driver = sim_driver_arg();
         const char *sock = itest_strdupf("%s/fake", d->dir);
 
         pid_t srv = fake_server(d, sock, "{\"parameters\":{\"vendor\":\"cudackpt\",\"product\":\"cudackptd\","
@@ -432,7 +446,7 @@ START_TEST(doctor_daemon_driver_by_status)
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
         const char *version = itest_str(itest_call(c, "org.varlink.service.GetInfo", NULL), "version");
-        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
+        const char *driver = sim_driver_arg();
         const char *sock = itest_strdupf("%s/fake", d->dir), *req = itest_strdupf("%s/requests", d->dir);
         const char *info = itest_strdupf("{\"parameters\":{\"vendor\":\"cudackpt\",\"product\":\"cudackptd\","
                                          "\"version\":\"%s\",\"url\":\"x\",\"interfaces\":"
@@ -476,8 +490,8 @@ END_TEST
 START_TEST(doctor_criu_from_environment)
 {
         struct itest_daemon *d = itest_daemon_start_default();
-        const char *driver = itest_strdupf("--driver=%s", itest_need_env("CUDACKPT_TEST_SIM"));
-        const char *socket = itest_strdupf("--socket=%s", d->sock);
+        const char *driver = sim_driver_arg();
+        const char *socket = socket_arg(d);
         const char *criu = itest_strdupf("%s/my-criu", d->dir);
         FILE *f = fopen(criu, "we");
         ck_assert(f && fputs("#!/bin/sh\necho 'Version: 4.7'\n", f) >= 0 && fclose(f) == 0 && chmod(criu, 0755) == 0);
@@ -494,23 +508,11 @@ START_TEST(doctor_criu_from_environment)
 }
 END_TEST
 
-static Suite *doctor_suite(void)
-{
-        Suite *s = suite_create("integration.doctor");
-        TCase *tc = itest_tcase(s, "doctor", 120);
-        tcase_add_test(tc, doctor_simulator_and_daemon);
-        tcase_add_test(tc, doctor_no_daemon);
-        tcase_add_test(tc, doctor_bad_driver);
-        tcase_add_test(tc, doctor_driver_versions);
-        tcase_add_test(tc, doctor_json);
-        tcase_add_test(tc, doctor_other_servers);
-        tcase_add_test(tc, doctor_daemon_without_driver);
-        tcase_add_test(tc, doctor_daemon_driver_by_status);
-        tcase_add_test(tc, doctor_criu_from_environment);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(doctor_suite());
+        const TTest *tests[] = { doctor_simulator_and_daemon, doctor_no_daemon, doctor_bad_driver,
+                doctor_driver_versions, doctor_json, doctor_other_servers, doctor_daemon_without_driver,
+                doctor_daemon_driver_by_status, doctor_criu_from_environment, NULL };
+
+        return itest_run("integration.doctor", "doctor", 120, tests);
 }

@@ -51,77 +51,99 @@ static void assert_left_apart(struct itest_conn *c, const cJSON *j, pid_t good1,
         itest_assert_state_now(c, good2, state);
 }
 
-START_TEST(fail_lock_rolls_back)
+/* A group of three, one of which (bad_at) fails a phase: the group is
+ * first brought to before_state by the method before, where given, then
+ * the method fails in phase with error.  The others are then rolled back
+ * to running, or left apart: in state, the bad one in bad_state. */
+struct phase_failure {
+        const char *bad_env; /* what makes the bad member fail */
+        size_t bad_at;
+        const char *before, *before_state;
+        const char *method, *phase, *error;
+        bool cuda_error; /* error_parameters name the CUDA error, CUDA_ERROR_UNKNOWN */
+        const char *state, *bad_state; /* NULL: rolled back */
+};
+
+#define FAIL_LOCK "CUDACKPT_SIM_FAIL=lock:CUDA_ERROR_UNKNOWN"
+#define FAIL_CKPT "CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN"
+
+static const struct phase_failure rolled_back[] = {
+        { FAIL_LOCK, 1, NULL, NULL, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_LOCK, CUDACKPT_ERROR_DRIVER_ERROR,
+          true, NULL, NULL },
+        { FAIL_LOCK, 1, NULL, NULL, CUDACKPT_METHOD_LOCK_GROUP, CUDACKPT_PHASE_LOCK, CUDACKPT_ERROR_DRIVER_ERROR, true,
+          NULL, NULL },
+        /* SuspendGroup from running ... */
+        { FAIL_CKPT, 1, NULL, NULL, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT,
+          CUDACKPT_ERROR_DRIVER_ERROR, false, NULL, NULL },
+        /* ... and CheckpointGroup from locked: back to running too. */
+        { FAIL_CKPT, 2, CUDACKPT_METHOD_LOCK_GROUP, "locked", CUDACKPT_METHOD_CHECKPOINT_GROUP,
+          CUDACKPT_PHASE_CHECKPOINT, CUDACKPT_ERROR_DRIVER_ERROR, false, NULL, NULL },
+        /* Managed memory: the driver does not support its checkpoint. */
+        { "CUDACKPT_SIM_MANAGED=1", 2, NULL, NULL, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT,
+          CUDACKPT_ERROR_NOT_SUPPORTED, false, NULL, NULL },
+};
+
+/* A failed restore unlocks no member: the restored stay locked, the
+ * failed one checkpointed. */
+static const struct phase_failure restore_fails = {
+        "CUDACKPT_SIM_FAIL=restore:CUDA_ERROR_UNKNOWN", 1, CUDACKPT_METHOD_SUSPEND_GROUP, "checkpointed",
+        CUDACKPT_METHOD_RESUME_GROUP, CUDACKPT_PHASE_RESTORE, CUDACKPT_ERROR_DRIVER_ERROR, false, "locked",
+        "checkpointed",
+};
+
+/* Not every member is running after a failed unlock. */
+static const struct phase_failure unlock_fails = {
+        "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", 1, CUDACKPT_METHOD_LOCK_GROUP, "locked",
+        CUDACKPT_METHOD_UNLOCK_GROUP, CUDACKPT_PHASE_UNLOCK, CUDACKPT_ERROR_DRIVER_ERROR, false, "running", "locked",
+};
+
+/* Runs f on a new group of three, p; returns the bad member. */
+static pid_t fail_phase(struct itest_conn *c, const struct phase_failure *f, pid_t p[3])
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct itest_conn *c = itest_connect(d);
-        const char *methods[] = { CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_METHOD_LOCK_GROUP };
-        for (size_t i = 0; i < N_OF(methods); i++) {
-                pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=lock:CUDA_ERROR_UNKNOWN", NULL);
-                pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
-                cJSON *j = gitest_group_pids(c, methods[i], 3, p);
-                gitest_assert_group_failed(j, methods[i], CUDACKPT_PHASE_LOCK, bad, CUDACKPT_ERROR_DRIVER_ERROR);
+        pid_t bad = itest_target(SIM, SMALL, f->bad_env, NULL);
+        cJSON *j;
+
+        for (size_t k = 0; k < 3; k++)
+                p[k] = k == f->bad_at ? bad : itest_small_target();
+        if (f->before)
+                gitest_assert_group_ok(gitest_group_pids(c, f->before, 3, p), 3, p, f->before_state);
+        j = gitest_group_pids(c, f->method, 3, p);
+        gitest_assert_group_failed(j, f->method, f->phase, bad, f->error);
+        if (f->cuda_error) {
                 const char *ce = gitest_ostr(gitest_error_params(j), "cuda_error");
                 ck_assert_msg(gitest_streq(ce, "CUDA_ERROR_UNKNOWN"), "error_parameters without the CUDA error: %s",
                               itest_dump(j));
-                assert_rolled_back(c, j, 3, p);
         }
+        if (!f->state) {
+                assert_rolled_back(c, j, 3, p);
+                return bad;
+        }
+        pid_t good[2] = { p[f->bad_at == 0 ? 1 : 0], p[f->bad_at == 2 ? 1 : 2] };
+        assert_left_apart(c, j, good[0], good[1], f->state, bad, f->bad_state);
+        return bad;
 }
-END_TEST
 
-START_TEST(fail_checkpoint_rolls_back)
+START_TEST(fail_rolls_back)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        /* SuspendGroup from running ... */
-        pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
-        cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p);
-        gitest_assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad,
-                            CUDACKPT_ERROR_DRIVER_ERROR);
-        assert_rolled_back(c, j, 3, p);
+        pid_t p[3];
 
-        /* ... and CheckpointGroup from locked: back to running too. */
-        pid_t bad2 = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t q[3] = { itest_small_target(), itest_small_target(), bad2 };
-        gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_LOCK_GROUP, 3, q), 3, q, "locked");
-        j = gitest_group_pids(c, CUDACKPT_METHOD_CHECKPOINT_GROUP, 3, q);
-        gitest_assert_group_failed(j, CUDACKPT_METHOD_CHECKPOINT_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad2,
-                            CUDACKPT_ERROR_DRIVER_ERROR);
-        assert_rolled_back(c, j, 3, q);
+        for (size_t i = 0; i < N_OF(rolled_back); i++)
+                fail_phase(c, &rolled_back[i], p);
 }
 END_TEST
 
-START_TEST(fail_managed_memory)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        struct itest_conn *c = itest_connect(d);
-        pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_MANAGED=1", NULL);
-        pid_t p[3] = { itest_small_target(), itest_small_target(), bad };
-        cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p);
-        gitest_assert_group_failed(j, CUDACKPT_METHOD_SUSPEND_GROUP, CUDACKPT_PHASE_CHECKPOINT, bad,
-                            CUDACKPT_ERROR_NOT_SUPPORTED);
-        assert_rolled_back(c, j, 3, p);
-}
-END_TEST
-
-/* A failed restore unlocks no member: the restored stay locked, the failed
- * one checkpointed.  Once the failure is gone, a retried ResumeGroup
- * finishes the job. */
+/* A failed restore (restore_fails).  Once the failure is gone, a retried
+ * ResumeGroup finishes the job. */
 START_TEST(fail_restore_then_retry)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=restore:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
-        gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 3, p), 3, p, "checkpointed");
-
-        cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_RESUME_GROUP, 3, p);
-        gitest_assert_group_failed(j, CUDACKPT_METHOD_RESUME_GROUP, CUDACKPT_PHASE_RESTORE, bad, CUDACKPT_ERROR_DRIVER_ERROR);
-        assert_left_apart(c, j, p[0], p[2], "locked", bad, "checkpointed");
+        pid_t p[3], bad = fail_phase(c, &restore_fails, p);
 
         /* The same from RestoreGroup. */
-        j = gitest_group_pids(c, CUDACKPT_METHOD_RESTORE_GROUP, 3, p);
+        cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_RESTORE_GROUP, 3, p);
         gitest_assert_group_failed(j, CUDACKPT_METHOD_RESTORE_GROUP, CUDACKPT_PHASE_RESTORE, bad,
                             CUDACKPT_ERROR_DRIVER_ERROR);
         itest_assert_bool(j, "rolled_back", false);
@@ -139,16 +161,13 @@ START_TEST(fail_unlock)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t bad = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
-        pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
-        gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_LOCK_GROUP, 3, p), 3, p, "locked");
-        cJSON *j = gitest_group_pids(c, CUDACKPT_METHOD_UNLOCK_GROUP, 3, p);
-        gitest_assert_group_failed(j, CUDACKPT_METHOD_UNLOCK_GROUP, CUDACKPT_PHASE_UNLOCK, bad, CUDACKPT_ERROR_DRIVER_ERROR);
-        /* Not every member is running. */
-        assert_left_apart(c, j, p[0], p[2], "running", bad, "locked");
+        pid_t p[3];
+        cJSON *j;
+
+        fail_phase(c, &unlock_fails, p);
 
         /* ResumeGroup's unlock phase: restored, then all but one unlocked. */
-        pid_t bad2 = itest_target(SIM, SMALL, "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
+        pid_t bad2 = itest_target(SIM, SMALL, unlock_fails.bad_env, NULL);
         pid_t q[2] = { itest_small_target(), bad2 };
         gitest_assert_group_ok(gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 2, q), 2, q, "checkpointed");
         j = gitest_group_pids(c, CUDACKPT_METHOD_RESUME_GROUP, 2, q);
@@ -285,18 +304,27 @@ START_TEST(other_user_member_refused)
 }
 END_TEST
 
+/* Every group method with bad among good members refuses in phase with
+ * error, and leaves the good ones running. */
+static void assert_bad_member_refused(struct itest_conn *c, pid_t bad, const char *phase, const char *error)
+{
+        pid_t p[3] = { itest_small_target(), bad, itest_small_target() };
+
+        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
+                cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
+                gitest_assert_group_failed(j, gitest_all_groups[i], phase, bad, error);
+                itest_assert_state_now(c, p[0], "running");
+                itest_assert_state_now(c, p[2], "running");
+        }
+}
+
 START_TEST(not_cuda_in_pids)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
         pid_t plain = itest_target(SMALL, NULL);
-        pid_t p[3] = { itest_small_target(), plain, itest_small_target() };
-        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
-                cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
-                gitest_assert_group_failed(j, gitest_all_groups[i], CUDACKPT_PHASE_STATE, plain, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
-                itest_assert_state_now(c, p[0], "running");
-                itest_assert_state_now(c, p[2], "running");
-        }
+
+        assert_bad_member_refused(c, plain, CUDACKPT_PHASE_STATE, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
 }
 END_TEST
 
@@ -304,14 +332,8 @@ START_TEST(no_such_process_in_pids)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
-        pid_t dead = itest_dead_pid();
-        pid_t p[3] = { itest_small_target(), dead, itest_small_target() };
-        for (size_t i = 0; i < N_OF(gitest_all_groups); i++) {
-                cJSON *j = gitest_group_pids(c, gitest_all_groups[i], 3, p);
-                gitest_assert_group_failed(j, gitest_all_groups[i], CUDACKPT_PHASE_SELECT, dead, CUDACKPT_ERROR_NO_SUCH_PROCESS);
-                itest_assert_state_now(c, p[0], "running");
-                itest_assert_state_now(c, p[2], "running");
-        }
+
+        assert_bad_member_refused(c, itest_dead_pid(), CUDACKPT_PHASE_SELECT, CUDACKPT_ERROR_NO_SUCH_PROCESS);
 }
 END_TEST
 
@@ -457,32 +479,14 @@ START_TEST(invalid_parameters)
 }
 END_TEST
 
-static Suite *failures_suite(void)
-{
-        Suite *s = suite_create("integration.group_failures");
-        TCase *tc = itest_tcase(s, "group_failures", 60);
-        tcase_add_test(tc, fail_lock_rolls_back);
-        tcase_add_test(tc, fail_checkpoint_rolls_back);
-        tcase_add_test(tc, fail_managed_memory);
-        tcase_add_test(tc, fail_restore_then_retry);
-        tcase_add_test(tc, fail_unlock);
-        tcase_add_test(tc, fail_rollback);
-        tcase_add_test(tc, lock_timeout_rolls_back);
-        tcase_add_test(tc, member_exits_mid_group);
-        tcase_add_test(tc, other_user_member_refused);
-        tcase_add_test(tc, not_cuda_in_pids);
-        tcase_add_test(tc, no_such_process_in_pids);
-        tcase_add_test(tc, start_time_pins);
-        tcase_add_test(tc, stopped_member);
-        tcase_add_test(tc, group_too_large);
-        tcase_add_test(tc, groups_in_flight_queue_full);
-        tcase_add_test(tc, invalid_parameters);
-        return s;
-}
-
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { fail_rolls_back, fail_restore_then_retry, fail_unlock, fail_rollback,
+                lock_timeout_rolls_back, member_exits_mid_group, other_user_member_refused, not_cuda_in_pids,
+                no_such_process_in_pids, start_time_pins, stopped_member, group_too_large,
+                groups_in_flight_queue_full, invalid_parameters, NULL };
+
         if (argc >= 2 && strcmp(argv[1], "--itest-tree") == 0)
                 return gitest_tree_mode(argc, argv);
-        return itest_main(failures_suite());
+        return itest_run("integration.group_failures", "group_failures", 60, tests);
 }

@@ -497,28 +497,14 @@ START_TEST(more_progress_failure)
 }
 END_TEST
 
-static Suite *groups_suite(void)
-{
-        Suite *s = suite_create("integration.groups");
-        TCase *tc = itest_tcase(s, "groups", 60);
-        tcase_add_test(tc, suspend_resume_group);
-        tcase_add_test(tc, phase_groups_cycle);
-        tcase_add_test(tc, group_gpu_mapping);
-        tcase_add_test(tc, barrier_lock_before_checkpoint);
-        tcase_add_test(tc, barrier_restore_before_unlock);
-        tcase_add_test(tc, converge_suspend_and_resume);
-        tcase_add_test(tc, converge_nothing_to_do);
-        tcase_add_test(tc, invalid_state_in_phase_state);
-        tcase_add_test(tc, overlapping_groups);
-        tcase_add_test(tc, client_disconnects);
-        tcase_add_test(tc, more_progress);
-        tcase_add_test(tc, more_progress_failure);
-        return s;
-}
-
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { suspend_resume_group, phase_groups_cycle, group_gpu_mapping,
+                barrier_lock_before_checkpoint, barrier_restore_before_unlock, converge_suspend_and_resume,
+                converge_nothing_to_do, invalid_state_in_phase_state, overlapping_groups, client_disconnects,
+                more_progress, more_progress_failure, NULL };
+
         if (argc >= 2 && strcmp(argv[1], "--itest-tree") == 0)
                 return gitest_tree_mode(argc, argv);
-        return itest_main(groups_suite());
+        return itest_run("integration.groups", "groups", 60, tests);
 }

@@ -291,20 +291,6 @@ START_TEST(index_default_never_tracepoint)
 }
 END_TEST
 
-static Suite *index_suite(void)
-{
-        Suite *s = suite_create("integration.index");
-        TCase *tc = tcase_create("index");
-        tcase_add_checked_fixture(tc, itest_setup, itest_teardown);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, index_follows_processes);
-        tcase_add_test(tc, index_full_scans_proc);
-        tcase_add_test(tc, index_off);
-        tcase_add_test(tc, index_default_never_tracepoint);
-        suite_add_tcase(s, tc);
-        return s;
-}
-
 /* ---- helper modes (preloaded with the driver; ready on fd 3) ------------------ */
 
 static int forker(void)
@@ -363,11 +349,14 @@ static int leader_exits(void)
 
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { index_follows_processes, index_full_scans_proc, index_off,
+                index_default_never_tracepoint, NULL };
+
         if (argc >= 2 && strcmp(argv[1], "--itest-forker") == 0)
                 return forker();
         if (argc >= 2 && strcmp(argv[1], "--itest-exec-plain") == 0)
                 return exec_plain();
         if (argc >= 2 && strcmp(argv[1], "--itest-leader-exits") == 0)
                 return leader_exits();
-        return itest_main(index_suite());
+        return itest_run("integration.index", "index", 60, tests);
 }

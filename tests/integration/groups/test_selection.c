@@ -165,27 +165,11 @@ static void cgroup_sweep(const char *mnt)
                 fclose(f);
 }
 
-static void write_pid(const char *path, pid_t pid)
-{
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
-        char buf[32];
-        int n = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
-        ck_assert_msg(write(fd, buf, (size_t)n) == n, "write %d to %s: %s", (int)pid, path, strerror(errno));
-        close(fd);
-}
-
 START_TEST(cgroup_selector)
 {
-        if (itest_need_root())
+        char *mnt = itest_cgroup2_or_skip();
+        if (!mnt)
                 return;
-        char *mnt = itest_strdupf("/tmp/itest-cg2-%d-XXXXXX", (int)getpid());
-        ck_assert(mkdtemp(mnt));
-        if (mount("none", mnt, "cgroup2", 0, NULL) < 0) {
-                itest_skip("cannot mount cgroup2: %s", strerror(errno));
-                rmdir(mnt);
-                return;
-        }
         cgroup_sweep(mnt);
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d);
@@ -204,11 +188,11 @@ START_TEST(cgroup_selector)
         pid_t ninit = itest_target(itest_sim_preload(), SMALL, NULL);
         pid_t in_sib = itest_mapped_target(), at_root = itest_mapped_target();
         pid_t moved[5] = { a, b, in_sub, ninit, in_sib };
-        write_pid(itest_strdupf("%s/cgroup.procs", top), a);
-        write_pid(itest_strdupf("%s/cgroup.procs", top), b);
-        write_pid(itest_strdupf("%s/cgroup.procs", top), ninit);
-        write_pid(itest_strdupf("%s/cgroup.procs", sub), in_sub);
-        write_pid(itest_strdupf("%s/cgroup.procs", sib), in_sib);
+        itest_cgroup_move(top, a);
+        itest_cgroup_move(top, b);
+        itest_cgroup_move(top, ninit);
+        itest_cgroup_move(sub, in_sub);
+        itest_cgroup_move(sib, in_sib);
         ck_assert_str_eq(gitest_cgroup_of(a), top_path);
         ck_assert_str_eq(gitest_cgroup_of(in_sub), sub_path);
 
@@ -243,7 +227,7 @@ START_TEST(cgroup_selector)
         ck_assert_int_eq(rmdir(itest_strdupf("%s/empty", sub)), 0);
 
         for (size_t i = 0; i < N_OF(moved); i++)
-                write_pid(itest_strdupf("%s/cgroup.procs", mnt), moved[i]);
+                itest_cgroup_move(mnt, moved[i]);
         ck_assert_msg(rmdir(sub) == 0 && rmdir(top) == 0 && rmdir(sib) == 0, "rmdir in %s: %s", mnt, strerror(errno));
         ck_assert_msg(umount(mnt) == 0, "umount %s: %s", mnt, strerror(errno));
         rmdir(mnt);
@@ -452,24 +436,13 @@ START_TEST(list_processes_non_root)
 }
 END_TEST
 
-static Suite *selection_suite(void)
-{
-        Suite *s = suite_create("integration.selection");
-        TCase *tc = itest_tcase(s, "selection", 60);
-        tcase_add_test(tc, tree_selector);
-        tcase_add_test(tc, cgroup_selector);
-        tcase_add_test(tc, list_processes);
-        tcase_add_test(tc, list_processes_gpus);
-        tcase_add_test(tc, list_processes_selectors);
-        tcase_add_test(tc, list_processes_in_flight);
-        tcase_add_test(tc, list_processes_stopped);
-        tcase_add_test(tc, list_processes_non_root);
-        return s;
-}
-
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { tree_selector, cgroup_selector, list_processes, list_processes_gpus,
+                list_processes_selectors, list_processes_in_flight, list_processes_stopped,
+                list_processes_non_root, NULL };
+
         if (argc >= 2 && strcmp(argv[1], "--itest-tree") == 0)
                 return gitest_tree_mode(argc, argv);
-        return itest_main(selection_suite());
+        return itest_run("integration.selection", "selection", 60, tests);
 }

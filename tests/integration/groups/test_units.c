@@ -70,6 +70,26 @@ static void send_waiting(struct itest_conn *q, const char *method, pid_t pid, in
                       "%s on %d was answered between the group's steps: %s", method, (int)pid, itest_dump(j));
 }
 
+/* The group method on c, sent once p[1] reached its progress step, with
+ * waiting sent on p[1] through q in between: waiting waits for the group,
+ * which brings both members to state, and then meets that state and is
+ * refused (InvalidState). */
+static void assert_call_waits_between(struct itest_conn *c, struct itest_conn *q, const char *method,
+                                      const char *progress, const char *waiting, pid_t p[2], const char *state)
+{
+        cJSON *j;
+
+        send_group_more(c, method, 2, p);
+        await_progress(c, progress, p[1]);
+        send_waiting(q, waiting, p[1], 300);
+        j = final_of(c);
+        itest_assert_ok(j);
+        gitest_assert_member(j, p[0], state);
+        gitest_assert_member(j, p[1], state);
+        itest_assert_error(itest_recv_within(q, 5000), CUDACKPT_ERROR_INVALID_STATE);
+        gitest_assert_all_now(c, 2, p, state);
+}
+
 /* SuspendGroup: a call between a member's lock and its checkpoint waits.
  * a's lock takes 1.5 s (a kernel in flight), so b is locked long before
  * the checkpoint phase. */
@@ -78,18 +98,10 @@ START_TEST(suspend_group_lock_checkpoint)
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d), *q = itest_connect(d);
         pid_t p[2] = { itest_target(SIM, SMALL, "CUDACKPT_SIM_BUSY_MS=1500", NULL), itest_small_target() };
-        cJSON *j;
 
-        send_group_more(c, CUDACKPT_METHOD_SUSPEND_GROUP, 2, p);
-        await_progress(c, "lock", p[1]);
-        send_waiting(q, CUDACKPT_METHOD_UNLOCK, p[1], 300);
-        j = final_of(c);
-        itest_assert_ok(j);
-        gitest_assert_member(j, p[0], "checkpointed");
-        gitest_assert_member(j, p[1], "checkpointed");
-        /* The Unlock came after the group: the process was checkpointed. */
-        itest_assert_error(itest_recv_within(q, 5000), CUDACKPT_ERROR_INVALID_STATE);
-        gitest_assert_all_now(c, 2, p, "checkpointed");
+        /* The Unlock comes after the group: the process is checkpointed. */
+        assert_call_waits_between(c, q, CUDACKPT_METHOD_SUSPEND_GROUP, "lock", CUDACKPT_METHOD_UNLOCK, p,
+                                  "checkpointed");
 }
 END_TEST
 
@@ -126,18 +138,10 @@ START_TEST(resume_group_restore_unlock)
         struct itest_daemon *d = itest_daemon_start_default();
         struct itest_conn *c = itest_connect(d), *q = itest_connect(d);
         pid_t p[2] = { itest_target(SIM, SLOW_RESTORE_MEM, SLOW_RESTORE_RATE, NULL), itest_small_target() };
-        cJSON *j;
 
         itest_assert_ok(gitest_group_pids(c, CUDACKPT_METHOD_SUSPEND_GROUP, 2, p));
-        send_group_more(c, CUDACKPT_METHOD_RESUME_GROUP, 2, p);
-        await_progress(c, "restore", p[1]);
-        send_waiting(q, CUDACKPT_METHOD_CHECKPOINT, p[1], 300);
-        j = final_of(c);
-        itest_assert_ok(j);
-        gitest_assert_member(j, p[0], "running");
-        gitest_assert_member(j, p[1], "running");
-        itest_assert_error(itest_recv_within(q, 5000), CUDACKPT_ERROR_INVALID_STATE);
-        gitest_assert_all_now(c, 2, p, "running");
+        assert_call_waits_between(c, q, CUDACKPT_METHOD_RESUME_GROUP, "restore", CUDACKPT_METHOD_CHECKPOINT, p,
+                                  "running");
 }
 END_TEST
 
@@ -251,23 +255,13 @@ START_TEST(undo_beside_full_queue)
 }
 END_TEST
 
-static Suite *units_suite(void)
-{
-        Suite *s = suite_create("integration.units");
-        TCase *tc = itest_tcase(s, "units", 60);
-        tcase_add_test(tc, suspend_group_lock_checkpoint);
-        tcase_add_test(tc, stranger_refused_while_held);
-        tcase_add_test(tc, resume_group_restore_unlock);
-        tcase_add_test(tc, rollback_restore_unlock);
-        tcase_add_test(tc, undo_restore_unlock);
-        tcase_add_test(tc, undo_cut_by_stop_is_kept);
-        tcase_add_test(tc, undo_beside_full_queue);
-        return s;
-}
-
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { suspend_group_lock_checkpoint, stranger_refused_while_held,
+                resume_group_restore_unlock, rollback_restore_unlock, undo_restore_unlock,
+                undo_cut_by_stop_is_kept, undo_beside_full_queue, NULL };
+
         if (argc > 1 && strcmp(argv[1], "--itest-tree") == 0)
                 return gitest_tree_mode(argc, argv);
-        return itest_main(units_suite());
+        return itest_run("integration.units", "units", 60, tests);
 }

@@ -388,19 +388,11 @@ START_TEST(unread_replies_disconnect)
 }
 END_TEST
 
-static Suite *floods_suite(void)
-{
-        Suite *s = suite_create("integration.floods");
-        TCase *tc = itest_tcase(s, "floods", 30);
-        tcase_add_test(tc, flood_max_connections);
-        tcase_add_test(tc, flood_max_connections_per_uid);
-        tcase_add_test(tc, idle_connections_closed);
-        tcase_add_test(tc, idle_timeout_spares_requests_in_flight);
-        tcase_add_test(tc, unread_replies_disconnect);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(floods_suite());
+        const TTest *tests[] = { flood_max_connections, flood_max_connections_per_uid,
+                idle_connections_closed, idle_timeout_spares_requests_in_flight, unread_replies_disconnect,
+                NULL };
+
+        return itest_run("integration.floods", "floods", 30, tests);
 }

@@ -404,17 +404,9 @@ START_TEST(nul_escape)
 }
 END_TEST
 
-static Suite *garbage_suite(void)
-{
-        Suite *s = suite_create("integration.garbage");
-        TCase *tc = itest_tcase(s, "garbage", 30);
-        tcase_add_test(tc, garbage);
-        tcase_add_test(tc, replies_are_utf8);
-        tcase_add_test(tc, nul_escape);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(garbage_suite());
+        const TTest *tests[] = { garbage, replies_are_utf8, nul_escape, NULL };
+
+        return itest_run("integration.garbage", "garbage", 30, tests);
 }

@@ -365,27 +365,12 @@ START_TEST(vanish_mid_message)
 }
 END_TEST
 
-static Suite *input_suite(void)
-{
-        Suite *s = suite_create("integration.input");
-        TCase *tc = itest_tcase(s, "input", 30);
-        tcase_add_test(tc, invalid_requests);
-        tcase_add_test(tc, invalid_pid);
-        tcase_add_test(tc, invalid_timeout_and_start_time);
-        tcase_add_test(tc, unknown_parameter);
-        tcase_add_test(tc, invalid_gpu_mapping_parameter);
-        tcase_add_test(tc, unknown_method_and_interface);
-        tcase_add_test(tc, message_too_large);
-        tcase_add_test(tc, split_writes);
-        tcase_add_test(tc, pipelined_in_one_write);
-        tcase_add_test(tc, oneway);
-        tcase_add_test(tc, more_gets_one_reply);
-        tcase_add_test(tc, get_info_and_description);
-        tcase_add_test(tc, vanish_mid_message);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(input_suite());
+        const TTest *tests[] = { invalid_requests, invalid_pid, invalid_timeout_and_start_time,
+                unknown_parameter, invalid_gpu_mapping_parameter, unknown_method_and_interface,
+                message_too_large, split_writes, pipelined_in_one_write, oneway, more_gets_one_reply,
+                get_info_and_description, vanish_mid_message, NULL };
+
+        return itest_run("integration.input", "input", 30, tests);
 }

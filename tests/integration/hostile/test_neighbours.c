@@ -393,25 +393,14 @@ START_TEST(metrics_time_concurrent_calls)
 }
 END_TEST
 
-static Suite *neighbours_suite(void)
-{
-        Suite *s = suite_create("integration.neighbours");
-        TCase *tc = itest_tcase(s, "neighbours", 60);
-        tcase_add_test(tc, lease_not_managed_by_setuid_real_uid);
-        tcase_add_test(tc, lease_managed_by_owner_of_every_member);
-        tcase_add_test(tc, lease_events_hidden_from_setuid_real_uid);
-        tcase_add_test(tc, watchers_per_uid);
-        tcase_add_test(tc, leases_per_uid);
-        tcase_add_test(tc, group_error_names_no_foreign_pid);
-        tcase_add_test(tc, workers_shared_fairly);
-        tcase_add_test(tc, group_slots_shared_fairly);
-        tcase_add_test(tc, metrics_time_concurrent_calls);
-        return s;
-}
-
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { lease_not_managed_by_setuid_real_uid, lease_managed_by_owner_of_every_member,
+                lease_events_hidden_from_setuid_real_uid, watchers_per_uid, leases_per_uid,
+                group_error_names_no_foreign_pid, workers_shared_fairly, group_slots_shared_fairly,
+                metrics_time_concurrent_calls, NULL };
+
         if (argc == 5 && strcmp(argv[1], "--itest-hold-uids") == 0)
                 return itest_hold_uids(argv);
-        return itest_main(neighbours_suite());
+        return itest_run("integration.neighbours", "neighbours", 60, tests);
 }

@@ -441,31 +441,19 @@ START_TEST(stranger_cannot_fill_the_queue)
 }
 END_TEST
 
-static Suite *permissions_suite(void)
-{
-        Suite *s = suite_create("integration.permissions");
-        TCase *tc = itest_tcase(s, "permissions", 30);
-        tcase_add_test(tc, socket_reachable_by_all);
-        tcase_add_test(tc, other_uid_refused_on_root_target);
-        tcase_add_test(tc, other_uid_refused_on_third_uid_target);
-        tcase_add_test(tc, other_uid_allowed_on_own_target);
-        tcase_add_test(tc, root_allowed_on_other_uid_target);
-        tcase_add_test(tc, other_uid_refused_on_mixed_uids);
-        tcase_add_test(tc, operator_group);
-        tcase_add_test(tc, operator_may_act_on_root);
-        tcase_add_test(tc, read_only_unrestricted);
-        tcase_add_test(tc, stranger_get_state_during_operation);
-        tcase_add_test(tc, stranger_cannot_fill_the_queue);
-        return s;
-}
-
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { socket_reachable_by_all, other_uid_refused_on_root_target,
+                other_uid_refused_on_third_uid_target, other_uid_allowed_on_own_target,
+                root_allowed_on_other_uid_target, other_uid_refused_on_mixed_uids, operator_group,
+                operator_may_act_on_root, read_only_unrestricted, stranger_get_state_during_operation,
+                stranger_cannot_fill_the_queue, NULL };
+
         if (argc == 5 && strcmp(argv[1], "--itest-hold-uids") == 0)
                 return itest_hold_uids(argv);
         if (geteuid() != 0) {
                 fprintf(stderr, "integration.permissions: skipped, needs root to switch uids\n");
                 return 77;
         }
-        return itest_main(permissions_suite());
+        return itest_run("integration.permissions", "permissions", 30, tests);
 }

@@ -201,18 +201,10 @@ START_TEST(refusals_of_limits_audited)
 }
 END_TEST
 
-static Suite *security_suite(void)
-{
-        Suite *s = suite_create("integration.security");
-        TCase *tc = itest_tcase(s, "security", 60);
-
-        tcase_add_test(tc, secret_never_logged_nor_watched);
-        tcase_add_test(tc, refusals_of_strangers_audited);
-        tcase_add_test(tc, refusals_of_limits_audited);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(security_suite());
+        const TTest *tests[] = { secret_never_logged_nor_watched, refusals_of_strangers_audited,
+                refusals_of_limits_audited, NULL };
+
+        return itest_run("integration.security", "security", 60, tests);
 }

@@ -354,26 +354,12 @@ START_TEST(lease_undo_fails_once)
 }
 END_TEST
 
-static Suite *leases_suite(void)
-{
-        Suite *s = suite_create("integration.leases");
-        TCase *tc = itest_tcase(s, "leases", 60);
-        tcase_add_test(tc, killed_holder_locked);
-        tcase_add_test(tc, killed_holder_suspended);
-        tcase_add_test(tc, killed_during_suspend);
-        tcase_add_test(tc, lease_ms_expires);
-        tcase_add_test(tc, lease_released);
-        tcase_add_test(tc, lease_renewed);
-        tcase_add_test(tc, lease_ended_by_another_resume);
-        tcase_add_test(tc, lease_finished_by_cycle);
-        tcase_add_test(tc, group_lease_killed_holder);
-        tcase_add_test(tc, group_lease_expires);
-        tcase_add_test(tc, lease_holder_never_idle);
-        tcase_add_test(tc, lease_undo_fails_once);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(leases_suite());
+        const TTest *tests[] = { killed_holder_locked, killed_holder_suspended, killed_during_suspend,
+                lease_ms_expires, lease_released, lease_renewed, lease_ended_by_another_resume,
+                lease_finished_by_cycle, group_lease_killed_holder, group_lease_expires,
+                lease_holder_never_idle, lease_undo_fails_once, NULL };
+
+        return itest_run("integration.leases", "leases", 60, tests);
 }

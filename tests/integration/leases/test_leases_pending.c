@@ -35,14 +35,7 @@ static const char *store_path(const struct itest_daemon *d)
 /* The store's text, "" when there is none. */
 static const char *store_text(const struct itest_daemon *d)
 {
-        static char buf[1 << 20];
-        int fd = open(store_path(d), O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
-
-        if (fd >= 0)
-                close(fd);
-        buf[n > 0 ? n : 0] = '\0';
-        return itest_strdupf("%s", buf);
+        return itest_read_text(store_path(d));
 }
 
 /* Whether the store holds a lease on pid (a member's "pid", as the store
@@ -267,18 +260,10 @@ START_TEST(leased_flood_bounded)
 }
 END_TEST
 
-static Suite *pending_suite(void)
-{
-        Suite *s = suite_create("leases_pending");
-        TCase *tc = itest_tcase(s, "pending", 90);
-
-        tcase_add_test(tc, stranger_pending_never_written);
-        tcase_add_test(tc, restart_leaves_what_taker_may_not_act_on);
-        tcase_add_test(tc, leased_flood_bounded);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(pending_suite());
+        const TTest *tests[] = { stranger_pending_never_written, restart_leaves_what_taker_may_not_act_on,
+                leased_flood_bounded, NULL };
+
+        return itest_run("leases_pending", "pending", 90, tests);
 }

@@ -522,27 +522,13 @@ START_TEST(killed_during_leased_suspend_group)
 }
 END_TEST
 
-static Suite *restart_suite(void)
-{
-        Suite *s = suite_create("leases_restart");
-        TCase *tc = itest_tcase(s, "restart", 60);
-
-        tcase_add_test(tc, expired_while_down);
-        tcase_add_test(tc, claimed_after_restart);
-        tcase_add_test(tc, unclaimed_after_restart);
-        tcase_add_test(tc, kept_at_stop);
-        tcase_add_test(tc, cli_hold_survives_restart);
-        tcase_add_test(tc, cli_group_hold_survives_restart);
-        tcase_add_test(tc, client_waits_for_daemon);
-        tcase_add_test(tc, tampered_store_refused);
-        tcase_add_test(tc, store_links_and_size_refused);
-        tcase_add_test(tc, claimable_after_sigterm);
-        tcase_add_test(tc, killed_during_leased_suspend);
-        tcase_add_test(tc, killed_during_leased_suspend_group);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(restart_suite());
+        const TTest *tests[] = { expired_while_down, claimed_after_restart, unclaimed_after_restart,
+                kept_at_stop, cli_hold_survives_restart, cli_group_hold_survives_restart,
+                client_waits_for_daemon, tampered_store_refused, store_links_and_size_refused,
+                claimable_after_sigterm, killed_during_leased_suspend, killed_during_leased_suspend_group,
+                NULL };
+
+        return itest_run("leases_restart", "restart", 60, tests);
 }

@@ -33,14 +33,7 @@ static const char *store_path(const struct itest_daemon *d)
 /* The store's text, "" when there is none. */
 static const char *store_text(const struct itest_daemon *d)
 {
-        static char buf[65536];
-        int fd = open(store_path(d), O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
-
-        if (fd >= 0)
-                close(fd);
-        buf[n > 0 ? n : 0] = '\0';
-        return itest_strdupf("%s", buf);
+        return itest_read_text(store_path(d));
 }
 
 static const cJSON *lease_store_status(struct itest_conn *c)
@@ -206,18 +199,10 @@ START_TEST(failed_write_not_renamed)
 }
 END_TEST
 
-static Suite *store_suite(void)
-{
-        Suite *s = suite_create("leases_store");
-        TCase *tc = itest_tcase(s, "store", 60);
-
-        tcase_add_test(tc, shared_dir_no_store);
-        tcase_add_test(tc, temp_name_unforeseeable);
-        tcase_add_test(tc, failed_write_not_renamed);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(store_suite());
+        const TTest *tests[] = { shared_dir_no_store, temp_name_unforeseeable, failed_write_not_renamed,
+                NULL };
+
+        return itest_run("leases_store", "store", 60, tests);
 }

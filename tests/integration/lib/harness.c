@@ -454,6 +454,24 @@ TCase *itest_tcase(Suite *s, const char *name, double timeout_s)
         return tc;
 }
 
+Suite *itest_suite(const char *name, const char *tcase, double timeout_s, const TTest *const tests[],
+                   TCase **ret_tc)
+{
+        Suite *s = suite_create(name);
+        TCase *tc = itest_tcase(s, tcase, timeout_s);
+
+        for (size_t i = 0; tests[i]; i++)
+                tcase_add_test(tc, tests[i]);
+        if (ret_tc)
+                *ret_tc = tc;
+        return s;
+}
+
+int itest_run(const char *name, const char *tcase, double timeout_s, const TTest *const tests[])
+{
+        return itest_main(itest_suite(name, tcase, timeout_s, tests, NULL));
+}
+
 int itest_main(Suite *s)
 {
         signal(SIGPIPE, SIG_IGN);

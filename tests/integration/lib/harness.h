@@ -110,6 +110,15 @@ TCase *itest_tcase(Suite *s, const char *name, double timeout_s);
  * logs of failed tests, returns the exit status for main(). */
 int itest_main(Suite *s);
 
+/* A suite of one test case, made by itest_tcase(), holding tests (a list
+ * ended by NULL) in their order; *ret_tc, where given, is that case, for
+ * tests added some other way. */
+Suite *itest_suite(const char *name, const char *tcase, double timeout_s, const TTest *const tests[],
+                   TCase **ret_tc);
+
+/* itest_main() of itest_suite(): the whole of a one-case suite's main(). */
+int itest_run(const char *name, const char *tcase, double timeout_s, const TTest *const tests[]);
+
 /* ---- targets ------------------------------------------------------------- */
 
 /* Starts /bin/sleep 3600 with exactly the given environment ("K=V"...,
@@ -313,6 +322,21 @@ cudackpt_client *itest_client(struct itest_daemon *d);
 void itest_assert_suspend_times_out(cudackpt_client *c, pid_t pid, int timeout_ms, double max_ms);
 /* The parameters of a library reply, parsed (owned by the harness). */
 cJSON *itest_reply_json(const cudackpt_reply *r);
+
+/* ---- files and cgroups (harness_files.c) ---------------------------------- */
+
+/* A cgroup2 mount of the test's own under /tmp (the daemon finds groups
+ * through its mounts; this machine's v2 hierarchy is empty), or NULL with
+ * errno where the kernel refuses one.  Needs root; the test unmounts it. */
+char *itest_cgroup2_mount(void);
+/* itest_cgroup2_mount() for a test that needs it: NULL when the test
+ * skipped itself (not root, or no mount; itest_skip() says why). */
+char *itest_cgroup2_or_skip(void);
+/* Moves pid into the cgroup dir (its cgroup.procs), asserting it moved. */
+void itest_cgroup_move(const char *dir, pid_t pid);
+/* The text of the file at path (its first MiB), "" when it cannot be read;
+ * owned by the harness. */
+const char *itest_read_text(const char *path);
 
 /* ---- other uids and processes -------------------------------------------- */
 

@@ -537,27 +537,16 @@ START_TEST(rootless_container_cannot_manage_host_lease)
 }
 END_TEST
 
-static Suite *namespaces_suite(void)
-{
-        Suite *s = suite_create("integration.namespaces");
-        TCase *tc = itest_tcase(s, "namespaces", 60);
-        tcase_add_test(tc, own_process_by_namespace_pid);
-        tcase_add_test(tc, nested_namespace);
-        tcase_add_test(tc, watch_by_namespace_pid);
-        tcase_add_test(tc, groups_and_list_in_namespace);
-        tcase_add_test(tc, rootless_user_namespace);
-        tcase_add_test(tc, reused_pid_exit_not_sent_to_container);
-        tcase_add_test(tc, container_root_cannot_manage_host_lease);
-        tcase_add_test(tc, rootless_container_cannot_manage_host_lease);
-        tcase_add_test(tc, host_caller_unchanged);
-        return s;
-}
-
 int main(void)
 {
+        const TTest *tests[] = { own_process_by_namespace_pid, nested_namespace, watch_by_namespace_pid,
+                groups_and_list_in_namespace, rootless_user_namespace, reused_pid_exit_not_sent_to_container,
+                container_root_cannot_manage_host_lease, rootless_container_cannot_manage_host_lease,
+                host_caller_unchanged, NULL };
+
         if (geteuid() != 0) {
                 fprintf(stderr, "integration.namespaces: skipped, needs root to make pid namespaces\n");
                 return 77;
         }
-        return itest_main(namespaces_suite());
+        return itest_run("integration.namespaces", "namespaces", 60, tests);
 }

@@ -16,42 +16,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* ---- NotSupported ---------------------------------------------------------- */
+/* ---- NotSupported, DriverError --------------------------------------------- */
 
-START_TEST(not_supported_suspend_rolls_back)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MANAGED=1", NULL);
-        struct itest_conn *c = itest_connect(d);
-        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, pid);
-        itest_assert_error(j, CUDACKPT_ERROR_NOT_SUPPORTED);
-        itest_assert_int(j, "pid", pid);
-        itest_assert_str(j, "method", "Suspend");
-        itest_assert_str(j, "step", "checkpoint");
-        itest_assert_bool(j, "rolled_back", true);
-        itest_assert_str_opt(j, "state", "running");
-        itest_assert_state_now(c, pid, "running");
-}
-END_TEST
+#define MANAGED "CUDACKPT_SIM_MANAGED=1"
+#define FAIL_UNLOCK "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN"
 
-START_TEST(not_supported_checkpoint_stays_locked)
-{
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MANAGED=1", NULL);
-        struct itest_conn *c = itest_connect(d);
-        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
-        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid);
-        itest_assert_error(j, CUDACKPT_ERROR_NOT_SUPPORTED);
-        itest_assert_int(j, "pid", pid);
-        itest_assert_str(j, "method", "Checkpoint");
-        itest_assert_absent(j, "step");
-        itest_assert_str_opt(j, "state", "locked");
-        itest_assert_state_now(c, pid, "locked");
-        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
-}
-END_TEST
-
-/* ---- DriverError ----------------------------------------------------------- */
+/* A call the driver fails: method on a target of env (first brought to
+ * before_state by the method before, where given), answered error with
+ * its method's name and step (NULL: none), leaving the process in state,
+ * in the reply and now.  DriverError names the CUDA error too. */
+struct driver_failure {
+        const char *env, *before, *before_state;
+        const char *method, *error, *name, *step, *state;
+};
 
 static void assert_driver_error(const cJSON *j, pid_t pid, const char *method)
 {
@@ -62,16 +39,62 @@ static void assert_driver_error(const cJSON *j, pid_t pid, const char *method)
         itest_assert_int(j, "cuda_error_code", 999);
 }
 
+/* Runs f on a new target (*ret_pid) through c; returns the reply. */
+static cJSON *fail_call(struct itest_conn *c, const struct driver_failure *f, pid_t *ret_pid)
+{
+        pid_t pid = itest_target("CUDACKPT_SIM=1", f->env, NULL);
+        cJSON *j;
+
+        if (f->before)
+                itest_assert_state(itest_call_pid(c, f->before, pid), pid, f->before_state);
+        j = itest_call_pid(c, f->method, pid);
+        if (strcmp(f->error, CUDACKPT_ERROR_DRIVER_ERROR) == 0)
+                assert_driver_error(j, pid, f->name);
+        itest_assert_error(j, f->error);
+        itest_assert_int(j, "pid", pid);
+        itest_assert_str(j, "method", f->name);
+        if (f->step)
+                itest_assert_str(j, "step", f->step);
+        else
+                itest_assert_absent(j, "step");
+        itest_assert_str_opt(j, "state", f->state);
+        itest_assert_state_now(c, pid, f->state);
+        *ret_pid = pid;
+        return j;
+}
+
+START_TEST(not_supported_suspend_rolls_back)
+{
+        static const struct driver_failure f = { MANAGED, NULL, NULL, CUDACKPT_METHOD_SUSPEND,
+                                                 CUDACKPT_ERROR_NOT_SUPPORTED, "Suspend", "checkpoint", "running" };
+        struct itest_daemon *d = itest_daemon_start_default();
+        pid_t pid;
+
+        itest_assert_bool(fail_call(itest_connect(d), &f, &pid), "rolled_back", true);
+}
+END_TEST
+
+START_TEST(not_supported_checkpoint_stays_locked)
+{
+        static const struct driver_failure f = { MANAGED, CUDACKPT_METHOD_LOCK, "locked", CUDACKPT_METHOD_CHECKPOINT,
+                                                 CUDACKPT_ERROR_NOT_SUPPORTED, "Checkpoint", NULL, "locked" };
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *c = itest_connect(d);
+        pid_t pid;
+
+        fail_call(c, &f, &pid);
+        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
+}
+END_TEST
+
 START_TEST(driver_error_unlock)
 {
+        static const struct driver_failure f = { FAIL_UNLOCK, CUDACKPT_METHOD_LOCK, "locked", CUDACKPT_METHOD_UNLOCK,
+                                                 CUDACKPT_ERROR_DRIVER_ERROR, "Unlock", NULL, "locked" };
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
-        struct itest_conn *c = itest_connect(d);
-        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
-        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid);
-        assert_driver_error(j, pid, "Unlock");
-        itest_assert_absent(j, "step");
-        itest_assert_str_opt(j, "state", "locked");
+        pid_t pid;
+
+        fail_call(itest_connect(d), &f, &pid);
 
         cudackpt_client *cl = itest_client(d);
         cudackpt_reply r;
@@ -85,15 +108,13 @@ END_TEST
 
 START_TEST(driver_error_resume_unlock_step)
 {
+        static const struct driver_failure f = { FAIL_UNLOCK, CUDACKPT_METHOD_SUSPEND, "checkpointed",
+                                                 CUDACKPT_METHOD_RESUME, CUDACKPT_ERROR_DRIVER_ERROR, "Resume",
+                                                 "unlock", "locked" };
         struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_FAIL=unlock:CUDA_ERROR_UNKNOWN", NULL);
-        struct itest_conn *c = itest_connect(d);
-        itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_SUSPEND, pid), pid, "checkpointed");
-        cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, pid);
-        assert_driver_error(j, pid, "Resume");
-        itest_assert_str(j, "step", "unlock");
-        itest_assert_str_opt(j, "state", "locked");
-        itest_assert_state_now(c, pid, "locked");
+        pid_t pid;
+
+        fail_call(itest_connect(d), &f, &pid);
 }
 END_TEST
 

@@ -130,18 +130,10 @@ START_TEST(spin_bad_arguments)
 }
 END_TEST
 
-static Suite *client_spin_suite(void)
-{
-        Suite *s = suite_create("integration.client_spin");
-        TCase *tc = itest_tcase(s, "client_spin", 30);
-        tcase_add_test(tc, spin_never_sleeps);
-        tcase_add_test(tc, spin_from_env);
-        tcase_add_test(tc, spin_ends_at_timeout);
-        tcase_add_test(tc, spin_bad_arguments);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(client_spin_suite());
+        const TTest *tests[] = { spin_never_sleeps, spin_from_env, spin_ends_at_timeout, spin_bad_arguments,
+                NULL };
+
+        return itest_run("integration.client_spin", "client_spin", 30, tests);
 }

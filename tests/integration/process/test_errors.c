@@ -28,16 +28,22 @@ static cJSON *suspend(struct itest_conn *c, pid_t pid)
 
 /* ---- NoSuchProcess / NotCudaProcess ---------------------------------------- */
 
+/* Every method of io.cudackpt.Process on pid fails with error, naming pid. */
+static void assert_every_method_fails(struct itest_conn *c, pid_t pid, const char *error)
+{
+        for (size_t i = 0; itest_process_methods[i]; i++) {
+                cJSON *j = itest_call_pid(c, itest_process_methods[i], pid);
+                itest_assert_error(j, error);
+                itest_assert_int(j, "pid", pid);
+        }
+}
+
 START_TEST(no_such_process)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         pid_t dead = itest_dead_pid();
         struct itest_conn *c = itest_connect(d);
-        for (size_t i = 0; itest_process_methods[i]; i++) {
-                cJSON *j = itest_call_pid(c, itest_process_methods[i], dead);
-                itest_assert_error(j, CUDACKPT_ERROR_NO_SUCH_PROCESS);
-                itest_assert_int(j, "pid", dead);
-        }
+        assert_every_method_fails(c, dead, CUDACKPT_ERROR_NO_SUCH_PROCESS);
         cudackpt_client *cl = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
@@ -67,11 +73,7 @@ START_TEST(daemon_itself_refused)
                 if (tid <= 0)
                         continue;
                 threads += tid != d->pid;
-                for (size_t i = 0; itest_process_methods[i]; i++) {
-                        cJSON *j = itest_call_pid(c, itest_process_methods[i], tid);
-                        itest_assert_error(j, CUDACKPT_ERROR_PERMISSION_DENIED);
-                        itest_assert_int(j, "pid", tid);
-                }
+                assert_every_method_fails(c, tid, CUDACKPT_ERROR_PERMISSION_DENIED);
         }
         closedir(dir);
         /* The worker threads of libuv's pool exist from the first operation. */
@@ -85,11 +87,7 @@ START_TEST(not_cuda_process)
         /* No CUDACKPT_SIM: a process that never initialised CUDA. */
         pid_t pid = itest_target("CUDACKPT_SIM_MEM_MIB=64", NULL);
         struct itest_conn *c = itest_connect(d);
-        for (size_t i = 0; itest_process_methods[i]; i++) {
-                cJSON *j = itest_call_pid(c, itest_process_methods[i], pid);
-                itest_assert_error(j, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
-                itest_assert_int(j, "pid", pid);
-        }
+        assert_every_method_fails(c, pid, CUDACKPT_ERROR_NOT_CUDA_PROCESS);
         cudackpt_client *cl = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
@@ -456,24 +454,15 @@ END_TEST
 
 static Suite *errors_suite(void)
 {
-        Suite *s = suite_create("integration.errors");
-        TCase *tc = itest_tcase(s, "errors", 40);
-        tcase_add_test(tc, no_such_process);
-        tcase_add_test(tc, daemon_itself_refused);
-        tcase_add_test(tc, not_cuda_process);
-        tcase_add_test(tc, invalid_state_on_running);
-        tcase_add_test(tc, invalid_state_on_locked);
-        tcase_add_test(tc, invalid_state_on_checkpointed);
-        tcase_add_test(tc, lock_timeout);
-        tcase_add_test(tc, suspend_timeout);
-        tcase_add_test(tc, lock_waits_for_kernel);
-        tcase_add_test(tc, mapping_to_no_device);
-        tcase_add_test(tc, mapping_malformed_uuid);
-        tcase_add_test(tc, mapping_duplicate_new_uuid);
+        const TTest *tests[] = { no_such_process, daemon_itself_refused, not_cuda_process,
+                invalid_state_on_running, invalid_state_on_locked, invalid_state_on_checkpointed,
+                lock_timeout, suspend_timeout, lock_waits_for_kernel, mapping_to_no_device,
+                mapping_malformed_uuid, mapping_duplicate_new_uuid, process_changed, unknown_state_value,
+                queue_full, NULL };
+        TCase *tc;
+        Suite *s = itest_suite("integration.errors", "errors", 40, tests, &tc);
+
         errors_driver_add_tests(tc);
-        tcase_add_test(tc, process_changed);
-        tcase_add_test(tc, unknown_state_value);
-        tcase_add_test(tc, queue_full);
         return s;
 }
 

@@ -331,24 +331,11 @@ START_TEST(tampered_store_refused)
 }
 END_TEST
 
-static Suite *fit_suite(void)
-{
-        Suite *s = suite_create("fit");
-        TCase *tc = itest_tcase(s, "fit", 60);
-
-        tcase_add_test(tc, single_refused_then_restored);
-        tcase_add_test(tc, force_goes_through);
-        tcase_add_test(tc, cli_force);
-        tcase_add_test(tc, group_fits_whole_or_not_at_all);
-        tcase_add_test(tc, lease_undo_refused);
-        tcase_add_test(tc, record_survives_restart);
-        tcase_add_test(tc, tampered_store_refused);
-        tcase_add_test(tc, mapping_counts);
-        tcase_add_test(tc, estimate_without_record);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(fit_suite());
+        const TTest *tests[] = { single_refused_then_restored, force_goes_through, cli_force,
+                group_fits_whole_or_not_at_all, lease_undo_refused, record_survives_restart,
+                tampered_store_refused, mapping_counts, estimate_without_record, NULL };
+
+        return itest_run("fit", "fit", 60, tests);
 }

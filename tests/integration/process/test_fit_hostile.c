@@ -186,18 +186,10 @@ START_TEST(no_record_no_mapping_checked_on_every_gpu)
 }
 END_TEST
 
-static Suite *fit_hostile_suite(void)
-{
-        Suite *s = suite_create("fit_hostile");
-        TCase *tc = itest_tcase(s, "fit_hostile", 60);
-
-        tcase_add_test(tc, records_flood_spares_victim);
-        tcase_add_test(tc, store_dir_swap);
-        tcase_add_test(tc, no_record_no_mapping_checked_on_every_gpu);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(fit_hostile_suite());
+        const TTest *tests[] = { records_flood_spares_victim, store_dir_swap,
+                no_record_no_mapping_checked_on_every_gpu, NULL };
+
+        return itest_run("fit_hostile", "fit_hostile", 60, tests);
 }

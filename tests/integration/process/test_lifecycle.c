@@ -306,22 +306,6 @@ START_TEST(stall_warning_names_the_stop)
 }
 END_TEST
 
-static Suite *lifecycle_suite(void)
-{
-        Suite *s = suite_create("integration.lifecycle");
-        TCase *tc = itest_tcase(s, "lifecycle", 40);
-        tcase_add_test(tc, stopped_target_refused);
-        tcase_add_test(tc, stopped_while_locked);
-        tcase_add_test(tc, traced_target_refused);
-        tcase_add_test(tc, partly_stopped_target_served);
-        tcase_add_test(tc, stall_warning_names_the_stop);
-        tcase_add_test(tc, process_gone_during_checkpoint);
-        tcase_add_test(tc, process_gone_during_suspend);
-        tcase_add_test(tc, process_gone_while_exiting);
-        tcase_add_test(tc, exit_wait_is_bounded);
-        return s;
-}
-
 static int slow_exit_pipe[2];
 static unsigned slow_exit_ms;
 
@@ -361,7 +345,11 @@ static int slow_exit(const char *ms)
 
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { stopped_target_refused, stopped_while_locked, traced_target_refused,
+                partly_stopped_target_served, stall_warning_names_the_stop, process_gone_during_checkpoint,
+                process_gone_during_suspend, process_gone_while_exiting, exit_wait_is_bounded, NULL };
+
         if (argc == 3 && strcmp(argv[1], "--itest-slow-exit") == 0)
                 return slow_exit(argv[2]);
-        return itest_main(lifecycle_suite());
+        return itest_run("integration.lifecycle", "lifecycle", 40, tests);
 }

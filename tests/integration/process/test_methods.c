@@ -100,6 +100,11 @@ END_TEST
         ck_assert_msg((r)->duration_ms >= 0 && (r)->duration_ms < 20000, "duration_ms %f", \
                       (r)->duration_ms); \
 } while (0)
+/* assert_op(), then r cleared for the next call. */
+#define assert_op_clear(rc, r, pid, state) do { \
+        assert_op((rc), (r), (pid), (state)); \
+        cudackpt_reply_clear(r); \
+} while (0)
 
 START_TEST(client_full_cycle)
 {
@@ -110,29 +115,21 @@ START_TEST(client_full_cycle)
         cudackpt_reply_init(&r);
 
         check_state_both(d, c, pid, "running");
-        assert_op(cudackpt_lock(c, pid, -1, &r), &r, pid, "locked");
-        cudackpt_reply_clear(&r);
+        assert_op_clear(cudackpt_lock(c, pid, -1, &r), &r, pid, "locked");
         check_state_both(d, c, pid, "locked");
-        assert_op(cudackpt_checkpoint(c, pid, &r), &r, pid, "checkpointed");
-        cudackpt_reply_clear(&r);
+        assert_op_clear(cudackpt_checkpoint(c, pid, &r), &r, pid, "checkpointed");
         check_state_both(d, c, pid, "checkpointed");
-        assert_op(cudackpt_restore(c, pid, NULL, &r), &r, pid, "locked");
-        cudackpt_reply_clear(&r);
+        assert_op_clear(cudackpt_restore(c, pid, NULL, &r), &r, pid, "locked");
         check_state_both(d, c, pid, "locked");
-        assert_op(cudackpt_unlock(c, pid, &r), &r, pid, "running");
-        cudackpt_reply_clear(&r);
+        assert_op_clear(cudackpt_unlock(c, pid, &r), &r, pid, "running");
         check_state_both(d, c, pid, "running");
 
         /* And a second round, with an explicit lock timeout. */
-        assert_op(cudackpt_lock(c, pid, 5000, &r), &r, pid, "locked");
-        cudackpt_reply_clear(&r);
-        assert_op(cudackpt_checkpoint(c, pid, &r), &r, pid, "checkpointed");
-        cudackpt_reply_clear(&r);
+        assert_op_clear(cudackpt_lock(c, pid, 5000, &r), &r, pid, "locked");
+        assert_op_clear(cudackpt_checkpoint(c, pid, &r), &r, pid, "checkpointed");
         const char *const empty[] = { NULL };
-        assert_op(cudackpt_restore(c, pid, empty, &r), &r, pid, "locked");
-        cudackpt_reply_clear(&r);
-        assert_op(cudackpt_unlock(c, pid, &r), &r, pid, "running");
-        cudackpt_reply_clear(&r);
+        assert_op_clear(cudackpt_restore(c, pid, empty, &r), &r, pid, "locked");
+        assert_op_clear(cudackpt_unlock(c, pid, &r), &r, pid, "running");
 }
 END_TEST
 
@@ -191,11 +188,9 @@ START_TEST(client_suspend_resume)
         cudackpt_reply r;
         cudackpt_reply_init(&r);
         for (int round = 0; round < 2; round++) {
-                assert_op(cudackpt_suspend(c, pid, round == 0 ? -1 : 0, &r), &r, pid, "checkpointed");
-                cudackpt_reply_clear(&r);
+                assert_op_clear(cudackpt_suspend(c, pid, round == 0 ? -1 : 0, &r), &r, pid, "checkpointed");
                 check_state_both(d, c, pid, "checkpointed");
-                assert_op(cudackpt_resume(c, pid, NULL, &r), &r, pid, "running");
-                cudackpt_reply_clear(&r);
+                assert_op_clear(cudackpt_resume(c, pid, NULL, &r), &r, pid, "running");
                 check_state_both(d, c, pid, "running");
         }
 }
@@ -230,8 +225,7 @@ START_TEST(durations_follow_memory)
         cudackpt_client *c = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
-        assert_op(cudackpt_lock(c, pid, -1, &r), &r, pid, "locked");
-        cudackpt_reply_clear(&r);
+        assert_op_clear(cudackpt_lock(c, pid, -1, &r), &r, pid, "locked");
         double t0 = itest_now_ms();
         assert_op(cudackpt_checkpoint(c, pid, &r), &r, pid, "checkpointed");
         double seen = itest_now_ms() - t0;
@@ -266,17 +260,14 @@ START_TEST(restore_identity_mapping)
                 { "00000000-5157-4000-8000-000000000001", ITEST_GPU0_PLAIN, NULL },
         };
         for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-                assert_op(cudackpt_lock(c, pid, -1, &r), &r, pid, "locked");
-                cudackpt_reply_clear(&r);
-                assert_op(cudackpt_checkpoint(c, pid, &r), &r, pid, "checkpointed");
-                cudackpt_reply_clear(&r);
+                assert_op_clear(cudackpt_lock(c, pid, -1, &r), &r, pid, "locked");
+                assert_op_clear(cudackpt_checkpoint(c, pid, &r), &r, pid, "checkpointed");
                 int rc = cudackpt_restore(c, pid, maps[i], &r);
                 ck_assert_msg(rc == 0 && r.error == NULL, "restore with %s -> %s: %s %s", maps[i][0], maps[i][1],
                               rc ? strerror(-rc) : "", r.error ? r.parameters_json : "");
                 ck_assert_str_eq(r.state, "locked");
                 cudackpt_reply_clear(&r);
-                assert_op(cudackpt_unlock(c, pid, &r), &r, pid, "running");
-                cudackpt_reply_clear(&r);
+                assert_op_clear(cudackpt_unlock(c, pid, &r), &r, pid, "running");
         }
 }
 END_TEST
@@ -299,11 +290,9 @@ START_TEST(resume_identity_mapping)
         cudackpt_client *c = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
-        assert_op(cudackpt_suspend(c, pid, -1, &r), &r, pid, "checkpointed");
-        cudackpt_reply_clear(&r);
+        assert_op_clear(cudackpt_suspend(c, pid, -1, &r), &r, pid, "checkpointed");
         const char *const map[] = { ITEST_GPU0_PLAIN, ITEST_GPU0, NULL };
-        assert_op(cudackpt_resume(c, pid, map, &r), &r, pid, "running");
-        cudackpt_reply_clear(&r);
+        assert_op_clear(cudackpt_resume(c, pid, map, &r), &r, pid, "running");
 
         struct itest_conn *raw = itest_connect(d);
         assert_raw_op(itest_call_pid(raw, CUDACKPT_METHOD_SUSPEND, pid), pid, "checkpointed");
@@ -324,11 +313,9 @@ START_TEST(restore_swapped_gpus)
         cudackpt_client *c = itest_client(d);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
-        assert_op(cudackpt_suspend(c, pid, -1, &r), &r, pid, "checkpointed");
-        cudackpt_reply_clear(&r);
+        assert_op_clear(cudackpt_suspend(c, pid, -1, &r), &r, pid, "checkpointed");
         const char *const map[] = { ITEST_GPU0, ITEST_GPU1, ITEST_GPU1, ITEST_GPU0, NULL };
-        assert_op(cudackpt_resume(c, pid, map, &r), &r, pid, "running");
-        cudackpt_reply_clear(&r);
+        assert_op_clear(cudackpt_resume(c, pid, map, &r), &r, pid, "running");
 }
 END_TEST
 
@@ -396,29 +383,13 @@ START_TEST(client_transport)
 }
 END_TEST
 
-static Suite *methods_suite(void)
-{
-        Suite *s = suite_create("integration.methods");
-        TCase *tc = itest_tcase(s, "methods", 30);
-        tcase_add_test(tc, client_get_state);
-        tcase_add_test(tc, raw_get_state);
-        tcase_add_test(tc, client_restore_thread_id);
-        tcase_add_test(tc, raw_restore_thread_id);
-        tcase_add_test(tc, client_full_cycle);
-        tcase_add_test(tc, raw_full_cycle);
-        tcase_add_test(tc, client_suspend_resume);
-        tcase_add_test(tc, raw_suspend_resume);
-        tcase_add_test(tc, durations_follow_memory);
-        tcase_add_test(tc, restore_identity_mapping);
-        tcase_add_test(tc, raw_restore_identity_mapping);
-        tcase_add_test(tc, resume_identity_mapping);
-        tcase_add_test(tc, restore_swapped_gpus);
-        tcase_add_test(tc, client_get_info);
-        tcase_add_test(tc, client_transport);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(methods_suite());
+        const TTest *tests[] = { client_get_state, raw_get_state, client_restore_thread_id,
+                raw_restore_thread_id, client_full_cycle, raw_full_cycle, client_suspend_resume,
+                raw_suspend_resume, durations_follow_memory, restore_identity_mapping,
+                raw_restore_identity_mapping, resume_identity_mapping, restore_swapped_gpus, client_get_info,
+                client_transport, NULL };
+
+        return itest_run("integration.methods", "methods", 30, tests);
 }

@@ -448,21 +448,10 @@ START_TEST(status_of_other_drivers)
 }
 END_TEST
 
-static Suite *status_suite(void)
-{
-        Suite *s = suite_create("integration.status");
-        TCase *tc = itest_tcase(s, "status", 60);
-        tcase_add_test(tc, status_simulated);
-        tcase_add_test(tc, status_counts);
-        tcase_add_test(tc, status_cli_simulated);
-        tcase_add_test(tc, status_no_driver);
-        tcase_add_test(tc, status_init_fails);
-        tcase_add_test(tc, ps_no_such_pid);
-        tcase_add_test(tc, status_of_other_drivers);
-        return s;
-}
-
 int main(void)
 {
-        return itest_main(status_suite());
+        const TTest *tests[] = { status_simulated, status_counts, status_cli_simulated, status_no_driver,
+                status_init_fails, ps_no_such_pid, status_of_other_drivers, NULL };
+
+        return itest_run("integration.status", "status", 60, tests);
 }

@@ -250,25 +250,11 @@ START_TEST(watch_tree)
 }
 END_TEST
 
-static void move_to(const char *dir, pid_t pid)
-{
-        FILE *f = fopen(itest_strdupf("%s/cgroup.procs", dir), "we");
-
-        ck_assert_msg(f && fprintf(f, "%d\n", (int)pid) > 0 && fclose(f) == 0, "move %d to %s: %s", (int)pid, dir,
-                      strerror(errno));
-}
-
 START_TEST(watch_cgroup)
 {
-        if (itest_need_root())
+        char *mnt = itest_cgroup2_or_skip();
+        if (!mnt)
                 return;
-        char *mnt = itest_strdupf("/tmp/itest-cg2-%d-XXXXXX", (int)getpid());
-        ck_assert(mkdtemp(mnt));
-        if (mount("none", mnt, "cgroup2", 0, NULL) < 0) {
-                itest_skip("cannot mount cgroup2: %s", strerror(errno));
-                rmdir(mnt);
-                return;
-        }
         struct itest_daemon_opts o = { .config_json = "{\"watch_scan_ms\":50}" };
         struct itest_daemon *d = itest_daemon_start(&o);
         struct itest_conn *c = itest_connect(d);
@@ -278,11 +264,11 @@ START_TEST(watch_cgroup)
         pid_t out = itest_mapped_target();
 
         ck_assert_msg(mkdir(top, 0755) == 0, "mkdir %s: %s", top, strerror(errno));
-        move_to(top, in);
+        itest_cgroup_move(top, in);
         struct itest_conn *w = itest_watcher(d, itest_strdupf("{\"cgroup\":\"/%s\"}", name));
         assert_selection(c, w, in, out);
         itest_conn_close(w);
-        move_to(mnt, in);
+        itest_cgroup_move(mnt, in);
         ck_assert_msg(rmdir(top) == 0, "rmdir %s: %s", top, strerror(errno));
         ck_assert_msg(umount(mnt) == 0, "umount %s: %s", mnt, strerror(errno));
         rmdir(mnt);
@@ -383,25 +369,13 @@ START_TEST(watch_progress)
 }
 END_TEST
 
-static Suite *watch_suite(void)
-{
-        Suite *s = suite_create("integration.watch");
-        TCase *tc = itest_tcase(s, "watch", 60);
-        tcase_add_test(tc, watch_cycle_in_order);
-        tcase_add_test(tc, watch_lease_events);
-        tcase_add_test(tc, watch_appear_exit);
-        tcase_add_test(tc, watch_needs_more);
-        tcase_add_test(tc, watch_slow_watcher_cut);
-        tcase_add_test(tc, watch_progress);
-        tcase_add_test(tc, watch_tree);
-        tcase_add_test(tc, watch_hangup);
-        tcase_add_test(tc, watch_cgroup);
-        return s;
-}
-
 int main(int argc, char **argv)
 {
+        const TTest *tests[] = { watch_cycle_in_order, watch_lease_events, watch_appear_exit,
+                watch_needs_more, watch_slow_watcher_cut, watch_progress, watch_tree, watch_hangup,
+                watch_cgroup, NULL };
+
         if (argc >= 3 && strcmp(argv[1], "--itest-grow") == 0)
                 return itest_grow_mode(argv);
-        return itest_main(watch_suite());
+        return itest_run("integration.watch", "watch", 60, tests);
 }

@@ -1,4 +1,4 @@
-/* sim-nvml-info.c: what the simulator's NVML says of each GPU beyond its
+/* sim_nvml_info.c: what the simulator's NVML says of each GPU beyond its
  * UUID and memory (sim.c), for ListGpus and the device plan of restore
  * --images: its model, its PCI bus id, and the driver's version.
  *
