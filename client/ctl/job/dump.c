@@ -34,6 +34,7 @@
 #include "jobstep.h"
 #include "manifest.h"
 #include "proctree.h"
+#include "runreg.h"
 #include "selector.h"
 #include "monotime.h"
 
@@ -358,11 +359,21 @@ static int dump_suspend(dump_job *x) {
         }
         ctl_job_progress(x->a, "job suspended in %.1f ms; GPU memory free", x->suspend_ms);
         r = ctl_dump_find_trees(x->a, x->members, x->processes, &x->m, &x->outside);
+        /* --run: still the job's init (not a process that took its pid since). */
+        if (r == 0 && x->a->run_name &&
+            (!x->m.trees[0].pid_ns || ctl_proc_start_time(x->m.trees[0].root) != x->a->run_start_time))
+                r = -ESTALE;
         if (r < 0) {
                 fputs(x->a->prefix, stderr);
                 if (r == -EXDEV)
                         fprintf(stderr, "CUDA process %d of the job is in none of its process trees (it exited, or "
                                 "its parent did, since the suspend): nothing was dumped\n", x->outside);
+                else if (r == -ESTALE)
+                        fprintf(stderr, "job %s ended since its name was read (pid %s is not its init): nothing "
+                                "was dumped\n", x->a->run_name, x->a->run_tree);
+                else if (r == -ENXIO)
+                        fputs("a process of the job entered its pid namespace from outside (setns): criu cannot "
+                              "dump it with the namespace; nothing was dumped\n", stderr);
                 else if (r == -E2BIG)
                         fputs("the job has more process trees than dump runs criu at once (" CTL_JOB_MAX_TREES_TEXT
                               "): nothing was dumped\n", stderr);

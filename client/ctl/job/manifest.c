@@ -16,6 +16,7 @@
  * of the form tree-PID inside DIR). */
 #include "manifest.h"
 
+#include "manifestns.h"
 #include "safedir.h"
 #include "json.h"
 
@@ -58,7 +59,7 @@ static bool manifest_add_member(cJSON *arr, const ctl_manifest_member *m) {
                 return cJSON_Delete(o), false;
         if (!cJSON_AddNumberToObject(o, "pid", m->pid) ||
             !cJSON_AddNumberToObject(o, "start_time", (double) m->start_time) ||
-            !cJSON_AddNumberToObject(o, "tree", m->tree))
+            !cJSON_AddNumberToObject(o, "tree", m->tree) || !ctl_manifest_ns_write_member(o, m))
                 return false;
         if (!m->gpus)
                 return true;
@@ -100,7 +101,8 @@ static cJSON *manifest_to_json(const ctl_manifest *m) {
                         goto fail_item;
                 if (!cJSON_AddNumberToObject(t, "root", m->trees[i].root) ||
                     !cJSON_AddStringToObject(t, "images", m->trees[i].images) ||
-                    !cJSON_AddItemToObject(t, "pids", manifest_int_array(m->trees[i].pids, m->trees[i].n_pids)))
+                    !cJSON_AddItemToObject(t, "pids", manifest_int_array(m->trees[i].pids, m->trees[i].n_pids)) ||
+                    !ctl_manifest_ns_write_tree(t, &m->trees[i]))
                         goto fail;
                 continue;
         fail_item:
@@ -201,14 +203,15 @@ static int manifest_read_tree(const cJSON *t, ctl_manifest_tree *ret) {
                 has_root |= ret->pids[ret->n_pids - 1] == ret->root;
         }
         /* criu restores the tree from its root: the root is among its processes. */
-        return has_root ? 0 : -EBADMSG;
+        return has_root ? ctl_manifest_ns_read_tree(t, ret) : -EBADMSG;
 }
 
 static int manifest_read_member(const cJSON *o, ctl_manifest_member *ret) {
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "start_time");
         const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(o, "gpus"), *g;
 
-        if (!manifest_pid(o, "pid", &ret->pid) || !manifest_pid(o, "tree", &ret->tree))
+        if (!manifest_pid(o, "pid", &ret->pid) || !manifest_pid(o, "tree", &ret->tree) ||
+            ctl_manifest_ns_read_member(o, ret) < 0)
                 return -EINVAL;
         if (st && (!cJSON_IsNumber(st) || st->valuedouble < 0 || st->valuedouble > 9007199254740992.0 ||
                    st->valuedouble != (double) (uint64_t) st->valuedouble))
@@ -275,7 +278,7 @@ static int manifest_check(const ctl_manifest *m) {
                 if (refs[i].pid == refs[i - 1].pid)
                         r = -EBADMSG;
         free(refs);
-        return r;
+        return r < 0 ? r : ctl_manifest_ns_check(m);
 }
 
 static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
@@ -392,6 +395,7 @@ void ctl_manifest_free(ctl_manifest *m) {
         for (size_t i = 0; m->trees && i < m->n_trees; i++) {
                 free(m->trees[i].images);
                 free(m->trees[i].pids);
+                free(m->trees[i].ns_pids);
         }
         free(m->trees);
         for (size_t i = 0; m->members && i < m->n_members; i++) {
