@@ -48,6 +48,7 @@ typedef struct run_args {
         const char *cgroup_parent;
         bool cgroup_given, no_cgroup, list, json;
         char **argv;
+        char init[PATH_MAX];      /* cudackpt-init */
 } run_args;
 
 static void run_help(void) {
@@ -146,6 +147,27 @@ static int run_option(run_args *a, int c, char **argv) {
         }
 }
 
+#ifndef CUDACKPT_INIT_INSTALLED
+#define CUDACKPT_INIT_INSTALLED "/usr/libexec/cudackpt/cudackpt-init"
+#endif
+
+/* cudackpt-init: beside this program (a build tree), else where it is
+ * installed.  0 or -ENOENT. */
+static int run_find_init(char *path, size_t size) {
+        char self[PATH_MAX], *slash;
+        ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+        if (k > 0) {
+                self[k] = '\0';
+                slash = strrchr(self, '/');
+                if (slash && (size_t) snprintf(path, size, "%.*s/cudackpt-init", (int) (slash - self), self) < size &&
+                    access(path, X_OK) == 0)
+                        return 0;
+        }
+        snprintf(path, size, "%s", CUDACKPT_INIT_INSTALLED);
+        return access(path, X_OK) == 0 ? 0 : -ENOENT;
+}
+
 static int run_parse(int argc, char **argv, run_args *a) {
         int c, r, n_positional = 0;
 
@@ -172,6 +194,11 @@ static int run_parse(int argc, char **argv, run_args *a) {
                 return run_usage("--json is for --list");
         if (!a->name[0])
                 snprintf(a->name, sizeof(a->name), "job-%d", (int) getpid());
+        if (run_find_init(a->init, sizeof(a->init)) < 0) {
+                fprintf(stderr, RUN_PREFIX "cudackpt-init is neither beside cudackptctl nor at %s\n",
+                        CUDACKPT_INIT_INSTALLED);
+                return CTL_RUN_EXIT_FAILED;
+        }
         return -1;
 }
 
@@ -224,8 +251,28 @@ static int run_drop(const run_args *a) {
         return 0;
 }
 
+/* cudackpt-init, pid 1 of the namespace: "cudackpt-init FD -- COMMAND...". */
+static _Noreturn void run_exec_init(run_job *j) {
+        size_t n = 0;
+        char fd[16], **argv;
+
+        while (j->a->argv[n])
+                n++;
+        argv = calloc(n + 4, sizeof(char *));
+        snprintf(fd, sizeof(fd), "%d", j->report[1]);
+        if (argv && fcntl(j->report[1], F_SETFD, 0) == 0) {
+                argv[0] = (char *) "cudackpt-init";
+                argv[1] = fd;
+                argv[2] = (char *) "--";
+                memcpy(argv + 3, j->a->argv, (n + 1) * sizeof(char *));
+                execv(j->a->init, argv);
+        }
+        ctl_run_report_send(j->report[1], CTL_RUN_SETUP, errno ? errno : ENOMEM);
+        _exit(CTL_RUN_EXIT_FAILED);
+}
+
 /* The init (pid 1 of the new namespace): a session, the cgroup, ready;
- * once its name is recorded, the user, then COMMAND. */
+ * once its name is recorded, the user, then cudackpt-init and COMMAND. */
 static _Noreturn void run_child(run_job *j) {
         char go = 0;
         int r = 0;
@@ -245,7 +292,7 @@ static _Noreturn void run_child(run_job *j) {
                 ctl_run_report_send(j->report[1], CTL_RUN_DROP, -r);
                 _exit(CTL_RUN_EXIT_FAILED);
         }
-        ctl_run_init(j->a->argv, j->report[1]);
+        run_exec_init(j);
 }
 
 /* One report from the init; 0 at EOF (all went well). */
