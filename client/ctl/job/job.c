@@ -199,10 +199,8 @@ static int job_option(ctl_job_args *a, job_state *st, int c, char **argv) {
                         return r;
                 break;
         case O_IMAGES:
-                a->images = optarg;
-                break;
         case O_RUN:
-                a->run_name = optarg;
+                *(c == O_IMAGES ? &a->images : &a->run_name) = optarg;
                 break;
         case O_LEAVE:
         case O_FORCE:

@@ -59,7 +59,7 @@ static bool manifest_add_member(cJSON *arr, const ctl_manifest_member *m) {
                 return cJSON_Delete(o), false;
         if (!cJSON_AddNumberToObject(o, "pid", m->pid) ||
             !cJSON_AddNumberToObject(o, "start_time", (double) m->start_time) ||
-            !cJSON_AddNumberToObject(o, "tree", m->tree) || !ctl_manifest_ns_write_member(o, m))
+            !cJSON_AddNumberToObject(o, "tree", m->tree) || !ctl_manifest_ns_write_member(o, m->ns_pid))
                 return false;
         if (!m->gpus)
                 return true;
@@ -102,7 +102,7 @@ static cJSON *manifest_to_json(const ctl_manifest *m) {
                 if (!cJSON_AddNumberToObject(t, "root", m->trees[i].root) ||
                     !cJSON_AddStringToObject(t, "images", m->trees[i].images) ||
                     !cJSON_AddItemToObject(t, "pids", manifest_int_array(m->trees[i].pids, m->trees[i].n_pids)) ||
-                    !ctl_manifest_ns_write_tree(t, &m->trees[i]))
+                    !ctl_manifest_ns_write_tree(t, m->trees[i].pid_ns, m->trees[i].ns_pids, m->trees[i].n_pids))
                         goto fail;
                 continue;
         fail_item:
@@ -203,7 +203,9 @@ static int manifest_read_tree(const cJSON *t, ctl_manifest_tree *ret) {
                 has_root |= ret->pids[ret->n_pids - 1] == ret->root;
         }
         /* criu restores the tree from its root: the root is among its processes. */
-        return has_root ? ctl_manifest_ns_read_tree(t, ret) : -EBADMSG;
+        return has_root ? ctl_manifest_ns_read_tree(t, ret->root, ret->pids, ret->n_pids, &ret->pid_ns,
+                                                    &ret->ns_pids)
+                        : -EBADMSG;
 }
 
 static int manifest_read_member(const cJSON *o, ctl_manifest_member *ret) {
@@ -211,7 +213,7 @@ static int manifest_read_member(const cJSON *o, ctl_manifest_member *ret) {
         const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(o, "gpus"), *g;
 
         if (!manifest_pid(o, "pid", &ret->pid) || !manifest_pid(o, "tree", &ret->tree) ||
-            ctl_manifest_ns_read_member(o, ret) < 0)
+            ctl_manifest_ns_read_member(o, &ret->ns_pid) < 0)
                 return -EINVAL;
         if (st && (!cJSON_IsNumber(st) || st->valuedouble < 0 || st->valuedouble > 9007199254740992.0 ||
                    st->valuedouble != (double) (uint64_t) st->valuedouble))
@@ -278,7 +280,14 @@ static int manifest_check(const ctl_manifest *m) {
                 if (refs[i].pid == refs[i - 1].pid)
                         r = -EBADMSG;
         free(refs);
-        return r < 0 ? r : ctl_manifest_ns_check(m);
+        /* A member of a pid namespace's tree has its pid there (and only such a member). */
+        for (size_t i = 0; r == 0 && i < m->n_members; i++)
+                for (size_t t = 0; t < m->n_trees; t++)
+                        if (m->trees[t].root == m->members[i].tree &&
+                            m->members[i].ns_pid != ctl_manifest_ns_expected(m->members[i].pid, m->trees[t].pids,
+                                                                             m->trees[t].ns_pids, m->trees[t].n_pids))
+                                r = -EBADMSG;
+        return r;
 }
 
 static int manifest_from_json(const cJSON *root, ctl_manifest *m) {

@@ -7,12 +7,12 @@
 #include <limits.h>
 #include <stdlib.h>
 
-bool ctl_manifest_ns_write_tree(cJSON *o, const ctl_manifest_tree *tr) {
+bool ctl_manifest_ns_write_tree(cJSON *o, bool pid_ns, const int *ns_pids, size_t n) {
         cJSON *a;
 
-        if (!tr->pid_ns)
+        if (!pid_ns)
                 return true;
-        a = cJSON_CreateIntArray(tr->ns_pids, (int) tr->n_pids);
+        a = cJSON_CreateIntArray(ns_pids, (int) n);
         if (!a || !cJSON_AddItemToObject(o, "ns_pids", a)) {
                 cJSON_Delete(a);
                 return false;
@@ -20,8 +20,8 @@ bool ctl_manifest_ns_write_tree(cJSON *o, const ctl_manifest_tree *tr) {
         return cJSON_AddBoolToObject(o, "pid_namespace", true) != NULL;
 }
 
-bool ctl_manifest_ns_write_member(cJSON *o, const ctl_manifest_member *m) {
-        return m->ns_pid <= 0 || cJSON_AddNumberToObject(o, "ns_pid", m->ns_pid);
+bool ctl_manifest_ns_write_member(cJSON *o, int ns_pid) {
+        return ns_pid <= 0 || cJSON_AddNumberToObject(o, "ns_pid", ns_pid);
 }
 
 static int ns_cmp_int(const void *a, const void *b) {
@@ -30,7 +30,7 @@ static int ns_cmp_int(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
-/* No number twice among v (n of them): 0 or -EBADMSG. */
+/* No number twice among v (n of them): 0, -EBADMSG or -ENOMEM. */
 static int ns_unique(const int *v, size_t n) {
         int *c = malloc((n + 1) * sizeof(int));
         int r = c ? 0 : -ENOMEM;
@@ -46,56 +46,65 @@ static int ns_unique(const int *v, size_t n) {
         return r;
 }
 
-int ctl_manifest_ns_read_tree(const cJSON *o, ctl_manifest_tree *tr) {
-        const cJSON *flag = cJSON_GetObjectItemCaseSensitive(o, "pid_namespace");
-        const cJSON *pids = cJSON_GetObjectItemCaseSensitive(o, "ns_pids"), *p;
-        size_t n = 0;
+/* The ns_pids array p into v (n, already allocated). */
+static int ns_read_pids(const cJSON *p, int root, const int *pids, int *v, size_t n) {
+        const cJSON *x;
+        size_t k = 0;
 
-        if (!flag && !pids)
-                return 0;
-        if (!cJSON_IsTrue(flag) || !cJSON_IsArray(pids))
-                return -EINVAL;
-        if ((size_t) cJSON_GetArraySize(pids) != tr->n_pids)
+        if ((size_t) cJSON_GetArraySize(p) != n)
                 return -EBADMSG;
-        tr->ns_pids = calloc(tr->n_pids + 1, sizeof(int));
-        if (!tr->ns_pids)
-                return -ENOMEM;
-        cJSON_ArrayForEach(p, pids) {
-                if (!json_is_integer(p, 1, INT_MAX))
+        cJSON_ArrayForEach(x, p) {
+                if (!json_is_integer(x, 1, INT_MAX))
                         return -EINVAL;
-                tr->ns_pids[n] = (int) p->valuedouble;
-                /* The root is the namespace's init. */
-                if ((tr->pids[n] == tr->root) != (tr->ns_pids[n] == 1))
+                v[k] = (int) x->valuedouble;
+                /* The root is the namespace's init, pid 1 there. */
+                if ((pids[k] == root) != (v[k] == 1))
                         return -EBADMSG;
-                n++;
+                k++;
         }
-        tr->pid_ns = true;
-        return ns_unique(tr->ns_pids, n);
+        return ns_unique(v, n);
 }
 
-int ctl_manifest_ns_read_member(const cJSON *o, ctl_manifest_member *mb) {
+int ctl_manifest_ns_read_tree(const cJSON *o, int root, const int *pids, size_t n, bool *ret_pid_ns,
+                              int **ret_ns_pids) {
+        const cJSON *flag = cJSON_GetObjectItemCaseSensitive(o, "pid_namespace");
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "ns_pids");
+        int *v, r;
+
+        *ret_pid_ns = false;
+        *ret_ns_pids = NULL;
+        if (!flag && !p)
+                return 0;
+        if (!cJSON_IsTrue(flag) || !cJSON_IsArray(p))
+                return -EINVAL;
+        v = calloc(n + 1, sizeof(int));
+        if (!v)
+                return -ENOMEM;
+        r = ns_read_pids(p, root, pids, v, n);
+        if (r < 0) {
+                free(v);
+                return r;
+        }
+        *ret_pid_ns = true;
+        *ret_ns_pids = v;
+        return 0;
+}
+
+int ctl_manifest_ns_read_member(const cJSON *o, int *ret_ns_pid) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "ns_pid");
 
+        *ret_ns_pid = 0;
         if (!v)
                 return 0;
         if (!json_is_integer(v, 1, INT_MAX))
                 return -EINVAL;
-        mb->ns_pid = (int) v->valuedouble;
+        *ret_ns_pid = (int) v->valuedouble;
         return 0;
 }
 
-int ctl_manifest_ns_check(const ctl_manifest *m) {
-        for (size_t i = 0; i < m->n_members; i++) {
-                const ctl_manifest_member *mb = &m->members[i];
-                int want = 0;
-
-                for (size_t k = 0; k < m->n_trees; k++)
-                        for (size_t j = 0; m->trees[k].root == mb->tree && m->trees[k].pid_ns &&
-                                           j < m->trees[k].n_pids; j++)
-                                if (m->trees[k].pids[j] == mb->pid)
-                                        want = m->trees[k].ns_pids[j];
-                if (mb->ns_pid != want)
-                        return -EBADMSG;
-        }
+int ctl_manifest_ns_expected(int pid, const int *pids, const int *ns_pids, size_t n) {
+        for (size_t i = 0; ns_pids && i < n; i++)
+                if (pids[i] == pid)
+                        return ns_pids[i];
         return 0;
 }
