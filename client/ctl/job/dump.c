@@ -281,6 +281,11 @@ static int dump_save(dump_job *x) {
         x->m.selector = x->a->selector.json;
         x->m.criu_version = x->criu_version;
         x->m.left_running = x->a->leave_running;
+        /* --run: the name goes with the images, for restore to take again. */
+        if (x->a->run_name && !(x->m.run = ctl_run_record_json(&x->a->run))) {
+                x->m.selector = NULL;
+                return -ENOMEM;
+        }
         r = ctl_manifest_write(&x->m, x->dir_fd, x->part_fd, x->part_name);
         x->m.selector = NULL;
         x->m.criu_version = NULL;
@@ -361,7 +366,7 @@ static int dump_suspend(dump_job *x) {
         r = ctl_dump_find_trees(x->a, x->members, x->processes, &x->m, &x->outside);
         /* --run: still the job's init (not a process that took its pid since). */
         if (r == 0 && x->a->run_name &&
-            (!x->m.trees[0].pid_ns || ctl_proc_start_time(x->m.trees[0].root) != x->a->run_start_time))
+            (!x->m.trees[0].pid_ns || ctl_proc_start_time(x->m.trees[0].root) != x->a->run.init_start_time))
                 r = -ESTALE;
         if (r < 0) {
                 fputs(x->a->prefix, stderr);

@@ -98,17 +98,16 @@ static const char *job_abbreviated_action_script(char **criu_argv) {
 /* dump --run N: the job's init, as --tree; -1 to go on, else the exit status. */
 static int job_run_name(ctl_job_args *a, const char *command) {
         char err[PATH_MAX + 256];
-        int pid = 0;
 
         if (!a->run_name)
                 return -1;
         if (strcmp(command, "dump") != 0 || a->selector.kind != CTL_SELECT_NONE)
                 return job_usage("--run is for dump, in place of --tree, --pids and --cgroup");
-        if (ctl_run_resolve(a->run_name, &pid, &a->run_start_time, err, sizeof(err)) < 0) {
+        if (ctl_run_resolve(a->run_name, &a->run, err, sizeof(err)) < 0) {
                 fprintf(stderr, JOB_NAME ": dump: %s; nothing was suspended\n", err);
                 return CUDACKPT_EXIT_FAILURE;
         }
-        snprintf(a->run_tree, sizeof(a->run_tree), "%d", pid);
+        snprintf(a->run_tree, sizeof(a->run_tree), "%d", a->run.init_pid);
         return ctl_selector_parse(&a->selector, CTL_SELECT_TREE, a->run_tree) < 0 ? job_usage("out of memory") : -1;
 }
 

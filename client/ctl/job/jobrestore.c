@@ -30,6 +30,7 @@
 #include "manifest.h"
 #include "nstree.h"
 #include "proctree.h"
+#include "runrestore.h"
 #include "safedir.h"
 #include "monotime.h"
 
@@ -421,6 +422,8 @@ int ctl_job_restore(const ctl_job_args *a) {
                 ctl_job_progress(a, "done in %.1f ms; resuming %zu CUDA process%s", x.criu_ms, x.m.n_members,
                                  x.m.n_members == 1 ? "" : "es");
                 status = jrestore_resume(&x);
+                if (status == CUDACKPT_EXIT_OK)
+                        ctl_run_restored(a->prefix, &x.m, &x.pins);
                 if (a->json)
                         jrestore_print_json(&x, status == CUDACKPT_EXIT_OK ? NULL : "resume");
                 else if (status == CUDACKPT_EXIT_OK)

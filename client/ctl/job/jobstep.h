@@ -7,6 +7,7 @@
 #include "args.h"
 #include "criu.h"
 #include "manifest.h"
+#include "runreg.h"
 #include "selector.h"
 
 #include <cudackpt/client.h>
@@ -24,7 +25,7 @@ typedef struct ctl_job_args {
         ctl_selector selector;    /* dump: --tree, --pids or --cgroup (or --run, as --tree) */
         const char *run_name;     /* dump --run: the job's name (runreg.h) */
         char run_tree[16];        /* ... its init's pid, the --tree it stands for */
-        uint64_t run_start_time;  /* ... and the init's start time */
+        ctl_run_record run;       /* ... its record (its init by pid and start time) */
         const char *images;       /* --images DIR */
         bool leave_running;       /* dump --leave-running */
         bool no_sync;             /* dump --no-sync: the images not synced before the job ends */

@@ -89,7 +89,8 @@ static cJSON *manifest_to_json(const ctl_manifest *m) {
             !cJSON_AddStringToObject(root, "created", created) || !cJSON_AddStringToObject(root, "host", host) ||
             !cJSON_AddItemToObject(root, "selector", cJSON_Duplicate(m->selector, 1)) ||
             !cJSON_AddStringToObject(root, "criu_version", m->criu_version ? m->criu_version : "") ||
-            !cJSON_AddBoolToObject(root, "left_running", m->left_running))
+            !cJSON_AddBoolToObject(root, "left_running", m->left_running) ||
+            (m->run && !cJSON_AddItemToObject(root, "run", cJSON_Duplicate(m->run, 1))))
                 goto fail;
         trees = cJSON_AddArrayToObject(root, "trees");
         members = cJSON_AddArrayToObject(root, "members");
@@ -306,6 +307,9 @@ static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
                 return -E2BIG;
         m->left_running = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "left_running"));
         m->selector = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(root, "selector"), 1);
+        /* Checked where it is used (runrestore.c). */
+        if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "run")))
+                m->run = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(root, "run"), 1);
         m->criu_version = strdup(cJSON_IsString(cv) ? cv->valuestring : "");
         m->trees = calloc((size_t) cJSON_GetArraySize(trees), sizeof(*m->trees));
         m->members = calloc((size_t) cJSON_GetArraySize(members) + 1, sizeof(*m->members));
@@ -400,6 +404,7 @@ void ctl_manifest_free(ctl_manifest *m) {
         if (!m)
                 return;
         cJSON_Delete(m->selector);
+        cJSON_Delete(m->run);
         free(m->criu_version);
         for (size_t i = 0; m->trees && i < m->n_trees; i++) {
                 free(m->trees[i].images);

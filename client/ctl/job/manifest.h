@@ -37,6 +37,7 @@ typedef struct ctl_manifest {
         cJSON *selector;          /* the dump's selector (owned) */
         char *criu_version;
         bool left_running;
+        cJSON *run;               /* dump --run: the job's name record (runreg.h), owned; NULL: none */
         ctl_manifest_tree *trees;
         size_t n_trees;
         ctl_manifest_member *members;

@@ -54,7 +54,7 @@ int ctl_run_dir_open(bool create, int *ret_fd, char *err, size_t err_size) {
         return ctl_safedir_open(path, create, ret_fd, err, err_size);
 }
 
-static cJSON *runreg_to_json(const ctl_run_record *rec) {
+cJSON *ctl_run_record_json(const ctl_run_record *rec) {
         cJSON *o = cJSON_CreateObject();
 
         if (!o || !cJSON_AddStringToObject(o, "name", rec->name) ||
@@ -69,7 +69,7 @@ static cJSON *runreg_to_json(const ctl_run_record *rec) {
         return o;
 }
 
-static int runreg_from_json(const cJSON *o, const char *name, ctl_run_record *ret) {
+int ctl_run_record_from_json(const cJSON *o, ctl_run_record *ret) {
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "name");
         const cJSON *cg = cJSON_GetObjectItemCaseSensitive(o, "cgroup");
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "init_start_time");
@@ -77,7 +77,7 @@ static int runreg_from_json(const cJSON *o, const char *name, ctl_run_record *re
         const cJSON *gid = cJSON_GetObjectItemCaseSensitive(o, "gid");
         const cJSON *pid = cJSON_GetObjectItemCaseSensitive(o, "init_pid");
 
-        if (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0 || !cJSON_IsString(cg) ||
+        if (!cJSON_IsString(n) || !ctl_run_name_valid(n->valuestring) || !cJSON_IsString(cg) ||
             strlen(cg->valuestring) >= sizeof(ret->cgroup) || !json_is_integer(uid, 0, 4294967294.0) ||
             !json_is_integer(gid, 0, 4294967294.0) || !json_is_integer(pid, 1, INT_MAX) ||
             !json_is_integer(st, 1, 9007199254740992.0))
@@ -85,7 +85,7 @@ static int runreg_from_json(const cJSON *o, const char *name, ctl_run_record *re
         *ret = (ctl_run_record) { .uid = (uid_t) uid->valuedouble, .gid = (gid_t) gid->valuedouble,
                                   .init_pid = (int) pid->valuedouble,
                                   .init_start_time = (uint64_t) st->valuedouble };
-        snprintf(ret->name, sizeof(ret->name), "%s", name);
+        snprintf(ret->name, sizeof(ret->name), "%s", n->valuestring);
         snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", cg->valuestring);
         return 0;
 }
@@ -112,7 +112,10 @@ int ctl_run_record_read(int dir_fd, const char *name, ctl_run_record *ret) {
                 return -EBADMSG;
         text[k] = '\0';
         o = cJSON_Parse(text);
-        r = o ? runreg_from_json(o, name, ret) : -EBADMSG;
+        r = o ? ctl_run_record_from_json(o, ret) : -EBADMSG;
+        /* A record under another name is no record of this one. */
+        if (r == 0 && strcmp(ret->name, name) != 0)
+                r = -EBADMSG;
         cJSON_Delete(o);
         return r;
 }
@@ -187,7 +190,7 @@ static int runreg_sweep(int dir_fd, uid_t uid, long *ret_all, long *ret_uid) {
 
 /* rec to a fresh temporary file in dir_fd, synced; its name in tmp. */
 static int runreg_write_tmp(int dir_fd, const ctl_run_record *rec, char *tmp, size_t size) {
-        cJSON *o = runreg_to_json(rec);
+        cJSON *o = ctl_run_record_json(rec);
         char *text = o ? cJSON_PrintUnformatted(o) : NULL;
         unsigned rnd = 0;
         int fd = -1, r = 0;
@@ -248,7 +251,7 @@ void ctl_run_record_remove(int dir_fd, const ctl_run_record *rec) {
         (void) flock(dir_fd, LOCK_UN);
 }
 
-int ctl_run_resolve(const char *name, int *ret_pid, uint64_t *ret_start_time, char *err, size_t err_size) {
+int ctl_run_resolve(const char *name, ctl_run_record *ret, char *err, size_t err_size) {
         ctl_run_record rec;
         int fd, r;
 
@@ -270,10 +273,8 @@ int ctl_run_resolve(const char *name, int *ret_pid, uint64_t *ret_start_time, ch
                 snprintf(err, err_size, "job %s has ended (its init, pid %d, is gone or the pid is another "
                          "process's now)", name, rec.init_pid);
                 r = -ENOENT;
-        } else {
-                *ret_pid = rec.init_pid;
-                *ret_start_time = rec.init_start_time;
-        }
+        } else
+                *ret = rec;
         return r;
 }
 
@@ -288,7 +289,7 @@ static void runreg_print_one(void *data, const ctl_run_record *rec) {
         runreg_out *o = data;
 
         if (o->arr) {
-                cJSON *x = runreg_to_json(rec);
+                cJSON *x = ctl_run_record_json(rec);
                 if (x && !cJSON_AddItemToArray(o->arr, x))
                         cJSON_Delete(x);
         } else {

@@ -6,6 +6,8 @@
 #ifndef CUDACKPT_CTL_RUNREG_H
 #define CUDACKPT_CTL_RUNREG_H
 
+#include <cJSON.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +35,10 @@ typedef struct ctl_run_record {
 } ctl_run_record;
 
 bool ctl_run_name_valid(const char *name);
+/* rec as JSON (the record's text, and the manifest's "run"), or NULL. */
+cJSON *ctl_run_record_json(const ctl_run_record *rec);
+/* A record from JSON o (its name valid): 0 or -EBADMSG. */
+int ctl_run_record_from_json(const cJSON *o, ctl_run_record *ret);
 /* The directory (as ctl_safedir_open() wants it: root's, no one else may
  * write it), made with create; its descriptor, or -errno with a sentence
  * in err. */
@@ -49,10 +55,9 @@ bool ctl_run_record_live(const ctl_run_record *rec);
 int ctl_run_record_add(int dir_fd, const ctl_run_record *rec, long *ret_limit, bool *ret_per_uid);
 /* rec's name removed, if it still names rec's init. */
 void ctl_run_record_remove(int dir_fd, const ctl_run_record *rec);
-/* name to its live job's init pid and start time (for dump --run); -ENOENT (no such
- * name, or its job has ended: the record is stale), with a sentence in
- * err. */
-int ctl_run_resolve(const char *name, int *ret_pid, uint64_t *ret_start_time, char *err, size_t err_size);
+/* name to its live job's record (for dump --run); -ENOENT (no such name,
+ * or its job has ended: the record is stale), with a sentence in err. */
+int ctl_run_resolve(const char *name, ctl_run_record *ret, char *err, size_t err_size);
 /* The live jobs, one line each (or a JSON array with json), to f. */
 int ctl_run_list(FILE *f, bool json);
 

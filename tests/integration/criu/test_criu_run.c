@@ -250,6 +250,10 @@ START_TEST(run_dump_restore_pids_taken)
                 check_memory_ns(&x, now[i], ns[k], 2);
         }
         itest_await_log(x.d, " method=ResumeGroup", AWAIT_MS);
+        /* The name came back with the job, for its new init. */
+        uint64_t start = 0;
+        ck_assert_int_eq(run_init_of(&x, "train", &start), (pid_t)root->valueint);
+        ck_assert_uint_eq(start, itest_start_time((pid_t)root->valueint));
         ck_assert_int_eq(kill((pid_t)root->valueint, SIGKILL), 0);
         citest_await_gone((pid_t)root->valueint, AWAIT_MS);
         for (int i = 0; i < JOB_PROCS; i++) {
