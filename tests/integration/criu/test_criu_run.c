@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -157,15 +158,16 @@ static pid_t hold_pid(pid_t pid)
         return (pid_t)c;
 }
 
-/* Starts the job NAME (criu_target tree); its run command in *ret_run,
+/* Starts the job NAME (criu_target tree) with cgroup (run's --no-cgroup
+ * or --cgroup-parent=DIR); its run command in *ret_run,
  * the host pids (init first) in pids, each one's pid in the namespace in
  * ns. */
-static void start_job(struct citest_ctx *x, const char *const *env, const char *name, pid_t *ret_run, pid_t *pids,
-                      int *ns)
+static void start_job(struct citest_ctx *x, const char *const *env, const char *name, const char *cgroup,
+                      pid_t *ret_run, pid_t *pids, int *ns)
 {
         int p[2];
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-        const char *const args[] = { "--name", name, "--no-cgroup", "--", "/usr/bin/env", "CUDACKPT_SIM=1",
+        const char *const args[] = { "--name", name, cgroup, "--", "/usr/bin/env", "CUDACKPT_SIM=1",
                                      SIM_STATE_SLOT, citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), "tree", "1",
                                      x->result, TARGET_MIB, citest_need_env("CUDACKPT_TEST_SIM"), NULL };
         *ret_run = run_start(env, itest_strdupf("%s/run-%s.out", x->d->dir, name), p[1], args);
@@ -203,7 +205,7 @@ START_TEST(run_dump_restore_pids_taken)
         const char *const *env = run_env(&x);
         pid_t run, pids[JOB_PROCS], held[JOB_PROCS];
         int ns[JOB_PROCS];
-        start_job(&x, env, "train", &run, pids, ns);
+        start_job(&x, env, "train", "--no-cgroup", &run, pids, ns);
         for (int i = 1; i < JOB_PROCS; i++) {
                 citest_assert_state(&x, pids[i], "running");
                 check_memory_ns(&x, pids[i], ns[i], 1);
@@ -260,6 +262,61 @@ START_TEST(run_dump_restore_pids_taken)
                 kill(held[i], SIGKILL);
                 citest_await_gone(held[i], AWAIT_MS);
         }
+}
+END_TEST
+
+/* The processes in cgroup dir (its cgroup.procs): whether each of pids is. */
+static bool in_cgroup(const char *dir, const pid_t *pids, int n)
+{
+        char *text = citest_slurp(itest_strdupf("%s/cgroup.procs", dir));
+        for (int i = 0; text && i < n; i++) {
+                const char *line = itest_strdupf("%d", (int)pids[i]);
+                if (!citest_has_line(text, line))
+                        return false;
+        }
+        return text != NULL;
+}
+
+/* With a cgroup v2 hierarchy (mounted here: this machine may have none at
+ * /sys/fs/cgroup): the job in DIR/NAME, dumped, the cgroup gone with the
+ * run command, and the restored job back in it. */
+START_TEST(run_cgroup_dump_restore)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        char *mnt = itest_strdupf("%s/cg2", x.d->dir);
+        ck_assert_int_eq(mkdir(mnt, 0755), 0);
+        if (mount("none", mnt, "cgroup2", 0, NULL) < 0) {
+                itest_skip("cannot mount cgroup2: %s", strerror(errno));
+                return;
+        }
+        const char *const *env = run_env(&x);
+        const char *cg = itest_strdupf("%s/jobs/infer", mnt);
+        pid_t run, pids[JOB_PROCS];
+        int ns[JOB_PROCS];
+        start_job(&x, env, "infer", itest_strdupf("--cgroup-parent=%s/jobs", mnt), &run, pids, ns);
+        ck_assert_msg(in_cgroup(cg, pids, JOB_PROCS), "the job is not in %s", cg);
+        ck_assert_msg(strstr(citest_slurp(itest_strdupf("%s/runs/infer", x.d->dir)), cg), "the record has no cgroup");
+
+        cjob_expect_ok(cjob_ctl(env, "dump", "--run", "infer", "--images", x.img, NULL), "dump --run (cgroup)");
+        int st = cjob_wait(run);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGKILL, "run ended with wait status %#x", st);
+        ck_assert_int_ne(access(cg, F_OK), 0);
+
+        struct citest_run *res = cjob_ctl(env, "restore", "--images", x.img, "--json", NULL);
+        cjob_expect_ok(res, "restore --images (cgroup)");
+        pid_t init = run_init_of(&x, "infer", NULL), now[JOB_PROCS + 1];
+        ck_assert_int_eq(job_pids(init, now, JOB_PROCS + 1), JOB_PROCS);
+        ck_assert_msg(in_cgroup(cg, now, JOB_PROCS), "the restored job is not in %s", cg);
+        for (int i = 1; i < JOB_PROCS; i++)
+                citest_assert_state(&x, now[i], "running");
+        ck_assert_int_eq(kill(init, SIGKILL), 0);
+        for (int i = 0; i < JOB_PROCS; i++)
+                citest_await_gone(now[i], AWAIT_MS);
+        /* Empty now: CRIU made it, nobody else removes it. */
+        rmdir(cg);
+        rmdir(itest_strdupf("%s/jobs", mnt));
+        umount2(mnt, MNT_DETACH);
 }
 END_TEST
 
@@ -345,6 +402,7 @@ int main(void)
         Suite *s = suite_create("integration.criu_run");
         TCase *tc = itest_tcase(s, "criu_run", 6.0 * JOB_TIMEOUT_MS / 1000);
         tcase_add_test(tc, run_dump_restore_pids_taken);
+        tcase_add_test(tc, run_cgroup_dump_restore);
         tcase_add_test(tc, run_init_forwards_signals);
         tcase_add_test(tc, run_names_refused);
         return itest_main(s);
