@@ -137,6 +137,11 @@ static int dump_pin(void *data, const int *criu_pids, size_t n) {
         for (size_t i = 0; r == 0 && i < x->m.n_trees; i++)
                 r = ctl_pins_add_tree(&x->pins, &t, x->m.trees[i].root);
         ctl_proctree_free(&t);
+        /* --run: what criu froze is the job's init (its start time). */
+        if (r == 0 && x->a->run_name && (!ctl_pins_find(&x->pins, x->m.trees[0].root) ||
+                                         ctl_pins_find(&x->pins, x->m.trees[0].root)->start_time !=
+                                                 x->a->run.init_start_time))
+                r = -ESTALE;
         if (r < 0)
                 fprintf(stderr, "%scannot pin the job's processes at post-dump: %s\n", x->a->prefix, strerror(-r));
         return r;

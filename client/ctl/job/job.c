@@ -52,6 +52,7 @@ static void job_help(void) {
                "root's or yours and writable by no one else (or sticky, as /tmp).\n"
                "\n"
                "  --images=DIR              the image directory\n"
+               "  --run=NAME                dump: the job cudackptctl run started as NAME\n"
                "  --leave-running           dump: resume the job after a good dump\n"
                "  --no-sync                 dump: do not wait for the images to reach the disk\n"
                "  --lock-timeout=MS         dump: how long to wait for the job's GPU work\n"
