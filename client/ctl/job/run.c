@@ -5,8 +5,8 @@
  *
  * Root only (a pid namespace needs CAP_SYS_ADMIN): the operator's way to
  * start a job for a user (a scheduler's prolog, a node agent).  In order:
- * the name checked free, the cgroup made, this process's pid namespace
- * for children unshared, the init forked (pid 1 there: it makes a session,
+ * the name checked free, the cgroup made, the init cloned into a new pid
+ * namespace (pid 1 there: it makes a session,
  * joins the cgroup, reports ready and waits); the name recorded with the
  * init's pid and start time; then the init takes on the user
  * (setgroups, setgid, setuid: no capability left; no_new_privs) and starts
@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -318,13 +319,12 @@ static int run_start(run_job *j) {
                 fprintf(stderr, RUN_PREFIX "pipe: %s\n", strerror(errno));
                 return CTL_RUN_EXIT_FAILED;
         }
-        if (unshare(CLONE_NEWPID) < 0) {
-                fprintf(stderr, RUN_PREFIX "cannot make a pid namespace: %s\n", strerror(errno));
-                return CTL_RUN_EXIT_FAILED;
-        }
-        j->init = fork();
+        /* The child alone in the new namespace (as fork(), no stack of its
+         * own): not unshare(), after which this process could fork no more
+         * once the job's init has ended. */
+        j->init = (pid_t) syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, 0);
         if (j->init < 0) {
-                fprintf(stderr, RUN_PREFIX "fork: %s\n", strerror(errno));
+                fprintf(stderr, RUN_PREFIX "cannot make a pid namespace: %s\n", strerror(errno));
                 return CTL_RUN_EXIT_FAILED;
         }
         if (j->init == 0)
