@@ -8,10 +8,10 @@
  * the name checked free, the cgroup made, the init cloned into a new pid
  * namespace (pid 1 there: it makes a session,
  * joins the cgroup, reports ready and waits); the name recorded with the
- * init's pid and start time; then the init takes on the user
- * (setgroups, setgid, setuid: no capability left; no_new_privs) and starts
- * COMMAND.  This process stays in the foreground: it forwards the job's
- * signals to the init, and ends with the job's status, removing the name
+ * init's pid and start time; then the init execs cudackpt-init, which
+ * takes on the user (setgroups, setgid, setuid: no capability left;
+ * no_new_privs) and starts COMMAND.  This process stays in the
+ * foreground: it forwards the job's signals to the init, and ends with the job's status, removing the name
  * and the (empty) cgroup. */
 #include "run.h"
 
@@ -210,6 +210,7 @@ typedef struct run_job {
         int cg_fd;                /* its cgroup, or -1 */
         char cg_path[512];
         int report[2], go[2];     /* init -> run, run -> init */
+        char *user;               /* cudackpt-init's USER (run_user_spec()) */
         ctl_run_record rec;
         pid_t init;
 } run_job;
@@ -238,34 +239,64 @@ static int run_cgroup(run_job *j) {
         return -1;
 }
 
-/* The user the job runs as taken on, for good: no capability is left, and
- * no_new_privs keeps it so across exec.  0 or -errno. */
-static int run_drop(const run_args *a) {
+/* cudackpt-init's USER: "-", or UID:GID:GROUPS with the user's groups
+ * (none for a bare uid), for it to take on.  NULL when out of memory. */
+static char *run_user_spec(const run_args *a) {
+        int n = 64;
+        gid_t *g = NULL;
+        char *s = NULL;
+        size_t len = 0;
+        FILE *f;
+
         if (!a->drop)
-                return 0;
-        if ((a->user[0] ? initgroups(a->user, a->gid) : setgroups(0, NULL)) < 0 || setgid(a->gid) < 0 ||
-            setuid(a->uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                return -errno;
-        /* Root's way back must be shut. */
-        if (a->uid != 0 && (setuid(0) == 0 || setgid(0) == 0))
-                return -EPERM;
-        return 0;
+                return strdup("-");
+        for (;;) {
+                gid_t *ng = realloc(g, (size_t) n * sizeof(gid_t));
+                int want = n;
+
+                if (!ng)
+                        break;
+                g = ng;
+                if (!a->user[0]) {
+                        n = 0;
+                        break;
+                }
+                if (getgrouplist(a->user, a->gid, g, &want) >= 0) {
+                        n = want;
+                        break;
+                }
+                n = want > n ? want : 2 * n;
+        }
+        f = g ? open_memstream(&s, &len) : NULL;
+        if (f) {
+                fprintf(f, "%u:%u:", (unsigned) a->uid, (unsigned) a->gid);
+                for (int i = 0; i < n; i++)
+                        fprintf(f, "%s%u", i ? "," : "", (unsigned) g[i]);
+                if (fclose(f) != 0) {
+                        free(s);
+                        s = NULL;
+                }
+        }
+        free(g);
+        return s;
 }
 
 /* cudackpt-init, pid 1 of the namespace: "cudackpt-init FD -- COMMAND...". */
 static _Noreturn void run_exec_init(run_job *j) {
         size_t n = 0;
-        char fd[16], **argv;
+        char fd[16], **argv, *user = j->user;
 
         while (j->a->argv[n])
                 n++;
-        argv = calloc(n + 4, sizeof(char *));
+        argv = calloc(n + 5, sizeof(char *));
         snprintf(fd, sizeof(fd), "%d", j->report[1]);
-        if (argv && fcntl(j->report[1], F_SETFD, 0) == 0) {
+        errno = ENOMEM;
+        if (argv && user && fcntl(j->report[1], F_SETFD, 0) == 0) {
                 argv[0] = (char *) "cudackpt-init";
                 argv[1] = fd;
-                argv[2] = (char *) "--";
-                memcpy(argv + 3, j->a->argv, (n + 1) * sizeof(char *));
+                argv[2] = user;
+                argv[3] = (char *) "--";
+                memcpy(argv + 4, j->a->argv, (n + 1) * sizeof(char *));
                 execv(j->a->init, argv);
         }
         ctl_run_report_send(j->report[1], CTL_RUN_SETUP, errno ? errno : ENOMEM);
@@ -273,7 +304,8 @@ static _Noreturn void run_exec_init(run_job *j) {
 }
 
 /* The init (pid 1 of the new namespace): a session, the cgroup, ready;
- * once its name is recorded, the user, then cudackpt-init and COMMAND. */
+ * once its name is recorded, cudackpt-init, which takes on the user and
+ * starts COMMAND. */
 static _Noreturn void run_child(run_job *j) {
         char go = 0;
         int r = 0;
@@ -288,11 +320,6 @@ static _Noreturn void run_child(run_job *j) {
         if (r < 0 || read(j->go[0], &go, 1) != 1 || go != 'g')
                 _exit(CTL_RUN_EXIT_FAILED);
         close(j->go[0]);
-        r = run_drop(j->a);
-        if (r < 0) {
-                ctl_run_report_send(j->report[1], CTL_RUN_DROP, -r);
-                _exit(CTL_RUN_EXIT_FAILED);
-        }
         run_exec_init(j);
 }
 
@@ -379,6 +406,11 @@ static int run_prepare(run_job *j) {
                         old.init_pid);
                 return CTL_RUN_EXIT_FAILED;
         }
+        j->user = run_user_spec(j->a);
+        if (!j->user) {
+                fputs(RUN_PREFIX "out of memory\n", stderr);
+                return CTL_RUN_EXIT_FAILED;
+        }
         snprintf(j->rec.name, sizeof(j->rec.name), "%s", j->a->name);
         j->rec.uid = j->a->drop ? j->a->uid : getuid();
         j->rec.gid = j->a->drop ? j->a->gid : getgid();
@@ -415,6 +447,7 @@ static int run_job_main(const run_args *a) {
         ctl_run_cgroup_remove(j.cg_path);
         if (j.dir_fd >= 0)
                 close(j.dir_fd);
+        free(j.user);
         return status;
 }
 

@@ -1,8 +1,15 @@
 /* runinitmain.c: cudackpt-init, the init of a job's pid namespace, as its
  * own small program: `cudackptctl run` execs it as pid 1 of the job's
- * namespace, as the job's user, with the signals it forwards blocked.
+ * namespace, as root, with the signals it forwards blocked.
  *
- *   cudackpt-init REPORT_FD -- COMMAND [ARG...]
+ *   cudackpt-init REPORT_FD USER -- COMMAND [ARG...]
+ *
+ * USER is "-" (the job runs as root) or UID:GID:GROUPS (GROUPS the
+ * supplementary gids, comma-separated, maybe none), resolved by the run
+ * command: the init takes them on for good (setgroups, setgid, setuid:
+ * no capability left; no_new_privs) before it starts COMMAND, and reports
+ * a failure on REPORT_FD (CTL_RUN_DROP).  Doing it here, not in the run
+ * command, lets root exec this program from where only root may read it.
  *
  * A program of its own, built without the sanitizers and linked with
  * nothing but libc, so that what CRIU dumps and restores with every job
@@ -10,23 +17,76 @@
  * (runinit.c says what it does). */
 #include "runinit.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
+
+/* The most supplementary groups USER may name. */
+#define INIT_MAX_GROUPS 65536
+
+/* A whole number up to 2^32-2 at *s, followed by stop or the end; *s
+ * moved past the number. */
+static int init_id(const char **s, char stop, unsigned long *ret) {
+        char *end;
+
+        if (**s < '0' || **s > '9')
+                return -EINVAL;
+        errno = 0;
+        *ret = strtoul(*s, &end, 10);
+        if (errno || *ret > 4294967294UL || (*end != '\0' && *end != stop))
+                return -EINVAL;
+        *s = end;
+        return 0;
+}
+
+/* USER taken on (see above): 0 or -errno. */
+static int init_drop(const char *spec) {
+        static gid_t groups[INIT_MAX_GROUPS];
+        unsigned long uid, gid, g;
+        size_t n = 0;
+
+        if (strcmp(spec, "-") == 0)
+                return 0;
+        if (init_id(&spec, ':', &uid) < 0 || *spec++ != ':' || init_id(&spec, ':', &gid) < 0 || *spec++ != ':')
+                return -EINVAL;
+        while (*spec) {
+                if (n == INIT_MAX_GROUPS || init_id(&spec, ',', &g) < 0)
+                        return -EINVAL;
+                groups[n++] = (gid_t) g;
+                spec += *spec == ',';
+        }
+        if (setgroups(n, groups) < 0 || setgid((gid_t) gid) < 0 || setuid((uid_t) uid) < 0 ||
+            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        /* Root's way back must be shut. */
+        if (uid != 0 && (setuid(0) == 0 || setgid(0) == 0))
+                return -EPERM;
+        return 0;
+}
 
 int main(int argc, char **argv) {
         char *end;
         long fd;
+        int r;
 
-        if (argc < 4 || strcmp(argv[2], "--") != 0 || getpid() != 1) {
+        if (argc < 5 || strcmp(argv[3], "--") != 0 || getpid() != 1) {
                 fputs("cudackpt-init: the init of a job's pid namespace, started by cudackptctl run\n", stderr);
                 return 2;
         }
         fd = strtol(argv[1], &end, 10);
         /* The report pipe is the run command's, not the job's. */
-        if (*end != '\0' || fd < 0 || fd > 1024 || fcntl((int) fd, F_SETFD, FD_CLOEXEC) < 0)
+        if (*end != '\0' || fd < 0 || fd > INT_MAX || fcntl((int) fd, F_SETFD, FD_CLOEXEC) < 0)
                 return 2;
-        ctl_run_init(argv + 3, (int) fd);
+        r = init_drop(argv[2]);
+        if (r < 0) {
+                ctl_run_report_send((int) fd, CTL_RUN_DROP, -r);
+                return 125;
+        }
+        ctl_run_init(argv + 4, (int) fd);
 }

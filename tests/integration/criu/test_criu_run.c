@@ -159,17 +159,24 @@ static pid_t hold_pid(pid_t pid)
 }
 
 /* Starts the job NAME (criu_target tree) with cgroup (run's --no-cgroup
- * or --cgroup-parent=DIR); its run command in *ret_run,
+ * or --cgroup-parent=DIR) and user (--user=..., or NULL: root, the target
+ * and the simulator run from the build tree); its run command in *ret_run,
  * the host pids (init first) in pids, each one's pid in the namespace in
  * ns. */
 static void start_job(struct citest_ctx *x, const char *const *env, const char *name, const char *cgroup,
-                      pid_t *ret_run, pid_t *pids, int *ns)
+                      const char *user, pid_t *ret_run, pid_t *pids, int *ns)
 {
         int p[2];
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-        const char *const args[] = { "--name", name, cgroup, "--", "/usr/bin/env", "CUDACKPT_SIM=1",
-                                     SIM_STATE_SLOT, citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), "tree", "1",
-                                     x->result, TARGET_MIB, citest_need_env("CUDACKPT_TEST_SIM"), NULL };
+        /* Copies another uid may run: the build tree may be closed to it. */
+        const char *target = citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), *sim = citest_need_env("CUDACKPT_TEST_SIM");
+        if (user) {
+                target = itest_stage_exe(x->d, target, NULL);
+                sim = itest_stage_exe(x->d, sim, NULL);
+        }
+        const char *const args[] = { "--name", name, cgroup, user ? user : cgroup, "--", "/usr/bin/env",
+                                     "CUDACKPT_SIM=1", SIM_STATE_SLOT, target, "tree", "1", x->result, TARGET_MIB,
+                                     sim, NULL };
         *ret_run = run_start(env, itest_strdupf("%s/run-%s.out", x->d->dir, name), p[1], args);
         close(p[1]);
         /* Every target writes its pid and closes fd 3 (which the run
@@ -205,7 +212,7 @@ START_TEST(run_dump_restore_pids_taken)
         const char *const *env = run_env(&x);
         pid_t run, pids[JOB_PROCS], held[JOB_PROCS];
         int ns[JOB_PROCS];
-        start_job(&x, env, "train", "--no-cgroup", &run, pids, ns);
+        start_job(&x, env, "train", "--no-cgroup", NULL, &run, pids, ns);
         for (int i = 1; i < JOB_PROCS; i++) {
                 citest_assert_state(&x, pids[i], "running");
                 check_memory_ns(&x, pids[i], ns[i], 1);
@@ -294,7 +301,7 @@ START_TEST(run_cgroup_dump_restore)
         const char *cg = itest_strdupf("%s/jobs/infer", mnt);
         pid_t run, pids[JOB_PROCS];
         int ns[JOB_PROCS];
-        start_job(&x, env, "infer", itest_strdupf("--cgroup-parent=%s/jobs", mnt), &run, pids, ns);
+        start_job(&x, env, "infer", itest_strdupf("--cgroup-parent=%s/jobs", mnt), NULL, &run, pids, ns);
         ck_assert_msg(in_cgroup(cg, pids, JOB_PROCS), "the job is not in %s", cg);
         ck_assert_msg(strstr(citest_slurp(itest_strdupf("%s/runs/infer", x.d->dir)), cg), "the record has no cgroup");
 
@@ -317,6 +324,48 @@ START_TEST(run_cgroup_dump_restore)
         rmdir(cg);
         rmdir(itest_strdupf("%s/jobs", mnt));
         umount2(mnt, MNT_DETACH);
+}
+END_TEST
+
+/* Whether pid's real and effective uid are uid and it has no capability. */
+static bool runs_as(pid_t pid, uid_t uid)
+{
+        char *text = citest_slurp(itest_strdupf("/proc/%d/status", (int)pid));
+        const char *want = itest_strdupf("\nUid:\t%u\t%u\t%u\t%u\n", uid, uid, uid, uid);
+        return text && strstr(text, want) && strstr(text, "\nCapEff:\t0000000000000000\n");
+}
+
+/* run --user: the job (init and targets) runs as that user with no
+ * capability, and comes back as it after a dump and restore (CRIU, as
+ * root, restores the credentials). */
+START_TEST(run_user_dump_restore)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = run_env(&x);
+        pid_t run, pids[JOB_PROCS], now[JOB_PROCS + 1];
+        int ns[JOB_PROCS];
+        /* The targets write their reports as that user. */
+        int fd = open(x.result, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(fchmod(fd, 0666), 0);
+        close(fd);
+        start_job(&x, env, "user", "--no-cgroup", "--user=65534:65534", &run, pids, ns);
+        for (int i = 0; i < JOB_PROCS; i++)
+                ck_assert_msg(runs_as(pids[i], 65534), "pid %d does not run as 65534 without capabilities",
+                              (int)pids[i]);
+        check_memory_ns(&x, pids[1], ns[1], 1);
+        cjob_expect_ok(cjob_ctl(env, "dump", "--run", "user", "--images", x.img, NULL), "dump --run (--user)");
+        cjob_wait(run);
+        cjob_expect_ok(cjob_ctl(env, "restore", "--images", x.img, NULL), "restore --images (--user)");
+        pid_t init = run_init_of(&x, "user", NULL);
+        ck_assert_int_eq(job_pids(init, now, JOB_PROCS + 1), JOB_PROCS);
+        for (int i = 0; i < JOB_PROCS; i++)
+                ck_assert_msg(runs_as(now[i], 65534), "restored pid %d does not run as 65534", (int)now[i]);
+        check_memory_ns(&x, now[1], ns[1], 2);
+        ck_assert_int_eq(kill(init, SIGKILL), 0);
+        for (int i = 0; i < JOB_PROCS; i++)
+                citest_await_gone(now[i], AWAIT_MS);
 }
 END_TEST
 
@@ -403,6 +452,7 @@ int main(void)
         TCase *tc = itest_tcase(s, "criu_run", 6.0 * JOB_TIMEOUT_MS / 1000);
         tcase_add_test(tc, run_dump_restore_pids_taken);
         tcase_add_test(tc, run_cgroup_dump_restore);
+        tcase_add_test(tc, run_user_dump_restore);
         tcase_add_test(tc, run_init_forwards_signals);
         tcase_add_test(tc, run_names_refused);
         return itest_main(s);
