@@ -6,13 +6,13 @@
  * Root only (a pid namespace needs CAP_SYS_ADMIN): the operator's way to
  * start a job for a user (a scheduler's prolog, a node agent).  In order:
  * the name checked free, the cgroup made, the init cloned into a new pid
- * namespace (pid 1 there: it makes a session,
- * joins the cgroup, reports ready and waits); the name recorded with the
- * init's pid and start time; then the init execs cudackpt-init, which
- * takes on the user (setgroups, setgid, setuid: no capability left;
- * no_new_privs) and starts COMMAND.  This process stays in the
- * foreground: it forwards the job's signals to the init, and ends with the job's status, removing the name
- * and the (empty) cgroup. */
+ * namespace (pid 1 there: it makes a session, joins the cgroup, reports
+ * ready and waits); the name recorded with the init's pid and start time;
+ * then the init execs cudackpt-init, which starts COMMAND as the user
+ * (setgroups, setgid, setuid: no capability left; no_new_privs) and stays
+ * root itself (runinit.h says why).  This process stays in the
+ * foreground: it forwards the job's signals to the init, and ends with the
+ * job's status, removing the name and the (empty) cgroup. */
 #include "run.h"
 
 #include "args.h"
@@ -304,8 +304,8 @@ static _Noreturn void run_exec_init(run_job *j) {
 }
 
 /* The init (pid 1 of the new namespace): a session, the cgroup, ready;
- * once its name is recorded, cudackpt-init, which takes on the user and
- * starts COMMAND. */
+ * once its name is recorded, cudackpt-init, which starts COMMAND as the
+ * user. */
 static _Noreturn void run_child(run_job *j) {
         char go = 0;
         int r = 0;

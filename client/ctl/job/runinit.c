@@ -11,7 +11,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,11 +68,26 @@ int ctl_run_supervise(pid_t child, int reap_all) {
         }
 }
 
-/* The child: the command, with an empty signal mask. */
-static _Noreturn void run_exec(char *const *argv, int report_fd) {
-        sigset_t none;
-        int e;
+/* ids taken on for good: 0 or -errno. */
+static int run_drop(const ctl_run_ids *ids) {
+        if (setgroups(ids->n_groups, ids->groups) < 0 || setgid(ids->gid) < 0 || setuid(ids->uid) < 0 ||
+            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        /* Root's way back must be shut. */
+        if (ids->uid != 0 && (setuid(0) == 0 || setgid(0) == 0))
+                return -EPERM;
+        return 0;
+}
 
+/* The child: the command, as ids, with an empty signal mask. */
+static _Noreturn void run_exec(char *const *argv, int report_fd, const ctl_run_ids *ids) {
+        sigset_t none;
+        int e = ids ? -run_drop(ids) : 0;
+
+        if (e) {
+                ctl_run_report_send(report_fd, CTL_RUN_DROP, e);
+                _exit(125);
+        }
         sigemptyset(&none);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
         execvp(argv[0], argv);
@@ -79,7 +96,7 @@ static _Noreturn void run_exec(char *const *argv, int report_fd) {
         _exit(e == ENOENT ? 127 : 126);
 }
 
-void ctl_run_init(char *const *argv, int report_fd) {
+void ctl_run_init(char *const *argv, int report_fd, const ctl_run_ids *ids) {
         pid_t child = fork();
         int status, null;
 
@@ -88,7 +105,7 @@ void ctl_run_init(char *const *argv, int report_fd) {
                 _exit(126);
         }
         if (child == 0)
-                run_exec(argv, report_fd);
+                run_exec(argv, report_fd, ids);
         /* Nothing of the caller's held here: CRIU dumps /dev/null only. */
         null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {

@@ -24,6 +24,14 @@ typedef struct ctl_run_report {
 /* One report on fd (a pipe: one write). */
 void ctl_run_report_send(int fd, ctl_run_stage stage, int err);
 
+/* The user a job's command runs as. */
+typedef struct ctl_run_ids {
+        uid_t uid;
+        gid_t gid;
+        const gid_t *groups;      /* supplementary */
+        size_t n_groups;
+} ctl_run_ids;
+
 /* The signals forwarded (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
  * SIGUSR2, SIGWINCH), and SIGCHLD: block them all before the child exists. */
 void ctl_run_signals(sigset_t *set);
@@ -31,12 +39,16 @@ void ctl_run_signals(sigset_t *set);
  * every child that ends (reap_all: any, as an init must; else child only),
  * until child has ended; its wait status. */
 int ctl_run_supervise(pid_t child, int reap_all);
-/* pid 1 of the job's namespace, as the user the job runs as, signals
- * blocked as above: starts argv (found on PATH) as its child, which gets
- * this process's descriptors and an empty signal mask; an exec failure is
- * reported on report_fd (close-on-exec), CTL_RUN_EXEC.  Then holds
- * nothing but /dev/null, and exits with the child's status (128+N when
- * signal N ended it), which ends every process of the namespace. */
-_Noreturn void ctl_run_init(char *const *argv, int report_fd);
+/* pid 1 of the job's namespace, as root, signals blocked as above:
+ * starts argv (found on PATH) as its child, which gets this process's
+ * descriptors and an empty signal mask, and with ids (NULL: stays root)
+ * takes on that user for good (setgroups, setgid, setuid: no capability
+ * left; no_new_privs) first; a failure is reported on report_fd
+ * (close-on-exec), CTL_RUN_DROP or CTL_RUN_EXEC.  Then holds nothing but
+ * /dev/null, and exits with the child's status (128+N when signal N ended
+ * it), which ends every process of the namespace.  It stays root itself:
+ * CRIU, dumping a namespace whose /proc is not its own, has the init mount
+ * one, which needs that privilege. */
+_Noreturn void ctl_run_init(char *const *argv, int report_fd, const ctl_run_ids *ids);
 
 #endif

@@ -1,15 +1,15 @@
 /* runinitmain.c: cudackpt-init, the init of a job's pid namespace, as its
  * own small program: `cudackptctl run` execs it as pid 1 of the job's
- * namespace, as root, with the signals it forwards blocked.
+ * namespace, as root, with the signals it forwards blocked; it stays root
+ * (runinit.h says why).
  *
  *   cudackpt-init REPORT_FD USER -- COMMAND [ARG...]
  *
  * USER is "-" (the job runs as root) or UID:GID:GROUPS (GROUPS the
  * supplementary gids, comma-separated, maybe none), resolved by the run
- * command: the init takes them on for good (setgroups, setgid, setuid:
- * no capability left; no_new_privs) before it starts COMMAND, and reports
- * a failure on REPORT_FD (CTL_RUN_DROP).  Doing it here, not in the run
- * command, lets root exec this program from where only root may read it.
+ * command: COMMAND takes them on for good (setgroups, setgid, setuid: no
+ * capability left; no_new_privs) before its exec, and a failure is
+ * reported on REPORT_FD (CTL_RUN_DROP).
  *
  * A program of its own, built without the sanitizers and linked with
  * nothing but libc, so that what CRIU dumps and restores with every job
@@ -19,12 +19,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 /* The most supplementary groups USER may name. */
@@ -45,14 +43,14 @@ static int init_id(const char **s, char stop, unsigned long *ret) {
         return 0;
 }
 
-/* USER taken on (see above): 0 or -errno. */
-static int init_drop(const char *spec) {
+/* USER (see above) into *ids; 0, 1 for "-" (root), or -EINVAL. */
+static int init_user(const char *spec, ctl_run_ids *ids) {
         static gid_t groups[INIT_MAX_GROUPS];
         unsigned long uid, gid, g;
         size_t n = 0;
 
         if (strcmp(spec, "-") == 0)
-                return 0;
+                return 1;
         if (init_id(&spec, ':', &uid) < 0 || *spec++ != ':' || init_id(&spec, ':', &gid) < 0 || *spec++ != ':')
                 return -EINVAL;
         while (*spec) {
@@ -61,16 +59,12 @@ static int init_drop(const char *spec) {
                 groups[n++] = (gid_t) g;
                 spec += *spec == ',';
         }
-        if (setgroups(n, groups) < 0 || setgid((gid_t) gid) < 0 || setuid((uid_t) uid) < 0 ||
-            prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                return -errno;
-        /* Root's way back must be shut. */
-        if (uid != 0 && (setuid(0) == 0 || setgid(0) == 0))
-                return -EPERM;
+        *ids = (ctl_run_ids) { .uid = (uid_t) uid, .gid = (gid_t) gid, .groups = groups, .n_groups = n };
         return 0;
 }
 
 int main(int argc, char **argv) {
+        ctl_run_ids ids;
         char *end;
         long fd;
         int r;
@@ -83,10 +77,10 @@ int main(int argc, char **argv) {
         /* The report pipe is the run command's, not the job's. */
         if (*end != '\0' || fd < 0 || fd > INT_MAX || fcntl((int) fd, F_SETFD, FD_CLOEXEC) < 0)
                 return 2;
-        r = init_drop(argv[2]);
+        r = init_user(argv[2], &ids);
         if (r < 0) {
                 ctl_run_report_send((int) fd, CTL_RUN_DROP, -r);
                 return 125;
         }
-        ctl_run_init(argv + 4, (int) fd);
+        ctl_run_init(argv + 4, (int) fd, r == 0 ? &ids : NULL);
 }
