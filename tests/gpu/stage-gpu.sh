@@ -4,6 +4,7 @@
 # GPU tests (run-gpu-tests.sh, run-criu-tests.sh):
 #
 #   .gpu/cudackptd, .gpu/cudackptctl    built from this tree
+#   .gpu/cudackpt-init                  the init of `cudackptctl run`'s jobs
 #   .gpu/libuv.so.1, .gpu/libcjson.so.1 the libraries those link that the GPU
 #   .gpu/libbpf.so.1, .gpu/libelf.so.1  machine lacks (use LD_LIBRARY_PATH=.gpu)
 #   .gpu/libmicrohttpd.so.12
@@ -51,7 +52,7 @@ LIMIT_MIB=60
 if [[ ! -f $BUILD/CMakeCache.txt ]]; then
         cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
-cmake --build "$BUILD" -j"$(nproc)" --target cudackptd cudackptctl cudackpt-bench-gpu
+cmake --build "$BUILD" -j"$(nproc)" --target cudackptd cudackptctl cudackpt-init cudackpt-bench-gpu
 # The CUDA target exists only where nvcc was found.
 cmake --build "$BUILD" -j"$(nproc)" --target cudackpt-gpu-target 2>/dev/null ||
         echo "stage-gpu.sh: cudackpt-gpu-target not built here (no nvcc?): build it there with .gpu/build-target.sh"
@@ -61,7 +62,8 @@ cmake --build "$BUILD" -j"$(nproc)" --target cudackpt-seccomp-exec 2>/dev/null |
 
 rm -rf "$STAGE"
 mkdir -p "$STAGE/src" "$STAGE/nvidia"
-install -m 0755 "$BUILD/daemon/cudackptd" "$BUILD/client/cudackptctl" "$BUILD/tests/bench/cudackpt-bench-gpu" "$STAGE/"
+install -m 0755 "$BUILD/daemon/cudackptd" "$BUILD/client/cudackptctl" "$BUILD/client/cudackpt-init" \
+        "$BUILD/tests/bench/cudackpt-bench-gpu" "$STAGE/"
 if [[ -x $BUILD/tests/gpu/cudackpt-gpu-target ]]; then
         install -m 0755 "$BUILD/tests/gpu/cudackpt-gpu-target" "$STAGE/"
 fi

@@ -359,6 +359,7 @@ static int criu_start(criu_set *s, size_t i, char **env) {
         s->pid[i] = criu_spawn(&s->runs[i], env, &s->out[i]);
         if (s->pid[i] < 0)
                 return s->pid[i];
+        s->runs[i].pid = s->pid[i];
         s->pidfd[i] = criu_pidfd_open(s->pid[i]);
         if (s->pidfd[i] < 0) {
                 /* No pidfd (a kernel before 5.3): nothing to poll it by. */

@@ -17,6 +17,7 @@ typedef struct ctl_criu_run {
         bool early;               /* exited 0 before the barrier let it go: it dumped nothing */
         char *output;             /* its stdout and stderr (up to 64 KiB), to free() */
         double ms;                /* how long it ran */
+        int pid;                  /* the criu process, once started (0: not yet) */
 } ctl_criu_run;
 
 /* The criu to run: $CUDACKPT_CRIU, else criu on PATH; its version must be

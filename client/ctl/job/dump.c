@@ -35,6 +35,7 @@
 #include "jobstep.h"
 #include "manifest.h"
 #include "proctree.h"
+#include "runreg.h"
 #include "selector.h"
 #include "monotime.h"
 
@@ -138,6 +139,11 @@ static int dump_pin(void *data, const int *criu_pids, size_t n) {
         for (size_t i = 0; r == 0 && i < x->m.n_trees; i++)
                 r = ctl_pins_add_tree(&x->pins, &t, x->m.trees[i].root);
         ctl_proctree_free(&t);
+        /* --run: what criu froze is the job's init (its start time). */
+        if (r == 0 && x->a->run_name && (!ctl_pins_find(&x->pins, x->m.trees[0].root) ||
+                                         ctl_pins_find(&x->pins, x->m.trees[0].root)->start_time !=
+                                                 x->a->run.init_start_time))
+                r = -ESTALE;
         if (r < 0)
                 fprintf(stderr, "%scannot pin the job's processes at post-dump: %s\n", x->a->prefix, strerror(-r));
         return r;
@@ -282,6 +288,11 @@ static int dump_save(dump_job *x) {
         x->m.selector = x->a->selector.json;
         x->m.criu_version = x->criu_version;
         x->m.left_running = x->a->leave_running;
+        /* --run: the name goes with the images, for restore to take again. */
+        if (x->a->run_name && !(x->m.run = ctl_run_record_json(&x->a->run))) {
+                x->m.selector = NULL;
+                return -ENOMEM;
+        }
         r = ctl_manifest_write(&x->m, x->dir_fd, x->part_fd, x->part_name);
         x->m.selector = NULL;
         x->m.criu_version = NULL;
@@ -361,11 +372,21 @@ static int dump_suspend(dump_job *x) {
         }
         ctl_job_progress(x->a, "job suspended in %.1f ms; GPU memory free", x->suspend_ms);
         r = ctl_dump_find_trees(x->a, x->members, x->processes, &x->m, &x->outside);
+        /* --run: still the job's init (not a process that took its pid since). */
+        if (r == 0 && x->a->run_name &&
+            (!x->m.trees[0].pid_ns || ctl_proc_start_time(x->m.trees[0].root) != x->a->run.init_start_time))
+                r = -ESTALE;
         if (r < 0) {
                 fputs(x->a->prefix, stderr);
                 if (r == -EXDEV)
                         fprintf(stderr, "CUDA process %d of the job is in none of its process trees (it exited, or "
                                 "its parent did, since the suspend): nothing was dumped\n", x->outside);
+                else if (r == -ESTALE)
+                        fprintf(stderr, "job %s ended since its name was read (pid %s is not its init): nothing "
+                                "was dumped\n", x->a->run_name, x->a->run_tree);
+                else if (r == -ENXIO)
+                        fputs("a process of the job entered its pid namespace from outside (setns): criu cannot "
+                              "dump it with the namespace; nothing was dumped\n", stderr);
                 else if (r == -E2BIG)
                         fputs("the job has more process trees than dump runs criu at once (" CTL_JOB_MAX_TREES_TEXT
                               "): nothing was dumped\n", stderr);

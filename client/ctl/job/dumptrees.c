@@ -2,6 +2,7 @@
 #include "dumptrees.h"
 
 #include "args.h"
+#include "nstree.h"
 #include "proctree.h"
 
 #include <errno.h>
@@ -103,6 +104,9 @@ int ctl_dump_find_trees(const ctl_job_args *a, const cJSON *selected, const cJSO
                 if (r == 0)
                         r = dtrees_member_gpus(processes, m);
         }
+        /* A tree whose root is a pid namespace's init keeps its pids there. */
+        for (size_t i = 0; r == 0 && i < m_out->n_trees; i++)
+                r = ctl_nstree_fill(m_out, i);
         ctl_proctree_free(&t);
         free(set);
         free(roots);

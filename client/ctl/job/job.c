@@ -17,6 +17,7 @@
 #include "exitcode.h"
 #include "jobrestore.h"
 #include "jobstep.h"
+#include "runreg.h"
 #include "selector.h"
 
 #include <cudackpt/protocol.h>
@@ -36,7 +37,7 @@
 #define JOB_NAME "cudackptctl"
 
 static void job_help(void) {
-        printf("Usage: " JOB_NAME " dump (--tree=PID | --pids=LIST | --cgroup=PATH) --images=DIR\n"
+        printf("Usage: " JOB_NAME " dump (--tree=PID | --pids=LIST | --cgroup=PATH | --run=NAME) --images=DIR\n"
                "                        [--leave-running] [--no-sync] [--lock-timeout=MS] [-- CRIU-OPTIONS...]\n"
                "       " JOB_NAME " restore --images=DIR [--device-map=OLD=NEW[,...]] [--dry-run] [--force]\n"
                "                        [-- CRIU-OPTIONS...]\n"
@@ -52,6 +53,7 @@ static void job_help(void) {
                "root's or yours and writable by no one else (or sticky, as /tmp).\n"
                "\n"
                "  --images=DIR              the image directory\n"
+               "  --run=NAME                dump: the job cudackptctl run started as NAME\n"
                "  --leave-running           dump: resume the job after a good dump\n"
                "  --no-sync                 dump: do not wait for the images to reach the disk\n"
                "  --lock-timeout=MS         dump: how long to wait for the job's GPU work\n"
@@ -98,15 +100,36 @@ static const char *job_abbreviated_action_script(char **criu_argv) {
         return NULL;
 }
 
+/* dump --run N: the job's init, as --tree; -1 to go on, else the exit status. */
+static int job_run_name(ctl_job_args *a, const char *command) {
+        char err[PATH_MAX + 256];
+
+        if (!a->run_name)
+                return -1;
+        if (strcmp(command, "dump") != 0 || a->selector.kind != CTL_SELECT_NONE)
+                return job_usage("--run is for dump, in place of --tree, --pids and --cgroup");
+        if (ctl_run_resolve(a->run_name, &a->run, err, sizeof(err)) < 0) {
+                fprintf(stderr, JOB_NAME ": dump: %s; nothing was suspended\n", err);
+                return CUDACKPT_EXIT_FAILURE;
+        }
+        snprintf(a->run_tree, sizeof(a->run_tree), "%d", a->run.init_pid);
+        return ctl_selector_parse(&a->selector, CTL_SELECT_TREE, a->run_tree) < 0 ? job_usage("out of memory") : -1;
+}
+
 /* The positional words and the checks between options; -1 to go on. */
 static int job_check(ctl_job_args *a, const char *command, int n_positional, int progress, bool saw_lock_timeout) {
+        int r;
+
         if (n_positional != 1)
                 return job_usage("%s takes no argument but its options (CRIU's go after --)", command);
         a->dump = strcmp(command, "dump") == 0;
         if (!a->images || !*a->images)
                 return job_usage("%s needs --images=DIR", command);
+        r = job_run_name(a, command);
+        if (r >= 0)
+                return r;
         if (a->dump && a->selector.kind == CTL_SELECT_NONE)
-                return job_usage("dump needs --tree=PID, --pids=LIST or --cgroup=PATH");
+                return job_usage("dump needs --tree=PID, --pids=LIST, --cgroup=PATH or --run=NAME");
         if (!a->dump && a->selector.kind != CTL_SELECT_NONE)
                 return job_usage("restore --images takes no selector: the manifest names the processes");
         if (!a->dump && (a->leave_running || a->no_sync || saw_lock_timeout))
@@ -124,7 +147,7 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
 }
 
 enum { O_SOCKET = 0x100, O_JSON, O_LOCK_TIMEOUT, O_PIDS, O_CGROUP, O_TREE, O_IMAGES, O_LEAVE, O_MAP,
-       O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE, O_DRY_RUN };
+       O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE, O_DRY_RUN, O_RUN };
 
 const struct option ctl_job_options[] = {
         { "socket", required_argument, NULL, O_SOCKET },     { "json", no_argument, NULL, O_JSON },
@@ -137,6 +160,7 @@ const struct option ctl_job_options[] = {
         { "no-sync", no_argument, NULL, O_NO_SYNC },
         { "force", no_argument, NULL, O_FORCE },
         { "dry-run", no_argument, NULL, O_DRY_RUN },
+        { "run", required_argument, NULL, O_RUN },
         { NULL, 0, NULL, 0 },
 };
 
@@ -180,7 +204,8 @@ static int job_option(ctl_job_args *a, job_state *st, int c, char **argv) {
                         return r;
                 break;
         case O_IMAGES:
-                a->images = optarg;
+        case O_RUN:
+                *(c == O_IMAGES ? &a->images : &a->run_name) = optarg;
                 break;
         case O_LEAVE:
         case O_FORCE:

@@ -29,7 +29,9 @@
 #include "jobplan.h"
 #include "jobstep.h"
 #include "manifest.h"
+#include "nstree.h"
 #include "proctree.h"
+#include "runrestore.h"
 #include "safedir.h"
 #include "monotime.h"
 
@@ -111,10 +113,11 @@ static int jrestore_read_images(jrestore *x) {
         return CUDACKPT_EXIT_OK;
 }
 
-/* CRIU gives the processes their pids back: none may be in use. */
+/* CRIU gives the processes their pids back: none may be in use (but in a
+ * tree that is a pid namespace of its own: its pids are the namespace's). */
 static int jrestore_check_pids(const jrestore *x) {
         for (size_t i = 0; i < x->m.n_trees; i++)
-                for (size_t j = 0; j < x->m.trees[i].n_pids; j++) {
+                for (size_t j = 0; !x->m.trees[i].pid_ns && j < x->m.trees[i].n_pids; j++) {
                         int pid = x->m.trees[i].pids[j];
 
                         if (kill(pid, 0) == 0 || errno != ESRCH) {
@@ -178,11 +181,16 @@ static int jrestore_pin(void *data, const int *criu_pids, size_t n) {
         int r = ctl_proctree_scan(&t), ppid = 0;
 
         for (size_t i = 0; r == 0 && i < x->m.n_trees; i++) {
-                int root = x->m.trees[i].root;
+                int old_root = x->m.trees[i].root, root;
                 const ctl_pin *p;
                 bool by_criu = false;
 
-                r = ctl_pins_add_tree(&x->pins, &t, root);
+                /* A namespace's tree: its new host pids, found by its criu. */
+                if (x->m.trees[i].pid_ns)
+                        r = ctl_nstree_locate(&x->m.trees[i], &t, x->runs[i].pid);
+                root = x->m.trees[i].root;
+                if (r == 0)
+                        r = ctl_pins_add_tree(&x->pins, &t, root);
                 p = ctl_pins_find(&x->pins, root);
                 /* Pinned, then its parent read, then still the pinned one. */
                 if (r == 0 && p && ctl_proc_stat(root, &ppid, NULL) == 0)
@@ -190,6 +198,8 @@ static int jrestore_pin(void *data, const int *criu_pids, size_t n) {
                                 by_criu |= criu_pids[k] == ppid;
                 if (r == 0 && (!by_criu || !ctl_pin_alive(p)))
                         r = -ESRCH;
+                if (r == 0 && x->m.trees[i].pid_ns)
+                        r = ctl_nstree_map(&x->m, i, old_root, &t, &x->pins);
         }
         for (size_t i = 0; r == 0 && i < x->m.n_members; i++)
                 if (!ctl_pins_find(&x->pins, x->m.members[i].pid))
@@ -436,6 +446,8 @@ int ctl_job_restore(const ctl_job_args *a) {
                 ctl_job_progress(a, "done in %.1f ms; resuming %zu CUDA process%s", x.criu_ms, x.m.n_members,
                                  x.m.n_members == 1 ? "" : "es");
                 status = jrestore_resume(&x);
+                if (status == CUDACKPT_EXIT_OK)
+                        ctl_run_restored(a->prefix, &x.m, &x.pins);
                 if (a->json)
                         jrestore_print_json(&x, status == CUDACKPT_EXIT_OK ? NULL : "resume");
                 else if (status == CUDACKPT_EXIT_OK)

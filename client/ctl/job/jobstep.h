@@ -7,6 +7,7 @@
 #include "args.h"
 #include "criu.h"
 #include "manifest.h"
+#include "runreg.h"
 #include "selector.h"
 
 #include <cudackpt/client.h>
@@ -21,7 +22,10 @@ typedef struct ctl_job_args {
         const char *socket;       /* --socket, NULL: environment/default */
         bool json;                /* --json: one JSON object on stdout at the end */
         long long lock_timeout;   /* dump --lock-timeout, -1: the daemon's default */
-        ctl_selector selector;    /* dump: --tree, --pids or --cgroup */
+        ctl_selector selector;    /* dump: --tree, --pids or --cgroup (or --run, as --tree) */
+        const char *run_name;     /* dump --run: the job's name (runreg.h) */
+        char run_tree[16];        /* ... its init's pid, the --tree it stands for */
+        ctl_run_record run;       /* ... its record (its init by pid and start time) */
         const char *images;       /* --images DIR */
         bool leave_running;       /* dump --leave-running */
         bool no_sync;             /* dump --no-sync: the images not synced before the job ends */

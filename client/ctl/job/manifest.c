@@ -17,6 +17,7 @@
 #include "manifest.h"
 
 #include "manifestgpu.h"
+#include "manifestns.h"
 #include "safedir.h"
 #include "json.h"
 
@@ -59,7 +60,7 @@ static bool manifest_add_member(cJSON *arr, const ctl_manifest_member *m) {
                 return cJSON_Delete(o), false;
         if (!cJSON_AddNumberToObject(o, "pid", m->pid) ||
             !cJSON_AddNumberToObject(o, "start_time", (double) m->start_time) ||
-            !cJSON_AddNumberToObject(o, "tree", m->tree))
+            !cJSON_AddNumberToObject(o, "tree", m->tree) || !ctl_manifest_ns_write_member(o, m->ns_pid))
                 return false;
         if (!m->gpus)
                 return true;
@@ -89,7 +90,8 @@ static cJSON *manifest_to_json(const ctl_manifest *m) {
             !cJSON_AddStringToObject(root, "created", created) || !cJSON_AddStringToObject(root, "host", host) ||
             !cJSON_AddItemToObject(root, "selector", cJSON_Duplicate(m->selector, 1)) ||
             !cJSON_AddStringToObject(root, "criu_version", m->criu_version ? m->criu_version : "") ||
-            !cJSON_AddBoolToObject(root, "left_running", m->left_running))
+            !cJSON_AddBoolToObject(root, "left_running", m->left_running) ||
+            (m->run && !cJSON_AddItemToObject(root, "run", cJSON_Duplicate(m->run, 1))))
                 goto fail;
         trees = cJSON_AddArrayToObject(root, "trees");
         members = cJSON_AddArrayToObject(root, "members");
@@ -101,7 +103,8 @@ static cJSON *manifest_to_json(const ctl_manifest *m) {
                         goto fail_item;
                 if (!cJSON_AddNumberToObject(t, "root", m->trees[i].root) ||
                     !cJSON_AddStringToObject(t, "images", m->trees[i].images) ||
-                    !cJSON_AddItemToObject(t, "pids", manifest_int_array(m->trees[i].pids, m->trees[i].n_pids)))
+                    !cJSON_AddItemToObject(t, "pids", manifest_int_array(m->trees[i].pids, m->trees[i].n_pids)) ||
+                    !ctl_manifest_ns_write_tree(t, m->trees[i].pid_ns, m->trees[i].ns_pids, m->trees[i].n_pids))
                         goto fail;
                 continue;
         fail_item:
@@ -204,14 +207,17 @@ static int manifest_read_tree(const cJSON *t, ctl_manifest_tree *ret) {
                 has_root |= ret->pids[ret->n_pids - 1] == ret->root;
         }
         /* criu restores the tree from its root: the root is among its processes. */
-        return has_root ? 0 : -EBADMSG;
+        return has_root ? ctl_manifest_ns_read_tree(t, ret->root, ret->pids, ret->n_pids, &ret->pid_ns,
+                                                    &ret->ns_pids)
+                        : -EBADMSG;
 }
 
 static int manifest_read_member(const cJSON *o, ctl_manifest_member *ret) {
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "start_time");
         const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(o, "gpus"), *g;
 
-        if (!manifest_pid(o, "pid", &ret->pid) || !manifest_pid(o, "tree", &ret->tree))
+        if (!manifest_pid(o, "pid", &ret->pid) || !manifest_pid(o, "tree", &ret->tree) ||
+            ctl_manifest_ns_read_member(o, &ret->ns_pid) < 0)
                 return -EINVAL;
         if (st && (!cJSON_IsNumber(st) || st->valuedouble < 0 || st->valuedouble > 9007199254740992.0 ||
                    st->valuedouble != (double) (uint64_t) st->valuedouble))
@@ -278,6 +284,13 @@ static int manifest_check(const ctl_manifest *m) {
                 if (refs[i].pid == refs[i - 1].pid)
                         r = -EBADMSG;
         free(refs);
+        /* A member of a pid namespace's tree has its pid there (and only such a member). */
+        for (size_t i = 0; r == 0 && i < m->n_members; i++)
+                for (size_t t = 0; t < m->n_trees; t++)
+                        if (m->trees[t].root == m->members[i].tree &&
+                            m->members[i].ns_pid != ctl_manifest_ns_expected(m->members[i].pid, m->trees[t].pids,
+                                                                             m->trees[t].ns_pids, m->trees[t].n_pids))
+                                r = -EBADMSG;
         return r;
 }
 
@@ -297,6 +310,9 @@ static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
                 return -E2BIG;
         m->left_running = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "left_running"));
         m->selector = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(root, "selector"), 1);
+        /* Checked where it is used (runrestore.c). */
+        if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "run")))
+                m->run = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(root, "run"), 1);
         m->criu_version = strdup(cJSON_IsString(cv) ? cv->valuestring : "");
         m->trees = calloc((size_t) cJSON_GetArraySize(trees), sizeof(*m->trees));
         m->members = calloc((size_t) cJSON_GetArraySize(members) + 1, sizeof(*m->members));
@@ -392,10 +408,12 @@ void ctl_manifest_free(ctl_manifest *m) {
         if (!m)
                 return;
         cJSON_Delete(m->selector);
+        cJSON_Delete(m->run);
         free(m->criu_version);
         for (size_t i = 0; m->trees && i < m->n_trees; i++) {
                 free(m->trees[i].images);
                 free(m->trees[i].pids);
+                free(m->trees[i].ns_pids);
         }
         free(m->trees);
         for (size_t i = 0; m->members && i < m->n_members; i++) {

@@ -20,6 +20,8 @@ typedef struct ctl_manifest_tree {
         char *images;             /* directory name inside the image directory: "tree-ROOT" */
         int *pids;                /* every process dumped with it */
         size_t n_pids;
+        bool pid_ns;              /* its root is a pid namespace's init (manifestns.c) */
+        int *ns_pids;             /* ... then each of pids inside that namespace; else NULL */
 } ctl_manifest_tree;
 
 typedef struct ctl_manifest_member {
@@ -28,12 +30,14 @@ typedef struct ctl_manifest_member {
         int tree;                 /* its tree's root */
         char **gpus;              /* UUIDs it held memory on before the dump; NULL: not known */
         size_t n_gpus;
+        int ns_pid;               /* its pid inside its tree's pid namespace; 0: none */
 } ctl_manifest_member;
 
 typedef struct ctl_manifest {
         cJSON *selector;          /* the dump's selector (owned) */
         char *criu_version;
         bool left_running;
+        cJSON *run;               /* dump --run: the job's name record (runreg.h), owned; NULL: none */
         ctl_manifest_tree *trees;
         size_t n_trees;
         ctl_manifest_member *members;

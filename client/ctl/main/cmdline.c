@@ -9,6 +9,7 @@
 #include "describe.h"
 #include "exitcode.h"
 #include "job.h"
+#include "run.h"
 #include "selector.h"
 
 #include <errno.h>
@@ -30,6 +31,7 @@ static const ctl_command ctl_commands[] = {
         { "dump", CTL_DUMP, 0, NULL, ctl_job_main },
         { "restore", CTL_RESTORE_IMAGES, CTL_WITH_IMAGES, NULL, ctl_job_main },
         { "criu-barrier", CTL_CRIU_BARRIER, CTL_HIDDEN, NULL, ctl_job_main },
+        { "run", CTL_RUN, 0, NULL, ctl_run_main },
         { "cuda-checkpoint", CTL_CUDA_CHECKPOINT, CTL_HIDDEN | CTL_ALIAS, NULL, compat_main },
         { "state", CTL_STATE, CTL_TAKES_PID, NULL, NULL },
         { "restore-tid", CTL_RESTORE_TID, CTL_TAKES_PID, NULL, NULL },

@@ -36,6 +36,7 @@ typedef enum ctl_command_id {
         CTL_DUMP,
         CTL_RESTORE_IMAGES,
         CTL_CRIU_BARRIER,
+        CTL_RUN,
         CTL_CUDA_CHECKPOINT,
 } ctl_command_id;
 

@@ -62,6 +62,10 @@ static const ctl_help_entry ctl_help_commands[] = {
           NULL },
         { "release LEASE", "end a lease, leaving its processes as they are\n", NULL },
         { "renew LEASE --lease-ms=MS", "make a lease expire MS ms from now\n", NULL },
+        { "run [--name=N] [--user=U] -- COMMAND",
+          "start COMMAND as a job that can move: its own pid\nnamespace (our init), cgroup and name N, which\n"
+          "dump --run=N takes (\"cudackptctl run --help\")\n",
+          NULL },
         { "dump SELECTOR --images=DIR [--leave-running] [-- CRIU-OPTIONS]",
           "a whole job to disk: suspend it as one group\n(GPU memory free), CRIU dumps each process tree\n"
           "into DIR; resumed if CRIU fails (or with\n--leave-running)\n",

@@ -1,0 +1,54 @@
+/* runinit.h: the init of a job's pid namespace (cudackptctl run), and the
+ * loop it shares with the run command: forward the job's signals to one
+ * child, reap, end with that child's status. */
+#ifndef CUDACKPT_CTL_RUNINIT_H
+#define CUDACKPT_CTL_RUNINIT_H
+
+#include <signal.h>
+#include <sys/types.h>
+
+/* What the job's init tells the run command on its report pipe (one write
+ * each): a step that failed, with its errno. */
+typedef enum ctl_run_stage {
+        CTL_RUN_READY = 0,        /* init made (session, cgroup), waiting for its name */
+        CTL_RUN_SETUP,            /* ... could not be made */
+        CTL_RUN_DROP,             /* the user could not be taken on */
+        CTL_RUN_EXEC,             /* the command could not be started */
+} ctl_run_stage;
+
+typedef struct ctl_run_report {
+        int stage;
+        int err;
+} ctl_run_report;
+
+/* One report on fd (a pipe: one write). */
+void ctl_run_report_send(int fd, ctl_run_stage stage, int err);
+
+/* The user a job's command runs as. */
+typedef struct ctl_run_ids {
+        uid_t uid;
+        gid_t gid;
+        const gid_t *groups;      /* supplementary */
+        size_t n_groups;
+} ctl_run_ids;
+
+/* The signals forwarded (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
+ * SIGUSR2, SIGWINCH), and SIGCHLD: block them all before the child exists. */
+void ctl_run_signals(sigset_t *set);
+/* With ctl_run_signals() blocked: forwards each of them to child, reaps
+ * every child that ends (reap_all: any, as an init must; else child only),
+ * until child has ended; its wait status. */
+int ctl_run_supervise(pid_t child, int reap_all);
+/* pid 1 of the job's namespace, as root, signals blocked as above:
+ * starts argv (found on PATH) as its child, which gets this process's
+ * descriptors and an empty signal mask, and with ids (NULL: stays root)
+ * takes on that user for good (setgroups, setgid, setuid: no capability
+ * left; no_new_privs) first; a failure is reported on report_fd
+ * (close-on-exec), CTL_RUN_DROP or CTL_RUN_EXEC.  Then holds nothing but
+ * /dev/null, and exits with the child's status (128+N when signal N ended
+ * it), which ends every process of the namespace.  It stays root itself:
+ * CRIU, dumping a namespace whose /proc is not its own, has the init mount
+ * one, which needs that privilege. */
+_Noreturn void ctl_run_init(char *const *argv, int report_fd, const ctl_run_ids *ids);
+
+#endif
