@@ -73,7 +73,8 @@ START_TEST(test_round_trip)
 {
         int pids10[] = { 10, 11 }, pids20[] = { 20 };
         char *gpus[] = { (char *) "GPU-6987cd69-a0ec-5a42-c1ab-ecda53d34e96" };
-        ctl_manifest_tree trees[] = { { 10, (char *) "tree-10", pids10, 2 }, { 20, (char *) "tree-20", pids20, 1 } };
+        ctl_manifest_tree trees[] = { { 10, (char *) "tree-10", pids10, 2, NULL },
+                                      { 20, (char *) "tree-20", pids20, 1, NULL } };
         ctl_manifest_member members[] = { { 11, 4526521, 10, gpus, 1 }, { 20, 99, 20, NULL, 0 } };
         ctl_manifest m = { .selector = cJSON_Parse("{\"pids\":[{\"pid\":11},{\"pid\":20}]}"),
                            .criu_version = (char *) "4.2", .left_running = true,

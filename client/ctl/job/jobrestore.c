@@ -14,6 +14,9 @@
  *      in parallel, none unlocked before all are restored, the device map
  *      applied to each.
  *
+ * Before step 1, nothing changed yet: the map, the pids free, and every
+ * image file as the manifest's digests say (verify.c).
+ *
  * A failure in step 1 ends the trees that did come back (their GPU state
  * never ran: the images stay whole, the restore can be run again); one in
  * step 2 unlocks no member (the daemon's rule), so none runs on the GPU
@@ -30,6 +33,7 @@
 #include "manifest.h"
 #include "proctree.h"
 #include "safedir.h"
+#include "verify.h"
 #include "monotime.h"
 
 #include <cudackpt/protocol.h>
@@ -396,6 +400,8 @@ int ctl_job_restore(const ctl_job_args *a) {
                 status = jrestore_check_map(&x);
         if (status == CUDACKPT_EXIT_OK)
                 status = jrestore_check_pids(&x);
+        if (status == CUDACKPT_EXIT_OK)
+                status = ctl_verify_before_restore(a, &x.m, x.runs);
         /* --json answers a failed check too, as dump's does ("prepare"). */
         if (status != CUDACKPT_EXIT_OK && a->json)
                 jrestore_print_json(&x, "check");

@@ -100,7 +100,8 @@ static cJSON *manifest_to_json(const ctl_manifest *m) {
                         goto fail_item;
                 if (!cJSON_AddNumberToObject(t, "root", m->trees[i].root) ||
                     !cJSON_AddStringToObject(t, "images", m->trees[i].images) ||
-                    !cJSON_AddItemToObject(t, "pids", manifest_int_array(m->trees[i].pids, m->trees[i].n_pids)))
+                    !cJSON_AddItemToObject(t, "pids", manifest_int_array(m->trees[i].pids, m->trees[i].n_pids)) ||
+                    (m->trees[i].files && !cJSON_AddItemToObject(t, "files", ctl_digest_to_json(m->trees[i].files))))
                         goto fail;
                 continue;
         fail_item:
@@ -181,6 +182,7 @@ static bool manifest_pid(const cJSON *o, const char *key, int *ret) {
 static int manifest_read_tree(const cJSON *t, ctl_manifest_tree *ret) {
         const cJSON *images = cJSON_GetObjectItemCaseSensitive(t, "images");
         const cJSON *pids = cJSON_GetObjectItemCaseSensitive(t, "pids"), *p;
+        const cJSON *files = cJSON_GetObjectItemCaseSensitive(t, "files");
         char want[32];
         bool has_root = false;
 
@@ -201,7 +203,12 @@ static int manifest_read_tree(const cJSON *t, ctl_manifest_tree *ret) {
                 has_root |= ret->pids[ret->n_pids - 1] == ret->root;
         }
         /* criu restores the tree from its root: the root is among its processes. */
-        return has_root ? 0 : -EBADMSG;
+        if (!has_root)
+                return -EBADMSG;
+        if (!files)
+                return 0;
+        ret->files = calloc(1, sizeof(*ret->files));
+        return ret->files ? ctl_digest_from_json(files, ret->files) : -ENOMEM;
 }
 
 static int manifest_read_member(const cJSON *o, ctl_manifest_member *ret) {
@@ -303,6 +310,9 @@ static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
                 r = manifest_read_tree(x, &m->trees[m->n_trees++]);
                 if (r < 0)
                         return r;
+                /* Digests for every tree or for none (a manifest before them). */
+                if (!m->trees[m->n_trees - 1].files != !m->trees[0].files)
+                        return -EINVAL;
         }
         cJSON_ArrayForEach(x, members) {
                 r = manifest_read_member(x, &m->members[m->n_members++]);
@@ -315,7 +325,7 @@ static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
 /* DIR/manifest.json's text, read through dir_fd: a regular file (no
  * link followed, no FIFO waited on) of this user's that no one else may
  * write, since restore runs as root and believes it. */
-static int manifest_load(int dir_fd, char **ret, char *why, size_t why_size) {
+static int manifest_load(int dir_fd, bool copy, char **ret, char *why, size_t why_size) {
         struct stat st;
         size_t len = 0;
         ssize_t k;
@@ -328,9 +338,12 @@ static int manifest_load(int dir_fd, char **ret, char *why, size_t why_size) {
                          r == -ELOOP ? "it is a symbolic link" : strerror(-r));
                 return r;
         }
-        if (fstat(fd, &st) < 0 || !ctl_safedir_owned(&st, S_IFREG)) {
-                snprintf(why, why_size, "it is not a regular file of uid %u that no one else may write",
-                         (unsigned) geteuid());
+        if (fstat(fd, &st) < 0 || (copy ? !S_ISREG(st.st_mode) : !ctl_safedir_owned(&st, S_IFREG))) {
+                if (copy)
+                        snprintf(why, why_size, "it is not a regular file");
+                else
+                        snprintf(why, why_size, "it is not a regular file of uid %u that no one else may write",
+                                 (unsigned) geteuid());
                 close(fd);
                 return -EPERM;
         }
@@ -355,13 +368,13 @@ static int manifest_load(int dir_fd, char **ret, char *why, size_t why_size) {
         return 0;
 }
 
-int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
+static int manifest_read(int dir_fd, bool copy, const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
         ctl_manifest m = { 0 };
         char *text = NULL, why[160];
         cJSON *root = NULL;
         int r;
 
-        r = manifest_load(dir_fd, &text, why, sizeof(why));
+        r = manifest_load(dir_fd, copy, &text, why, sizeof(why));
         if (r < 0) {
                 snprintf(err, err_size, "cannot read %s/%s: %s", dir, CTL_MANIFEST_NAME, why);
                 return r;
@@ -384,6 +397,18 @@ int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err,
         return r;
 }
 
+int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
+        return manifest_read(dir_fd, false, dir, ret, err, err_size);
+}
+
+int ctl_manifest_read_copy(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
+        return manifest_read(dir_fd, true, dir, ret, err, err_size);
+}
+
+bool ctl_manifest_has_digests(const ctl_manifest *m) {
+        return m->n_trees > 0 && m->trees[0].files;
+}
+
 void ctl_manifest_free(ctl_manifest *m) {
         if (!m)
                 return;
@@ -392,6 +417,8 @@ void ctl_manifest_free(ctl_manifest *m) {
         for (size_t i = 0; m->trees && i < m->n_trees; i++) {
                 free(m->trees[i].images);
                 free(m->trees[i].pids);
+                ctl_digest_set_free(m->trees[i].files);
+                free(m->trees[i].files);
         }
         free(m->trees);
         for (size_t i = 0; m->members && i < m->n_members; i++) {

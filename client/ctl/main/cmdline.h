@@ -35,6 +35,7 @@ typedef enum ctl_command_id {
         CTL_DUMP,
         CTL_RESTORE_IMAGES,
         CTL_CRIU_BARRIER,
+        CTL_VERIFY,
         CTL_CUDA_CHECKPOINT,
 } ctl_command_id;
 
