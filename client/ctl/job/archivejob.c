@@ -10,8 +10,9 @@
  * directory fsynced: the job ends only once the archive is on stable
  * storage.  With "-" the stream goes to stdout (what the command prints
  * there goes to stderr instead) and the job ends only once all of it was
- * written and stdout closed without an error: what the far end does with
- * it is the far end's (docs/migration.md).  A failure before the end
+ * written (and, on a regular file, fsynced); stdout is closed after the
+ * end.  What the far end of a pipe does with it is the far end's
+ * (docs/migration.md).  A failure before the end
  * resumes the job, as for dump --images.
  *
  * restore --archive: the stream is unpacked into a private directory,
@@ -99,8 +100,10 @@ static int asink_open_stdout(asink *s, char *err, size_t err_size) {
         return 0;
 }
 
-/* FILE fsynced, renamed into place, its directory fsynced; "-" closed
- * (fsynced first when it is a regular file). */
+/* FILE fsynced, renamed into place, its directory fsynced; "-" fsynced
+ * when it is a regular file, and left open: closed once the job ended, so
+ * that a restore at the far end of a pipe on this node, which reads to
+ * the stream's end first, finds the job's pids free. */
 static int asink_durable(asink *s) {
         bool sync = !s->a->no_sync;
         struct stat st;
@@ -115,9 +118,6 @@ static int asink_durable(asink *s) {
         }
         if (sync && fstat(s->out_fd, &st) == 0 && S_ISREG(st.st_mode) && fsync(s->out_fd) < 0)
                 r = -errno;
-        if (close(s->out_fd) < 0 && r == 0)
-                r = -errno;
-        s->out_fd = -1;
         return r;
 }
 

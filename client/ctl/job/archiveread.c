@@ -26,6 +26,8 @@
 #define AREAD_BUF (1024 * 1024)
 /* As manifest.c's own bound on the file. */
 #define AREAD_MANIFEST_MAX (16 * 1024 * 1024)
+/* What may follow the tar stream's end in the zstd stream (padding). */
+#define AREAD_AFTER_MAX (1024 * 1024)
 
 typedef struct aread {
         struct archive *ar;
@@ -210,10 +212,22 @@ static int aread_file(aread *c, struct archive_entry *e, const char *name) {
         return r;
 }
 
-/* At the end: every file of the manifest came. */
+/* At the end: every file of the manifest came, and the stream is read to
+ * its end (its zstd checksum checked, and the writer done: a dump through
+ * a pipe ends its job before it closes it). */
 static int aread_complete(aread *c) {
+        uint64_t after = 0;
+        const void *data;
+        ssize_t k;
+
         if (!c->seen)
                 return aread_fail(c, -EBADMSG, "it holds no %s", CTL_MANIFEST_NAME);
+        while ((k = ctl_zin_read(&c->z, &data)) > 0)
+                if ((after += (uint64_t) k) > AREAD_AFTER_MAX)
+                        return aread_fail(c, -EBADMSG, "more than %d bytes follow the end of its tar stream",
+                                          AREAD_AFTER_MAX);
+        if (k < 0)
+                return aread_fail(c, (int) k, "%s", c->z.why);
         for (size_t i = 0; i < c->m->n_trees; i++)
                 for (size_t j = 0; j < c->m->trees[i].files->n; j++)
                         if (!c->seen[i][j])
