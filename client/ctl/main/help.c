@@ -68,6 +68,9 @@ static const ctl_help_entry ctl_help_commands[] = {
           "the job back: CRIU restores every tree with its\nCUDA plugin aside, then one group resume\n"
           "(\"cudackptctl dump --help\" for both)\n",
           NULL },
+        { "verify --images=DIR", "check a copy of a dump against its manifest's\ndigests (any user; --archive=FILE|- for an\n"
+          "archive, as dump and restore take it)\n",
+          NULL },
 };
 
 /* The selectors of the group forms and of ps and watch, then --progress. */
