@@ -123,12 +123,19 @@ static int asink_durable(asink *s) {
 
 /* dump's before_end: the private directory streamed, made durable. */
 static int asink_before_end(void *data, int dir_fd, const struct ctl_manifest *m) {
+        struct sigaction ign = { .sa_handler = SIG_IGN }, old;
         asink *s = data;
         char err[PATH_MAX + 256] = "";
-        int r = ctl_archive_write(dir_fd, m, s->out_fd, &s->st, err, sizeof(err));
+        int r;
 
+        /* A reader that went away is an EPIPE, and the job is resumed (only
+         * here: criu, run before, does not inherit the disposition). */
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGPIPE, &ign, &old);
+        r = ctl_archive_write(dir_fd, m, s->out_fd, &s->st, err, sizeof(err));
         if (r == 0)
                 r = asink_durable(s);
+        sigaction(SIGPIPE, &old, NULL);
         if (r < 0) {
                 fprintf(stderr, "%sthe archive could not be written: %s\n", s->a->prefix, *err ? err : strerror(-r));
                 return r;
@@ -137,6 +144,18 @@ static int asink_before_end(void *data, int dir_fd, const struct ctl_manifest *m
                          s->a->no_sync ? "" : " and synced", (double) s->st.image_bytes / 1e6,
                          (double) s->st.stream_bytes / 1e6, s->st.ms, archive_mb_s(s->st.image_bytes, s->st.ms));
         return 0;
+}
+
+/* --json's one object when the archive failed before dump or restore ran. */
+static void archive_print_failed(const ctl_job_args *a, const char *verb, const char *step) {
+        cJSON *o;
+
+        if (!a->json || !(o = cJSON_CreateObject()))
+                return;
+        cJSON_AddStringToObject(o, "archive", a->archive);
+        cJSON_AddBoolToObject(o, verb, false);
+        cJSON_AddStringToObject(o, "failed_step", step);
+        ctl_job_print_json(o);
 }
 
 static void archive_remove(const ctl_job_args *a, ctl_workdir *w) {
@@ -153,15 +172,14 @@ int ctl_archive_dump(const ctl_job_args *a) {
         char err[PATH_MAX + 256] = "";
         int r, status = CUDACKPT_EXIT_FAILURE;
 
-        /* A reader that went away is an EPIPE, and the job is resumed. */
-        signal(SIGPIPE, SIG_IGN);
         r = strcmp(a->archive, "-") == 0 ? asink_open_stdout(&s, err, sizeof(err))
                                          : asink_open_file(&s, a->archive, err, sizeof(err));
         if (r == 0)
                 r = ctl_workdir_make(a->work_dir ? a->work_dir : CTL_ARCHIVE_WORK_DIR, &w, err, sizeof(err));
-        if (r < 0)
+        if (r < 0) {
                 fprintf(stderr, "%s%s; nothing was suspended\n", a->prefix, err);
-        else {
+                archive_print_failed(a, "dumped", "prepare");
+        } else {
                 b.images = w.path;
                 b.no_sync = true; /* the private directory is not kept: the archive is synced */
                 b.before_end = asink_before_end;
@@ -219,7 +237,9 @@ int ctl_archive_restore(const ctl_job_args *a) {
         ctl_job_args b = *a;
         int status = archive_unpack(a, &w, &st, "; nothing was restored");
 
-        if (status == CUDACKPT_EXIT_OK) {
+        if (status != CUDACKPT_EXIT_OK)
+                archive_print_failed(a, "restored", "archive");
+        else {
                 ctl_job_progress(a, "archive unpacked and checked: %.1f MB of images from %.1f MB, %.1f ms "
                                  "(%.0f MB/s)", (double) st.image_bytes / 1e6, (double) st.stream_bytes / 1e6, st.ms,
                                  archive_mb_s(st.image_bytes, st.ms));

@@ -113,7 +113,9 @@ ssize_t ctl_zin_read(ctl_zin *z, const void **ret_data) {
                 }
                 /* Every frame ended and flushed: the stream's end; else it was cut short. */
                 if (z->in_pos == z->in_len && z->eof && !z->pending)
-                        return z->last == 0 ? 0 : zin_fail(z, -EBADMSG, "the stream ends in the middle of a zstd frame");
+                        return z->last == 0       ? 0
+                               : z->in_bytes == 0 ? zin_fail(z, -EBADMSG, "the stream is empty")
+                                                  : zin_fail(z, -EBADMSG, "the stream ends in the middle of a zstd frame");
                 z->last = ZSTD_decompressStream(z->dctx, &out, &in);
                 if (ZSTD_isError(z->last))
                         return zin_fail(z, -EBADMSG, ZSTD_getErrorName(z->last));
