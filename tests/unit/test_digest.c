@@ -172,6 +172,10 @@ START_TEST(test_verify_truncated_missing_extra)
                 ck_assert_int_eq(mkdirat(tree_fd, "sub", 0700), 0);
                 expect_refused("tree-7/sub is not a regular file");
                 break;
+        case 5:
+                ck_assert_int_eq(symlinkat("/etc/passwd", tree_fd, "restore.log"), 0);
+                expect_refused("tree-7/restore.log is not a regular file");
+                break;
         default:
                 put(tree_fd, "empty.img", "x", 1);
                 expect_refused("tree-7/empty.img is longer than it was dumped");
@@ -294,7 +298,7 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_compute_is_xxh3_128);
         tcase_add_test(tc, test_verify_good_and_logs);
         tcase_add_test(tc, test_verify_changed_byte);
-        tcase_add_loop_test(tc, test_verify_truncated_missing_extra, 0, 6);
+        tcase_add_loop_test(tc, test_verify_truncated_missing_extra, 0, 7);
         tcase_add_test(tc, test_json_round_trip);
         tcase_add_loop_test(tc, test_json_malformed, 0, (int) (sizeof(bad_lists) / sizeof(bad_lists[0])));
         tcase_add_test(tc, test_names);

@@ -205,9 +205,9 @@ static void digest_list_free(digest_list *l) {
         free(l->items);
 }
 
-/* Each entry of t's directory but "." and ".."; *ret_bad: the first that is
- * not a regular file, or one not named as an image may be (its name into
- * bad).  Skipped names are left out. */
+/* Each entry of t's directory but "." and ".."; -EBADMSG for the first
+ * that is not a regular file, or one not named as an image may be (its
+ * name into bad).  Skipped names (regular files too) are left out. */
 static int digest_list_tree(digest_list *l, const ctl_digest_tree *t, char *bad, size_t bad_size) {
         int fd = dup(t->dir_fd), r = 0;
         struct dirent *de;
@@ -222,13 +222,16 @@ static int digest_list_tree(digest_list *l, const ctl_digest_tree *t, char *bad,
         }
         rewinddir(d);
         while (r == 0 && (errno = 0, de = readdir(d))) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || ctl_digest_skipped_name(de->d_name))
+                bool skipped = ctl_digest_skipped_name(de->d_name);
+
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
+                /* A log criu would write through (a link) is no log. */
                 if (!ctl_digest_name_ok(de->d_name) ||
                     fstatat(t->dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
                         snprintf(bad, bad_size, "%s/%s", t->name, de->d_name);
                         r = -EBADMSG;
-                } else
+                } else if (!skipped)
                         r = digest_list_add(l, t, de->d_name, st.st_size);
         }
         if (r == 0 && errno)
