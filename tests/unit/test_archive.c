@@ -6,7 +6,8 @@
  * one, a symbolic link, a hard link, a device, a directory, no manifest
  * first, a file twice, many entries not in the manifest, past the limits)
  * are refused with nothing made outside the directory they are unpacked
- * into, and no link or device made inside it. */
+ * into, and no link or device made inside it; that directory is made only
+ * in a safe parent, and removed whole. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +30,7 @@
 #include "archiveread.h"
 #include "digest.h"
 #include "manifest.h"
+#include "workdir.h"
 
 static char top[64];
 static int top_fd = -1, src_fd = -1;
@@ -404,6 +406,38 @@ START_TEST(test_missing_and_limit)
 }
 END_TEST
 
+/* The private directory: only in a parent no one else may write (or a
+ * sticky one), made 0700, removed with what an unpacked archive holds. */
+START_TEST(test_workdir)
+{
+        char parent[128], err[256];
+        ctl_workdir w;
+        struct stat st;
+        int fd;
+
+        snprintf(parent, sizeof(parent), "%s/shared", top);
+        ck_assert_int_eq(mkdir(parent, 0700), 0);
+        ck_assert_int_eq(chmod(parent, 0777), 0);
+        ck_assert_int_eq(ctl_workdir_make(parent, &w, err, sizeof(err)), -EPERM);
+        ck_assert_msg(strstr(err, "not sticky"), "said '%s'", err);
+        ck_assert_int_eq(chmod(parent, 01777), 0);
+        ck_assert_msg(ctl_workdir_make(parent, &w, err, sizeof(err)) == 0, "%s", err);
+        ck_assert_int_eq(fstat(w.fd, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0700);
+        ck_assert_ptr_nonnull(strstr(w.path, "/shared/cudackpt-archive."));
+        ck_assert_int_eq(mkdirat(w.fd, "tree-5", 0700), 0);
+        fd = openat(w.fd, "tree-5/pages-1.img", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        ck_assert_int_eq(symlinkat("/etc/passwd", w.fd, "tree-5/link"), 0);
+        put(w.fd, CTL_MANIFEST_NAME, "{}", 2);
+        ck_assert_int_eq(ctl_workdir_remove(&w), 0);
+        ck_assert_int_ne(access(w.path, F_OK), 0);
+        ck_assert_int_eq(access("/etc/passwd", F_OK), 0);
+        ck_assert_int_eq(rmdir(parent), 0);
+}
+END_TEST
+
 const char unit_suite_name[] = "archive";
 
 void unit_tests(TCase *tc)
@@ -416,4 +450,5 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_many_entries);
         tcase_add_test(tc, test_twice_missing_limits);
         tcase_add_loop_test(tc, test_missing_and_limit, 0, 2);
+        tcase_add_test(tc, test_workdir);
 }

@@ -127,6 +127,9 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
                 return job_usage("verify takes --images or --archive, and --json");
         if ((a->no_verify && (a->dump || a->archive)) || (a->work_dir && !a->archive))
                 return job_usage("--no-verify is for restore --images, --work-dir for --archive");
+        if ((a->dump || !a->archive) &&
+            (a->archive_max_files != CTL_ARCHIVE_MAX_FILES || a->archive_max_bytes != CTL_ARCHIVE_MAX_BYTES))
+                return job_usage("--archive-max-files and --archive-max-bytes are for restore and verify --archive");
         if (a->dump && a->selector.kind == CTL_SELECT_NONE)
                 return job_usage("dump needs --tree=PID, --pids=LIST or --cgroup=PATH");
         if (!a->dump && a->selector.kind != CTL_SELECT_NONE)
