@@ -110,8 +110,13 @@ static int asink_durable(asink *s) {
         int r = 0;
 
         if (s->dest_fd >= 0) {
-                if ((sync && fsync(s->out_fd) < 0) ||
-                    renameat2(s->dest_fd, s->part, s->dest_fd, s->final, RENAME_NOREPLACE) < 0)
+                if (sync && fsync(s->out_fd) < 0)
+                        return -errno;
+                /* A file system without RENAME_NOREPLACE: a link, which
+                 * does not replace either, then the temporary name gone. */
+                if (renameat2(s->dest_fd, s->part, s->dest_fd, s->final, RENAME_NOREPLACE) < 0 &&
+                    (errno != EINVAL || linkat(s->dest_fd, s->part, s->dest_fd, s->final, 0) < 0 ||
+                     unlinkat(s->dest_fd, s->part, 0) < 0))
                         return -errno;
                 s->part[0] = '\0';
                 return sync && fsync(s->dest_fd) < 0 ? -errno : 0;
