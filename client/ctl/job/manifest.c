@@ -4,13 +4,15 @@
  *   {"format": "cudackpt-job", "version": 1, "created": "2026-12-03T10:00:00Z",
  *    "host": "node7", "selector": {"tree": 4242}, "criu_version": "4.2",
  *    "left_running": false,
- *    "trees": [{"root": 4242, "images": "tree-4242", "pids": [4242, 4243]}],
+ *    "trees": [{"root": 4242, "images": "tree-4242", "pids": [4242, 4243],
+ *               "files": [{"name": "core-4242.img", "size": 1207, "xxh3_128": "5c1e..."}]}],
  *    "members": [{"pid": 4243, "start_time": 4526521, "tree": 4242,
  *                 "gpus": ["GPU-6987cd69-a0ec-5a42-c1ab-ecda53d34e96"]}]}
  *
  * One image directory per tree root (criu's own images and its logs);
  * members are the CUDA processes the daemon suspended, with the GPUs they
- * held memory on before (absent when the daemon had no NVML).  The file is
+ * held memory on before (absent when the daemon had no NVML); each tree's
+ * "files" (digest.c: absent in a manifest older than them).  The file is
  * written last, so a directory with a manifest holds a complete dump; read,
  * it is checked as input from anywhere (the images name only directories
  * of the form tree-PID inside DIR). */
