@@ -30,6 +30,7 @@
 #define CUDACKPT_EXIT_INSUFFICIENT_GPU_MEMORY 26
 #define CUDACKPT_EXIT_NO_SUCH_CGROUP 27     /* a cgroup selector names no cgroup */
 #define CUDACKPT_EXIT_NO_DEVICE_PLAN 28     /* restore --images: no GPU of the model left, an older driver */
+#define CUDACKPT_EXIT_IMAGES_DAMAGED 29     /* images or an archive not as dumped, or without digests */
 
 /* A GroupFailed has no status of its own: it exits with that of the
  * failing member's error (ctl_reply_exit_code()). */

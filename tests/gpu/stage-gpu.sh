@@ -8,6 +8,11 @@
 #   .gpu/libuv.so.1, .gpu/libcjson.so.1 the libraries those link that the GPU
 #   .gpu/libbpf.so.1, .gpu/libelf.so.1  machine lacks (use LD_LIBRARY_PATH=.gpu)
 #   .gpu/libmicrohttpd.so.12
+#   .gpu/libxxhash.so.0, .gpu/libzstd.so.1, .gpu/libarchive.so.13
+#                                       cudackptctl's digests and archives, and
+#   .gpu/libxml2.so.2, .gpu/libicu*.so.N  what libarchive links that a CUDA
+#                                       image may lack (not its compressors,
+#                                       which apt's own libraries bring)
 #   .gpu/cudackpt-seccomp-exec          the seccomp profile's loader, when
 #   .gpu/libseccomp.so.2                libseccomp was found here (the GPU
 #                                       suites under the DaemonSet's profile:
@@ -83,7 +88,11 @@ for lib in libbpf.so.1 libelf.so.1 libmicrohttpd.so.12; do
         path=$(ldd "$STAGE/cudackptd" "$STAGE/cudackptctl" | awk -v l="$lib" '$1 == l && $3 ~ /^\// { print $3; exit }')
         if [[ -n $path ]]; then cp -L "$path" "$STAGE/$lib"; fi
 done
-for lib in libuv.so.1 libcjson.so.1; do
+# libarchive's libxml2 and ICU (xar support), whatever ICU's version here.
+for lib in $(ldd "$STAGE/cudackptctl" | awk '$1 ~ /^(libxml2\.so\.2|libicu(uc|data)\.so\.[0-9]+)$/ && $3 ~ /^\// { print $1 }'); do
+        cp -L "$(ldd "$STAGE/cudackptctl" | awk -v l="$lib" '$1 == l { print $3; exit }')" "$STAGE/$lib"
+done
+for lib in libuv.so.1 libcjson.so.1 libxxhash.so.0 libzstd.so.1 libarchive.so.13; do
         path=$(ldd "$STAGE/cudackptd" "$STAGE/cudackptctl" "$STAGE/cudackpt-bench-gpu" | awk -v l="$lib" '$1 == l && $3 ~ /^\// { print $3; exit }')
         [[ -n $path ]] || { echo "stage-gpu.sh: $lib not found by ldd" >&2; exit 1; }
         cp -L "$path" "$STAGE/$lib"

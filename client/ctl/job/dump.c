@@ -14,7 +14,9 @@
  *   3. on a CRIU failure, ResumeGroup of exactly the members (criu resumed
  *      the processes; their GPU state comes back here); after a good dump,
  *      the images synced to disk (syncfs of each tree's file system, unless
- *      --no-sync), DIR/manifest.json written and synced, and only then the
+ *      --no-sync; each file's digest computed before, verify.c),
+ *      DIR/manifest.json written and synced (and with --archive the
+ *      stream written and made durable, archivejob.c), and only then the
  *      job ended (SIGKILL through the pins) or, with --leave-running,
  *      resumed.  A failure before the end wakes the stopped job and resumes
  *      it: a job is never ended before the images that replace it are on
@@ -37,6 +39,7 @@
 #include "proctree.h"
 #include "runreg.h"
 #include "selector.h"
+#include "verify.h"
 #include "monotime.h"
 
 #include <cudackpt/protocol.h>
@@ -271,10 +274,10 @@ static int dump_fail_finish(dump_job *x) {
 /* The images on stable storage (unless --no-sync), then the manifest,
  * written and synced; 0 or -errno, said. */
 static int dump_save(dump_job *x) {
+        int r = ctl_verify_digest_dump(x->a, &x->m, x->runs);
         double t0 = monotime_ms_exact();
-        int r = 0;
 
-        if (!x->a->no_sync) {
+        if (r == 0 && !x->a->no_sync) {
                 r = ctl_job_sync_dirs(x->runs, x->m.n_trees);
                 x->sync_ms = monotime_ms_exact() - t0;
                 x->synced = r == 0;
@@ -324,7 +327,8 @@ static int dump_end(dump_job *x) {
 static int dump_finish(dump_job *x) {
         int status;
 
-        if (dump_save(x) < 0)
+        if (dump_save(x) < 0 ||
+            (x->a->before_end && x->a->before_end(x->a->before_end_data, x->dir_fd, &x->m) < 0))
                 return dump_fail_finish(x);
         if (x->a->leave_running) {
                 status = dump_resume(x);

@@ -3,6 +3,8 @@
  *   cudackptctl dump (--tree PID | --pids LIST | --cgroup PATH) --images DIR
  *                    [--leave-running] [--lock-timeout MS] [-- CRIU-OPTIONS...]
  *   cudackptctl restore --images DIR [--device-map OLD=NEW,...] [-- CRIU-OPTIONS...]
+ *   cudackptctl verify (--images DIR | --archive FILE|-)
+ * dump and restore take --archive FILE|- in place of --images (archivejob.c).
  *
  * They are rows of the verb table (cmdline.c), which hands their command
  * line here whole: "restore PID" stays the driver's single restore, and
@@ -11,6 +13,8 @@
  */
 #include "job.h"
 
+#include "archivewrite.h"
+#include "archivejob.h"
 #include "args.h"
 #include "criubarrier.h"
 #include "dump.h"
@@ -19,6 +23,7 @@
 #include "jobstep.h"
 #include "runreg.h"
 #include "selector.h"
+#include "verify.h"
 
 #include <cudackpt/protocol.h>
 
@@ -41,6 +46,8 @@ static void job_help(void) {
                "                        [--leave-running] [--no-sync] [--lock-timeout=MS] [-- CRIU-OPTIONS...]\n"
                "       " JOB_NAME " restore --images=DIR [--device-map=OLD=NEW[,...]] [--dry-run] [--force]\n"
                "                        [-- CRIU-OPTIONS...]\n"
+               "       " JOB_NAME " verify --images=DIR\n"
+               "dump, restore and verify take --archive=FILE|- in place of --images=DIR.\n"
                "\n"
                "dump: suspend the job's CUDA processes as one group (GPU memory free from\n"
                "then on), under a lease held by this command, then have CRIU dump every\n"
@@ -51,6 +58,12 @@ static void job_help(void) {
                "aside, then every process's GPU state is restored at once (none running\n"
                "before all are restored).  DIR and every directory above it must be\n"
                "root's or yours and writable by no one else (or sticky, as /tmp).\n"
+               "The manifest holds a digest of every image file: restore checks them all\n"
+               "before it starts criu, verify checks a copy (anyone who may read it).\n"
+               "--archive: one zstd-compressed tar stream of the images and the manifest\n"
+               "(\"-\": stdout for dump, stdin for restore), made or unpacked in a private\n"
+               "directory of --work-dir (default " CTL_ARCHIVE_WORK_DIR "); dump ends the job only once\n"
+               "FILE is synced and in place (\"-\": once all of it was written).\n"
                "\n"
                "  --images=DIR              the image directory\n"
                "  --run=NAME                dump: the job cudackptctl run started as NAME\n"
@@ -61,6 +74,13 @@ static void job_help(void) {
                "                            it, the device plan maps GPUs this node lacks\n"
                "  --dry-run                 restore: print the device plan and its checks, touch nothing\n"
                "  --force                   restore: restore even where the plan's checks fail\n"
+               "  --archive=FILE|-          dump, restore, verify: one compressed stream, not DIR\n"
+               "  --work-dir=DIR            --archive: where its private directory goes\n"
+               "  --archive-max-files=N     restore, verify --archive: at most N image files\n"
+               "                            (default " CTL_ARCHIVE_MAX_FILES_TEXT ")\n"
+               "  --archive-max-bytes=N     ... of at most N bytes in all (default " CTL_ARCHIVE_MAX_BYTES_TEXT ")\n"
+               "  --no-verify               restore --images: do not check the digests (a dump\n"
+               "                            older than them has none)\n"
                "  --socket=PATH, --json, --progress, --no-progress: as for the other commands\n"
                "The criu run is $CUDACKPT_CRIU, else criu on PATH (4 or newer).  See\n"
                "cudackptctl(1) and docs/criu.md.\n");
@@ -123,8 +143,17 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
         if (n_positional != 1)
                 return job_usage("%s takes no argument but its options (CRIU's go after --)", command);
         a->dump = strcmp(command, "dump") == 0;
-        if (!a->images || !*a->images)
-                return job_usage("%s needs --images=DIR", command);
+        a->verify = strcmp(command, "verify") == 0;
+        if ((!a->images || !*a->images) == (!a->archive || !*a->archive))
+                return job_usage("%s needs --images=DIR or --archive=FILE|-, one of them", command);
+        if (a->verify && (a->selector.kind != CTL_SELECT_NONE || a->leave_running || a->no_sync ||
+                          saw_lock_timeout || a->map.items || a->force || a->dry_run || a->no_verify || *a->criu_argv))
+                return job_usage("verify takes --images or --archive, and --json");
+        if ((a->no_verify && (a->dump || a->archive)) || (a->work_dir && !a->archive))
+                return job_usage("--no-verify is for restore --images, --work-dir for --archive");
+        if ((a->dump || !a->archive) &&
+            (a->archive_max_files != CTL_ARCHIVE_MAX_FILES || a->archive_max_bytes != CTL_ARCHIVE_MAX_BYTES))
+                return job_usage("--archive-max-files and --archive-max-bytes are for restore and verify --archive");
         r = job_run_name(a, command);
         if (r >= 0)
                 return r;
@@ -147,7 +176,8 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
 }
 
 enum { O_SOCKET = 0x100, O_JSON, O_LOCK_TIMEOUT, O_PIDS, O_CGROUP, O_TREE, O_IMAGES, O_LEAVE, O_MAP,
-       O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE, O_DRY_RUN, O_RUN };
+       O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE, O_DRY_RUN, O_RUN,
+       O_ARCHIVE, O_WORK_DIR, O_MAX_FILES, O_MAX_BYTES, O_NO_VERIFY };
 
 const struct option ctl_job_options[] = {
         { "socket", required_argument, NULL, O_SOCKET },     { "json", no_argument, NULL, O_JSON },
@@ -161,6 +191,10 @@ const struct option ctl_job_options[] = {
         { "force", no_argument, NULL, O_FORCE },
         { "dry-run", no_argument, NULL, O_DRY_RUN },
         { "run", required_argument, NULL, O_RUN },
+        { "archive", required_argument, NULL, O_ARCHIVE },   { "work-dir", required_argument, NULL, O_WORK_DIR },
+        { "archive-max-files", required_argument, NULL, O_MAX_FILES },
+        { "archive-max-bytes", required_argument, NULL, O_MAX_BYTES },
+        { "no-verify", no_argument, NULL, O_NO_VERIFY },
         { NULL, 0, NULL, 0 },
 };
 
@@ -171,6 +205,36 @@ typedef struct job_state {
         int progress;             /* --progress 1, --no-progress 0, else -1 */
         bool saw_lock_timeout;
 } job_state;
+
+/* job_option()'s options of the images' sync, checks and archives (and
+ * what no option is); -1 to go on, else the exit status. */
+static int job_option_images(ctl_job_args *a, int c, char **argv) {
+        unsigned long long v;
+
+        switch (c) {
+        case O_NO_SYNC:
+                a->no_sync = true;
+                break;
+        case O_ARCHIVE:
+                a->archive = optarg;
+                break;
+        case O_WORK_DIR:
+                a->work_dir = optarg;
+                break;
+        case O_MAX_FILES:
+        case O_MAX_BYTES:
+                if (ctl_parse_uint(optarg, 1ULL << 62, &v) < 0 || v == 0)
+                        return job_usage("invalid %s '%s'", argv[optind - 1], optarg);
+                *(c == O_MAX_FILES ? &a->archive_max_files : &a->archive_max_bytes) = v;
+                break;
+        case O_NO_VERIFY:
+                a->no_verify = true;
+                break;
+        default:
+                return job_usage("unknown option '%s' (CRIU's options go after --)", argv[optind - 1]);
+        }
+        return -1;
+}
 
 /* One getopt_long() result; -1 to go on, else the exit status. */
 static int job_option(ctl_job_args *a, job_state *st, int c, char **argv) {
@@ -212,9 +276,6 @@ static int job_option(ctl_job_args *a, job_state *st, int c, char **argv) {
         case O_DRY_RUN:
                 *(c == O_LEAVE ? &a->leave_running : c == O_FORCE ? &a->force : &a->dry_run) = true;
                 break;
-        case O_NO_SYNC:
-                a->no_sync = true;
-                break;
         case O_MAP:
                 if (ctl_map_add(&a->map, optarg) < 0)
                         return job_usage("invalid --device-map '%s': expected OLD=NEW[,OLD=NEW...], "
@@ -230,7 +291,7 @@ static int job_option(ctl_job_args *a, job_state *st, int c, char **argv) {
         case ':':
                 return job_usage("option '%s' needs an argument", argv[optind - 1]);
         default:
-                return job_usage("unknown option '%s' (CRIU's options go after --)", argv[optind - 1]);
+                return job_option_images(a, c, argv);
         }
         return -1;
 }
@@ -251,7 +312,8 @@ static int job_parse(int argc, char **argv, ctl_job_args *a) {
 }
 
 int ctl_job_main(int argc, char **argv) {
-        ctl_job_args a = { .lock_timeout = -1 };
+        ctl_job_args a = { .lock_timeout = -1, .archive_max_files = CTL_ARCHIVE_MAX_FILES,
+                           .archive_max_bytes = CTL_ARCHIVE_MAX_BYTES };
         int status;
 
         /* CRIU's action script: "cudackptctl criu-barrier SOCKET". */
@@ -260,7 +322,11 @@ int ctl_job_main(int argc, char **argv) {
         if (argc >= 2 && strcmp(argv[1], "criu-barrier") == 0)
                 return job_usage("criu-barrier is run by CRIU for dump and restore --images, with a socket");
         status = job_parse(argc, argv, &a);
-        if (status < 0)
+        if (status < 0 && a.verify)
+                status = a.archive ? ctl_archive_verify(&a) : ctl_job_verify(&a);
+        else if (status < 0 && a.archive)
+                status = a.dump ? ctl_archive_dump(&a) : ctl_archive_restore(&a);
+        else if (status < 0)
                 status = a.dump ? ctl_job_dump(&a) : ctl_job_restore(&a);
         ctl_map_free(&a.map);
         ctl_selector_free(&a.selector);

@@ -14,6 +14,9 @@
  *      in parallel, none unlocked before all are restored, the device map
  *      applied to each.
  *
+ * Before step 1, nothing changed yet: the map, the pids free, and every
+ * image file as the manifest's digests say (verify.c).
+ *
  * A failure in step 1 ends the trees that did come back (their GPU state
  * never ran: the images stay whole, the restore can be run again); one in
  * step 2 unlocks no member (the daemon's rule), so none runs on the GPU
@@ -33,6 +36,7 @@
 #include "proctree.h"
 #include "runrestore.h"
 #include "safedir.h"
+#include "verify.h"
 #include "monotime.h"
 
 #include <cudackpt/protocol.h>
@@ -410,6 +414,9 @@ static int jrestore_check(jrestore *x, ctl_job_args *planned, ctl_map *plan_map)
                 status = jrestore_check_map(x);
         if (status == CUDACKPT_EXIT_OK && !x->a->dry_run)
                 status = jrestore_check_pids(x);
+        /* The digests last: every cheaper refusal first, nothing touched. */
+        if (status == CUDACKPT_EXIT_OK)
+                status = ctl_verify_before_restore(x->a, &x->m, x->runs);
         return status;
 }
 

@@ -36,6 +36,15 @@ typedef struct ctl_job_args {
         bool progress_tty;        /* ... stderr is a terminal */
         char **criu_argv;         /* what follows "--", NULL-terminated (may be empty) */
         char *prefix;             /* "cudackptctl: dump --tree 42: ", for errors */
+        bool verify;              /* cudackptctl verify */
+        bool no_verify;           /* restore --no-verify: the digests not checked */
+        const char *archive;      /* --archive FILE|-: through one stream (archivejob.c); NULL: none */
+        const char *work_dir;     /* --work-dir: where --archive's private image directory goes */
+        unsigned long long archive_max_files, archive_max_bytes; /* restore, verify --archive: limits */
+        /* dump: run once the manifest is written, before the job is ended
+         * (dump --archive streams there); 0 or -errno, said. */
+        int (*before_end)(void *data, int dir_fd, const struct ctl_manifest *m);
+        void *before_end_data;
 } ctl_job_args;
 
 /* dump's step 0 for DIR: created if needed (0700), opened as

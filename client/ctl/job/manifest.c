@@ -4,13 +4,15 @@
  *   {"format": "cudackpt-job", "version": 1, "created": "2026-12-03T10:00:00Z",
  *    "host": "node7", "selector": {"tree": 4242}, "criu_version": "4.2",
  *    "left_running": false,
- *    "trees": [{"root": 4242, "images": "tree-4242", "pids": [4242, 4243]}],
+ *    "trees": [{"root": 4242, "images": "tree-4242", "pids": [4242, 4243],
+ *               "files": [{"name": "core-4242.img", "size": 1207, "xxh3_128": "5c1e..."}]}],
  *    "members": [{"pid": 4243, "start_time": 4526521, "tree": 4242,
  *                 "gpus": ["GPU-6987cd69-a0ec-5a42-c1ab-ecda53d34e96"]}]}
  *
  * One image directory per tree root (criu's own images and its logs);
  * members are the CUDA processes the daemon suspended, with the GPUs they
- * held memory on before (absent when the daemon had no NVML).  The file is
+ * held memory on before (absent when the daemon had no NVML); each tree's
+ * "files" (digest.c: absent in a manifest older than them).  The file is
  * written last, so a directory with a manifest holds a complete dump; read,
  * it is checked as input from anywhere (the images name only directories
  * of the form tree-PID inside DIR). */
@@ -104,7 +106,8 @@ static cJSON *manifest_to_json(const ctl_manifest *m) {
                 if (!cJSON_AddNumberToObject(t, "root", m->trees[i].root) ||
                     !cJSON_AddStringToObject(t, "images", m->trees[i].images) ||
                     !cJSON_AddItemToObject(t, "pids", manifest_int_array(m->trees[i].pids, m->trees[i].n_pids)) ||
-                    !ctl_manifest_ns_write_tree(t, m->trees[i].pid_ns, m->trees[i].ns_pids, m->trees[i].n_pids))
+                    !ctl_manifest_ns_write_tree(t, m->trees[i].pid_ns, m->trees[i].ns_pids, m->trees[i].n_pids) ||
+                    (m->trees[i].files && !cJSON_AddItemToObject(t, "files", ctl_digest_to_json(m->trees[i].files))))
                         goto fail;
                 continue;
         fail_item:
@@ -187,8 +190,10 @@ static bool manifest_pid(const cJSON *o, const char *key, int *ret) {
 static int manifest_read_tree(const cJSON *t, ctl_manifest_tree *ret) {
         const cJSON *images = cJSON_GetObjectItemCaseSensitive(t, "images");
         const cJSON *pids = cJSON_GetObjectItemCaseSensitive(t, "pids"), *p;
+        const cJSON *files = cJSON_GetObjectItemCaseSensitive(t, "files");
         char want[32];
         bool has_root = false;
+        int r;
 
         if (!manifest_pid(t, "root", &ret->root) || !cJSON_IsString(images) || !cJSON_IsArray(pids))
                 return -EINVAL;
@@ -207,9 +212,13 @@ static int manifest_read_tree(const cJSON *t, ctl_manifest_tree *ret) {
                 has_root |= ret->pids[ret->n_pids - 1] == ret->root;
         }
         /* criu restores the tree from its root: the root is among its processes. */
-        return has_root ? ctl_manifest_ns_read_tree(t, ret->root, ret->pids, ret->n_pids, &ret->pid_ns,
-                                                    &ret->ns_pids)
-                        : -EBADMSG;
+        if (!has_root)
+                return -EBADMSG;
+        r = ctl_manifest_ns_read_tree(t, ret->root, ret->pids, ret->n_pids, &ret->pid_ns, &ret->ns_pids);
+        if (r < 0 || !files)
+                return r;
+        ret->files = calloc(1, sizeof(*ret->files));
+        return ret->files ? ctl_digest_from_json(files, ret->files) : -ENOMEM;
 }
 
 static int manifest_read_member(const cJSON *o, ctl_manifest_member *ret) {
@@ -322,6 +331,9 @@ static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
                 r = manifest_read_tree(x, &m->trees[m->n_trees++]);
                 if (r < 0)
                         return r;
+                /* Digests for every tree or for none (a manifest before them). */
+                if (!m->trees[m->n_trees - 1].files != !m->trees[0].files)
+                        return -EINVAL;
         }
         cJSON_ArrayForEach(x, members) {
                 r = manifest_read_member(x, &m->members[m->n_members++]);
@@ -335,7 +347,7 @@ static int manifest_from_json(const cJSON *root, ctl_manifest *m) {
 /* DIR/manifest.json's text, read through dir_fd: a regular file (no
  * link followed, no FIFO waited on) of this user's that no one else may
  * write, since restore runs as root and believes it. */
-static int manifest_load(int dir_fd, char **ret, char *why, size_t why_size) {
+static int manifest_load(int dir_fd, bool copy, char **ret, char *why, size_t why_size) {
         struct stat st;
         size_t len = 0;
         ssize_t k;
@@ -348,9 +360,12 @@ static int manifest_load(int dir_fd, char **ret, char *why, size_t why_size) {
                          r == -ELOOP ? "it is a symbolic link" : strerror(-r));
                 return r;
         }
-        if (fstat(fd, &st) < 0 || !ctl_safedir_owned(&st, S_IFREG)) {
-                snprintf(why, why_size, "it is not a regular file of uid %u that no one else may write",
-                         (unsigned) geteuid());
+        if (fstat(fd, &st) < 0 || (copy ? !S_ISREG(st.st_mode) : !ctl_safedir_owned(&st, S_IFREG))) {
+                if (copy)
+                        snprintf(why, why_size, "it is not a regular file");
+                else
+                        snprintf(why, why_size, "it is not a regular file of uid %u that no one else may write",
+                                 (unsigned) geteuid());
                 close(fd);
                 return -EPERM;
         }
@@ -375,13 +390,13 @@ static int manifest_load(int dir_fd, char **ret, char *why, size_t why_size) {
         return 0;
 }
 
-int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
+static int manifest_read(int dir_fd, bool copy, const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
         ctl_manifest m = { 0 };
         char *text = NULL, why[160];
         cJSON *root = NULL;
         int r;
 
-        r = manifest_load(dir_fd, &text, why, sizeof(why));
+        r = manifest_load(dir_fd, copy, &text, why, sizeof(why));
         if (r < 0) {
                 snprintf(err, err_size, "cannot read %s/%s: %s", dir, CTL_MANIFEST_NAME, why);
                 return r;
@@ -404,6 +419,18 @@ int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err,
         return r;
 }
 
+int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
+        return manifest_read(dir_fd, false, dir, ret, err, err_size);
+}
+
+int ctl_manifest_read_copy(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
+        return manifest_read(dir_fd, true, dir, ret, err, err_size);
+}
+
+bool ctl_manifest_has_digests(const ctl_manifest *m) {
+        return m->n_trees > 0 && m->trees[0].files;
+}
+
 void ctl_manifest_free(ctl_manifest *m) {
         if (!m)
                 return;
@@ -414,6 +441,8 @@ void ctl_manifest_free(ctl_manifest *m) {
                 free(m->trees[i].images);
                 free(m->trees[i].pids);
                 free(m->trees[i].ns_pids);
+                ctl_digest_set_free(m->trees[i].files);
+                free(m->trees[i].files);
         }
         free(m->trees);
         for (size_t i = 0; m->members && i < m->n_members; i++) {

@@ -3,6 +3,8 @@
 #ifndef CUDACKPT_CTL_MANIFEST_H
 #define CUDACKPT_CTL_MANIFEST_H
 
+#include "digest.h"
+
 #include <cJSON.h>
 
 #include <stdbool.h>
@@ -22,6 +24,7 @@ typedef struct ctl_manifest_tree {
         size_t n_pids;
         bool pid_ns;              /* its root is a pid namespace's init (manifestns.c) */
         int *ns_pids;             /* ... then each of pids inside that namespace; else NULL */
+        ctl_digest_set *files;    /* its image files' digests (digest.c); NULL: none (a manifest before them) */
 } ctl_manifest_tree;
 
 typedef struct ctl_manifest_member {
@@ -56,6 +59,12 @@ int ctl_manifest_create_part(int dir_fd, char *name, size_t size);
  * it) and checks it as restore needs it (trees and members agree, at most
  * CTL_JOB_MAX_TREES trees); err gets a sentence on failure. */
 int ctl_manifest_read(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size);
+/* The same for a copy that is only read (cudackptctl verify): the file may
+ * be anyone's, but it must still be a regular file. */
+int ctl_manifest_read_copy(int dir_fd, const char *dir, ctl_manifest *ret, char *err, size_t err_size);
+/* Whether every tree of m has its digests (a manifest written since they
+ * were; one that has them for some trees only is refused when read). */
+bool ctl_manifest_has_digests(const ctl_manifest *m);
 void ctl_manifest_free(ctl_manifest *m);
 
 #endif

@@ -26,12 +26,13 @@
 
 /* The verb table.  A row with a main() parses its own command line; of
  * two rows of one name, the one with CTL_WITH_IMAGES is taken when
- * --images is given. */
+ * --images (or --archive) is given. */
 static const ctl_command ctl_commands[] = {
         { "dump", CTL_DUMP, 0, NULL, ctl_job_main },
         { "restore", CTL_RESTORE_IMAGES, CTL_WITH_IMAGES, NULL, ctl_job_main },
         { "criu-barrier", CTL_CRIU_BARRIER, CTL_HIDDEN, NULL, ctl_job_main },
         { "run", CTL_RUN, 0, NULL, ctl_run_main },
+        { "verify", CTL_VERIFY, 0, NULL, ctl_job_main },
         { "cuda-checkpoint", CTL_CUDA_CHECKPOINT, CTL_HIDDEN | CTL_ALIAS, NULL, compat_main },
         { "state", CTL_STATE, CTL_TAKES_PID, NULL, NULL },
         { "restore-tid", CTL_RESTORE_TID, CTL_TAKES_PID, NULL, NULL },
@@ -153,7 +154,8 @@ const ctl_command *ctl_cmdline_find(int argc, char **argv, const ctl_command **r
         for (size_t i = 0; i < n_native + n_job; i++) {
                 all[i] = i < n_native ? ctl_options[i] : ctl_job_options[i - n_native];
                 all[i].flag = NULL;
-                all[i].val = strcmp(all[i].name, "images") == 0 ? FIND_IMAGES : 0x100;
+                all[i].val = strcmp(all[i].name, "images") == 0 || strcmp(all[i].name, "archive") == 0 ? FIND_IMAGES
+                                                                                                     : 0x100;
         }
         all[n_native + n_job] = (struct option) { NULL, 0, NULL, 0 };
         opterr = 0;

@@ -37,6 +37,7 @@ typedef enum ctl_command_id {
         CTL_RESTORE_IMAGES,
         CTL_CRIU_BARRIER,
         CTL_RUN,
+        CTL_VERIFY,
         CTL_CUDA_CHECKPOINT,
 } ctl_command_id;
 

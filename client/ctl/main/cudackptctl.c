@@ -164,6 +164,7 @@ static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *
         case CTL_RESTORE_IMAGES:
         case CTL_CRIU_BARRIER:
         case CTL_RUN:
+        case CTL_VERIFY:
         case CTL_CUDA_CHECKPOINT:
                 break; /* rows with a command line of their own: never here */
         }

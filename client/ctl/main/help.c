@@ -74,6 +74,9 @@ static const ctl_help_entry ctl_help_commands[] = {
           "the job back: the device plan (GPUs this node\nlacks mapped, checked), CRIU restores every tree\n"
           "with its CUDA plugin aside, then one group resume\n(\"cudackptctl dump --help\" for both)\n",
           NULL },
+        { "verify --images=DIR", "check a copy of a dump against its manifest's\ndigests (any user; --archive=FILE|- for an\n"
+          "archive, as dump and restore take it)\n",
+          NULL },
 };
 
 /* The selectors of the group forms and of ps and watch, then --progress. */
@@ -206,6 +209,8 @@ static void ctl_help_status(void) {
               "  27 NoSuchCgroup (a --cgroup selection names a cgroup that does not exist)\n"
               "  28 restore --images: no device plan (no GPU of the job's model left, or an\n"
               "     older driver); 26 there: a GPU of the plan has too little free memory\n"
+              "  29 images or an archive not as dumped (a file missing, changed or added), or\n"
+              "     no digests to check them against; nothing was restored\n"
               "  A group that failed (GroupFailed) exits with the status of the error of its\n"
               "  failing member.  A selection with no CUDA process succeeds.\n"
               "  status exits 18 when the daemon has no usable CUDA driver, as every command\n"

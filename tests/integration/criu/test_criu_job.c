@@ -284,10 +284,11 @@ START_TEST(job_restore_refuses_untrusted_images)
                    res->status);
         ck_assert_msg(access(ran, F_OK) != 0, "criu ran for untrusted images");
 
-        /* The same, good: criu runs (and fails, as this one does). */
+        /* The same, good: criu runs (and fails, as this one does); the
+         * manifest, written by hand, has no digests of images to check. */
         ck_assert_int_eq(unlink(tdir), 0);
         ck_assert_int_eq(mkdir(tdir, 0700), 0);
-        res = cjob_ctl(env, "restore", "--images", x.img, NULL);
+        res = cjob_ctl(env, "restore", "--images", x.img, "--no-verify", NULL);
         assert_run(res->status == 1 && strstr(res->out, "step 1 of 2 (criu restore) failed"), res, "good: %d",
                    res->status);
         ck_assert_msg(access(ran, F_OK) == 0, "criu did not run for good images");
