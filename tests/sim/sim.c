@@ -312,6 +312,23 @@ SIM_EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpoin
         return sim_op_end(&c);
 }
 
+/* Whether every one of gpus is a device of this (simulated) machine.  The
+ * driver restores a process onto the GPUs it was checkpointed on unless a
+ * map says otherwise; on a machine without one of them (another node, the
+ * job moved with no map) it refuses, as it refuses a pair whose new UUID is
+ * not a GPU: CUDA_ERROR_INVALID_VALUE, the process left checkpointed. */
+static bool sim_gpus_present(const CUuuid *gpus, int n_gpus) {
+        for (int g = 0; g < n_gpus; g++) {
+                bool known = false;
+
+                for (int d = 0; d < sim_driver.n_devices && !known; d++)
+                        known = sim_uuid_eq(&gpus[g], &sim_driver.devices[d]);
+                if (!known)
+                        return false;
+        }
+        return true;
+}
+
 /* Checks a restore's GPU pairs against the sim's devices and the GPUs the
  * process was checkpointed on; fills the GPUs it will use afterwards. */
 static CUresult sim_check_mapping(const CUcheckpointRestoreArgs *args, const CUuuid *gpus, int n_gpus,
@@ -362,6 +379,8 @@ SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs 
 
         if (remap)
                 c.r = sim_check_mapping(args, gpus, n_gpus, mapped);
+        else if (!sim_gpus_present(gpus, n_gpus))
+                c.r = CUDA_ERROR_INVALID_VALUE; /* as a map onto a GPU that is not there */
         if (c.r == CUDA_SUCCESS && c.p->restore_broken)
                 c.r = CUDA_ERROR_OPERATING_SYSTEM;
         if (c.r == CUDA_SUCCESS && !sim_fits(remap ? mapped : gpus, n_gpus, c.t.cfg.mem_mib)) {

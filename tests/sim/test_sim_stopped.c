@@ -1,8 +1,9 @@
-/* sim.stopped: the simulated driver's own test of two behaviours taken from
- * the real driver (see the header of sim.c): calls on a stopped target wait
- * until it runs again, and a target's state slot (CUDACKPT_SIM_STATE) holds
+/* sim.stopped: the simulated driver's own test of three behaviours taken
+ * from the real driver (see the header of sim.c): calls on a stopped target
+ * wait until it runs again; a target's state slot (CUDACKPT_SIM_STATE) holds
  * its state inside the target, so that a process restored from an image
- * reads as it was dumped.
+ * reads as it was dumped; a restore onto a GPU this machine lacks, with no
+ * map, is refused and leaves the process checkpointed.
  *
  * The library is loaded with dlopen, as the daemon loads a driver, and its
  * cuCheckpointProcess* functions are called directly on cudackpt-sim-target
@@ -499,6 +500,32 @@ START_TEST(test_slot_bad_value_ignored) {
 }
 END_TEST
 
+/* Checkpointed on a GPU this machine does not have (another node's): a
+ * restore with no map is refused as the driver refuses a map onto a GPU
+ * that is not there (CUDA_ERROR_INVALID_VALUE), the process left
+ * checkpointed; a map onto one of this machine's GPUs then restores it. */
+START_TEST(test_restore_onto_missing_gpu) {
+        static const CUuuid here = { { 0, 0, 0, 0, 0x51, 0x57, 0x40, 0, (char) 0x80, 0, 0, 0, 0, 0, 0, 1 } };
+        static const CUuuid gone = { { 0x11, 0x11, 0x11, 0x11, 0x51, 0x57, 0x40, 0, (char) 0x80, 0, 0, 0, 0, 0, 0,
+                                       1 } };
+        char *env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=1",
+                        "CUDACKPT_SIM_GPUS=GPU-11111111-5157-4000-8000-000000000001", NULL };
+        CUcheckpointGpuPair pair = { .oldUuid = gone, .newUuid = here };
+        CUcheckpointRestoreArgs args = { .gpuPairs = &pair, .gpuPairsCount = 1 };
+        struct stopped_target t;
+
+        stopped_load_sim();
+        stopped_spawn_envp(&t, 0, env);
+        ck_assert_int_eq(sim.lock(t.pid, NULL), CUDA_SUCCESS);
+        ck_assert_int_eq(sim.checkpoint(t.pid, NULL), CUDA_SUCCESS);
+        ck_assert_int_eq(sim.restore(t.pid, NULL), CUDA_ERROR_INVALID_VALUE);
+        ck_assert_int_eq(stopped_state(&t), CU_PROCESS_STATE_CHECKPOINTED);
+        ck_assert_int_eq(sim.restore(t.pid, &args), CUDA_SUCCESS);
+        ck_assert_int_eq(stopped_state(&t), CU_PROCESS_STATE_LOCKED);
+        stopped_kill(&t);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("sim.stopped");
         TCase *tc = tcase_create("stopped");
@@ -516,6 +543,7 @@ int main(void) {
         tcase_add_test(ts, test_slot_follows_state);
         tcase_add_test(ts, test_slot_adopted_after_restore);
         tcase_add_test(ts, test_slot_bad_value_ignored);
+        tcase_add_test(ts, test_restore_onto_missing_gpu);
         suite_add_tcase(s, ts);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_ENV);

@@ -249,7 +249,6 @@ int ctl_archive_restore(const ctl_job_args *a) {
                                  "(%.0f MB/s)", (double) st.image_bytes / 1e6, (double) st.stream_bytes / 1e6, st.ms,
                                  archive_mb_s(st.image_bytes, st.ms));
                 b.images = w.path;
-                b.archive = NULL;
                 status = ctl_job_restore(&b);
         }
         archive_remove(a, &w);

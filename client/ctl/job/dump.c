@@ -209,7 +209,7 @@ static void dump_print_json(const dump_job *x, const char *failed_step, bool res
 
         if (!o)
                 return;
-        cJSON_AddStringToObject(o, "images", x->a->images);
+        ctl_job_json_source(o, x->a);
         cJSON_AddBoolToObject(o, "dumped", failed_step == NULL);
         if (failed_step) {
                 cJSON_AddStringToObject(o, "failed_step", failed_step);
@@ -342,7 +342,14 @@ static int dump_finish(dump_job *x) {
         else if (status == CUDACKPT_EXIT_OK) {
                 printf("dumped %zu CUDA process%s in %zu tree%s to ", x->m.n_members, x->m.n_members == 1 ? "" : "es",
                        x->m.n_trees, x->m.n_trees == 1 ? "" : "s");
-                ctl_fputs_safe(x->a->images, stdout);
+                if (!x->a->archive)
+                        ctl_fputs_safe(x->a->images, stdout);
+                else if (strcmp(x->a->archive, "-") == 0)
+                        fputs("the archive on stdout", stdout);
+                else {
+                        fputs("the archive ", stdout);
+                        ctl_fputs_safe(x->a->archive, stdout);
+                }
                 printf(": suspend %.1f ms (GPU memory free from then on), criu %.1f ms", x->suspend_ms, x->criu_ms);
                 if (x->synced)
                         printf(", sync %.1f ms", x->sync_ms);

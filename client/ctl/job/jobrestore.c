@@ -313,7 +313,7 @@ static void jrestore_print_json(const jrestore *x, const char *failed_step) {
                 cJSON_Delete(o);
                 return;
         }
-        cJSON_AddStringToObject(o, "images", x->a->images);
+        ctl_job_json_source(o, x->a);
         cJSON_AddBoolToObject(o, "restored", failed_step == NULL);
         if (failed_step)
                 cJSON_AddStringToObject(o, "failed_step", failed_step);
@@ -334,8 +334,8 @@ static int jrestore_fail_criu(jrestore *x, int r) {
                 ctl_job_print_criu_failures(x->a, "restore", x->runs, &x->m);
         ended = x->runs ? jrestore_end_trees(x) : 0;
         fprintf(stderr, "%sstep 1 of 2 (criu restore) failed; %zu tree%s restored meanwhile %s ended, so no process "
-                "of the job runs; the images are intact: fix the cause and run restore again\n", x->a->prefix, ended,
-                ended == 1 ? "" : "s", ended == 1 ? "was" : "were");
+                "of the job runs; %s\n", x->a->prefix, ended, ended == 1 ? "" : "s", ended == 1 ? "was" : "were",
+                ctl_job_restore_left(x->a));
         if (x->a->json)
                 jrestore_print_json(x, "criu");
         return CUDACKPT_EXIT_FAILURE;
@@ -353,8 +353,8 @@ static int jrestore_resume(jrestore *x) {
                 size_t ended = jrestore_end_trees(x);
 
                 fprintf(stderr, "%sprocess %d exited after criu restored it: its pid may be another process's by "
-                        "now, so no member was resumed; %zu tree%s ended; the images are intact: run restore "
-                        "again\n", x->a->prefix, gone, ended, ended == 1 ? "" : "s");
+                        "now, so no member was resumed; %zu tree%s ended; %s\n", x->a->prefix, gone, ended,
+                        ended == 1 ? "" : "s", ctl_job_restore_left(x->a));
                 return CUDACKPT_EXIT_FAILURE;
         }
         if (r < 0) {

@@ -200,6 +200,25 @@ void ctl_job_print_json(cJSON *o) {
         cJSON_Delete(o);
 }
 
+void ctl_job_json_source(cJSON *o, const ctl_job_args *a) {
+        if (a->archive)
+                cJSON_AddStringToObject(o, "archive", a->archive);
+        else
+                cJSON_AddStringToObject(o, "images", a->images);
+}
+
+const char *ctl_job_restore_left(const ctl_job_args *a) {
+        if (!a->archive)
+                return "the images are intact: fix the cause and run restore again";
+        if (strcmp(a->archive, "-") != 0)
+                return "the archive file is intact (its unpacked copy was removed): fix the cause and run restore "
+                       "--archive again";
+        /* The stream was read to its end, and its only copy here was the
+         * private directory, removed with the command. */
+        return "the archive read from stdin is used up and its unpacked copy removed: restore again only from "
+               "another copy of the archive (a file the dump was also written to)";
+}
+
 char **ctl_job_argv_checked(char **argv, size_t n) {
         for (size_t k = 0; k < n; k++)
                 if (!argv[k]) {

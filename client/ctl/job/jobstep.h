@@ -81,6 +81,12 @@ cJSON *ctl_job_trees_json(const struct ctl_manifest *m, const ctl_criu_run *runs
 
 /* --json: o as one line on stdout; frees o (accepts NULL). */
 void ctl_job_print_json(cJSON *o);
+/* o's "archive" (--archive FILE or "-") or else "images" (DIR): what the
+ * user named, never --archive's private directory, gone once the command
+ * ends. */
+void ctl_job_json_source(cJSON *o, const ctl_job_args *a);
+/* What a failed restore leaves to restore from, and what to do next. */
+const char *ctl_job_restore_left(const ctl_job_args *a);
 
 /* argv of n strings, some of which may have failed to be allocated (NULL):
  * argv when none did, else NULL with argv and its strings freed. */
