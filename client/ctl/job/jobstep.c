@@ -216,7 +216,7 @@ const char *ctl_job_restore_left(const ctl_job_args *a) {
         /* The stream was read to its end, and its only copy here was the
          * private directory, removed with the command. */
         return "the archive read from stdin is used up and its unpacked copy removed: restore again only from "
-               "another copy of the archive (a file the dump was also written to)";
+               "another copy of the stream (one saved with tee, say)";
 }
 
 char **ctl_job_argv_checked(char **argv, size_t n) {
