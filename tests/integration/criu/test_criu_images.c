@@ -133,7 +133,7 @@ START_TEST(images_changed_byte_refused)
         cJSON_DeleteItemFromObject(cJSON_GetArrayItem(cJSON_GetObjectItem(m, "trees"), 0), "files");
         FILE *f = fopen(mpath, "we");
         ck_assert(f);
-        fputs(cJSON_Print(m), f);
+        fputs(itest_keep(cJSON_Print(m)), f);
         ck_assert_int_eq(fclose(f), 0);
         res = cjob_ctl(menv, "restore", "--images", x.img, NULL);
         assert_run(res->status == EXIT_IMAGES_DAMAGED && strstr(res->out, "no digests") &&
@@ -220,12 +220,13 @@ static void hostile_archive(const char *path, const char *manifest, size_t len, 
         ck_assert_int_eq(archive_write_add_filter_zstd(a), ARCHIVE_OK);
         ck_assert_int_eq(archive_write_open_filename(a, path), ARCHIVE_OK);
         for (int i = -1; i <= flood; i++) {
-                struct archive_entry *e = archive_entry_new();
                 const char *name = i < 0 ? "manifest.json" : i == 0 ? entry : itest_strdupf("tree-%s/x%d", tree, i);
                 const char *body = i < 0 ? manifest : i == 0 ? data : "x";
                 size_t n = i < 0 ? len : body ? strlen(body) : 0;
                 if (!name)
                         continue;
+                struct archive_entry *e = archive_entry_new();
+                ck_assert(e);
                 archive_entry_set_pathname(e, name);
                 archive_entry_set_perm(e, 0600);
                 archive_entry_set_filetype(e, body ? AE_IFREG : AE_IFLNK);
