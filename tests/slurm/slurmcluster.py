@@ -281,6 +281,19 @@ class Cluster:
                 found.append(int(d))
         return found
 
+    def _cancel_jobs(self):
+        """Every job cancelled, and gone from squeue (bounded): a slurmd
+        with steps running is slow to stop."""
+        def none_left():
+            return not self.run(["squeue", "-h", "-o", "%i"], check=False, timeout=10).stdout.split()
+        jobs = self.run(["squeue", "-h", "-o", "%i"], check=False, timeout=10).stdout.split()
+        if jobs:
+            self.run(["scancel", "--full"] + jobs, check=False, timeout=10)
+            try:
+                await_true("the jobs cancelled", none_left, 10)
+            except TimeoutError:
+                pass  # killed below
+
     def stop(self):
         """Cancels the jobs, stops the daemons, then kills whatever is left
         in the cluster's namespaces; removes the directory unless
@@ -288,15 +301,15 @@ class Cluster:
         if self.dir is None:
             return []
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
-            jobs = self.run(["squeue", "-h", "-o", "%i"], check=False, timeout=10).stdout.split()
-            if jobs:
-                self.run(["scancel", "--full"] + jobs, check=False, timeout=10)
-        for p in self.procs.values():
+            self._cancel_jobs()
+        # The nodes, then the head, then munged.
+        procs = list(self.procs.values())[::-1]
+        for p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
         killed = []
         end = time.monotonic() + 5
-        for p in self.procs.values():
+        for p in procs:
             try:
                 p.wait(max(0.1, end - time.monotonic()))
             except subprocess.TimeoutExpired:

@@ -73,10 +73,9 @@ def check_overlap(c):
                "--wrap", "srun sleep 120"], uid=NOBODY)
     job = r.stdout.strip().split(";")[0]
 
-    def running():
-        return c.run(["squeue", "-h", "-j", job, "-o", "%T"], check=False).stdout.strip() == "RUNNING" \
-            and len(c.run(["squeue", "-h", "-s", "-j", job], check=False).stdout.split("\n")) >= 2
-    slurmcluster.await_true("job %s running with its step" % job, running, 20)
+    def tasks():
+        return [p for p in c.pids() if _comm(p) == "sleep"]
+    slurmcluster.await_true("job %s's three tasks in the nodes' namespaces" % job, lambda: len(tasks()) == 3, 20)
     argv = ["srun", "--jobid=" + job, "--overlap", "-N3", "--ntasks-per-node=1", "hostname"]
     r, s = timed(lambda: c.run(argv, uid=NOBODY, check=False))
     check(r.returncode == 0 and hosts(r.stdout) == ["n1", "n2", "n3"],
@@ -86,9 +85,7 @@ def check_overlap(c):
     r = c.run(argv, uid=OTHER, check=False)
     check(r.returncode != 0 and not r.stdout.strip() and "denied" in r.stderr.lower(),
           "another user cannot reach the job (%r, %r)" % (r.stdout, r.stderr.strip()))
-    tasks = [p for p in c.pids() if _comm(p) == "sleep"]
-    check(len(tasks) == 3, "the job's three tasks run in the nodes' namespaces (%r)" % tasks)
-    return tasks
+    return tasks()
 
 
 def _comm(pid):
