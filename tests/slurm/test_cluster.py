@@ -96,17 +96,24 @@ def _comm(pid):
         return None
 
 
-def main():
+def skip_reason():
+    """Why a slurm.* test cannot run here ("SKIP: ...", or "FAIL: ..." when
+    CUDACKPT_TEST_SLURM=required), or None."""
     missing = slurmcluster.missing_programs()
     if missing and os.environ.get("CUDACKPT_TEST_SLURM") == "required":
-        print("FAIL: Slurm or munge is not installed (no %s), and CUDACKPT_TEST_SLURM=required" % " ".join(missing))
-        return 1
+        return "FAIL: Slurm or munge is not installed (no %s), and CUDACKPT_TEST_SLURM=required" % " ".join(missing)
     if missing:
-        print("SKIP: slurm.cluster: Slurm or munge is not installed (no %s): make deps" % " ".join(missing))
-        return 77
+        return "SKIP: Slurm or munge is not installed (no %s): make deps" % " ".join(missing)
     if os.geteuid() != 0:
-        print("SKIP: slurm.cluster needs root (slurmd runs jobs as their users)")
-        return 77
+        return "SKIP: the Slurm test cluster needs root (slurmd runs jobs as their users)"
+    return None
+
+
+def main():
+    why = skip_reason()
+    if why:
+        print(why)
+        return 77 if why.startswith("SKIP") else 1
     ctl = os.environ.get("CUDACKPT_TEST_CTL")
     if not ctl:
         print("FAIL: CUDACKPT_TEST_CTL is unset: run through ctest (cd build && ctest -R slurm)")
