@@ -12,9 +12,9 @@ Each node "is" a machine: in a node's mount namespace its own directory
 DIR/NODE/run is mounted on /run/cudackpt, the default directory of the
 daemon's socket, so a node's daemon (started with --socket=
 Cluster.node_socket(NODE)) is found by its steps at the default path, as on
-a real node.  Every process the cluster started lives in one of its UTS
-namespaces (slurmstepd and the jobs' tasks included, since slurmd forks
-them); stop() kills every process of those namespaces, so that nothing is
+a real node (/run/cudackpt is made if missing, and left).  Every process
+the cluster started lives in one of its UTS namespaces (slurmstepd and the
+jobs' tasks included, since slurmd forks them); stop() kills every process of those namespaces, so that nothing is
 left, whatever the test did.  The test process becomes a child subreaper
 (slurmstepd daemonizes: its orphans come to it, not to pid 1, which may
 not reap) and stop() reaps them.  Should the test die by SIGKILL, its
@@ -130,7 +130,6 @@ class Cluster:
         self.dir = None
         self.procs = {}
         self.namespaces = set()
-        self.made_socket_dir = False
         self.start_s = None
 
     # -- paths and environment --------------------------------------------
@@ -165,27 +164,26 @@ class Cluster:
     def run(self, argv, uid=None, timeout=30, check=True, env=None, cwd="/"):
         """argv as a client of the cluster (as uid, with its gid and no
         supplementary groups, when given); the CompletedProcess, text."""
-        if uid is not None:
-            argv = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % _gid_of(uid), "--clear-groups", "--"] + argv
-        return subprocess.run(argv, env=self.env(env), cwd=cwd, timeout=timeout, check=check,
+        return subprocess.run(_as_user(argv, uid), env=self.env(env), cwd=cwd, timeout=timeout, check=check,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def popen(self, argv, uid=None, env=None, **kw):
-        if uid is not None:
-            argv = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % _gid_of(uid), "--clear-groups", "--"] + argv
-        return subprocess.Popen(argv, env=self.env(env), cwd="/", **kw)
+        return subprocess.Popen(_as_user(argv, uid), env=self.env(env), cwd="/", **kw)
 
     # -- start -----------------------------------------------------------
     def start(self, timeout=30):
         t0 = time.monotonic()
         _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
-        self.dir = tempfile.mkdtemp(prefix="cudackpt-slurm.")
+        # Under /tmp, which every user reaches: the jobs run as their users
+        # and reach munged's socket and the programs shared here (CI's
+        # checkout and TMPDIR may be in a directory only root enters).
+        self.dir = tempfile.mkdtemp(prefix="cudackpt-slurm.", dir="/tmp")
         os.chmod(self.dir, 0o755)
         for d in ["munge", "ctld/state", "log"] + ["%s/%s" % (n, s) for n in self.names for s in ("spool", "run")]:
             os.makedirs(self.path(d), mode=0o755, exist_ok=True)
-        if not os.path.isdir(SOCKET_DIR):
-            os.makedirs(SOCKET_DIR, mode=0o755)
-            self.made_socket_dir = True
+        # The nodes' mount point, left in place after: removing it would
+        # detach the mounts of another cluster running at the same time.
+        os.makedirs(SOCKET_DIR, mode=0o755, exist_ok=True)
         self._write_conf()
         self._start_munge()
         self._spawn("slurmctld", "head", [], ["slurmctld", "-D", "-i"])
@@ -330,11 +328,6 @@ class Cluster:
                 p.kill()
             p.wait()
         _reap_orphans()
-        if self.made_socket_dir:
-            try:
-                os.rmdir(SOCKET_DIR)
-            except OSError:
-                pass
         if os.environ.get("CUDACKPT_TEST_KEEP") == "1":
             print("slurmcluster: kept %s" % self.dir)
         else:
@@ -386,8 +379,12 @@ def _reap_orphans():
                 pass
 
 
-def _gid_of(uid):
+def _as_user(argv, uid):
+    """argv run as uid (with its group, no supplementary ones), or as it is."""
+    if uid is None:
+        return argv
     try:
-        return pwd.getpwuid(uid).pw_gid
+        gid = pwd.getpwuid(uid).pw_gid
     except KeyError:
-        return uid
+        gid = uid
+    return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % gid, "--clear-groups", "--"] + argv
