@@ -62,7 +62,7 @@ static int probe_loop(nodes_link *l, unsigned n, int timeout_ms, bool ping) {
 
 int main(int argc, char **argv) {
         unsigned n = 0;
-        char **step = NULL;
+        char **step = NULL, **env = NULL;
         nodes_link *l = NULL;
         int r, timeout_ms;
 
@@ -78,14 +78,17 @@ int main(int argc, char **argv) {
         }
         printf("nodes %u\n", n);
         if ((r = nodes_slurm_step_argv(argv[1], n, argv + 4, &step)) < 0 ||
-            (r = nodes_link_start((char *const *const *)&step, 1, &l)) < 0) {
+            (r = nodes_slurm_step_env(&env)) < 0 ||
+            (r = nodes_link_start((char *const *const *)&step, 1, env, &l)) < 0) {
                 printf("start error %d\n", r);
                 nodes_slurm_argv_free(step);
+                free(env);
                 return 1;
         }
         printf("started\n");
         probe_loop(l, n, timeout_ms, strcmp(argv[3], "ping") == 0);
         printf("close %d\n", nodes_link_close(l, timeout_ms));
         nodes_slurm_argv_free(step);
+        free(env);
         return 0;
 }

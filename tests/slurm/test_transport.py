@@ -6,7 +6,8 @@ driven by cudackpt-nodes-probe (nodes_probe.c) as the job's user (nobody).
 A running 3-node batch job of nobody's; the node part is a shell script
 (the transport knows nothing of what runs there) that says hello, answers
 a ping with a pong and ends when its input ends.
-  - one step reaches the three nodes: three hellos, one line sent to all,
+  - one step reaches the three nodes: three hellos (the coordinator's
+    $CUDACKPT_SOCKET not among what they are given), one line sent to all,
     three pongs, the step ends 0 once the link is closed, within
     STEP_LIMIT_S; it prints the time of each;
   - a node's part that fails (n2 exits 3 on the ping) ends the step: every
@@ -40,7 +41,7 @@ TIMEOUT_MS = 15000
 NODE_PART = r'''
 n=$SLURMD_NODENAME
 [ -n "$SAY" ] && [ "$SAY_ON" = "$n" ] && printf '%s\n' "$SAY"
-echo "{\"node\":\"$n\",\"hello\":$SLURM_STEP_NUM_NODES}"
+echo "{\"node\":\"$n\",\"hello\":$SLURM_STEP_NUM_NODES,\"socket\":\"$CUDACKPT_SOCKET\"}"
 while read -r l; do
   [ "$FAIL_ON" = "$n" ] && exit 3
   echo "{\"node\":\"$n\",\"pong\":1}"
@@ -72,9 +73,9 @@ def node_parts(c):
 
 def case_round_trip(c, job):
     t = time.monotonic()
-    r = probe(c, job, "ping")
+    r = probe(c, job, "ping", env={"CUDACKPT_SOCKET": "/coordinator/io.cudackpt.Process"})
     s = time.monotonic() - t
-    hellos = sorted(n for n, _ in lines(r.stdout, "line") if '"hello"' in _)
+    hellos = sorted(n for n, j in lines(r.stdout, "line") if '"hello"' in j and '"socket":""' in j)
     pongs = sorted(n for n, _ in lines(r.stdout, "line") if '"pong"' in _)
     check(r.returncode == 0 and "nodes 3" in r.stdout and hellos == ["n1", "n2", "n3"]
           and "sent 0" in r.stdout and pongs == ["n1", "n2", "n3"] and "close 0" in r.stdout,

@@ -38,7 +38,7 @@ struct nodes_link {
 
 static const int link_default_signals[] = { SIGPIPE, SIGINT, SIGTERM };
 
-static int link_spawn(nodes_cmd *c, char *const *argv) {
+static int link_spawn(nodes_cmd *c, char *const *argv, char *const *env) {
         int sv[2], r;
 
         if (!argv || !argv[0])
@@ -47,7 +47,8 @@ static int link_spawn(nodes_cmd *c, char *const *argv) {
                 return -errno;
         /* In a process group of its own: a ^C is the coordinator's to act on
          * (it rolls the nodes back), not srun's. */
-        r = ctl_host_spawn(&(ctl_spawn) { .path = argv[0], .argv = argv, .search = true, .own_group = true,
+        r = ctl_host_spawn(&(ctl_spawn) { .path = argv[0], .argv = argv, .env = env, .search = true,
+                                          .own_group = true,
                                           .keep_fd = -1, .stdio_fd = sv[1],
                                           .default_signals = link_default_signals,
                                           .n_default_signals = sizeof(link_default_signals) / sizeof(int) },
@@ -61,7 +62,7 @@ static int link_spawn(nodes_cmd *c, char *const *argv) {
         return 0;
 }
 
-int nodes_link_start(char *const *const *commands, size_t n, nodes_link **ret_link) {
+int nodes_link_start(char *const *const *commands, size_t n, char *const *env, nodes_link **ret_link) {
         nodes_link *l;
         int r = 0;
 
@@ -74,7 +75,7 @@ int nodes_link_start(char *const *const *commands, size_t n, nodes_link **ret_li
         }
         for (size_t i = 0; i < n && r == 0; i++) {
                 l->v[i].fd = -1;
-                r = link_spawn(&l->v[i], commands[i]);
+                r = link_spawn(&l->v[i], commands[i], env);
                 if (r == 0)
                         l->n++;
         }

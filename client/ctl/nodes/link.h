@@ -35,9 +35,9 @@ typedef struct nodes_msg {
 } nodes_msg;
 
 /* Starts the n commands (each a NULL-terminated argv; argv[0] found on
- * $PATH) on sockets of their own.  0 with *ret_link, or -errno (nothing
- * left running). */
-int nodes_link_start(char *const *const *commands, size_t n, nodes_link **ret_link);
+ * $PATH) on sockets of their own, with the environment env (NULL: this
+ * process's).  0 with *ret_link, or -errno (nothing left running). */
+int nodes_link_start(char *const *const *commands, size_t n, char *const *env, nodes_link **ret_link);
 
 /* line (no newline in it) and a newline to every command still running,
  * within timeout_ms.  0, or -errno: -EPIPE none is running, -ETIMEDOUT. */

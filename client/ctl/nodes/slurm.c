@@ -4,6 +4,8 @@
 
 #include "host.h"
 
+#include <cudackpt/protocol.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* The most nodes a step may span here (Slurm's own limit is higher; a
  * count above this is refused, not tried). */
@@ -109,5 +112,23 @@ int nodes_slurm_step_argv(const char *job, unsigned n_nodes, char *const *node_a
                         return -ENOMEM;
                 }
         *ret_argv = argv;
+        return 0;
+}
+
+int nodes_slurm_step_env(char ***ret_env) {
+        static const char drop[] = CUDACKPT_SOCKET_ENV "=";
+        size_t n = 0, k = 0;
+        char **env;
+
+        while (environ[n])
+                n++;
+        if (!(env = calloc(n + 1, sizeof(*env))))
+                return -ENOMEM;
+        /* srun's --export=ALL,NAME=VALUE does not replace a NAME srun has
+         * (Slurm 22.05): the variable is left out of srun's own. */
+        for (size_t i = 0; i < n; i++)
+                if (strncmp(environ[i], drop, sizeof(drop) - 1) != 0)
+                        env[k++] = environ[i];
+        *ret_env = env;
         return 0;
 }

@@ -37,4 +37,11 @@ int nodes_slurm_job_nodes(const char *job, unsigned *ret_nodes);
 int nodes_slurm_step_argv(const char *job, unsigned n_nodes, char *const *node_argv, char ***ret_argv);
 void nodes_slurm_argv_free(char **argv);
 
+/* The step's environment (srun hands it to every task): this process's,
+ * less $CUDACKPT_SOCKET, as the socket of this machine's daemon is not a
+ * node's (a node's part uses the default path, or what the node's own
+ * set-up, a TaskProlog, exports).  0 with *ret_env, whose strings are
+ * environ's (free() the array only), or -ENOMEM. */
+int nodes_slurm_step_env(char ***ret_env);
+
 #endif
