@@ -38,6 +38,8 @@ import time
 
 PROGRAMS = ("munged", "slurmctld", "slurmd", "srun", "sinfo", "sbatch", "squeue", "scancel")
 SOCKET_DIR = "/run/cudackpt"
+# How long Slurm's daemons and srun wait for an answer (slurm.conf).
+MESSAGE_TIMEOUT_S = 10
 
 
 def missing_programs():
@@ -110,7 +112,7 @@ SlurmdParameters=config_overrides
 ReturnToService=2
 SlurmctldTimeout=30
 SlurmdTimeout=30
-MessageTimeout=10
+MessageTimeout={message_timeout}
 InactiveLimit=0
 KillWait=2
 SchedulerType=sched/builtin
@@ -204,7 +206,8 @@ class Cluster:
         lo = 20000 + (os.getpid() * 16) % 40000
         with open(self.path("slurm.conf"), "w") as f:
             f.write(CONF.format(dir=self.dir, ctld_port=ports[0], srun_lo=lo, srun_hi=lo + 15,
-                                nodes=nodes, names="n[1-%d]" % len(self.names)))
+                                nodes=nodes, names="n[1-%d]" % len(self.names),
+                                message_timeout=MESSAGE_TIMEOUT_S))
         open(self.path("plugstack.conf"), "w").close()
 
     def _start_munge(self):

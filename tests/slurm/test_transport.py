@@ -18,7 +18,10 @@ a ping with a pong and ends when its input ends.
     without a line;
   - a node's line that is no JSON object naming its node ends the link
     (-EPROTO), so does one longer than the limit (-EMSGSIZE, or -EPROTO
-    when srun cut it into pieces between other nodes' lines).
+    when srun cut it into pieces between other nodes' lines);
+  - a node unreachable (its slurmd killed): the step ends, with no three
+    hellos (the coordinator starts nothing before all said hello), and the
+    other nodes' parts are gone, within a few MessageTimeouts.
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
 import errno
 import os
@@ -33,6 +36,8 @@ from test_cluster import NOBODY, OTHER, check, skip_reason  # noqa: E402
 
 STEP_LIMIT_S = 10
 END_LIMIT_S = 5
+# srun gives up on a node after the cluster's MessageTimeout.
+UNREACHABLE_LIMIT_S = slurmcluster.MESSAGE_TIMEOUT_S * 3
 TIMEOUT_MS = 15000
 
 # The node's part: hello, then a pong for each ping until its input ends;
@@ -58,6 +63,12 @@ def probe(c, job, mode, uid=NOBODY, env=None, popen=False):
 
 def lines(out, word):
     return [ln.split(" ", 2)[1:] for ln in out.splitlines() if ln.startswith(word + " ")]
+
+
+def ended_failed(out):
+    """The step ended by itself (-ENODATA), and closing said a failure."""
+    closed = [int(x[0].split()[0]) for x in lines(out, "close")]
+    return "error %d" % -errno.ENODATA in out and closed and closed[0] > 0
 
 
 def node_parts(c):
@@ -86,8 +97,7 @@ def case_round_trip(c, job):
 
 def case_node_fails(c, job):
     r = probe(c, job, "ping", env={"FAIL_ON": "n2"})
-    closed = [int(x[0].split()[0]) for x in lines(r.stdout, "close")]
-    check("hellos 3" in r.stdout and "error %d" % -errno.ENODATA in r.stdout and closed and closed[0] > 0
+    check("hellos 3" in r.stdout and ended_failed(r.stdout)
           and not node_parts(c),
           "n2's part failing ends the step and every node's part (%r, %r)" % (r.stdout, r.stderr))
 
@@ -127,6 +137,21 @@ def case_hostile(c, job):
         slurmcluster.await_true("the node parts to end", lambda: not node_parts(c), END_LIMIT_S)
 
 
+def case_node_unreachable(c, job):
+    """Last: n3's slurmd is killed (the job's tasks there run on)."""
+    c.procs["slurmd-n3"].send_signal(signal.SIGKILL)
+    c.procs["slurmd-n3"].wait()
+    t = time.monotonic()
+    r = probe(c, job, "ping")
+    s = time.monotonic() - t
+    check("hellos" not in r.stdout and ended_failed(r.stdout)
+          and not node_parts(c) and s < UNREACHABLE_LIMIT_S,
+          "n3 unreachable: the step ends in %.2fs without three hellos, every part gone (%r, %r)"
+          % (s, r.stdout, r.stderr))
+    print("MEASURED: the step's end with a node unreachable (MessageTimeout=%d): %.3fs"
+          % (slurmcluster.MESSAGE_TIMEOUT_S, s))
+
+
 def main():
     why = skip_reason()
     if why:
@@ -143,7 +168,8 @@ def main():
             job = r.stdout.strip().split(";")[0]
             slurmcluster.await_true("job %s running" % job, lambda: c.run(
                 ["squeue", "-h", "-j", job, "-o", "%T"], check=False).stdout.strip() == "RUNNING", 20)
-            for case in (case_round_trip, case_node_fails, case_coordinator_killed, case_other_user, case_hostile):
+            for case in (case_round_trip, case_node_fails, case_coordinator_killed, case_other_user, case_hostile,
+                         case_node_unreachable):
                 case(c, job)
     except (AssertionError, TimeoutError, RuntimeError) as e:
         print("FAIL: %s" % e)
