@@ -248,8 +248,8 @@ static bool link_wait_all(nodes_link *l, long long deadline) {
                 for (size_t i = 0; i < l->n; i++) {
                         nodes_cmd *c = &l->v[i];
                         if (!c->eof) {
-                                link_read(c);
                                 c->len = 0;
+                                link_read(c);
                         }
                         if (!c->reaped && waitpid(c->pid, &c->status, WNOHANG) == c->pid)
                                 c->reaped = true;
