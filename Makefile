@@ -10,7 +10,12 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # Toolkit is not needed (include-private/cuda-api.h declares the driver API
 # the project uses); where it is found, the build checks those declarations
 # against its cuda.h and builds the GPU test programs with its nvcc.
-DEB_PACKAGES = cmake make gcc pkg-config libuv1-dev libcjson-dev libsystemd-dev check systemd podman runc busybox-static python3-yaml python3-prometheus-client python3-pytest python3-venv python3-pip python3-setuptools python3-wheel clang libbpf-dev libmicrohttpd-dev libseccomp-dev libxxhash-dev libzstd-dev libarchive-dev
+# munge, slurmctld, slurmd and slurm-client are for the test cluster of the
+# slurm.* tests (tests/slurm: about 3.5 MB to fetch, 13 MB installed, 16 s
+# to install); the cluster uses none of their system configuration, and
+# Debian's slurmctld and slurmd services start only once /etc/slurm/slurm.conf
+# exists.
+DEB_PACKAGES = cmake make gcc pkg-config libuv1-dev libcjson-dev libsystemd-dev check systemd podman runc busybox-static python3-yaml python3-prometheus-client python3-pytest python3-venv python3-pip python3-setuptools python3-wheel clang libbpf-dev libmicrohttpd-dev libseccomp-dev libxxhash-dev libzstd-dev libarchive-dev munge slurmctld slurmd slurm-client
 
 .PHONY: all deps configure build run test check-sanitize check-no-toolkit bench bench-sim clean install fuzz
 

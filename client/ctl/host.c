@@ -82,7 +82,8 @@ int ctl_host_find_criu(char *buf, size_t size) {
 }
 
 /* The file actions of s: stdin /dev/null and stdout (and stderr) the pipe
- * p when capturing, else stderr /dev/null with stdout; keep a dup of
+ * p when capturing, else stderr /dev/null with stdout; stdin and stdout
+ * s->stdio_fd when it is set; keep a dup of
  * s->keep_fd put back at its number. */
 static int host_file_actions(const ctl_spawn *s, posix_spawn_file_actions_t *fa, const int p[2], int keep) {
         int r = 0;
@@ -96,6 +97,10 @@ static int host_file_actions(const ctl_spawn *s, posix_spawn_file_actions_t *fa,
                         r = s->capture_stderr ? posix_spawn_file_actions_adddup2(fa, p[1], STDERR_FILENO)
                                               : posix_spawn_file_actions_addopen(fa, STDERR_FILENO, "/dev/null",
                                                                                  O_WRONLY, 0);
+        } else if (s->stdio_fd > 0) {
+                r = posix_spawn_file_actions_adddup2(fa, s->stdio_fd, STDIN_FILENO);
+                if (r == 0)
+                        r = posix_spawn_file_actions_adddup2(fa, s->stdio_fd, STDOUT_FILENO);
         }
         if (r == 0 && keep >= 0)
                 r = posix_spawn_file_actions_adddup2(fa, keep, s->keep_fd);

@@ -37,6 +37,8 @@ typedef struct ctl_spawn {
         const int *default_signals;   /* back to SIG_DFL in it (an ignored one stays so) */
         size_t n_default_signals;
         int keep_fd;                  /* inherited at its number (criu's -D /proc/self/fd/N); -1: none */
+        int stdio_fd;                 /* > 0, without capture: its stdin and stdout (a socket: the
+                                       * nodes' link), stderr inherited; 0: none */
 } ctl_spawn;
 
 /* Starts s: 0 with its pid (and with capture, the read end of its output
