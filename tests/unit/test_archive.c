@@ -406,6 +406,41 @@ START_TEST(test_missing_and_limit)
 }
 END_TEST
 
+/* A manifest whose file sizes add up past 2^64 (2048 files of 2^53
+ * bytes, each within what a size may be): the sum must not wrap round
+ * under --archive-max-bytes, which would let the stream fill the disk. */
+START_TEST(test_bytes_wrap)
+{
+        const struct hentry m = { "manifest.json", AE_IFREG, NULL, NULL };
+        cJSON *root = cJSON_Parse(manifest_text), *files = cJSON_CreateArray();
+        cJSON *tree = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "trees"), 0);
+        char err[512], name[32];
+        struct stat st;
+
+        ck_assert_ptr_nonnull(tree);
+        for (int i = 0; i < 2048; i++) {
+                cJSON *f = cJSON_CreateObject();
+
+                snprintf(name, sizeof(name), "f%04d.img", i);
+                cJSON_AddStringToObject(f, "name", name);
+                /* Raw: cJSON would print the number rounded to 15 digits. */
+                cJSON_AddRawToObject(f, "size", "9007199254740992");
+                cJSON_AddStringToObject(f, "xxh3_128", "0123456789abcdef0123456789abcdef");
+                cJSON_AddItemToArray(files, f);
+        }
+        ck_assert(cJSON_ReplaceItemInObjectCaseSensitive(tree, "files", files));
+        free(manifest_text);
+        manifest_text = cJSON_PrintUnformatted(root);
+        manifest_len = strlen(manifest_text);
+        cJSON_Delete(root);
+        hostile(&m, 1, 0);
+        ck_assert_int_eq(read_archive("bad.tar.zst", CTL_ARCHIVE_MAX_FILES, err, sizeof(err)), -E2BIG);
+        ck_assert_msg(strstr(err, "--archive-max-bytes"), "said '%s'", err);
+        ck_assert_int_ne(fstatat(top_fd, "out/tree-5", &st, 0), 0);
+        assert_nothing_outside();
+}
+END_TEST
+
 /* The private directory: only in a parent no one else may write (or a
  * sticky one), made 0700, removed with what an unpacked archive holds. */
 START_TEST(test_workdir)
@@ -450,5 +485,6 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_many_entries);
         tcase_add_test(tc, test_twice_missing_limits);
         tcase_add_loop_test(tc, test_missing_and_limit, 0, 2);
+        tcase_add_test(tc, test_bytes_wrap);
         tcase_add_test(tc, test_workdir);
 }

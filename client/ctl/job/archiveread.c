@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -113,8 +114,12 @@ static int aread_trees(aread *c) {
 
         for (size_t i = 0; i < m->n_trees; i++)
                 for (size_t j = 0; j < m->trees[i].files->n; j++) {
+                        uint64_t size = m->trees[i].files->files[j].size;
+
                         files++;
-                        bytes += m->trees[i].files->files[j].size;
+                        /* Sizes a hostile manifest adds up past 2^64 must
+                         * not wrap round under the limit: saturate. */
+                        bytes = size > ULLONG_MAX - bytes ? ULLONG_MAX : bytes + size;
                 }
         if (files > c->lim->max_files || bytes > c->lim->max_bytes)
                 return aread_fail(c, -E2BIG, "its manifest names %llu files of %llu bytes: more than "
