@@ -31,6 +31,7 @@
 #include "digest.h"
 #include "manifest.h"
 #include "workdir.h"
+#include "zstream.h"
 
 static char top[64];
 static int top_fd = -1, src_fd = -1;
@@ -441,6 +442,68 @@ START_TEST(test_bytes_wrap)
 }
 END_TEST
 
+/* tar's octal field of w bytes at p. */
+static void octal(unsigned char *p, size_t w, unsigned long long v)
+{
+        char f[32];
+
+        snprintf(f, sizeof(f), "%0*llo", (int) w - 1, v);
+        memcpy(p, f, w);
+}
+
+/* A header bomb: an old GNU sparse manifest.json whose map goes on for
+ * 16 MiB of extension blocks, 21 entries each (a few kB of zstd).
+ * libarchive keeps every entry of the map before the header is judged:
+ * it took 4 GB for 2 GiB of such blocks (200 kB of stream).  Refused once
+ * the header has taken AREAD_HEADER_MAX of the stream. */
+START_TEST(test_header_bomb)
+{
+        static unsigned char h[512], ext[512];
+        char err[512];
+        unsigned sum = 0;
+        ctl_zout z;
+        int fd = openat(top_fd, "bad.tar.zst", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+        ck_assert_int_ge(fd, 0);
+        memcpy(h, "manifest.json", 13);
+        octal(h + 100, 8, 0600);
+        octal(h + 108, 8, 0);
+        octal(h + 116, 8, 0);
+        octal(h + 124, 12, 0);
+        octal(h + 136, 12, 0);
+        h[156] = 'S';
+        memcpy(h + 257, "ustar  ", 8);
+        octal(h + 386, 12, 0); /* one map entry here, the rest in extensions */
+        octal(h + 398, 12, 0);
+        h[482] = 1;            /* extended */
+        octal(h + 483, 12, 1); /* the real size */
+        memset(h + 148, ' ', 8);
+        for (size_t i = 0; i < sizeof(h); i++)
+                sum += h[i];
+        snprintf((char *) h + 148, 8, "%06o", sum);
+        for (int i = 0; i < 21; i++) {
+                octal(ext + 24 * i, 12, 0);
+                octal(ext + 24 * i + 12, 12, 0);
+        }
+        ext[504] = 1;
+        ck_assert_int_eq(ctl_zout_open(&z, fd, 3, 1), 0);
+        ck_assert_int_eq(ctl_zout_write(&z, h, sizeof(h)), 0);
+        for (int i = 0; i < 32768; i++)
+                ck_assert_int_eq(ctl_zout_write(&z, ext, sizeof(ext)), 0);
+        ext[504] = 0;
+        ck_assert_int_eq(ctl_zout_write(&z, ext, sizeof(ext)), 0);
+        memset(ext, 0, sizeof(ext));
+        ck_assert_int_eq(ctl_zout_write(&z, ext, sizeof(ext)), 0);
+        ck_assert_int_eq(ctl_zout_write(&z, ext, sizeof(ext)), 0);
+        ck_assert_int_eq(ctl_zout_finish(&z), 0);
+        ctl_zout_free(&z);
+        close(fd);
+        ck_assert_int_eq(read_archive("bad.tar.zst", CTL_ARCHIVE_MAX_FILES, err, sizeof(err)), -EBADMSG);
+        ck_assert_msg(strstr(err, "header takes more than"), "said '%s'", err);
+        assert_nothing_outside();
+}
+END_TEST
+
 /* The private directory: only in a parent no one else may write (or a
  * sticky one), made 0700, removed with what an unpacked archive holds. */
 START_TEST(test_workdir)
@@ -486,5 +549,6 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_twice_missing_limits);
         tcase_add_loop_test(tc, test_missing_and_limit, 0, 2);
         tcase_add_test(tc, test_bytes_wrap);
+        tcase_add_test(tc, test_header_bomb);
         tcase_add_test(tc, test_workdir);
 }
