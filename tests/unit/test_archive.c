@@ -442,6 +442,30 @@ START_TEST(test_bytes_wrap)
 }
 END_TEST
 
+/* A manifest of 4 MiB of "0," (2 million values, a few kB of zstd):
+ * refused before cJSON makes an item of each (70 bytes apiece: 16 MiB of
+ * them took 680 MB). */
+START_TEST(test_manifest_values)
+{
+        const struct hentry m = { "manifest.json", AE_IFREG, NULL, NULL };
+        const size_t n = 2 * 1024 * 1024;
+        char err[512];
+
+        free(manifest_text);
+        manifest_text = malloc(2 * n + 16);
+        ck_assert_ptr_nonnull(manifest_text);
+        memcpy(manifest_text, "{\"x\":[", 6);
+        for (size_t i = 0; i < n; i++)
+                memcpy(manifest_text + 6 + 2 * i, "0,", 2);
+        memcpy(manifest_text + 6 + 2 * n, "0]}", 4);
+        manifest_len = strlen(manifest_text);
+        hostile(&m, 1, 0);
+        ck_assert_int_eq(read_archive("bad.tar.zst", CTL_ARCHIVE_MAX_FILES, err, sizeof(err)), -EBADMSG);
+        ck_assert_msg(strstr(err, "more than 1000000 JSON values"), "said '%s'", err);
+        assert_nothing_outside();
+}
+END_TEST
+
 /* tar's octal field of w bytes at p. */
 static void octal(unsigned char *p, size_t w, unsigned long long v)
 {
@@ -550,5 +574,6 @@ void unit_tests(TCase *tc)
         tcase_add_loop_test(tc, test_missing_and_limit, 0, 2);
         tcase_add_test(tc, test_bytes_wrap);
         tcase_add_test(tc, test_header_bomb);
+        tcase_add_test(tc, test_manifest_values);
         tcase_add_test(tc, test_workdir);
 }
