@@ -31,6 +31,7 @@
 #include "digest.h"
 #include "manifest.h"
 #include "workdir.h"
+#include "zstream.h"
 
 static char top[64];
 static int top_fd = -1, src_fd = -1;
@@ -406,6 +407,127 @@ START_TEST(test_missing_and_limit)
 }
 END_TEST
 
+/* A manifest whose file sizes add up past 2^64 (2048 files of 2^53
+ * bytes, each within what a size may be): the sum must not wrap round
+ * under --archive-max-bytes, which would let the stream fill the disk. */
+START_TEST(test_bytes_wrap)
+{
+        const struct hentry m = { "manifest.json", AE_IFREG, NULL, NULL };
+        cJSON *root = cJSON_Parse(manifest_text), *files = cJSON_CreateArray();
+        cJSON *tree = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "trees"), 0);
+        char err[512], name[32];
+        struct stat st;
+
+        ck_assert_ptr_nonnull(tree);
+        for (int i = 0; i < 2048; i++) {
+                cJSON *f = cJSON_CreateObject();
+
+                snprintf(name, sizeof(name), "f%04d.img", i);
+                cJSON_AddStringToObject(f, "name", name);
+                /* Raw: cJSON would print the number rounded to 15 digits. */
+                cJSON_AddRawToObject(f, "size", "9007199254740992");
+                cJSON_AddStringToObject(f, "xxh3_128", "0123456789abcdef0123456789abcdef");
+                cJSON_AddItemToArray(files, f);
+        }
+        ck_assert(cJSON_ReplaceItemInObjectCaseSensitive(tree, "files", files));
+        free(manifest_text);
+        manifest_text = cJSON_PrintUnformatted(root);
+        manifest_len = strlen(manifest_text);
+        cJSON_Delete(root);
+        hostile(&m, 1, 0);
+        ck_assert_int_eq(read_archive("bad.tar.zst", CTL_ARCHIVE_MAX_FILES, err, sizeof(err)), -E2BIG);
+        ck_assert_msg(strstr(err, "--archive-max-bytes"), "said '%s'", err);
+        ck_assert_int_ne(fstatat(top_fd, "out/tree-5", &st, 0), 0);
+        assert_nothing_outside();
+}
+END_TEST
+
+/* A manifest of 4 MiB of "0," (2 million values, a few kB of zstd):
+ * refused before cJSON makes an item of each (70 bytes apiece: 16 MiB of
+ * them took 680 MB). */
+START_TEST(test_manifest_values)
+{
+        const struct hentry m = { "manifest.json", AE_IFREG, NULL, NULL };
+        const size_t n = 2 * 1024 * 1024;
+        char err[512];
+
+        free(manifest_text);
+        manifest_text = malloc(2 * n + 16);
+        ck_assert_ptr_nonnull(manifest_text);
+        memcpy(manifest_text, "{\"x\":[", 6);
+        for (size_t i = 0; i < n; i++)
+                memcpy(manifest_text + 6 + 2 * i, "0,", 2);
+        memcpy(manifest_text + 6 + 2 * n, "0]}", 4);
+        manifest_len = strlen(manifest_text);
+        hostile(&m, 1, 0);
+        ck_assert_int_eq(read_archive("bad.tar.zst", CTL_ARCHIVE_MAX_FILES, err, sizeof(err)), -EBADMSG);
+        ck_assert_msg(strstr(err, "more than 1000000 JSON values"), "said '%s'", err);
+        assert_nothing_outside();
+}
+END_TEST
+
+/* tar's octal field of w bytes at p. */
+static void octal(unsigned char *p, size_t w, unsigned long long v)
+{
+        char f[32];
+
+        snprintf(f, sizeof(f), "%0*llo", (int) w - 1, v);
+        memcpy(p, f, w);
+}
+
+/* A header bomb: an old GNU sparse manifest.json whose map goes on for
+ * 16 MiB of extension blocks, 21 entries each (a few kB of zstd).
+ * libarchive keeps every entry of the map before the header is judged:
+ * it took 4 GB for 2 GiB of such blocks (200 kB of stream).  Refused once
+ * the header has taken AREAD_HEADER_MAX of the stream. */
+START_TEST(test_header_bomb)
+{
+        static unsigned char h[512], ext[512];
+        char err[512];
+        unsigned sum = 0;
+        ctl_zout z;
+        int fd = openat(top_fd, "bad.tar.zst", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+        ck_assert_int_ge(fd, 0);
+        memcpy(h, "manifest.json", 13);
+        octal(h + 100, 8, 0600);
+        octal(h + 108, 8, 0);
+        octal(h + 116, 8, 0);
+        octal(h + 124, 12, 0);
+        octal(h + 136, 12, 0);
+        h[156] = 'S';
+        memcpy(h + 257, "ustar  ", 8);
+        octal(h + 386, 12, 0); /* one map entry here, the rest in extensions */
+        octal(h + 398, 12, 0);
+        h[482] = 1;            /* extended */
+        octal(h + 483, 12, 1); /* the real size */
+        memset(h + 148, ' ', 8);
+        for (size_t i = 0; i < sizeof(h); i++)
+                sum += h[i];
+        snprintf((char *) h + 148, 8, "%06o", sum);
+        for (int i = 0; i < 21; i++) {
+                octal(ext + 24 * i, 12, 0);
+                octal(ext + 24 * i + 12, 12, 0);
+        }
+        ext[504] = 1;
+        ck_assert_int_eq(ctl_zout_open(&z, fd, 3, 1), 0);
+        ck_assert_int_eq(ctl_zout_write(&z, h, sizeof(h)), 0);
+        for (int i = 0; i < 32768; i++)
+                ck_assert_int_eq(ctl_zout_write(&z, ext, sizeof(ext)), 0);
+        ext[504] = 0;
+        ck_assert_int_eq(ctl_zout_write(&z, ext, sizeof(ext)), 0);
+        memset(ext, 0, sizeof(ext));
+        ck_assert_int_eq(ctl_zout_write(&z, ext, sizeof(ext)), 0);
+        ck_assert_int_eq(ctl_zout_write(&z, ext, sizeof(ext)), 0);
+        ck_assert_int_eq(ctl_zout_finish(&z), 0);
+        ctl_zout_free(&z);
+        close(fd);
+        ck_assert_int_eq(read_archive("bad.tar.zst", CTL_ARCHIVE_MAX_FILES, err, sizeof(err)), -EBADMSG);
+        ck_assert_msg(strstr(err, "header takes more than"), "said '%s'", err);
+        assert_nothing_outside();
+}
+END_TEST
+
 /* The private directory: only in a parent no one else may write (or a
  * sticky one), made 0700, removed with what an unpacked archive holds. */
 START_TEST(test_workdir)
@@ -450,5 +572,8 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_many_entries);
         tcase_add_test(tc, test_twice_missing_limits);
         tcase_add_loop_test(tc, test_missing_and_limit, 0, 2);
+        tcase_add_test(tc, test_bytes_wrap);
+        tcase_add_test(tc, test_header_bomb);
+        tcase_add_test(tc, test_manifest_values);
         tcase_add_test(tc, test_workdir);
 }

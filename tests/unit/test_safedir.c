@@ -2,7 +2,8 @@
  * directory of dump and restore --images (what root checks is what it
  * uses): directories others may write or own on the way are refused, a
  * sticky one is crossed, links are followed only where no one else could
- * have put them, the last component is never a link.  The cases with
+ * have put them, the last component is never a link; a trusted file
+ * (restore --archive FILE) is its user's, written by no one else.  The cases with
  * another user's files need root (chown); they are left out otherwise. */
 #include <check.h>
 #include <errno.h>
@@ -159,6 +160,57 @@ START_TEST(test_sub)
 }
 END_TEST
 
+/* Makes rel, a file of mode; opened as a trusted file: r wanted. */
+static void expect_file(const char *rel, mode_t mode, int r)
+{
+        char err[PATH_MAX + 512] = "";
+        int fd = open(at(rel), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+        if (fd >= 0) {
+                ck_assert_int_eq(fchmod(fd, mode), 0);
+                close(fd);
+        }
+        fd = -1;
+        int got = ctl_safedir_open_file(at(rel), &fd, err, sizeof(err));
+        ck_assert_msg(got == r, "%s: %d (%s), wanted %d", rel, got, err, r);
+        ck_assert_msg(r == 0 ? fd >= 0 && (fcntl(fd, F_GETFL) & (O_ACCMODE | O_NONBLOCK)) == O_RDONLY : *err != '\0', "%s",
+                      rel);
+        if (fd >= 0)
+                close(fd);
+}
+
+/* restore --archive's FILE: its directory walked as on the way (a sticky
+ * one crossed), the file itself this user's, written by no one else, not
+ * a link; another user's, even in a directory of ours, refused. */
+START_TEST(test_file)
+{
+        expect_file("a/x.zst", 0644, 0);
+        expect_file("a/y.zst", 0666, -EPERM);
+        make_dir("a/sub", 0700);
+        ck_assert_int_eq(mkdir(at("a/sub/d"), 0700), 0);
+        expect_file("a/sub/d", 0700, -EPERM); /* a directory */
+        ck_assert_int_eq(symlink(at("a/x.zst"), at("a/link.zst")), 0);
+        expect_file("a/link.zst", 0600, -ELOOP);
+        make_dir("w", 0777);
+        expect_file("w/x.zst", 0600, -EPERM);
+        ck_assert_int_eq(chmod(at("w"), 01777), 0);
+        expect_file("w/x.zst", 0600, 0);
+        char cwd[PATH_MAX];
+        ck_assert(getcwd(cwd, sizeof(cwd)));
+        char err[PATH_MAX + 512];
+        int fd = -1;
+        ck_assert_int_eq(chdir(at("a")), 0);
+        ck_assert_msg(ctl_safedir_open_file("x.zst", &fd, err, sizeof(err)) == 0, "%s", err);
+        close(fd);
+        ck_assert_int_eq(ctl_safedir_open_file(".", &fd, err, sizeof(err)), -EINVAL);
+        ck_assert_int_eq(chdir(cwd), 0);
+        if (geteuid() != 0)
+                return; /* chown needs root */
+        ck_assert_int_eq(chown(at("a/x.zst"), OTHER_UID, OTHER_UID), 0);
+        expect_file("a/x.zst", 0600, -EPERM);
+}
+END_TEST
+
 const char unit_suite_name[] = "safedir";
 
 void unit_tests(TCase *tc)
@@ -168,4 +220,5 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_modes);
         tcase_add_test(tc, test_other_user);
         tcase_add_test(tc, test_sub);
+        tcase_add_test(tc, test_file);
 }

@@ -28,6 +28,7 @@
 #include "dump.h"
 #include "exitcode.h"
 #include "jobrestore.h"
+#include "safedir.h"
 #include "workdir.h"
 
 #include <cJSON.h>
@@ -210,18 +211,25 @@ int ctl_archive_dump(const ctl_job_args *a) {
 
 /* The archive (FILE or stdin) unpacked into a fresh private directory w,
  * checked on the way in; the exit status (said on stderr, tail after the
- * reason, on failure). */
-static int archive_unpack(const ctl_job_args *a, ctl_workdir *w, ctl_archive_stats *st, const char *tail) {
+ * reason, on failure).  For restore (trusted), FILE is opened as an image
+ * directory is (safedir.h): root would restore whatever another user wrote
+ * there, with the digests of their choice; verify reads anyone's copy. */
+static int archive_unpack(const ctl_job_args *a, ctl_workdir *w, ctl_archive_stats *st, bool trusted,
+                          const char *tail) {
         ctl_archive_limits lim = { a->archive_max_files, a->archive_max_bytes };
         bool std_in = strcmp(a->archive, "-") == 0;
-        int in_fd = std_in ? STDIN_FILENO : open(a->archive, O_RDONLY | O_CLOEXEC);
+        int in_fd = std_in ? STDIN_FILENO : -1;
         char err[PATH_MAX + 512] = "";
         ctl_manifest m = { 0 };
-        int r = in_fd < 0 ? -errno : 0;
+        int r = 0;
 
-        if (r < 0)
+        if (!std_in && trusted)
+                r = ctl_safedir_open_file(a->archive, &in_fd, err, sizeof(err));
+        else if (!std_in && (in_fd = open(a->archive, O_RDONLY | O_CLOEXEC)) < 0) {
+                r = -errno;
                 snprintf(err, sizeof(err), "cannot open it: %s", strerror(-r));
-        else if (std_in && isatty(in_fd))
+        }
+        if (r == 0 && std_in && isatty(in_fd))
                 r = -ENOTTY, snprintf(err, sizeof(err), "stdin is a terminal, not an archive");
         if (r == 0)
                 r = ctl_workdir_make(a->work_dir ? a->work_dir : CTL_ARCHIVE_WORK_DIR, w, err, sizeof(err));
@@ -240,7 +248,7 @@ int ctl_archive_restore(const ctl_job_args *a) {
         ctl_workdir w = { .parent_fd = -1, .fd = -1 };
         ctl_archive_stats st;
         ctl_job_args b = *a;
-        int status = archive_unpack(a, &w, &st, "; nothing was restored");
+        int status = archive_unpack(a, &w, &st, true, "; nothing was restored");
 
         if (status != CUDACKPT_EXIT_OK)
                 archive_print_failed(a, "restored", "archive");
@@ -258,7 +266,7 @@ int ctl_archive_restore(const ctl_job_args *a) {
 int ctl_archive_verify(const ctl_job_args *a) {
         ctl_workdir w = { .parent_fd = -1, .fd = -1 };
         ctl_archive_stats st = { 0 };
-        int status = archive_unpack(a, &w, &st, "");
+        int status = archive_unpack(a, &w, &st, false, "");
         cJSON *o;
 
         archive_remove(a, &w);

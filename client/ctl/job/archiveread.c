@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,6 +29,13 @@
 #define AREAD_MANIFEST_MAX (16 * 1024 * 1024)
 /* What may follow the tar stream's end in the zstd stream (padding). */
 #define AREAD_AFTER_MAX (1024 * 1024)
+/* The most of the stream one entry's header may take (its tar blocks,
+ * pax or GNU extensions, a sparse map): libarchive keeps what a header
+ * says in memory, and a sparse map of a few hundred kB of zstd stream
+ * made it allocate gigabytes before the entry could be judged.  A header
+ * of an archive of cudackptctl dump is a few kB; libarchive refuses a
+ * pax or long-name extension past 1 MiB on its own. */
+#define AREAD_HEADER_MAX (4 * 1024 * 1024)
 
 typedef struct aread {
         struct archive *ar;
@@ -37,6 +45,8 @@ typedef struct aread {
         ctl_manifest *m;
         int *tree_fds;                /* per tree of m, once the manifest is read */
         bool **seen;                  /* per tree, per file of its digests */
+        bool in_header;               /* archive_read_next_header() runs */
+        uint64_t header_bytes;        /* the stream it has taken so far */
         unsigned char *buf;
         ctl_archive_stats *st;
         char *err;
@@ -60,6 +70,11 @@ static la_ssize_t aread_cb(struct archive *ar, void *data, const void **buf) {
 
         if (k < 0) {
                 archive_set_error(ar, EIO, "%s", c->z.why);
+                return -1;
+        }
+        if (c->in_header && (c->header_bytes += (uint64_t) k) > AREAD_HEADER_MAX) {
+                archive_set_error(ar, EFBIG, "an entry's header takes more than %d bytes (a bomb of extension or "
+                                  "sparse blocks?)", AREAD_HEADER_MAX);
                 return -1;
         }
         return k;
@@ -113,8 +128,12 @@ static int aread_trees(aread *c) {
 
         for (size_t i = 0; i < m->n_trees; i++)
                 for (size_t j = 0; j < m->trees[i].files->n; j++) {
+                        uint64_t size = m->trees[i].files->files[j].size;
+
                         files++;
-                        bytes += m->trees[i].files->files[j].size;
+                        /* Sizes a hostile manifest adds up past 2^64 must
+                         * not wrap round under the limit: saturate. */
+                        bytes = size > ULLONG_MAX - bytes ? ULLONG_MAX : bytes + size;
                 }
         if (files > c->lim->max_files || bytes > c->lim->max_bytes)
                 return aread_fail(c, -E2BIG, "its manifest names %llu files of %llu bytes: more than "
@@ -236,11 +255,22 @@ static int aread_complete(aread *c) {
         return 0;
 }
 
+/* The next entry's header, its stream bounded by AREAD_HEADER_MAX. */
+static int aread_next_header(aread *c, struct archive_entry **e) {
+        int k;
+
+        c->in_header = true;
+        c->header_bytes = 0;
+        k = archive_read_next_header(c->ar, e);
+        c->in_header = false;
+        return k;
+}
+
 static int aread_entries(aread *c) {
         struct archive_entry *e;
         int r = 0, k;
 
-        while (r == 0 && (k = archive_read_next_header(c->ar, &e)) != ARCHIVE_EOF) {
+        while (r == 0 && (k = aread_next_header(c, &e)) != ARCHIVE_EOF) {
                 const char *name;
 
                 if (k != ARCHIVE_OK)

@@ -40,6 +40,12 @@
 #define MANIFEST_FORMAT "cudackpt-job"
 #define MANIFEST_VERSION 1
 #define MANIFEST_MAX_BYTES (16 * 1024 * 1024)
+/* The most JSON values (objects, arrays, numbers, strings...) a manifest
+ * may hold: cJSON takes some 70 bytes for each, and 16 MiB of "0,"
+ * (1.6 kB of zstd in an archive) made 680 MB of them.  A dump with the
+ * most files the digests allow (CTL_DIGEST_MAX_FILES, 4 values each) and
+ * its trees and members stays far below. */
+#define MANIFEST_MAX_VALUES 1000000
 
 static cJSON *manifest_int_array(const int *v, size_t n) {
         cJSON *a = cJSON_CreateArray();
@@ -390,6 +396,23 @@ static int manifest_load(int dir_fd, bool copy, char **ret, char *why, size_t wh
         return 0;
 }
 
+/* Whether text holds at most MANIFEST_MAX_VALUES values, counted as the
+ * commas and opening brackets outside strings, plus one. */
+static bool manifest_values_ok(const char *text) {
+        size_t n = 1;
+        bool in_string = false;
+
+        for (const char *p = text; *p && n <= MANIFEST_MAX_VALUES; p++) {
+                if (in_string && *p == '\\' && p[1])
+                        p++;
+                else if (*p == '"')
+                        in_string = !in_string;
+                else if (!in_string && (*p == ',' || *p == '[' || *p == '{'))
+                        n++;
+        }
+        return n <= MANIFEST_MAX_VALUES;
+}
+
 static int manifest_read(int dir_fd, bool copy, const char *dir, ctl_manifest *ret, char *err, size_t err_size) {
         ctl_manifest m = { 0 };
         char *text = NULL, why[160];
@@ -400,6 +423,12 @@ static int manifest_read(int dir_fd, bool copy, const char *dir, ctl_manifest *r
         if (r < 0) {
                 snprintf(err, err_size, "cannot read %s/%s: %s", dir, CTL_MANIFEST_NAME, why);
                 return r;
+        }
+        if (!manifest_values_ok(text)) {
+                snprintf(err, err_size, "%s/%s: more than %d JSON values: not as dump writes it", dir,
+                         CTL_MANIFEST_NAME, MANIFEST_MAX_VALUES);
+                free(text);
+                return -EINVAL;
         }
         root = cJSON_Parse(text);
         r = root ? manifest_from_json(root, &m) : -EINVAL;

@@ -157,44 +157,81 @@ static int safedir_step(safedir_walk *w, const char *name, bool last, bool creat
         return 0;
 }
 
-int ctl_safedir_open(const char *path, bool create, int *ret_fd, char *err, size_t err_size) {
-        safedir_walk w = { .err = err, .err_size = err_size };
+/* path walked as above into w->cur; with dir_last its last component is
+ * checked as the directory root trusts, else as one on the way (for a
+ * file's directory: the file is checked on its own). */
+static int safedir_walk_path(safedir_walk *w, const char *path, bool dir_last, bool create) {
         char cwd[PATH_MAX] = "", name[NAME_MAX + 1];
         struct stat st;
         bool last = false, any = false;
         int r = 0;
 
         if (path[0] != '/' && !getcwd(cwd, sizeof(cwd)))
-                return safedir_fail(&w, -errno, "cannot tell where %s is: %s", path, strerror(errno));
-        if ((size_t) snprintf(w.rest, sizeof(w.rest), "%s/%s", cwd, path) >= sizeof(w.rest))
-                return safedir_fail(&w, -ENAMETOOLONG, "%s: %s", path, strerror(ENAMETOOLONG));
-        w.cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (w.cur < 0 || fstat(w.cur, &st) < 0 || !safedir_ancestor_ok(&st, &w.shared)) {
-                r = safedir_fail(&w, -EPERM, "%s: the root directory is %s", path,
-                                "not root's, or writable by others");
-                goto out;
-        }
-        while (r == 0 && safedir_next(&w, name, sizeof(name), &last)) {
+                return safedir_fail(w, -errno, "cannot tell where %s is: %s", path, strerror(errno));
+        if ((size_t) snprintf(w->rest, sizeof(w->rest), "%s/%s", cwd, path) >= sizeof(w->rest))
+                return safedir_fail(w, -ENAMETOOLONG, "%s: %s", path, strerror(ENAMETOOLONG));
+        w->cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (w->cur < 0 || fstat(w->cur, &st) < 0 || !safedir_ancestor_ok(&st, &w->shared))
+                return safedir_fail(w, -EPERM, "%s: the root directory is %s", path,
+                                    "not root's, or writable by others");
+        while (r == 0 && safedir_next(w, name, sizeof(name), &last)) {
                 any = true;
-                if (strcmp(name, ".") == 0 && !last)
+                if (strcmp(name, ".") == 0 && (!last || !dir_last))
                         continue;
                 if (strcmp(name, "..") == 0 || strcmp(name, ".") == 0)
-                        r = safedir_fail(&w, -EINVAL, "%s: \"%s\" is not followed (give the directory's own path)",
+                        r = safedir_fail(w, -EINVAL, "%s: \"%s\" is not followed (give the directory's own path)",
                                          path, name);
                 else
-                        r = safedir_step(&w, name, last, create);
-                if (r == 0 && last)
+                        r = safedir_step(w, name, last && dir_last, create);
+                if (r == 0 && last && dir_last)
                         break;
         }
-        if (r == 0 && (!any || !last))
-                r = safedir_fail(&w, -EINVAL, "%s: %s", path, "not a directory of this user's");
+        if (r == 0 && dir_last && (!any || !last))
+                r = safedir_fail(w, -EINVAL, "%s: %s", path, "not a directory of this user's");
+        return r;
+}
+
+int ctl_safedir_open(const char *path, bool create, int *ret_fd, char *err, size_t err_size) {
+        safedir_walk w = { .cur = -1, .err = err, .err_size = err_size };
+        int r = safedir_walk_path(&w, path, true, create);
+
         if (r == 0) {
                 *ret_fd = w.cur;
                 return 0;
         }
-out:
         if (w.cur >= 0)
                 close(w.cur);
+        return r;
+}
+
+int ctl_safedir_open_file(const char *path, int *ret_fd, char *err, size_t err_size) {
+        safedir_walk w = { .cur = -1, .err = err, .err_size = err_size };
+        const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+        char dir[PATH_MAX];
+        struct stat st;
+        int fd = -1, r = 0;
+
+        if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+                r = safedir_fail(&w, -EINVAL, "%s does not name a file", path);
+        else if ((size_t) snprintf(dir, sizeof(dir), "%.*s", slash ? (int) (slash - path) + 1 : 1,
+                                   slash ? path : ".") >= sizeof(dir))
+                r = safedir_fail(&w, -ENAMETOOLONG, "%s: %s", path, strerror(ENAMETOOLONG));
+        if (r == 0)
+                r = safedir_walk_path(&w, dir, false, false);
+        if (r == 0 && (fd = openat(w.cur, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0)
+                r = safedir_fail(&w, -errno, "cannot open %s: %s", path,
+                                 errno == ELOOP ? "it is a symbolic link (give the file itself)" : strerror(errno));
+        if (r == 0 && (fstat(fd, &st) < 0 || !ctl_safedir_owned(&st, S_IFREG)))
+                r = safedir_fail(&w, -EPERM, "%s must be a regular file of uid %u that no one else may write: "
+                                 "its content is trusted", path, (unsigned) geteuid());
+        if (r == 0 && fcntl(fd, F_SETFL, 0) < 0)
+                r = -errno;
+        if (w.cur >= 0)
+                close(w.cur);
+        if (r < 0 && fd >= 0)
+                close(fd);
+        if (r == 0)
+                *ret_fd = fd;
         return r;
 }
 

@@ -28,6 +28,13 @@ bool ctl_safedir_owned(const struct stat *st, mode_t type);
  * belongs to someone else, -ELOOP: the last one a link). */
 int ctl_safedir_open(const char *path, bool create, int *ret_fd, char *err, size_t err_size);
 
+/* path, a file whose content root will trust (restore --archive FILE),
+ * opened O_RDONLY: its directory walked as every directory on the way
+ * above (so it may be sticky, as /tmp), then the file itself, not a link,
+ * checked on its descriptor as ctl_safedir_owned() wants it.  -errno and a
+ * sentence in err (-EPERM: another user's, or writable by others). */
+int ctl_safedir_open_file(const char *path, int *ret_fd, char *err, size_t err_size);
+
 /* name, a directory right inside dir_fd, opened (O_DIRECTORY|O_NOFOLLOW)
  * and checked on the descriptor as ctl_safedir_owned() wants it; with
  * create made (0700) when missing.  -EEXIST when something else is there. */

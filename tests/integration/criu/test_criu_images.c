@@ -10,7 +10,8 @@
  * durably (no temporary left), verified, refused when damaged, and
  * hostile archives (a "../" name, a symbolic link, a flood of entries)
  * are refused with nothing written outside the private directory, which
- * is gone afterwards.
+ * is gone afterwards; restore refuses an archive file of another user or
+ * one others may write (verify reads it).
  *
  * Skips as integration.criu does (citest_probe). */
 #include "criu_job_itest.h"
@@ -242,6 +243,30 @@ static void hostile_archive(const char *path, const char *manifest, size_t len, 
         archive_write_free(a);
 }
 
+/* Another user's archive, or one others may write: root would restore
+ * what they put in it (the digests are theirs too).  Refused before a
+ * byte is read; verify reads anyone's copy. */
+static void assert_others_archive_refused(const char *const *env, const char *const *menv, const char *mark,
+                                          const char *arch, const char *work, const pid_t *pids)
+{
+        const char *theirs = itest_strdupf("%s.theirs", arch);
+        ck_assert_int_eq(system(itest_strdupf("cp '%s' '%s'", arch, theirs)), 0);
+        ck_assert_int_eq(chown(theirs, 65534, 65534), 0);
+        struct citest_run *res = cjob_ctl(env, "verify", "--archive", theirs, "--work-dir", work, NULL);
+        assert_run(res->status == 0, res, "verify of another user's copy: %d", res->status);
+        for (int k = 0; k < 2; k++) {
+                res = cjob_ctl(menv, "restore", "--archive", theirs, "--work-dir", work, NULL);
+                assert_run(res->status == 1 && strstr(res->out, "no one else may write") &&
+                                   strstr(res->out, "nothing was restored"),
+                           res, "restore of an archive %s: %d", k ? "others may write" : "of another user",
+                           res->status);
+                assert_nothing_restored(mark, pids, 3);
+                ck_assert_int_eq(entries_in(work), 0);
+                ck_assert_int_eq(chown(theirs, 0, 0), 0);
+                ck_assert_int_eq(chmod(theirs, 0666), 0);
+        }
+}
+
 START_TEST(archive_file_damaged_and_hostile)
 {
         struct citest_ctx x;
@@ -308,6 +333,8 @@ START_TEST(archive_file_damaged_and_hostile)
                 ck_assert_int_eq(entries_in(work), 0);
                 assert_nothing_restored(mark, pids, 3);
         }
+
+        assert_others_archive_refused(env, menv, mark, arch, work, pids);
 
         /* The good archive: the job back, its memory intact. */
         res = cjob_ctl(env, "restore", "--archive", arch, "--work-dir", work, NULL);
