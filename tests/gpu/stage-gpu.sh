@@ -54,9 +54,9 @@ NVIDIA_TOOL=${CUDACKPT_NVIDIA_CHECKPOINT:-/work/shared/anchors/cuda-checkpoint}
 STAGE=$ROOT/.gpu
 LIMIT_MIB=60
 
-if [[ ! -f $BUILD/CMakeCache.txt ]]; then
-        cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-fi
+# Configured again each time: a build tree made before a target was added
+# (cudackpt-init) would otherwise not know it on the first build.
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target cudackptd cudackptctl cudackpt-init cudackpt-bench-gpu
 # The CUDA target exists only where nvcc was found.
 cmake --build "$BUILD" -j"$(nproc)" --target cudackpt-gpu-target 2>/dev/null ||
