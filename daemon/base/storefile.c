@@ -1,5 +1,6 @@
 /* storefile.c: the daemon's small state files (storefile.h). */
 #include "base/storefile.h"
+#include "fdio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,21 +14,6 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int put(int fd, const char *p, size_t len)
-{
-        while (len > 0) {
-                ssize_t k = write(fd, p, len);
-
-                if (k < 0 && errno != EINTR)
-                        return -errno;
-                if (k > 0) {
-                        p += k;
-                        len -= (size_t)k;
-                }
-        }
-        return 0;
-}
 
 #define TMP_SUFFIX ".tmp"
 
@@ -58,7 +44,7 @@ int storefile_write(int dirfd, const char *name, const char *text, size_t len, c
         if (r == 0 && fchmod(fd, 0600) < 0)
                 r = -errno;
         if (r == 0)
-                r = put(fd, text, len);
+                r = fdio_write_all(fd, text, len);
         /* Nothing is renamed into place before all of it is on the disk. */
         if (r == 0 && fsync(fd) < 0)
                 r = -errno;
@@ -78,16 +64,12 @@ int storefile_write(int dirfd, const char *name, const char *text, size_t len, c
 
 void storefile_remove_leftovers(int dirfd, const char *name)
 {
-        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
         size_t pre = strlen(name), suf = strlen(TMP_SUFFIX);
         struct dirent *e;
+        DIR *d;
 
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
+        if (fdio_opendir(dirfd, &d) < 0)
                 return;
-        }
         while ((e = readdir(d))) {
                 size_t n = strlen(e->d_name);
                 if (n > pre + 1 + suf && strncmp(e->d_name, name, pre) == 0 && e->d_name[pre] == '.' &&

@@ -4,6 +4,7 @@
  * before a byte of it is written, and written only through the private
  * directory's descriptors into a file made afresh. */
 #include "archiveread.h"
+#include "fdio.h"
 
 #include "digest.h"
 #include "safedir.h"
@@ -80,20 +81,6 @@ static la_ssize_t aread_cb(struct archive *ar, void *data, const void **buf) {
         return k;
 }
 
-static int aread_write_all(int fd, const unsigned char *p, size_t len) {
-        while (len > 0) {
-                ssize_t k = write(fd, p, len);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                p += k;
-                len -= (size_t) k;
-        }
-        return 0;
-}
-
 /* The entry's data into fd, at most max bytes, hashed into h when not
  * NULL; the count in *ret_n. */
 static int aread_data(aread *c, const char *name, int fd, uint64_t max, ctl_hasher *h, uint64_t *ret_n) {
@@ -109,7 +96,7 @@ static int aread_data(aread *c, const char *name, int fd, uint64_t max, ctl_hash
                 n += (uint64_t) k;
                 if (h)
                         ctl_hasher_update(h, c->buf, (size_t) k);
-                r = aread_write_all(fd, c->buf, (size_t) k);
+                r = fdio_write_all(fd, c->buf, (size_t) k);
         }
         *ret_n = n;
         return r < 0 ? aread_fail(c, r, "cannot write %s: %s", name, strerror(-r)) : 0;

@@ -9,6 +9,7 @@
  * directory descriptor (O_NOFOLLOW, no FIFO waited on) and must be a
  * regular file. */
 #include "digest.h"
+#include "fdio.h"
 
 #include "json.h"
 
@@ -209,18 +210,13 @@ static void digest_list_free(digest_list *l) {
  * that is not a regular file, or one not named as an image may be (its
  * name into bad).  Skipped names (regular files too) are left out. */
 static int digest_list_tree(digest_list *l, const ctl_digest_tree *t, char *bad, size_t bad_size) {
-        int fd = dup(t->dir_fd), r = 0;
         struct dirent *de;
         struct stat st;
         DIR *d;
+        int r = fdio_opendir(t->dir_fd, &d);
 
-        if (fd < 0 || !(d = fdopendir(fd))) {
-                r = -errno;
-                if (fd >= 0)
-                        close(fd);
+        if (r < 0)
                 return r;
-        }
-        rewinddir(d);
         while (r == 0 && (errno = 0, de = readdir(d))) {
                 bool skipped = ctl_digest_skipped_name(de->d_name);
 

@@ -17,6 +17,7 @@
  * it is checked as input from anywhere (the images name only directories
  * of the form tree-PID inside DIR). */
 #include "manifest.h"
+#include "fdio.h"
 
 #include "manifestgpu.h"
 #include "manifestns.h"
@@ -150,23 +151,14 @@ int ctl_manifest_create_part(int dir_fd, char *name, size_t size) {
 int ctl_manifest_write(const ctl_manifest *m, int dir_fd, int fd, const char *part_name) {
         cJSON *root = manifest_to_json(m);
         char *text = root ? cJSON_Print(root) : NULL;
-        size_t len, off = 0;
-        int r = 0;
+        int r;
 
         cJSON_Delete(root);
         if (!text)
                 return -ENOMEM;
-        len = strlen(text);
-        while (off < len) {
-                ssize_t k = write(fd, text + off, len - off);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        r = -errno;
-                        goto out;
-                }
-                off += (size_t) k;
-        }
+        r = fdio_write_all(fd, text, strlen(text));
+        if (r < 0)
+                goto out;
         /* On disk before its name says the dump is complete, and the name
          * on disk before the command says so. */
         if (write(fd, "\n", 1) != 1 || fsync(fd) < 0 || renameat(dir_fd, part_name, dir_fd, CTL_MANIFEST_NAME) < 0 ||

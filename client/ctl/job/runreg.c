@@ -9,6 +9,7 @@
  * holds: its start time differs) is stale: it names nothing, and is
  * removed by the next run or list. */
 #include "runreg.h"
+#include "fdio.h"
 
 #include "json.h"
 #include "proctree.h"
@@ -140,16 +141,13 @@ static long runreg_bound(const char *env, long def) {
  * (with remove_stale) or skipped. */
 static int runreg_each(int dir_fd, bool remove_stale, void (*fn)(void *data, const ctl_run_record *rec),
                        void *data) {
-        int fd = dup(dir_fd);
-        DIR *d = fd < 0 ? NULL : fdopendir(fd);
         struct dirent *de;
         ctl_run_record rec;
+        DIR *d;
+        int r = fdio_opendir(dir_fd, &d);
 
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
-                return -errno;
-        }
+        if (r < 0)
+                return r;
         while ((de = readdir(d))) {
                 if (!ctl_run_name_valid(de->d_name) || ctl_run_record_read(dir_fd, de->d_name, &rec) < 0)
                         continue;

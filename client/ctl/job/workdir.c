@@ -2,6 +2,7 @@
  * workdir.h).  Everything in it is made and removed through descriptors:
  * the parent may be shared (sticky, as /var/tmp), the directory is not. */
 #include "workdir.h"
+#include "fdio.h"
 
 #include "safedir.h"
 
@@ -83,16 +84,12 @@ int ctl_workdir_make(const char *parent, ctl_workdir *ret, char *err, size_t err
 /* Every entry of dir_fd removed, directories (depth levels down) with
  * theirs; 0 or the first -errno. */
 static int workdir_empty(int dir_fd, int depth) {
-        int fd = dup(dir_fd), r = 0;
         struct dirent *de;
         DIR *d;
+        int r = fdio_opendir(dir_fd, &d);
 
-        if (fd < 0 || !(d = fdopendir(fd))) {
-                r = -errno;
-                if (fd >= 0)
-                        close(fd);
+        if (r < 0)
                 return r;
-        }
         while ((errno = 0, de = readdir(d))) {
                 struct stat st;
                 int sub;

@@ -2,6 +2,7 @@
  * (EINTR retried, a short write continued); SIGPIPE is the caller's to
  * ignore, so that a closed pipe is an EPIPE here. */
 #include "zstream.h"
+#include "fdio.h"
 
 #include <zstd.h>
 
@@ -10,20 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int zs_write_all(int fd, const unsigned char *p, size_t len) {
-        while (len > 0) {
-                ssize_t k = write(fd, p, len);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                p += k;
-                len -= (size_t) k;
-        }
-        return 0;
-}
 
 int ctl_zout_open(ctl_zout *z, int fd, int level, int threads) {
         *z = (ctl_zout) { .fd = fd, .size = ZSTD_CStreamOutSize() };
@@ -54,7 +41,7 @@ static int zout_feed(ctl_zout *z, const void *data, size_t len, ZSTD_EndDirectiv
                 left = ZSTD_compressStream2(z->cctx, &out, &in, mode);
                 if (ZSTD_isError(left))
                         return z->r = -EIO;
-                z->r = zs_write_all(z->fd, z->buf, out.pos);
+                z->r = fdio_write_all(z->fd, z->buf, out.pos);
                 if (z->r < 0)
                         return z->r;
                 z->out_bytes += out.pos;
