@@ -61,6 +61,7 @@ static char *slurp(int dir_fd, const char *name, size_t *ret_len)
         buf = malloc((size_t) st.st_size + 1);
         ck_assert_ptr_nonnull(buf);
         ck_assert_int_eq(read(fd, buf, (size_t) st.st_size), st.st_size);
+        buf[st.st_size] = '\0';
         close(fd);
         *ret_len = (size_t) st.st_size;
         return buf;
