@@ -142,16 +142,24 @@ void cjob_start_times(const pid_t *pids, uint64_t *start, size_t n)
 }
 
 
+void cjob_argv(const char **argv, size_t max, const char *verb, const char *const *args)
+{
+        size_t n = 0;
+        argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
+        if (verb)
+                argv[n++] = verb;
+        for (; *args && n < max - 1; args++)
+                argv[n++] = *args;
+        ck_assert_msg(!*args, "more than %zu arguments for cudackptctl", max - 1);
+        argv[n] = NULL;
+}
+
 /* Runs cudackptctl ARGS with env in a process group of its own (not an
  * orphaned one: stop signals stop it), its output into the file out. */
 pid_t cjob_start(const char *const *env, const char *out, const char *const *args)
 {
         const char *argv[16];
-        size_t n = 0;
-        argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
-        for (; args[n - 1] && n < 15; n++)
-                argv[n] = args[n - 1];
-        argv[n] = NULL;
+        cjob_argv(argv, 16, NULL, args);
         pid_t parent = getpid(), c = fork();
         ck_assert_int_ge(c, 0);
         if (c == 0) {
@@ -178,4 +186,16 @@ int cjob_wait(pid_t c)
                 poll(NULL, 0, 10);
         }
         return st;
+}
+
+/* Entries of a directory, . and .. aside. */
+int cjob_dir_entries(const char *path)
+{
+        DIR *d = opendir(path);
+        ck_assert_msg(d, "opendir %s: %s", path, strerror(errno));
+        int n = 0;
+        for (struct dirent *de; (de = readdir(d));)
+                n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+        closedir(d);
+        return n;
 }

@@ -72,11 +72,7 @@ static void move_setup(struct move *m)
 static pid_t ctl_spawn(const char *const *env, int in_fd, int out_fd, const char *err, const char *const *args)
 {
         const char *argv[16];
-        size_t n = 0;
-        argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
-        for (; args[n - 1] && n < 15; n++)
-                argv[n] = args[n - 1];
-        argv[n] = NULL;
+        cjob_argv(argv, 16, NULL, args);
         pid_t c = fork();
         ck_assert_int_ge(c, 0);
         if (c == 0) {
@@ -301,12 +297,7 @@ END_TEST
 
 int main(void)
 {
-        int skip = citest_probe("integration.criu_move");
-        if (skip)
-                return skip;
-        Suite *s = suite_create("integration.criu_move");
-        TCase *tc = itest_tcase(s, "criu_move", 4.0 * JOB_TIMEOUT_MS / 1000);
-        tcase_add_test(tc, move_through_a_pipe);
-        tcase_add_test(tc, move_as_a_file);
-        return itest_main(s);
+        const TTest *tests[] = { move_through_a_pipe, move_as_a_file, NULL };
+
+        return citest_main("criu_move", 4.0 * JOB_TIMEOUT_MS / 1000, tests);
 }
