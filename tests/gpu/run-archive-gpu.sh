@@ -22,24 +22,15 @@
 #   bash tests/gpu/run-archive-gpu.sh [MIB]
 # environment: CUDACKPT_CRIU [.gpu/criu/criu]
 set -uo pipefail
-# A child subreaper (as run-criu-job-gpu.sh): the processes criu restores
-# are this shell's to reap once a dump ends them, so that their pids are
-# free for the next restore (the pipe's, which follows its dump at once).
-if [[ ${CUDACKPT_JOB_REAPER:-} == "" ]] && command -v python3 >/dev/null 2>&1; then
-        export CUDACKPT_JOB_REAPER=trying
-        exec python3 -c '
-import ctypes, os, sys
-ok = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
-os.environ["CUDACKPT_JOB_REAPER"] = "subreaper" if ok else "none"
-os.execv(sys.argv[1], sys.argv[1:])' "$BASH" "$0" "$@"
-fi
+# A child subreaper: the pipe's restore follows its dump at once.
+source "$(dirname "${BASH_SOURCE[0]}")/job-lib.sh"
+job_subreaper "$@"
 MIB=${1:-8}
 [[ $(id -u) -eq 0 ]] || { echo "SKIP: must run as root (criu)"; exit 77; }
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-lib.sh"
 export CUDACKPT_CRIU=${CUDACKPT_CRIU:-$DIR/criu/criu}
 [[ -x $CUDACKPT_CRIU ]] || { echo "SKIP: no criu at $CUDACKPT_CRIU"; exit 77; }
 
-now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 # A number from a --progress line of file $1: the first match of sed regex $2.
 grab() { sed -n "s/.*$2.*/\1/p" "$1" | head -1; }
 # Waits (10 s at most) until pid $1 is gone (reaped by this shell or init).

@@ -47,14 +47,8 @@
 #   WAYS ["nvidia dropin job"]
 set -euo pipefail
 
-if [[ ${CUDACKPT_JOB_REAPER:-} == "" ]] && command -v python3 >/dev/null 2>&1; then
-        export CUDACKPT_JOB_REAPER=trying
-        exec python3 -c '
-import ctypes, os, sys
-ok = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
-os.environ["CUDACKPT_JOB_REAPER"] = "subreaper" if ok else "none"
-os.execv(sys.argv[1], sys.argv[1:])' "$BASH" "$0" "$@"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/job-lib.sh"
+job_subreaper "$@"
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 MODE=${1:-tree}
@@ -78,11 +72,8 @@ WAYS=${WAYS:-nvidia dropin job}
 KEEP=${KEEP:-0}
 LOGDIR=${LOGDIR:-}
 
-skip() { echo "SKIP: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "must run as root (criu)"
-command -v nvidia-smi >/dev/null || skip "no nvidia-smi"
+job_need_root_gpu_criu criu
 [[ -d /proc/driver/nvidia/gpus ]] || skip "no NVIDIA GPU (/proc/driver/nvidia/gpus)"
-[[ -x $CRIU ]] || skip "no criu at $CRIU (stage-gpu.sh copies it to .gpu/criu)"
 [[ -x $DAEMON && -x $CTL ]] || { echo "run-criu-job-gpu.sh: cudackptd/cudackptctl not found ($DAEMON, $CTL)" >&2; exit 2; }
 if [[ $MODE != ddp && ! -x $TARGET && -x $ROOT/.gpu/build-target.sh ]]; then bash "$ROOT/.gpu/build-target.sh" || true; fi
 
@@ -92,15 +83,13 @@ PIDS_FILE=$WORK/pids
 : >"$PIDS_FILE"
 RESULTS=$WORK/results
 : >"$RESULTS"
-FAILS=0
-DAEMON_PID=
 T_START=$SECONDS
 exec > >(tee -a "$WORK/summary.txt") 2>&1
 
 cleanup() {
         local p
         while read -r p; do [[ -n $p ]] && kill -KILL "$p" 2>/dev/null || true; done <"$PIDS_FILE"
-        [[ -n $DAEMON_PID ]] && { kill -TERM "$DAEMON_PID" 2>/dev/null; sleep 1; kill -KILL "$DAEMON_PID" 2>/dev/null || true; }
+        job_stop
         rm -rf "$WORK"/*/img
         if [[ -n $LOGDIR ]]; then
                 mkdir -p "$LOGDIR" && tar -C "$WORK" --exclude=img --exclude='*.sock' -czf "$LOGDIR/criu-job-logs.tar.gz" . || true
@@ -111,11 +100,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 fmt() { printf '%d.%02d' $(($1 / 1000)) $(($1 % 1000 / 10)); }
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-field() { [[ " $1 " =~ \ $2=([^ ]*)\  ]] && echo "${BASH_REMATCH[1]}"; }
 
 # CUDACKPT_TEST_DAEMON_WRAPPER: words put before the daemon's command, as in suite-lib.sh.
 read -r -a wrap <<<"${CUDACKPT_TEST_DAEMON_WRAPPER:-}"

@@ -24,21 +24,10 @@
 #   JOB_PROCS [2] JOB_MIB [8] STEP_TIMEOUT [120] WORKDIR [/tmp] KEEP [0]
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DAEMON=${CUDACKPTD:-$ROOT/.gpu/cudackptd}
-CTL=${CUDACKPTCTL:-$ROOT/.gpu/cudackptctl}
-TARGET=${CUDACKPT_GPU_TARGET:-$ROOT/.gpu/cudackpt-gpu-target}
-CRIU=${CUDACKPT_CRIU:-$ROOT/.gpu/criu/criu}
-JOB_PROCS=${JOB_PROCS:-2}
-JOB_MIB=${JOB_MIB:-8}
-STEP_TIMEOUT=${STEP_TIMEOUT:-120}
-KEEP=${KEEP:-0}
-
-skip() { echo "SKIP: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "must run as root (criu, run)"
-command -v nvidia-smi >/dev/null || skip "no nvidia-smi"
+source "$(dirname "${BASH_SOURCE[0]}")/job-lib.sh"
+job_defaults 8
+job_need_root_gpu_criu "criu, run"
 [[ -d /proc/driver/nvidia/gpus ]] || skip "no NVIDIA GPU (/proc/driver/nvidia/gpus)"
-[[ -x $CRIU ]] || skip "no criu at $CRIU (stage-gpu.sh copies it to .gpu/criu)"
 [[ -x $DAEMON && -x $CTL && -x $(dirname "$CTL")/cudackpt-init ]] ||
         { echo "run-job-run-gpu.sh: cudackptd, cudackptctl or cudackpt-init beside it not found" >&2; exit 2; }
 [[ -x $TARGET ]] || { echo "run-job-run-gpu.sh: no GPU target at $TARGET (run .gpu/build-target.sh)" >&2; exit 2; }
@@ -47,18 +36,9 @@ WORK=$(mktemp -d "${WORKDIR:-/tmp}/cudackpt-run-gpu.XXXXXX")
 SOCK=$WORK/cudackptd.sock
 export CUDACKPT_RUN_DIR=$WORK/runs CUDACKPT_SOCKET=$SOCK CUDACKPT_CRIU=$CRIU
 NAME=gpu-run
-FAILS=0
-DAEMON_PID=
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-source "$(dirname "${BASH_SOURCE[0]}")/job-lib.sh"
 
 cleanup() {
-        local p
-        p=$(init_pid 2>/dev/null || true)
-        [[ -n $p ]] && kill -KILL "$p" 2>/dev/null || true
-        for p in "${HELD[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-        [[ -n $DAEMON_PID ]] && { kill -TERM "$DAEMON_PID" 2>/dev/null; sleep 1; kill -KILL "$DAEMON_PID" 2>/dev/null || true; }
+        job_stop
         if [[ $FAILS -eq 0 && $KEEP != 1 ]]; then rm -rf "$WORK"; else echo "work directory kept: $WORK"; fi
 }
 trap cleanup EXIT

@@ -63,10 +63,8 @@ OUT=${OUT:-$DIR/move-out}
 MOVE_IN=${MOVE_IN:-$DIR/move}
 NAME=moved-job
 
-skip() { echo "SKIP: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "must run as root (criu, run)"
-command -v nvidia-smi >/dev/null || skip "no nvidia-smi"
-[[ -x $CRIU ]] || skip "no criu at $CRIU (stage-gpu.sh copies it to .gpu/criu)"
+source "$(dirname "${BASH_SOURCE[0]}")/job-lib.sh"
+job_need_root_gpu_criu "criu, run"
 [[ -x $DIR/cudackptd && -x $DIR/cudackptctl && -x $DIR/cudackpt-init ]] ||
         { echo "run-move-gpu.sh: cudackptd, cudackptctl or cudackpt-init not in $DIR" >&2; exit 2; }
 
@@ -74,21 +72,12 @@ WORK=$JOB_DIR # the target's status files, as job-lib.sh reads them
 BIN=$JOB_DIR/bin
 CTL=$BIN/cudackptctl
 export CUDACKPT_RUN_DIR=$JOB_DIR/runs CUDACKPT_SOCKET=/tmp/cudackpt-move.sock CUDACKPT_CRIU=$CRIU
-FAILS=0
-DAEMON_PID=
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-source "$(dirname "${BASH_SOURCE[0]}")/job-lib.sh"
 json() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 gpu_uuid() { nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1; }
 sums() { sha256sum "$BIN/cudackpt-init" "$BIN/cudackpt-gpu-target" | awk '{ printf "%s ", $1 }'; }
 
 cleanup() {
-        local p
-        p=$(init_pid 2>/dev/null || true)
-        [[ -n $p ]] && kill -KILL "$p" 2>/dev/null || true
-        for p in "${HELD[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-        [[ -n $DAEMON_PID ]] && { kill -TERM "$DAEMON_PID" 2>/dev/null; sleep 1; kill -KILL "$DAEMON_PID" 2>/dev/null || true; }
+        job_stop
         cp "$JOB_DIR"/*.log "$JOB_DIR"/*.out "$OUT"/ 2>/dev/null || true
         rm -rf "$JOB_DIR" "$CUDACKPT_SOCKET"
 }

@@ -27,20 +27,10 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-DAEMON=${CUDACKPTD:-$ROOT/.gpu/cudackptd}
-CTL=${CUDACKPTCTL:-$ROOT/.gpu/cudackptctl}
-TARGET=${CUDACKPT_GPU_TARGET:-$ROOT/.gpu/cudackpt-gpu-target}
-CRIU=${CUDACKPT_CRIU:-$ROOT/.gpu/criu/criu}
-JOB_PROCS=${JOB_PROCS:-2}
-JOB_MIB=${JOB_MIB:-64}
-STEP_TIMEOUT=${STEP_TIMEOUT:-120}
-KEEP=${KEEP:-0}
-
-skip() { echo "SKIP: $*"; exit 77; }
-[[ $(id -u) -eq 0 ]] || skip "must run as root (criu)"
-command -v nvidia-smi >/dev/null || skip "no nvidia-smi"
+source "$(dirname "${BASH_SOURCE[0]}")/job-lib.sh"
+job_defaults 64
+job_need_root_gpu_criu criu
 command -v python3 >/dev/null || skip "no python3"
-[[ -x $CRIU ]] || skip "no criu at $CRIU (stage-gpu.sh copies it to .gpu/criu)"
 [[ -x $DAEMON && -x $CTL ]] || { echo "run-plan-gpu.sh: cudackptd/cudackptctl not found" >&2; exit 2; }
 if [[ ! -x $TARGET && -x $ROOT/.gpu/build-target.sh ]]; then bash "$ROOT/.gpu/build-target.sh" || true; fi
 [[ -x $TARGET ]] || skip "no GPU target at $TARGET"
@@ -49,20 +39,15 @@ WORK=$(mktemp -d "${WORKDIR:-/tmp}/cudackpt-plan-gpu.XXXXXX")
 SOCK=$WORK/cudackptd.sock
 IMG=$WORK/img
 MANIFEST=$IMG/manifest.json
-FAILS=0
-DAEMON_PID=
 JOB_PIDS=()
 cleanup() {
         local p
         for p in "${JOB_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-        [[ -n $DAEMON_PID ]] && { kill -TERM "$DAEMON_PID" 2>/dev/null; sleep 1; kill -KILL "$DAEMON_PID" 2>/dev/null || true; }
+        job_stop
         rm -rf "$IMG"
         if [[ $FAILS -eq 0 && $KEEP != 1 ]]; then rm -rf "$WORK"; else echo "work directory kept: $WORK"; fi
 }
 trap cleanup EXIT
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-field() { [[ " $1 " =~ \ $2=([^ ]*)\  ]] && echo "${BASH_REMATCH[1]}"; }
 ctl() { CUDACKPT_SOCKET=$SOCK CUDACKPT_CRIU=$CRIU timeout "$STEP_TIMEOUT" "$CTL" "$@"; }
 pids_free() { local p; for p in "${JOB_PIDS[@]}"; do [[ ! -d /proc/$p ]] || return 1; done; }
 # json FILE EXPR: a Python expression on the JSON object j read from FILE.

@@ -507,3 +507,13 @@ int citest_probe(const char *suite)
 
         return 0;
 }
+
+int citest_main(const char *name, double timeout_s, const TTest *const tests[])
+{
+        /* Static: citest_probe() keeps the name for its skip lines. */
+        static char suite[128];
+        snprintf(suite, sizeof(suite), "integration.%s", name);
+        int skip_status = citest_probe(suite);
+
+        return skip_status ? skip_status : itest_run(suite, name, timeout_s, tests);
+}

@@ -95,5 +95,9 @@ void citest_check_memory(struct citest_ctx *x, pid_t pid, unsigned long n);
 /* main()'s first step: 0 to run the suite, or 77 (one line on stderr) when
  * there is no criu >= 4, no root, or `criu check` fails. */
 int citest_probe(const char *suite);
+/* The whole of a criu suite's main(): citest_probe(), then itest_run() of
+ * the suite "integration.NAME" of one case NAME holding tests (ended by
+ * NULL), each bounded by timeout_s. */
+int citest_main(const char *name, double timeout_s, const TTest *const tests[]);
 
 #endif

@@ -142,30 +142,44 @@ void cjob_start_times(const pid_t *pids, uint64_t *start, size_t n)
 }
 
 
-/* Runs cudackptctl ARGS with env in a process group of its own (not an
- * orphaned one: stop signals stop it), its output into the file out. */
-pid_t cjob_start(const char *const *env, const char *out, const char *const *args)
+void cjob_argv(const char **argv, size_t max, const char *verb, const char *const *args)
 {
-        const char *argv[16];
         size_t n = 0;
         argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
-        for (; args[n - 1] && n < 15; n++)
-                argv[n] = args[n - 1];
+        if (verb)
+                argv[n++] = verb;
+        for (; *args && n < max - 1; args++)
+                argv[n++] = *args;
+        ck_assert_msg(!*args, "more than %zu arguments for cudackptctl", max - 1);
         argv[n] = NULL;
+}
+
+/* In a process group of its own (not an orphaned one: stop signals stop
+ * it), ended with the test. */
+pid_t cjob_spawn(const char *const *env, int in_fd, int out_fd, const char *err, const char *const *args)
+{
+        const char *argv[16];
+        cjob_argv(argv, 16, NULL, args);
         pid_t parent = getpid(), c = fork();
         ck_assert_int_ge(c, 0);
         if (c == 0) {
                 setpgid(0, 0);
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
-                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-                if (getppid() != parent || devnull < 0 || fd < 0 || dup2(devnull, 0) < 0 || dup2(fd, 1) < 0 ||
-                    dup2(fd, 2) < 0)
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                int out = out_fd == CJOB_OUT_TO_ERR ? fd : out_fd >= 0 ? out_fd : null;
+                if (getppid() != parent || null < 0 || fd < 0 || dup2(in_fd >= 0 ? in_fd : null, 0) < 0 ||
+                    dup2(out, 1) < 0 || dup2(fd, 2) < 0)
                         _exit(127);
                 execve(argv[0], (char *const *)argv, (char *const *)env);
                 _exit(127);
         }
         return c;
+}
+
+pid_t cjob_start(const char *const *env, const char *out, const char *const *args)
+{
+        return cjob_spawn(env, -1, CJOB_OUT_TO_ERR, out, args);
 }
 
 /* Waits for cudackptctl c (cjob_start) to end; its wait status. */
@@ -178,4 +192,16 @@ int cjob_wait(pid_t c)
                 poll(NULL, 0, 10);
         }
         return st;
+}
+
+/* Entries of a directory, . and .. aside. */
+int cjob_dir_entries(const char *path)
+{
+        DIR *d = opendir(path);
+        ck_assert_msg(d, "opendir %s: %s", path, strerror(errno));
+        int n = 0;
+        for (struct dirent *de; (de = readdir(d));)
+                n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+        closedir(d);
+        return n;
 }

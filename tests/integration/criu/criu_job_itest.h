@@ -41,10 +41,21 @@ void cjob_check_plugin_skipped(const char *img, pid_t root, pid_t pid);
 void cjob_check_job_restored(struct citest_ctx *x, const pid_t *pids, const uint64_t *start, size_t n,
                                unsigned long check);
 void cjob_start_times(const pid_t *pids, uint64_t *start, size_t n);
+/* Fills argv (room for max pointers) with cudackptctl, verb (unless
+ * NULL) and args (NULL-terminated), ended by NULL; asserts they fit. */
+void cjob_argv(const char **argv, size_t max, const char *verb, const char *const *args);
+/* out_fd of cjob_spawn(): stdout into the file err too. */
+#define CJOB_OUT_TO_ERR (-2)
+/* Runs cudackptctl ARGS (NULL-terminated) with env in a process group of
+ * its own, stdin in_fd and stdout out_fd (-1: /dev/null), stderr into the
+ * file err; its pid (cjob_wait() it). */
+pid_t cjob_spawn(const char *const *env, int in_fd, int out_fd, const char *err, const char *const *args);
 /* Runs cudackptctl ARGS (NULL-terminated) with env in a process group of
  * its own, its output into the file out; its pid. */
 pid_t cjob_start(const char *const *env, const char *out, const char *const *args);
 /* Waits for cudackptctl c (cjob_start) to end; its wait status. */
 int cjob_wait(pid_t c);
+/* Entries of a directory, . and .. aside. */
+int cjob_dir_entries(const char *path);
 
 #endif

@@ -37,12 +37,7 @@ const char *const *crun_env(struct citest_ctx *x)
 pid_t crun_start(const char *const *env, const char *out, int pipe_w, const char *const *args)
 {
         const char *argv[24];
-        size_t n = 0;
-        argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
-        argv[n++] = "run";
-        for (; args[n - 2] && n < 23; n++)
-                argv[n] = args[n - 2];
-        argv[n] = NULL;
+        cjob_argv(argv, 24, "run", args);
         pid_t c = fork();
         ck_assert_int_ge(c, 0);
         if (c == 0) {

@@ -220,14 +220,8 @@ END_TEST
 
 int main(void)
 {
-        int skip = citest_probe("integration.criu");
-        if (skip)
-                return skip;
-        Suite *s = suite_create("integration.criu");
+        const TTest *tests[] = { criu_dump_restore, criu_tree, criu_leave_running, NULL };
+
         /* Two criu runs at most, each bounded by CRIU_TIMEOUT_MS. */
-        TCase *tc = itest_tcase(s, "criu", 3.0 * CRIU_TIMEOUT_MS / 1000);
-        tcase_add_test(tc, criu_dump_restore);
-        tcase_add_test(tc, criu_tree);
-        tcase_add_test(tc, criu_leave_running);
-        return itest_main(s);
+        return citest_main("criu", 3.0 * CRIU_TIMEOUT_MS / 1000, tests);
 }

@@ -143,6 +143,21 @@ static int swap_attack(const char *const *env, const char *img, const char *cons
 
 /* ---- A1, A2: the image directory swapped ----------------------------------- */
 
+/* swap_attack() twice: with the parent the user's, refused every time;
+ * then with a parent only root may change and the swap done by root:
+ * whatever the path names when criu starts, criu gets the directory that
+ * was checked (the other has no manifest), at least once. */
+static void swap_user_then_root(struct citest_ctx *x, const char *const *env, const char *img,
+                                const char *const *args, const char *seen)
+{
+        swap_attack(env, img, args, OTHER_UID, seen, "a directory on its way");
+        const char *parent = itest_strdupf("%s/parent", x->d->dir);
+        ck_assert_int_eq(chown(parent, 0, 0), 0);
+        ck_assert_int_eq(chmod(parent, 0700), 0);
+        int root = swap_attack(env, img, args, 0, seen, NULL);
+        ck_assert_msg(root > 0, "criu never ran on the root's directory in %d tries", SWAP_TRIES);
+}
+
 START_TEST(guard_restore_dir_swapped)
 {
         struct citest_ctx x;
@@ -158,17 +173,7 @@ START_TEST(guard_restore_dir_swapped)
         /* (The manifest, written by hand, has no digests of images to check.) */
         const char *const args[] = { "restore", "--images", img, "--no-verify", "--", "-v4" };
 
-        /* The parent is the user's: refused, every time. */
-        swap_attack(env, img, args, OTHER_UID, seen, "a directory on its way");
-
-        /* A parent only root may change, the swap done by root: whatever
-         * the path names when criu starts, criu gets the directory whose
-         * manifest was read (the other has none). */
-        const char *parent = itest_strdupf("%s/parent", x.d->dir);
-        ck_assert_int_eq(chown(parent, 0, 0), 0);
-        ck_assert_int_eq(chmod(parent, 0700), 0);
-        int root = swap_attack(env, img, args, 0, seen, NULL);
-        ck_assert_msg(root > 0, "criu never ran on the root's directory in %d tries", SWAP_TRIES);
+        swap_user_then_root(&x, env, img, args, seen);
 }
 END_TEST
 
@@ -183,13 +188,8 @@ START_TEST(guard_dump_dir_swapped)
         const char *img = swap_dirs(&x, itest_strdupf("tree-%d", (int)pids[0]), OTHER_UID);
         const char *const args[] = { "dump", "--pids", itest_strdupf("%d", (int)pids[0]), "--images", img, "--" };
 
-        swap_attack(env, img, args, OTHER_UID, seen, "a directory on its way");
-        const char *parent = itest_strdupf("%s/parent", x.d->dir);
-        ck_assert_int_eq(chown(parent, 0, 0), 0);
-        ck_assert_int_eq(chmod(parent, 0700), 0);
         /* Each failed dump leaves its part: none is a manifest. */
-        int root = swap_attack(env, img, args, 0, seen, NULL);
-        ck_assert_msg(root > 0, "criu never ran on the root's directory in %d tries", SWAP_TRIES);
+        swap_user_then_root(&x, env, img, args, seen);
         citest_assert_state(&x, pids[0], "running");
         citest_check_memory(&x, pids[0], 1);
         citest_kill_all(pids, 1);
@@ -365,15 +365,9 @@ END_TEST
 
 int main(void)
 {
-        int skip = citest_probe("integration.criu_guards");
-        if (skip)
-                return skip;
-        Suite *s = suite_create("integration.criu_guards");
+        const TTest *tests[] = { guard_restore_dir_swapped, guard_dump_dir_swapped, guard_restore_pid_taken,
+                guard_dump_syncs_before_end, NULL };
+
         /* Up to 2 x SWAP_TRIES short runs (a failing criu), or four dumps. */
-        TCase *tc = itest_tcase(s, "criu_guards", 6.0 * JOB_TIMEOUT_MS / 1000);
-        tcase_add_test(tc, guard_restore_dir_swapped);
-        tcase_add_test(tc, guard_dump_dir_swapped);
-        tcase_add_test(tc, guard_restore_pid_taken);
-        tcase_add_test(tc, guard_dump_syncs_before_end);
-        return itest_main(s);
+        return citest_main("criu_guards", 6.0 * JOB_TIMEOUT_MS / 1000, tests);
 }

@@ -20,7 +20,6 @@
 #include <archive_entry.h>
 #include <cJSON.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -33,18 +32,6 @@
 
 /* Exit status of images that are not as dumped (client/ctl/exitcode.h). */
 #define EXIT_IMAGES_DAMAGED 29
-
-/* Entries of a directory, . and .. aside. */
-static int entries_in(const char *path)
-{
-        DIR *d = opendir(path);
-        ck_assert_msg(d, "opendir %s: %s", path, strerror(errno));
-        int n = 0;
-        for (struct dirent *de; (de = readdir(d));)
-                n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-        closedir(d);
-        return n;
-}
 
 /* Flips one bit of the byte at the middle of path. */
 static void flip_byte(const char *path)
@@ -187,7 +174,7 @@ START_TEST(archive_through_a_pipe)
                            strstr(res->out, "images verified"),
                    res, "the archive was not written, or not checked on the way in");
         cjob_check_job_restored(&x, pids, start, 3, 2);
-        ck_assert_int_eq(entries_in(work), 0);
+        ck_assert_int_eq(cjob_dir_entries(work), 0);
         citest_kill_all(pids, 3);
 }
 END_TEST
@@ -284,8 +271,8 @@ START_TEST(archive_file_damaged_and_hostile)
         for (int i = 0; i < 3; i++)
                 citest_await_gone(pids[i], AWAIT_MS);
         /* In place, alone (its temporary renamed), the private directory gone. */
-        ck_assert_int_eq(entries_in(itest_strdupf("%s/out", x.d->dir)), 1);
-        ck_assert_int_eq(entries_in(work), 0);
+        ck_assert_int_eq(cjob_dir_entries(itest_strdupf("%s/out", x.d->dir)), 1);
+        ck_assert_int_eq(cjob_dir_entries(work), 0);
         res = cjob_ctl(env, "dump", "--tree", tree, "--archive", arch, NULL);
         assert_run(res->status == 1 && strstr(res->out, "already exists") && strstr(res->out, "nothing was suspended"),
                    res, "dump over an archive: %d", res->status);
@@ -306,7 +293,7 @@ START_TEST(archive_file_damaged_and_hostile)
         assert_run(res->status == EXIT_IMAGES_DAMAGED && strstr(res->out, "nothing was restored"), res,
                    "restore of a damaged archive: %d", res->status);
         assert_nothing_restored(mark, pids, 3);
-        ck_assert_int_eq(entries_in(work), 0);
+        ck_assert_int_eq(cjob_dir_entries(work), 0);
 
         /* Hostile: "../" out of the private directory, a link to a root
          * file, a flood of entries the manifest does not name. */
@@ -330,7 +317,7 @@ START_TEST(archive_file_damaged_and_hostile)
                            "restore of hostile archive %zu: %d", k, res->status);
                 ck_assert_int_ne(access(evil, F_OK), 0);
                 ck_assert_int_ne(access(itest_strdupf("%s/evil", work), F_OK), 0);
-                ck_assert_int_eq(entries_in(work), 0);
+                ck_assert_int_eq(cjob_dir_entries(work), 0);
                 assert_nothing_restored(mark, pids, 3);
         }
 
@@ -340,21 +327,16 @@ START_TEST(archive_file_damaged_and_hostile)
         res = cjob_ctl(env, "restore", "--archive", arch, "--work-dir", work, NULL);
         cjob_expect_ok(res, "restore --archive FILE");
         cjob_check_job_restored(&x, pids, start, 3, 2);
-        ck_assert_int_eq(entries_in(work), 0);
+        ck_assert_int_eq(cjob_dir_entries(work), 0);
         citest_kill_all(pids, 3);
 }
 END_TEST
 
 int main(void)
 {
-        int skip = citest_probe("integration.criu_images");
-        if (skip)
-                return skip;
-        Suite *s = suite_create("integration.criu_images");
+        const TTest *tests[] = { images_changed_byte_refused, archive_through_a_pipe,
+                archive_file_damaged_and_hostile, NULL };
+
         /* Up to fourteen cudackptctl runs, each bounded by JOB_TIMEOUT_MS. */
-        TCase *tc = itest_tcase(s, "criu_images", 14.0 * JOB_TIMEOUT_MS / 1000);
-        tcase_add_test(tc, images_changed_byte_refused);
-        tcase_add_test(tc, archive_through_a_pipe);
-        tcase_add_test(tc, archive_file_damaged_and_hostile);
-        return itest_main(s);
+        return citest_main("criu_images", 14.0 * JOB_TIMEOUT_MS / 1000, tests);
 }

@@ -17,7 +17,6 @@
  * Skips as integration.criu does (citest_probe). */
 #include "criu_job_itest.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -142,18 +141,6 @@ static void write_file(const char *path, const char *text)
         ck_assert_int_eq(fclose(f), 0);
 }
 
-/* Entries of a directory, . and .. aside. */
-static int dir_entries(const char *path)
-{
-        DIR *d = opendir(path);
-        ck_assert_msg(d, "opendir %s: %s", path, strerror(errno));
-        int n = 0;
-        for (struct dirent *de; (de = readdir(d));)
-                n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-        closedir(d);
-        return n;
-}
-
 /* An image directory someone else could have prepared (dump runs as root):
  * refused before anything is suspended, nothing written through a link. */
 START_TEST(job_dump_refuses_untrusted_dir)
@@ -201,7 +188,7 @@ START_TEST(job_dump_refuses_untrusted_dir)
         assert_run(res->status == 1 && strstr(res->out, "not a directory of this user's") &&
                            strstr(res->out, "the job was resumed"),
                    res, "dump with a linked tree directory: exit status %d", res->status);
-        ck_assert_int_eq(dir_entries(elsewhere), 0);
+        ck_assert_int_eq(cjob_dir_entries(elsewhere), 0);
         citest_assert_state(&x, pids[0], "running");
         citest_check_memory(&x, pids[0], 1);
         citest_kill_all(pids, 1);
@@ -563,20 +550,11 @@ END_TEST
 
 int main(void)
 {
-        int skip = citest_probe("integration.criu_job");
-        if (skip)
-                return skip;
-        Suite *s = suite_create("integration.criu_job");
+        const TTest *tests[] = { job_tree_dump_restore, job_dump_failures_leave_job_running,
+                job_dump_refuses_untrusted_dir, job_restore_refuses_untrusted_images,
+                job_dump_killed_leaves_job_running, job_signals_wait_for_criu,
+                job_leave_running_then_restore, job_two_trees_all_or_nothing, job_restore_device_map, NULL };
+
         /* Up to six cudackptctl runs, each bounded by JOB_TIMEOUT_MS. */
-        TCase *tc = itest_tcase(s, "criu_job", 6.0 * JOB_TIMEOUT_MS / 1000);
-        tcase_add_test(tc, job_tree_dump_restore);
-        tcase_add_test(tc, job_dump_failures_leave_job_running);
-        tcase_add_test(tc, job_dump_refuses_untrusted_dir);
-        tcase_add_test(tc, job_restore_refuses_untrusted_images);
-        tcase_add_test(tc, job_dump_killed_leaves_job_running);
-        tcase_add_test(tc, job_signals_wait_for_criu);
-        tcase_add_test(tc, job_leave_running_then_restore);
-        tcase_add_test(tc, job_two_trees_all_or_nothing);
-        tcase_add_test(tc, job_restore_device_map);
-        return itest_main(s);
+        return citest_main("criu_job", 6.0 * JOB_TIMEOUT_MS / 1000, tests);
 }

@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,33 +66,7 @@ static void move_setup(struct move *m)
         }
 }
 
-/* cudackptctl ARGS with env, stdin in_fd and stdout out_fd (-1:
- * /dev/null), stderr into the file err; its pid (cjob_wait() it). */
-static pid_t ctl_spawn(const char *const *env, int in_fd, int out_fd, const char *err, const char *const *args)
-{
-        const char *argv[16];
-        size_t n = 0;
-        argv[n++] = citest_need_env("CUDACKPT_TEST_CTL");
-        for (; args[n - 1] && n < 15; n++)
-                argv[n] = args[n - 1];
-        argv[n] = NULL;
-        pid_t c = fork();
-        ck_assert_int_ge(c, 0);
-        if (c == 0) {
-                setpgid(0, 0);
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-                int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-                if (null < 0 || fd < 0 || dup2(in_fd >= 0 ? in_fd : null, 0) < 0 ||
-                    dup2(out_fd >= 0 ? out_fd : null, 1) < 0 || dup2(fd, 2) < 0)
-                        _exit(127);
-                execve(argv[0], (char *const *)argv, (char *const *)env);
-                _exit(127);
-        }
-        return c;
-}
-
-/* The result of a cudackptctl c (ctl_spawn) that wrote its stderr into
+/* The result of a cudackptctl c (cjob_spawn) that wrote its stderr into
  * err: its exit status and what it said. */
 static struct citest_run *ctl_result(pid_t c, const char *err)
 {
@@ -140,7 +113,7 @@ static struct citest_run *restore_from(const char *const *env, const char *err, 
 {
         int p[2];
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-        pid_t c = ctl_spawn(env, p[0], -1, err, args);
+        pid_t c = cjob_spawn(env, p[0], -1, err, args);
         close(p[0]);
         /* A restore that gives up early closes its end: EPIPE, not SIGPIPE. */
         void (*old)(int) = signal(SIGPIPE, SIG_IGN);
@@ -231,7 +204,7 @@ START_TEST(move_through_a_pipe)
         int p[2];
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
         static const char *const dump[] = { "dump", "--run", "mover", "--archive", "-", NULL };
-        pid_t c = ctl_spawn(m.env, -1, p[1], err, dump);
+        pid_t c = cjob_spawn(m.env, -1, p[1], err, dump);
         close(p[1]);
         size_t len;
         const char *archive = read_all(p[0], &len);
@@ -301,12 +274,7 @@ END_TEST
 
 int main(void)
 {
-        int skip = citest_probe("integration.criu_move");
-        if (skip)
-                return skip;
-        Suite *s = suite_create("integration.criu_move");
-        TCase *tc = itest_tcase(s, "criu_move", 4.0 * JOB_TIMEOUT_MS / 1000);
-        tcase_add_test(tc, move_through_a_pipe);
-        tcase_add_test(tc, move_as_a_file);
-        return itest_main(s);
+        const TTest *tests[] = { move_through_a_pipe, move_as_a_file, NULL };
+
+        return citest_main("criu_move", 4.0 * JOB_TIMEOUT_MS / 1000, tests);
 }

@@ -165,13 +165,8 @@ END_TEST
 
 int main(void)
 {
-        int skip = citest_probe("integration.criu_plan");
-        if (skip)
-                return skip;
-        Suite *s = suite_create("integration.criu_plan");
+        const TTest *tests[] = { plan_moves_job, plan_refusals_touch_nothing, NULL };
+
         /* Up to six cudackptctl runs, each bounded by JOB_TIMEOUT_MS. */
-        TCase *tc = itest_tcase(s, "criu_plan", 6.0 * JOB_TIMEOUT_MS / 1000);
-        tcase_add_test(tc, plan_moves_job);
-        tcase_add_test(tc, plan_refusals_touch_nothing);
-        return itest_main(s);
+        return citest_main("criu_plan", 6.0 * JOB_TIMEOUT_MS / 1000, tests);
 }

@@ -282,15 +282,8 @@ END_TEST
 
 int main(void)
 {
-        int skip = citest_probe("integration.criu_run");
-        if (skip)
-                return skip;
-        Suite *s = suite_create("integration.criu_run");
-        TCase *tc = itest_tcase(s, "criu_run", 6.0 * JOB_TIMEOUT_MS / 1000);
-        tcase_add_test(tc, run_dump_restore_pids_taken);
-        tcase_add_test(tc, run_cgroup_dump_restore);
-        tcase_add_test(tc, run_user_dump_restore);
-        tcase_add_test(tc, run_init_forwards_signals);
-        tcase_add_test(tc, run_names_refused);
-        return itest_main(s);
+        const TTest *tests[] = { run_dump_restore_pids_taken, run_cgroup_dump_restore, run_user_dump_restore,
+                run_init_forwards_signals, run_names_refused, NULL };
+
+        return citest_main("criu_run", 6.0 * JOB_TIMEOUT_MS / 1000, tests);
 }

@@ -294,6 +294,13 @@ extern const char *const itest_process_methods[];
 /* Connect with the library (asserts), with a 20 s timeout per call. */
 cudackpt_client *itest_client(struct itest_daemon *d);
 
+/* The start many tests share: the default daemon (in *ret_d unless NULL),
+ * a simulated target (itest_sim_target()), then a connection to the
+ * daemon in *ret_c, raw (itest_connect()) or the library's
+ * (itest_client()); the target's pid. */
+pid_t itest_sim_conn(struct itest_daemon **ret_d, struct itest_conn **ret_c);
+pid_t itest_sim_client(struct itest_daemon **ret_d, cudackpt_client **ret_c);
+
 #define itest_assert_reply_ok(rc, r) do { \
         int rc_ = (rc); \
         const cudackpt_reply *rp_ = (r); \

@@ -521,3 +521,30 @@ fail:
         close(fd);
         return -1;
 }
+
+/* The daemon and the target of itest_sim_conn() and itest_sim_client(). */
+static struct itest_daemon *sim_start(struct itest_daemon **ret_d, pid_t *ret_pid)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+
+        *ret_pid = itest_sim_target();
+        if (ret_d)
+                *ret_d = d;
+        return d;
+}
+
+pid_t itest_sim_conn(struct itest_daemon **ret_d, struct itest_conn **ret_c)
+{
+        pid_t pid;
+
+        *ret_c = itest_connect(sim_start(ret_d, &pid));
+        return pid;
+}
+
+pid_t itest_sim_client(struct itest_daemon **ret_d, cudackpt_client **ret_c)
+{
+        pid_t pid;
+
+        *ret_c = itest_client(sim_start(ret_d, &pid));
+        return pid;
+}

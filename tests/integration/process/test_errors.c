@@ -114,9 +114,9 @@ static void assert_invalid_state(const cJSON *j, pid_t pid, const char *method, 
 
 START_TEST(invalid_state_on_running)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
 
         cJSON *j = itest_call(c, CUDACKPT_METHOD_UNLOCK,
                               itest_strdupf("{\"pid\":%d,\"start_time\":%llu}", (int)pid,
@@ -149,9 +149,8 @@ END_TEST
 
 START_TEST(invalid_state_on_locked)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(NULL, &c);
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
         assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_RESTORE, pid), pid, "Restore", "checkpointed");
         itest_assert_state_now(c, pid, "locked");
@@ -170,9 +169,8 @@ END_TEST
 
 START_TEST(invalid_state_on_checkpointed)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(NULL, &c);
         suspend(c, pid);
         assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_UNLOCK, pid), pid, "Unlock", "locked");
         assert_invalid_state(itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid), pid, "Checkpoint", "locked");
@@ -283,9 +281,9 @@ static cJSON *restore_with(struct itest_conn *c, const char *method, pid_t pid, 
 
 START_TEST(mapping_to_no_device)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
         suspend(c, pid);
         cJSON *j = restore_with(c, CUDACKPT_METHOD_RESTORE, pid, "{\"" ITEST_GPU0 "\":\"" ITEST_GPU_NONE "\"}");
         assert_bad_mapping(j, pid, "Restore", NULL);
@@ -312,9 +310,8 @@ END_TEST
 
 START_TEST(mapping_malformed_uuid)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(NULL, &c);
         suspend(c, pid);
         static const char *const bad[] = {
                 "GPU-1234",

@@ -9,6 +9,7 @@
  * shows the restore refused untouched while it runs, then made once it has
  * gone.  The GPUs of these tests are the third and fourth of four, named by
  * UUID: other suites' sim processes (on the first two) do not count there. */
+#include "fit_itest.h"
 #include "harness.h"
 
 #include <stdio.h>
@@ -231,17 +232,9 @@ START_TEST(record_survives_restart)
         suspend(c, a);
         ck_assert_int_eq(stat(store, &st), 0);
         ck_assert_int_eq(st.st_mode & 07777, 0600);
-        itest_conn_close(c);
-        itest_daemon_stop(d);
-        d = itest_daemon_restart(d, &o);
-        itest_await_log(d, "GPU records of 1 checkpointed process(es) read back", 5000);
         /* The log holds both daemons': the second's line, once NVML is open. */
-        double t0 = itest_now_ms();
-        while (itest_count(itest_daemon_log(d), "Restores are checked against") < 2) {
-                ck_assert_msg(itest_now_ms() - t0 < 10000, "the restarted daemon never opened NVML");
-                usleep(20 * 1000);
-        }
-        c = itest_connect(d);
+        c = fit_restart(&d, c, &o, 2);
+        itest_await_log(d, "GPU records of 1 checkpointed process(es) read back", 5000);
         f = filler(3500);
         j = itest_call_pid(c, CUDACKPT_METHOD_RESUME, a);
         itest_assert_error(j, CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
@@ -282,20 +275,11 @@ START_TEST(estimate_without_record)
         struct itest_conn *c = itest_connect(d);
         pid_t a = target(), f;
         const char *same = itest_strdupf("{\"pid\":%d,\"gpu_mapping\":{\"%s\":\"%s\"}}", (int)a, GPU, GPU);
-        long long need;
-        cJSON *j;
 
         suspend(c, a);
-        itest_conn_close(c);
-        itest_daemon_stop(d);
-        d = itest_daemon_restart(d, &o);
-        itest_await_log(d, "Restores are checked against the GPUs' free memory", 10000);
-        c = itest_connect(d);
+        c = fit_restart(&d, c, &o, 1);
         f = filler(TOTAL - MARGIN / 2);
-        j = itest_call(c, CUDACKPT_METHOD_RESUME, same);
-        itest_assert_error(j, CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY);
-        ck_assert(itest_int(j, "needed_bytes", &need));
-        ck_assert_msg(need > MARGIN * MIB && need < (MARGIN + 256) * MIB, "needed %lld", need);
+        fit_assert_estimate_refused(itest_call(c, CUDACKPT_METHOD_RESUME, same), MARGIN);
         itest_target_kill(f);
         itest_assert_state(itest_call(c, CUDACKPT_METHOD_RESUME, same), a, "running");
 }

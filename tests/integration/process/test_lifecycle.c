@@ -154,9 +154,8 @@ static void group_stop(pid_t pid, bool stop)
 
 START_TEST(stopped_target_refused)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(NULL, &c);
         itest_assert_state_now(c, pid, "running");
 
         group_stop(pid, true);
@@ -184,9 +183,8 @@ END_TEST
  * SIGCONT. */
 START_TEST(stopped_while_locked)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(NULL, &c);
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
         group_stop(pid, true);
         assert_restore_tid_answers(c, pid);
@@ -202,9 +200,8 @@ END_TEST
 /* A tracing stop (a debugger's, CRIU's seize) is named "traced". */
 START_TEST(traced_target_refused)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(NULL, &c);
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
         ck_assert_msg(ptrace(PTRACE_SEIZE, pid, NULL, NULL) == 0, "PTRACE_SEIZE: %s", strerror(errno));
         ck_assert_msg(ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) == 0, "PTRACE_INTERRUPT: %s", strerror(errno));

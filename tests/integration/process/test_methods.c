@@ -27,9 +27,9 @@ static void check_state_both(struct itest_daemon *d, cudackpt_client *c, pid_t p
 
 START_TEST(client_get_state)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        cudackpt_client *c = itest_client(d);
+        struct itest_daemon *d;
+        cudackpt_client *c;
+        pid_t pid = itest_sim_client(&d, &c);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
         itest_assert_reply_state(cudackpt_get_state(c, pid, &r), &r, pid, "running");
@@ -49,9 +49,9 @@ END_TEST
 
 START_TEST(raw_get_state)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
         cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid);
         itest_assert_state(j, pid, "running");
         itest_assert_absent(j, "in_flight");
@@ -65,9 +65,8 @@ END_TEST
 
 START_TEST(client_restore_thread_id)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        cudackpt_client *c = itest_client(d);
+        cudackpt_client *c;
+        pid_t pid = itest_sim_client(NULL, &c);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
         itest_assert_reply_ok(cudackpt_get_restore_thread_id(c, pid, &r), &r);
@@ -81,9 +80,8 @@ END_TEST
 
 START_TEST(raw_restore_thread_id)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(NULL, &c);
         cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_GET_RESTORE_THREAD_ID, pid);
         itest_assert_ok(j);
         itest_assert_int(j, "pid", pid);
@@ -108,9 +106,9 @@ END_TEST
 
 START_TEST(client_full_cycle)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        cudackpt_client *c = itest_client(d);
+        struct itest_daemon *d;
+        cudackpt_client *c;
+        pid_t pid = itest_sim_client(&d, &c);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
 
@@ -155,9 +153,9 @@ static void raw_cycle_restoring_with(struct itest_conn *c, pid_t pid, const char
 
 START_TEST(raw_full_cycle)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
         char *lock = itest_strdupf("{\"pid\":%d,\"timeout_ms\":0}", (int)pid);
 
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid), pid, "running");
@@ -182,9 +180,9 @@ END_TEST
 
 START_TEST(client_suspend_resume)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        cudackpt_client *c = itest_client(d);
+        struct itest_daemon *d;
+        cudackpt_client *c;
+        pid_t pid = itest_sim_client(&d, &c);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
         for (int round = 0; round < 2; round++) {
@@ -198,9 +196,9 @@ END_TEST
 
 START_TEST(raw_suspend_resume)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
         assert_raw_op(itest_call(c, CUDACKPT_METHOD_SUSPEND, itest_strdupf("{\"pid\":%d,\"timeout_ms\":5000}", (int)pid)),
                       pid, "checkpointed");
         itest_assert_state(itest_call_pid(c, CUDACKPT_METHOD_GET_STATE, pid), pid, "checkpointed");
@@ -248,9 +246,8 @@ END_TEST
 /* Restore with the identity mapping, in each spelling the protocol takes. */
 START_TEST(restore_identity_mapping)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        cudackpt_client *c = itest_client(d);
+        cudackpt_client *c;
+        pid_t pid = itest_sim_client(NULL, &c);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
         const char *const maps[][3] = {
@@ -274,9 +271,9 @@ END_TEST
 
 START_TEST(raw_restore_identity_mapping)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
         raw_cycle_restoring_with(c, pid, NULL,
                                  itest_strdupf("{\"pid\":%d,\"gpu_mapping\":{\"%s\":\"%s\"}}", (int)pid, ITEST_GPU0,
                                                ITEST_GPU0_PLAIN));
@@ -285,9 +282,9 @@ END_TEST
 
 START_TEST(resume_identity_mapping)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        cudackpt_client *c = itest_client(d);
+        struct itest_daemon *d;
+        cudackpt_client *c;
+        pid_t pid = itest_sim_client(&d, &c);
         cudackpt_reply r;
         cudackpt_reply_init(&r);
         assert_op_clear(cudackpt_suspend(c, pid, -1, &r), &r, pid, "checkpointed");
