@@ -248,7 +248,7 @@ static void assert_others_archive_refused(const char *const *env, const char *co
                            res, "restore of an archive %s: %d", k ? "others may write" : "of another user",
                            res->status);
                 assert_nothing_restored(mark, pids, 3);
-                ck_assert_int_eq(entries_in(work), 0);
+                ck_assert_int_eq(cjob_dir_entries(work), 0);
                 ck_assert_int_eq(chown(theirs, 0, 0), 0);
                 ck_assert_int_eq(chmod(theirs, 0666), 0);
         }
