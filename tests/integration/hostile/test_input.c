@@ -74,9 +74,8 @@ static void assert_invalid_parameter(struct itest_conn *c, pid_t good_pid, const
 
 START_TEST(invalid_pid)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(NULL, &c);
         static const char *const bad[] = {
                 "{\"pid\":\"1\"}", "{\"pid\":1.5}", "{\"pid\":0}", "{\"pid\":-1}", "{\"pid\":2147483648}",
                 "{\"pid\":1e100}", "{\"pid\":null}", "{\"pid\":true}", "{\"pid\":[1]}", "{\"pid\":{}}", "{}",
@@ -97,9 +96,9 @@ END_TEST
 
 START_TEST(invalid_timeout_and_start_time)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
         static const char *const bad[] = { "-1", "4294967296", "1.5", "\"100\"", "true", "1e20", NULL };
         for (size_t i = 0; bad[i]; i++) {
                 char *p = itest_strdupf("{\"pid\":%d,\"timeout_ms\":%s}", (int)pid, bad[i]);
@@ -118,9 +117,9 @@ END_TEST
 
 START_TEST(unknown_parameter)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
         assert_invalid_parameter(c, pid, CUDACKPT_METHOD_GET_STATE, itest_strdupf("{\"pid\":%d,\"bogus\":1}", (int)pid),
                                  "bogus");
         /* timeout_ms is a parameter of Lock, not of Checkpoint. */
@@ -133,9 +132,9 @@ END_TEST
 
 START_TEST(invalid_gpu_mapping_parameter)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
         static const char *const bad[] = {
                 "[]", "\"" ITEST_GPU0 "\"", "5", "true",
                 "{\"" ITEST_GPU0 "\":5}", "{\"" ITEST_GPU0 "\":null}", "{\"" ITEST_GPU0 "\":[\"" ITEST_GPU0 "\"]}",
@@ -151,9 +150,9 @@ END_TEST
 
 START_TEST(unknown_method_and_interface)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
         cJSON *j = itest_call(c, "io.cudackpt.Process.Frobnicate", itest_strdupf("{\"pid\":%d}", (int)pid));
         itest_assert_error(j, CUDACKPT_VARLINK_METHOD_NOT_FOUND);
         const char *m = itest_str(j, "method");
@@ -219,9 +218,9 @@ END_TEST
 
 START_TEST(split_writes)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
         char *msg = itest_strdupf("{\"method\":\"" CUDACKPT_METHOD_GET_STATE "\",\"parameters\":{\"pid\":%d}}", (int)pid);
         /* One byte per write, the NUL too, twice on the same connection. */
         for (int round = 0; round < 2; round++) {
@@ -278,9 +277,9 @@ END_TEST
  * only if the oneway Lock happened, and its reply is the first to come. */
 START_TEST(oneway)
 {
-        struct itest_daemon *d = itest_daemon_start_default();
-        pid_t pid = itest_sim_target();
-        struct itest_conn *c = itest_connect(d);
+        struct itest_daemon *d;
+        struct itest_conn *c;
+        pid_t pid = itest_sim_conn(&d, &c);
         itest_sendf(c, "{\"method\":\"" CUDACKPT_METHOD_LOCK "\",\"parameters\":{\"pid\":%d},\"oneway\":true}",
                     (int)pid);
         cJSON *j = itest_call_pid(c, CUDACKPT_METHOD_CHECKPOINT, pid);
