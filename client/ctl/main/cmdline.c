@@ -11,6 +11,8 @@
 #include "job.h"
 #include "run.h"
 #include "selector.h"
+#include "nodepart.h"
+#include "slurm.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -34,6 +36,7 @@ static const ctl_command ctl_commands[] = {
         { "run", CTL_RUN, 0, NULL, ctl_run_main },
         { "verify", CTL_VERIFY, 0, NULL, ctl_job_main },
         { "cuda-checkpoint", CTL_CUDA_CHECKPOINT, CTL_HIDDEN | CTL_ALIAS, NULL, compat_main },
+        { "node-part", CTL_NODE_PART, CTL_HIDDEN, NULL, ctl_nodepart_main },
         { "state", CTL_STATE, CTL_TAKES_PID, NULL, NULL },
         { "restore-tid", CTL_RESTORE_TID, CTL_TAKES_PID, NULL, NULL },
         { "lock", CTL_LOCK, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT | CTL_TAKES_GROUP | CTL_TAKES_LEASE,
@@ -74,6 +77,7 @@ enum {
         OPT_REQUEST_DEADLINE,
         OPT_MAX_PER_ADDRESS,
         OPT_FORCE,
+        OPT_SLURM_JOB,
 };
 
 static const struct option ctl_options[] = {
@@ -95,6 +99,7 @@ static const struct option ctl_options[] = {
         { "request-deadline", required_argument, NULL, OPT_REQUEST_DEADLINE },
         { "max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS },
         { "force", no_argument, NULL, OPT_FORCE },
+        { "slurm-job", required_argument, NULL, OPT_SLURM_JOB },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -343,6 +348,11 @@ static int ctl_option(ctl_args *a, ctl_cmdline_state *st, int c, char **argv) {
         case OPT_FORCE:
                 a->force = true;
                 return -1;
+        case OPT_SLURM_JOB:
+                if (!nodes_slurm_job_valid(optarg))
+                        return ctl_usage_error("invalid --slurm-job '%s': expected a job id (J or J_T)", optarg);
+                a->slurm_job = optarg;
+                return -1;
         case 'h':
                 st->help = true; /* whose help: the command's, once it is known */
                 return -1;
@@ -371,7 +381,15 @@ static int ctl_operands(ctl_args *a, const ctl_cmdline_state *st) {
         a->command = ctl_find_command(positional[0]);
         if (!a->command)
                 return ctl_usage_error("unknown command '%s'", positional[0]);
-        if (a->selector.kind != CTL_SELECT_NONE) {
+        if (a->slurm_job) {
+                if (a->command->id != CTL_LOCK && a->command->id != CTL_UNLOCK && a->command->id != CTL_SUSPEND &&
+                    a->command->id != CTL_RESUME)
+                        return ctl_usage_error("--slurm-job is for lock, unlock, suspend and resume, not %s",
+                                               a->command->name);
+                if (a->selector.kind != CTL_SELECT_NONE || n_positional > 1)
+                        return ctl_usage_error("%s takes --slurm-job alone, without a PID or selector",
+                                               a->command->name);
+        } else if (a->selector.kind != CTL_SELECT_NONE) {
                 const char *opt = ctl_selector_option(a->selector.kind);
 
                 if (!(a->command->flags & (CTL_TAKES_GROUP | CTL_TAKES_SELECTOR)))
@@ -404,6 +422,9 @@ static int ctl_operands(ctl_args *a, const ctl_cmdline_state *st) {
 
 /* Which options go with the command. */
 static int ctl_check_options(const ctl_args *a, const ctl_cmdline_state *st) {
+        if (a->slurm_job && (a->lease_ms >= 0 || a->hold || st->saw_map || a->force))
+                return ctl_usage_error("--slurm-job takes no --lease-ms, --hold, --map or --force "
+                                       "(each node's part holds a lease of its own)");
         if (a->command->id == CTL_RENEW && a->lease_ms < 0)
                 return ctl_usage_error("renew needs --lease-ms");
         if ((a->lease_ms >= 0 || a->hold) && !(a->command->flags & CTL_TAKES_LEASE) && a->command->id != CTL_RENEW)
@@ -428,7 +449,7 @@ static int ctl_check_options(const ctl_args *a, const ctl_cmdline_state *st) {
                 return ctl_usage_error("--%s is for operations, not %s",
                                        a->progress ? "progress" : "no-progress", a->command->name);
         /* Of one PID, only a checkpoint or restore has progress to show. */
-        if (a->progress >= 0 && a->selector.kind == CTL_SELECT_NONE &&
+        if (a->progress >= 0 && a->selector.kind == CTL_SELECT_NONE && !a->slurm_job &&
             (a->command->id == CTL_LOCK || a->command->id == CTL_UNLOCK))
                 return ctl_usage_error("--%s is for checkpoint, restore, suspend and resume of a PID, "
                                        "and for the group forms",
