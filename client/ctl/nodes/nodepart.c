@@ -8,7 +8,10 @@
  * the cgroup v1 layouts of proctrack/cgroup differ from site to site, so
  * the environment is the one mark that is always there.  A process that
  * sets its own SLURM_JOB_ID can only be the same user's (the daemon lists no
- * other), which could act on it anyway.  The set is read once, at hello,
+ * other), which could act on it anyway.  Its SLURMD_NODENAME must be this
+ * node's too: on a real node that holds anyway, but nodes that share one
+ * pid space (the test cluster's, or several slurmd on one host) each see
+ * the others' tasks.  The set is read once, at hello,
  * and pinned by start time: a process started later is no member. */
 #include "nodepart.h"
 
@@ -48,11 +51,12 @@ typedef struct nodepart {
         char *error, *what;        /* the last call's failure */
 } nodepart;
 
-/* Whether pid's environment holds entry ("SLURM_JOB_ID=J"). */
-static bool nodepart_environ_has(long long pid, const char *entry) {
+/* Whether pid's environment holds entry ("SLURM_JOB_ID=J") and, when not
+ * NULL, entry2. */
+static bool nodepart_environ_has(long long pid, const char *entry, const char *entry2) {
         char path[64], *buf = malloc(NODEPART_MAX_ENVIRON);
-        size_t len = 0, n = strlen(entry);
-        bool found = false;
+        size_t len = 0, n = strlen(entry), n2 = entry2 ? strlen(entry2) : 0;
+        bool found = false, found2 = !entry2;
         ssize_t k;
         int fd;
 
@@ -64,10 +68,13 @@ static bool nodepart_environ_has(long long pid, const char *entry) {
         while (len < NODEPART_MAX_ENVIRON && (k = read(fd, buf + len, NODEPART_MAX_ENVIRON - len)) > 0)
                 len += (size_t)k;
         close(fd);
-        for (size_t i = 0; i < len && !found; i += strnlen(buf + i, len - i) + 1)
-                found = strnlen(buf + i, len - i) == n && memcmp(buf + i, entry, n) == 0;
+        for (size_t i = 0; i < len; i += strnlen(buf + i, len - i) + 1) {
+                size_t m = strnlen(buf + i, len - i);
+                found |= m == n && memcmp(buf + i, entry, n) == 0;
+                found2 |= entry2 && m == n2 && memcmp(buf + i, entry2, n2) == 0;
+        }
         free(buf);
-        return found;
+        return found && found2;
 }
 
 static void nodepart_fail(nodepart *p, const char *error, const char *what) {
@@ -75,6 +82,8 @@ static void nodepart_fail(nodepart *p, const char *error, const char *what) {
         free(p->what);
         p->error = strdup(error);
         p->what = what ? strndup(what, NODEPART_MAX_WHAT) : NULL;
+        if (p->what && strlen(what) > NODEPART_MAX_WHAT)
+                memcpy(p->what + NODEPART_MAX_WHAT - 3, "...", 3);
         if (p->what)
                 ctl_sanitize(p->what);
 }
@@ -117,9 +126,12 @@ static int nodepart_call(nodepart *p, const char *method, cJSON *params, cJSON *
 static int nodepart_members(nodepart *p, const char *job) {
         cJSON *params = NULL, *pids;
         const cJSON *procs, *e;
-        char entry[64];
+        const char *node = getenv("SLURMD_NODENAME");
+        char entry[64], entry2[128];
 
         snprintf(entry, sizeof(entry), "SLURM_JOB_ID=%s", job);
+        if (node && strlen(node) < 64)
+                snprintf(entry2, sizeof(entry2), "SLURMD_NODENAME=%s", node);
         if (nodepart_call(p, CUDACKPT_METHOD_LIST_PROCESSES, cJSON_CreateObject(), &params) < 0)
                 return -1;
         procs = cJSON_GetObjectItemCaseSensitive(params, "processes");
@@ -136,7 +148,7 @@ static int nodepart_members(nodepart *p, const char *job) {
 
                 if (!json_get_integer(e, "pid", 1, 2147483647.0, &pid) ||
                     !json_get_integer(e, "start_time", 0, JSON_MAX_EXACT, &start) ||
-                    !nodepart_environ_has(pid, entry))
+                    !nodepart_environ_has(pid, entry, node && strlen(node) < 64 ? entry2 : NULL))
                         continue;
                 if (!(ref = cJSON_CreateObject()) || !cJSON_AddItemToArray(pids, ref) ||
                     !cJSON_AddNumberToObject(ref, "pid", (double)pid) ||

@@ -251,6 +251,9 @@ static int phases_report(const phases *p, double ms) {
                         p->gone ? "the step ended: each node's daemon undoes its part (its lease)"
                         : p->rolled_back ? "every node rolled back"
                                          : "rollback failed on a node (see above)");
+        } else if (p->gone && p->said == 0) {
+                status = CUDACKPT_EXIT_UNREACHABLE;
+                fprintf(stderr, "%sno node's part started (srun's error above): nothing was done\n", p->o->prefix);
         } else if (p->gone) {
                 status = CUDACKPT_EXIT_UNREACHABLE;
                 fprintf(stderr, "%sthe step on the job's nodes ended (%u of %u said hello); "
