@@ -12,7 +12,7 @@
 #include "run.h"
 #include "selector.h"
 #include "nodepart.h"
-#include "slurm.h"
+#include "phases.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -179,17 +179,6 @@ const ctl_command *ctl_cmdline_find(int argc, char **argv, const ctl_command **r
         return ctl_find_row(words[0], images);
 }
 
-int ctl_cmdline_run_own(const ctl_command *c, int argc, char **argv, bool help) {
-        char *help_argv[] = { argv[0], (char *) c->name, (char *) "--help", NULL };
-
-        if (help)
-                return c->main(3, help_argv);
-        /* "cudackptctl cuda-checkpoint ARGS" as the program of that name. */
-        if ((c->flags & CTL_ALIAS) && argc > 1 && strcmp(argv[1], c->name) == 0)
-                return c->main(argc - 1, argv + 1);
-        return c->main(argc, argv);
-}
-
 /* The row of a native command. */
 static const ctl_command *ctl_find_command(const char *name) {
         for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++)
@@ -349,8 +338,6 @@ static int ctl_option(ctl_args *a, ctl_cmdline_state *st, int c, char **argv) {
                 a->force = true;
                 return -1;
         case OPT_SLURM_JOB:
-                if (!nodes_slurm_job_valid(optarg))
-                        return ctl_usage_error("invalid --slurm-job '%s': expected a job id (J or J_T)", optarg);
                 a->slurm_job = optarg;
                 return -1;
         case 'h':
@@ -381,15 +368,7 @@ static int ctl_operands(ctl_args *a, const ctl_cmdline_state *st) {
         a->command = ctl_find_command(positional[0]);
         if (!a->command)
                 return ctl_usage_error("unknown command '%s'", positional[0]);
-        if (a->slurm_job) {
-                if (a->command->id != CTL_LOCK && a->command->id != CTL_UNLOCK && a->command->id != CTL_SUSPEND &&
-                    a->command->id != CTL_RESUME)
-                        return ctl_usage_error("--slurm-job is for lock, unlock, suspend and resume, not %s",
-                                               a->command->name);
-                if (a->selector.kind != CTL_SELECT_NONE || n_positional > 1)
-                        return ctl_usage_error("%s takes --slurm-job alone, without a PID or selector",
-                                               a->command->name);
-        } else if (a->selector.kind != CTL_SELECT_NONE) {
+        if (a->selector.kind != CTL_SELECT_NONE) {
                 const char *opt = ctl_selector_option(a->selector.kind);
 
                 if (!(a->command->flags & (CTL_TAKES_GROUP | CTL_TAKES_SELECTOR)))
@@ -399,7 +378,7 @@ static int ctl_operands(ctl_args *a, const ctl_cmdline_state *st) {
                         return ctl_usage_error("%s takes a PID or %s, not both", a->command->name, opt);
                 if (n_positional > 1)
                         return ctl_usage_error("unexpected argument '%s'", positional[1]);
-        } else if (a->command->flags & CTL_TAKES_PID) {
+        } else if ((a->command->flags & CTL_TAKES_PID) && !a->slurm_job) {
                 if (n_positional < 2 && (a->command->flags & CTL_TAKES_GROUP))
                         return ctl_usage_error("%s needs a PID, or --pids, --cgroup or --tree", a->command->name);
                 if (n_positional < 2)
@@ -422,9 +401,9 @@ static int ctl_operands(ctl_args *a, const ctl_cmdline_state *st) {
 
 /* Which options go with the command. */
 static int ctl_check_options(const ctl_args *a, const ctl_cmdline_state *st) {
-        if (a->slurm_job && (a->lease_ms >= 0 || a->hold || st->saw_map || a->force))
-                return ctl_usage_error("--slurm-job takes no --lease-ms, --hold, --map or --force "
-                                       "(each node's part holds a lease of its own)");
+        if (a->slurm_job && ctl_phases_usage(a->slurm_job, a->command->name, a->selector.kind != CTL_SELECT_NONE,
+                                             a->lease_ms >= 0 || a->hold || st->saw_map || a->force))
+                return CUDACKPT_EXIT_USAGE;
         if (a->command->id == CTL_RENEW && a->lease_ms < 0)
                 return ctl_usage_error("renew needs --lease-ms");
         if ((a->lease_ms >= 0 || a->hold) && !(a->command->flags & CTL_TAKES_LEASE) && a->command->id != CTL_RENEW)

@@ -437,6 +437,18 @@ static int ctl_prefix(ctl_args *a) {
         return 0;
 }
 
+/* Defined here, where the rows run, rather than in cmdline.c (which parses). */
+int ctl_cmdline_run_own(const ctl_command *c, int argc, char **argv, bool help) {
+        char *help_argv[] = { argv[0], (char *) c->name, (char *) "--help", NULL };
+
+        if (help)
+                return c->main(3, help_argv);
+        /* "cudackptctl cuda-checkpoint ARGS" as the program of that name. */
+        if ((c->flags & CTL_ALIAS) && argc > 1 && strcmp(argv[1], c->name) == 0)
+                return c->main(argc - 1, argv + 1);
+        return c->main(argc, argv);
+}
+
 int main(int argc, char **argv) {
         ctl_args args = { .lock_timeout = -1, .progress = -1, .lease_ms = -1 };
         const ctl_command *row, *help_row;

@@ -10,6 +10,7 @@
  * coordinator killed: the same, as its end of the link closes. */
 #include "phases.h"
 
+#include "args.h"
 #include "describe.h"
 #include "exitcode.h"
 #include "json.h"
@@ -249,6 +250,7 @@ static int phases_report(const phases *p, double ms) {
                 fprintf(stderr, "%s%s failed at %s: %s; %s\n", p->o->prefix, v->name, p->failed_phase,
                         v->what[0] ? v->what : v->error,
                         p->gone ? "the step ended: each node's daemon undoes its part (its lease)"
+                        : strcmp(p->failed_phase, "commit") == 0 ? "that node's lease undoes its part as the step ends"
                         : p->rolled_back ? "every node rolled back"
                                          : "rollback failed on a node (see above)");
         } else if (p->gone && p->said == 0) {
@@ -281,6 +283,24 @@ static void phases_rollback(phases *p, int timeout_ms) {
         if (keep)
                 p->v[p->failed] = *keep;
         free(keep);
+}
+
+#define phases_usage(...) \
+        (ctl_usage_fail(CUDACKPT_EXIT_USAGE, "cudackptctl", "\nTry 'cudackptctl --help' for more information.\n", \
+                        __VA_ARGS__), true)
+
+bool ctl_phases_usage(const char *job, const char *verb, bool selector, bool lease_map) {
+        if (!nodes_slurm_job_valid(job))
+                return phases_usage("invalid --slurm-job '%s': expected a job id (J or J_T)", job);
+        if (strcmp(verb, "lock") != 0 && strcmp(verb, "unlock") != 0 && strcmp(verb, "suspend") != 0 &&
+            strcmp(verb, "resume") != 0)
+                return phases_usage("--slurm-job is for lock, unlock, suspend and resume, not %s", verb);
+        if (selector)
+                return phases_usage("%s takes --slurm-job or a selector, not both", verb);
+        if (lease_map)
+                return phases_usage("--slurm-job takes no --lease-ms, --hold, --map or --force "
+                                    "(each node's part holds a lease of its own)");
+        return false;
 }
 
 int ctl_phases_run(const ctl_phases_op *o) {

@@ -25,6 +25,11 @@ typedef struct ctl_phases_op {
         bool progress;             /* each node's answer to each phase on stderr */
 } ctl_phases_op;
 
+/* Whether --slurm-job=job does not go with the rest of a command line
+ * (verb; selector: a selector given; lease_map: --lease-ms, --hold, --map
+ * or --force given): true having said the usage error on stderr. */
+bool ctl_phases_usage(const char *job, const char *verb, bool selector, bool lease_map);
+
 /* Runs the verb on the job's nodes; returns the exit status (the group
  * commands': that of the first failing node's error). */
 int ctl_phases_run(const ctl_phases_op *o);
