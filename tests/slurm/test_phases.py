@@ -9,6 +9,8 @@ CUDACKPT_SIM=1 reads r, l or c once a call changed it), which is what this
 test reads, as root, from /proc.
   - a job of three nodes suspended whole (every target checkpointed) and
     resumed whole (every target running), as its user, exit 0, --json;
+    suspended again in between, it fails (InvalidState) and stays
+    checkpointed (a rollback undoes only what its own step did);
   - n2's target failing its checkpoint (CUDACKPT_SIM_FAIL): the suspend
     fails with the DriverError status, naming n2, and all three targets are
     running when it returns (rolled back);
@@ -34,6 +36,7 @@ from test_cluster import NOBODY, OTHER, check, skip_reason  # noqa: E402
 END_LIMIT_S = 1.0
 BUSY_MS = 4000
 EXIT_DRIVER_ERROR = 19
+EXIT_INVALID_STATE = 13
 
 
 def targets(c, job):
@@ -92,6 +95,10 @@ def case_whole(c, sim):
     check(states(c, job) == {"n1": "c", "n2": "c", "n3": "c"},
           "every node's target checkpointed (%r)" % states(c, job))
     print("MEASURED: suspend --slurm-job of 3 nodes: %.3fs" % s)
+    r, _ = ctl(c, ["suspend", "--slurm-job=" + job])
+    check(r.returncode == EXIT_INVALID_STATE and states(c, job) == {"n1": "c", "n2": "c", "n3": "c"},
+          "suspending it again fails (InvalidState) and its rollback resumes nothing (%r, %r, %r)"
+          % (r.returncode, r.stderr, states(c, job)))
     r, s = ctl(c, ["resume", "--slurm-job=" + job, "--progress"])
     check(r.returncode == 0 and "3 nodes, 3 processes running" in r.stdout
           and sum(ln.endswith("ms)") for ln in r.stderr.splitlines()) == 9,

@@ -48,6 +48,7 @@ typedef struct nodepart {
         cJSON *selector;           /* {"pids": [...]} of the members, NULL when none */
         int n;
         long long lease;           /* the on-close lease held, 0 none */
+        bool restoring;            /* this step's restore phase began here */
         char *error, *what;        /* the last call's failure */
 } nodepart;
 
@@ -211,16 +212,21 @@ static int nodepart_release(nodepart *p) {
         return 0;
 }
 
-/* Undoes what this step did: suspend and lock back to running (ends the
- * lease), resume back to checkpointed (then the lease is let go); an
- * unlock has nothing to undo. */
+/* Undoes what this step did, and only that: suspend and lock back to
+ * running where this step's lock took its lease (ends the lease; a node
+ * whose lock failed was brought back by its daemon, and a job that was
+ * checkpointed before stays so), resume back to checkpointed where this
+ * step's restore began (then the lease is let go); an unlock has nothing
+ * to undo. */
 static int nodepart_rollback(nodepart *p) {
         if (strcmp(p->verb, "resume") == 0) {
+                if (!p->restoring)
+                        return 0;
                 if (nodepart_group(p, CUDACKPT_METHOD_CHECKPOINT_GROUP, false) < 0)
                         return -1;
                 return nodepart_release(p);
         }
-        if (strcmp(p->verb, "unlock") == 0)
+        if (strcmp(p->verb, "unlock") == 0 || p->lease == 0)
                 return 0;
         p->lease = 0;
         return nodepart_group(p, CUDACKPT_METHOD_RESUME_GROUP, false);
@@ -237,6 +243,7 @@ static int nodepart_phase(nodepart *p, const char *phase) {
         if (strcmp(phase, "restore") == 0) {
                 /* Restored, then held locked under the lease, so that the
                  * step ending before the unlock phase runs the job again. */
+                p->restoring = true;
                 if (none || nodepart_group(p, CUDACKPT_METHOD_RESTORE_GROUP, false) < 0)
                         return none ? 0 : -1;
                 return nodepart_group(p, CUDACKPT_METHOD_LOCK_GROUP, true);
