@@ -63,10 +63,19 @@ def states(c, job):
     return {n: environ(p).get("CUDACKPT_SIM", "?").replace("1", "r") for n, p in targets(c, job).items()}
 
 
+def preload(sim):
+    """LD_PRELOAD of a target: a sanitizer build's simulator needs its
+    runtime first (as tests/python's targets do)."""
+    out = subprocess.run(["ldd", sim], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    runtime = [ln.split()[2] for ln in out.splitlines()
+               if ln.split() and ln.split()[0].startswith(("libasan.so", "libtsan.so")) and len(ln.split()) >= 3]
+    return ":".join(runtime[:1] + [sim])
+
+
 def start_job(c, sim, extra=""):
     """A 3-node job of nobody's, one target per node; extra: shell run first on each node."""
-    script = ('%s exec env CUDACKPT_TEST_TARGET=1 LD_PRELOAD=%s CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 300'
-              % (extra, sim))
+    script = ('%s exec env CUDACKPT_TEST_TARGET=1 LD_PRELOAD=%s ASAN_OPTIONS=verify_asan_link_order=0 '
+              'CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 300' % (extra, preload(sim)))
     r = c.run(["sbatch", "--parsable", "-N3", "--ntasks-per-node=1", "--time=5", "-o", "/dev/null",
                "--wrap", "srun sh -c '%s'" % script.replace("'", "'\\''")], uid=NOBODY)
     job = r.stdout.strip().split(";")[0]
@@ -82,6 +91,10 @@ def end_job(c, job):
 def ctl(c, argv, uid=NOBODY):
     t = time.monotonic()
     r = c.run([c.ctl] + argv, uid=uid, check=False, timeout=120)
+    # The nodes' parts' stderr is the coordinator's (srun's): a sanitizer
+    # build's report from either shows here.
+    check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
+          "no sanitizer report from the coordinator or the nodes' parts (%r)" % r.stderr[-2000:])
     return r, time.monotonic() - t
 
 

@@ -193,12 +193,13 @@ static int nodepart_group(nodepart *p, const char *method, bool lease) {
 
 /* Ends the lease held without an undo (the work is kept). */
 static int nodepart_release(nodepart *p) {
-        cJSON *params = cJSON_CreateObject();
         long long id = p->lease;
+        cJSON *params;
 
         p->lease = 0;
         if (id == 0)
                 return 0;
+        params = cJSON_CreateObject();
         if (!params || !cJSON_AddNumberToObject(params, "lease", (double)id)) {
                 cJSON_Delete(params);
                 nodepart_fail(p, "OutOfMemory", NULL);
