@@ -19,7 +19,8 @@ test reads, as root, from /proc.
     never checkpointed, and running within END_LIMIT_S; n3 too once its lock
     ends;
   - another user (daemon, uid 1) cannot reach the job: a failure, every
-    target running, untouched.
+    target running, untouched;
+  - first, --slurm-job's usage errors (exit 2).
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
 import json
 import os
@@ -170,6 +171,15 @@ def case_other_user(c, sim):
     end_job(c, job)
 
 
+def check_usage(ctl_path):
+    """--slurm-job's usage errors (exit 2), before anything is started."""
+    for argv in (["suspend", "--slurm-job=4x"], ["ps", "--slurm-job=4"], ["suspend", "--slurm-job=4", "--tree=1"],
+                 ["suspend", "--slurm-job=4", "--lease-ms=5"], ["resume", "--slurm-job=4", "--map=0=1"],
+                 ["lock", "--slurm-job=4", "12"]):
+        r = subprocess.run([ctl_path] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(r.returncode == 2 and not r.stdout, "%s: a usage error (%r)" % (" ".join(argv), r.stderr.strip()))
+
+
 def main():
     why = skip_reason()
     if why:
@@ -182,6 +192,7 @@ def main():
         signal.signal(sig, lambda *_: sys.exit(1))
     c = slurmcluster.Cluster(nodes=3)
     try:
+        check_usage(os.environ["CUDACKPT_TEST_CTL"])
         with c:
             c.ctl = c.share(os.environ["CUDACKPT_TEST_CTL"])
             # The targets preload the very file the daemons load, as a CUDA
