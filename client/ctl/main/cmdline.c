@@ -11,6 +11,8 @@
 #include "job.h"
 #include "run.h"
 #include "selector.h"
+#include "nodepart.h"
+#include "phases.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -34,6 +36,7 @@ static const ctl_command ctl_commands[] = {
         { "run", CTL_RUN, 0, NULL, ctl_run_main },
         { "verify", CTL_VERIFY, 0, NULL, ctl_job_main },
         { "cuda-checkpoint", CTL_CUDA_CHECKPOINT, CTL_HIDDEN | CTL_ALIAS, NULL, compat_main },
+        { "node-part", CTL_NODE_PART, CTL_HIDDEN, NULL, ctl_nodepart_main },
         { "state", CTL_STATE, CTL_TAKES_PID, NULL, NULL },
         { "restore-tid", CTL_RESTORE_TID, CTL_TAKES_PID, NULL, NULL },
         { "lock", CTL_LOCK, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT | CTL_TAKES_GROUP | CTL_TAKES_LEASE,
@@ -74,6 +77,7 @@ enum {
         OPT_REQUEST_DEADLINE,
         OPT_MAX_PER_ADDRESS,
         OPT_FORCE,
+        OPT_SLURM_JOB,
 };
 
 static const struct option ctl_options[] = {
@@ -95,6 +99,7 @@ static const struct option ctl_options[] = {
         { "request-deadline", required_argument, NULL, OPT_REQUEST_DEADLINE },
         { "max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS },
         { "force", no_argument, NULL, OPT_FORCE },
+        { "slurm-job", required_argument, NULL, OPT_SLURM_JOB },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -172,17 +177,6 @@ const ctl_command *ctl_cmdline_find(int argc, char **argv, const ctl_command **r
                 *ret_help = c && !(c->flags & CTL_HIDDEN) ? c : NULL;
         }
         return ctl_find_row(words[0], images);
-}
-
-int ctl_cmdline_run_own(const ctl_command *c, int argc, char **argv, bool help) {
-        char *help_argv[] = { argv[0], (char *) c->name, (char *) "--help", NULL };
-
-        if (help)
-                return c->main(3, help_argv);
-        /* "cudackptctl cuda-checkpoint ARGS" as the program of that name. */
-        if ((c->flags & CTL_ALIAS) && argc > 1 && strcmp(argv[1], c->name) == 0)
-                return c->main(argc - 1, argv + 1);
-        return c->main(argc, argv);
 }
 
 /* The row of a native command. */
@@ -343,6 +337,9 @@ static int ctl_option(ctl_args *a, ctl_cmdline_state *st, int c, char **argv) {
         case OPT_FORCE:
                 a->force = true;
                 return -1;
+        case OPT_SLURM_JOB:
+                a->slurm_job = optarg;
+                return -1;
         case 'h':
                 st->help = true; /* whose help: the command's, once it is known */
                 return -1;
@@ -381,7 +378,7 @@ static int ctl_operands(ctl_args *a, const ctl_cmdline_state *st) {
                         return ctl_usage_error("%s takes a PID or %s, not both", a->command->name, opt);
                 if (n_positional > 1)
                         return ctl_usage_error("unexpected argument '%s'", positional[1]);
-        } else if (a->command->flags & CTL_TAKES_PID) {
+        } else if ((a->command->flags & CTL_TAKES_PID) && !a->slurm_job) {
                 if (n_positional < 2 && (a->command->flags & CTL_TAKES_GROUP))
                         return ctl_usage_error("%s needs a PID, or --pids, --cgroup or --tree", a->command->name);
                 if (n_positional < 2)
@@ -404,6 +401,9 @@ static int ctl_operands(ctl_args *a, const ctl_cmdline_state *st) {
 
 /* Which options go with the command. */
 static int ctl_check_options(const ctl_args *a, const ctl_cmdline_state *st) {
+        if (a->slurm_job && ctl_phases_usage(a->slurm_job, a->command->name, a->selector.kind != CTL_SELECT_NONE,
+                                             a->lease_ms >= 0 || a->hold || st->saw_map || a->force))
+                return CUDACKPT_EXIT_USAGE;
         if (a->command->id == CTL_RENEW && a->lease_ms < 0)
                 return ctl_usage_error("renew needs --lease-ms");
         if ((a->lease_ms >= 0 || a->hold) && !(a->command->flags & CTL_TAKES_LEASE) && a->command->id != CTL_RENEW)
@@ -428,7 +428,7 @@ static int ctl_check_options(const ctl_args *a, const ctl_cmdline_state *st) {
                 return ctl_usage_error("--%s is for operations, not %s",
                                        a->progress ? "progress" : "no-progress", a->command->name);
         /* Of one PID, only a checkpoint or restore has progress to show. */
-        if (a->progress >= 0 && a->selector.kind == CTL_SELECT_NONE &&
+        if (a->progress >= 0 && a->selector.kind == CTL_SELECT_NONE && !a->slurm_job &&
             (a->command->id == CTL_LOCK || a->command->id == CTL_UNLOCK))
                 return ctl_usage_error("--%s is for checkpoint, restore, suspend and resume of a PID, "
                                        "and for the group forms",

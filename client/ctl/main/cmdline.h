@@ -39,6 +39,7 @@ typedef enum ctl_command_id {
         CTL_RUN,
         CTL_VERIFY,
         CTL_CUDA_CHECKPOINT,
+        CTL_NODE_PART,
 } ctl_command_id;
 
 /* What each command takes. */
@@ -88,6 +89,7 @@ typedef struct ctl_args {
         const ctl_command *command;
         int pid;                  /* when the command takes one */
         ctl_selector selector;    /* --pids, --cgroup or --tree; CTL_SELECT_NONE when not given */
+        const char *slurm_job;    /* --slurm-job: the job's nodes through Slurm, NULL when not given */
         int progress;             /* --progress 1, --no-progress 0, else -1: on a terminal */
         long long lease_ms;       /* --lease-ms, -1 when not given */
         bool hold;                /* --hold */

@@ -25,6 +25,7 @@
 #include "group.h"
 #include "job.h"
 #include "lease.h"
+#include "phases.h"
 #include "progress.h"
 #include "ps.h"
 #include "selector.h"
@@ -166,6 +167,7 @@ static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *
         case CTL_RUN:
         case CTL_VERIFY:
         case CTL_CUDA_CHECKPOINT:
+        case CTL_NODE_PART:
                 break; /* rows with a command line of their own: never here */
         }
         return -EINVAL;
@@ -340,6 +342,11 @@ static int ctl_verb_call(const ctl_args *a, const char *path, cudackpt_client **
         cudackpt_reply reply;
         int r, status;
 
+        if (a->slurm_job)
+                return ctl_phases_run(&(ctl_phases_op) {
+                        .prefix = a->prefix, .verb = a->command->name, .job = a->slurm_job,
+                        .lock_timeout = a->lock_timeout, .timeout_ms = a->timeout_ms, .json = a->json,
+                        .progress = a->progress > 0 || (a->progress < 0 && isatty(STDERR_FILENO)) });
         if (a->selector.kind == CTL_SELECT_NONE && (a->lease_ms > 0 || a->hold))
                 return ctl_run_lease(a, path, clientp);
         if (a->selector.kind != CTL_SELECT_NONE)
@@ -393,7 +400,8 @@ static int ctl_run(const ctl_args *a) {
                 fputs(CTL_NAME ": out of memory\n", stderr);
                 return CUDACKPT_EXIT_FAILURE;
         }
-        if (ctl_verbs[a->command->id].connect)
+        /* --slurm-job reaches the job's nodes' daemons, not this machine's. */
+        if (ctl_verbs[a->command->id].connect && !a->slurm_job)
                 status = ctl_connect(a, path, &client);
         if (status == CUDACKPT_EXIT_OK)
                 status = ctl_verbs[a->command->id].run(a, path, &client);
@@ -407,7 +415,9 @@ static int ctl_prefix(ctl_args *a) {
         char *copy = NULL;
         int k;
 
-        if (a->selector.kind != CTL_SELECT_NONE) {
+        if (a->slurm_job)
+                k = asprintf(&a->prefix, CTL_NAME ": %s --slurm-job %s: ", a->command->name, a->slurm_job);
+        else if (a->selector.kind != CTL_SELECT_NONE) {
                 copy = strdup(a->selector.arg);
                 if (!copy)
                         return -ENOMEM;
@@ -425,6 +435,18 @@ static int ctl_prefix(ctl_args *a) {
                 return -ENOMEM;
         }
         return 0;
+}
+
+/* Defined here, where the rows run, rather than in cmdline.c (which parses). */
+int ctl_cmdline_run_own(const ctl_command *c, int argc, char **argv, bool help) {
+        char *help_argv[] = { argv[0], (char *) c->name, (char *) "--help", NULL };
+
+        if (help)
+                return c->main(3, help_argv);
+        /* "cudackptctl cuda-checkpoint ARGS" as the program of that name. */
+        if ((c->flags & CTL_ALIAS) && argc > 1 && strcmp(argv[1], c->name) == 0)
+                return c->main(argc - 1, argv + 1);
+        return c->main(argc, argv);
 }
 
 int main(int argc, char **argv) {

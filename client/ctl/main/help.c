@@ -87,6 +87,9 @@ static const ctl_help_entry ctl_help_selectors[] = {
         { "--cgroup=PATH", "the CUDA processes of a cgroup v2 and below it, as\n/proc/PID/cgroup names it (/kubepods/pod42)\n",
           CTL_HELP_GROUP_VERBS " ps watch" },
         { "--tree=PID", "the CUDA processes among PID and its descendants\n", CTL_HELP_GROUP_VERBS " ps watch" },
+        { "--slurm-job=J",
+          "the job's CUDA processes on every node of Slurm job\nJ, as one job (through srun; docs/slurm.md)\n",
+          "lock unlock suspend resume" },
         { "--progress, --no-progress",
           "show each member's progress on stderr, or not (and\nfor one PID, how much memory a checkpoint has\n"
           "moved)\n(default: when stderr is a terminal)\n",

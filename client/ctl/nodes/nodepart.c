@@ -1,0 +1,383 @@
+/* nodepart.c: the node's part of a job's phases (nodepart.h).
+ *
+ * Which processes are the job's here: those CUDA processes the daemon
+ * lists to this caller (ListProcesses: exactly those it may act on) whose
+ * environment holds this step's SLURM_JOB_ID.  Slurm sets it in every task
+ * of every step of the job, whatever the process tracking plugin; under
+ * proctrack/linuxproc (the test cluster) a job has no cgroup of its own, and
+ * the cgroup v1 layouts of proctrack/cgroup differ from site to site, so
+ * the environment is the one mark that is always there.  A process that
+ * sets its own SLURM_JOB_ID can only be the same user's (the daemon lists no
+ * other), which could act on it anyway.  Its SLURMD_NODENAME must be this
+ * node's too: on a real node that holds anyway, but nodes that share one
+ * pid space (the test cluster's, or several slurmd on one host) each see
+ * the others' tasks.  The set is read once, at hello,
+ * and pinned by start time: a process started later is no member. */
+#include "nodepart.h"
+
+#include "args.h"
+#include "describe.h"
+#include "groupreply.h"
+#include "lease.h"
+#include "json.h"
+#include "monotime.h"
+
+#include <cudackpt/client.h>
+#include <cudackpt/protocol.h>
+
+#include <cJSON.h>
+
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The most of a process's environment read to find SLURM_JOB_ID. */
+#define NODEPART_MAX_ENVIRON (256u * 1024u)
+/* The most of an error's sentence said on a line (srun may interleave long
+ * lines of several nodes). */
+#define NODEPART_MAX_WHAT 160
+
+typedef struct nodepart {
+        cudackpt_client *client;
+        const char *verb;          /* lock, suspend, resume, unlock */
+        long long lock_timeout;    /* -1: the daemon's default */
+        char node[65];
+        cJSON *selector;           /* {"pids": [...]} of the members, NULL when none */
+        int n;
+        long long lease;           /* the on-close lease held, 0 none */
+        bool restoring;            /* this step's restore phase began here */
+        char *error, *what;        /* the last call's failure */
+} nodepart;
+
+/* Whether pid's environment holds entry ("SLURM_JOB_ID=J") and, when not
+ * NULL, entry2. */
+static bool nodepart_environ_has(long long pid, const char *entry, const char *entry2) {
+        char path[64], *buf = malloc(NODEPART_MAX_ENVIRON);
+        size_t len = 0, n = strlen(entry), n2 = entry2 ? strlen(entry2) : 0;
+        bool found = false, found2 = !entry2;
+        ssize_t k;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%lld/environ", pid);
+        if (!buf || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+                free(buf);
+                return false;
+        }
+        while (len < NODEPART_MAX_ENVIRON && (k = read(fd, buf + len, NODEPART_MAX_ENVIRON - len)) > 0)
+                len += (size_t)k;
+        close(fd);
+        for (size_t i = 0; i < len; i += strnlen(buf + i, len - i) + 1) {
+                size_t m = strnlen(buf + i, len - i);
+                found |= m == n && memcmp(buf + i, entry, n) == 0;
+                found2 |= entry2 && m == n2 && memcmp(buf + i, entry2, n2) == 0;
+        }
+        free(buf);
+        return found && found2;
+}
+
+static void nodepart_fail(nodepart *p, const char *error, const char *what) {
+        free(p->error);
+        free(p->what);
+        p->error = strdup(error);
+        p->what = what ? strndup(what, NODEPART_MAX_WHAT) : NULL;
+        if (p->what && strlen(what) > NODEPART_MAX_WHAT)
+                memcpy(p->what + NODEPART_MAX_WHAT - 3, "...", 3);
+        if (p->what)
+                ctl_sanitize(p->what);
+}
+
+/* One call; 0, or -1 with p->error.  ret_params: the reply's parameters
+ * on success (the caller's), when not NULL. */
+static int nodepart_call(nodepart *p, const char *method, cJSON *params, cJSON **ret_params) {
+        char *text = json_print_dup(params);
+        cudackpt_reply reply;
+        int r;
+
+        cJSON_Delete(params);
+        if (!text) {
+                nodepart_fail(p, "OutOfMemory", NULL);
+                return -1;
+        }
+        cudackpt_reply_init(&reply);
+        r = cudackpt_call(p->client, method, text, &reply);
+        free(text);
+        if (r < 0)
+                nodepart_fail(p, "Unreachable", strerror(-r));
+        else if (reply.error) {
+                /* A group's failure is named by its member's error, as
+                 * the group commands' exit status is. */
+                cJSON *ep = strcmp(reply.error, CUDACKPT_ERROR_GROUP_FAILED) == 0 ? cJSON_Parse(reply.parameters_json)
+                                                                                 : NULL;
+                const char *inner = json_get_string(ep, "error");
+                char *what = ctl_describe_error(&reply);
+                nodepart_fail(p, ctl_group_short_name(inner ? inner : reply.error), what);
+                free(what);
+                cJSON_Delete(ep);
+        } else if (ret_params)
+                *ret_params = cJSON_Parse(reply.parameters_json);
+        r = r < 0 || reply.error ? -1 : 0;
+        cudackpt_reply_clear(&reply);
+        return r;
+}
+
+/* The job's CUDA processes here, into p->selector and p->n. */
+static int nodepart_members(nodepart *p, const char *job) {
+        cJSON *params = NULL, *pids;
+        const cJSON *procs, *e;
+        const char *node = getenv("SLURMD_NODENAME");
+        char entry[64], entry2[128];
+
+        snprintf(entry, sizeof(entry), "SLURM_JOB_ID=%s", job);
+        if (node && strlen(node) < 64)
+                snprintf(entry2, sizeof(entry2), "SLURMD_NODENAME=%s", node);
+        if (nodepart_call(p, CUDACKPT_METHOD_LIST_PROCESSES, cJSON_CreateObject(), &params) < 0)
+                return -1;
+        procs = cJSON_GetObjectItemCaseSensitive(params, "processes");
+        if (!(p->selector = cJSON_CreateObject()) || !(pids = cJSON_AddArrayToObject(p->selector, "pids"))) {
+                cJSON_Delete(params);
+                nodepart_fail(p, "OutOfMemory", NULL);
+                return -1;
+        }
+        if (!cJSON_IsArray(procs))
+                procs = NULL;
+        cJSON_ArrayForEach(e, procs) {
+                long long pid, start;
+                cJSON *ref;
+
+                if (!json_get_integer(e, "pid", 1, 2147483647.0, &pid) ||
+                    !json_get_integer(e, "start_time", 0, JSON_MAX_EXACT, &start) ||
+                    !nodepart_environ_has(pid, entry, node && strlen(node) < 64 ? entry2 : NULL))
+                        continue;
+                if (!(ref = cJSON_CreateObject()) || !cJSON_AddItemToArray(pids, ref) ||
+                    !cJSON_AddNumberToObject(ref, "pid", (double)pid) ||
+                    !cJSON_AddNumberToObject(ref, "start_time", (double)start)) {
+                        cJSON_Delete(params);
+                        nodepart_fail(p, "OutOfMemory", NULL);
+                        return -1;
+                }
+                p->n++;
+        }
+        cJSON_Delete(params);
+        return 0;
+}
+
+/* A group call on the members; lease: with an on-close lease, kept in
+ * p->lease. */
+static int nodepart_group(nodepart *p, const char *method, bool lease) {
+        cJSON *params = cJSON_CreateObject(), *reply = NULL;
+        char *text;
+        int r;
+
+        if (!params || !cJSON_AddItemToObject(params, "selector", cJSON_Duplicate(p->selector, 1)) ||
+            (lease && p->lock_timeout >= 0 && !cJSON_AddNumberToObject(params, "timeout_ms", (double)p->lock_timeout)) ||
+            (lease && !cJSON_AddTrueToObject(params, "lease_on_close"))) {
+                cJSON_Delete(params);
+                nodepart_fail(p, "OutOfMemory", NULL);
+                return -1;
+        }
+        r = nodepart_call(p, method, params, lease ? &reply : NULL);
+        if (r == 0 && lease) {
+                ctl_held h = { 0 };
+                text = reply ? cJSON_PrintUnformatted(reply) : NULL;
+                if (text)
+                        ctl_held_of(text, &h);
+                free(text);
+                p->lease = h.id;
+        }
+        cJSON_Delete(reply);
+        return r;
+}
+
+/* Ends the lease held without an undo (the work is kept). */
+static int nodepart_release(nodepart *p) {
+        long long id = p->lease;
+        cJSON *params;
+
+        p->lease = 0;
+        if (id == 0)
+                return 0;
+        params = cJSON_CreateObject();
+        if (!params || !cJSON_AddNumberToObject(params, "lease", (double)id)) {
+                cJSON_Delete(params);
+                nodepart_fail(p, "OutOfMemory", NULL);
+                return -1;
+        }
+        /* A lease that ended already (its processes came back to running,
+         * or exited) has nothing left to keep. */
+        if (nodepart_call(p, CUDACKPT_METHOD_RELEASE_LEASE, params, NULL) < 0 &&
+            strcmp(p->error, ctl_group_short_name(CUDACKPT_ERROR_NO_SUCH_LEASE)) != 0)
+                return -1;
+        return 0;
+}
+
+/* Undoes what this step did, and only that: suspend and lock back to
+ * running where this step's lock took its lease (ends the lease; a node
+ * whose lock failed was brought back by its daemon, and a job that was
+ * checkpointed before stays so), resume back to checkpointed where this
+ * step's restore began (then the lease is let go); an unlock has nothing
+ * to undo. */
+static int nodepart_rollback(nodepart *p) {
+        if (strcmp(p->verb, "resume") == 0) {
+                if (!p->restoring)
+                        return 0;
+                if (nodepart_group(p, CUDACKPT_METHOD_CHECKPOINT_GROUP, false) < 0)
+                        return -1;
+                return nodepart_release(p);
+        }
+        if (strcmp(p->verb, "unlock") == 0 || p->lease == 0)
+                return 0;
+        p->lease = 0;
+        return nodepart_group(p, CUDACKPT_METHOD_RESUME_GROUP, false);
+}
+
+/* One phase: 0 done, -1 failed (p->error), -2 no such phase. */
+static int nodepart_phase(nodepart *p, const char *phase) {
+        bool none = p->n == 0;
+
+        if (strcmp(phase, "lock") == 0)
+                return none ? 0 : nodepart_group(p, CUDACKPT_METHOD_LOCK_GROUP, true);
+        if (strcmp(phase, "checkpoint") == 0)
+                return none ? 0 : nodepart_group(p, CUDACKPT_METHOD_CHECKPOINT_GROUP, false);
+        if (strcmp(phase, "restore") == 0) {
+                /* Restored, then held locked under the lease, so that the
+                 * step ending before the unlock phase runs the job again. */
+                p->restoring = true;
+                if (none || nodepart_group(p, CUDACKPT_METHOD_RESTORE_GROUP, false) < 0)
+                        return none ? 0 : -1;
+                return nodepart_group(p, CUDACKPT_METHOD_LOCK_GROUP, true);
+        }
+        if (strcmp(phase, "unlock") == 0) {
+                p->lease = 0; /* the unlock ends it (finished) */
+                return none ? 0 : nodepart_group(p, CUDACKPT_METHOD_UNLOCK_GROUP, false);
+        }
+        if (strcmp(phase, "commit") == 0)
+                return nodepart_release(p);
+        if (strcmp(phase, "rollback") == 0)
+                return none ? 0 : nodepart_rollback(p);
+        return -2;
+}
+
+/* One line on stdout, then flushed (the coordinator waits for it). */
+static void nodepart_say(cJSON *o) {
+        char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+
+        if (text) {
+                fputs(text, stdout);
+                fputc('\n', stdout);
+                fflush(stdout);
+        }
+        free(text);
+        cJSON_Delete(o);
+}
+
+static cJSON *nodepart_line(const nodepart *p) {
+        cJSON *o = cJSON_CreateObject();
+
+        if (o && !cJSON_AddStringToObject(o, "node", p->node)) {
+                cJSON_Delete(o);
+                return NULL;
+        }
+        return o;
+}
+
+static void nodepart_answer(nodepart *p, const char *phase, int r, double ms) {
+        cJSON *o = nodepart_line(p);
+
+        if (!o)
+                return;
+        cJSON_AddStringToObject(o, "phase", phase);
+        cJSON_AddNumberToObject(o, "ok", r == 0);
+        if (r == 0)
+                cJSON_AddNumberToObject(o, "ms", ms);
+        else {
+                cJSON_AddStringToObject(o, "error", r == -2 ? "UnknownPhase" : p->error ? p->error : "Failed");
+                if (r != -2 && p->what)
+                        cJSON_AddStringToObject(o, "what", p->what);
+        }
+        nodepart_say(o);
+}
+
+/* The phases, one a line, until the input ends. */
+static void nodepart_serve(nodepart *p) {
+        char line[NODEPART_MAX_LINE];
+
+        while (fgets(line, sizeof(line), stdin)) {
+                cJSON *o = cJSON_Parse(line);
+                const char *phase = json_get_string(o, "phase");
+                char name[16];
+                long long t0 = monotime_ms();
+
+                snprintf(name, sizeof(name), "%s", phase && strlen(phase) < sizeof(name) ? phase : "?");
+                cJSON_Delete(o);
+                int r = phase ? nodepart_phase(p, name) : -2;
+                nodepart_answer(p, name, r, (double)(monotime_ms() - t0));
+        }
+}
+
+static void nodepart_node_name(char *buf, size_t size) {
+        const char *n = getenv("SLURMD_NODENAME");
+
+        if (n && *n)
+                snprintf(buf, size, "%s", n);
+        else if (gethostname(buf, size) < 0 || !buf[0])
+                snprintf(buf, size, "?");
+        buf[size - 1] = '\0';
+        ctl_sanitize(buf);
+}
+
+static int nodepart_start(nodepart *p, const char *job) {
+        const char *path = ctl_socket_path(NULL);
+        int r;
+
+        if (!job || !*job || strlen(job) > 20 || strspn(job, "0123456789") != strlen(job)) {
+                nodepart_fail(p, "NoSlurmJob", "SLURM_JOB_ID is not set to a job id");
+                return -1;
+        }
+        if ((r = cudackpt_client_connect(path, &p->client)) < 0) {
+                nodepart_fail(p, "Unreachable", strerror(-r));
+                return -1;
+        }
+        return nodepart_members(p, job);
+}
+
+int ctl_nodepart_main(int argc, char **argv) {
+        static const char *const verbs[] = { "lock", "suspend", "resume", "unlock" };
+        nodepart p = { .lock_timeout = -1 };
+        cJSON *hello;
+        char *end;
+
+        for (size_t i = 0; argc >= 3 && i < sizeof(verbs) / sizeof(verbs[0]); i++)
+                if (strcmp(argv[2], verbs[i]) == 0)
+                        p.verb = verbs[i];
+        if (!p.verb || argc > 4 || (argc == 4 && (p.lock_timeout = strtoll(argv[3], &end, 10), *end || p.lock_timeout < 0))) {
+                fputs("usage: cudackptctl node-part lock|suspend|resume|unlock [LOCK_TIMEOUT_MS]\n"
+                      "(run by the coordinator's step on each node of a job, not by people)\n", stderr);
+                return 2;
+        }
+        nodepart_node_name(p.node, sizeof(p.node));
+        hello = nodepart_line(&p);
+        if (nodepart_start(&p, getenv("SLURM_JOB_ID")) < 0) {
+                cJSON_AddNumberToObject(hello, "hello", 0);
+                cJSON_AddStringToObject(hello, "error", p.error ? p.error : "Failed");
+                if (p.what)
+                        cJSON_AddStringToObject(hello, "what", p.what);
+                nodepart_say(hello);
+        } else {
+                cJSON_AddNumberToObject(hello, "hello", 1);
+                cJSON_AddNumberToObject(hello, "uid", (double)getuid());
+                cJSON_AddNumberToObject(hello, "n", p.n);
+                nodepart_say(hello);
+                nodepart_serve(&p);
+        }
+        /* Exit 0 whatever happened: a part that fails would end every
+         * node's part (--kill-on-bad-exit) before the coordinator's
+         * rollback; the failure was said on its line. */
+        cudackpt_client_free(p.client);
+        cJSON_Delete(p.selector);
+        free(p.error);
+        free(p.what);
+        return 0;
+}

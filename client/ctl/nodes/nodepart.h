@@ -1,0 +1,25 @@
+/* nodepart.h: the node's part of a job's phases (`cudackptctl node-part
+ * VERB [LOCK_TIMEOUT_MS]`, hidden, run by the coordinator's step on each
+ * node of the job, phases.h): says hello, then acts on each phase line
+ * through its own node's daemon, holding an on-close lease for the whole
+ * step, and answers each with one short line.  Private to cudackptctl.
+ *
+ * The lines (link.h carries them; each names its node):
+ *   node -> {"node":N,"hello":1,"uid":U,"n":K}  K: the job's CUDA processes here
+ *           {"node":N,"hello":0,"error":E}     it cannot act here (then ends 0)
+ *   coordinator -> {"phase":P}   P: lock, checkpoint, restore, unlock,
+ *                                commit (keep what was done: the lease is
+ *                                released) or rollback (undo it)
+ *   node -> {"node":N,"phase":P,"ok":1,"ms":T} or {...,"ok":0,"error":E,"what":W}
+ * Its input ending ends it, 0: its connection closes, and the daemon's
+ * lease undo brings back to running whatever was not committed. */
+#ifndef CUDACKPT_CTL_NODES_NODEPART_H
+#define CUDACKPT_CTL_NODES_NODEPART_H
+
+/* The longest line the node part reads. */
+#define NODEPART_MAX_LINE 512u
+
+/* main() of `cudackptctl node-part VERB [LOCK_TIMEOUT_MS]`. */
+int ctl_nodepart_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""test_phases.py: slurm.phases, `cudackptctl suspend|resume --slurm-job=J`
+(client/ctl/nodes/phases.c, the node's part nodepart.c) on the real test
+cluster: three nodes, each with its own cudackptd on the simulator
+(nodedaemons.py), and batch jobs of nobody's running one simulated CUDA
+process per node (srun of `sleep` with the simulator preloaded).  The
+simulator keeps each target's state in the target's environment (its
+CUDACKPT_SIM=1 reads r, l or c once a call changed it), which is what this
+test reads, as root, from /proc.
+  - a job of three nodes suspended whole (every target checkpointed) and
+    resumed whole (every target running), as its user, exit 0, --json;
+    suspended again in between, it fails (InvalidState) and stays
+    checkpointed (a rollback undoes only what its own step did);
+  - n2's target failing its checkpoint (CUDACKPT_SIM_FAIL): the suspend
+    fails with the DriverError status, naming n2, and all three targets are
+    running when it returns (rolled back);
+  - the coordinator SIGKILLed between phases (n1 and n2 locked, waiting at
+    the barrier for n3, whose lock waits on a kernel in flight): n1 and n2
+    never checkpointed, and running within END_LIMIT_S; n3 too once its lock
+    ends;
+  - another user (daemon, uid 1) cannot reach the job: a failure, every
+    target running, untouched;
+  - first, --slurm-job's usage errors (exit 2).
+Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import slurmcluster  # noqa: E402
+from nodedaemons import NodeDaemons  # noqa: E402
+from test_cluster import NOBODY, OTHER, check, skip_reason  # noqa: E402
+
+END_LIMIT_S = 1.0
+BUSY_MS = 4000
+EXIT_DRIVER_ERROR = 19
+EXIT_INVALID_STATE = 13
+
+
+def targets(c, job):
+    """{node: pid} of job's simulated CUDA processes (the node from SLURMD_NODENAME)."""
+    found = {}
+    for pid in c.pids():
+        env = environ(pid)
+        if env.get("SLURM_JOB_ID") == job and "CUDACKPT_SIM" in env and env.get("CUDACKPT_TEST_TARGET") == "1":
+            found[env.get("SLURMD_NODENAME")] = pid
+    return found
+
+
+def environ(pid):
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            items = f.read().split(b"\0")
+    except OSError:
+        return {}
+    return dict(i.decode(errors="replace").split("=", 1) for i in items if b"=" in i)
+
+
+def states(c, job):
+    """{node: r|l|c|f} of the job's targets (the simulator's state slot; 1: never changed, running)."""
+    return {n: environ(p).get("CUDACKPT_SIM", "?").replace("1", "r") for n, p in targets(c, job).items()}
+
+
+def preload(sim):
+    """LD_PRELOAD of a target: a sanitizer build's simulator needs its
+    runtime first (as tests/python's targets do)."""
+    out = subprocess.run(["ldd", sim], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    runtime = [ln.split()[2] for ln in out.splitlines()
+               if ln.split() and ln.split()[0].startswith(("libasan.so", "libtsan.so")) and len(ln.split()) >= 3]
+    return ":".join(runtime[:1] + [sim])
+
+
+def start_job(c, sim, extra=""):
+    """A 3-node job of nobody's, one target per node; extra: shell run first on each node."""
+    script = ('%s exec env CUDACKPT_TEST_TARGET=1 LD_PRELOAD=%s ASAN_OPTIONS=verify_asan_link_order=0 '
+              'CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 300' % (extra, preload(sim)))
+    r = c.run(["sbatch", "--parsable", "-N3", "--ntasks-per-node=1", "--time=5", "-o", "/dev/null",
+               "--wrap", "srun sh -c '%s'" % script.replace("'", "'\\''")], uid=NOBODY)
+    job = r.stdout.strip().split(";")[0]
+    slurmcluster.await_true("job %s's three targets" % job, lambda: len(targets(c, job)) == 3, 30)
+    return job
+
+
+def end_job(c, job):
+    c.run(["scancel", job], check=False)
+    slurmcluster.await_true("job %s's targets gone" % job, lambda: not targets(c, job), 20)
+
+
+def ctl(c, argv, uid=NOBODY):
+    t = time.monotonic()
+    r = c.run([c.ctl] + argv, uid=uid, check=False, timeout=120)
+    # The nodes' parts' stderr is the coordinator's (srun's): a sanitizer
+    # build's report from either shows here.
+    check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
+          "no sanitizer report from the coordinator or the nodes' parts (%r)" % r.stderr[-2000:])
+    return r, time.monotonic() - t
+
+
+def case_whole(c, sim):
+    job = start_job(c, sim)
+    r, s = ctl(c, ["suspend", "--slurm-job=" + job, "--json"])
+    out = json.loads(r.stdout or "{}")
+    check(r.returncode == 0 and out.get("ok") is True and out.get("processes") == 3
+          and sorted(n["node"] for n in out.get("nodes", [])) == ["n1", "n2", "n3"],
+          "suspend --slurm-job: exit 0, three nodes, three processes (%r, %r)" % (r.stdout, r.stderr))
+    check(states(c, job) == {"n1": "c", "n2": "c", "n3": "c"},
+          "every node's target checkpointed (%r)" % states(c, job))
+    print("MEASURED: suspend --slurm-job of 3 nodes: %.3fs" % s)
+    r, _ = ctl(c, ["suspend", "--slurm-job=" + job])
+    check(r.returncode == EXIT_INVALID_STATE and states(c, job) == {"n1": "c", "n2": "c", "n3": "c"},
+          "suspending it again fails (InvalidState) and its rollback resumes nothing (%r, %r, %r)"
+          % (r.returncode, r.stderr, states(c, job)))
+    r, s = ctl(c, ["resume", "--slurm-job=" + job, "--progress"])
+    check(r.returncode == 0 and "3 nodes, 3 processes running" in r.stdout
+          and sum(ln.endswith("ms)") for ln in r.stderr.splitlines()) == 9,
+          "resume --slurm-job: exit 0, progress of each node's restore, unlock and commit (%r, %r)"
+          % (r.stdout, r.stderr))
+    check(states(c, job) == {"n1": "r", "n2": "r", "n3": "r"}, "every node's target running (%r)" % states(c, job))
+    print("MEASURED: resume --slurm-job of 3 nodes: %.3fs" % s)
+    end_job(c, job)
+
+
+def case_node_fails(c, sim):
+    job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n2 ] && export CUDACKPT_SIM_FAIL=checkpoint:CUDA_ERROR_UNKNOWN;')
+    r, _ = ctl(c, ["suspend", "--slurm-job=" + job])
+    st = states(c, job)
+    check(r.returncode == EXIT_DRIVER_ERROR and "n2 failed at checkpoint" in r.stderr
+          and "every node rolled back" in r.stderr,
+          "n2 failing its checkpoint fails the suspend, DriverError's status (%r, %r)"
+          % (r.returncode, r.stderr))
+    check(st == {"n1": "r", "n2": "r", "n3": "r"}, "all three nodes rolled back to running (%r)" % st)
+    end_job(c, job)
+
+
+def case_coordinator_killed(c, sim):
+    job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n3 ] && export CUDACKPT_SIM_BUSY_MS=%d;' % BUSY_MS)
+    p = c.popen([c.ctl, "suspend", "--slurm-job=" + job, "--progress"], uid=NOBODY,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    locked = set()
+    while len(locked) < 2:
+        line = p.stderr.readline()
+        if not line:
+            break
+        if line.endswith("ms)\n") and ": lock ok" in line:
+            locked.add(line.split(":")[0])
+    st = states(c, job)
+    check(locked == {"n1", "n2"} and st["n1"] == "l" and st["n2"] == "l" and st["n3"] != "c",
+          "n1 and n2 locked at the barrier while n3 locks (%r, %r)" % (locked, st))
+    t = time.monotonic()
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    slurmcluster.await_true("n1 and n2 running", lambda: states(c, job).get("n1") == "r"
+                            and states(c, job).get("n2") == "r", END_LIMIT_S)
+    s = time.monotonic() - t
+    slurmcluster.await_true("n3 running", lambda: states(c, job).get("n3") == "r", BUSY_MS / 1000 + 5)
+    check(True, "the coordinator SIGKILLed between phases: n1, n2 running in %.2fs, n3 once its lock ended" % s)
+    print("MEASURED: coordinator SIGKILLed to every locked node running: %.3fs" % s)
+    end_job(c, job)
+
+
+def case_other_user(c, sim):
+    job = start_job(c, sim)
+    r, _ = ctl(c, ["suspend", "--slurm-job=" + job], uid=OTHER)
+    st = states(c, job)
+    check(r.returncode != 0 and st == {"n1": "r", "n2": "r", "n3": "r"},
+          "another user cannot reach the job: refused, every target untouched (%r, %r, %r)"
+          % (r.returncode, r.stderr, st))
+    end_job(c, job)
+
+
+def check_usage(ctl_path):
+    """--slurm-job's usage errors (exit 2), before anything is started."""
+    for argv in (["suspend", "--slurm-job=4x"], ["ps", "--slurm-job=4"], ["suspend", "--slurm-job=4", "--tree=1"],
+                 ["suspend", "--slurm-job=4", "--lease-ms=5"], ["resume", "--slurm-job=4", "--map=0=1"],
+                 ["lock", "--slurm-job=4", "12"]):
+        r = subprocess.run([ctl_path] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(r.returncode == 2 and not r.stdout, "%s: a usage error (%r)" % (" ".join(argv), r.stderr.strip()))
+
+
+def main():
+    why = skip_reason()
+    if why:
+        print(why)
+        return 77 if why.startswith("SKIP") else 1
+    if not os.environ.get("CUDACKPT_TEST_CTL") or not os.environ.get("CUDACKPT_TEST_SIM"):
+        print("FAIL: CUDACKPT_TEST_CTL or CUDACKPT_TEST_SIM is unset: run through ctest")
+        return 1
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
+    c = slurmcluster.Cluster(nodes=3)
+    try:
+        check_usage(os.environ["CUDACKPT_TEST_CTL"])
+        with c:
+            c.ctl = c.share(os.environ["CUDACKPT_TEST_CTL"])
+            # The targets preload the very file the daemons load, as a CUDA
+            # process maps the driver the daemon loaded.
+            sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
+            with NodeDaemons(c):
+                for case in (case_whole, case_node_fails, case_coordinator_killed, case_other_user):
+                    case(c, sim)
+    except (AssertionError, TimeoutError, RuntimeError) as e:
+        print("FAIL: %s" % e)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
