@@ -33,6 +33,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -40,6 +41,17 @@ PROGRAMS = ("munged", "slurmctld", "slurmd", "srun", "sinfo", "sbatch", "squeue"
 SOCKET_DIR = "/run/cudackpt"
 # How long Slurm's daemons and srun wait for an answer (slurm.conf).
 MESSAGE_TIMEOUT_S = 10
+
+
+def run_main(main):
+    """Exits with main()'s status, or with 1 after printing "FAIL: why" when
+    one of its checks failed (or it timed out)."""
+    try:
+        status = main()
+    except (AssertionError, TimeoutError, RuntimeError) as e:
+        print("FAIL: %s" % e)
+        status = 1
+    sys.exit(status)
 
 
 def missing_programs():

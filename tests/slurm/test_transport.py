@@ -160,22 +160,18 @@ def main():
     c = slurmcluster.Cluster(nodes=3)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: sys.exit(1))
-    try:
-        with c:
-            c.probe = c.share(os.environ["CUDACKPT_TEST_NODES_PROBE"])
-            r = c.run(["sbatch", "--parsable", "-N3", "--ntasks-per-node=1", "--time=5", "-o", "/dev/null",
-                       "--wrap", "srun sleep 300"], uid=NOBODY)
-            job = r.stdout.strip().split(";")[0]
-            slurmcluster.await_true("job %s running" % job, lambda: c.run(
-                ["squeue", "-h", "-j", job, "-o", "%T"], check=False).stdout.strip() == "RUNNING", 20)
-            for case in (case_round_trip, case_node_fails, case_coordinator_killed, case_other_user, case_hostile,
-                         case_node_unreachable):
-                case(c, job)
-    except (AssertionError, TimeoutError, RuntimeError) as e:
-        print("FAIL: %s" % e)
-        return 1
+    with c:
+        c.probe = c.share(os.environ["CUDACKPT_TEST_NODES_PROBE"])
+        r = c.run(["sbatch", "--parsable", "-N3", "--ntasks-per-node=1", "--time=5", "-o", "/dev/null",
+                   "--wrap", "srun sleep 300"], uid=NOBODY)
+        job = r.stdout.strip().split(";")[0]
+        slurmcluster.await_true("job %s running" % job, lambda: c.run(
+            ["squeue", "-h", "-j", job, "-o", "%T"], check=False).stdout.strip() == "RUNNING", 20)
+        for case in (case_round_trip, case_node_fails, case_coordinator_killed, case_other_user, case_hostile,
+                     case_node_unreachable):
+            case(c, job)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    slurmcluster.run_main(main)
