@@ -10,33 +10,42 @@
 #include "net/conn.h"
 #include "cudackpt/protocol.h"
 
-struct gpu_query {
-        struct list_table *table;
+/* A ListGpus call waiting for its answer. */
+struct gpu_waiter {
+        struct gpu_waiter *next;
         struct conn *conn;
         enum proto_method method;
         bool reply;                             /* not oneway */
         uint64_t t0;                            /* uv_hrtime() at arrival */
         uid_t uid;
         bool privileged;
+};
+
+/* The one NVML query in flight: every call that arrives while it runs
+ * waits for it and is answered from it, so that however many callers
+ * there are, at most one worker thread waits on NVML for them (the pool
+ * is shared with the driver calls and the leases' flushes). */
+struct gpu_round {
+        struct list_table *table;
+        struct gpu_waiter *waiters;
         uv_work_t work;
-        bool nvml;                              /* NVML was open when asked */
         int error[GPUMEM_MAX_GPUS];             /* per GPU: 0 or why its memory is not known */
         uint64_t free[GPUMEM_MAX_GPUS], total[GPUMEM_MAX_GPUS];
 };
 
 /* On a worker: what each GPU has free now. */
-static void query_work(uv_work_t *w)
+static void round_work(uv_work_t *w)
 {
-        struct gpu_query *q = w->data;
-        const struct gpumem *g = q->table->gpumem;
+        struct gpu_round *r = w->data;
+        const struct gpumem *g = r->table->gpumem;
 
         for (unsigned d = 0; d < g->n_gpus; d++)
-                q->error[d] = gpumem_free(g, d, &q->free[d], &q->total[d]);
+                r->error[d] = gpumem_free(g, d, &r->free[d], &r->total[d]);
 }
 
-static cJSON *gpu_json(const struct gpu_query *q, unsigned d)
+static cJSON *gpu_json(const struct list_table *t, const struct gpu_round *r, unsigned d)
 {
-        const struct gpumem *g = q->table->gpumem;
+        const struct gpumem *g = t->gpumem;
         cJSON *o = cJSON_CreateObject();
 
         if (!o)
@@ -45,58 +54,87 @@ static cJSON *gpu_json(const struct gpu_query *q, unsigned d)
         cJSON_AddStringToObject(o, "uuid", g->uuid[d]);
         cJSON_AddStringToObject(o, "name", g->name[d]);
         cJSON_AddStringToObject(o, "pci_bus_id", g->pci_bus_id[d]);
-        if (q->error[d] == 0) {
-                cJSON_AddNumberToObject(o, "memory_total_bytes", (double)q->total[d]);
-                cJSON_AddNumberToObject(o, "memory_free_bytes", (double)q->free[d]);
+        if (r->error[d] == 0) {
+                cJSON_AddNumberToObject(o, "memory_total_bytes", (double)r->total[d]);
+                cJSON_AddNumberToObject(o, "memory_free_bytes", (double)r->free[d]);
         }
         return o;
 }
 
-static cJSON *query_reply(const struct gpu_query *q)
+/* The answer from NVML's round r, or (r NULL) that there is no NVML. */
+static cJSON *query_reply(const struct list_table *t, const struct gpu_round *r)
 {
-        const struct gpumem *g = q->table->gpumem;
+        const struct gpumem *g = t->gpumem;
         cJSON *p = cJSON_CreateObject(), *arr;
 
         if (!p)
                 return NULL;
-        cJSON_AddBoolToObject(p, "nvml", q->nvml);
-        if (!q->nvml)
+        cJSON_AddBoolToObject(p, "nvml", r != NULL);
+        if (!r)
                 cJSON_AddStringToObject(p, "reason", "the daemon has no NVML (yet): GetStatus and its log say why");
-        cJSON_AddStringToObject(p, "driver_version", q->nvml ? g->driver_version : "");
+        cJSON_AddStringToObject(p, "driver_version", r ? g->driver_version : "");
         cJSON_AddNumberToObject(p, "restore_gpu_margin_bytes",
-                                (double)q->table->jobs->cfg->restore_gpu_margin_mib * 1024.0 * 1024.0);
+                                (double)t->jobs->cfg->restore_gpu_margin_mib * 1024.0 * 1024.0);
         arr = cJSON_AddArrayToObject(p, "gpus");
-        for (unsigned d = 0; arr && q->nvml && d < g->n_gpus; d++) {
-                cJSON *o = gpu_json(q, d);
+        for (unsigned d = 0; arr && r && d < g->n_gpus; d++) {
+                cJSON *o = gpu_json(t, r, d);
                 if (o)
                         cJSON_AddItemToArray(arr, o);
         }
         return proto_reply_new(p);
 }
 
-/* Answers, gives the slot back, lets go (after the worker, or at once). */
-static void query_end(struct gpu_query *q)
+/* Answers w from r, gives its slot back, lets go. */
+static void waiter_end(const struct gpu_round *r, struct gpu_waiter *w)
 {
-        struct jobs *js = q->table->jobs;
-        struct conn *c = q->conn;
-        cJSON *msg = query_reply(q);
+        struct jobs *js = r->table->jobs;
+        struct conn *c = w->conn;
+        cJSON *msg = query_reply(r->table, r);
 
-        metrics_op(js->metrics, q->method, msg ? "ok" : "NoMemory", uv_hrtime() - q->t0);
-        if (q->reply && !c->closing)
+        metrics_op(js->metrics, w->method, msg ? "ok" : "NoMemory", uv_hrtime() - w->t0);
+        if (w->reply && !c->closing)
                 conn_send(c, msg);
         else
                 cJSON_Delete(msg);
-        share_give(&js->slots, q->uid, q->privileged);
+        share_give(&js->slots, w->uid, w->privileged);
         conn_request_done(c);
         conn_unref(c);
         life_release(js->life);
-        free(q);
+        free(w);
 }
 
-static void query_done_cb(uv_work_t *w, int status)
+/* The round has ended: a call from now on starts the next one. */
+static void round_done_cb(uv_work_t *work, int status)
 {
+        struct gpu_round *r = work->data;
+
         (void)status;
-        query_end(w->data);
+        r->table->gpu_round = NULL;
+        while (r->waiters) {
+                struct gpu_waiter *w = r->waiters;
+                r->waiters = w->next;
+                waiter_end(r, w);
+        }
+        free(r);
+}
+
+/* Starts a round for t's first waiter w: 0 or -errno (nothing started). */
+static int round_start(struct list_table *t, struct gpu_waiter *w)
+{
+        struct gpu_round *r = calloc(1, sizeof(*r));
+        int rc;
+
+        if (!r)
+                return -ENOMEM;
+        *r = (struct gpu_round){ .table = t, .waiters = w };
+        r->work.data = r;
+        rc = uv_queue_work(t->jobs->loop, &r->work, round_work, round_done_cb);
+        if (rc < 0) {
+                free(r);
+                return rc;
+        }
+        t->gpu_round = r;
+        return 0;
 }
 
 /* Refused before it starts: QueueFull (why) or ShuttingDown. */
@@ -116,33 +154,34 @@ static void refuse(struct jobs *js, struct conn *c, struct proto_call *call, con
 void gpulist_call(struct list_table *t, struct conn *c, struct proto_call *call)
 {
         struct jobs *js = t->jobs;
-        struct gpu_query *q = calloc(1, sizeof(*q));
         struct share_refusal why = { 0 };
+        struct gpu_waiter *w;
+        bool privileged = access_privileged(js->cfg, &c->caller);
 
-        if (!q) {
-                conn_close(c);
-                return;
-        }
-        *q = (struct gpu_query){ .table = t, .conn = c, .uid = c->caller.uid,
-                                 .privileged = access_privileged(js->cfg, &c->caller), .method = call->method,
-                                 .reply = !call->oneway, .t0 = uv_hrtime(), .nvml = t->gpumem_on };
         /* Without NVML there is nothing to ask: the answer comes at once. */
-        if (!q->nvml) {
-                metrics_op(js->metrics, call->method, "ok", uv_hrtime() - q->t0);
-                conn_reply(c, call, query_reply(q));
-                free(q);
+        if (!t->gpumem_on) {
+                uint64_t t0 = uv_hrtime();
+                cJSON *msg = query_reply(t, NULL);
+                metrics_op(js->metrics, call->method, msg ? "ok" : "NoMemory", uv_hrtime() - t0);
+                conn_reply(c, call, msg);
                 return;
         }
-        if (jobs_stopping(js) || share_take(&js->slots, q->uid, q->privileged, &why) < 0) {
+        if (jobs_stopping(js) || share_take(&js->slots, c->caller.uid, privileged, &why) < 0) {
                 refuse(js, c, call, jobs_stopping(js) ? NULL : &why);
-                free(q);
                 return;
         }
-        q->work.data = q;
-        if (uv_queue_work(js->loop, &q->work, query_work, query_done_cb) < 0) {
-                share_give(&js->slots, q->uid, q->privileged);
+        w = calloc(1, sizeof(*w));
+        if (w)
+                *w = (struct gpu_waiter){ .conn = c, .uid = c->caller.uid, .privileged = privileged,
+                                          .method = call->method, .reply = !call->oneway, .t0 = uv_hrtime() };
+        if (w && t->gpu_round) {
+                /* A round is in flight: w is answered from it. */
+                w->next = t->gpu_round->waiters;
+                t->gpu_round->waiters = w;
+        } else if (!w || round_start(t, w) < 0) {
+                share_give(&js->slots, c->caller.uid, privileged);
                 conn_close(c);
-                free(q);
+                free(w);
                 return;
         }
         /* Held until the answer, which comes on a later turn of the loop. */

@@ -6,7 +6,9 @@
  *
  * Open to every caller, as nvidia-smi shows the same to every user: it
  * names no process and no user (docs/security.md).  The free memory is
- * asked of NVML on a worker thread, never on the loop; each call holds a
+ * asked of NVML on a worker thread, never on the loop, one query at a
+ * time: the calls that arrive while one runs are all answered from it, so
+ * that a slow NVML holds one worker whatever the callers; each call holds a
  * slot of the caller's share of the calls in flight (jobs.h) until it has
  * answered.  Without NVML (or before it is open) the answer says so, with
  * no GPU.  Loop thread only. */

@@ -22,6 +22,7 @@ struct list_table {
         struct jobs *jobs;              /* the daemon's parts, the slots */
         const struct gpumem *gpumem;    /* NVML, read once gpumem_on */
         bool gpumem_on;                 /* it is open (list_gpumem_ready) */
+        struct gpu_round *gpu_round;    /* ListGpus's NVML query in flight (gpulist.c), or NULL */
 };
 
 void list_init(struct list_table *t, struct jobs *js, const struct gpumem *gpumem);

@@ -22,7 +22,8 @@
  * (default 13000), CUDACKPT_SIM_INIT_ERROR=N or a CUDA_ERROR_ name (cuInit's
  * result); NVML's model names, PCI bus ids and driver version are
  * sim_nvml_info.c's (CUDACKPT_SIM_GPU_NAMES, CUDACKPT_SIM_PCI_BUS_IDS,
- * CUDACKPT_SIM_NVML_DRIVER_VERSION).  A TARGET's environment (read at every call): CUDACKPT_SIM=1 (it
+ * CUDACKPT_SIM_NVML_DRIVER_VERSION), and CUDACKPT_SIM_NVML_DELAY_MS=N
+ * makes each of NVML's memory queries take N ms longer (sim_nvml.c).  A TARGET's environment (read at every call): CUDACKPT_SIM=1 (it
  * is a CUDA process), CUDACKPT_SIM_MEM_MIB (64), CUDACKPT_SIM_CKPT_MIBPS
  * (2048), CUDACKPT_SIM_RESTORE_MIBPS (4096), CUDACKPT_SIM_GPUS=index|uuid,...
  * (device 0), CUDACKPT_SIM_BUSY_MS (a kernel in flight at lock time),

@@ -168,6 +168,16 @@ bool sim_fits(const CUuuid *gpus, int n_gpus, unsigned long long mem_mib) {
         return fits;
 }
 
+/* A slow NVML: each memory query first sleeps CUDACKPT_SIM_NVML_DELAY_MS
+ * (default 0), as a real one can while the GPU is busy or hung. */
+static void sim_nvml_delay(void) {
+        const char *v = secure_getenv("CUDACKPT_SIM_NVML_DELAY_MS");
+        long ms = v ? strtol(v, NULL, 10) : 0;
+
+        if (ms > 0)
+                usleep((useconds_t) (ms < 60000 ? ms : 60000) * 1000);
+}
+
 /* nvmlMemory_t of nvmlDeviceGetMemoryInfo, in bytes. */
 struct sim_nvml_memory {
         unsigned long long total;
@@ -182,6 +192,7 @@ SIM_EXPORT sim_nvml_return nvmlDeviceGetMemoryInfo(void *device, struct sim_nvml
 
         if (d < 0 || !memory)
                 return SIM_NVML_ERROR_INVALID_ARGUMENT;
+        sim_nvml_delay();
         used = sim_nvml_used_mib(d);
         memory->total = sim_driver.gpu_mem_mib << 20;
         memory->used = (used < sim_driver.gpu_mem_mib ? used : sim_driver.gpu_mem_mib) << 20;
