@@ -19,7 +19,9 @@
  * every entry judged and every file's digest checked on the way in
  * (archiveread.c), then restored as restore --images does (which checks
  * the digests once more, on what criu will read), and the directory
- * removed. */
+ * removed; but when the restore fails after a stream on stdin was
+ * unpacked, the directory is the job's only copy here: it is kept, and
+ * the command says how to restore it again. */
 #include "archivejob.h"
 
 #include "archivewrite.h"
@@ -171,6 +173,17 @@ static void archive_remove(const ctl_job_args *a, ctl_workdir *w) {
                 fprintf(stderr, "%scannot remove the private directory %s: %s\n", a->prefix, w->path, strerror(-r));
 }
 
+/* A stream's checked copy, kept after a failed restore (FILE is still
+ * intact, the stream is not): its descriptors closed, its path said. */
+static void archive_keep(const ctl_job_args *a, ctl_workdir *w) {
+        close(w->fd);
+        close(w->parent_fd);
+        w->fd = w->parent_fd = -1;
+        fprintf(stderr, "%sthe images unpacked from stdin and checked are kept in %s: once the cause is fixed, restore "
+                "them with\n  cudackptctl restore --images %s\nand remove that directory once the job runs again\n",
+                a->prefix, w->path, w->path);
+}
+
 int ctl_archive_dump(const ctl_job_args *a) {
         asink s = { .a = a, .out_fd = -1, .dest_fd = -1 };
         ctl_workdir w = { .parent_fd = -1, .fd = -1 };
@@ -249,8 +262,9 @@ int ctl_archive_restore(const ctl_job_args *a) {
         ctl_archive_stats st;
         ctl_job_args b = *a;
         int status = archive_unpack(a, &w, &st, true, "; nothing was restored");
+        bool unpacked = status == CUDACKPT_EXIT_OK;
 
-        if (status != CUDACKPT_EXIT_OK)
+        if (!unpacked)
                 archive_print_failed(a, "restored", "archive");
         else {
                 ctl_job_progress(a, "archive unpacked and checked: %.1f MB of images from %.1f MB, %.1f ms "
@@ -259,7 +273,10 @@ int ctl_archive_restore(const ctl_job_args *a) {
                 b.images = w.path;
                 status = ctl_job_restore(&b);
         }
-        archive_remove(a, &w);
+        if (unpacked && status != CUDACKPT_EXIT_OK && strcmp(a->archive, "-") == 0)
+                archive_keep(a, &w);
+        else
+                archive_remove(a, &w);
         return status;
 }
 

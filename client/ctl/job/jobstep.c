@@ -213,10 +213,9 @@ const char *ctl_job_restore_left(const ctl_job_args *a) {
         if (strcmp(a->archive, "-") != 0)
                 return "the archive file is intact (its unpacked copy was removed): fix the cause and run restore "
                        "--archive again";
-        /* The stream was read to its end, and its only copy here was the
-         * private directory, removed with the command. */
-        return "the archive read from stdin is used up and its unpacked copy removed: restore again only from "
-               "another copy of the stream (one saved with tee, say)";
+        /* The stream was read to its end: its only copy is the private
+         * directory, which restore --archive keeps and names (archivejob.c). */
+        return "the archive read from stdin is used up, but its checked copy is kept (below)";
 }
 
 char **ctl_job_argv_checked(char **argv, size_t n) {

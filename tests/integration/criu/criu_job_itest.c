@@ -205,3 +205,14 @@ int cjob_dir_entries(const char *path)
         closedir(d);
         return n;
 }
+
+const char *cjob_kept_dir(const struct citest_run *res)
+{
+        static const char retry[] = "cudackptctl restore --images ";
+        const char *at = strstr(res->out, retry);
+        assert_run(at && strstr(res->out, "used up, but its checked copy is kept"), res, "no retry said");
+        at += sizeof(retry) - 1;
+        const char *dir = itest_strdupf("%.*s", (int)strcspn(at, "\n"), at);
+        ck_assert_msg(access(itest_strdupf("%s/manifest.json", dir), F_OK) == 0, "kept: %s", dir);
+        return dir;
+}

@@ -57,5 +57,9 @@ pid_t cjob_start(const char *const *env, const char *out, const char *const *arg
 int cjob_wait(pid_t c);
 /* Entries of a directory, . and .. aside. */
 int cjob_dir_entries(const char *path);
+/* The directory a failed restore --archive - kept, as its output names it
+ * in the retry it prints ("cudackptctl restore --images DIR"); asserts
+ * that it says so and that DIR holds a manifest. */
+const char *cjob_kept_dir(const struct citest_run *res);
 
 #endif

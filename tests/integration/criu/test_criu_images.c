@@ -6,7 +6,8 @@
  * with a changed byte before any process is made (no criu restore ran, the
  * job's pids stay free), and a manifest without digests unless
  * --no-verify; a job goes through a pipe (dump --archive - | restore
- * --archive -) and runs after with its memory; an archive file is written
+ * --archive -) and runs after with its memory, and when criu fails that
+ * restore, the stream's checked copy is kept and restored with --images; an archive file is written
  * durably (no temporary left), verified, refused when damaged, and
  * hostile archives (a "../" name, a symbolic link, a flood of entries)
  * are refused with nothing written outside the private directory, which
@@ -135,24 +136,25 @@ START_TEST(images_changed_byte_refused)
 }
 END_TEST
 
-START_TEST(archive_through_a_pipe)
+/* dump --archive - | restore --archive - of the job (pids, its root tree)
+ * in the work directory work, the restore's criu restore_criu (NULL: the
+ * real one); what both
+ * printed, and "dump=N" and "restore=N" (their exit statuses). */
+static struct citest_run *through_a_pipe(struct citest_ctx *x, const pid_t *pids, const char *tree,
+                                         const char *restore_criu, const char *work)
 {
-        struct citest_ctx x;
-        pid_t pids[3];
-        uint64_t start[3];
-        const char *tree = start_job(&x, pids, start);
-        const char *const *env = cjob_env(&x, NULL);
-        const char *work = itest_strdupf("%s/work", x.d->dir), *ctl = citest_need_env("CUDACKPT_TEST_CTL");
+        const char *ctl = citest_need_env("CUDACKPT_TEST_CTL");
+        const char *const *env = cjob_env(x, NULL);
         ck_assert_int_eq(mkdir(work, 0700), 0);
 
         const char *cmd = itest_strdupf("{ '%s' dump --tree %s --archive - --work-dir '%s' --progress; "
-                                        "echo \"dump=$?\" >&2; } | '%s' restore --archive - --work-dir '%s' "
-                                        "--progress; echo \"restore=$?\"",
-                                        ctl, tree, work, ctl, work);
+                                        "echo \"dump=$?\" >&2; } | env CUDACKPT_CRIU='%s' '%s' restore --archive - "
+                                        "--work-dir '%s' --progress; echo \"restore=$?\"",
+                                        ctl, tree, work, restore_criu ? restore_criu : citest_criu_path, ctl, work);
         /* In the background: the test reaps the job's processes when the
          * dump ends them (they are its children), as a shell reaps its
          * job's, so that their pids are free for the restore. */
-        const char *out = itest_strdupf("%s/pipe.out", x.d->dir);
+        const char *out = itest_strdupf("%s/pipe.out", x->d->dir);
         pid_t c = fork();
         ck_assert_int_ge(c, 0);
         if (c == 0) {
@@ -168,13 +170,55 @@ START_TEST(archive_through_a_pipe)
         struct citest_run *res = itest_keep(calloc(1, sizeof(*res)));
         ck_assert(res);
         snprintf(res->out, sizeof(res->out), "%s", citest_slurp(out));
-        assert_run(WIFEXITED(st) && strstr(res->out, "dump=0") && strstr(res->out, "restore=0"), res,
-                   "dump --archive - | restore --archive - failed");
+        assert_run(WIFEXITED(st) && strstr(res->out, "dump=0"), res, "dump --archive - failed");
+        return res;
+}
+
+START_TEST(archive_through_a_pipe)
+{
+        struct citest_ctx x;
+        pid_t pids[3];
+        uint64_t start[3];
+        const char *tree = start_job(&x, pids, start);
+        const char *work = itest_strdupf("%s/work", x.d->dir);
+        struct citest_run *res = through_a_pipe(&x, pids, tree, NULL, work);
+
+        assert_run(strstr(res->out, "restore=0"), res, "dump --archive - | restore --archive - failed");
         assert_run(strstr(res->out, "archive written") && strstr(res->out, "archive unpacked and checked") &&
                            strstr(res->out, "images verified"),
                    res, "the archive was not written, or not checked on the way in");
         cjob_check_job_restored(&x, pids, start, 3, 2);
         ck_assert_int_eq(cjob_dir_entries(work), 0);
+        citest_kill_all(pids, 3);
+}
+END_TEST
+
+/* criu fails the first restore, once the stream is unpacked: the stream is
+ * used up, so its checked copy is kept and named, and restore --images of
+ * it brings the job back. */
+START_TEST(archive_stream_kept_when_restore_fails)
+{
+        struct citest_ctx x;
+        pid_t pids[3];
+        uint64_t start[3];
+        const char *tree = start_job(&x, pids, start);
+        const char *work = itest_strdupf("%s/work", x.d->dir), *flag = itest_strdupf("%s/criu-failed", x.d->dir);
+        const char *criu = cjob_script(&x, "criu-fail-once",
+                                       itest_strdupf("if [ \"$1\" = restore ] && [ ! -e '%s' ]; then touch '%s'; "
+                                                     "echo 'criu: failing once' >&2; exit 1; fi\nexec '%s' \"$@\"",
+                                                     flag, flag, citest_criu_path));
+        struct citest_run *res = through_a_pipe(&x, pids, tree, criu, work);
+
+        assert_run(strstr(res->out, "restore=1") && access(flag, F_OK) == 0, res, "the restore did not fail");
+        ck_assert_int_eq(cjob_dir_entries(work), 1);
+        const char *dir = cjob_kept_dir(res);
+        ck_assert_msg(strncmp(dir, work, strlen(work)) == 0, "kept outside %s: %s", work, dir);
+        for (int i = 0; i < 3; i++)
+                ck_assert_msg(kill(pids[i], 0) < 0 && errno == ESRCH, "pid %d still runs", (int)pids[i]);
+
+        res = cjob_ctl(cjob_env(&x, NULL), "restore", "--images", dir, NULL);
+        cjob_expect_ok(res, "restore --images of the kept copy");
+        cjob_check_job_restored(&x, pids, start, 3, 2);
         citest_kill_all(pids, 3);
 }
 END_TEST
@@ -335,7 +379,7 @@ END_TEST
 int main(void)
 {
         const TTest *tests[] = { images_changed_byte_refused, archive_through_a_pipe,
-                archive_file_damaged_and_hostile, NULL };
+                archive_stream_kept_when_restore_fails, archive_file_damaged_and_hostile, NULL };
 
         /* Up to fourteen cudackptctl runs, each bounded by JOB_TIMEOUT_MS. */
         return citest_main("criu_images", 14.0 * JOB_TIMEOUT_MS / 1000, tests);

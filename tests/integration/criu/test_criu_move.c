@@ -222,6 +222,8 @@ START_TEST(move_through_a_pipe)
         assert_run(res->status == 1 && strstr(res->out, "the archive read from stdin is used up") &&
                            !strstr(res->out, "the images are intact"),
                    res, "a failed restore from stdin: exit %d", res->status);
+        /* Its checked copy is kept (the same stream is used again here). */
+        ck_assert_int_eq(system(itest_strdupf("rm -rf '%s'", cjob_kept_dir(res))), 0);
         /* The same stream again (the test kept a copy): the plan's map, no
          * --device-map. */
         res = restore_from(m.env, err, archive, len, restore);
