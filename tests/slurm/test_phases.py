@@ -20,6 +20,11 @@ test reads, as root, from /proc.
     ends;
   - another user (daemon, uid 1) cannot reach the job: a failure, every
     target running, untouched;
+  - root suspends and resumes nobody's job (Slurm 22.05 creates a step of
+    J only as J's user: the coordinator runs srun as the owner) and root's
+    own job (whose parts list every user's processes): another user's
+    process that forged the job's SLURM_JOB_ID and SLURMD_NODENAME is no
+    member either time, left running;
   - first, --slurm-job's usage errors (exit 2).
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
 import json
@@ -73,12 +78,12 @@ def preload(sim):
     return ":".join(runtime[:1] + [sim])
 
 
-def start_job(c, sim, extra=""):
-    """A 3-node job of nobody's, one target per node; extra: shell run first on each node."""
+def start_job(c, sim, extra="", uid=NOBODY):
+    """A 3-node job of uid's (None: root's), one target per node; extra: shell run first on each node."""
     script = ('%s exec env CUDACKPT_TEST_TARGET=1 LD_PRELOAD=%s ASAN_OPTIONS=verify_asan_link_order=0 '
               'CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 300' % (extra, preload(sim)))
     r = c.run(["sbatch", "--parsable", "-N3", "--ntasks-per-node=1", "--time=5", "-o", "/dev/null",
-               "--wrap", "srun sh -c '%s'" % script.replace("'", "'\\''")], uid=NOBODY)
+               "--wrap", "srun sh -c '%s'" % script.replace("'", "'\\''")], uid=uid)
     job = r.stdout.strip().split(";")[0]
     slurmcluster.await_true("job %s's three targets" % job, lambda: len(targets(c, job)) == 3, 30)
     return job
@@ -171,6 +176,42 @@ def case_other_user(c, sim):
     end_job(c, job)
 
 
+def case_forged_marks(c, sim):
+    """Root's suspend --slurm-job of nobody's job (srun as the owner) and of
+    root's own job (root's parts list every user's processes): each takes
+    the job's three processes, not another user's that forges the job's
+    marks (SLURM_JOB_ID, SLURMD_NODENAME) in its own environment."""
+    for owner in (NOBODY, None):
+        forged_marks(c, sim, owner)
+
+
+def forged_marks(c, sim, owner):
+    job = start_job(c, sim, uid=owner)
+    script = ('export SLURM_JOB_ID=%s SLURMD_NODENAME=n1; exec env CUDACKPT_TEST_TARGET=2 LD_PRELOAD=%s '
+              'ASAN_OPTIONS=verify_asan_link_order=0 CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 300'
+              % (job, preload(sim)))
+    r = c.run(["sbatch", "--parsable", "-N1", "-w", "n1", "--time=5", "-o", "/dev/null",
+               "--wrap", "srun sh -c '%s'" % script.replace("'", "'\\''")], uid=OTHER)
+    own = r.stdout.strip().split(";")[0]
+
+    def forged():
+        return [p for p in c.pids() if environ(p).get("CUDACKPT_TEST_TARGET") == "2"
+                and environ(p).get("SLURM_JOB_ID") == job]
+    slurmcluster.await_true("the other user's forged target", lambda: len(forged()) == 1, 30)
+    pid = forged()[0]
+    r, _ = ctl(c, ["suspend", "--slurm-job=" + job, "--json"], uid=None)
+    out = json.loads(r.stdout or "{}")
+    st = environ(pid).get("CUDACKPT_SIM", "?").replace("1", "r")
+    check(r.returncode == 0 and out.get("processes") == 3 and st == "r",
+          "root's suspend --slurm-job of %s's job takes its three processes, not another user's forged one "
+          "(%r, %r, forged: %r)" % (owner, r.stdout, r.stderr, st))
+    r, _ = ctl(c, ["resume", "--slurm-job=" + job], uid=None)
+    check(r.returncode == 0 and states(c, job) == {"n1": "r", "n2": "r", "n3": "r"},
+          "and resumes them (%r, %r)" % (r.stderr, states(c, job)))
+    c.run(["scancel", own], check=False)
+    end_job(c, job)
+
+
 def check_usage(ctl_path):
     """--slurm-job's usage errors (exit 2), before anything is started."""
     for argv in (["suspend", "--slurm-job=4x"], ["ps", "--slurm-job=4"], ["suspend", "--slurm-job=4", "--tree=1"],
@@ -199,7 +240,8 @@ def main():
             # process maps the driver the daemon loaded.
             sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
             with NodeDaemons(c):
-                for case in (case_whole, case_node_fails, case_coordinator_killed, case_other_user):
+                for case in (case_whole, case_node_fails, case_coordinator_killed, case_other_user,
+                             case_forged_marks):
                     case(c, sim)
     except (AssertionError, TimeoutError, RuntimeError) as e:
         print("FAIL: %s" % e)

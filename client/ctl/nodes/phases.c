@@ -183,20 +183,25 @@ static const char *phases_state(const char *verb) {
 
 /* The step's command: srun into the job, running this program's node part. */
 static int phases_start(phases *p) {
-        char self[PATH_MAX], lt[32], **argv = NULL, **env = NULL;
+        char self[PATH_MAX], lt[32], uid[16], **argv = NULL, **env = NULL;
+        unsigned owner;
         ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
         int r;
 
         if (k <= 0)
                 return -errno;
         self[k] = '\0';
-        snprintf(lt, sizeof(lt), "%lld", p->o->lock_timeout);
-        char *node_argv[] = { self, "node-part", (char *)p->o->verb, p->o->lock_timeout >= 0 ? lt : NULL, NULL };
-        if ((r = nodes_slurm_job_nodes(p->o->job, &p->n)) < 0)
+        if ((r = nodes_slurm_job_nodes(p->o->job, &p->n, &owner)) < 0)
                 return r;
+        snprintf(lt, sizeof(lt), "%lld", p->o->lock_timeout);
+        snprintf(uid, sizeof(uid), "%u", owner);
+        /* The job's owner: each node's part takes only that user's
+         * processes (a caller who lists others', root, must not take
+         * another user's process that forged the job's marks). */
+        char *node_argv[] = { self, "node-part", (char *)p->o->verb, uid, p->o->lock_timeout >= 0 ? lt : NULL, NULL };
         if (!(p->v = calloc(p->n, sizeof(*p->v))))
                 return -ENOMEM;
-        if ((r = nodes_slurm_step_argv(p->o->job, p->n, node_argv, &argv)) == 0 &&
+        if ((r = nodes_slurm_step_argv(p->o->job, p->n, owner, node_argv, &argv)) == 0 &&
             (r = nodes_slurm_step_env(&env)) == 0) {
                 char *const *commands[] = { argv };
                 r = nodes_link_start(commands, 1, env, &p->link);
