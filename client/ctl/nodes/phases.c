@@ -317,7 +317,8 @@ int ctl_phases_run(const ctl_phases_op *o) {
         if ((r = phases_start(&p)) < 0) {
                 fprintf(stderr, "%s%s\n", o->prefix,
                         r == -ESRCH    ? "no running job of that id (squeue)"
-                        : r == -ENOENT ? "srun or squeue not found (set $" NODES_SLURM_SRUN_ENV ")"
+                        : r == -ENOENT ? "srun, squeue or setpriv not found (set $" NODES_SLURM_SRUN_ENV ")"
+                        : r == -EPERM  ? "the job's owner is no user here (getpwuid)"
                                        : strerror(-r));
                 free(p.v);
                 return r == -ESRCH ? CUDACKPT_EXIT_NO_SUCH_PROCESS : CUDACKPT_EXIT_FAILURE;

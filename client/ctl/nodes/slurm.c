@@ -100,7 +100,7 @@ static int slurm_as_owner(unsigned owner, char *setpriv, size_t size, char (*ids
                 return 0;
         errno = 0;
         if (!(pw = getpwuid((uid_t)owner)))
-                return errno ? -errno : -ESRCH;
+                return errno ? -errno : -EPERM;
         if ((r = ctl_host_find_program("setpriv", setpriv, size)) < 0)
                 return r;
         snprintf(ids[0], sizeof(ids[0]), "--reuid=%u", owner);

@@ -36,7 +36,8 @@ int nodes_slurm_job_nodes(const char *job, unsigned *ret_nodes, unsigned *ret_ui
  * nodes_slurm_job_nodes()); root runs srun as that user (setpriv), since
  * Slurm creates a step of J only as J's user, and the nodes' daemons then
  * act only on that user's processes.  0 with *ret_argv (free it with
- * nodes_slurm_argv_free()), or -errno (-ESRCH: no such user here). */
+ * nodes_slurm_argv_free()), or -errno (-EPERM: the owner is no user here, -ENOENT:
+ * no srun or setpriv). */
 int nodes_slurm_step_argv(const char *job, unsigned n_nodes, unsigned owner, char *const *node_argv,
                           char ***ret_argv);
 void nodes_slurm_argv_free(char **argv);
