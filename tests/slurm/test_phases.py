@@ -166,6 +166,31 @@ def case_coordinator_killed(c, sim):
     end_job(c, job)
 
 
+def case_phase_timeout(c, sim):
+    """A node slow in its checkpoint (n3, 64 MiB at 8 MiB/s) past --timeout
+    (2 s): n1 and n2, checkpointed at once, run again within END_LIMIT_S of
+    the timeout (their parts end as the coordinator closes the step's
+    input), while the command waits for n3's part, whose checkpoint cannot
+    be cancelled, and fails; n3 runs once its checkpoint has ended."""
+    job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n3 ] && export CUDACKPT_SIM_CKPT_MIBPS=8;')
+    t = time.monotonic()
+    p = c.popen([c.ctl, "suspend", "--slurm-job=" + job, "--timeout=2000"], uid=NOBODY,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    slurmcluster.await_true("n1 and n2 checkpointed", lambda: states(c, job).get("n1") == "c"
+                            and states(c, job).get("n2") == "c", 10)
+    slurmcluster.await_true("n1 and n2 running", lambda: states(c, job).get("n1") == "r"
+                            and states(c, job).get("n2") == "r", 2.0 + END_LIMIT_S + 1)
+    s = time.monotonic() - t
+    _, err = p.communicate(timeout=60)
+    total = time.monotonic() - t
+    check(p.returncode != 0 and 2.0 <= s < 2.0 + END_LIMIT_S + 0.5,
+          "n1 and n2 running %.2fs after the start of a suspend with a 2 s phase timeout, which fails (%r, %r)"
+          % (s, p.returncode, err))
+    slurmcluster.await_true("n3 running", lambda: states(c, job).get("n3") == "r", 20)
+    print("MEASURED: phase timeout 2 s: n1, n2 running at %.2fs, the command returned at %.2fs" % (s, total))
+    end_job(c, job)
+
+
 def case_other_user(c, sim):
     job = start_job(c, sim)
     r, _ = ctl(c, ["suspend", "--slurm-job=" + job], uid=OTHER)
@@ -240,7 +265,7 @@ def main():
             # process maps the driver the daemon loaded.
             sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
             with NodeDaemons(c):
-                for case in (case_whole, case_node_fails, case_coordinator_killed, case_other_user,
+                for case in (case_whole, case_node_fails, case_coordinator_killed, case_phase_timeout, case_other_user,
                              case_forged_marks):
                     case(c, sim)
     except (AssertionError, TimeoutError, RuntimeError) as e:
