@@ -43,6 +43,7 @@ END_LIMIT_S = 1.0
 BUSY_MS = 4000
 EXIT_DRIVER_ERROR = 19
 EXIT_INVALID_STATE = 13
+EXIT_TIMEOUT = 14
 
 
 def targets(c, job):
@@ -171,7 +172,8 @@ def case_phase_timeout(c, sim):
     (2 s): n1 and n2, checkpointed at once, run again within END_LIMIT_S of
     the timeout (their parts end as the coordinator closes the step's
     input), while the command waits for n3's part, whose checkpoint cannot
-    be cancelled, and fails; n3 runs once its checkpoint has ended."""
+    be cancelled, and fails, saying the timeout (status 14, as the group
+    commands' Timeout); n3 runs once its checkpoint has ended."""
     job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n3 ] && export CUDACKPT_SIM_CKPT_MIBPS=8;')
     t = time.monotonic()
     p = c.popen([c.ctl, "suspend", "--slurm-job=" + job, "--timeout=2000"], uid=NOBODY,
@@ -183,8 +185,10 @@ def case_phase_timeout(c, sim):
     s = time.monotonic() - t
     _, err = p.communicate(timeout=60)
     total = time.monotonic() - t
-    check(p.returncode != 0 and 2.0 <= s < 2.0 + END_LIMIT_S + 0.5,
-          "n1 and n2 running %.2fs after the start of a suspend with a 2 s phase timeout, which fails (%r, %r)"
+    check(p.returncode == EXIT_TIMEOUT and "not every node answered checkpoint in time" in err
+          and 2.0 <= s < 2.0 + END_LIMIT_S + 0.5,
+          "n1 and n2 running %.2fs after the start of a suspend with a 2 s phase timeout, which fails "
+          "as timed out (%r, %r)"
           % (s, p.returncode, err))
     slurmcluster.await_true("n3 running", lambda: states(c, job).get("n3") == "r", 20)
     print("MEASURED: phase timeout 2 s: n1, n2 running at %.2fs, the command returned at %.2fs" % (s, total))
