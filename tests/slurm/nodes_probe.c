@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
         }
         printf("nodes %u\n", n);
         if ((r = nodes_slurm_step_argv(argv[1], n, uid, argv + 4, &step)) < 0 ||
-            (r = nodes_slurm_step_env(&env)) < 0 ||
+            (r = nodes_slurm_step_env(uid, &env)) < 0 ||
             (r = nodes_link_start((char *const *const *)&step, 1, env, &l)) < 0) {
                 printf("start error %d\n", r);
                 nodes_slurm_argv_free(step);

@@ -24,14 +24,17 @@ test reads, as root, from /proc.
     J only as J's user: the coordinator runs srun as the owner) and root's
     own job (whose parts list every user's processes): another user's
     process that forged the job's SLURM_JOB_ID and SLURMD_NODENAME is no
-    member either time, left running;
+    member either time, left running; root's environment (a secret in it)
+    is not handed to the owner's srun;
   - first, --slurm-job's usage errors (exit 2).
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -241,6 +244,30 @@ def forged_marks(c, sim, owner):
     end_job(c, job)
 
 
+def case_root_environment(c, sim):
+    """Root's --slurm-job runs srun as the job's owner, who can read that
+    srun's environment and its tasks' (/proc/PID/environ): root's own
+    environment (a secret in it) must not be handed on."""
+    job = start_job(c, sim)
+    d = tempfile.mkdtemp(prefix="cudackpt-srunenv-")
+    os.chmod(d, 0o777)
+    wrapper = os.path.join(d, "srun")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nenv > %s/seen\nexec srun \"$@\"\n" % d)
+    os.chmod(wrapper, 0o755)
+    try:
+        r = c.run([c.ctl, "suspend", "--slurm-job=" + job], check=False, timeout=120,
+                  env={"CUDACKPT_SRUN": wrapper, "ROOT_SECRET": "hunter2"})
+        with open(os.path.join(d, "seen")) as f:
+            seen = f.read()
+        check(r.returncode == 0 and "hunter2" not in seen and "SLURM_CONF=" in seen,
+              "root's environment is not handed to the owner's srun (%r, %r)" % (r.stderr, seen[-400:]))
+        ctl(c, ["resume", "--slurm-job=" + job], uid=None)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    end_job(c, job)
+
+
 def check_usage(ctl_path):
     """--slurm-job's usage errors (exit 2), before anything is started."""
     for argv in (["suspend", "--slurm-job=4x"], ["ps", "--slurm-job=4"], ["suspend", "--slurm-job=4", "--tree=1"],
@@ -270,7 +297,7 @@ def main():
             sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
             with NodeDaemons(c):
                 for case in (case_whole, case_node_fails, case_coordinator_killed, case_phase_timeout, case_other_user,
-                             case_forged_marks):
+                             case_forged_marks, case_root_environment):
                     case(c, sim)
     except (AssertionError, TimeoutError, RuntimeError) as e:
         print("FAIL: %s" % e)

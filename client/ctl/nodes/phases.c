@@ -210,7 +210,7 @@ static int phases_start(phases *p) {
         if (!(p->v = calloc(p->n, sizeof(*p->v))))
                 return -ENOMEM;
         if ((r = nodes_slurm_step_argv(p->o->job, p->n, owner, node_argv, &argv)) == 0 &&
-            (r = nodes_slurm_step_env(&env)) == 0) {
+            (r = nodes_slurm_step_env(owner, &env)) == 0) {
                 char *const *commands[] = { argv };
                 r = nodes_link_start(commands, 1, env, &p->link);
         }

@@ -150,8 +150,21 @@ int nodes_slurm_step_argv(const char *job, unsigned n_nodes, unsigned owner, cha
         return 0;
 }
 
-int nodes_slurm_step_env(char ***ret_env) {
+/* Whether e ("NAME=VALUE") of root's environment may go to the owner. */
+static bool slurm_env_for_owner(const char *e) {
+        static const char *const keep[] = { "PATH=",          "LANG=",         "LC_",          "TZ=",
+                                            "SLURM_",         "CUDACKPT_",     "ASAN_OPTIONS=", "UBSAN_OPTIONS=",
+                                            "LSAN_OPTIONS=",  "TSAN_OPTIONS=" };
+
+        for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+                if (strncmp(e, keep[i], strlen(keep[i])) == 0)
+                        return true;
+        return false;
+}
+
+int nodes_slurm_step_env(unsigned owner, char ***ret_env) {
         static const char drop[] = CUDACKPT_SOCKET_ENV "=";
+        bool as_owner = geteuid() == 0 && owner != 0;
         size_t n = 0, k = 0;
         char **env;
 
@@ -162,7 +175,8 @@ int nodes_slurm_step_env(char ***ret_env) {
         /* srun's --export=ALL,NAME=VALUE does not replace a NAME srun has
          * (Slurm 22.05): the variable is left out of srun's own. */
         for (size_t i = 0; i < n; i++)
-                if (strncmp(environ[i], drop, sizeof(drop) - 1) != 0)
+                if (strncmp(environ[i], drop, sizeof(drop) - 1) != 0 &&
+                    (!as_owner || slurm_env_for_owner(environ[i])))
                         env[k++] = environ[i];
         *ret_env = env;
         return 0;

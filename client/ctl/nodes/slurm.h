@@ -45,8 +45,11 @@ void nodes_slurm_argv_free(char **argv);
 /* The step's environment (srun hands it to every task): this process's,
  * less $CUDACKPT_SOCKET, as the socket of this machine's daemon is not a
  * node's (a node's part uses the default path, or what the node's own
- * set-up, a TaskProlog, exports).  0 with *ret_env, whose strings are
+ * set-up, a TaskProlog, exports).  Root's srun runs as the job's owner
+ * (owner, nodes_slurm_step_argv()), who may read its environment and its
+ * tasks': it gets only PATH, locale, SLURM_*, CUDACKPT_* and the
+ * sanitizers' options of root's.  0 with *ret_env, whose strings are
  * environ's (free() the array only), or -ENOMEM. */
-int nodes_slurm_step_env(char ***ret_env);
+int nodes_slurm_step_env(unsigned owner, char ***ret_env);
 
 #endif
