@@ -152,9 +152,9 @@ int nodes_slurm_step_argv(const char *job, unsigned n_nodes, unsigned owner, cha
 
 /* Whether e ("NAME=VALUE") of root's environment may go to the owner. */
 static bool slurm_env_for_owner(const char *e) {
-        static const char *const keep[] = { "PATH=",          "LANG=",         "LC_",          "TZ=",
+        static const char *const keep[] = { "PATH=",          "LANG=",         "LC_",           "TZ=",
                                             "SLURM_",         "CUDACKPT_",     "ASAN_OPTIONS=", "UBSAN_OPTIONS=",
-                                            "LSAN_OPTIONS=",  "TSAN_OPTIONS=" };
+                                            "LSAN_OPTIONS=", "TSAN_OPTIONS=" };
 
         for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
                 if (strncmp(e, keep[i], strlen(keep[i])) == 0)
