@@ -61,7 +61,7 @@ static int probe_loop(nodes_link *l, unsigned n, int timeout_ms, bool ping) {
 }
 
 int main(int argc, char **argv) {
-        unsigned n = 0;
+        unsigned n = 0, uid = 0;
         char **step = NULL, **env = NULL;
         nodes_link *l = NULL;
         int r, timeout_ms;
@@ -72,13 +72,13 @@ int main(int argc, char **argv) {
         }
         timeout_ms = atoi(argv[2]);
         setvbuf(stdout, NULL, _IOLBF, 0);
-        if ((r = nodes_slurm_job_nodes(argv[1], &n)) < 0) {
+        if ((r = nodes_slurm_job_nodes(argv[1], &n, &uid)) < 0) {
                 printf("nodes error %d\n", r);
                 return 1;
         }
         printf("nodes %u\n", n);
-        if ((r = nodes_slurm_step_argv(argv[1], n, argv + 4, &step)) < 0 ||
-            (r = nodes_slurm_step_env(&env)) < 0 ||
+        if ((r = nodes_slurm_step_argv(argv[1], n, uid, argv + 4, &step)) < 0 ||
+            (r = nodes_slurm_step_env(uid, &env)) < 0 ||
             (r = nodes_link_start((char *const *const *)&step, 1, env, &l)) < 0) {
                 printf("start error %d\n", r);
                 nodes_slurm_argv_free(step);

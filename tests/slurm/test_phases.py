@@ -20,13 +20,21 @@ test reads, as root, from /proc.
     ends;
   - another user (daemon, uid 1) cannot reach the job: a failure, every
     target running, untouched;
+  - root suspends and resumes nobody's job (Slurm 22.05 creates a step of
+    J only as J's user: the coordinator runs srun as the owner) and root's
+    own job (whose parts list every user's processes): another user's
+    process that forged the job's SLURM_JOB_ID and SLURMD_NODENAME is no
+    member either time, left running; root's environment (a secret in it)
+    is not handed to the owner's srun;
   - first, --slurm-job's usage errors (exit 2).
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,6 +46,7 @@ END_LIMIT_S = 1.0
 BUSY_MS = 4000
 EXIT_DRIVER_ERROR = 19
 EXIT_INVALID_STATE = 13
+EXIT_TIMEOUT = 14
 
 
 def targets(c, job):
@@ -73,12 +82,12 @@ def preload(sim):
     return ":".join(runtime[:1] + [sim])
 
 
-def start_job(c, sim, extra=""):
-    """A 3-node job of nobody's, one target per node; extra: shell run first on each node."""
+def start_job(c, sim, extra="", uid=NOBODY):
+    """A 3-node job of uid's (None: root's), one target per node; extra: shell run first on each node."""
     script = ('%s exec env CUDACKPT_TEST_TARGET=1 LD_PRELOAD=%s ASAN_OPTIONS=verify_asan_link_order=0 '
               'CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 300' % (extra, preload(sim)))
     r = c.run(["sbatch", "--parsable", "-N3", "--ntasks-per-node=1", "--time=5", "-o", "/dev/null",
-               "--wrap", "srun sh -c '%s'" % script.replace("'", "'\\''")], uid=NOBODY)
+               "--wrap", "srun sh -c '%s'" % script.replace("'", "'\\''")], uid=uid)
     job = r.stdout.strip().split(";")[0]
     slurmcluster.await_true("job %s's three targets" % job, lambda: len(targets(c, job)) == 3, 30)
     return job
@@ -161,6 +170,34 @@ def case_coordinator_killed(c, sim):
     end_job(c, job)
 
 
+def case_phase_timeout(c, sim):
+    """A node slow in its checkpoint (n3, 64 MiB at 8 MiB/s) past --timeout
+    (2 s): n1 and n2, checkpointed at once, run again within END_LIMIT_S of
+    the timeout (their parts end as the coordinator closes the step's
+    input), while the command waits for n3's part, whose checkpoint cannot
+    be cancelled, and fails, saying the timeout (status 14, as the group
+    commands' Timeout); n3 runs once its checkpoint has ended."""
+    job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n3 ] && export CUDACKPT_SIM_CKPT_MIBPS=8;')
+    t = time.monotonic()
+    p = c.popen([c.ctl, "suspend", "--slurm-job=" + job, "--timeout=2000"], uid=NOBODY,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    slurmcluster.await_true("n1 and n2 checkpointed", lambda: states(c, job).get("n1") == "c"
+                            and states(c, job).get("n2") == "c", 10)
+    slurmcluster.await_true("n1 and n2 running", lambda: states(c, job).get("n1") == "r"
+                            and states(c, job).get("n2") == "r", 2.0 + END_LIMIT_S + 1)
+    s = time.monotonic() - t
+    _, err = p.communicate(timeout=60)
+    total = time.monotonic() - t
+    check(p.returncode == EXIT_TIMEOUT and "not every node answered checkpoint in time" in err
+          and 2.0 <= s < 2.0 + END_LIMIT_S + 0.5,
+          "n1 and n2 running %.2fs after the start of a suspend with a 2 s phase timeout, which fails "
+          "as timed out (%r, %r)"
+          % (s, p.returncode, err))
+    slurmcluster.await_true("n3 running", lambda: states(c, job).get("n3") == "r", 20)
+    print("MEASURED: phase timeout 2 s: n1, n2 running at %.2fs, the command returned at %.2fs" % (s, total))
+    end_job(c, job)
+
+
 def case_other_user(c, sim):
     job = start_job(c, sim)
     r, _ = ctl(c, ["suspend", "--slurm-job=" + job], uid=OTHER)
@@ -168,6 +205,66 @@ def case_other_user(c, sim):
     check(r.returncode != 0 and st == {"n1": "r", "n2": "r", "n3": "r"},
           "another user cannot reach the job: refused, every target untouched (%r, %r, %r)"
           % (r.returncode, r.stderr, st))
+    end_job(c, job)
+
+
+def case_forged_marks(c, sim):
+    """Root's suspend --slurm-job of nobody's job (srun as the owner) and of
+    root's own job (root's parts list every user's processes): each takes
+    the job's three processes, not another user's that forges the job's
+    marks (SLURM_JOB_ID, SLURMD_NODENAME) in its own environment."""
+    for owner in (NOBODY, None):
+        forged_marks(c, sim, owner)
+
+
+def forged_marks(c, sim, owner):
+    job = start_job(c, sim, uid=owner)
+    script = ('export SLURM_JOB_ID=%s SLURMD_NODENAME=n1; exec env CUDACKPT_TEST_TARGET=2 LD_PRELOAD=%s '
+              'ASAN_OPTIONS=verify_asan_link_order=0 CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 300'
+              % (job, preload(sim)))
+    r = c.run(["sbatch", "--parsable", "-N1", "-w", "n1", "--time=5", "-o", "/dev/null",
+               "--wrap", "srun sh -c '%s'" % script.replace("'", "'\\''")], uid=OTHER)
+    own = r.stdout.strip().split(";")[0]
+
+    def forged():
+        return [p for p in c.pids() if environ(p).get("CUDACKPT_TEST_TARGET") == "2"
+                and environ(p).get("SLURM_JOB_ID") == job]
+    slurmcluster.await_true("the other user's forged target", lambda: len(forged()) == 1, 30)
+    pid = forged()[0]
+    r, _ = ctl(c, ["suspend", "--slurm-job=" + job, "--json"], uid=None)
+    out = json.loads(r.stdout or "{}")
+    st = environ(pid).get("CUDACKPT_SIM", "?").replace("1", "r")
+    check(r.returncode == 0 and out.get("processes") == 3 and st == "r",
+          "root's suspend --slurm-job of %s's job takes its three processes, not another user's forged one "
+          "(%r, %r, forged: %r)" % (owner, r.stdout, r.stderr, st))
+    r, _ = ctl(c, ["resume", "--slurm-job=" + job], uid=None)
+    check(r.returncode == 0 and states(c, job) == {"n1": "r", "n2": "r", "n3": "r"},
+          "and resumes them (%r, %r)" % (r.stderr, states(c, job)))
+    c.run(["scancel", own], check=False)
+    end_job(c, job)
+
+
+def case_root_environment(c, sim):
+    """Root's --slurm-job runs srun as the job's owner, who can read that
+    srun's environment and its tasks' (/proc/PID/environ): root's own
+    environment (a secret in it) must not be handed on."""
+    job = start_job(c, sim)
+    d = tempfile.mkdtemp(prefix="cudackpt-srunenv-")
+    os.chmod(d, 0o777)
+    wrapper = os.path.join(d, "srun")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nenv > %s/seen\nexec srun \"$@\"\n" % d)
+    os.chmod(wrapper, 0o755)
+    try:
+        r = c.run([c.ctl, "suspend", "--slurm-job=" + job], check=False, timeout=120,
+                  env={"CUDACKPT_SRUN": wrapper, "ROOT_SECRET": "hunter2"})
+        with open(os.path.join(d, "seen")) as f:
+            seen = f.read()
+        check(r.returncode == 0 and "hunter2" not in seen and "SLURM_CONF=" in seen,
+              "root's environment is not handed to the owner's srun (%r, %r)" % (r.stderr, seen[-400:]))
+        ctl(c, ["resume", "--slurm-job=" + job], uid=None)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
     end_job(c, job)
 
 
@@ -199,7 +296,8 @@ def main():
             # process maps the driver the daemon loaded.
             sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
             with NodeDaemons(c):
-                for case in (case_whole, case_node_fails, case_coordinator_killed, case_other_user):
+                for case in (case_whole, case_node_fails, case_coordinator_killed, case_phase_timeout, case_other_user,
+                             case_forged_marks, case_root_environment):
                     case(c, sim)
     except (AssertionError, TimeoutError, RuntimeError) as e:
         print("FAIL: %s" % e)

@@ -7,11 +7,14 @@
  * proctrack/linuxproc (the test cluster) a job has no cgroup of its own, and
  * the cgroup v1 layouts of proctrack/cgroup differ from site to site, so
  * the environment is the one mark that is always there.  A process that
- * sets its own SLURM_JOB_ID can only be the same user's (the daemon lists no
- * other), which could act on it anyway.  Its SLURMD_NODENAME must be this
+ * sets its own SLURM_JOB_ID is no member unless it is the job owner's
+ * (below).  Its SLURMD_NODENAME must be this
  * node's too: on a real node that holds anyway, but nodes that share one
  * pid space (the test cluster's, or several slurmd on one host) each see
- * the others' tasks.  The set is read once, at hello,
+ * the others' tasks.  And its user must be the job's owner (the
+ * coordinator's squeue says who): root lists every user's processes, and
+ * another user's process that forged both marks is none of the job's.
+ * The set is read once, at hello,
  * and pinned by start time: a process started later is no member. */
 #include "nodepart.h"
 
@@ -44,6 +47,7 @@ typedef struct nodepart {
         cudackpt_client *client;
         const char *verb;          /* lock, suspend, resume, unlock */
         long long lock_timeout;    /* -1: the daemon's default */
+        long long owner;           /* the job's owner's uid */
         char node[65];
         cJSON *selector;           /* {"pids": [...]} of the members, NULL when none */
         int n;
@@ -147,7 +151,10 @@ static int nodepart_members(nodepart *p, const char *job) {
                 long long pid, start;
                 cJSON *ref;
 
+                long long uid;
+
                 if (!json_get_integer(e, "pid", 1, 2147483647.0, &pid) ||
+                    !json_get_integer(e, "uid", 0, 4294967294.0, &uid) || uid != p->owner ||
                     !json_get_integer(e, "start_time", 0, JSON_MAX_EXACT, &start) ||
                     !nodepart_environ_has(pid, entry, node && strlen(node) < 64 ? entry2 : NULL))
                         continue;
@@ -352,8 +359,10 @@ int ctl_nodepart_main(int argc, char **argv) {
         for (size_t i = 0; argc >= 3 && i < sizeof(verbs) / sizeof(verbs[0]); i++)
                 if (strcmp(argv[2], verbs[i]) == 0)
                         p.verb = verbs[i];
-        if (!p.verb || argc > 4 || (argc == 4 && (p.lock_timeout = strtoll(argv[3], &end, 10), *end || p.lock_timeout < 0))) {
-                fputs("usage: cudackptctl node-part lock|suspend|resume|unlock [LOCK_TIMEOUT_MS]\n"
+        if (!p.verb || argc < 4 || argc > 5 ||
+            (p.owner = strtoll(argv[3], &end, 10), *end || end == argv[3] || p.owner < 0 || p.owner > 4294967294LL) ||
+            (argc == 5 && (p.lock_timeout = strtoll(argv[4], &end, 10), *end || p.lock_timeout < 0))) {
+                fputs("usage: cudackptctl node-part lock|suspend|resume|unlock JOB_UID [LOCK_TIMEOUT_MS]\n"
                       "(run by the coordinator's step on each node of a job, not by people)\n", stderr);
                 return 2;
         }

@@ -19,7 +19,7 @@
 /* The longest line the node part reads. */
 #define NODEPART_MAX_LINE 512u
 
-/* main() of `cudackptctl node-part VERB [LOCK_TIMEOUT_MS]`. */
+/* main() of `cudackptctl node-part VERB JOB_UID [LOCK_TIMEOUT_MS]`. */
 int ctl_nodepart_main(int argc, char **argv);
 
 #endif

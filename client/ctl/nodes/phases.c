@@ -45,6 +45,8 @@ typedef struct phases {
         phases_node *v;
         unsigned n, said;       /* the job's nodes; those that said hello */
         bool gone;              /* the step ended, or the link broke */
+        bool timed_out;         /* ... as a node did not answer in time */
+        const char *phase;      /* the phase waited for ("hello" first) */
         int failed;             /* the first node that failed, -1 none */
         char failed_phase[16];
         bool rolled_back;       /* every node answered its rollback ok */
@@ -72,6 +74,11 @@ static int phases_recv(phases *p, long long deadline, cJSON **ret_json) {
 
                 if (r < 0 || m.ended) {
                         p->gone = true;
+                        /* The step is then ended by the close, which
+                         * waits for the late node's part (a driver call
+                         * cannot be cancelled): the others' leases undo
+                         * their part at once. */
+                        p->timed_out = r == -ETIMEDOUT;
                         return -1;
                 }
                 *ret_json = m.json;
@@ -126,6 +133,7 @@ static int phases_step(phases *p, const char *phase, int timeout_ms) {
         char line[64];
         cJSON *j;
 
+        p->phase = phase;
         for (unsigned i = 0; i < p->n; i++)
                 p->v[i].answered = false;
         snprintf(line, sizeof(line), "{\"phase\":\"%s\"}", phase);
@@ -183,21 +191,26 @@ static const char *phases_state(const char *verb) {
 
 /* The step's command: srun into the job, running this program's node part. */
 static int phases_start(phases *p) {
-        char self[PATH_MAX], lt[32], **argv = NULL, **env = NULL;
+        char self[PATH_MAX], lt[32], uid[16], **argv = NULL, **env = NULL;
+        unsigned owner;
         ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
         int r;
 
         if (k <= 0)
                 return -errno;
         self[k] = '\0';
-        snprintf(lt, sizeof(lt), "%lld", p->o->lock_timeout);
-        char *node_argv[] = { self, "node-part", (char *)p->o->verb, p->o->lock_timeout >= 0 ? lt : NULL, NULL };
-        if ((r = nodes_slurm_job_nodes(p->o->job, &p->n)) < 0)
+        if ((r = nodes_slurm_job_nodes(p->o->job, &p->n, &owner)) < 0)
                 return r;
+        snprintf(lt, sizeof(lt), "%lld", p->o->lock_timeout);
+        snprintf(uid, sizeof(uid), "%u", owner);
+        /* The job's owner: each node's part takes only that user's
+         * processes (a caller who lists others', root, must not take
+         * another user's process that forged the job's marks). */
+        char *node_argv[] = { self, "node-part", (char *)p->o->verb, uid, p->o->lock_timeout >= 0 ? lt : NULL, NULL };
         if (!(p->v = calloc(p->n, sizeof(*p->v))))
                 return -ENOMEM;
-        if ((r = nodes_slurm_step_argv(p->o->job, p->n, node_argv, &argv)) == 0 &&
-            (r = nodes_slurm_step_env(&env)) == 0) {
+        if ((r = nodes_slurm_step_argv(p->o->job, p->n, owner, node_argv, &argv)) == 0 &&
+            (r = nodes_slurm_step_env(owner, &env)) == 0) {
                 char *const *commands[] = { argv };
                 r = nodes_link_start(commands, 1, env, &p->link);
         }
@@ -216,7 +229,11 @@ static void phases_json(const phases *p, int processes, double ms) {
         cJSON_AddNumberToObject(o, "processes", processes);
         cJSON_AddNumberToObject(o, "duration_ms", ms);
         if (p->failed >= 0 || p->gone) {
-                cJSON_AddStringToObject(o, "failed_phase", p->failed_phase[0] ? p->failed_phase : "link");
+                cJSON_AddStringToObject(o, "failed_phase", p->failed_phase[0] ? p->failed_phase
+                                                           : p->timed_out          ? p->phase
+                                                                                   : "link");
+                if (p->timed_out)
+                        cJSON_AddTrueToObject(o, "timed_out");
                 cJSON_AddStringToObject(o, "rollback", p->gone ? "leases" : p->rolled_back ? "done" : "failed");
         }
         for (unsigned i = 0; i < p->said; i++) {
@@ -256,6 +273,10 @@ static int phases_report(const phases *p, double ms) {
         } else if (p->gone && p->said == 0) {
                 status = CUDACKPT_EXIT_UNREACHABLE;
                 fprintf(stderr, "%sno node's part started (srun's error above): nothing was done\n", p->o->prefix);
+        } else if (p->timed_out) {
+                status = CUDACKPT_EXIT_TIMEOUT;
+                fprintf(stderr, "%snot every node answered %s in time (%u of %u said hello); the step is ended: "
+                        "each node's daemon undoes its part (its lease)\n", p->o->prefix, p->phase, p->said, p->n);
         } else if (p->gone) {
                 status = CUDACKPT_EXIT_UNREACHABLE;
                 fprintf(stderr, "%sthe step on the job's nodes ended (%u of %u said hello); "
@@ -304,7 +325,7 @@ bool ctl_phases_usage(const char *job, const char *verb, bool selector, bool lea
 }
 
 int ctl_phases_run(const ctl_phases_op *o) {
-        phases p = { .o = o, .failed = -1 };
+        phases p = { .o = o, .failed = -1, .phase = "hello" };
         int timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : PHASES_PHASE_TIMEOUT_MS, r, status;
         long long t0 = monotime_ms();
         const char *const *plan = phases_plan(o->verb);
@@ -312,7 +333,8 @@ int ctl_phases_run(const ctl_phases_op *o) {
         if ((r = phases_start(&p)) < 0) {
                 fprintf(stderr, "%s%s\n", o->prefix,
                         r == -ESRCH    ? "no running job of that id (squeue)"
-                        : r == -ENOENT ? "srun or squeue not found (set $" NODES_SLURM_SRUN_ENV ")"
+                        : r == -ENOENT ? "srun, squeue or setpriv not found (set $" NODES_SLURM_SRUN_ENV ")"
+                        : r == -EPERM  ? "the job's owner is no user here (getpwuid)"
                                        : strerror(-r));
                 free(p.v);
                 return r == -ESRCH ? CUDACKPT_EXIT_NO_SUCH_PROCESS : CUDACKPT_EXIT_FAILURE;

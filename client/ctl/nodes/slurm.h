@@ -23,25 +23,33 @@
  * else: digits, or digits '_' digits (an array task). */
 bool nodes_slurm_job_valid(const char *job);
 
-/* How many nodes job J runs on now (squeue -h -j J -o %D, as this user):
- * 0 with *ret_nodes, -EINVAL a job id that is none, -ESRCH squeue knows no
- * running job J, -ETIMEDOUT, -ENOENT no squeue, -EPROTO an answer that is
- * no count. */
-int nodes_slurm_job_nodes(const char *job, unsigned *ret_nodes);
+/* How many nodes job J runs on now, and its owner's uid (squeue -h -j J
+ * -o "%D %U", as this user): 0 with *ret_nodes and *ret_uid, -EINVAL a job
+ * id that is none, -ESRCH squeue knows no running job J, -ETIMEDOUT,
+ * -ENOENT no squeue, -EPROTO an answer that is no count and uid. */
+int nodes_slurm_job_nodes(const char *job, unsigned *ret_nodes, unsigned *ret_uid);
 
 /* The step's command: srun into J on its n_nodes nodes, one task each,
  * running node_argv (NULL-terminated).  --kill-on-bad-exit=1: a node's part
  * that fails ends every node's part, whose leases (held on the step's
- * connections) then undo each node's work.  0 with *ret_argv (free it with
- * nodes_slurm_argv_free()), or -errno. */
-int nodes_slurm_step_argv(const char *job, unsigned n_nodes, char *const *node_argv, char ***ret_argv);
+ * connections) then undo each node's work.  owner: the job's user (from
+ * nodes_slurm_job_nodes()); root runs srun as that user (setpriv), since
+ * Slurm creates a step of J only as J's user, and the nodes' daemons then
+ * act only on that user's processes.  0 with *ret_argv (free it with
+ * nodes_slurm_argv_free()), or -errno (-EPERM: the owner is no user here, -ENOENT:
+ * no srun or setpriv). */
+int nodes_slurm_step_argv(const char *job, unsigned n_nodes, unsigned owner, char *const *node_argv,
+                          char ***ret_argv);
 void nodes_slurm_argv_free(char **argv);
 
 /* The step's environment (srun hands it to every task): this process's,
  * less $CUDACKPT_SOCKET, as the socket of this machine's daemon is not a
  * node's (a node's part uses the default path, or what the node's own
- * set-up, a TaskProlog, exports).  0 with *ret_env, whose strings are
+ * set-up, a TaskProlog, exports).  Root's srun runs as the job's owner
+ * (owner, nodes_slurm_step_argv()), who may read its environment and its
+ * tasks': it gets only PATH, locale, SLURM_*, CUDACKPT_* and the
+ * sanitizers' options of root's.  0 with *ret_env, whose strings are
  * environ's (free() the array only), or -ENOMEM. */
-int nodes_slurm_step_env(char ***ret_env);
+int nodes_slurm_step_env(unsigned owner, char ***ret_env);
 
 #endif
