@@ -346,8 +346,9 @@ echo
 # The dump's sync (issue 29): job's dump against jobnosync's, same job.
 sync_cost() { # JOB
         local ds dn ys
-        read -r _ _ _ ds _ _ ys < <(grep "^$1 job 1 " "$RESULTS" || true)
-        read -r _ _ _ dn _ _ _ < <(grep "^$1 jobnosync 1 " "$RESULTS" || true)
+        # read fails (set -e) where the job did not run: then no line.
+        read -r _ _ _ ds _ _ ys < <(grep "^$1 job 1 " "$RESULTS") || true
+        read -r _ _ _ dn _ _ _ < <(grep "^$1 jobnosync 1 " "$RESULTS") || true
         [[ -n ${ds:-} && -n ${dn:-} && ${ys:-} =~ ^[0-9]+$ ]] || return 0
         echo "SYNC: $1 $JOB_PROCS x $JOB_MIB MiB: dump $(fmt "$ds") s with the sync (the sync itself $(fmt "${ys%%.*}") s), $(fmt "$dn") s with --no-sync: the sync costs $(fmt $((ds - dn))) s"
 }
@@ -357,8 +358,8 @@ sync_cost ddp
 # Goals (tree, job against dropin): reported, not failing the run.
 goal() { # JOB
         local dj fj rj dd fd rd
-        read -r _ _ _ dd fd rd < <(grep "^$1 dropin 1 " "$RESULTS" || true)
-        read -r _ _ _ dj fj rj < <(grep "^$1 job 1 " "$RESULTS" || true)
+        read -r _ _ _ dd fd rd < <(grep "^$1 dropin 1 " "$RESULTS") || true
+        read -r _ _ _ dj fj rj < <(grep "^$1 job 1 " "$RESULTS") || true
         [[ -n ${dd:-} && -n ${dj:-} ]] || return 0
         if ((dd * 10 >= dj * 15)); then echo "GOAL-PASS: $1 dump $(fmt "$dj") s vs $(fmt "$dd") s (>= 1.5x)"; else echo "GOAL-FAIL: $1 dump $(fmt "$dj") s vs $(fmt "$dd") s (< 1.5x)"; fi
         if ((fd >= fj * 3)); then echo "GOAL-PASS: $1 GPU free $(fmt "$fj") s vs $(fmt "$fd") s (>= 3x)"; else echo "GOAL-FAIL: $1 GPU free $(fmt "$fj") s vs $(fmt "$fd") s (< 3x)"; fi

@@ -45,6 +45,9 @@ staged_daemon_start run-cuda-python-ckpt
 "$PYTHON" -m venv --system-site-packages "$WORK/venv" || { echo "FAIL $PYTHON -m venv"; exit 1; }
 VPY=$WORK/venv/bin/python
 site=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+# PYTHON may itself be a virtual environment's (its packages then are not the
+# system's): every directory of its own path goes on the new one's too.
+"$PYTHON" -c 'import sys; print("\n".join(p for p in sys.path if p))' >"$site/cudackpt-base.pth"
 echo "$ROOT/python" >"$site/cudackpt-tree.pth"
 "$VPY" -I -c 'import cuda.core, pytest, cudackpt; print("cuda.core", cuda.core.__version__, "pytest", pytest.__version__, "cudackpt", cudackpt.__file__)' ||
         { echo "FAIL cuda.core, pytest or cudackpt cannot be imported by $VPY"; exit 1; }

@@ -33,8 +33,12 @@ echo "checkpoint progress (GiB): $(for b in $ck; do gib "$b"; echo -n " "; done)
 [[ $drops -eq 1 ]] && ok "checkpoint bytes never go back within a checkpoint" || bad "checkpoint bytes: $(echo $ck)"
 total=$(grep '"type":"progress"' "$WORK/watch.out" | grep '"step":"checkpoint"' | sed -n 's/.*"total_bytes":\([0-9]*\).*/\1/p' | tail -1)
 echo "second checkpoint's total: $(gib "${total:-0}") GiB (the target holds $MIB MiB)"
-awk -v t="${total:-0}" -v m="$MIB" 'BEGIN{exit !(t > m * 1048576 * 0.9 && t < m * 1048576 * 1.2)}' &&
-        ok "the second checkpoint's total is the GPU memory held (within -10%/+20%)" || bad "total ${total:-none}"
+# The driver's total is the data and the CUDA context (520 MiB of an H200's
+# context was measured by run-fit-gpu.sh): at least 90% of MIB, at most MIB
+# and 1 GiB.
+awk -v t="${total:-0}" -v m="$MIB" 'BEGIN{exit !(t > m * 1048576 * 0.9 && t < (m + 1024) * 1048576)}' &&
+        ok "the second checkpoint's total is the GPU memory held (the data and its context: $total bytes)" ||
+        bad "total ${total:-none} (the data: $MIB MiB)"
 ! grep -q '"step":"restore"' "$WORK/watch.out" && ok "no restore progress" || bad "restore progress reported"
 lines=$(tr '\r' '\n' <"$WORK/s2.err" | grep -c "checkpoint of $T: .* GiB of .* GiB")
 [[ $lines -ge 2 ]] && ok "cudackptctl --progress: $lines lines, the last: $(tr '\r' '\n' <"$WORK/s2.err" | grep "GiB of" | tail -1)" ||
