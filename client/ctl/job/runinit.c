@@ -12,8 +12,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/keyctl.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,6 +78,13 @@ static int run_drop(const ctl_run_ids *ids) {
         /* Root's way back must be shut. */
         if (ids->uid != 0 && (setuid(0) == 0 || setgid(0) == 0))
                 return -EPERM;
+        /* setuid() keeps the session keyring, and its possessor may read
+         * root's keys in it: the user's own, new one instead.  Without
+         * keys in the kernel (ENOSYS), or keyctl forbidden (EPERM: a
+         * seccomp filter, which the job inherits too), there is none to
+         * read. */
+        if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS && errno != EPERM)
+                return -errno;
         return 0;
 }
 

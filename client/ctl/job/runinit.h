@@ -43,8 +43,8 @@ int ctl_run_supervise(pid_t child, int reap_all);
  * starts argv (found on PATH) as its child, which gets this process's
  * descriptors and an empty signal mask, and with ids (NULL: stays root)
  * takes on that user for good (setgroups, setgid, setuid: no capability
- * left; no_new_privs) first; a failure is reported on report_fd
- * (close-on-exec), CTL_RUN_DROP or CTL_RUN_EXEC.  Then holds nothing but
+ * left; no_new_privs; a session keyring of its own) first; a failure is
+ * reported on report_fd (close-on-exec), CTL_RUN_DROP or CTL_RUN_EXEC.  Then holds nothing but
  * /dev/null, and exits with the child's status (128+N when signal N ended
  * it), which ends every process of the namespace.  It stays root itself:
  * CRIU, dumping a namespace whose /proc is not its own, has the init mount
