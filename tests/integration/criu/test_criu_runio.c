@@ -94,8 +94,8 @@ START_TEST(run_user_nothing_of_roots)
         int master, slave;
         ck_assert_int_eq(openpty(&master, &slave, NULL, NULL, NULL), 0);
         const char *pts = itest_strdupf("%s", ptsname(master));
-        /* Root types ahead: the job must not read it. */
-        ck_assert_int_eq(write(master, "typed-by-root\n", 14), 14);
+        /* Root types ahead (a line for each read): the job must not read it. */
+        ck_assert_int_eq(write(master, "typed-by-root\ntyped-again\n", 26), 26);
         const char *log = crun_log(&x, "tty");
         const char *const args[] = { "--name", "tty", "--no-cgroup", "--user=65534:65534",
                                      itest_strdupf("--output=%s", log), "--", "/bin/sh", "-c", job_script, NULL };
