@@ -68,8 +68,8 @@ static void run_help(void) {
                "(default job-PID) that 'cudackptctl dump --run=N' takes.  Root only; --user\n"
                "runs the job as U, with /dev/null as its input, FILE (appended to; in a\n"
                "directory of root's) or /dev/null as its output, and of this environment\n"
-               "only " CTL_RUN_ENV_KEPT ".  Ends with the job's exit status (125: run\n"
-               "itself failed).\n");
+               "only " CTL_RUN_ENV_KEPT ".\n"
+               "Ends with the job's exit status (125: run itself failed).\n");
 }
 
 #define run_usage(...)                                                                                \

@@ -166,6 +166,34 @@ START_TEST(run_output_dump_restore)
 }
 END_TEST
 
+/* A job of root's own keeps root's environment and descriptors, but for
+ * --output: /dev/null as its input, FILE (root's, 0600) as its output. */
+START_TEST(run_root_output)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char **env = itest_keep(calloc(40, sizeof(char *)));
+        const char *const *base = crun_env(&x);
+        size_t n = 0;
+        for (; base[n]; n++)
+                env[n] = base[n];
+        env[n++] = ROOT_SECRET "=hunter2";
+        const char *log = crun_log(&x, "root");
+        const char *const args[] = { "--name", "root", "--no-cgroup", itest_strdupf("--output=%s", log), "--",
+                                     "/bin/sh", "-c", "ls -l /proc/self/fd/; echo \"secret:$" ROOT_SECRET "\"", NULL };
+        int st = cjob_wait(crun_start(env, itest_strdupf("%s/run-root.out", x.d->dir), -1, args));
+        char *out = citest_slurp(log);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "run ended with wait status %#x", st);
+        ck_assert_msg(out && strstr(out, " 0 -> /dev/null\n") && strstr(out, itest_strdupf(" 1 -> %s\n", log)) &&
+                      strstr(out, itest_strdupf(" 2 -> %s\n", log)) && strstr(out, "\nsecret:hunter2\n"),
+                      "the job's output in %s: %s", log, out ? out : "(none)");
+        struct stat s;
+        ck_assert_int_eq(stat(log, &s), 0);
+        ck_assert_msg(s.st_uid == 0 && (s.st_mode & 07777) == 0600, "%s: uid %u mode %o", log, (unsigned)s.st_uid,
+                      (unsigned)(s.st_mode & 07777));
+}
+END_TEST
+
 /* --output refused before anything starts: what a job's user could swap
  * or what is not root's to give; the job never runs, the file untouched. */
 START_TEST(run_output_refused)
@@ -211,7 +239,8 @@ END_TEST
 
 int main(void)
 {
-        const TTest *tests[] = { run_user_nothing_of_roots, run_output_dump_restore, run_output_refused, NULL };
+        const TTest *tests[] = { run_user_nothing_of_roots, run_output_dump_restore, run_root_output,
+                run_output_refused, NULL };
 
         return citest_main("criu_runio", 6.0 * JOB_TIMEOUT_MS / 1000, tests);
 }
