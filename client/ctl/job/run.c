@@ -116,7 +116,8 @@ enum { R_NAME = 0x100, R_USER, R_OUTPUT, R_CGROUP_PARENT, R_NO_CGROUP, R_LIST, R
 
 static const struct option run_options[] = {
         { "name", required_argument, NULL, R_NAME },       { "user", required_argument, NULL, R_USER },
-        { "output", required_argument, NULL, R_OUTPUT },   { "cgroup-parent", required_argument, NULL, R_CGROUP_PARENT },
+        { "output", required_argument, NULL, R_OUTPUT },
+        { "cgroup-parent", required_argument, NULL, R_CGROUP_PARENT },
         { "no-cgroup", no_argument, NULL, R_NO_CGROUP },  { "list", no_argument, NULL, R_LIST },
         { "json", no_argument, NULL, R_JSON },            { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -195,8 +196,9 @@ static int run_parse(int argc, char **argv, run_args *a) {
         }
         a->argv = argv + optind;
         if (a->list)
-                return a->argv[0] || a->name[0] || a->drop || a->output ? run_usage("--list takes no other option but --json")
-                                                           : -1;
+                return a->argv[0] || a->name[0] || a->drop || a->output
+                               ? run_usage("--list takes no other option but --json")
+                               : -1;
         if (!a->argv[0])
                 return run_usage("run needs a command, after --");
         if (a->no_cgroup && a->cgroup_given)
