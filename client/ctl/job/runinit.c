@@ -70,6 +70,15 @@ int ctl_run_supervise(pid_t child, int reap_all) {
         }
 }
 
+int ctl_run_new_keyring(void) {
+        /* Without keys in the kernel (ENOSYS), or keyctl forbidden (EPERM:
+         * a seccomp filter, which every child inherits too), there is no
+         * keyring to read. */
+        if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS && errno != EPERM)
+                return -errno;
+        return 0;
+}
+
 /* ids taken on for good: 0 or -errno. */
 static int run_drop(const ctl_run_ids *ids) {
         if (setgroups(ids->n_groups, ids->groups) < 0 || setgid(ids->gid) < 0 || setuid(ids->uid) < 0 ||
@@ -78,14 +87,8 @@ static int run_drop(const ctl_run_ids *ids) {
         /* Root's way back must be shut. */
         if (ids->uid != 0 && (setuid(0) == 0 || setgid(0) == 0))
                 return -EPERM;
-        /* setuid() keeps the session keyring, and its possessor may read
-         * root's keys in it: the user's own, new one instead.  Without
-         * keys in the kernel (ENOSYS), or keyctl forbidden (EPERM: a
-         * seccomp filter, which the job inherits too), there is none to
-         * read. */
-        if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS && errno != EPERM)
-                return -errno;
-        return 0;
+        /* setuid() keeps the session keyring: the user's own instead. */
+        return ctl_run_new_keyring();
 }
 
 /* The child: the command, as ids, with an empty signal mask. */

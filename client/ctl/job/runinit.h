@@ -32,6 +32,13 @@ typedef struct ctl_run_ids {
         size_t n_groups;
 } ctl_run_ids;
 
+/* This process (and what it starts from now on) in a new, empty session
+ * keyring of its own: the one it had survives setuid() and exec, and
+ * whoever possesses it may read the keys in it (root's, for a job).  0,
+ * or -errno (not where the kernel has no keys, or keyctl is forbidden to
+ * this process and so to its children). */
+int ctl_run_new_keyring(void);
+
 /* The signals forwarded (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
  * SIGUSR2, SIGWINCH), and SIGCHLD: block them all before the child exists. */
 void ctl_run_signals(sigset_t *set);

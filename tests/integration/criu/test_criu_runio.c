@@ -31,6 +31,8 @@
 
 #define ROOT_KEY "cudackpt-itest-root-key"
 #define ROOT_SECRET "ROOT_SECRET_X"
+/* keyutils.h's KEY_POS_ALL: every right, to its possessors only. */
+#define POSSESSOR_ALL 0x3f000000
 
 /* The job, as the user: what it holds, reads and sees, into its output. */
 static const char job_script[] =
@@ -117,6 +119,33 @@ START_TEST(run_user_nothing_of_roots)
 }
 END_TEST
 
+/* A line of path's starting with line, after the text from, awaited;
+ * the text from that line on. */
+static const char *await_line(const char *path, const char *from, const char *line)
+{
+        const char *want = itest_strdupf("\n%s", line);
+        double deadline = itest_now_ms() + AWAIT_MS;
+        for (;;) {
+                char *text = citest_slurp(path);
+                const char *at = text ? strstr(itest_strdupf("\n%s", text), from) : NULL;
+                at = at ? strstr(at, want) : NULL;
+                if (at)
+                        return at + 1;
+                ck_assert_msg(itest_now_ms() < deadline, "no \"%s\" after \"%s\" in %s within %d ms: %s", line,
+                              from, path, AWAIT_MS, text ? text : "(none)");
+                poll(NULL, 0, 5);
+        }
+}
+
+/* line appended to path, as root writes to a job's log meanwhile. */
+static void append_line(const char *path, const char *line)
+{
+        FILE *f = fopen(path, "ae");
+        ck_assert(f);
+        fprintf(f, "%s\n", line);
+        ck_assert_int_eq(fclose(f), 0);
+}
+
 /* Whether pid's fd n is path. */
 static bool fd_is(pid_t pid, int n, const char *path)
 {
@@ -146,10 +175,7 @@ START_TEST(run_output_dump_restore)
         crun_check_memory_ns(&x, pids[1], ns[1], 1);
         cjob_expect_ok(cjob_ctl(env, "dump", "--run", "logged", "--images", x.img, NULL), "dump --run (--output)");
         cjob_wait(run);
-        FILE *f = fopen(log, "ae");
-        ck_assert(f);
-        fputs("root was here\n", f);
-        ck_assert_int_eq(fclose(f), 0);
+        append_line(log, "root was here");
         cjob_expect_ok(cjob_ctl(env, "restore", "--images", x.img, NULL), "restore --images (--output)");
         pid_t init = crun_init_of(&x, "logged", NULL);
         ck_assert_int_eq(crun_job_pids(init, now, JOB_PROCS + 1), JOB_PROCS);
@@ -163,6 +189,41 @@ START_TEST(run_output_dump_restore)
         ck_assert_int_eq(kill(init, SIGKILL), 0);
         for (int i = 0; i < JOB_PROCS; i++)
                 citest_await_gone(now[i], AWAIT_MS);
+}
+END_TEST
+
+/* A restored job is the child of the criu that root's restore command
+ * ran: it must not possess that command's session keyring either (CRIU
+ * restores none).  The job runs as uid 0 here (criu needs
+ * CAP_SYS_RESOURCE for another uid's), and root's key is made visible to
+ * its possessors only; the job says what it sees on each SIGUSR1. */
+START_TEST(run_restored_keyring)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = crun_env(&x);
+        const char *log = crun_log(&x, "keys");
+        ck_assert(syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "cudackpt-itest") >= 0);
+        long key = syscall(SYS_add_key, "user", ROOT_KEY, "hunter2", 7, KEY_SPEC_SESSION_KEYRING);
+        ck_assert(key >= 0 && syscall(SYS_keyctl, KEYCTL_SETPERM, key, POSSESSOR_ALL) == 0);
+        const char *const args[] = { "--name", "keys", "--no-cgroup", "--user=0:0", itest_strdupf("--output=%s", log),
+                                     "--", "/bin/sh", "-c", "trap 'echo \"keys:$(grep -c " ROOT_KEY " /proc/keys)\"' "
+                                     "USR1; sleep 1000 & echo up; while :; do wait; done", NULL };
+        pid_t run = crun_start(env, itest_strdupf("%s/run-keys.out", x.d->dir), -1, args);
+        pid_t init = crun_init_of(&x, "keys", NULL);
+        await_line(log, "", "up\n");
+        ck_assert_int_eq(kill(init, SIGUSR1), 0);
+        await_line(log, "up\n", "keys:0\n");
+        cjob_expect_ok(cjob_ctl(env, "dump", "--run", "keys", "--images", x.img, NULL), "dump --run (keys)");
+        cjob_wait(run);
+        append_line(log, "restored");
+        cjob_expect_ok(cjob_ctl(env, "restore", "--images", x.img, NULL), "restore --images (keys)");
+        init = crun_init_of(&x, "keys", NULL);
+        ck_assert_int_eq(kill(init, SIGUSR1), 0);
+        const char *after = await_line(log, "restored\n", "keys:");
+        ck_assert_msg(strncmp(after, "keys:0\n", 7) == 0, "the restored job possesses root's key: %s", after);
+        ck_assert_int_eq(kill(init, SIGKILL), 0);
+        citest_await_gone(init, AWAIT_MS);
 }
 END_TEST
 
@@ -239,8 +300,8 @@ END_TEST
 
 int main(void)
 {
-        const TTest *tests[] = { run_user_nothing_of_roots, run_output_dump_restore, run_root_output,
-                run_output_refused, NULL };
+        const TTest *tests[] = { run_user_nothing_of_roots, run_output_dump_restore, run_restored_keyring,
+                run_root_output, run_output_refused, NULL };
 
         return citest_main("criu_runio", 6.0 * JOB_TIMEOUT_MS / 1000, tests);
 }
