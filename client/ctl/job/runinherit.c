@@ -119,8 +119,8 @@ static int inherit_output(const char *path, bool tenant, uid_t uid, gid_t gid, c
                 snprintf(err, err_size, "%s does not name a file", path);
                 return -EINVAL;
         }
-        if ((size_t) snprintf(dir, sizeof(dir), "%.*s", slash ? (int) (slash - path) + 1 : 1, slash ? path : ".") >=
-            sizeof(dir)) {
+        /* A bare name: the working directory (the walk starts there). */
+        if ((size_t) snprintf(dir, sizeof(dir), "%.*s", slash ? (int) (slash - path) + 1 : 0, path) >= sizeof(dir)) {
                 snprintf(err, err_size, "%s: %s", path, strerror(ENAMETOOLONG));
                 return -ENAMETOOLONG;
         }
