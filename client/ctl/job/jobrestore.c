@@ -34,6 +34,7 @@
 #include "manifest.h"
 #include "nstree.h"
 #include "proctree.h"
+#include "runinit.h"
 #include "runrestore.h"
 #include "safedir.h"
 #include "verify.h"
@@ -223,7 +224,11 @@ static int jrestore_run_criu(jrestore *x) {
         double t0;
         int r;
 
-        r = jrestore_stub(rundir);
+        /* criu's children, the restored processes, would possess this
+         * command's session keyring (root's: CRIU restores none). */
+        r = ctl_run_new_keyring();
+        if (r == 0)
+                r = jrestore_stub(rundir);
         if (r < 0)
                 return r;
         script = ctl_job_barrier(x->a, rundir, sock, sizeof(sock), &r);

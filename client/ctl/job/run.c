@@ -1,6 +1,7 @@
 /* run.c: cudackptctl run (run.h).
  *
- *   cudackptctl run [--name=N] [--user=U[:G]] [--cgroup-parent=DIR | --no-cgroup] -- COMMAND [ARG...]
+ *   cudackptctl run [--name=N] [--user=U[:G]] [--output=FILE] [--cgroup-parent=DIR | --no-cgroup]
+ *                   -- COMMAND [ARG...]
  *   cudackptctl run --list [--json]
  *
  * Root only (a pid namespace needs CAP_SYS_ADMIN): the operator's way to
@@ -10,7 +11,8 @@
  * ready and waits); the name recorded with the init's pid and start time;
  * then the init execs cudackpt-init, which starts COMMAND as the user
  * (setgroups, setgid, setuid: no capability left; no_new_privs) and stays
- * root itself (runinit.h says why).  This process stays in the
+ * root itself (runinit.h says why).  A --user job gets nothing of this
+ * process's but what runinherit.h lists.  This process stays in the
  * foreground: it forwards the job's signals to the init, and ends with the
  * job's status, removing the name and the (empty) cgroup. */
 #include "run.h"
@@ -19,6 +21,7 @@
 #include "exitcode.h"
 #include "proctree.h"
 #include "runcgroup.h"
+#include "runinherit.h"
 #include "runinit.h"
 #include "runreg.h"
 
@@ -47,14 +50,15 @@ typedef struct run_args {
         gid_t gid;
         char user[256];           /* its passwd name, for its groups; "": none */
         const char *cgroup_parent;
+        const char *output;       /* --output, or NULL */
         bool cgroup_given, no_cgroup, list, json;
         char **argv;
         char init[PATH_MAX];      /* cudackpt-init */
 } run_args;
 
 static void run_help(void) {
-        printf("Usage: cudackptctl run [--name=N] [--user=U[:G]] [--cgroup-parent=DIR | --no-cgroup]\n"
-               "                       -- COMMAND [ARG...]\n"
+        printf("Usage: cudackptctl run [--name=N] [--user=U[:G]] [--output=FILE]\n"
+               "                       [--cgroup-parent=DIR | --no-cgroup] -- COMMAND [ARG...]\n"
                "       cudackptctl run --list [--json]\n"
                "\n"
                "Start COMMAND as a job that can be dumped and restored anywhere: in a pid\n"
@@ -62,7 +66,10 @@ static void run_help(void) {
                "TERM, USR1, USR2 and WINCH), in a cgroup of its own (DIR/N, DIR by default\n"
                CTL_RUN_CGROUP_PARENT ", where cgroup v2 can be written), under the name N\n"
                "(default job-PID) that 'cudackptctl dump --run=N' takes.  Root only; --user\n"
-               "runs the job as U.  Ends with the job's exit status (125: run itself failed).\n");
+               "runs the job as U, with /dev/null as its input, FILE (appended to; in a\n"
+               "directory of root's) or /dev/null as its output, and of this environment\n"
+               "only " CTL_RUN_ENV_KEPT ".\n"
+               "Ends with the job's exit status (125: run itself failed).\n");
 }
 
 #define run_usage(...)                                                                                \
@@ -105,10 +112,11 @@ static int run_user(run_args *a, const char *spec) {
         return 0;
 }
 
-enum { R_NAME = 0x100, R_USER, R_CGROUP_PARENT, R_NO_CGROUP, R_LIST, R_JSON };
+enum { R_NAME = 0x100, R_USER, R_OUTPUT, R_CGROUP_PARENT, R_NO_CGROUP, R_LIST, R_JSON };
 
 static const struct option run_options[] = {
         { "name", required_argument, NULL, R_NAME },       { "user", required_argument, NULL, R_USER },
+        { "output", required_argument, NULL, R_OUTPUT },
         { "cgroup-parent", required_argument, NULL, R_CGROUP_PARENT },
         { "no-cgroup", no_argument, NULL, R_NO_CGROUP },  { "list", no_argument, NULL, R_LIST },
         { "json", no_argument, NULL, R_JSON },            { "help", no_argument, NULL, 'h' },
@@ -128,6 +136,9 @@ static int run_option(run_args *a, int c, char **argv) {
                 if (run_user(a, optarg) < 0)
                         return run_usage("invalid --user '%s': a user (name or uid) known here, or UID:GID",
                                          optarg);
+                return -1;
+        case R_OUTPUT:
+                a->output = optarg;
                 return -1;
         case R_CGROUP_PARENT:
                 a->cgroup_parent = optarg;
@@ -185,8 +196,9 @@ static int run_parse(int argc, char **argv, run_args *a) {
         }
         a->argv = argv + optind;
         if (a->list)
-                return a->argv[0] || a->name[0] || a->drop ? run_usage("--list takes no other option but --json")
-                                                           : -1;
+                return a->argv[0] || a->name[0] || a->drop || a->output
+                               ? run_usage("--list takes no other option but --json")
+                               : -1;
         if (!a->argv[0])
                 return run_usage("run needs a command, after --");
         if (a->no_cgroup && a->cgroup_given)
@@ -211,6 +223,7 @@ typedef struct run_job {
         char cg_path[512];
         int report[2], go[2];     /* init -> run, run -> init */
         char *user;               /* cudackpt-init's USER (run_user_spec()) */
+        ctl_run_inherit inherit;  /* what the job gets of this process */
         ctl_run_record rec;
         pid_t init;
 } run_job;
@@ -297,7 +310,7 @@ static _Noreturn void run_exec_init(run_job *j) {
                 argv[2] = user;
                 argv[3] = (char *) "--";
                 memcpy(argv + 4, j->a->argv, (n + 1) * sizeof(char *));
-                execv(j->a->init, argv);
+                execve(j->a->init, argv, j->inherit.env);
         }
         ctl_run_report_send(j->report[1], CTL_RUN_SETUP, errno ? errno : ENOMEM);
         _exit(CTL_RUN_EXIT_FAILED);
@@ -316,6 +329,8 @@ static _Noreturn void run_child(run_job *j) {
                 r = -errno;
         if (r == 0 && j->cg_fd >= 0)
                 r = ctl_run_cgroup_join(j->cg_fd);
+        if (r == 0)
+                r = ctl_run_inherit_apply(&j->inherit);
         ctl_run_report_send(j->report[1], r < 0 ? CTL_RUN_SETUP : CTL_RUN_READY, -r);
         if (r < 0 || read(j->go[0], &go, 1) != 1 || go != 'g')
                 _exit(CTL_RUN_EXIT_FAILED);
@@ -411,6 +426,11 @@ static int run_prepare(run_job *j) {
                 fputs(RUN_PREFIX "out of memory\n", stderr);
                 return CTL_RUN_EXIT_FAILED;
         }
+        if (ctl_run_inherit_make(&j->inherit, j->a->drop, j->a->uid, j->a->gid, j->a->user, j->a->output, err,
+                                 sizeof(err)) < 0) {
+                fprintf(stderr, RUN_PREFIX "%s\n", err);
+                return CTL_RUN_EXIT_FAILED;
+        }
         snprintf(j->rec.name, sizeof(j->rec.name), "%s", j->a->name);
         j->rec.uid = j->a->drop ? j->a->uid : getuid();
         j->rec.gid = j->a->drop ? j->a->gid : getgid();
@@ -418,7 +438,8 @@ static int run_prepare(run_job *j) {
 }
 
 static int run_job_main(const run_args *a) {
-        run_job j = { .a = a, .dir_fd = -1, .cg_fd = -1, .report = { -1, -1 }, .go = { -1, -1 }, .init = -1 };
+        run_job j = { .a = a, .dir_fd = -1, .cg_fd = -1, .report = { -1, -1 }, .go = { -1, -1 }, .init = -1,
+                      .inherit = { .out_fd = -1 } };
         sigset_t set;
         int status = run_prepare(&j), ws;
 
@@ -448,6 +469,7 @@ static int run_job_main(const run_args *a) {
         if (j.dir_fd >= 0)
                 close(j.dir_fd);
         free(j.user);
+        ctl_run_inherit_free(&j.inherit);
         return status;
 }
 

@@ -12,8 +12,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/keyctl.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +70,15 @@ int ctl_run_supervise(pid_t child, int reap_all) {
         }
 }
 
+int ctl_run_new_keyring(void) {
+        /* Without keys in the kernel (ENOSYS), or keyctl forbidden (EPERM:
+         * a seccomp filter, which every child inherits too), there is no
+         * keyring to read. */
+        if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS && errno != EPERM)
+                return -errno;
+        return 0;
+}
+
 /* ids taken on for good: 0 or -errno. */
 static int run_drop(const ctl_run_ids *ids) {
         if (setgroups(ids->n_groups, ids->groups) < 0 || setgid(ids->gid) < 0 || setuid(ids->uid) < 0 ||
@@ -76,7 +87,8 @@ static int run_drop(const ctl_run_ids *ids) {
         /* Root's way back must be shut. */
         if (ids->uid != 0 && (setuid(0) == 0 || setgid(0) == 0))
                 return -EPERM;
-        return 0;
+        /* setuid() keeps the session keyring: the user's own instead. */
+        return ctl_run_new_keyring();
 }
 
 /* The child: the command, as ids, with an empty signal mask. */

@@ -32,6 +32,13 @@ typedef struct ctl_run_ids {
         size_t n_groups;
 } ctl_run_ids;
 
+/* This process (and what it starts from now on) in a new, empty session
+ * keyring of its own: the one it had survives setuid() and exec, and
+ * whoever possesses it may read the keys in it (root's, for a job).  0,
+ * or -errno (not where the kernel has no keys, or keyctl is forbidden to
+ * this process and so to its children). */
+int ctl_run_new_keyring(void);
+
 /* The signals forwarded (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
  * SIGUSR2, SIGWINCH), and SIGCHLD: block them all before the child exists. */
 void ctl_run_signals(sigset_t *set);
@@ -43,8 +50,8 @@ int ctl_run_supervise(pid_t child, int reap_all);
  * starts argv (found on PATH) as its child, which gets this process's
  * descriptors and an empty signal mask, and with ids (NULL: stays root)
  * takes on that user for good (setgroups, setgid, setuid: no capability
- * left; no_new_privs) first; a failure is reported on report_fd
- * (close-on-exec), CTL_RUN_DROP or CTL_RUN_EXEC.  Then holds nothing but
+ * left; no_new_privs; a session keyring of its own) first; a failure is
+ * reported on report_fd (close-on-exec), CTL_RUN_DROP or CTL_RUN_EXEC.  Then holds nothing but
  * /dev/null, and exits with the child's status (128+N when signal N ended
  * it), which ends every process of the namespace.  It stays root itself:
  * CRIU, dumping a namespace whose /proc is not its own, has the init mount

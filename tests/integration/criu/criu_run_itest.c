@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -51,6 +52,15 @@ pid_t crun_start(const char *const *env, const char *out, int pipe_w, const char
                 _exit(127);
         }
         return c;
+}
+
+/* The log of a user's job NAME in x's directory (DIR/logs, made: a
+ * directory of root's that only root may write, as --output wants). */
+const char *crun_log(struct citest_ctx *x, const char *name)
+{
+        const char *dir = itest_strdupf("%s/logs", x->d->dir);
+        ck_assert(mkdir(dir, 0755) == 0 || errno == EEXIST);
+        return itest_strdupf("%s/%s.log", dir, name);
 }
 
 /* Every init this test saw (a pidfd), ended when it exits (a failed
@@ -164,11 +174,44 @@ pid_t crun_hold_pid(pid_t pid)
         return (pid_t)c;
 }
 
+/* What the job reported on p (lines of its targets' pids; a pipe it
+ * closes) or, with log, in that file: its text once every target has. */
+static const char *await_reports(int p, const char *log)
+{
+        static char buf[128];
+        size_t len = 0, lines = 0;
+        struct pollfd pf = { .fd = p, .events = POLLIN };
+        double deadline = itest_now_ms() + AWAIT_MS;
+        while (log && lines < JOB_PROCS - 1) {
+                ck_assert_msg(itest_now_ms() < deadline, "the job did not report ready in %s within %d ms", log,
+                              AWAIT_MS);
+                poll(NULL, 0, 5);
+                char *text = citest_slurp_raw(log);
+                lines = 0;
+                for (char *c = text; c && *c; c++)
+                        lines += *c == '\n';
+                snprintf(buf, sizeof(buf), "%s", text ? text : "");
+                free(text);
+        }
+        for (ssize_t k = 1; !log && k > 0 && lines < JOB_PROCS - 1 && len < sizeof(buf) - 1;) {
+                ck_assert_msg(poll(&pf, 1, AWAIT_MS) == 1, "the job did not report ready within %d ms", AWAIT_MS);
+                k = read(p, buf + len, sizeof(buf) - 1 - len);
+                for (ssize_t i = 0; i < k; i++)
+                        lines += buf[len + (size_t)i] == '\n';
+                len += k > 0 ? (size_t)k : 0;
+        }
+        if (!log)
+                buf[len] = '\0';
+        return buf;
+}
+
 /* Starts the job NAME (criu_target tree) with cgroup (run's --no-cgroup
  * or --cgroup-parent=DIR) and user (--user=..., or NULL: root, the target
  * and the simulator run from the build tree); its run command in *ret_run,
  * the host pids (init first) in pids, each one's pid in the namespace in
- * ns; sim_env one more "K=V" of the targets' (NULL: none). */
+ * ns; sim_env one more "K=V" of the targets' (NULL: none).  A user's job
+ * has no fd 3 of the run command's: it is given the log crun_log() names
+ * (--output), and its targets report there (sh's 3>&1). */
 void crun_start_job(struct citest_ctx *x, const char *const *env, const char *name, const char *cgroup,
                     const char *user, const char *sim_env, pid_t *ret_run, pid_t *pids, int *ns)
 {
@@ -176,30 +219,38 @@ void crun_start_job(struct citest_ctx *x, const char *const *env, const char *na
         ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
         /* Copies another uid may run: the build tree may be closed to it. */
         const char *target = citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), *sim = citest_need_env("CUDACKPT_TEST_SIM");
+        const char *args[24], *log = user ? crun_log(x, name) : NULL;
+        size_t n = 0;
         if (user) {
                 target = itest_stage_exe(x->d, target, NULL);
                 sim = itest_stage_exe(x->d, sim, NULL);
         }
-        const char *args[] = { "--name", name, cgroup, user ? user : cgroup, "--", "/usr/bin/env", "CUDACKPT_SIM=1",
-                               SIM_STATE_SLOT, sim_env, target, "tree", "1", x->result, TARGET_MIB, sim, NULL };
-        if (!sim_env) /* the rest moved up by one */
-                memmove(&args[8], &args[9], sizeof(args) - 9 * sizeof(args[0]));
+        args[n++] = "--name";
+        args[n++] = name;
+        args[n++] = cgroup;
+        if (user) {
+                args[n++] = user;
+                args[n++] = itest_strdupf("--output=%s", log);
+        }
+        args[n++] = "--";
+        if (user) {
+                args[n++] = "/bin/sh";
+                args[n++] = "-c";
+                args[n++] = "exec \"$@\" 3>&1";
+                args[n++] = "sh";
+        }
+        const char *const tail[] = { "/usr/bin/env", "CUDACKPT_SIM=1", SIM_STATE_SLOT, sim_env, target, "tree", "1",
+                                     x->result, TARGET_MIB, sim };
+        for (size_t i = 0; i < sizeof(tail) / sizeof(tail[0]); i++)
+                if (tail[i])
+                        args[n++] = tail[i];
+        args[n] = NULL;
         *ret_run = crun_start(env, itest_strdupf("%s/run-%s.out", x->d->dir, name), p[1], args);
         close(p[1]);
         /* Every target writes its pid and closes fd 3 (which the run
          * command holds too: three lines, not EOF). */
-        char buf[128];
-        size_t len = 0, lines = 0;
-        struct pollfd pf = { .fd = p[0], .events = POLLIN };
-        for (ssize_t k = 1; k > 0 && lines < JOB_PROCS - 1 && len < sizeof(buf) - 1;) {
-                ck_assert_msg(poll(&pf, 1, AWAIT_MS) == 1, "the job did not report ready within %d ms", AWAIT_MS);
-                k = read(p[0], buf + len, sizeof(buf) - 1 - len);
-                for (ssize_t i = 0; i < k; i++)
-                        lines += buf[len + (size_t)i] == '\n';
-                len += k > 0 ? (size_t)k : 0;
-        }
+        const char *buf = await_reports(p[0], log);
         close(p[0]);
-        buf[len] = '\0';
         pid_t init = crun_init_of(x, name, NULL);
         ck_assert_int_eq(crun_job_pids(init, pids, JOB_PROCS + 1), JOB_PROCS);
         for (int i = 0; i < JOB_PROCS; i++) {

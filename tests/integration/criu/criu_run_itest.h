@@ -29,11 +29,13 @@ size_t crun_job_pids(pid_t init, pid_t *out, size_t max);
 void crun_check_memory_ns(struct citest_ctx *x, pid_t host, int ns, unsigned long n);
 /* A process that holds pid (clone3 with set_tid) until killed. */
 pid_t crun_hold_pid(pid_t pid);
+/* The log of a user's job NAME in x's directory (its directory made). */
+const char *crun_log(struct citest_ctx *x, const char *name);
 /* Starts the job NAME (criu_target tree) with cgroup (run's --no-cgroup
  * or --cgroup-parent=DIR), user (--user=..., or NULL: root) and sim_env
  * (one more "K=V" of the targets', or NULL); its run command in *ret_run,
  * the host pids (init first) in pids, each one's pid in the namespace in
- * ns. */
+ * ns.  A user's job writes its output to crun_log(x, NAME). */
 void crun_start_job(struct citest_ctx *x, const char *const *env, const char *name, const char *cgroup,
                     const char *user, const char *sim_env, pid_t *ret_run, pid_t *pids, int *ns);
 

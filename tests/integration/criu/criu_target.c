@@ -20,7 +20,8 @@
  * SIGUSR1 it checks the pattern and appends one line to RESULT_FILE,
  * opened and closed for the write: "ok PID N" or "mismatch PID N at
  * OFFSET", N counting the checks (so a restored process shows that its
- * counter came back too).
+ * counter came back too); the same line goes to its standard output (a
+ * run --output job's log, which CRIU reopens by its path).
  *
  * The second thread watches WATCH_PID (the test) and ends the process once
  * it is gone: a restored process is in no process group the test's runner
@@ -89,10 +90,11 @@ static void report(void)
         else
                 n = snprintf(line, sizeof(line), "mismatch %d %lu at %zu\n", (int)getpid(), checks,
                              bad * sizeof(uint64_t));
+        ssize_t w = write(STDOUT_FILENO, line, (size_t)n);
         int fd = open(result_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0)
                 return;
-        ssize_t w = write(fd, line, (size_t)n);
+        w = write(fd, line, (size_t)n);
         (void)w;
         close(fd);
 }

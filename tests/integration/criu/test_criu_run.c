@@ -159,7 +159,8 @@ static bool runs_as(pid_t pid, uid_t uid)
 }
 
 /* run --user: the job (its init aside) runs as that user with no
- * capability, and comes back as it after a dump and restore (CRIU, as
+ * capability, its output in its --output log (the user's, 0600), and
+ * comes back as it after a dump and restore, writing to that log (CRIU, as
  * root, restores the credentials; where root lacks CAP_SYS_RESOURCE, as
  * in some containers, criu cannot dump another uid's process at all, and
  * that part is skipped, said on stderr). */
@@ -182,6 +183,9 @@ START_TEST(run_user_dump_restore)
                 ck_assert_msg(runs_as(pids[i], 65534), "pid %d does not run as 65534 without capabilities",
                               (int)pids[i]);
         crun_check_memory_ns(&x, pids[1], ns[1], 1);
+        struct stat st;
+        ck_assert_int_eq(stat(crun_log(&x, "user"), &st), 0);
+        ck_assert(st.st_uid == 65534 && (st.st_mode & 07777) == 0600);
         /* criu reads every task's rlimits (prlimit), which for another
          * uid's takes CAP_SYS_RESOURCE: a container may not grant it. */
         char *status = citest_slurp("/proc/self/status"), *eff = status ? strstr(status, "\nCapEff:\t") : NULL;
@@ -200,6 +204,9 @@ START_TEST(run_user_dump_restore)
         for (int i = 1; i < JOB_PROCS; i++)
                 ck_assert_msg(runs_as(now[i], 65534), "restored pid %d does not run as 65534", (int)now[i]);
         crun_check_memory_ns(&x, now[1], ns[1], 2);
+        /* Its output, the log run --output gave it, reopened by CRIU. */
+        const char *log = crun_log(&x, "user");
+        ck_assert_msg(strstr(citest_slurp(log), itest_strdupf("\nok %d 2\n", ns[1])), "no check 2 in %s", log);
         ck_assert_int_eq(kill(init, SIGKILL), 0);
         for (int i = 0; i < JOB_PROCS; i++)
                 citest_await_gone(now[i], AWAIT_MS);
