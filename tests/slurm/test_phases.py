@@ -8,9 +8,18 @@ simulator keeps each target's state in the target's environment (its
 CUDACKPT_SIM=1 reads r, l or c once a call changed it), which is what this
 test reads, as root, from /proc.
   - a job of three nodes suspended whole (every target checkpointed) and
-    resumed whole (every target running), as its user, exit 0, --json;
+    resumed whole (every target running), as its user, exit 0, --json
+    (each node's one member found by both rules, found_by);
     suspended again in between, it fails (InvalidState) and stays
     checkpointed (a rollback undoes only what its own step did);
+  - a job whose targets run under `env -i` (no SLURM_JOB_ID left): found
+    by descent from the job's slurmstepd, suspended whole (checkpointed,
+    and still so HELD_S later) and resumed whole, each within
+    COMMAND_LIMIT_S;
+  - a process of the job's owner outside any job, in n1's host name
+    namespace, titled "slurmstepd: [J.0]" (exec -a), running a target under
+    `env -i`: no root's, so its target is no member, running through the
+    job's suspend and resume;
   - n2's target failing its checkpoint (CUDACKPT_SIM_FAIL): the suspend
     fails with the DriverError status, naming n2, and all three targets are
     running when it returns (rolled back);
