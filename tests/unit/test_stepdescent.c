@@ -5,7 +5,8 @@
  * process titled "slurmstepd: [J.0]" (sh's argv[0]) descends from J's, not
  * from another job's, not when its start time is not the one given, not
  * when the reference is another program, and not under a process of
- * another user with the same title. */
+ * another user with the same title; one exactly STEPDESCENT_MAX_DEPTH
+ * links below it does, one link more does not. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -84,38 +85,62 @@ static uint64_t start_of(int pid) {
         return start;
 }
 
-/* A sleep whose parent is pid, or 0. */
-static int child_of(int pid) {
+static int ppid_of(int pid) {
+        char path[64], buf[1024];
+        ssize_t n;
+        int fd, ppid;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+                return -1;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        buf[n > 0 ? n : 0] = '\0';
+        return n > 0 && strstr(buf, "(sleep)") && procfs_stat_ppid(buf, &ppid) == 0 ? ppid : -1;
+}
+
+/* A sleep below pid (at most 200 links down), its links up to pid into
+ * *ret_depth; or 0. */
+static int sleep_below(int pid, int *ret_depth) {
         DIR *proc = opendir("/proc");
         struct dirent *e;
         int found = 0;
 
         ck_assert_ptr_nonnull(proc);
         while (!found && (e = readdir(proc))) {
-                char path[300], buf[1024];
-                int fd, ppid;
-                ssize_t n;
+                int p = atoi(e->d_name), up = ppid_of(p);
+                char path[64], buf[1024];
 
-                snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-                if (e->d_name[0] < '1' || e->d_name[0] > '9' || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-                        continue;
-                n = read(fd, buf, sizeof(buf) - 1);
-                close(fd);
-                buf[n > 0 ? n : 0] = '\0';
-                if (n > 0 && procfs_stat_ppid(buf, &ppid) == 0 && ppid == pid && strstr(buf, "(sleep)"))
-                        found = atoi(e->d_name);
+                for (int depth = 1; up > 0 && depth <= 200; depth++) {
+                        if (up == pid) {
+                                found = p;
+                                *ret_depth = depth;
+                                break;
+                        }
+                        /* The links above the sleep: any process's parent. */
+                        snprintf(path, sizeof(path), "/proc/%d/stat", up);
+                        int fd = open(path, O_RDONLY | O_CLOEXEC);
+                        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+                        if (fd >= 0)
+                                close(fd);
+                        buf[n > 0 ? n : 0] = '\0';
+                        if (n <= 0 || procfs_stat_ppid(buf, &up) < 0)
+                                break;
+                }
         }
         closedir(proc);
         return found;
 }
 
-/* A child of a new sh titled title (as uid), running sleep: the sh's pid
- * into *ret_sh, the sleep's returned. */
-static int titled_tree(const char *title, uid_t uid, int *ret_sh, int *ret_in) {
-        int fds[2];
+/* A new sh titled title (as uid) running script, which starts a sleep:
+ * the sh's pid into *ret_sh, its input into *ret_in, the sleep's links up
+ * to sh into *ret_depth (when not NULL); the sleep's pid returned. */
+static int titled_tree(const char *title, uid_t uid, const char *script, int *ret_sh, int *ret_in, int *ret_depth) {
+        int fds[2], depth;
         pid_t sh;
 
-        ck_assert_int_eq(pipe(fds), 0);
+        /* Close-on-exec: another tree's shells must not hold this input open. */
+        ck_assert_int_eq(pipe2(fds, O_CLOEXEC), 0);
         sh = fork();
         ck_assert_int_ge(sh, 0);
         if (sh == 0) {
@@ -132,17 +157,19 @@ static int titled_tree(const char *title, uid_t uid, int *ret_sh, int *ret_in) {
                 _exit(127);
         }
         close(fds[0]);
-        ck_assert_int_eq(write(fds[1], "sleep 30\n", 9), 9);
+        ck_assert_int_eq(write(fds[1], script, strlen(script)), (ssize_t)strlen(script));
         *ret_sh = sh;
         *ret_in = fds[1];
-        /* Its child: the sleep whose parent is sh. */
         for (int i = 0; i < 500; i++) {
-                int found = child_of(sh);
-                if (found > 0)
+                int found = sleep_below(sh, &depth);
+                if (found > 0) {
+                        if (ret_depth)
+                                *ret_depth = depth;
                         return found;
+                }
                 usleep(10000);
         }
-        ck_abort_msg("no child of the titled sh");
+        ck_abort_msg("no sleep below the titled sh");
         return -1;
 }
 
@@ -170,7 +197,7 @@ START_TEST(walk_to_a_root_slurmstepd) {
 
         if (geteuid() != 0)
                 return; /* only root makes a process of uid 0 */
-        child = titled_tree("slurmstepd: [" JOB ".0]", 0, &sh, &in);
+        child = titled_tree("slurmstepd: [" JOB ".0]", 0, "sleep 30\n", &sh, &in, NULL);
         reference(&d, JOB);
         ck_assert(stepdescent_of(&d, child, start_of(child)));
         ck_assert(!stepdescent_of(&d, child, start_of(child) + 1));
@@ -202,18 +229,51 @@ START_TEST(no_walk_to_a_user_titled_slurmstepd) {
 
         if (geteuid() != 0)
                 return;
-        child = titled_tree("slurmstepd: [" JOB ".0]", 65534, &sh, &in);
+        child = titled_tree("slurmstepd: [" JOB ".0]", 65534, "sleep 30\n", &sh, &in, NULL);
         reference(&d, JOB);
         ck_assert(!stepdescent_of(&d, child, start_of(child)));
         end_tree(sh, in, child);
 }
 END_TEST
 
+/* A chain of n + 1 shells below the titled sh (each its own program: a
+ * subshell would keep the title), a sleep at its end. */
+static int deep_tree(int n, int *ret_sh, int *ret_in, int *ret_depth) {
+        char script[200];
+
+        snprintf(script, sizeof(script),
+                 "s='if [ $1 -gt 0 ]; then sh -c \"$s\" sh $(($1 - 1)); true; else sleep 30; true; fi'; "
+                 "export s; sh -c \"$s\" sh %d\n", n);
+        return titled_tree("slurmstepd: [" JOB ".0]", 0, script, ret_sh, ret_in, ret_depth);
+}
+
+START_TEST(walk_bounded) {
+        stepdescent d;
+        int sh, in, child, depth, sh2, in2, child2, depth2;
+
+        if (geteuid() != 0)
+                return;
+        reference(&d, JOB);
+        child = deep_tree(STEPDESCENT_MAX_DEPTH - 2, &sh, &in, &depth);
+        child2 = deep_tree(STEPDESCENT_MAX_DEPTH - 1, &sh2, &in2, &depth2);
+        /* The titled sh exactly at the bound, and one link past it. */
+        ck_assert_int_eq(depth, STEPDESCENT_MAX_DEPTH);
+        ck_assert_int_eq(depth2, STEPDESCENT_MAX_DEPTH + 1);
+        ck_assert(stepdescent_of(&d, child, start_of(child)));
+        ck_assert(!stepdescent_of(&d, child2, start_of(child2)));
+        end_tree(sh, in, child);
+        end_tree(sh2, in2, child2);
+}
+END_TEST
+
 const char unit_suite_name[] = "stepdescent";
 
 void unit_tests(TCase *tc) {
+        /* The deep chains start 130 shells. */
+        tcase_set_timeout(tc, 60);
         tcase_add_test(tc, cmdline_kinds);
         tcase_add_test(tc, no_reference_outside_a_step);
         tcase_add_test(tc, walk_to_a_root_slurmstepd);
         tcase_add_test(tc, no_walk_to_a_user_titled_slurmstepd);
+        tcase_add_test(tc, walk_bounded);
 }
