@@ -8,9 +8,18 @@ simulator keeps each target's state in the target's environment (its
 CUDACKPT_SIM=1 reads r, l or c once a call changed it), which is what this
 test reads, as root, from /proc.
   - a job of three nodes suspended whole (every target checkpointed) and
-    resumed whole (every target running), as its user, exit 0, --json;
+    resumed whole (every target running), as its user, exit 0, --json
+    (each node's one member found by both rules, found_by);
     suspended again in between, it fails (InvalidState) and stays
     checkpointed (a rollback undoes only what its own step did);
+  - a job whose targets run under `env -i` (no SLURM_JOB_ID left): found
+    by descent from the job's slurmstepd, suspended whole (checkpointed,
+    and still so HELD_S later) and resumed whole, each within
+    COMMAND_LIMIT_S;
+  - a process of the job's owner outside any job, in n1's host name
+    namespace, titled "slurmstepd: [J.0]" (exec -a), running a target under
+    `env -i`: no root's, so its target is no member, running through the
+    job's suspend and resume;
   - n2's target failing its checkpoint (CUDACKPT_SIM_FAIL): the suspend
     fails with the DriverError status, naming n2, and all three targets are
     running when it returns (rolled back);
@@ -47,15 +56,22 @@ BUSY_MS = 4000
 EXIT_DRIVER_ERROR = 19
 EXIT_INVALID_STATE = 13
 EXIT_TIMEOUT = 14
+# The longest a suspend or resume --slurm-job of the test's jobs may take,
+# and how long its targets must stay checkpointed after a suspend returned
+# (the commit kept the work: no lease undoes it as the step ends).
+COMMAND_LIMIT_S = 20
+HELD_S = 1.0
 
 
 def targets(c, job):
-    """{node: pid} of job's simulated CUDA processes (the node from SLURMD_NODENAME)."""
+    """{node: pid} of job's simulated CUDA processes (the node from SLURMD_NODENAME; in a
+    target that cleared its environment, from the copies start_job(clear=True) left)."""
     found = {}
     for pid in c.pids():
         env = environ(pid)
-        if env.get("SLURM_JOB_ID") == job and "CUDACKPT_SIM" in env and env.get("CUDACKPT_TEST_TARGET") == "1":
-            found[env.get("SLURMD_NODENAME")] = pid
+        if (env.get("SLURM_JOB_ID", env.get("CUDACKPT_TEST_JOB")) == job and "CUDACKPT_SIM" in env
+                and env.get("CUDACKPT_TEST_TARGET") == "1"):
+            found[env.get("SLURMD_NODENAME", env.get("CUDACKPT_TEST_NODE"))] = pid
     return found
 
 
@@ -82,10 +98,14 @@ def preload(sim):
     return ":".join(runtime[:1] + [sim])
 
 
-def start_job(c, sim, extra="", uid=NOBODY):
-    """A 3-node job of uid's (None: root's), one target per node; extra: shell run first on each node."""
-    script = ('%s exec env CUDACKPT_TEST_TARGET=1 LD_PRELOAD=%s ASAN_OPTIONS=verify_asan_link_order=0 '
-              'CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 300' % (extra, preload(sim)))
+def start_job(c, sim, extra="", uid=NOBODY, clear=False):
+    """A 3-node job of uid's (None: root's), one target per node; extra: shell run first on each node;
+    clear: each target runs under `env -i` (no SLURM_* in its environment; the test's own copies of the
+    job and node under other names)."""
+    script = ('%s exec env %s CUDACKPT_TEST_TARGET=1 LD_PRELOAD=%s ASAN_OPTIONS=verify_asan_link_order=0 '
+              'CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 300'
+              % (extra, '-i CUDACKPT_TEST_JOB="$SLURM_JOB_ID" CUDACKPT_TEST_NODE="$SLURMD_NODENAME"' if clear else "",
+                 preload(sim)))
     r = c.run(["sbatch", "--parsable", "-N3", "--ntasks-per-node=1", "--time=5", "-o", "/dev/null",
                "--wrap", "srun sh -c '%s'" % script.replace("'", "'\\''")], uid=uid)
     job = r.stdout.strip().split(";")[0]
@@ -113,8 +133,9 @@ def case_whole(c, sim):
     r, s = ctl(c, ["suspend", "--slurm-job=" + job, "--json"])
     out = json.loads(r.stdout or "{}")
     check(r.returncode == 0 and out.get("ok") is True and out.get("processes") == 3
-          and sorted(n["node"] for n in out.get("nodes", [])) == ["n1", "n2", "n3"],
-          "suspend --slurm-job: exit 0, three nodes, three processes (%r, %r)" % (r.stdout, r.stderr))
+          and found_by(out) == {n: {"environment": 1, "descent": 1} for n in ("n1", "n2", "n3")},
+          "suspend --slurm-job: exit 0, three nodes, three processes, each found by both rules (%r, %r)"
+          % (r.stdout, r.stderr))
     check(states(c, job) == {"n1": "c", "n2": "c", "n3": "c"},
           "every node's target checkpointed (%r)" % states(c, job))
     print("MEASURED: suspend --slurm-job of 3 nodes: %.3fs" % s)
@@ -129,6 +150,94 @@ def case_whole(c, sim):
           % (r.stdout, r.stderr))
     check(states(c, job) == {"n1": "r", "n2": "r", "n3": "r"}, "every node's target running (%r)" % states(c, job))
     print("MEASURED: resume --slurm-job of 3 nodes: %.3fs" % s)
+    end_job(c, job)
+
+
+def found_by(out):
+    """{node: found_by} of a --json summary."""
+    return {n.get("node"): n.get("found_by") for n in out.get("nodes", [])}
+
+
+def await_held(c, job, state):
+    """Every target of job stays in state for HELD_S (looked at every 0.1 s)."""
+    want = {"n1": state, "n2": state, "n3": state}
+    end = time.monotonic() + HELD_S
+    while time.monotonic() < end:
+        st = states(c, job)
+        if st != want:
+            raise AssertionError("job %s's targets left %s within %gs (%r)" % (job, state, HELD_S, st))
+        time.sleep(0.1)
+    check(True, "every target still %s %gs later" % (state, HELD_S))
+
+
+def case_cleared_environment(c, sim):
+    """A job whose targets run under `env -i` (no SLURM_JOB_ID or
+    SLURMD_NODENAME left): each node's part finds its target by descent
+    from the job's slurmstepd there, and the job is suspended whole (every
+    target checkpointed, and still so HELD_S later) and resumed whole.
+    Under the environment rule alone the suspend said 0 processes, exit 0,
+    every target running on."""
+    job = start_job(c, sim, clear=True)
+    check(all("SLURM_JOB_ID" not in environ(p) and "SLURMD_NODENAME" not in environ(p)
+              for p in targets(c, job).values()), "the targets' environment holds no SLURM_JOB_ID, SLURMD_NODENAME")
+    r, s = ctl(c, ["suspend", "--slurm-job=" + job, "--json"])
+    out = json.loads(r.stdout or "{}")
+    check(r.returncode == 0 and out.get("processes") == 3 and s < COMMAND_LIMIT_S
+          and found_by(out) == {n: {"environment": 0, "descent": 1} for n in ("n1", "n2", "n3")},
+          "suspend --slurm-job of targets under env -i: exit 0 in %.2fs, three processes, each found by "
+          "descent only (%r, %r)" % (s, r.stdout, r.stderr))
+    check(states(c, job) == {"n1": "c", "n2": "c", "n3": "c"}, "every target checkpointed (%r)" % states(c, job))
+    await_held(c, job, "c")
+    r, s = ctl(c, ["resume", "--slurm-job=" + job])
+    check(r.returncode == 0 and "3 nodes, 3 processes running" in r.stdout and s < COMMAND_LIMIT_S
+          and states(c, job) == {"n1": "r", "n2": "r", "n3": "r"},
+          "resume --slurm-job: exit 0 in %.2fs, every target running (%r, %r, %r)"
+          % (s, r.stdout, r.stderr, states(c, job)))
+    end_job(c, job)
+
+
+def case_fake_slurmstepd(c, sim):
+    """A process of the job's owner outside any job, on n1 (in its host
+    name's namespace), that calls itself "slurmstepd: [J.0]" (bash's exec
+    -a) and runs a target under `env -i`: it is no root's, so no
+    slurmstepd, and its target no member: it stays running through the
+    suspend, which takes the job's three targets."""
+    job = start_job(c, sim)
+    title = "slurmstepd: [%s.0]" % job
+    fake = subprocess.Popen(["nsenter", "--target", str(c.procs["slurmd-n1"].pid), "--uts", "--",
+                             "setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups", "--",
+                             "bash", "-c", 'exec -a "$0" sh', title], stdin=subprocess.PIPE, cwd="/", text=True)
+    try:
+        fake.stdin.write("env -i CUDACKPT_TEST_TARGET=4 LD_PRELOAD=%s ASAN_OPTIONS=verify_asan_link_order=0 "
+                         "CUDACKPT_SIM=1 CUDACKPT_SIM_MEM_MIB=64 sleep 300\nexit\n" % preload(sim))
+        fake.stdin.flush()
+
+        def child():
+            return [p for p in c.pids() if environ(p).get("CUDACKPT_TEST_TARGET") == "4"]
+        pid = slurmcluster.await_true("the fake slurmstepd's target", child, 10)[0]
+        with open("/proc/%d/cmdline" % fake.pid, "rb") as f:
+            cmdline = f.read()
+        with open("/proc/%d/stat" % pid) as f:
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        check(cmdline == title.encode() + b"\0" and ppid == fake.pid,
+              "the fake's command line is %r, its target's parent (%r, %d)" % (title, cmdline, ppid))
+        r, s = ctl(c, ["suspend", "--slurm-job=" + job, "--json"])
+        out = json.loads(r.stdout or "{}")
+        st = environ(pid).get("CUDACKPT_SIM", "?").replace("1", "r")
+        check(r.returncode == 0 and out.get("processes") == 3 and s < COMMAND_LIMIT_S and st == "r"
+              and found_by(out).get("n1") == {"environment": 1, "descent": 1}
+              and states(c, job) == {"n1": "c", "n2": "c", "n3": "c"},
+              "suspend --slurm-job takes the job's three targets in %.2fs, not the fake slurmstepd's, "
+              "running (%r, %r, fake's target: %r)" % (s, r.stdout, r.stderr, st))
+        r, _ = ctl(c, ["resume", "--slurm-job=" + job])
+        st = environ(pid).get("CUDACKPT_SIM", "?").replace("1", "r")
+        check(r.returncode == 0 and "3 processes running" in r.stdout and st == "r",
+              "and resumes them, the fake's target untouched (%r, %r)" % (r.stdout, st))
+    finally:
+        for p in [p for p in c.pids() if environ(p).get("CUDACKPT_TEST_TARGET") == "4"]:
+            os.kill(p, signal.SIGKILL)
+        fake.stdin.close()
+        fake.wait(10)
     end_job(c, job)
 
 
@@ -234,9 +343,11 @@ def forged_marks(c, sim, owner):
     r, _ = ctl(c, ["suspend", "--slurm-job=" + job, "--json"], uid=None)
     out = json.loads(r.stdout or "{}")
     st = environ(pid).get("CUDACKPT_SIM", "?").replace("1", "r")
-    check(r.returncode == 0 and out.get("processes") == 3 and st == "r",
-          "root's suspend --slurm-job of %s's job takes its three processes, not another user's forged one "
-          "(%r, %r, forged: %r)" % (owner, r.stdout, r.stderr, st))
+    check(r.returncode == 0 and out.get("processes") == 3 and st == "r"
+          and found_by(out) == {n: {"environment": 1, "descent": 1} for n in ("n1", "n2", "n3")},
+          "root's suspend --slurm-job of %s's job takes its three processes, each found by both rules (as "
+          "root, the slurmstepd's program compared too), not another user's forged one (%r, %r, forged: %r)"
+          % (owner, r.stdout, r.stderr, st))
     r, _ = ctl(c, ["resume", "--slurm-job=" + job], uid=None)
     check(r.returncode == 0 and states(c, job) == {"n1": "r", "n2": "r", "n3": "r"},
           "and resumes them (%r, %r)" % (r.stderr, states(c, job)))
@@ -296,7 +407,7 @@ def main():
             # process maps the driver the daemon loaded.
             sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
             with NodeDaemons(c):
-                for case in (case_whole, case_node_fails, case_coordinator_killed, case_phase_timeout, case_other_user,
+                for case in (case_whole, case_cleared_environment, case_fake_slurmstepd, case_node_fails, case_coordinator_killed, case_phase_timeout, case_other_user,
                              case_forged_marks, case_root_environment):
                     case(c, sim)
     except (AssertionError, TimeoutError, RuntimeError) as e:

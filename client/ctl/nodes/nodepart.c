@@ -2,20 +2,22 @@
  *
  * Which processes are the job's here: those CUDA processes the daemon
  * lists to this caller (ListProcesses: exactly those it may act on) whose
- * environment holds this step's SLURM_JOB_ID.  Slurm sets it in every task
- * of every step of the job, whatever the process tracking plugin; under
- * proctrack/linuxproc (the test cluster) a job has no cgroup of its own, and
- * the cgroup v1 layouts of proctrack/cgroup differ from site to site, so
- * the environment is the one mark that is always there.  A process that
- * sets its own SLURM_JOB_ID is no member unless it is the job owner's
- * (below).  Its SLURMD_NODENAME must be this
- * node's too: on a real node that holds anyway, but nodes that share one
- * pid space (the test cluster's, or several slurmd on one host) each see
- * the others' tasks.  And its user must be the job's owner (the
- * coordinator's squeue says who): root lists every user's processes, and
- * another user's process that forged both marks is none of the job's.
- * The set is read once, at hello,
- * and pinned by start time: a process started later is no member. */
+ * user is the job's owner (the coordinator's squeue says who: root lists
+ * every user's processes, and another user's process is none of the
+ * job's), found by either of two rules, each counted in the hello:
+ *   - the environment: it holds this step's SLURM_JOB_ID and this node's
+ *     SLURMD_NODENAME.  Slurm sets both in every task of every step,
+ *     whatever the process tracking plugin (under proctrack/linuxproc, the
+ *     test cluster's, a job has no cgroup of its own, and the cgroup v1
+ *     layouts of proctrack/cgroup differ from site to site), and a process
+ *     that a double fork gave to init keeps them.  The node name matters
+ *     where nodes share one pid space (the test cluster's, or several
+ *     slurmd on one host): each sees the others' tasks;
+ *   - the descent: it descends from a slurmstepd of the job on this node
+ *     (stepdescent.h), which finds a task that cleared its environment
+ *     (`env -i`, some launchers).
+ * The set is read once, at hello, and pinned by start time: a process
+ * started later is no member. */
 #include "nodepart.h"
 
 #include "args.h"
@@ -24,6 +26,7 @@
 #include "lease.h"
 #include "json.h"
 #include "monotime.h"
+#include "stepdescent.h"
 
 #include <cudackpt/client.h>
 #include <cudackpt/protocol.h>
@@ -51,6 +54,8 @@ typedef struct nodepart {
         char node[65];
         cJSON *selector;           /* {"pids": [...]} of the members, NULL when none */
         int n;
+        int by_environment;        /* members the environment rule found */
+        int by_descent;            /* ... and the descent rule (a member may be both's) */
         long long lease;           /* the on-close lease held, 0 none */
         bool restoring;            /* this step's restore phase began here */
         char *error, *what;        /* the last call's failure */
@@ -127,12 +132,34 @@ static int nodepart_call(nodepart *p, const char *method, cJSON *params, cJSON *
         return r;
 }
 
+/* Whether the listed process e is a member, counted by the rules that
+ * found it; its pid and start time into *ret_pid, *ret_start. */
+static bool nodepart_member(nodepart *p, const cJSON *e, const char *entry, const char *entry2,
+                            const stepdescent *descent, long long *ret_pid, long long *ret_start) {
+        long long uid;
+        bool by_environment, by_descent;
+
+        if (!json_get_integer(e, "pid", 1, 2147483647.0, ret_pid) ||
+            !json_get_integer(e, "uid", 0, 4294967294.0, &uid) || uid != p->owner ||
+            !json_get_integer(e, "start_time", 0, JSON_MAX_EXACT, ret_start))
+                return false;
+        by_environment = nodepart_environ_has(*ret_pid, entry, entry2);
+        by_descent = descent && stepdescent_of(descent, (int)*ret_pid, (uint64_t)*ret_start);
+        p->by_environment += by_environment;
+        p->by_descent += by_descent;
+        return by_environment || by_descent;
+}
+
 /* The job's CUDA processes here, into p->selector and p->n. */
 static int nodepart_members(nodepart *p, const char *job) {
         cJSON *params = NULL, *pids;
         const cJSON *procs, *e;
         const char *node = getenv("SLURMD_NODENAME");
         char entry[64], entry2[128];
+        stepdescent descent;
+        /* Not under a slurmstepd of the job (not started by srun), no
+         * process is found by descent. */
+        bool descent_ok = stepdescent_init(&descent, job) == 0;
 
         snprintf(entry, sizeof(entry), "SLURM_JOB_ID=%s", job);
         if (node && strlen(node) < 64)
@@ -151,12 +178,8 @@ static int nodepart_members(nodepart *p, const char *job) {
                 long long pid, start;
                 cJSON *ref;
 
-                long long uid;
-
-                if (!json_get_integer(e, "pid", 1, 2147483647.0, &pid) ||
-                    !json_get_integer(e, "uid", 0, 4294967294.0, &uid) || uid != p->owner ||
-                    !json_get_integer(e, "start_time", 0, JSON_MAX_EXACT, &start) ||
-                    !nodepart_environ_has(pid, entry, node && strlen(node) < 64 ? entry2 : NULL))
+                if (!nodepart_member(p, e, entry, node && strlen(node) < 64 ? entry2 : NULL,
+                                     descent_ok ? &descent : NULL, &pid, &start))
                         continue;
                 if (!(ref = cJSON_CreateObject()) || !cJSON_AddItemToArray(pids, ref) ||
                     !cJSON_AddNumberToObject(ref, "pid", (double)pid) ||
@@ -378,6 +401,9 @@ int ctl_nodepart_main(int argc, char **argv) {
                 cJSON_AddNumberToObject(hello, "hello", 1);
                 cJSON_AddNumberToObject(hello, "uid", (double)getuid());
                 cJSON_AddNumberToObject(hello, "n", p.n);
+                cJSON *by = cJSON_AddObjectToObject(hello, "found_by");
+                cJSON_AddNumberToObject(by, "environment", p.by_environment);
+                cJSON_AddNumberToObject(by, "descent", p.by_descent);
                 nodepart_say(hello);
                 nodepart_serve(&p);
         }

@@ -5,7 +5,9 @@
  * step, and answers each with one short line.  Private to cudackptctl.
  *
  * The lines (link.h carries them; each names its node):
- *   node -> {"node":N,"hello":1,"uid":U,"n":K}  K: the job's CUDA processes here
+ *   node -> {"node":N,"hello":1,"uid":U,"n":K,"found_by":{"environment":E,"descent":D}}
+ *           K: the job's CUDA processes here; E, D: those each rule found
+ *           (nodepart.c; one found by both counts in both)
  *           {"node":N,"hello":0,"error":E}     it cannot act here (then ends 0)
  *   coordinator -> {"phase":P}   P: lock, checkpoint, restore, unlock,
  *                                commit (keep what was done: the lease is

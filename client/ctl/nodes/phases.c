@@ -35,6 +35,8 @@
 typedef struct phases_node {
         char name[65];
         int n;                  /* its CUDA processes of the job */
+        int by_environment;     /* ... found by each rule, -1 not said */
+        int by_descent;
         bool answered, ok;
         char error[48], what[161];
 } phases_node;
@@ -86,6 +88,18 @@ static int phases_recv(phases *p, long long deadline, cJSON **ret_json) {
         }
 }
 
+/* How many of a node's members each rule found (nodepart.c), from its
+ * hello; -1 where it says none (an older node part). */
+static void phases_found_by(phases_node *v, const cJSON *by) {
+        long long e, d;
+
+        v->by_environment = v->by_descent = -1;
+        if (json_get_integer(by, "environment", 0, INT_MAX, &e) && json_get_integer(by, "descent", 0, INT_MAX, &d)) {
+                v->by_environment = (int)e;
+                v->by_descent = (int)d;
+        }
+}
+
 /* Every node's hello. */
 static int phases_hello(phases *p) {
         long long deadline = monotime_ms() + PHASES_HELLO_TIMEOUT_MS;
@@ -103,6 +117,7 @@ static int phases_hello(phases *p) {
                         phases_copy(v->name, sizeof(v->name), node);
                         (void)json_get_integer(j, "n", 0, INT_MAX, &n);
                         v->n = (int)n;
+                        phases_found_by(v, cJSON_GetObjectItemCaseSensitive(j, "found_by"));
                         if (!hello) {
                                 phases_copy(v->error, sizeof(v->error), json_get_string(j, "error"));
                                 phases_copy(v->what, sizeof(v->what), json_get_string(j, "what"));
@@ -241,6 +256,11 @@ static void phases_json(const phases *p, int processes, double ms) {
                 cJSON_AddItemToArray(nodes, n);
                 cJSON_AddStringToObject(n, "node", p->v[i].name);
                 cJSON_AddNumberToObject(n, "processes", p->v[i].n);
+                if (p->v[i].by_environment >= 0) {
+                        cJSON *by = cJSON_AddObjectToObject(n, "found_by");
+                        cJSON_AddNumberToObject(by, "environment", p->v[i].by_environment);
+                        cJSON_AddNumberToObject(by, "descent", p->v[i].by_descent);
+                }
                 if (p->v[i].error[0]) {
                         cJSON_AddStringToObject(n, "error", p->v[i].error);
                         cJSON_AddStringToObject(n, "what", p->v[i].what);
