@@ -4,7 +4,8 @@
  * The daemon must not spin on its loop (libuv's listener retries at once,
  * for ever): its CPU time over 2 s stays small, the episode is logged once
  * and counted in the metrics, and once the flood hangs up a new client is
- * served. */
+ * served.  A daemon whose accept4() a seccomp filter refuses (EPERM) must
+ * not spin either. */
 #include "attacks_itest.h"
 
 #include <dirent.h>
@@ -138,9 +139,42 @@ START_TEST(out_of_descriptors_no_spin)
 }
 END_TEST
 
+#ifdef CUDACKPT_ITEST_SECCOMP
+#include <seccomp.h>
+
+/* accept4 refused with EPERM by a filter of the test's own process (the
+ * daemon it starts inherits it), as a container's profile may: a waiting
+ * client is never accepted, and the daemon does not spin; logged once. */
+START_TEST(accept_refused_no_spin)
+{
+        scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(accept4), 0), 0);
+        ck_assert_int_eq(seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(accept), 0), 0);
+        ck_assert_int_eq(seccomp_load(f), 0);
+        seccomp_release(f);
+        struct itest_daemon *d = itest_daemon_start_default();
+        int fd = atest_raw_connect(d->sock);
+        ck_assert_msg(fd >= 0, "connect: %s", strerror(-fd));
+
+        double cpu0 = cpu_seconds(d->pid);
+        usleep(2000000);
+        double cpu = cpu_seconds(d->pid) - cpu0;
+        ck_assert_msg(cpu < 0.25, "the daemon used %.2f s of CPU in 2 s while accept4 was refused", cpu);
+        itest_await_log(d, "Cannot accept connections: Operation not permitted", 1000);
+        ck_assert_int_eq(count_of(itest_daemon_log(d), "Cannot accept connections"), 1);
+        close(fd);
+}
+END_TEST
+#endif
+
 int main(void)
 {
-        const TTest *tests[] = { out_of_descriptors_no_spin, NULL };
+        const TTest *tests[] = { out_of_descriptors_no_spin,
+#ifdef CUDACKPT_ITEST_SECCOMP
+                                 accept_refused_no_spin,
+#endif
+                                 NULL };
 
         return itest_run("integration.descriptors", "descriptors", 60, tests);
 }
