@@ -134,6 +134,23 @@ static unsigned exporter_group_count(const exporter *x, const exporter_conn *c) 
         return n;
 }
 
+/* A client refused at accept, before libmicrohttpd gives it a slot, when
+ * its group has e->per_address connections open already.  Two threads
+ * accepting at once may both pass here: exporter_conn_started() counts
+ * again, exactly, under the lock. */
+static enum MHD_Result exporter_accept_cb(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+        exporter *x = cls;
+        exporter_conn probe = { .fd = -1 };
+        bool full;
+
+        (void) addrlen;
+        ctl_addrgroup_of(addr, x->e->ipv4_prefix, x->e->ipv6_prefix, &probe.group);
+        pthread_mutex_lock(&x->lock);
+        full = exporter_group_count(x, &probe) >= x->e->per_address;
+        pthread_mutex_unlock(&x->lock);
+        return full ? MHD_NO : MHD_YES;
+}
+
 /* A connection opened: tracked in x->conns, or refused (shut down, which
  * libmicrohttpd then closes) when its group has e->per_address open. */
 static void exporter_conn_started(exporter *x, struct MHD_Connection *conn, void **socket_context) {
@@ -378,7 +395,7 @@ static struct MHD_Daemon *exporter_start(exporter *x, struct sockaddr_storage *s
 
         if (any)   /* ":PORT": IPv6 and IPv4, or IPv4 alone on a node without IPv6 */
                 d = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, ntohs(((struct sockaddr_in *) ss)->sin_port),
-                                     NULL, NULL, exporter_request_cb, x,
+                                     exporter_accept_cb, x, exporter_request_cb, x,
                                      EXPORTER_OPTIONS(x), MHD_OPTION_END);
         if (d)
                 return d;
@@ -387,7 +404,8 @@ static struct MHD_Daemon *exporter_start(exporter *x, struct sockaddr_storage *s
         /* The port is the address's (sin6_port lies where sin_port does): the
          * server ignores it for MHD_OPTION_SOCK_ADDR, but names it in its
          * log, where 0 would mislead. */
-        return MHD_start_daemon(flags, ntohs(((struct sockaddr_in *) ss)->sin_port), NULL, NULL, exporter_request_cb, x,
+        return MHD_start_daemon(flags, ntohs(((struct sockaddr_in *) ss)->sin_port), exporter_accept_cb, x,
+                                exporter_request_cb, x,
                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *) ss,
                                 EXPORTER_OPTIONS(x), MHD_OPTION_END);
 }

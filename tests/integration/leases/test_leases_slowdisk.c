@@ -82,9 +82,8 @@ START_TEST(release_off_the_loop)
         struct itest_conn *c = itest_connect(d), *probe = itest_connect(d);
         pid_t pid = itest_small_target();
         double ms;
-        long long id = itest_lease_id(
-                call_beside_probe(c, probe, CUDACKPT_METHOD_LOCK, itest_strdupf("{\"pid\":%d,\"lease_ms\":600000}", (int)pid),
-                                  &ms));
+        const char *lock = itest_strdupf("{\"pid\":%d,\"lease_ms\":600000}", (int)pid);
+        long long id = itest_lease_id(call_beside_probe(c, probe, CUDACKPT_METHOD_LOCK, lock, &ms));
         cJSON *j = call_beside_probe(c, probe, CUDACKPT_METHOD_RELEASE_LEASE, itest_strdupf("{\"lease\":%lld}", id),
                                      &ms);
 
