@@ -46,7 +46,7 @@ static struct itest_daemon *slow_daemon(void)
 {
         const char *lib = getenv("CUDACKPT_TEST_SLOWSYNC");
         ck_assert_msg(lib && *lib, "CUDACKPT_TEST_SLOWSYNC is not set");
-        const char *env[] = { itest_strdupf("LD_PRELOAD=%s", lib),
+        const char *env[] = { itest_preload(lib),
                               itest_strdupf("CUDACKPT_TEST_FSYNC_DELAY_MS=%d", DELAY_MS), NULL };
         struct itest_daemon_opts o = { .env = env };
 
