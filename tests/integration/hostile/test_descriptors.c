@@ -82,11 +82,11 @@ START_TEST(out_of_descriptors_no_spin)
         enum { HELD = 4, FLOOD = 48 };
         /* The default accept_retry_ms, 200. */
         struct itest_daemon *d = itest_daemon_start_default();
-        atest_assert_serving(d);
         /* The process index and NVML open on workers after the start: what
          * they hold (or give back) is counted first. */
         itest_await_log(d, "rocess index", 10000);
         itest_await_log(d, "NVML", 10000);
+        atest_assert_serving(d);
 
         /* Clients served and held (a socket and a pidfd each in the
          * daemon), then a limit below what the daemon holds: every accept
