@@ -237,7 +237,7 @@ static bool wait_for_write(struct proccall *pc, struct sched_op *op, cJSON *msg,
 
         if (!ww) {
                 if (lease_defer_end(pc->leases, NULL))
-                        lease_persist(pc->leases);
+                        lease_persist_now(pc->leases);
                 return false;
         }
         *ww = (struct written_wait){ .w.cb = cb, .pc = pc, .op = op, .msg = msg };
@@ -404,6 +404,12 @@ void proccall_op_done_cb(struct sched *s, struct sched_op *op)
                         grant_lease(pc, c, op, msg);
                 lease_unadmit(pc->leases, op->caller, &op->req.lease);
                 op->req.lease.admitted = false;
+                if (wait_for_write(pc, op, msg, reply_written_cb))
+                        return;
+        } else if (!proto_method_read_only(op->method)) {
+                /* Its end may have ended a lease (lease_op_finished(), run
+                 * before this): the reply goes once the store has it. */
+                lease_defer_begin(pc->leases);
                 if (wait_for_write(pc, op, msg, reply_written_cb))
                         return;
         }

@@ -45,6 +45,7 @@ static void conn_free_cb(struct conn *c)
         if (c->next)
                 c->next->prev = c->prev;
         s->n_conns--;
+        accept_freed(&s->listen.accept); /* its descriptors are free */
         life_release(&s->life);
 }
 
@@ -53,45 +54,33 @@ static void refused_close_cb(uv_handle_t *h)
         free(h);
 }
 
-static void refuse(struct server *s, uv_stream_t *listener, const char *why, uid_t uid, unsigned limit)
+/* A connection accepted (accept.h): admitted within the limits, or closed. */
+static void connection_cb(void *data, int fd)
 {
-        uv_pipe_t *p = malloc(sizeof(*p));
-
-        if (!p || uv_pipe_init(s->loop, p, 0) < 0) {
-                free(p);
-                return;
-        }
-        if (uv_accept(listener, (uv_stream_t *)p) == 0)
-                log_warning("Refusing connection from uid %u: %s (limit %u)", (unsigned)uid, why, limit);
-        uv_close((uv_handle_t *)p, refused_close_cb);
-}
-
-static void connection_cb(uv_stream_t *listener, int status)
-{
-        struct server *s = listener->data;
+        struct server *s = data;
         struct conn *c;
-        uv_os_fd_t fd;
         struct share_refusal limit = { 0 };
 
-        if (status < 0) {
-                log_warning("Failed to accept a connection: %s, ignoring", uv_strerror(status));
+        if (life_stopping(&s->life)) {
+                close(fd);
                 return;
         }
-        if (life_stopping(&s->life))
-                return;
         if (s->conns_share.used >= s->conns_share.limit) {
                 metrics_count(&s->metrics, METRICS_REFUSED_MAX_CONNECTIONS);
-                refuse(s, listener, "too many connections in total", (uid_t)-1, s->cfg->max_connections);
+                log_warning("Refusing connection: too many connections in total (limit %u)",
+                            s->cfg->max_connections);
+                close(fd);
                 return;
         }
         c = calloc(1, sizeof(*c));
         if (!c || uv_pipe_init(s->loop, &c->pipe, 0) < 0) {
                 free(c);
+                close(fd);
                 return;
         }
         c->owner = &s->conn_owner;
-        if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0 ||
-            uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0) {
+        if (uv_pipe_open(&c->pipe, fd) < 0) {
+                close(fd);
                 c->pipe.data = c;
                 uv_close((uv_handle_t *)&c->pipe, refused_close_cb);
                 return;
@@ -332,7 +321,7 @@ static void driver_ready_cb(uv_work_t *w, int status)
                 life_release(&s->life); /* start-up's */
                 return;
         }
-        r = listen_start(&s->listen, s->loop, s->cfg, connection_cb, s);
+        r = listen_start(&s->listen, s->loop, s->cfg, &s->metrics, connection_cb, s);
         if (r < 0) {
                 s->exit_code = 1;
                 life_stop(&s->life);

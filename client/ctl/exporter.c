@@ -7,7 +7,8 @@
  * limited in time.  A daemon that cannot be reached or does not answer in
  * time makes the scrape 503 with one line saying why; other paths are 404,
  * other methods 405.  A small, fixed pool of threads serves a bounded
- * number of connections, at most e->per_address from one address, each
+ * number of connections, at most e->per_address from one group of
+ * addresses (addrgroup.h: loopback as one, a prefix for others), each
  * dropped when idle, when a request has not arrived whole e->deadline_ms
  * after the connection opened or its previous answer, or has not been
  * answered e->deadline_ms after it arrived.  It runs until SIGTERM or
@@ -17,6 +18,7 @@
  * command says so and fails. */
 #include "exporter.h"
 
+#include "addrgroup.h"
 #include "args.h"
 #include "describe.h"
 #include "exitcode.h"
@@ -69,6 +71,7 @@ int ctl_exporter_run(const ctl_exporter *e) {
 typedef struct exporter_conn {
         struct exporter_conn *prev, *next;
         int fd;
+        ctl_addrgroup group;    /* its client's, for --max-per-address (addrgroup.h) */
         int64_t since_ms;       /* opened, last request arrived or last answer sent */
         bool cut;               /* shut down past its deadline */
 } exporter_conn;
@@ -122,6 +125,68 @@ static int exporter_parse_listen(const char *arg, struct sockaddr_storage *ss, b
         return 0;
 }
 
+/* Connections of c's group open now, c excepted.  Under x->lock. */
+static unsigned exporter_group_count(const exporter *x, const exporter_conn *c) {
+        unsigned n = 0;
+
+        for (const exporter_conn *o = x->conns; o; o = o->next)
+                n += o != c && ctl_addrgroup_equal(&o->group, &c->group);
+        return n;
+}
+
+/* A client refused at accept, before libmicrohttpd gives it a slot, when
+ * its group has e->per_address connections open already.  Two threads
+ * accepting at once may both pass here: exporter_conn_started() counts
+ * again, exactly, under the lock. */
+static enum MHD_Result exporter_accept_cb(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+        exporter *x = cls;
+        exporter_conn probe = { .fd = -1 };
+        bool full;
+
+        (void) addrlen;
+        ctl_addrgroup_of(addr, x->e->ipv4_prefix, x->e->ipv6_prefix, &probe.group);
+        pthread_mutex_lock(&x->lock);
+        full = exporter_group_count(x, &probe) >= x->e->per_address;
+        pthread_mutex_unlock(&x->lock);
+        return full ? MHD_NO : MHD_YES;
+}
+
+/* A connection opened: tracked in x->conns, or refused (shut down, which
+ * libmicrohttpd then closes) when its group has e->per_address open. */
+static void exporter_conn_started(exporter *x, struct MHD_Connection *conn, void **socket_context) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        exporter_conn *c;
+        bool full;
+
+        if (!info)
+                return;
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                /* Untracked, it would have no deadline: refuse it. */
+                (void) shutdown(info->connect_fd, SHUT_RDWR);
+                return;
+        }
+        c->fd = info->connect_fd;
+        c->since_ms = monotime_ms();
+        ctl_addrgroup_of(addr ? addr->client_addr : NULL, x->e->ipv4_prefix, x->e->ipv6_prefix, &c->group);
+        pthread_mutex_lock(&x->lock);
+        full = exporter_group_count(x, c) >= x->e->per_address;
+        if (!full) {
+                c->next = x->conns;
+                if (c->next)
+                        c->next->prev = c;
+                x->conns = c;
+        }
+        pthread_mutex_unlock(&x->lock);
+        if (full) {
+                (void) shutdown(info->connect_fd, SHUT_RDWR);
+                free(c);
+                return;
+        }
+        *socket_context = c;
+}
+
 /* Connections opened and closed: kept in x->conns while open.  The closing
  * notification comes before libmicrohttpd closes the socket, and removes
  * the entry under x->lock: the sweep, under the same lock, never shuts
@@ -132,25 +197,7 @@ static void exporter_connection_cb(void *cls, struct MHD_Connection *conn, void 
         exporter_conn *c = *socket_context;
 
         if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-                const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-
-                if (!info)
-                        return;
-                c = calloc(1, sizeof(*c));
-                if (!c) {
-                        /* Untracked, it would have no deadline: refuse it. */
-                        (void) shutdown(info->connect_fd, SHUT_RDWR);
-                        return;
-                }
-                c->fd = info->connect_fd;
-                c->since_ms = monotime_ms();
-                pthread_mutex_lock(&x->lock);
-                c->next = x->conns;
-                if (c->next)
-                        c->next->prev = c;
-                x->conns = c;
-                pthread_mutex_unlock(&x->lock);
-                *socket_context = c;
+                exporter_conn_started(x, conn, socket_context);
                 return;
         }
         if (!c)
@@ -190,7 +237,7 @@ static void exporter_completed_cb(void *cls, struct MHD_Connection *conn, void *
 
 /* Shut down every connection whose request has run past the deadline:
  * libmicrohttpd then reads its end and closes it, freeing its slot and its
- * address's share. */
+ * group's share. */
 static void exporter_sweep(exporter *x) {
         int64_t now = monotime_ms();
 
@@ -338,7 +385,6 @@ static enum MHD_Result exporter_request_cb(void *cls, struct MHD_Connection *con
 #define EXPORTER_OPTIONS(x)                                                                 \
         MHD_OPTION_THREAD_POOL_SIZE, EXPORTER_THREADS,                                       \
         MHD_OPTION_CONNECTION_LIMIT, EXPORTER_MAX_CONNECTIONS,                               \
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (x)->e->per_address,                             \
         MHD_OPTION_CONNECTION_TIMEOUT, EXPORTER_IDLE_S,                                      \
         MHD_OPTION_NOTIFY_CONNECTION, exporter_connection_cb, (x),                           \
         MHD_OPTION_NOTIFY_COMPLETED, exporter_completed_cb, (x)
@@ -349,7 +395,7 @@ static struct MHD_Daemon *exporter_start(exporter *x, struct sockaddr_storage *s
 
         if (any)   /* ":PORT": IPv6 and IPv4, or IPv4 alone on a node without IPv6 */
                 d = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, ntohs(((struct sockaddr_in *) ss)->sin_port),
-                                     NULL, NULL, exporter_request_cb, x,
+                                     exporter_accept_cb, x, exporter_request_cb, x,
                                      EXPORTER_OPTIONS(x), MHD_OPTION_END);
         if (d)
                 return d;
@@ -358,7 +404,8 @@ static struct MHD_Daemon *exporter_start(exporter *x, struct sockaddr_storage *s
         /* The port is the address's (sin6_port lies where sin_port does): the
          * server ignores it for MHD_OPTION_SOCK_ADDR, but names it in its
          * log, where 0 would mislead. */
-        return MHD_start_daemon(flags, ntohs(((struct sockaddr_in *) ss)->sin_port), NULL, NULL, exporter_request_cb, x,
+        return MHD_start_daemon(flags, ntohs(((struct sockaddr_in *) ss)->sin_port), exporter_accept_cb, x,
+                                exporter_request_cb, x,
                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *) ss,
                                 EXPORTER_OPTIONS(x), MHD_OPTION_END);
 }

@@ -12,7 +12,10 @@ typedef struct ctl_exporter {
         long long deadline_ms;          /* for a request to arrive (from the connection's
                                          * opening or the previous answer) and to be
                                          * answered (from its arrival); > timeout_ms */
-        unsigned per_address;           /* connections at once from one address, > 0 */
+        unsigned per_address;           /* connections at once from one group of
+                                         * addresses (addrgroup.h), > 0 */
+        unsigned ipv4_prefix;           /* the groups: bits of an IPv4 address, 0..32, */
+        unsigned ipv6_prefix;           /* of an IPv6 one, 0..128 (loopback: one group) */
 } ctl_exporter;
 
 int ctl_exporter_run(const ctl_exporter *e);

@@ -28,6 +28,7 @@ struct config {
         unsigned max_connections_per_uid;
         unsigned max_connections_reserved; /* of max_connections, for privileged callers */
         uint64_t idle_timeout_ms;     /* close connections idle this long; 0 = never */
+        uint64_t accept_retry_ms;     /* after accept failed (out of descriptors), accept again this late */
         unsigned max_queue_per_pid;   /* operations queued or running for one pid */
         unsigned max_queue_total;     /* operations queued or running in all */
         unsigned max_queue_per_uid;   /* ... for one unprivileged uid */

@@ -180,6 +180,15 @@ static void put_connections(struct text *t, const struct metrics *m, const struc
                          "Connections closed at accept, by the limit reached.", "reason", c, v, 2);
         }
         {
+                static const enum metrics_counter c[] = { METRICS_ACCEPT_PAUSED_DESCRIPTORS,
+                                                          METRICS_ACCEPT_PAUSED_OTHER };
+                static const char *const v[] = { "descriptors", "other" };
+                counters(t, m, "cudackpt_accept_pauses_total",
+                         "Times accepting connections paused because accept failed (accept_retry_ms), by why: "
+                         "descriptors (EMFILE, ENFILE) or other (a seccomp filter's EPERM, ...).",
+                         "reason", c, v, 2);
+        }
+        {
                 static const enum metrics_counter c[] = { METRICS_CUT_SLOW_READER, METRICS_CUT_MESSAGE_TOO_LARGE,
                                                           METRICS_CUT_INVALID_REQUEST, METRICS_CUT_IDLE };
                 static const char *const v[] = { "slow_reader", "message_too_large", "invalid_request", "idle" };

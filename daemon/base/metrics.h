@@ -21,6 +21,8 @@ enum metrics_counter {
         METRICS_CONNECTIONS_ACCEPTED,
         METRICS_REFUSED_MAX_CONNECTIONS,
         METRICS_REFUSED_MAX_PER_UID,
+        METRICS_ACCEPT_PAUSED_DESCRIPTORS, /* accept4 failed: EMFILE or ENFILE (accept.h) */
+        METRICS_ACCEPT_PAUSED_OTHER,       /* ... anything else, such as a seccomp filter's EPERM */
         METRICS_CUT_SLOW_READER,
         METRICS_CUT_MESSAGE_TOO_LARGE,
         METRICS_CUT_INVALID_REQUEST,

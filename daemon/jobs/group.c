@@ -37,6 +37,7 @@ struct group {
         bool stopped;                   /* a step was not made: the daemon is stopping */
         uint64_t deadline_ns;
         struct groupfit fit;            /* the restore phase's check (groupfit.h) */
+        cJSON *end_msg;                 /* its reply, waiting for the lease store's write */
 };
 
 static const struct config *cfg_of(const struct group *g)
@@ -83,23 +84,6 @@ static void send_progress(struct group *g, const struct group_member *mb)
 
 static void start_waiting(struct group_table *t);
 
-/* A member belongs to its group from its first step to its last: its
- * queue holds other callers' mutating calls back in between (sched_hold),
- * as a single Suspend's do across its two driver calls.  The members were
- * judged ones the caller may act on by the selection. */
-static void hold_members(struct group *g)
-{
-        for (size_t i = 0; i < g->ms.n; i++) {
-                if (!members_active(&g->ms.m[i]))
-                        continue;
-                int r = sched_hold(g->table->jobs->sched, g->ms.m[i].s.pid, g, g->call.method);
-                if (r < 0)
-                        log_warning("%s: process %d cannot be held for the group (%s); other calls may come "
-                                    "between its steps",
-                                    proto_method_name(g->call.method), (int)g->ms.m[i].s.pid, strerror(-r));
-        }
-}
-
 /* Lets member i go: its part is over (the group ends, or it left it). */
 static void unhold_member(struct group *g, size_t i)
 {
@@ -133,6 +117,13 @@ static void group_end(struct group *g, cJSON *msg)
         start_waiting(t);
 }
 
+static void finish_written_cb(void *arg)
+{
+        struct group *g = arg;
+
+        group_end(g, g->end_msg);
+}
+
 static void group_finish(struct group *g)
 {
         unsigned n = 0;
@@ -159,9 +150,9 @@ static void group_finish(struct group *g)
         /* The daemon's own group (a lease's undo) that the stop cut short
          * is left to the next start, as one that had not begun is. */
         msg = g->stopped && !g->call.conn ? proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL) : final_reply(g);
-        if (!g->failed && g->call.conn && g->call.req.lease.wanted)
-                grouplease_grant(&g->table->lease, &g->call, &g->ms, msg);
-        group_end(g, msg);
+        g->end_msg = msg; /* sent once the lease store has what the group changed */
+        if (!grouplease_finish(&g->table->lease, &g->call, &g->ms, !g->failed, msg, finish_written_cb, g))
+                group_end(g, msg);
 }
 
 /* ---- phases ---------------------------------------------------------------- */
@@ -375,6 +366,11 @@ static bool held_back(const struct group *g)
         return false;
 }
 
+static void intend_written_cb(void *arg)
+{
+        run_phase(arg, PLAN_STATE);
+}
+
 static void start_waiting(struct group_table *t)
 {
         struct group *g;
@@ -390,9 +386,10 @@ static void start_waiting(struct group_table *t)
                 t->again = false;
                 for (g = t->head; g; g = g->next)
                         if (g->phase == PLAN_WAIT && !held_back(g)) {
-                                hold_members(g);
-                                grouplease_intend(&t->lease, &g->call, &g->ms);
-                                run_phase(g, PLAN_STATE);
+                                members_hold(&g->ms, g->table->jobs->sched, g, g->call.method);
+                                g->phase = PLAN_STATE; /* no step before its pending lease is on disk */
+                                if (!grouplease_intend(&t->lease, &g->call, &g->ms, intend_written_cb, g))
+                                        run_phase(g, PLAN_STATE);
                                 t->again = true; /* the list may have changed */
                                 break;
                         }

@@ -46,8 +46,8 @@ static struct lease_member *member_ids(const struct members *ms, size_t *ret_n)
         return ids;
 }
 
-void grouplease_grant(const struct group_lease_hooks *h, const struct jobs_call *call, const struct members *ms,
-                      cJSON *msg)
+static void grant(const struct group_lease_hooks *h, const struct jobs_call *call, const struct members *ms,
+                  cJSON *msg)
 {
         size_t n;
         struct lease_member *ids = member_ids(ms, &n);
@@ -62,15 +62,33 @@ void grouplease_grant(const struct group_lease_hooks *h, const struct jobs_call 
         free(ids);
 }
 
-void grouplease_intend(const struct group_lease_hooks *h, struct jobs_call *call, const struct members *ms)
+/* Whether the lease layer has changes still to write: then done(arg) runs
+ * once they are on disk, and true comes back. */
+static bool when_written(const struct group_lease_hooks *h, void (*done)(void *arg), void *arg)
+{
+        return h->when_written_cb && h->when_written_cb(h->ctx, done, arg);
+}
+
+bool grouplease_finish(const struct group_lease_hooks *h, const struct jobs_call *call, const struct members *ms,
+                       bool succeeded, cJSON *msg, void (*done)(void *arg), void *arg)
+{
+        if (succeeded && call->conn && call->req.lease.wanted)
+                grant(h, call, ms, msg);
+        return when_written(h, done, arg);
+}
+
+bool grouplease_intend(const struct group_lease_hooks *h, struct jobs_call *call, const struct members *ms,
+                       void (*done)(void *arg), void *arg)
 {
         size_t n;
         struct lease_member *ids;
 
-        if (!call->req.lease.admitted)
-                return;
-        ids = member_ids(ms, &n);
-        if (ids)
-                h->intend_cb(h->ctx, call->caller, call->method, &call->req.lease, ids, n);
-        free(ids);
+        if (call->req.lease.admitted) {
+                ids = member_ids(ms, &n);
+                if (ids)
+                        h->intend_cb(h->ctx, call->caller, call->method, &call->req.lease, ids, n);
+                free(ids);
+        }
+        return when_written(h, done, arg);
 }
+

@@ -85,7 +85,7 @@ struct lease_table {
         int store_fd;                   /* the store's directory, checked (privdir.h); -1: none */
         char *store_dir;                /* its path, for the log and status */
         char store_why[320];            /* why there is none, or why the last write failed */
-        uv_check_t flush;               /* the deferred write, once per loop turn (leaseflush.c) */
+        uv_check_t flush;               /* the write, once per loop turn (leaseflush.c) */
         unsigned deferring;             /* inside lease_defer_begin() */
         bool dirty;                     /* a change not written yet */
         bool writing;                   /* a write on the pool */
@@ -153,14 +153,17 @@ int lease_intend(struct lease_table *t, const struct policy_caller *caller, enum
 int lease_intend_pid(struct lease_table *t, const struct policy_caller *caller, enum proto_method m,
                      struct proto_request *req, struct ops_result *ret);
 
-/* Coalesced writes: the changes made between lease_defer_begin() and
- * lease_defer_end() are written once for every call of the loop turn, in
- * its check phase, off the loop thread (leaseflush.c), rather than one
- * write each on it.  The caller
- * keeps the promise above by waiting: lease_defer_end() is true when w->cb
- * will run once they are written (the caller sends its reply or takes its
- * first driver step then), false when nothing is left to write; with w
- * NULL, whether a write is to come (nothing waits for it). */
+/* Writes: a change of the table is written in the check phase of its
+ * loop turn, once for all of the turn's changes, off the loop thread
+ * (leaseflush.c).  A call whose reply (or first driver step) follows a
+ * change keeps the promise above by waiting: lease_when_written() is true
+ * when w->cb will run once the changes made so far are written (or their
+ * write failed), false when nothing is left to write (go on now).
+ * lease_defer_begin() and lease_defer_end() bracket a call's changes the
+ * same way: lease_defer_end() is lease_when_written() when they left
+ * something to write; with w NULL, whether a write is to come (nothing
+ * waits for it). */
+bool lease_when_written(struct lease_table *t, struct lease_wait *w);
 void lease_defer_begin(struct lease_table *t);
 /* The writes' handle and lock, at lease_init(); the last write, at
  * lease_close(). */
@@ -192,6 +195,9 @@ void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call);
 struct lease *lease_find_pending(struct lease_table *t, uint64_t id);
 void lease_link(struct lease_table *t, struct lease *l);
 void lease_persist(struct lease_table *t);
+/* The table written now, on the loop thread, for the one who must answer
+ * and has no memory to wait with (out of memory): it blocks on the disk. */
+void lease_persist_now(struct lease_table *t);
 void lease_unlist(struct lease_table *t, struct lease *l);
 /* Whether l's taker, as the store recorded it (its uid, and privileged:
  * root or an operator), may act on m by the one rule (access.h): a lease

@@ -85,6 +85,49 @@ static cJSON *no_such_lease(uint64_t id)
         return proto_error_new(CUDACKPT_ERROR_NO_SUCH_LEASE, p);
 }
 
+/* A reply that waits for the store's write of what its call changed. */
+struct reply_wait {
+        struct lease_wait w; /* first: the callback's argument is this */
+        struct conn *c;
+        cJSON *msg;
+        bool oneway;
+};
+
+static void reply_written_cb(struct lease_wait *w)
+{
+        struct reply_wait *rw = (struct reply_wait *)w;
+        struct conn *c = rw->c;
+
+        if (rw->oneway || c->closing)
+                cJSON_Delete(rw->msg);
+        else
+                conn_send(c, rw->msg);
+        free(rw);
+        conn_request_done(c);
+        conn_unref(c);
+}
+
+/* Answers call with msg once the store has the change it made (lease.h's
+ * promise); the connection reads no further request meanwhile.  Out of
+ * memory, the store is written now. */
+static void reply_when_written(struct lease_table *t, struct conn *c, const struct proto_call *call, cJSON *msg)
+{
+        struct reply_wait *rw = calloc(1, sizeof(*rw));
+
+        if (!rw && t->dirty)
+                lease_persist_now(t);
+        if (rw) {
+                *rw = (struct reply_wait){ .w.cb = reply_written_cb, .c = c, .msg = msg, .oneway = call->oneway };
+                if (lease_when_written(t, &rw->w)) {
+                        conn_ref(c);
+                        conn_request_begin(c);
+                        return;
+                }
+                free(rw);
+        }
+        conn_reply(c, call, msg);
+}
+
 /* ClaimLease: the caller's connection becomes the holder of an on-close
  * lease, by its secret. */
 static void claim(struct lease_table *t, struct conn *c, const struct proto_call *call)
@@ -118,7 +161,7 @@ static void claim(struct lease_table *t, struct conn *c, const struct proto_call
                                                 (double)(l->expires > uv_now(t->loop) ? l->expires - uv_now(t->loop) : 0));
                 cJSON_AddBoolToObject(p, "on_close", true);
         }
-        conn_reply(c, call, proto_reply_new(p));
+        reply_when_written(t, c, call, proto_reply_new(p));
 }
 
 void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call)
@@ -154,5 +197,5 @@ void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call)
                 if (p)
                         cJSON_AddNumberToObject(p, "lease_ms", ms);
         }
-        conn_reply(c, call, msg);
+        reply_when_written(t, c, call, msg);
 }

@@ -1,10 +1,13 @@
 /* leaseflush.c: writing the lease table to its store (lease.h).  A change
- * is written before the reply that made it: at once on the loop thread, or,
- * for the leased calls of a loop turn (lease_defer_begin()), once for all
- * of them in its check phase, on a thread of libuv's pool, the calls going
- * on when it is done.  One write at a time from the pool; a write of the
- * loop thread meanwhile waits for it (write_lock), and a table older than
- * the one on disk is never written over it (generations). */
+ * marks the table dirty; in the check phase of the loop turn that made it,
+ * the table is written once for every change of the turn, on a thread of
+ * libuv's pool (a write and two fsyncs: the loop thread never waits for
+ * the disk), and the calls that wait for it (lease_when_written(),
+ * lease_defer_end()) go on when it is done.  One write at a time from the
+ * pool; a change made meanwhile is written by the next one, and a table
+ * older than the one on disk is never written over it (generations).  The
+ * loop thread writes itself only where the pool cannot be used (out of
+ * memory) and at the stop, once no call is served any more. */
 #include "jobs/lease.h"
 
 #include <errno.h>
@@ -62,9 +65,9 @@ static void record(struct lease_table *t, int r, const char *why)
         }
 }
 
-/* The table, now, on the loop thread (a small write and two fsyncs:
- * docs/design.md). */
-static void write_now(struct lease_table *t)
+/* The table, now, on the loop thread: only where the pool cannot take it
+ * (out of memory) and at the stop (lease_flush_close()). */
+void lease_persist_now(struct lease_table *t)
 {
         char why[256], *text = NULL;
         size_t len = 0;
@@ -142,7 +145,7 @@ static void start_write(struct lease_table *t)
         }
         free(fw);
         if (t->dirty)
-                write_now(t);
+                lease_persist_now(t);
         run_waiters(w);
 }
 
@@ -162,13 +165,19 @@ void lease_persist(struct lease_table *t)
 {
         if (t->store_fd < 0)
                 return;
-        if (!t->deferring) {
-                write_now(t);
-                return;
-        }
         t->dirty = true;
         if (!uv_is_active((uv_handle_t *)&t->flush))
                 uv_check_start(&t->flush, flush_cb);
+}
+
+bool lease_when_written(struct lease_table *t, struct lease_wait *w)
+{
+        if (t->store_fd < 0 || (!t->dirty && !t->writing))
+                return false;
+        w->next = NULL;
+        *t->waiters_tail = w;
+        t->waiters_tail = &w->next;
+        return true;
 }
 
 void lease_defer_begin(struct lease_table *t)
@@ -181,10 +190,7 @@ bool lease_defer_end(struct lease_table *t, struct lease_wait *w)
         t->deferring--;
         if (!t->dirty || !w)
                 return t->dirty;
-        w->next = NULL;
-        *t->waiters_tail = w;
-        t->waiters_tail = &w->next;
-        return true;
+        return lease_when_written(t, w);
 }
 
 void lease_flush_init(struct lease_table *t)
@@ -198,7 +204,7 @@ void lease_flush_init(struct lease_table *t)
 void lease_flush_close(struct lease_table *t)
 {
         if (t->dirty)
-                write_now(t);
+                lease_persist_now(t);
         if (!uv_is_closing((uv_handle_t *)&t->flush))
                 uv_close((uv_handle_t *)&t->flush, NULL);
         uv_mutex_lock(&t->write_lock);

@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cudackpt/protocol.h"
+#include "base/log.h"
 
 int members_take(struct members *ms, struct select_job *j)
 {
@@ -28,6 +30,19 @@ void members_clear(struct members *ms)
         free(ms->m);
         ms->m = NULL;
         ms->n = 0;
+}
+
+void members_hold(const struct members *ms, struct sched *s, const void *holder, enum proto_method m)
+{
+        for (size_t i = 0; i < ms->n; i++) {
+                if (!members_active(&ms->m[i]))
+                        continue;
+                int r = sched_hold(s, ms->m[i].s.pid, holder, m);
+                if (r < 0)
+                        log_warning("%s: process %d cannot be held for the group (%s); other calls may come "
+                                    "between its steps",
+                                    proto_method_name(m), (int)ms->m[i].s.pid, strerror(-r));
+        }
 }
 
 bool members_active(const struct group_member *mb)

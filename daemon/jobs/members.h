@@ -20,6 +20,7 @@
 #include "auth/policy.h"
 #include "varlink/proto.h"
 #include "jobs/select.h"
+#include "run/sched.h"
 
 struct group_member {
         struct select_member s;         /* who it is; s.failed: its first failure */
@@ -42,6 +43,12 @@ struct members {
 int members_take(struct members *ms, struct select_job *j);
 /* Closes the pins and frees them. */
 void members_clear(struct members *ms);
+/* A member belongs to its group (holder) from its first step to its last:
+ * its queue holds other callers' mutating calls back in between
+ * (sched_hold), as a single Suspend's do across its two driver calls.
+ * The active members were judged ones the caller may act on by the
+ * selection; one that cannot be held is logged. */
+void members_hold(const struct members *ms, struct sched *s, const void *holder, enum proto_method m);
 
 /* Selected, acted on (not skipped) and not gone. */
 bool members_active(const struct group_member *mb);

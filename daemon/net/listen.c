@@ -16,15 +16,16 @@
 
 #include "base/log.h"
 
-static int listen_on(struct listen_set *l, uv_pipe_t *p)
+/* fd, a socket bound or passed, listens and is accepted on; the set owns
+ * it even when this fails. */
+static int listen_on(struct listen_set *l, int fd)
 {
-        int r;
-
-        p->data = l->data;
-        r = uv_listen((uv_stream_t *)p, SOMAXCONN, l->connection_cb); /* keep a passed socket's backlog */
-        if (r < 0)
+        if (listen(fd, SOMAXCONN) < 0) { /* the largest backlog: a passed socket's is never shrunk */
+                int r = -errno;
+                close(fd);
                 return r;
-        return 0;
+        }
+        return accept_add(&l->accept, fd);
 }
 
 static int take_activated_sockets(struct listen_set *l)
@@ -37,35 +38,18 @@ static int take_activated_sockets(struct listen_set *l)
         for (int i = 0; i < n; i++) {
                 int fd = SD_LISTEN_FDS_START + i;
                 const char *name = names && names[i] ? names[i] : "unknown";
-                uv_pipe_t *p;
 
                 if (sd_is_socket(fd, AF_UNIX, SOCK_STREAM, 1) <= 0 ||
-                    l->n >= LISTEN_MAX) {
+                    l->accept.n >= ACCEPT_MAX) {
                         log_warning("Passed file descriptor %d (%s) is not a listening AF_UNIX stream socket, ignoring",
                                     fd, name);
                         close(fd);
                         continue;
                 }
                 (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-                p = &l->pipes[l->n];
-                r = uv_pipe_init(l->loop, p, 0);
+                r = listen_on(l, fd);
                 if (r < 0) {
-                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
-                        close(fd);
-                        continue;
-                }
-                /* From here the slot holds a handle on the loop: a failure
-                 * closes it (and with it fd, once it is the handle's) and
-                 * leaves the slot used, never to be initialised again. */
-                l->n++;
-                r = uv_pipe_open(p, fd);
-                if (r < 0)
-                        close(fd);
-                else
-                        r = listen_on(l, p);
-                if (r < 0) {
-                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, uv_strerror(r));
-                        uv_close((uv_handle_t *)p, NULL);
+                        log_error("Failed to serve passed socket %d (%s): %s", fd, name, strerror(-r));
                         continue;
                 }
                 served++;
@@ -108,14 +92,14 @@ static int clear_stale_socket(const char *path)
 static int bind_own_socket(struct listen_set *l)
 {
         const char *path = l->cfg->socket_path;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         char *dir = strdup(path);
-        uv_pipe_t *p = &l->pipes[0];
         mode_t old;
-        int r;
+        int fd, r;
 
         if (!dir)
                 return -ENOMEM;
-        if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        if (strlen(path) >= sizeof(sa.sun_path)) {
                 free(dir);
                 log_error("Socket path %s is too long", path);
                 return -ENAMETOOLONG;
@@ -137,36 +121,37 @@ static int bind_own_socket(struct listen_set *l)
                                            : strerror(-r));
                 return r;
         }
-        r = uv_pipe_init(l->loop, p, 0);
-        if (r < 0)
-                return r;
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+                log_error("Failed to listen on %s: %s", path, strerror(errno));
+                return -errno;
+        }
+        memcpy(sa.sun_path, path, strlen(path) + 1);
         old = umask(0177); /* no window in which the socket is open to all */
-        r = uv_pipe_bind(p, path);
+        r = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
         umask(old);
         if (r == 0 && chmod(path, l->cfg->socket_mode) < 0)
                 r = -errno;
-        if (r == 0)
-                r = listen_on(l, p);
+        if (r < 0)
+                close(fd);
+        else
+                r = listen_on(l, fd);
         if (r < 0) {
-                log_error("Failed to listen on %s: %s", path, uv_strerror(r));
-                uv_close((uv_handle_t *)p, NULL);
+                log_error("Failed to listen on %s: %s", path, strerror(-r));
                 return r;
         }
-        l->n = 1;
         l->bound_path = strdup(path);
         log_info("Listening on %s", path);
         return 0;
 }
 
-int listen_start(struct listen_set *l, uv_loop_t *loop, const struct config *cfg, uv_connection_cb connection_cb,
-                 void *data)
+int listen_start(struct listen_set *l, uv_loop_t *loop, const struct config *cfg, struct metrics *metrics,
+                 accept_cb cb, void *data)
 {
         int r;
 
-        l->loop = loop;
         l->cfg = cfg;
-        l->connection_cb = connection_cb;
-        l->data = data;
+        accept_init(&l->accept, loop, metrics, cfg->accept_retry_ms, cb, data);
         r = take_activated_sockets(l);
         if (r == 0)
                 r = bind_own_socket(l);
@@ -175,9 +160,7 @@ int listen_start(struct listen_set *l, uv_loop_t *loop, const struct config *cfg
 
 void listen_stop(struct listen_set *l)
 {
-        for (unsigned i = 0; i < l->n; i++)
-                if (!uv_is_closing((uv_handle_t *)&l->pipes[i]))
-                        uv_close((uv_handle_t *)&l->pipes[i], NULL);
+        accept_stop(&l->accept);
         if (l->bound_path) {
                 unlink(l->bound_path);
                 free(l->bound_path);

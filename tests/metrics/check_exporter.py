@@ -9,12 +9,20 @@ has IPv6), scraped with urllib and read by prometheus_client's parser:
   - another path is 404, another method 405;
   - connections beyond the exporter's bound wait unserved, and it serves on;
   - slow clients (a header line now and then, never the end of the
-    request), from one loopback address and then from ten, cannot keep a
-    scraper from 127.0.0.1 from its answer: the per-address bound, and a
-    whole request's deadline, which the bytes they send do not extend;
+    request), from one address and then from ten, cannot keep a scraper
+    from 127.0.0.1 from its answer: the per-address bound, and a whole
+    request's deadline, which the bytes they send do not extend;
+  - the per-address bound counts all of 127.0.0.0/8 as one address (16
+    clients from 127.0.0.1..127.0.0.16 get 4 connections, on an IPv4 and on
+    a dual-stack listener, where they show as IPv4-mapped IPv6 addresses),
+    and other IPv4 addresses by --ipv4-prefix;
   - a daemon that accepts but never answers is 503 within --timeout;
   - a stopped daemon is 503 with one line saying why, a restarted one 200;
   - SIGTERM ends the exporter with status 0.
+
+The clients of other addresses than loopback come from 10.9.0.2..11, in a
+network namespace of the test's own (unshare --net, root) whose lo also has
+10.9.0.1/24; without root those checks are skipped, said on stdout.
 
 Usage: check_exporter.py CUDACKPTD SIMULATOR CUDACKPTCTL
 Exits 77 (skipped) without prometheus_client, or when cudackptctl was built
@@ -41,9 +49,12 @@ except ImportError:
 
 MAX_CONNECTIONS = 32  # EXPORTER_MAX_CONNECTIONS of client/ctl/exporter.c
 PER_ADDRESS = 4  # CTL_SCRAPE_PER_ADDRESS of client/ctl/main/cudackptctl.c
-# Loopback addresses for clients other than the scraper (127.0.0.1): the
-# exporter bounds connections per address.
-OTHER_ADDRESSES = ["127.0.0.%d" % i for i in range(2, 12)]
+# Addresses for clients other than the scraper (127.0.0.1): the exporter
+# bounds connections per address, and counts all of 127.0.0.0/8 as one, so
+# these are of a network namespace of the test's own (enter_netns()).
+OTHER_ADDRESSES = ["10.9.0.%d" % i for i in range(2, 12)]
+LOOPBACK_ADDRESSES = ["127.0.0.%d" % i for i in range(1, 17)]
+NETNS_ENV = "CUDACKPT_TEST_EXPORTER_NETNS"
 from metrics_check import check, verdict  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -58,6 +69,15 @@ def get(url, method="GET", timeout=20):
             return r.status, r.headers, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read().decode()
+
+
+def scrape_ok(e):
+    """Whether a scrape is answered 200 now (not refused, as one past the
+    per-address bound is until connections that just closed have gone)."""
+    try:
+        return get(e.url("/metrics"))[0] == 200
+    except OSError:
+        return False
 
 
 def wait_for(cond, what, timeout=10):
@@ -91,7 +111,7 @@ class Exporter:
         self.host, self.port = m.group(1), int(m.group(2))
 
     def url(self, path):
-        return "http://%s:%d%s" % (self.host, self.port, path)
+        return "http://%s:%d%s" % (self.host or "127.0.0.1", self.port, path)  # ":PORT": every address
 
     def stop(self):
         """SIGTERM; returns (exit status, what it said)."""
@@ -276,6 +296,82 @@ def check_slow_clients(ctl, sock):
     check(rc == 0, "the exporter beside slow clients exited %d: %s" % (rc, said))
 
 
+def enter_netns():
+    """Runs this script again in a network namespace of its own whose lo
+    has 10.9.0.1/24 (every address of it local), when root; True once in
+    it, False where it cannot be."""
+    if os.environ.get(NETNS_ENV) == "1":
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        subprocess.run(["ip", "addr", "add", "10.9.0.1/24", "dev", "lo"], check=True)
+        return True
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
+        return False
+    os.environ[NETNS_ENV] = "1"
+    sys.stdout.flush()
+    os.execvp("unshare", ["unshare", "--net", sys.executable] + sys.argv)
+    return False
+
+
+def connect_from(addresses, port):
+    """One idle connection to 127.0.0.1:port from each address."""
+    conns = []
+    for a in addresses:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.bind((a, 0))
+        s.connect(("127.0.0.1", port))
+        conns.append(s)
+    return conns
+
+
+def closed_by_peer(s):
+    if not select.select([s], [], [], 0)[0]:
+        return False
+    try:
+        return s.recv(1) == b""
+    except OSError:
+        return True
+
+
+def check_group_bound(ctl, sock, listen, addresses, extra, what):
+    """A client connecting from each of addresses, one group for the
+    exporter: --max-per-address (4) of its connections are kept, the others
+    closed at once; once they go, a scrape is answered."""
+    e = Exporter(ctl, sock, listen, *extra)
+    try:
+        conns = connect_from(addresses, e.port)
+        try:
+            want = len(addresses) - PER_ADDRESS
+            wait_for(lambda: sum(closed_by_peer(s) for s in conns) >= want, "%s: %d connections closed" % (what, want),
+                     timeout=5)
+        except RuntimeError:
+            check(False, "%s: the exporter keeps %d sockets for %d connections from %d addresses, want %d"
+                  % (what, sockets_of(e.p.pid) - 1, len(conns), len(addresses), PER_ADDRESS))
+        else:
+            kept = [s for s in conns if not closed_by_peer(s)]
+            check(len(kept) == PER_ADDRESS and sockets_of(e.p.pid) == 1 + PER_ADDRESS,
+                  "%s: %d connections kept, the exporter holds %d sockets, want %d" %
+                  (what, len(kept), sockets_of(e.p.pid), PER_ADDRESS))
+        for s in conns:
+            s.close()
+        wait_for(lambda: scrape_ok(e), "%s: a scrape once they closed" % what)
+    finally:
+        rc, said = e.stop()
+    check(rc == 0, "the exporter of %s exited %d: %s" % (what, rc, said))
+
+
+def check_address_groups(ctl, sock, netns):
+    check_group_bound(ctl, sock, "127.0.0.1:0", LOOPBACK_ADDRESSES, [], "16 loopback addresses")
+    check_group_bound(ctl, sock, ":0", LOOPBACK_ADDRESSES, [], "16 loopback addresses, dual stack (IPv4-mapped)")
+    for bad in ("--ipv4-prefix=33", "--ipv6-prefix=129", "--ipv4-prefix=x"):
+        r = subprocess.run([ctl, "--socket=" + sock, "metrics", "--listen=127.0.0.1:0", bad],
+                           capture_output=True, text=True, timeout=10)
+        check(r.returncode == 2, "%s: exit %d, want 2 (%s)" % (bad, r.returncode, r.stderr.strip()))
+    if netns:
+        check_group_bound(ctl, sock, "127.0.0.1:0", OTHER_ADDRESSES, ["--ipv4-prefix=24"],
+                          "10 addresses of one /24 under --ipv4-prefix=24")
+
+
 def check_silent_daemon(ctl, tmp):
     """A daemon that accepts and never answers: 503 within --timeout."""
     path = os.path.join(tmp, "silent")
@@ -301,6 +397,10 @@ def main():
     if "NOT in this build" in h:
         print("SKIP: cudackptctl was built without libmicrohttpd (metrics --listen)")
         return 77
+    netns = enter_netns()
+    if not netns:
+        print("not root: no network namespace of 10.9.0.0/24, the bounds with clients of several addresses are "
+              "not checked")
     tmp = tempfile.mkdtemp(prefix="cudackpt-exporter-")
     target = subprocess.Popen(["sleep", "600"], env=dict(os.environ, CUDACKPT_SIM="1", CUDACKPT_SIM_MEM_MIB="8"))
     exporters, d = [], None
@@ -316,8 +416,10 @@ def main():
             print("no IPv6 loopback here, [::1] not checked: %s" % err)
         for e in exporters:
             check_scrapes(e, ctl, sock, target.pid)
-        check_connection_bound(exporters[0])
-        check_slow_clients(ctl, sock)
+        if netns:
+            check_connection_bound(exporters[0])
+            check_slow_clients(ctl, sock)
+        check_address_groups(ctl, sock, netns)
         check_silent_daemon(ctl, tmp)
 
         d.terminate()

@@ -156,6 +156,8 @@ def main():
             ("cudackpt_connections", ()): 2,  # c's and w's: garbage's was cut off after its InvalidRequest
             ("cudackpt_disconnects_total", (("reason", "invalid_request"),)): 1,
             ("cudackpt_connections_refused_total", (("reason", "max_connections"),)): 0,
+            ("cudackpt_accept_pauses_total", (("reason", "descriptors"),)): 0,
+            ("cudackpt_accept_pauses_total", (("reason", "other"),)): 0,
         }
         for (name, labels), want in expect.items():
             got = samples.get((name, labels))

@@ -74,8 +74,10 @@ enum {
         OPT_OUTPUT,
         OPT_DRIVER,
         OPT_LISTEN,
-        OPT_REQUEST_DEADLINE,
+        OPT_REQUEST_DEADLINE,   /* in ctl_listen_option's order */
         OPT_MAX_PER_ADDRESS,
+        OPT_IPV4_PREFIX,
+        OPT_IPV6_PREFIX,
         OPT_FORCE,
         OPT_SLURM_JOB,
 };
@@ -98,6 +100,8 @@ static const struct option ctl_options[] = {
         { "listen", required_argument, NULL, OPT_LISTEN },
         { "request-deadline", required_argument, NULL, OPT_REQUEST_DEADLINE },
         { "max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS },
+        { "ipv4-prefix", required_argument, NULL, OPT_IPV4_PREFIX },
+        { "ipv6-prefix", required_argument, NULL, OPT_IPV6_PREFIX },
         { "force", no_argument, NULL, OPT_FORCE },
         { "slurm-job", required_argument, NULL, OPT_SLURM_JOB },
         { "help", no_argument, NULL, 'h' },
@@ -113,10 +117,6 @@ typedef struct ctl_cmdline_state {
         bool saw_map;                   /* --map given */
         bool help;                      /* --help given: the command's, if one is named */
 } ctl_cmdline_state;
-
-#define ctl_usage_error(...)                                                                      \
-        ctl_usage_fail(CUDACKPT_EXIT_USAGE, CTL_NAME, "\nTry '" CTL_NAME " --help' for more information.\n", \
-                       __VA_ARGS__)
 
 static int ctl_out_of_memory(void) {
         fputs(CTL_NAME ": out of memory\n", stderr);
@@ -233,8 +233,8 @@ static int ctl_option_selector(ctl_args *a, int c, const char *arg) {
         return -1;
 }
 
-/* The options with a number: --timeout, --lock-timeout, --lease-ms,
- * --request-deadline, --max-per-address. */
+/* The options with a number: --timeout, --lock-timeout, --lease-ms (those
+ * of metrics --listen: cmdlisten.c). */
 static int ctl_option_number(ctl_args *a, ctl_cmdline_state *st, int c, const char *arg) {
         unsigned long long v;
 
@@ -251,18 +251,6 @@ static int ctl_option_number(ctl_args *a, ctl_cmdline_state *st, int c, const ch
                                                "0..4294967295", arg);
                 a->lock_timeout = (long long) v;
                 st->saw_lock_timeout = true;
-                break;
-        case OPT_REQUEST_DEADLINE:
-                if (ctl_parse_uint(arg, INT_MAX, &v) < 0 || v == 0)
-                        return ctl_usage_error("invalid --request-deadline '%s': expected milliseconds, "
-                                               "1..2147483647", arg);
-                a->request_deadline = (long long) v;
-                break;
-        case OPT_MAX_PER_ADDRESS:
-                if (ctl_parse_uint(arg, UINT_MAX, &v) < 0 || v == 0)
-                        return ctl_usage_error("invalid --max-per-address '%s': expected a number, 1..%u",
-                                               arg, UINT_MAX);
-                a->max_per_address = (unsigned) v;
                 break;
         default: /* OPT_LEASE_MS */
                 if (ctl_parse_uint(arg, 4294967295ULL, &v) < 0 || v == 0)
@@ -315,9 +303,12 @@ static int ctl_option(ctl_args *a, ctl_cmdline_state *st, int c, char **argv) {
         case OPT_TIMEOUT:
         case OPT_LOCK_TIMEOUT:
         case OPT_LEASE_MS:
+                return ctl_option_number(a, st, c, optarg);
         case OPT_REQUEST_DEADLINE:
         case OPT_MAX_PER_ADDRESS:
-                return ctl_option_number(a, st, c, optarg);
+        case OPT_IPV4_PREFIX:
+        case OPT_IPV6_PREFIX:
+                return ctl_option_listen(a, (ctl_listen_option) (c - OPT_REQUEST_DEADLINE), optarg);
         case OPT_MAP:
                 return ctl_option_map(a, st, optarg);
         case OPT_PIDS:
@@ -414,8 +405,9 @@ static int ctl_check_options(const ctl_args *a, const ctl_cmdline_state *st) {
                 return ctl_usage_error("--listen is for metrics, not %s", a->command->name);
         if (a->listen && a->output)
                 return ctl_usage_error("metrics takes --listen or --output, not both");
-        if ((a->request_deadline || a->max_per_address) && !a->listen)
-                return ctl_usage_error("--request-deadline and --max-per-address are for metrics --listen");
+        if (ctl_listen_options_given(a) && !a->listen)
+                return ctl_usage_error("--request-deadline, --max-per-address, --ipv4-prefix and --ipv6-prefix are "
+                                       "for metrics --listen");
         if (a->driver && a->command->id != CTL_DOCTOR)
                 return ctl_usage_error("--driver is for doctor, not %s", a->command->name);
         if (st->saw_lock_timeout && !(a->command->flags & CTL_TAKES_LOCK_TIMEOUT))

@@ -15,6 +15,12 @@
 
 #define CTL_NAME "cudackptctl"
 
+/* A usage error said (the message, then where to read more): its exit
+ * status. */
+#define ctl_usage_error(...)                                                                      \
+        ctl_usage_fail(CUDACKPT_EXIT_USAGE, CTL_NAME, "\nTry '" CTL_NAME " --help' for more information.\n", \
+                       __VA_ARGS__)
+
 typedef enum ctl_command_id {
         CTL_STATE,
         CTL_RESTORE_TID,
@@ -99,17 +105,30 @@ typedef struct ctl_args {
         const char *listen;       /* metrics --listen */
         long long request_deadline; /* metrics --listen: --request-deadline, 0 when not given */
         unsigned max_per_address; /* metrics --listen: --max-per-address, 0 when not given */
+        int ipv4_prefix, ipv6_prefix; /* metrics --listen: --ipv4-prefix, --ipv6-prefix, -1 when not given */
         const char *driver;       /* doctor --driver */
         char *prefix;             /* "cudackptctl: COMMAND ...: ", for errors */
 } ctl_args;
 
-/* Fill *a from argv (a zeroed but for lock_timeout, progress and lease_ms,
- * which start at -1).  Returns -1 to go on, else the exit status, having
+/* Fill *a from argv (a zeroed but for lock_timeout, progress, lease_ms,
+ * ipv4_prefix and ipv6_prefix, which start at -1).  Returns -1 to go on, else the exit status, having
  * printed --help, --version or the usage error. */
 int ctl_cmdline_parse(int argc, char **argv, ctl_args *a);
 
 /* Frees what the parser allocated in *a (map, selector, prefix). */
 void ctl_cmdline_free(ctl_args *a);
+
+/* The options of metrics --listen with a number (cmdlisten.c), in the
+ * order of their OPT_ values: parsed into *a (-1 to go on, else the exit
+ * status of a usage error); whether any was given. */
+typedef enum ctl_listen_option {
+        CTL_LISTEN_REQUEST_DEADLINE,
+        CTL_LISTEN_MAX_PER_ADDRESS,
+        CTL_LISTEN_IPV4_PREFIX,
+        CTL_LISTEN_IPV6_PREFIX,
+} ctl_listen_option;
+int ctl_option_listen(ctl_args *a, ctl_listen_option o, const char *arg);
+bool ctl_listen_options_given(const ctl_args *a);
 
 /* --help (help.c). */
 void ctl_cmdline_help(void);

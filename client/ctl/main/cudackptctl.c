@@ -13,6 +13,7 @@
  * compat.c; dump and restore --images run a whole job with CRIU: job.c.
  * Both are rows of the verb table (cmdline.c) with command lines of their
  * own. */
+#include "addrgroup.h"
 #include "args.h"
 #include "cmdline.h"
 #include "compat.h"
@@ -257,6 +258,8 @@ static int ctl_verb_metrics(const ctl_args *a, const char *path, cudackpt_client
                         .listen = a->listen,
                         .timeout_ms = a->timeout_ms > 0 ? a->timeout_ms : CTL_SCRAPE_TIMEOUT_MS,
                         .per_address = a->max_per_address ? a->max_per_address : CTL_SCRAPE_PER_ADDRESS,
+                        .ipv4_prefix = a->ipv4_prefix >= 0 ? (unsigned) a->ipv4_prefix : CTL_ADDRGROUP_IPV4_PREFIX,
+                        .ipv6_prefix = a->ipv6_prefix >= 0 ? (unsigned) a->ipv6_prefix : CTL_ADDRGROUP_IPV6_PREFIX,
                 };
 
                 e.deadline_ms = a->request_deadline ? a->request_deadline
@@ -450,7 +453,7 @@ int ctl_cmdline_run_own(const ctl_command *c, int argc, char **argv, bool help) 
 }
 
 int main(int argc, char **argv) {
-        ctl_args args = { .lock_timeout = -1, .progress = -1, .lease_ms = -1 };
+        ctl_args args = { .lock_timeout = -1, .progress = -1, .lease_ms = -1, .ipv4_prefix = -1, .ipv6_prefix = -1 };
         const ctl_command *row, *help_row;
         int status;
 

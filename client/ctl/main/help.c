@@ -108,7 +108,17 @@ static const ctl_help_entry ctl_help_options[] = {
           "metrics --listen: close a connection whose request\nhas not arrived MS ms after it opened (or after\n"
           "the previous answer), or is not answered MS ms\nafter arriving (default: --timeout + 5000)\n",
           "metrics" },
-        { "--max-per-address=N", "metrics --listen: connections at once from one\naddress (default 4, at most 32)\n",
+        { "--max-per-address=N",
+          "metrics --listen: connections at once from one\naddress (default 4, at most 32): all of\n"
+          "127.0.0.0/8 and ::1 count as one address, an\nIPv4-mapped IPv6 address as its IPv4 address\n",
+          "metrics" },
+        { "--ipv4-prefix=N",
+          "metrics --listen: IPv4 addresses sharing their\nfirst N bits count as one for --max-per-address\n"
+          "(0..32, default 32)\n",
+          "metrics" },
+        { "--ipv6-prefix=N",
+          "metrics --listen: IPv6 addresses sharing their\nfirst N bits count as one for --max-per-address\n"
+          "(0..128, default 64)\n",
           "metrics" },
         { "--force",
           "restore, resume: restore even where the daemon finds\nthe process would not fit in its GPUs' free memory\n"

@@ -393,6 +393,9 @@ const char *itest_stage_exe(struct itest_daemon *d, const char *path, const char
  * ListProcesses look for.  In a sanitizer build the sanitizer's runtime
  * comes first in the list (it must be the first library loaded). */
 const char *itest_sim_preload(void);
+/* "LD_PRELOAD=<lib>", the sanitizer's runtime first in a sanitizer build
+ * (owned by the harness): for the daemon too (itest_daemon_opts.env). */
+const char *itest_preload(const char *lib);
 /* The same for a target of another uid or user namespace: the build tree
  * may be closed to it (a checkout in root's 0700 home), so where it is,
  * the simulator is staged into the test's dir (d->dir) as libcuda.so.1,

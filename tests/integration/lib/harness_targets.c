@@ -324,15 +324,19 @@ static const char *itest_sanitizer_runtime(void)
         return found;
 }
 
-const char *itest_sim_preload(void)
+const char *itest_preload(const char *lib)
 {
-        const char *sim = itest_need_env("CUDACKPT_TEST_SIM");
         /* A sanitizer runtime must come first in a process's libraries:
-         * a sanitizer build's simulator needs it preloaded before it. */
+         * a sanitizer build's libraries need it preloaded before them. */
         const char *rt = itest_sanitizer_runtime();
         if (rt)
-                return itest_strdupf("LD_PRELOAD=%s:%s", rt, sim);
-        return itest_strdupf("LD_PRELOAD=%s", sim);
+                return itest_strdupf("LD_PRELOAD=%s:%s", rt, lib);
+        return itest_strdupf("LD_PRELOAD=%s", lib);
+}
+
+const char *itest_sim_preload(void)
+{
+        return itest_preload(itest_need_env("CUDACKPT_TEST_SIM"));
 }
 
 /* Whether others may read path and everything above it. */
