@@ -23,6 +23,7 @@
 #include "runcgroup.h"
 #include "runinherit.h"
 #include "runinit.h"
+#include "runmntns.h"
 #include "runreg.h"
 
 #include <errno.h>
@@ -316,7 +317,7 @@ static _Noreturn void run_exec_init(run_job *j) {
         _exit(CTL_RUN_EXIT_FAILED);
 }
 
-/* The init (pid 1 of the new namespace): a session, the cgroup, ready;
+/* The init (pid 1 of the new namespaces): its /proc, a session, the cgroup, ready;
  * once its name is recorded, cudackpt-init, which starts COMMAND as the
  * user. */
 static _Noreturn void run_child(run_job *j) {
@@ -325,12 +326,17 @@ static _Noreturn void run_child(run_job *j) {
 
         close(j->report[0]);
         close(j->go[1]);
-        if (setsid() < 0)
+        /* Its /proc first, and nothing opened before but what is reopened
+         * there (runmntns.h). */
+        r = ctl_run_mntns_make();
+        if (r == 0 && setsid() < 0)
                 r = -errno;
         if (r == 0 && j->cg_fd >= 0)
                 r = ctl_run_cgroup_join(j->cg_fd);
         if (r == 0)
                 r = ctl_run_inherit_apply(&j->inherit);
+        if (r == 0)
+                ctl_run_mntns_reopen_fds();
         ctl_run_report_send(j->report[1], r < 0 ? CTL_RUN_SETUP : CTL_RUN_READY, -r);
         if (r < 0 || read(j->go[0], &go, 1) != 1 || go != 'g')
                 _exit(CTL_RUN_EXIT_FAILED);
@@ -364,7 +370,7 @@ static int run_start(run_job *j) {
         /* The child alone in the new namespace (as fork(), no stack of its
          * own): not unshare(), after which this process could fork no more
          * once the job's init has ended. */
-        j->init = (pid_t) syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, 0);
+        j->init = (pid_t) syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, 0);
         if (j->init < 0) {
                 fprintf(stderr, RUN_PREFIX "cannot make a pid namespace: %s\n", strerror(errno));
                 return CTL_RUN_EXIT_FAILED;
