@@ -7,8 +7,8 @@
  * Root only (a pid namespace needs CAP_SYS_ADMIN): the operator's way to
  * start a job for a user (a scheduler's prolog, a node agent).  In order:
  * the name checked free, the cgroup made, the init cloned into a new pid
- * namespace (pid 1 there: it makes a session, joins the cgroup, reports
- * ready and waits); the name recorded with the init's pid and start time;
+ * and mount namespace (pid 1 there: it mounts its /proc, runmntns.h, makes
+ * a session, joins the cgroup, reports ready and waits); the name recorded with the init's pid and start time;
  * then the init execs cudackpt-init, which starts COMMAND as the user
  * (setgroups, setgid, setuid: no capability left; no_new_privs) and stays
  * root itself (runinit.h says why).  A --user job gets nothing of this
@@ -64,7 +64,8 @@ static void run_help(void) {
                "\n"
                "Start COMMAND as a job that can be dumped and restored anywhere: in a pid\n"
                "namespace of its own (its init reaps orphans and forwards HUP, INT, QUIT,\n"
-               "TERM, USR1, USR2 and WINCH), in a cgroup of its own (DIR/N, DIR by default\n"
+               "TERM, USR1, USR2 and WINCH) with a /proc of its own (the node's other\n"
+               "mounts, private), in a cgroup of its own (DIR/N, DIR by default\n"
                CTL_RUN_CGROUP_PARENT ", where cgroup v2 can be written), under the name N\n"
                "(default job-PID) that 'cudackptctl dump --run=N' takes.  Root only; --user\n"
                "runs the job as U, with /dev/null as its input, FILE (appended to; in a\n"
