@@ -29,7 +29,10 @@ int ctl_run_mntns_make(void) {
         return 0;
 }
 
-/* fd reopened by its path in this namespace, if it names one. */
+/* fd reopened by its path in this namespace, if it names one.  The path is
+ * the one it was opened by (root's --output walk checked it, runinherit.h);
+ * the file found there must be the same one (device and inode), else fd is
+ * kept. */
 static void mntns_reopen(int fd) {
         char link[64], path[PATH_MAX];
         struct stat was, now;
@@ -60,10 +63,15 @@ static void mntns_reopen(int fd) {
         close(nfd);
 }
 
+/* The most descriptors reopened: a job's init gets its standard three and
+ * whatever few a root's caller left open; any beyond stay as they are (as
+ * one that cannot be reopened: runmntns.h). */
+#define RUN_MNTNS_MAX_FDS 1024
+
 void ctl_run_mntns_reopen_fds(void) {
         DIR *d = opendir("/proc/self/fd");
         struct dirent *e;
-        int fds[1024];
+        int fds[RUN_MNTNS_MAX_FDS];
         size_t n = 0;
 
         if (!d)
