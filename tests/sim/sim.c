@@ -79,7 +79,11 @@
  *     another real uid: OPERATING_SYSTEM;
  *  3. no CUDACKPT_SIM=1 in the target's environment: NOT_INITIALIZED (a
  *     process caught before or inside its exec reads the same way, as a real
- *     one that has not yet initialised CUDA would);
+ *     one that has not yet initialised CUDA would); then a target whose
+ *     /proc is not its own pid namespace's (/proc/<its pid there>, seen
+ *     through /proc/PID/root, is another process or none): OPERATING_SYSTEM,
+ *     as the real driver's cuInit fails in such a process (a pid namespace
+ *     of its own and the node's /proc: measured on the H200, driver 580);
  *  4. all but GetRestoreThreadId: a stopped target is waited for (above);
  *     OPERATING_SYSTEM if it dies meanwhile.  Lock, checkpoint, restore and
  *     unlock wait here after an operation already working on the same

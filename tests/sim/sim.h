@@ -96,6 +96,12 @@ int sim_read_at(int dir_fd, const char *name, size_t max, char **ret_buf, size_t
 int sim_read_stat_at(int dir_fd, const char *name, struct sim_stat *ret_stat);
 int sim_read_stat(int proc_fd, char *ret_state, unsigned long long *ret_start_time);
 int sim_read_real_uid(int proc_fd, uid_t *ret_uid);
+/* Whether the /proc the process sees (in its mount namespace) shows it as
+ * /proc/<its pid in its own pid namespace>, as the real driver's cuInit
+ * needs (else it fails CUDA_ERROR_OPERATING_SYSTEM: a process in a pid
+ * namespace of its own with the node's /proc).  True when it cannot be
+ * told (no NSpid, the mount namespace not readable by the caller). */
+bool sim_proc_is_own(int proc_fd);
 
 /* ---------------------------------------------------------- sim_config.c */
 

@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Reads a whole /proc file through dir_fd, NUL-terminated (contents may hold
@@ -139,3 +141,61 @@ int sim_read_real_uid(int proc_fd, uid_t *ret_uid) {
         return 0;
 }
 
+
+/* The last number of the NSpid line of status (the pid in the process's
+ * own pid namespace); 0 when none can be read. */
+static int sim_read_own_pid(int proc_fd) {
+        char *buf, *line, *end;
+        size_t len;
+        long v, last = 0;
+
+        if (sim_read_at(proc_fd, "status", 65536, &buf, &len) < 0)
+                return 0;
+        line = strstr(buf, "\nNSpid:");
+        for (char *p = line ? line + 7 : NULL; p; p = end) {
+                v = strtol(p, &end, 10);
+                if (end == p || v <= 0 || v > INT32_MAX)
+                        break;
+                last = v;
+        }
+        free(buf);
+        return (int) last;
+}
+
+/* The start time and pid namespace (its inode) of the process whose stat
+ * and ns/pid name/stat and name/ns/pid are, through dir_fd. */
+static int sim_identity_at(int dir_fd, const char *name, unsigned long long *ret_start, ino_t *ret_pidns) {
+        char path[PATH_MAX];
+        struct sim_stat st;
+        struct stat ns;
+        int r;
+
+        (void) snprintf(path, sizeof(path), "%s/stat", name);
+        r = sim_read_stat_at(dir_fd, path, &st);
+        if (r < 0)
+                return r;
+        (void) snprintf(path, sizeof(path), "%s/ns/pid", name);
+        if (fstatat(dir_fd, path, &ns, 0) < 0)
+                return -errno;
+        *ret_start = st.start_time;
+        *ret_pidns = ns.st_ino;
+        return 0;
+}
+
+bool sim_proc_is_own(int proc_fd) {
+        char path[64];
+        unsigned long long start, own_start;
+        ino_t pidns, own_pidns;
+        int pid = sim_read_own_pid(proc_fd), r;
+
+        /* Who cannot look into its mount namespace cannot tell: not failed. */
+        if (pid <= 0 || sim_identity_at(proc_fd, ".", &start, &pidns) < 0)
+                return true;
+        /* /proc/PID/root: the process's root in its mount namespace, so
+         * root/proc is the /proc it sees. */
+        (void) snprintf(path, sizeof(path), "root/proc/%d", pid);
+        r = sim_identity_at(proc_fd, path, &own_start, &own_pidns);
+        if (r == -EACCES || r == -EPERM)
+                return true;
+        return r == 0 && own_start == start && own_pidns == pidns;
+}

@@ -34,7 +34,8 @@ void sim_target_close(struct sim_target *t) {
 /* Finds the target and decides whether the driver would talk to it at all:
  * CUDA_ERROR_OPERATING_SYSTEM for a bad pid, a dead or zombie process or one
  * the caller may not touch, CUDA_ERROR_NOT_INITIALIZED for a process that is
- * not (simulating) a CUDA process.  On success ret_target holds an fd that
+ * not (simulating) a CUDA process, and CUDA_ERROR_OPERATING_SYSTEM again for
+ * one whose /proc is not its pid namespace's (sim_proc_is_own()).  On success ret_target holds an fd that
  * sim_target_close() releases. */
 CUresult sim_target_open(int pid, struct sim_target *ret_target) {
         struct sim_target t = { .pid = pid, .proc_fd = -1 };
@@ -82,6 +83,10 @@ CUresult sim_target_open(int pid, struct sim_target *ret_target) {
                 sim_target_close(&t);
                 return CUDA_ERROR_NOT_INITIALIZED;
         }
+        /* Its cuInit would have failed: the driver needs /proc/<getpid()>
+         * to be the process itself (seen on the H200, driver 580). */
+        if (!sim_proc_is_own(t.proc_fd))
+                goto fail;
         *ret_target = t;
         return CUDA_SUCCESS;
 fail:

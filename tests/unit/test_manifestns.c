@@ -2,7 +2,9 @@
  * that is a pid namespace of its own (cudackptctl run's jobs): written and
  * read back the same; a manifest without them is read as before (plain
  * trees); ns_pids that do not fit their tree, and members whose ns_pid is
- * not their tree's, are refused before anything is restored. */
+ * not their tree's, are refused before anything is restored.  A tree's
+ * mount namespace (mount_namespace) likewise, and criu's words for it
+ * (criumntns.c). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +18,7 @@
 
 #include "runner.h"
 
+#include "criumntns.h"
 #include "manifest.h"
 
 static char dir[64];
@@ -57,7 +60,7 @@ START_TEST(test_ns_round_trip)
 {
         int pids[] = { 10, 11, 12 }, ns[] = { 1, 2, 3 };
         ctl_manifest_tree tree = { .root = 10, .images = (char *) "tree-10", .pids = pids, .n_pids = 3,
-                                   .pid_ns = true, .ns_pids = ns };
+                                   .pid_ns = true, .ns_pids = ns, .mnt_ns = true };
         ctl_manifest_member member = { .pid = 12, .start_time = 7, .tree = 10, .ns_pid = 3 };
         ctl_manifest m = { .selector = cJSON_Parse("{\"tree\":10}"), .criu_version = (char *) "4.2",
                            .trees = &tree, .n_trees = 1, .members = &member, .n_members = 1 };
@@ -71,6 +74,7 @@ START_TEST(test_ns_round_trip)
         cJSON_Delete(m.selector);
         ck_assert_int_eq(ctl_manifest_read(dir_fd, dir, &got, err, sizeof(err)), 0);
         ck_assert(got.trees[0].pid_ns);
+        ck_assert(got.trees[0].mnt_ns);
         ck_assert_int_eq(got.trees[0].ns_pids[0], 1);
         ck_assert_int_eq(got.trees[0].ns_pids[2], 3);
         ck_assert_int_eq(got.members[0].ns_pid, 3);
@@ -86,6 +90,7 @@ START_TEST(test_ns_old_manifest)
         ck_assert_int_eq(read_job("{\"root\":10,\"images\":\"tree-10\",\"pids\":[10,11]}",
                                   "[{\"pid\":11,\"start_time\":5,\"tree\":10}]", &m), 0);
         ck_assert(!m.trees[0].pid_ns);
+        ck_assert(!m.trees[0].mnt_ns);
         ck_assert_ptr_null(m.trees[0].ns_pids);
         ck_assert_int_eq(m.members[0].ns_pid, 0);
         ctl_manifest_free(&m);
@@ -108,6 +113,9 @@ START_TEST(test_ns_refused)
                 { "\"pid_namespace\":true,\"ns_pids\":[1,2]", "[{\"pid\":11,\"tree\":10,\"ns_pid\":3}]" },
                 { "\"pid_namespace\":true,\"ns_pids\":[1,2]", "[{\"pid\":11,\"tree\":10}]" },
                 { NULL, "[{\"pid\":11,\"tree\":10,\"ns_pid\":2}]" },
+                /* a mount namespace on a plain tree, or not a boolean */
+                { "\"mount_namespace\":true", "[]" },
+                { "\"pid_namespace\":true,\"ns_pids\":[1,2],\"mount_namespace\":1", "[]" },
         };
         ctl_manifest m;
 
@@ -126,6 +134,27 @@ START_TEST(test_ns_refused)
 }
 END_TEST
 
+/* criu's words: none for a tree without a mount namespace of its own (an
+ * older dump restores as before); the external mounts for dump, and the
+ * node's / as its root too for restore. */
+START_TEST(test_ns_criu_words)
+{
+        const char *w[2 + CTL_CRIU_MNTNS_MAX_WORDS + 1] = { "restore", "-d" };
+
+        ck_assert_uint_eq(ctl_criu_mntns_words(w, 2, false, true), 2);
+        ck_assert_ptr_null(w[2]);
+        ck_assert_uint_eq(ctl_criu_mntns_words(w, 2, false, false), 2);
+        ck_assert_uint_eq(ctl_criu_mntns_words(w, 2, true, false), 4);
+        ck_assert_str_eq(w[2], "--external");
+        ck_assert_str_eq(w[3], "mnt[]");
+        ck_assert_ptr_null(w[4]);
+        ck_assert_uint_eq(ctl_criu_mntns_words(w, 2, true, true), 6);
+        ck_assert_str_eq(w[4], "--root");
+        ck_assert_str_eq(w[5], "/");
+        ck_assert_ptr_null(w[6]);
+}
+END_TEST
+
 const char unit_suite_name[] = "manifestns";
 
 void unit_tests(TCase *tc)
@@ -134,4 +163,5 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_ns_round_trip);
         tcase_add_test(tc, test_ns_old_manifest);
         tcase_add_test(tc, test_ns_refused);
+        tcase_add_test(tc, test_ns_criu_words);
 }

@@ -28,6 +28,7 @@
 
 #include "args.h"
 #include "criu.h"
+#include "criumntns.h"
 #include "criubarrier.h"
 #include "describe.h"
 #include "dumpgpus.h"
@@ -108,9 +109,11 @@ static void dump_list_gpus(dump_job *x) {
 static char **dump_criu_argv(const dump_job *x, size_t i, const char *barrier) {
         char root[16], dir[32];
         /* Not ended by criu: only once its images are on disk (step 3). */
-        const char *words[] = { "dump", "-t", root, "-D", dir, "-o", "dump.log", "-v4",
-                                x->a->leave_running ? "--leave-running" : "--leave-stopped", NULL };
+        const char *words[9 + CTL_CRIU_MNTNS_MAX_WORDS + 1] = {
+                "dump", "-t", root, "-D", dir, "-o", "dump.log", "-v4",
+                x->a->leave_running ? "--leave-running" : "--leave-stopped" };
 
+        ctl_criu_mntns_words(words, 9, x->m.trees[i].mnt_ns, false);
         snprintf(root, sizeof(root), "%d", x->m.trees[i].root);
         snprintf(dir, sizeof(dir), "/proc/self/fd/%d", x->runs[i].dir_fd);
         return ctl_job_criu_argv(x->a, x->criu, words, barrier);

@@ -25,6 +25,7 @@
 
 #include "args.h"
 #include "criu.h"
+#include "criumntns.h"
 #include "criubarrier.h"
 #include "exitcode.h"
 #include "gpu-uuid.h"
@@ -171,7 +172,9 @@ static void jrestore_unstub(const char *dir) {
 
 static char **jrestore_criu_argv(const jrestore *x, size_t i, const char *script) {
         char dir[32];
-        const char *words[] = { "restore", "-d", "-D", dir, "-o", "restore.log", "-v4", NULL };
+        const char *words[7 + CTL_CRIU_MNTNS_MAX_WORDS + 1] = { "restore", "-d", "-D", dir, "-o", "restore.log", "-v4" };
+
+        ctl_criu_mntns_words(words, 7, x->m.trees[i].mnt_ns, true);
 
         snprintf(dir, sizeof(dir), "/proc/self/fd/%d", x->runs[i].dir_fd);
         return ctl_job_criu_argv(x->a, x->criu, words, script);

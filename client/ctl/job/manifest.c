@@ -114,6 +114,7 @@ static cJSON *manifest_to_json(const ctl_manifest *m) {
                     !cJSON_AddStringToObject(t, "images", m->trees[i].images) ||
                     !cJSON_AddItemToObject(t, "pids", manifest_int_array(m->trees[i].pids, m->trees[i].n_pids)) ||
                     !ctl_manifest_ns_write_tree(t, m->trees[i].pid_ns, m->trees[i].ns_pids, m->trees[i].n_pids) ||
+                    !ctl_manifest_ns_write_mnt(t, m->trees[i].mnt_ns) ||
                     (m->trees[i].files && !cJSON_AddItemToObject(t, "files", ctl_digest_to_json(m->trees[i].files))))
                         goto fail;
                 continue;
@@ -213,6 +214,8 @@ static int manifest_read_tree(const cJSON *t, ctl_manifest_tree *ret) {
         if (!has_root)
                 return -EBADMSG;
         r = ctl_manifest_ns_read_tree(t, ret->root, ret->pids, ret->n_pids, &ret->pid_ns, &ret->ns_pids);
+        if (r == 0)
+                r = ctl_manifest_ns_read_mnt(t, ret->pid_ns, &ret->mnt_ns);
         if (r < 0 || !files)
                 return r;
         ret->files = calloc(1, sizeof(*ret->files));

@@ -24,6 +24,7 @@ typedef struct ctl_manifest_tree {
         size_t n_pids;
         bool pid_ns;              /* its root is a pid namespace's init (manifestns.c) */
         int *ns_pids;             /* ... then each of pids inside that namespace; else NULL */
+        bool mnt_ns;              /* ... and a mount namespace of its own (manifestns.h) */
         ctl_digest_set *files;    /* its image files' digests (digest.c); NULL: none (a manifest before them) */
 } ctl_manifest_tree;
 

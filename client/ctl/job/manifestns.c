@@ -20,6 +20,22 @@ bool ctl_manifest_ns_write_tree(cJSON *o, bool pid_ns, const int *ns_pids, size_
         return cJSON_AddBoolToObject(o, "pid_namespace", true) != NULL;
 }
 
+bool ctl_manifest_ns_write_mnt(cJSON *o, bool mnt_ns) {
+        return !mnt_ns || cJSON_AddBoolToObject(o, "mount_namespace", true) != NULL;
+}
+
+int ctl_manifest_ns_read_mnt(const cJSON *o, bool pid_ns, bool *ret_mnt_ns) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "mount_namespace");
+
+        *ret_mnt_ns = false;
+        if (!v)
+                return 0;
+        if (!cJSON_IsBool(v) || !pid_ns)
+                return -EINVAL;
+        *ret_mnt_ns = cJSON_IsTrue(v);
+        return 0;
+}
+
 bool ctl_manifest_ns_write_member(cJSON *o, int ns_pid) {
         return ns_pid <= 0 || cJSON_AddNumberToObject(o, "ns_pid", ns_pid);
 }

@@ -22,6 +22,16 @@ bool ctl_manifest_ns_write_member(cJSON *o, int ns_pid);
  * one per pid, the root's not 1 or another's 1, one twice) or -ENOMEM. */
 int ctl_manifest_ns_read_tree(const cJSON *o, int root, const int *pids, size_t n, bool *ret_pid_ns,
                               int **ret_ns_pids);
+/* A tree whose root has a mount namespace of its own (a run job's: the
+ * node's mounts and a /proc of its pid namespace, runmntns.h): per tree
+ * "mount_namespace": true, which tells restore to give criu what such a
+ * namespace needs (criumntns.h).  A manifest without it (a dump before run
+ * made one, or a plain tree) restores as before.  Adds it to o when mnt_ns;
+ * false when out of memory. */
+bool ctl_manifest_ns_write_mnt(cJSON *o, bool mnt_ns);
+/* Reads it from tree object o: 0, or -EINVAL (not a boolean, or on a tree
+ * that is no pid namespace's). */
+int ctl_manifest_ns_read_mnt(const cJSON *o, bool pid_ns, bool *ret_mnt_ns);
 /* Reads the key of member object o into *ret_ns_pid (0: none): 0 or -EINVAL. */
 int ctl_manifest_ns_read_member(const cJSON *o, int *ret_ns_pid);
 /* The ns_pid a member of pid must have in a tree of pids and ns_pids (n;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int ctl_ns_pids(int pid, int *ret, size_t max) {
         char path[64], buf[4096], *line, *p, *end;
@@ -68,6 +69,16 @@ static bool ns_is_init(int pid, size_t *ret_level) {
         return true;
 }
 
+/* Whether pid's mount namespace is another than ours (a run job's). */
+static bool ns_mnt_own(int pid) {
+        char path[64];
+        struct stat ours, its;
+
+        snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+        return stat("/proc/self/ns/mnt", &ours) == 0 && stat(path, &its) == 0 &&
+               (ours.st_dev != its.st_dev || ours.st_ino != its.st_ino);
+}
+
 int ctl_nstree_fill(ctl_manifest *m, size_t i) {
         ctl_manifest_tree *tr = &m->trees[i];
         size_t level, levels = 0;
@@ -89,6 +100,7 @@ int ctl_nstree_fill(ctl_manifest *m, size_t i) {
                         if (tr->pids[k] == m->members[j].pid)
                                 m->members[j].ns_pid = tr->ns_pids[k];
         tr->pid_ns = true;
+        tr->mnt_ns = ns_mnt_own(tr->root);
         return 0;
 }
 

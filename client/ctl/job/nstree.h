@@ -18,7 +18,7 @@ int ctl_ns_pids(int pid, int *ret, size_t max);
 
 /* dump: when tree's root is the init of a pid namespace below ours, marks
  * it (pid_ns) and fills its ns_pids and its members' ns_pid (each pid as
- * the namespace sees it).  0, or -errno (-EXDEV: a process of the tree
+ * the namespace sees it); mnt_ns when it has a mount namespace of its own.  0, or -errno (-EXDEV: a process of the tree
  * outside that namespace, which criu cannot dump with it). */
 int ctl_nstree_fill(ctl_manifest *m, size_t tree);
 

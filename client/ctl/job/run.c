@@ -7,8 +7,8 @@
  * Root only (a pid namespace needs CAP_SYS_ADMIN): the operator's way to
  * start a job for a user (a scheduler's prolog, a node agent).  In order:
  * the name checked free, the cgroup made, the init cloned into a new pid
- * namespace (pid 1 there: it makes a session, joins the cgroup, reports
- * ready and waits); the name recorded with the init's pid and start time;
+ * and mount namespace (pid 1 there: it mounts its /proc, runmntns.h, makes
+ * a session, joins the cgroup, reports ready and waits); the name recorded with the init's pid and start time;
  * then the init execs cudackpt-init, which starts COMMAND as the user
  * (setgroups, setgid, setuid: no capability left; no_new_privs) and stays
  * root itself (runinit.h says why).  A --user job gets nothing of this
@@ -23,6 +23,7 @@
 #include "runcgroup.h"
 #include "runinherit.h"
 #include "runinit.h"
+#include "runmntns.h"
 #include "runreg.h"
 
 #include <errno.h>
@@ -63,7 +64,8 @@ static void run_help(void) {
                "\n"
                "Start COMMAND as a job that can be dumped and restored anywhere: in a pid\n"
                "namespace of its own (its init reaps orphans and forwards HUP, INT, QUIT,\n"
-               "TERM, USR1, USR2 and WINCH), in a cgroup of its own (DIR/N, DIR by default\n"
+               "TERM, USR1, USR2 and WINCH) with a /proc of its own (the node's other\n"
+               "mounts, private), in a cgroup of its own (DIR/N, DIR by default\n"
                CTL_RUN_CGROUP_PARENT ", where cgroup v2 can be written), under the name N\n"
                "(default job-PID) that 'cudackptctl dump --run=N' takes.  Root only; --user\n"
                "runs the job as U, with /dev/null as its input, FILE (appended to; in a\n"
@@ -316,7 +318,7 @@ static _Noreturn void run_exec_init(run_job *j) {
         _exit(CTL_RUN_EXIT_FAILED);
 }
 
-/* The init (pid 1 of the new namespace): a session, the cgroup, ready;
+/* The init (pid 1 of the new namespaces): its /proc, a session, the cgroup, ready;
  * once its name is recorded, cudackpt-init, which starts COMMAND as the
  * user. */
 static _Noreturn void run_child(run_job *j) {
@@ -325,12 +327,17 @@ static _Noreturn void run_child(run_job *j) {
 
         close(j->report[0]);
         close(j->go[1]);
-        if (setsid() < 0)
+        /* Its /proc first, and nothing opened before but what is reopened
+         * there (runmntns.h). */
+        r = ctl_run_mntns_make();
+        if (r == 0 && setsid() < 0)
                 r = -errno;
         if (r == 0 && j->cg_fd >= 0)
                 r = ctl_run_cgroup_join(j->cg_fd);
         if (r == 0)
                 r = ctl_run_inherit_apply(&j->inherit);
+        if (r == 0)
+                ctl_run_mntns_reopen_fds();
         ctl_run_report_send(j->report[1], r < 0 ? CTL_RUN_SETUP : CTL_RUN_READY, -r);
         if (r < 0 || read(j->go[0], &go, 1) != 1 || go != 'g')
                 _exit(CTL_RUN_EXIT_FAILED);
@@ -364,7 +371,7 @@ static int run_start(run_job *j) {
         /* The child alone in the new namespace (as fork(), no stack of its
          * own): not unshare(), after which this process could fork no more
          * once the job's init has ended. */
-        j->init = (pid_t) syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, 0);
+        j->init = (pid_t) syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, 0);
         if (j->init < 0) {
                 fprintf(stderr, RUN_PREFIX "cannot make a pid namespace: %s\n", strerror(errno));
                 return CTL_RUN_EXIT_FAILED;

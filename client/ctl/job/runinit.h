@@ -54,8 +54,9 @@ int ctl_run_supervise(pid_t child, int reap_all);
  * reported on report_fd (close-on-exec), CTL_RUN_DROP or CTL_RUN_EXEC.  Then holds nothing but
  * /dev/null, and exits with the child's status (128+N when signal N ended
  * it), which ends every process of the namespace.  It stays root itself:
- * CRIU, dumping a namespace whose /proc is not its own, has the init mount
- * one, which needs that privilege. */
+ * CRIU, restoring a namespace whose /proc was not its own (a job started
+ * before run made a mount namespace, runmntns.h), has the init mount one,
+ * which needs that privilege. */
 _Noreturn void ctl_run_init(char *const *argv, int report_fd, const ctl_run_ids *ids);
 
 #endif

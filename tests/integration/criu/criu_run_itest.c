@@ -140,6 +140,27 @@ size_t crun_job_pids(pid_t init, pid_t *out, size_t max)
         return n;
 }
 
+/* The target whose pid in the namespace is ns saw its own process as
+ * /proc/<ns> at its N-th check ("proc NS N own" in x's result, awaited;
+ * "other" fails at once). */
+void crun_check_proc_ns(struct citest_ctx *x, int ns, unsigned long n)
+{
+        const char *want = itest_strdupf("proc %d %lu own", ns, n), *bad = itest_strdupf("proc %d %lu other", ns, n);
+        double deadline = itest_now_ms() + AWAIT_MS;
+        for (;;) {
+                char *text = citest_slurp_raw(x->result);
+                bool found = text && citest_has_line(text, want), other = text && citest_has_line(text, bad);
+                free(text);
+                ck_assert_msg(!other, "the job's process %d (in its namespace) sees another process as /proc/%d "
+                              "(the node's /proc) at check %lu", ns, ns, n);
+                if (found)
+                        return;
+                ck_assert_msg(itest_now_ms() < deadline, "no \"%s\" in %s within %d ms", want, x->result,
+                              AWAIT_MS);
+                poll(NULL, 0, 5);
+        }
+}
+
 /* The target whose pid in the namespace is ns: SIGUSR1 to host, and its
  * "ok NS N" awaited. */
 void crun_check_memory_ns(struct citest_ctx *x, pid_t host, int ns, unsigned long n)

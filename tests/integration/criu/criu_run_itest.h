@@ -27,6 +27,9 @@ size_t crun_job_pids(pid_t init, pid_t *out, size_t max);
 /* The target whose pid in the namespace is ns: SIGUSR1 to host, and its
  * "ok NS N" (its memory checked for the N-th time) awaited in x's result. */
 void crun_check_memory_ns(struct citest_ctx *x, pid_t host, int ns, unsigned long n);
+/* After crun_check_memory_ns(x, ..., ns, n): the target saw itself as
+ * /proc/<ns> then ("proc NS N own" in x's result). */
+void crun_check_proc_ns(struct citest_ctx *x, int ns, unsigned long n);
 /* A process that holds pid (clone3 with set_tid) until killed. */
 pid_t crun_hold_pid(pid_t pid);
 /* The log of a user's job NAME in x's directory (its directory made). */

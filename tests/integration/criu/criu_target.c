@@ -21,7 +21,10 @@
  * opened and closed for the write: "ok PID N" or "mismatch PID N at
  * OFFSET", N counting the checks (so a restored process shows that its
  * counter came back too); the same line goes to its standard output (a
- * run --output job's log, which CRIU reopens by its path).
+ * run --output job's log, which CRIU reopens by its path).  To RESULT_FILE
+ * alone there follows "proc PID N own" when /proc/self and /proc/PID are
+ * the same directory (the /proc it sees is its pid namespace's, as the CUDA
+ * driver needs), else "proc PID N other".
  *
  * The second thread watches WATCH_PID (the test) and ends the process once
  * it is gone: a restored process is in no process group the test's runner
@@ -37,11 +40,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +79,16 @@ static int fill(size_t mib, unsigned role)
         return 0;
 }
 
+/* Whether /proc/self and /proc/<getpid()> are one directory. */
+static bool proc_is_own(void)
+{
+        char path[32];
+        struct stat self, mine;
+        snprintf(path, sizeof(path), "/proc/%d", (int)getpid());
+        return stat("/proc/self", &self) == 0 && stat(path, &mine) == 0 && self.st_dev == mine.st_dev &&
+               self.st_ino == mine.st_ino;
+}
+
 static void report(void)
 {
         char line[128];
@@ -91,6 +106,10 @@ static void report(void)
                 n = snprintf(line, sizeof(line), "mismatch %d %lu at %zu\n", (int)getpid(), checks,
                              bad * sizeof(uint64_t));
         ssize_t w = write(STDOUT_FILENO, line, (size_t)n);
+        /* Then whether /proc/<getpid()> is this process, as the CUDA driver
+         * needs (a pid namespace of its own with the node's /proc: no). */
+        n += snprintf(line + n, sizeof(line) - (size_t)n, "proc %d %lu %s\n", (int)getpid(), checks,
+                      proc_is_own() ? "own" : "other");
         int fd = open(result_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0)
                 return;

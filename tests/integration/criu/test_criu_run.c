@@ -8,7 +8,11 @@
  * The job is criu_target tree (three simulated CUDA processes) started by
  * `cudackptctl run -- env CUDACKPT_SIM=1 ... criu_target tree 1 ...`: it
  * watches pid 1 of its namespace (our init), reports its pids inside the
- * namespace on fd 3, and answers SIGUSR1 with "ok NSPID N".
+ * namespace on fd 3, and answers SIGUSR1 with "ok NSPID N" and whether it
+ * sees itself as /proc/NSPID (run gives the job a /proc of its pid
+ * namespace, as the CUDA driver needs; the simulator fails a target that
+ * has not, as the driver's cuInit does), before the dump and after the
+ * restore.
  *
  * Skips as integration.criu does (citest_probe). */
 #include "criu_run_itest.h"
@@ -37,8 +41,10 @@ START_TEST(run_dump_restore_pids_taken)
         int ns[JOB_PROCS];
         crun_start_job(&x, env, "train", "--no-cgroup", NULL, NULL, &run, pids, ns);
         for (int i = 1; i < JOB_PROCS; i++) {
-                citest_assert_state(&x, pids[i], "running");
+                /* /proc its pid namespace's first: the driver needs it. */
                 crun_check_memory_ns(&x, pids[i], ns[i], 1);
+                crun_check_proc_ns(&x, ns[i], 1);
+                citest_assert_state(&x, pids[i], "running");
         }
 
         struct citest_run *res = cjob_ctl(env, "dump", "--run", "train", "--images", x.img, NULL);
@@ -80,6 +86,7 @@ START_TEST(run_dump_restore_pids_taken)
                 citest_assert_state(&x, now[i], "running");
                 cjob_assert_no_audit(&x, "Restore", now[i]);
                 crun_check_memory_ns(&x, now[i], ns[k], 2);
+                crun_check_proc_ns(&x, ns[k], 2);
         }
         itest_await_log(x.d, " method=ResumeGroup", AWAIT_MS);
         /* The name came back with the job, for its new init. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -29,14 +30,19 @@ int ns_fail(char *msg, size_t size, const char *fmt, ...)
 
 /* The host pid of a child of this process (its pidfd's fdinfo, through
  * the host's /proc), or -1. */
+/* The host's /proc, opened before the namespace's pid 1 mounts its own
+ * over it (own_proc()); until then the host's /proc anyway. */
+static int host_proc_fd = AT_FDCWD;
+
 pid_t ns_host_pid_of(pid_t child)
 {
         char path[64], buf[1024];
         int pfd = (int)syscall(SYS_pidfd_open, child, 0), fd;
         ssize_t n = -1;
 
-        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pfd);
-        if (pfd >= 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+        /* The host's /proc (its fdinfo shows pids as its namespace does). */
+        snprintf(path, sizeof(path), "self/fdinfo/%d", pfd);
+        if (pfd >= 0 && (fd = openat(host_proc_fd, path, O_RDONLY | O_CLOEXEC)) >= 0) {
                 n = read(fd, buf, sizeof(buf) - 1);
                 close(fd);
         }
@@ -73,12 +79,11 @@ pid_t ns_target(const struct ns_ctx *x)
         while (pid > 0 && read(p[0], &c, 1) < 0 && errno == EINTR)
                 ;
         close(p[0]);
-        /* The exec has begun; await its end through the pid this /proc (the
-         * host's) knows it by, which its pidfd's fdinfo gives. */
+        /* The exec has begun; await its end (this /proc is the
+         * namespace's: by its pid here). */
         if (pid > 0) {
                 const char *env[] = { preload, NULL };
-                pid_t host = ns_host_pid_of(pid);
-                if (host <= 0 || !itest_await_exec(host, env))
+                if (!itest_await_exec(pid, env))
                         return -1;
         }
         return pid;
@@ -153,6 +158,19 @@ static int enter(const struct ns_run *how, bool first, char *msg, size_t size)
         return 0;
 }
 
+/* The namespace's pid 1: a /proc of its own, in a mount namespace of its
+ * own, as a container has (the CUDA driver, and so the simulator, needs
+ * /proc/<getpid()> to be the calling process). */
+static int own_proc(char *msg, size_t size)
+{
+        if (host_proc_fd == AT_FDCWD)
+                host_proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (host_proc_fd < 0 || unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                return ns_fail(msg, size, "a /proc of the namespace's own: %s", strerror(errno));
+        return 0;
+}
+
 /* The body of the namespace's pid 1 (or of the intermediate level). */
 static int ns_level(const struct ns_run *how, int level, ns_fn fn, struct ns_ctx *x, char *msg, size_t size)
 {
@@ -170,7 +188,9 @@ static int ns_level(const struct ns_run *how, int level, ns_fn fn, struct ns_ctx
                 char m[2048] = "";
                 close(p[0]);
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (level < how->depth)
+                if (own_proc(m, sizeof(m)) < 0)
+                        r = -1;
+                else if (level < how->depth)
                         r = ns_level(how, level + 1, fn, x, m, sizeof(m));
                 else if (getpid() != 1)
                         r = ns_fail(m, sizeof(m), "pid %d, not 1, in the new namespace", (int)getpid());
