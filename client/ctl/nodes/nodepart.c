@@ -33,7 +33,9 @@
 
 #include <cJSON.h>
 
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +44,10 @@
 
 /* The most of a process's environment read to find SLURM_JOB_ID. */
 #define NODEPART_MAX_ENVIRON (256u * 1024u)
+/* How often a node's part whose daemon restarted tries to connect again,
+ * between phases (each try waits CUDACKPT_CONNECT_TIMEOUT_MS for the
+ * socket). */
+#define NODEPART_REJOIN_RETRY_MS 100
 /* The most of an error's sentence said on a line (srun may interleave long
  * lines of several nodes). */
 #define NODEPART_MAX_WHAT 160
@@ -56,8 +62,12 @@ typedef struct nodepart {
         int n;
         int by_environment;        /* members the environment rule found */
         int by_descent;            /* ... and the descent rule (a member may be both's) */
-        long long lease;           /* the on-close lease held, 0 none */
+        const char *socket;        /* the daemon's, to connect again after its restart */
+        ctl_held held;             /* the on-close lease held (id 0: none), and its secret */
+        bool connected;            /* p->client's connection is open */
+        bool restarted;            /* the daemon restarted while this step's work was in its hands */
         bool restoring;            /* this step's restore phase began here */
+        bool unlocking;            /* ... and its unlock phase */
         char *error, *what;        /* the last call's failure */
 } nodepart;
 
@@ -98,6 +108,34 @@ static void nodepart_fail(nodepart *p, const char *error, const char *what) {
                 ctl_sanitize(p->what);
 }
 
+/* The daemon closed the connection (a restart, an upgrade): connects again
+ * (the library waits for its socket) and, if this step holds a lease,
+ * claims it (ClaimLease) within the daemon's grace, so that the lease is
+ * not undone behind this step's back.  Where it answers that it no longer
+ * holds the lease, the daemon undid it: the members run again. */
+static void nodepart_rejoin(nodepart *p) {
+        char prefix[80];
+        cudackpt_client *c = NULL;
+
+        if (p->n > 0)
+                p->restarted = true;
+        p->connected = false;
+        if (p->held.id == 0) {
+                if (cudackpt_client_connect(p->socket, &c) == 0) {
+                        cudackpt_client_free(p->client);
+                        p->client = c;
+                        p->connected = true;
+                }
+                return;
+        }
+        snprintf(prefix, sizeof(prefix), "%s: ", p->node);
+        if (ctl_held_reclaim(p->socket, 0, prefix, &p->client, &p->held) == 0) {
+                p->connected = true;
+                if (p->held.lost)
+                        p->held = (ctl_held){ 0 };
+        }
+}
+
 /* One call; 0, or -1 with p->error.  ret_params: the reply's parameters
  * on success (the caller's), when not NULL. */
 static int nodepart_call(nodepart *p, const char *method, cJSON *params, cJSON **ret_params) {
@@ -111,9 +149,16 @@ static int nodepart_call(nodepart *p, const char *method, cJSON *params, cJSON *
                 return -1;
         }
         cudackpt_reply_init(&reply);
-        r = cudackpt_call(p->client, method, text, &reply);
+        r = p->connected ? cudackpt_call(p->client, method, text, &reply) : -ENOTCONN;
         free(text);
-        if (r < 0)
+        if (r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE) {
+                /* The daemon closed the connection (a restart): what the
+                 * call did is unknown.  It fails; the connection is made
+                 * again, and the lease claimed, for the rollback. */
+                nodepart_fail(p, "ShuttingDown", "the node's daemon closed the connection during the call "
+                                                 "(a restart?)");
+                nodepart_rejoin(p);
+        } else if (r < 0)
                 nodepart_fail(p, "Unreachable", strerror(-r));
         else if (reply.error) {
                 /* A group's failure is named by its member's error, as
@@ -210,12 +255,11 @@ static int nodepart_group(nodepart *p, const char *method, bool lease) {
         }
         r = nodepart_call(p, method, params, lease ? &reply : NULL);
         if (r == 0 && lease) {
-                ctl_held h = { 0 };
+                p->held = (ctl_held){ 0 };
                 text = reply ? cJSON_PrintUnformatted(reply) : NULL;
                 if (text)
-                        ctl_held_of(text, &h);
+                        ctl_held_of(text, &p->held);
                 free(text);
-                p->lease = h.id;
         }
         cJSON_Delete(reply);
         return r;
@@ -223,23 +267,28 @@ static int nodepart_group(nodepart *p, const char *method, bool lease) {
 
 /* Ends the lease held without an undo (the work is kept). */
 static int nodepart_release(nodepart *p) {
-        long long id = p->lease;
-        cJSON *params;
+        long long id = p->held.id;
 
-        p->lease = 0;
-        if (id == 0)
-                return 0;
-        params = cJSON_CreateObject();
-        if (!params || !cJSON_AddNumberToObject(params, "lease", (double)id)) {
-                cJSON_Delete(params);
-                nodepart_fail(p, "OutOfMemory", NULL);
-                return -1;
+        for (int tries = 0; id != 0 && tries < 2; tries++) {
+                cJSON *params = cJSON_CreateObject();
+
+                if (!params || !cJSON_AddNumberToObject(params, "lease", (double)id)) {
+                        cJSON_Delete(params);
+                        nodepart_fail(p, "OutOfMemory", NULL);
+                        return -1;
+                }
+                /* A lease that ended already (its processes came back to
+                 * running, or exited) has nothing left to keep. */
+                if (nodepart_call(p, CUDACKPT_METHOD_RELEASE_LEASE, params, NULL) == 0 ||
+                    strcmp(p->error, ctl_group_short_name(CUDACKPT_ERROR_NO_SUCH_LEASE)) == 0)
+                        break;
+                /* A restart during the release: claimed again (rejoin),
+                 * the lease is released as asked; lost, the daemon undid
+                 * it and the commit fails. */
+                if (tries == 1 || strcmp(p->error, "ShuttingDown") != 0 || p->held.id != id || !p->connected)
+                        return -1;
         }
-        /* A lease that ended already (its processes came back to running,
-         * or exited) has nothing left to keep. */
-        if (nodepart_call(p, CUDACKPT_METHOD_RELEASE_LEASE, params, NULL) < 0 &&
-            strcmp(p->error, ctl_group_short_name(CUDACKPT_ERROR_NO_SUCH_LEASE)) != 0)
-                return -1;
+        p->held = (ctl_held){ 0 };
         return 0;
 }
 
@@ -251,21 +300,37 @@ static int nodepart_release(nodepart *p) {
  * to undo. */
 static int nodepart_rollback(nodepart *p) {
         if (strcmp(p->verb, "resume") == 0) {
-                if (!p->restoring)
+                /* Once the unlock phase began, other nodes may run: a node
+                 * whose unlock failed keeps its lease, which brings its
+                 * members to running as the step ends. */
+                if (!p->restoring || p->unlocking)
                         return 0;
                 if (nodepart_group(p, CUDACKPT_METHOD_CHECKPOINT_GROUP, false) < 0)
                         return -1;
                 return nodepart_release(p);
         }
-        if (strcmp(p->verb, "unlock") == 0 || p->lease == 0)
+        if (strcmp(p->verb, "unlock") == 0 || p->held.id == 0)
                 return 0;
-        p->lease = 0;
+        p->held = (ctl_held){ 0 };
         return nodepart_group(p, CUDACKPT_METHOD_RESUME_GROUP, false);
 }
 
-/* One phase: 0 done, -1 failed (p->error), -2 no such phase. */
+/* One phase: 0 done, -1 failed (p->error), -2 no such phase.  A phase
+ * that could still be rolled back on every node (lock, checkpoint,
+ * restore) fails once the daemon restarted while it held this step's
+ * work: the whole job is rolled back rather than gone on with.  The
+ * unlock and commit phases, which other nodes may have passed already, go
+ * on with the lease claimed again. */
 static int nodepart_phase(nodepart *p, const char *phase) {
         bool none = p->n == 0;
+
+        if (p->restarted && (strcmp(phase, "lock") == 0 || strcmp(phase, "checkpoint") == 0 ||
+                             strcmp(phase, "restore") == 0)) {
+                p->restarted = false;
+                nodepart_fail(p, "ShuttingDown", p->held.id ? "the node's daemon restarted (its lease claimed again)"
+                                                            : "the node's daemon restarted (its lease was undone)");
+                return -1;
+        }
 
         if (strcmp(phase, "lock") == 0)
                 return none ? 0 : nodepart_group(p, CUDACKPT_METHOD_LOCK_GROUP, true);
@@ -280,8 +345,11 @@ static int nodepart_phase(nodepart *p, const char *phase) {
                 return nodepart_group(p, CUDACKPT_METHOD_LOCK_GROUP, true);
         }
         if (strcmp(phase, "unlock") == 0) {
-                p->lease = 0; /* the unlock ends it (finished) */
-                return none ? 0 : nodepart_group(p, CUDACKPT_METHOD_UNLOCK_GROUP, false);
+                p->unlocking = true;
+                if (!none && nodepart_group(p, CUDACKPT_METHOD_UNLOCK_GROUP, false) < 0)
+                        return -1;
+                p->held = (ctl_held){ 0 }; /* the unlock ended it (finished) */
+                return 0;
         }
         if (strcmp(phase, "commit") == 0)
                 return nodepart_release(p);
@@ -330,11 +398,33 @@ static void nodepart_answer(nodepart *p, const char *phase, int r, double ms) {
         nodepart_say(o);
 }
 
+/* Waits for the next phase's line, meanwhile watching the daemon's
+ * connection: it sends nothing unasked, so its end readable is a hang-up
+ * (a restart), and the lease is claimed again at once, within the
+ * daemon's grace, however long the other nodes' phase takes.  0 once
+ * input is readable, -1 on a poll error. */
+static int nodepart_await_input(nodepart *p) {
+        for (;;) {
+                struct pollfd f[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
+                                       { .fd = p->connected ? cudackpt_client_fd(p->client) : -1, .events = POLLIN } };
+                int k = poll(f, 2, p->connected || p->n == 0 ? -1 : NODEPART_REJOIN_RETRY_MS);
+
+                if (k < 0 && errno != EINTR)
+                        return -1;
+                if (k > 0 && f[0].revents)
+                        return 0;
+                if ((k > 0 && f[1].revents) || (k == 0 && !p->connected))
+                        nodepart_rejoin(p);
+        }
+}
+
 /* The phases, one a line, until the input ends. */
 static void nodepart_serve(nodepart *p) {
         char line[NODEPART_MAX_LINE];
 
-        while (fgets(line, sizeof(line), stdin)) {
+        /* Unbuffered: what poll() says of the input is all there is. */
+        setvbuf(stdin, NULL, _IONBF, 0);
+        while (nodepart_await_input(p) == 0 && fgets(line, sizeof(line), stdin)) {
                 cJSON *o = cJSON_Parse(line);
                 const char *phase = json_get_string(o, "phase");
                 char name[16];
@@ -370,6 +460,8 @@ static int nodepart_start(nodepart *p, const char *job) {
                 nodepart_fail(p, "Unreachable", strerror(-r));
                 return -1;
         }
+        p->socket = path;
+        p->connected = true;
         return nodepart_members(p, job);
 }
 
