@@ -17,13 +17,20 @@
  *     (stepdescent.h), which finds a task that cleared its environment
  *     (`env -i`, some launchers).
  * The set is read once, at hello, and pinned by start time: a process
- * started later is no member. */
+ * started later is no member.
+ *
+ * The daemon restarting while this step's work is in its hands: the part
+ * connects again and claims its lease at once (nodepart_rejoin), then
+ * fails the next phase that could still be rolled back on every node, or
+ * goes on with one that could not (docs/slurm.md, "What each failure
+ * leaves"). */
 #include "nodepart.h"
 
 #include "args.h"
 #include "describe.h"
 #include "groupreply.h"
 #include "lease.h"
+#include "rejoin.h"
 #include "json.h"
 #include "monotime.h"
 #include "stepdescent.h"
@@ -35,7 +42,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,16 +50,12 @@
 
 /* The most of a process's environment read to find SLURM_JOB_ID. */
 #define NODEPART_MAX_ENVIRON (256u * 1024u)
-/* How often a node's part whose daemon restarted tries to connect again,
- * between phases (each try waits CUDACKPT_CONNECT_TIMEOUT_MS for the
- * socket). */
-#define NODEPART_REJOIN_RETRY_MS 100
 /* The most of an error's sentence said on a line (srun may interleave long
  * lines of several nodes). */
 #define NODEPART_MAX_WHAT 160
 
 typedef struct nodepart {
-        cudackpt_client *client;
+        nodes_conn conn;           /* the daemon's connection, and the lease held */
         const char *verb;          /* lock, suspend, resume, unlock */
         long long lock_timeout;    /* -1: the daemon's default */
         long long owner;           /* the job's owner's uid */
@@ -62,9 +64,6 @@ typedef struct nodepart {
         int n;
         int by_environment;        /* members the environment rule found */
         int by_descent;            /* ... and the descent rule (a member may be both's) */
-        const char *socket;        /* the daemon's, to connect again after its restart */
-        ctl_held held;             /* the on-close lease held (id 0: none), and its secret */
-        bool connected;            /* p->client's connection is open */
         bool restarted;            /* the daemon restarted while this step's work was in its hands */
         bool restoring;            /* this step's restore phase began here */
         bool unlocking;            /* ... and its unlock phase */
@@ -108,32 +107,13 @@ static void nodepart_fail(nodepart *p, const char *error, const char *what) {
                 ctl_sanitize(p->what);
 }
 
-/* The daemon closed the connection (a restart, an upgrade): connects again
- * (the library waits for its socket) and, if this step holds a lease,
- * claims it (ClaimLease) within the daemon's grace, so that the lease is
- * not undone behind this step's back.  Where it answers that it no longer
- * holds the lease, the daemon undid it: the members run again. */
+/* The daemon closed the connection: connects again and claims the lease
+ * (rejoin.h), with this step's work (if any) now to be failed before the
+ * last barrier. */
 static void nodepart_rejoin(nodepart *p) {
-        char prefix[80];
-        cudackpt_client *c = NULL;
-
         if (p->n > 0)
                 p->restarted = true;
-        p->connected = false;
-        if (p->held.id == 0) {
-                if (cudackpt_client_connect(p->socket, &c) == 0) {
-                        cudackpt_client_free(p->client);
-                        p->client = c;
-                        p->connected = true;
-                }
-                return;
-        }
-        snprintf(prefix, sizeof(prefix), "%s: ", p->node);
-        if (ctl_held_reclaim(p->socket, 0, prefix, &p->client, &p->held) == 0) {
-                p->connected = true;
-                if (p->held.lost)
-                        p->held = (ctl_held){ 0 };
-        }
+        nodes_conn_rejoin(&p->conn, p->node);
 }
 
 /* One call; 0, or -1 with p->error.  ret_params: the reply's parameters
@@ -149,7 +129,7 @@ static int nodepart_call(nodepart *p, const char *method, cJSON *params, cJSON *
                 return -1;
         }
         cudackpt_reply_init(&reply);
-        r = p->connected ? cudackpt_call(p->client, method, text, &reply) : -ENOTCONN;
+        r = p->conn.connected ? cudackpt_call(p->conn.client, method, text, &reply) : -ENOTCONN;
         free(text);
         if (r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE) {
                 /* The daemon closed the connection (a restart): what the
@@ -240,7 +220,7 @@ static int nodepart_members(nodepart *p, const char *job) {
 }
 
 /* A group call on the members; lease: with an on-close lease, kept in
- * p->lease. */
+ * p->conn.held (with its secret, to claim it after a daemon restart). */
 static int nodepart_group(nodepart *p, const char *method, bool lease) {
         cJSON *params = cJSON_CreateObject(), *reply = NULL;
         char *text;
@@ -255,10 +235,10 @@ static int nodepart_group(nodepart *p, const char *method, bool lease) {
         }
         r = nodepart_call(p, method, params, lease ? &reply : NULL);
         if (r == 0 && lease) {
-                p->held = (ctl_held){ 0 };
+                p->conn.held = (ctl_held){ 0 };
                 text = reply ? cJSON_PrintUnformatted(reply) : NULL;
                 if (text)
-                        ctl_held_of(text, &p->held);
+                        ctl_held_of(text, &p->conn.held);
                 free(text);
         }
         cJSON_Delete(reply);
@@ -267,7 +247,7 @@ static int nodepart_group(nodepart *p, const char *method, bool lease) {
 
 /* Ends the lease held without an undo (the work is kept). */
 static int nodepart_release(nodepart *p) {
-        long long id = p->held.id;
+        long long id = p->conn.held.id;
 
         for (int tries = 0; id != 0 && tries < 2; tries++) {
                 cJSON *params = cJSON_CreateObject();
@@ -285,10 +265,11 @@ static int nodepart_release(nodepart *p) {
                 /* A restart during the release: claimed again (rejoin),
                  * the lease is released as asked; lost, the daemon undid
                  * it and the commit fails. */
-                if (tries == 1 || strcmp(p->error, "ShuttingDown") != 0 || p->held.id != id || !p->connected)
+                if (tries == 1 || strcmp(p->error, "ShuttingDown") != 0 || p->conn.held.id != id ||
+                    !p->conn.connected)
                         return -1;
         }
-        p->held = (ctl_held){ 0 };
+        p->conn.held = (ctl_held){ 0 };
         return 0;
 }
 
@@ -309,9 +290,9 @@ static int nodepart_rollback(nodepart *p) {
                         return -1;
                 return nodepart_release(p);
         }
-        if (strcmp(p->verb, "unlock") == 0 || p->held.id == 0)
+        if (strcmp(p->verb, "unlock") == 0 || p->conn.held.id == 0)
                 return 0;
-        p->held = (ctl_held){ 0 };
+        p->conn.held = (ctl_held){ 0 };
         return nodepart_group(p, CUDACKPT_METHOD_RESUME_GROUP, false);
 }
 
@@ -327,8 +308,9 @@ static int nodepart_phase(nodepart *p, const char *phase) {
         if (p->restarted && (strcmp(phase, "lock") == 0 || strcmp(phase, "checkpoint") == 0 ||
                              strcmp(phase, "restore") == 0)) {
                 p->restarted = false;
-                nodepart_fail(p, "ShuttingDown", p->held.id ? "the node's daemon restarted (its lease claimed again)"
-                                                            : "the node's daemon restarted (its lease was undone)");
+                nodepart_fail(p, "ShuttingDown", p->conn.held.id
+                                                         ? "the node's daemon restarted (its lease claimed again)"
+                                                         : "the node's daemon restarted (its lease was undone)");
                 return -1;
         }
 
@@ -348,7 +330,7 @@ static int nodepart_phase(nodepart *p, const char *phase) {
                 p->unlocking = true;
                 if (!none && nodepart_group(p, CUDACKPT_METHOD_UNLOCK_GROUP, false) < 0)
                         return -1;
-                p->held = (ctl_held){ 0 }; /* the unlock ended it (finished) */
+                p->conn.held = (ctl_held){ 0 }; /* the unlock ended it (finished) */
                 return 0;
         }
         if (strcmp(phase, "commit") == 0)
@@ -398,33 +380,15 @@ static void nodepart_answer(nodepart *p, const char *phase, int r, double ms) {
         nodepart_say(o);
 }
 
-/* Waits for the next phase's line, meanwhile watching the daemon's
- * connection: it sends nothing unasked, so its end readable is a hang-up
- * (a restart), and the lease is claimed again at once, within the
- * daemon's grace, however long the other nodes' phase takes.  0 once
- * input is readable, -1 on a poll error. */
-static int nodepart_await_input(nodepart *p) {
-        for (;;) {
-                struct pollfd f[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
-                                       { .fd = p->connected ? cudackpt_client_fd(p->client) : -1, .events = POLLIN } };
-                int k = poll(f, 2, p->connected || p->n == 0 ? -1 : NODEPART_REJOIN_RETRY_MS);
-
-                if (k < 0 && errno != EINTR)
-                        return -1;
-                if (k > 0 && f[0].revents)
-                        return 0;
-                if ((k > 0 && f[1].revents) || (k == 0 && !p->connected))
-                        nodepart_rejoin(p);
-        }
-}
-
 /* The phases, one a line, until the input ends. */
 static void nodepart_serve(nodepart *p) {
         char line[NODEPART_MAX_LINE];
+        bool rejoined = false;
 
         /* Unbuffered: what poll() says of the input is all there is. */
         setvbuf(stdin, NULL, _IONBF, 0);
-        while (nodepart_await_input(p) == 0 && fgets(line, sizeof(line), stdin)) {
+        while (nodes_conn_await_input(&p->conn, p->node, p->n > 0, &rejoined) == 0 &&
+               fgets(line, sizeof(line), stdin)) {
                 cJSON *o = cJSON_Parse(line);
                 const char *phase = json_get_string(o, "phase");
                 char name[16];
@@ -432,6 +396,9 @@ static void nodepart_serve(nodepart *p) {
 
                 snprintf(name, sizeof(name), "%s", phase && strlen(phase) < sizeof(name) ? phase : "?");
                 cJSON_Delete(o);
+                /* A restart between phases, with this step's work there. */
+                p->restarted |= rejoined && p->n > 0;
+                rejoined = false;
                 int r = phase ? nodepart_phase(p, name) : -2;
                 nodepart_answer(p, name, r, (double)(monotime_ms() - t0));
         }
@@ -456,12 +423,12 @@ static int nodepart_start(nodepart *p, const char *job) {
                 nodepart_fail(p, "NoSlurmJob", "SLURM_JOB_ID is not set to a job id");
                 return -1;
         }
-        if ((r = cudackpt_client_connect(path, &p->client)) < 0) {
+        if ((r = cudackpt_client_connect(path, &p->conn.client)) < 0) {
                 nodepart_fail(p, "Unreachable", strerror(-r));
                 return -1;
         }
-        p->socket = path;
-        p->connected = true;
+        p->conn.socket = path;
+        p->conn.connected = true;
         return nodepart_members(p, job);
 }
 
@@ -502,7 +469,7 @@ int ctl_nodepart_main(int argc, char **argv) {
         /* Exit 0 whatever happened: a part that fails would end every
          * node's part (--kill-on-bad-exit) before the coordinator's
          * rollback; the failure was said on its line. */
-        cudackpt_client_free(p.client);
+        cudackpt_client_free(p.conn.client);
         cJSON_Delete(p.selector);
         free(p.error);
         free(p.what);
