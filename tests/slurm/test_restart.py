@@ -12,6 +12,9 @@ lease nobody claims is undone while the command still runs.
     restarted): the suspend fails with ShuttingDown's status naming n1 at
     checkpoint, every node rolled back, and all three targets are running
     when it returns;
+  - during n1's own checkpoint (n1's checkpoint slow; its daemon killed
+    with the call in flight, its outcome unknown): the same, n1's part
+    waiting for the daemon to answer again for its rollback;
   - after n1 and n2 checkpointed, before the commit (n3's checkpoint slow;
     n1's daemon restarted): n1's part claims its lease again at once and the
     commit goes on: exit 0, all three checkpointed, and still so past the
@@ -84,6 +87,21 @@ def case_between_lock_and_checkpoint(c, daemons, sim):
     end_job(c, job)
 
 
+def case_during_checkpoint(c, daemons, sim):
+    job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n1 ] && export CUDACKPT_SIM_CKPT_MIBPS=%d;' % CKPT_MIBPS)
+    p, t0 = start(c, "suspend", job)
+    await_state(c, job, "c", ("n2", "n3"), 10)
+    restart(daemons, "n1")
+    out, err, t1 = finish(p)
+    st = states(c, job)
+    check(p.returncode == EXIT_SHUTTING_DOWN and "n1 failed at checkpoint" in err and "every node rolled back" in err
+          and st == {n: "r" for n in ALL} and t1 - t0 < COMMAND_LIMIT_S,
+          "n1's daemon restarted during n1's checkpoint: the suspend fails in %.2fs with ShuttingDown's status, "
+          "naming n1 at checkpoint, every node rolled back and running (%r, %r, %r, %r)"
+          % (t1 - t0, p.returncode, out, err, st))
+    end_job(c, job)
+
+
 def case_before_commit(c, daemons, sim):
     job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n3 ] && export CUDACKPT_SIM_CKPT_MIBPS=%d '
                             'CUDACKPT_SIM_RESTORE_MIBPS=%d;' % (CKPT_MIBPS, RESTORE_MIBPS))
@@ -139,6 +157,7 @@ def main():
             config = {"nvml": sim, "lease_claim_grace_ms": GRACE_MS}
             with NodeDaemons(c, config=config) as daemons:
                 case_between_lock_and_checkpoint(c, daemons, sim)
+                case_during_checkpoint(c, daemons, sim)
                 # The job suspended whole by case (b) is the one case (c) resumes.
                 case_during_resume(c, daemons, case_before_commit(c, daemons, sim))
     except (AssertionError, TimeoutError, RuntimeError) as e:

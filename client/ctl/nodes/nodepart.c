@@ -113,7 +113,7 @@ static void nodepart_fail(nodepart *p, const char *error, const char *what) {
 static void nodepart_rejoin(nodepart *p) {
         if (p->n > 0)
                 p->restarted = true;
-        nodes_conn_rejoin(&p->conn, p->node);
+        nodes_conn_rejoin(&p->conn, p->node, REJOIN_WAIT_MS);
 }
 
 /* One call; 0, or -1 with p->error.  ret_params: the reply's parameters
@@ -129,6 +129,10 @@ static int nodepart_call(nodepart *p, const char *method, cJSON *params, cJSON *
                 return -1;
         }
         cudackpt_reply_init(&reply);
+        /* A daemon that did not answer again yet (a restart between
+         * phases) is waited for. */
+        if (!p->conn.connected)
+                nodes_conn_rejoin(&p->conn, p->node, REJOIN_WAIT_MS);
         r = p->conn.connected ? cudackpt_call(p->conn.client, method, text, &reply) : -ENOTCONN;
         free(text);
         if (r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE) {

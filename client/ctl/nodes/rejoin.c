@@ -2,16 +2,18 @@
  * (rejoin.h). */
 #include "rejoin.h"
 
+#include "monotime.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <unistd.h>
 
-void nodes_conn_rejoin(nodes_conn *c, const char *node) {
+/* One try. */
+static void rejoin_once(nodes_conn *c, const char *node) {
         char prefix[80];
         cudackpt_client *n = NULL;
 
-        c->connected = false;
         if (c->held.id == 0) {
                 if (cudackpt_client_connect(c->socket, &n) == 0) {
                         cudackpt_client_free(c->client);
@@ -28,6 +30,18 @@ void nodes_conn_rejoin(nodes_conn *c, const char *node) {
         }
 }
 
+void nodes_conn_rejoin(nodes_conn *c, const char *node, int wait_ms) {
+        long long deadline = monotime_ms() + wait_ms;
+
+        c->connected = false;
+        for (;;) {
+                rejoin_once(c, node);
+                if (c->connected || monotime_ms() >= deadline)
+                        return;
+                (void)poll(NULL, 0, REJOIN_RETRY_MS);
+        }
+}
+
 int nodes_conn_await_input(nodes_conn *c, const char *node, bool keep, bool *ret_rejoined) {
         for (;;) {
                 struct pollfd f[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
@@ -40,7 +54,7 @@ int nodes_conn_await_input(nodes_conn *c, const char *node, bool keep, bool *ret
                         return 0;
                 if ((k > 0 && f[1].revents) || (k == 0 && !c->connected)) {
                         *ret_rejoined = true;
-                        nodes_conn_rejoin(c, node);
+                        nodes_conn_rejoin(c, node, 0);
                 }
         }
 }

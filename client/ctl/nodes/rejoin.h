@@ -25,12 +25,16 @@ typedef struct nodes_conn {
         bool connected;         /* client's connection is open */
 } nodes_conn;
 
+/* How long a call of a part whose daemon restarted waits for the daemon
+ * to answer again (the daemon's default lease_claim_grace_ms). */
+#define REJOIN_WAIT_MS 10000
+
 /* The daemon closed the connection (a restart, an upgrade): connects
- * again (the library waits for its socket) and, if a lease is held,
- * claims it.  Where the daemon answers that it no longer holds the lease,
+ * again (the library waits for its socket; tried again until wait_ms has
+ * passed) and, if a lease is held, claims it.  Where the daemon answers that it no longer holds the lease,
  * it undid it (the members run again): c->held becomes none.  What went
  * wrong is said on stderr, each line beginning "NODE: ". */
-void nodes_conn_rejoin(nodes_conn *c, const char *node);
+void nodes_conn_rejoin(nodes_conn *c, const char *node, int wait_ms);
 
 /* Waits until standard input is readable, meanwhile watching the
  * connection: the daemon sends nothing unasked, so its end readable is a
