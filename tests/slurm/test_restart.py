@@ -25,6 +25,7 @@ lease nobody claims is undone while the command still runs.
     left locked while the others run.
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -52,6 +53,21 @@ def start(c, verb, job):
                    stderr=subprocess.PIPE, text=True), time.monotonic()
 
 
+def await_said(p, said, phase, nodes, limit):
+    """Reads p's progress until each of nodes answered phase ok (its reply, not only the
+    target's state: its lease granted), within limit seconds; said: the lines read, appended to."""
+    end = time.monotonic() + limit
+    while not all(any(ln.startswith("%s: %s ok" % (n, phase)) for ln in "".join(said).splitlines())
+                  for n in nodes):
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([p.stderr.fileno()], [], [], left)[0]:
+            raise TimeoutError("%s did not answer %s within %gs (%r)" % ("/".join(nodes), phase, limit, said))
+        chunk = os.read(p.stderr.fileno(), 65536).decode(errors="replace")
+        if not chunk:
+            raise AssertionError("the command ended before %s answered %s (%r)" % ("/".join(nodes), phase, said))
+        said.append(chunk)
+
+
 def restart(daemons, node):
     """node's daemon SIGKILLed and started again (returns once READY); when it was killed."""
     t = time.monotonic()
@@ -60,24 +76,21 @@ def restart(daemons, node):
     return t
 
 
-def finish(p):
+def finish(p, said):
     out, err = p.communicate(timeout=COMMAND_LIMIT_S + 30)
+    err = "".join(said) + err
     check("Sanitizer" not in err and "runtime error" not in err,
           "no sanitizer report from the coordinator or the nodes' parts (%r)" % err[-2000:])
     return out, err, time.monotonic()
 
 
-def await_state(c, job, want, nodes, limit):
-    slurmcluster.await_true("%s %s" % ("/".join(nodes), want),
-                            lambda: all(states(c, job).get(n) == want for n in nodes), limit)
-
-
 def case_between_lock_and_checkpoint(c, daemons, sim):
     job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n3 ] && export CUDACKPT_SIM_BUSY_MS=%d;' % BUSY_MS)
     p, t0 = start(c, "suspend", job)
-    await_state(c, job, "l", ("n1", "n2"), 10)
+    said = []
+    await_said(p, said, "lock", ("n1", "n2"), 10)
     restart(daemons, "n1")
-    out, err, t1 = finish(p)
+    out, err, t1 = finish(p, said)
     st = states(c, job)
     check(p.returncode == EXIT_SHUTTING_DOWN and "n1 failed at checkpoint" in err and "every node rolled back" in err,
           "n1's daemon restarted between lock and checkpoint: the suspend fails with ShuttingDown's status, "
@@ -90,9 +103,10 @@ def case_between_lock_and_checkpoint(c, daemons, sim):
 def case_during_checkpoint(c, daemons, sim):
     job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n1 ] && export CUDACKPT_SIM_CKPT_MIBPS=%d;' % CKPT_MIBPS)
     p, t0 = start(c, "suspend", job)
-    await_state(c, job, "c", ("n2", "n3"), 10)
+    said = []
+    await_said(p, said, "checkpoint", ("n2", "n3"), 10)
     restart(daemons, "n1")
-    out, err, t1 = finish(p)
+    out, err, t1 = finish(p, said)
     st = states(c, job)
     check(p.returncode == EXIT_SHUTTING_DOWN and "n1 failed at checkpoint" in err and "every node rolled back" in err
           and st == {n: "r" for n in ALL} and t1 - t0 < COMMAND_LIMIT_S,
@@ -106,9 +120,10 @@ def case_before_commit(c, daemons, sim):
     job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n3 ] && export CUDACKPT_SIM_CKPT_MIBPS=%d '
                             'CUDACKPT_SIM_RESTORE_MIBPS=%d;' % (CKPT_MIBPS, RESTORE_MIBPS))
     p, t0 = start(c, "suspend", job)
-    await_state(c, job, "c", ("n1", "n2"), 10)
+    said = []
+    await_said(p, said, "checkpoint", ("n1", "n2"), 10)
     t = restart(daemons, "n1")
-    out, err, t1 = finish(p)
+    out, err, t1 = finish(p, said)
     check(p.returncode == 0 and "3 nodes, 3 processes checkpointed" in out
           and 64 / CKPT_MIBPS <= t1 - t0 < 64 / CKPT_MIBPS + COMMAND_LIMIT_S,
           "n1's daemon restarted after n1 checkpointed, before the commit: n1's part claims its lease again "
@@ -128,9 +143,10 @@ def case_before_commit(c, daemons, sim):
 
 def case_during_resume(c, daemons, job):
     p, t0 = start(c, "resume", job)
-    await_state(c, job, "l", ("n1", "n2"), 10)
+    said = []
+    await_said(p, said, "restore", ("n1", "n2"), 10)
     restart(daemons, "n1")
-    out, err, t1 = finish(p)
+    out, err, t1 = finish(p, said)
     st = states(c, job)
     check(p.returncode == 0 and "3 nodes, 3 processes running" in out and st == {n: "r" for n in ALL}
           and 64 / RESTORE_MIBPS <= t1 - t0 < 64 / RESTORE_MIBPS + COMMAND_LIMIT_S,
