@@ -79,11 +79,8 @@ void ctl_held_of(const char *parameters_json, ctl_held *h)
         cJSON_Delete(p);
 }
 
-/* The daemon closed the holding connection (a restart, an upgrade):
- * connect again (the library waits for the socket) and claim the lease
- * with its secret.  Returns -errno while the daemon cannot be reached,
- * to be tried again; 0 once it answered (h->lost when it refused). */
-static int reclaim(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h)
+int ctl_held_reclaim(const char *socket, int timeout_ms, const char *prefix, cudackpt_client **clientp,
+                     ctl_held *h)
 {
         cudackpt_client *c = NULL;
         cudackpt_reply reply;
@@ -92,14 +89,14 @@ static int reclaim(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h
 
         if (h->id == 0 || !h->secret[0]) {
                 fprintf(stderr, "%sthe daemon closed the connection and the lease has no secret to claim it with\n",
-                        o->prefix);
+                        prefix);
                 h->lost = true;
                 return 0;
         }
-        r = cudackpt_client_connect(o->socket, &c);
+        r = cudackpt_client_connect(socket, &c);
         if (r < 0)
                 return r;
-        (void)cudackpt_client_set_timeout(c, o->timeout_ms);
+        (void)cudackpt_client_set_timeout(c, timeout_ms);
         snprintf(text, sizeof(text), "{\"lease\":%lld,\"secret\":\"%s\"}", h->id, h->secret);
         cudackpt_reply_init(&reply);
         r = cudackpt_call(c, CUDACKPT_METHOD_CLAIM_LEASE, text, &reply);
@@ -108,11 +105,11 @@ static int reclaim(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h
                 return r;
         }
         if (reply.error) {
-                (void)ctl_call_failed(o->prefix, 0, &reply, false);
-                fprintf(stderr, "%sthe daemon no longer holds lease %lld for this client\n", o->prefix, h->id);
+                (void)ctl_call_failed(prefix, 0, &reply, false);
+                fprintf(stderr, "%sthe daemon no longer holds lease %lld for this client\n", prefix, h->id);
                 h->lost = true;
         } else {
-                fprintf(stderr, "%sreconnected to the daemon: lease %lld claimed\n", o->prefix, h->id);
+                fprintf(stderr, "%sreconnected to the daemon: lease %lld claimed\n", prefix, h->id);
         }
         cudackpt_reply_clear(&reply);
         cudackpt_client_free(*clientp);
@@ -160,7 +157,7 @@ static int hold(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h)
                         h->connected = false;
                 }
                 if (!h->connected && !h->lost)
-                        (void)reclaim(o, clientp, h);
+                        (void)ctl_held_reclaim(o->socket, o->timeout_ms, o->prefix, clientp, h);
                 else if (h->lost)
                         (void)poll(NULL, 0, 100);
         }
@@ -170,7 +167,7 @@ int ctl_hold_keep(const ctl_lease_op *o, cudackpt_client **clientp, ctl_held *h)
 {
         int held = hold(o, clientp, h), r;
 
-        if (!h->lost && !h->connected && (r = reclaim(o, clientp, h)) < 0) {
+        if (!h->lost && !h->connected && (r = ctl_held_reclaim(o->socket, o->timeout_ms, o->prefix, clientp, h)) < 0) {
                 return ctl_call_failed(o->prefix, r, NULL, false);
         }
         return held;

@@ -37,6 +37,15 @@ typedef struct ctl_held {
 } ctl_held;
 /* The lease of a reply's parameters (the grant's "lease"). */
 void ctl_held_of(const char *parameters_json, ctl_held *h);
+/* The daemon closed the connection that holds h (a restart, an upgrade):
+ * connects again to socket (the library waits for it) and claims the lease
+ * with its secret (ClaimLease), replacing *clientp once the daemon
+ * answered; timeout_ms bounds the new connection's calls (0: none), prefix
+ * begins what is said on stderr.  Returns -errno while the daemon cannot
+ * be reached, to be tried again; 0 once it answered (h->lost when it
+ * refused, or h has no secret). */
+int ctl_held_reclaim(const char *socket, int timeout_ms, const char *prefix, cudackpt_client **clientp,
+                     ctl_held *h);
 /* --hold's wait: runs o->command (or waits for a stop signal), passing a
  * stop signal on to it, while keeping h held across daemon restarts (uses
  * o->prefix, command, socket, timeout_ms); then, if the holding connection

@@ -17,13 +17,20 @@
  *     (stepdescent.h), which finds a task that cleared its environment
  *     (`env -i`, some launchers).
  * The set is read once, at hello, and pinned by start time: a process
- * started later is no member. */
+ * started later is no member.
+ *
+ * The daemon restarting while this step's work is in its hands: the part
+ * connects again and claims its lease at once (nodepart_rejoin), then
+ * fails the next phase that could still be rolled back on every node, or
+ * goes on with one that could not (docs/slurm.md, "What each failure
+ * leaves"). */
 #include "nodepart.h"
 
 #include "args.h"
 #include "describe.h"
 #include "groupreply.h"
 #include "lease.h"
+#include "rejoin.h"
 #include "json.h"
 #include "monotime.h"
 #include "stepdescent.h"
@@ -33,6 +40,7 @@
 
 #include <cJSON.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -47,7 +55,7 @@
 #define NODEPART_MAX_WHAT 160
 
 typedef struct nodepart {
-        cudackpt_client *client;
+        nodes_conn conn;           /* the daemon's connection, and the lease held */
         const char *verb;          /* lock, suspend, resume, unlock */
         long long lock_timeout;    /* -1: the daemon's default */
         long long owner;           /* the job's owner's uid */
@@ -56,8 +64,9 @@ typedef struct nodepart {
         int n;
         int by_environment;        /* members the environment rule found */
         int by_descent;            /* ... and the descent rule (a member may be both's) */
-        long long lease;           /* the on-close lease held, 0 none */
+        bool restarted;            /* the daemon restarted while this step's work was in its hands */
         bool restoring;            /* this step's restore phase began here */
+        bool unlocking;            /* ... and its unlock phase */
         char *error, *what;        /* the last call's failure */
 } nodepart;
 
@@ -98,6 +107,15 @@ static void nodepart_fail(nodepart *p, const char *error, const char *what) {
                 ctl_sanitize(p->what);
 }
 
+/* The daemon closed the connection: connects again and claims the lease
+ * (rejoin.h), with this step's work (if any) now to be failed before the
+ * last barrier. */
+static void nodepart_rejoin(nodepart *p) {
+        if (p->n > 0)
+                p->restarted = true;
+        nodes_conn_rejoin(&p->conn, p->node, REJOIN_WAIT_MS);
+}
+
 /* One call; 0, or -1 with p->error.  ret_params: the reply's parameters
  * on success (the caller's), when not NULL. */
 static int nodepart_call(nodepart *p, const char *method, cJSON *params, cJSON **ret_params) {
@@ -111,9 +129,20 @@ static int nodepart_call(nodepart *p, const char *method, cJSON *params, cJSON *
                 return -1;
         }
         cudackpt_reply_init(&reply);
-        r = cudackpt_call(p->client, method, text, &reply);
+        /* A daemon that did not answer again yet (a restart between
+         * phases) is waited for. */
+        if (!p->conn.connected)
+                nodes_conn_rejoin(&p->conn, p->node, REJOIN_WAIT_MS);
+        r = p->conn.connected ? cudackpt_call(p->conn.client, method, text, &reply) : -ENOTCONN;
         free(text);
-        if (r < 0)
+        if (r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE) {
+                /* The daemon closed the connection (a restart): what the
+                 * call did is unknown.  It fails; the connection is made
+                 * again, and the lease claimed, for the rollback. */
+                nodepart_fail(p, "ShuttingDown", "the node's daemon closed the connection during the call "
+                                                 "(a restart?)");
+                nodepart_rejoin(p);
+        } else if (r < 0)
                 nodepart_fail(p, "Unreachable", strerror(-r));
         else if (reply.error) {
                 /* A group's failure is named by its member's error, as
@@ -195,7 +224,7 @@ static int nodepart_members(nodepart *p, const char *job) {
 }
 
 /* A group call on the members; lease: with an on-close lease, kept in
- * p->lease. */
+ * p->conn.held (with its secret, to claim it after a daemon restart). */
 static int nodepart_group(nodepart *p, const char *method, bool lease) {
         cJSON *params = cJSON_CreateObject(), *reply = NULL;
         char *text;
@@ -210,12 +239,11 @@ static int nodepart_group(nodepart *p, const char *method, bool lease) {
         }
         r = nodepart_call(p, method, params, lease ? &reply : NULL);
         if (r == 0 && lease) {
-                ctl_held h = { 0 };
+                p->conn.held = (ctl_held){ 0 };
                 text = reply ? cJSON_PrintUnformatted(reply) : NULL;
                 if (text)
-                        ctl_held_of(text, &h);
+                        ctl_held_of(text, &p->conn.held);
                 free(text);
-                p->lease = h.id;
         }
         cJSON_Delete(reply);
         return r;
@@ -223,23 +251,29 @@ static int nodepart_group(nodepart *p, const char *method, bool lease) {
 
 /* Ends the lease held without an undo (the work is kept). */
 static int nodepart_release(nodepart *p) {
-        long long id = p->lease;
-        cJSON *params;
+        long long id = p->conn.held.id;
 
-        p->lease = 0;
-        if (id == 0)
-                return 0;
-        params = cJSON_CreateObject();
-        if (!params || !cJSON_AddNumberToObject(params, "lease", (double)id)) {
-                cJSON_Delete(params);
-                nodepart_fail(p, "OutOfMemory", NULL);
-                return -1;
+        for (int tries = 0; id != 0 && tries < 2; tries++) {
+                cJSON *params = cJSON_CreateObject();
+
+                if (!params || !cJSON_AddNumberToObject(params, "lease", (double)id)) {
+                        cJSON_Delete(params);
+                        nodepart_fail(p, "OutOfMemory", NULL);
+                        return -1;
+                }
+                /* A lease that ended already (its processes came back to
+                 * running, or exited) has nothing left to keep. */
+                if (nodepart_call(p, CUDACKPT_METHOD_RELEASE_LEASE, params, NULL) == 0 ||
+                    strcmp(p->error, ctl_group_short_name(CUDACKPT_ERROR_NO_SUCH_LEASE)) == 0)
+                        break;
+                /* A restart during the release: claimed again (rejoin),
+                 * the lease is released as asked; lost, the daemon undid
+                 * it and the commit fails. */
+                if (tries == 1 || strcmp(p->error, "ShuttingDown") != 0 || p->conn.held.id != id ||
+                    !p->conn.connected)
+                        return -1;
         }
-        /* A lease that ended already (its processes came back to running,
-         * or exited) has nothing left to keep. */
-        if (nodepart_call(p, CUDACKPT_METHOD_RELEASE_LEASE, params, NULL) < 0 &&
-            strcmp(p->error, ctl_group_short_name(CUDACKPT_ERROR_NO_SUCH_LEASE)) != 0)
-                return -1;
+        p->conn.held = (ctl_held){ 0 };
         return 0;
 }
 
@@ -251,21 +285,38 @@ static int nodepart_release(nodepart *p) {
  * to undo. */
 static int nodepart_rollback(nodepart *p) {
         if (strcmp(p->verb, "resume") == 0) {
-                if (!p->restoring)
+                /* Once the unlock phase began, other nodes may run: a node
+                 * whose unlock failed keeps its lease, which brings its
+                 * members to running as the step ends. */
+                if (!p->restoring || p->unlocking)
                         return 0;
                 if (nodepart_group(p, CUDACKPT_METHOD_CHECKPOINT_GROUP, false) < 0)
                         return -1;
                 return nodepart_release(p);
         }
-        if (strcmp(p->verb, "unlock") == 0 || p->lease == 0)
+        if (strcmp(p->verb, "unlock") == 0 || p->conn.held.id == 0)
                 return 0;
-        p->lease = 0;
+        p->conn.held = (ctl_held){ 0 };
         return nodepart_group(p, CUDACKPT_METHOD_RESUME_GROUP, false);
 }
 
-/* One phase: 0 done, -1 failed (p->error), -2 no such phase. */
+/* One phase: 0 done, -1 failed (p->error), -2 no such phase.  A phase
+ * that could still be rolled back on every node (lock, checkpoint,
+ * restore) fails once the daemon restarted while it held this step's
+ * work: the whole job is rolled back rather than gone on with.  The
+ * unlock and commit phases, which other nodes may have passed already, go
+ * on with the lease claimed again. */
 static int nodepart_phase(nodepart *p, const char *phase) {
         bool none = p->n == 0;
+
+        if (p->restarted && (strcmp(phase, "lock") == 0 || strcmp(phase, "checkpoint") == 0 ||
+                             strcmp(phase, "restore") == 0)) {
+                p->restarted = false;
+                nodepart_fail(p, "ShuttingDown", p->conn.held.id
+                                                         ? "the node's daemon restarted (its lease claimed again)"
+                                                         : "the node's daemon restarted (its lease was undone)");
+                return -1;
+        }
 
         if (strcmp(phase, "lock") == 0)
                 return none ? 0 : nodepart_group(p, CUDACKPT_METHOD_LOCK_GROUP, true);
@@ -280,8 +331,11 @@ static int nodepart_phase(nodepart *p, const char *phase) {
                 return nodepart_group(p, CUDACKPT_METHOD_LOCK_GROUP, true);
         }
         if (strcmp(phase, "unlock") == 0) {
-                p->lease = 0; /* the unlock ends it (finished) */
-                return none ? 0 : nodepart_group(p, CUDACKPT_METHOD_UNLOCK_GROUP, false);
+                p->unlocking = true;
+                if (!none && nodepart_group(p, CUDACKPT_METHOD_UNLOCK_GROUP, false) < 0)
+                        return -1;
+                p->conn.held = (ctl_held){ 0 }; /* the unlock ended it (finished) */
+                return 0;
         }
         if (strcmp(phase, "commit") == 0)
                 return nodepart_release(p);
@@ -333,8 +387,12 @@ static void nodepart_answer(nodepart *p, const char *phase, int r, double ms) {
 /* The phases, one a line, until the input ends. */
 static void nodepart_serve(nodepart *p) {
         char line[NODEPART_MAX_LINE];
+        bool rejoined = false;
 
-        while (fgets(line, sizeof(line), stdin)) {
+        /* Unbuffered: what poll() says of the input is all there is. */
+        setvbuf(stdin, NULL, _IONBF, 0);
+        while (nodes_conn_await_input(&p->conn, p->node, p->n > 0, &rejoined) == 0 &&
+               fgets(line, sizeof(line), stdin)) {
                 cJSON *o = cJSON_Parse(line);
                 const char *phase = json_get_string(o, "phase");
                 char name[16];
@@ -342,6 +400,9 @@ static void nodepart_serve(nodepart *p) {
 
                 snprintf(name, sizeof(name), "%s", phase && strlen(phase) < sizeof(name) ? phase : "?");
                 cJSON_Delete(o);
+                /* A restart between phases, with this step's work there. */
+                p->restarted |= rejoined && p->n > 0;
+                rejoined = false;
                 int r = phase ? nodepart_phase(p, name) : -2;
                 nodepart_answer(p, name, r, (double)(monotime_ms() - t0));
         }
@@ -366,10 +427,12 @@ static int nodepart_start(nodepart *p, const char *job) {
                 nodepart_fail(p, "NoSlurmJob", "SLURM_JOB_ID is not set to a job id");
                 return -1;
         }
-        if ((r = cudackpt_client_connect(path, &p->client)) < 0) {
+        if ((r = cudackpt_client_connect(path, &p->conn.client)) < 0) {
                 nodepart_fail(p, "Unreachable", strerror(-r));
                 return -1;
         }
+        p->conn.socket = path;
+        p->conn.connected = true;
         return nodepart_members(p, job);
 }
 
@@ -410,7 +473,7 @@ int ctl_nodepart_main(int argc, char **argv) {
         /* Exit 0 whatever happened: a part that fails would end every
          * node's part (--kill-on-bad-exit) before the coordinator's
          * rollback; the failure was said on its line. */
-        cudackpt_client_free(p.client);
+        cudackpt_client_free(p.conn.client);
         cJSON_Delete(p.selector);
         free(p.error);
         free(p.what);

@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""test_restart.py: slurm.restart, a node's cudackptd restarted (SIGKILL,
+then started again on the same socket and lease store, as systemd restarts
+a crashed one) in the middle of `cudackptctl suspend|resume --slurm-job=J`,
+on the real test cluster (slurmcluster.py, nodedaemons.py; the jobs and
+their simulated targets as test_phases.py starts them).  The daemons give
+an unclaimed on-close lease GRACE_MS after a restart (lease_claim_grace_ms)
+before they undo it; each case's slow node is slower than that, so that a
+lease nobody claims is undone while the command still runs.
+  - between lock and checkpoint of a suspend (n1 and n2 locked at the
+    barrier while n3's lock waits on a kernel in flight; n1's daemon
+    restarted): the suspend fails with ShuttingDown's status naming n1 at
+    checkpoint, every node rolled back, and all three targets are running
+    when it returns;
+  - during n1's own checkpoint (n1's checkpoint slow; its daemon killed
+    with the call in flight, its outcome unknown): the same, n1's part
+    waiting for the daemon to answer again for its rollback;
+  - after n1 and n2 checkpointed, before the commit (n3's checkpoint slow;
+    n1's daemon restarted): n1's part claims its lease again at once and the
+    commit goes on: exit 0, all three checkpointed, and still so past the
+    grace (no lease undone behind the command's back);
+  - during a resume, n1 and n2 restored and held locked while n3 restores
+    slowly (n1's daemon restarted): n1's part claims its lease again and the
+    unlock goes on: exit 0, all three running when it returns, never one
+    left locked while the others run.
+Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import slurmcluster  # noqa: E402
+from nodedaemons import NodeDaemons  # noqa: E402
+from test_cluster import NOBODY, check, skip_reason  # noqa: E402
+from test_phases import COMMAND_LIMIT_S, END_LIMIT_S, end_job, start_job, states  # noqa: E402
+
+GRACE_MS = 6000
+EXIT_SHUTTING_DOWN = 22
+# n3's lock waits this long on its kernel (case a); its checkpoint and
+# restore of 64 MiB at these rates take 8 s and 4 s (cases b, c).
+BUSY_MS = 3000
+CKPT_MIBPS = 8
+RESTORE_MIBPS = 16
+ALL = ("n1", "n2", "n3")
+
+
+def start(c, verb, job):
+    """The command, as the job's user, with progress on stderr; and when it started."""
+    return c.popen([c.ctl, verb, "--slurm-job=" + job, "--progress"], uid=NOBODY, stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, text=True), time.monotonic()
+
+
+def await_said(p, said, phase, nodes, limit):
+    """Reads p's progress until each of nodes answered phase ok (its reply, not only the
+    target's state: its lease granted), within limit seconds; said: the lines read, appended to."""
+    end = time.monotonic() + limit
+    while not all(any(ln.startswith("%s: %s ok" % (n, phase)) for ln in "".join(said).splitlines())
+                  for n in nodes):
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([p.stderr.fileno()], [], [], left)[0]:
+            raise TimeoutError("%s did not answer %s within %gs (%r)" % ("/".join(nodes), phase, limit, said))
+        chunk = os.read(p.stderr.fileno(), 65536).decode(errors="replace")
+        if not chunk:
+            raise AssertionError("the command ended before %s answered %s (%r)" % ("/".join(nodes), phase, said))
+        said.append(chunk)
+
+
+def restart(daemons, node):
+    """node's daemon SIGKILLed and started again (returns once READY); when it was killed."""
+    t = time.monotonic()
+    daemons[node].kill()
+    daemons[node].restart()
+    return t
+
+
+def finish(p, said):
+    out, err = p.communicate(timeout=COMMAND_LIMIT_S + 30)
+    err = "".join(said) + err
+    check("Sanitizer" not in err and "runtime error" not in err,
+          "no sanitizer report from the coordinator or the nodes' parts (%r)" % err[-2000:])
+    return out, err, time.monotonic()
+
+
+def case_between_lock_and_checkpoint(c, daemons, sim):
+    job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n3 ] && export CUDACKPT_SIM_BUSY_MS=%d;' % BUSY_MS)
+    p, t0 = start(c, "suspend", job)
+    said = []
+    await_said(p, said, "lock", ("n1", "n2"), 10)
+    restart(daemons, "n1")
+    out, err, t1 = finish(p, said)
+    st = states(c, job)
+    check(p.returncode == EXIT_SHUTTING_DOWN and "n1 failed at checkpoint" in err and "every node rolled back" in err,
+          "n1's daemon restarted between lock and checkpoint: the suspend fails with ShuttingDown's status, "
+          "naming n1 at checkpoint, every node rolled back (%r, %r, %r)" % (p.returncode, out, err))
+    check(st == {n: "r" for n in ALL} and BUSY_MS / 1000 <= t1 - t0 < BUSY_MS / 1000 + COMMAND_LIMIT_S,
+          "every target running when it returns, %.2fs after it started (%r)" % (t1 - t0, st))
+    end_job(c, job)
+
+
+def case_during_checkpoint(c, daemons, sim):
+    job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n1 ] && export CUDACKPT_SIM_CKPT_MIBPS=%d;' % CKPT_MIBPS)
+    p, t0 = start(c, "suspend", job)
+    said = []
+    await_said(p, said, "checkpoint", ("n2", "n3"), 10)
+    restart(daemons, "n1")
+    out, err, t1 = finish(p, said)
+    st = states(c, job)
+    check(p.returncode == EXIT_SHUTTING_DOWN and "n1 failed at checkpoint" in err and "every node rolled back" in err
+          and st == {n: "r" for n in ALL} and t1 - t0 < COMMAND_LIMIT_S,
+          "n1's daemon restarted during n1's checkpoint: the suspend fails in %.2fs with ShuttingDown's status, "
+          "naming n1 at checkpoint, every node rolled back and running (%r, %r, %r, %r)"
+          % (t1 - t0, p.returncode, out, err, st))
+    end_job(c, job)
+
+
+def case_before_commit(c, daemons, sim):
+    job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n3 ] && export CUDACKPT_SIM_CKPT_MIBPS=%d '
+                            'CUDACKPT_SIM_RESTORE_MIBPS=%d;' % (CKPT_MIBPS, RESTORE_MIBPS))
+    p, t0 = start(c, "suspend", job)
+    said = []
+    await_said(p, said, "checkpoint", ("n1", "n2"), 10)
+    t = restart(daemons, "n1")
+    out, err, t1 = finish(p, said)
+    check(p.returncode == 0 and "3 nodes, 3 processes checkpointed" in out
+          and 64 / CKPT_MIBPS <= t1 - t0 < 64 / CKPT_MIBPS + COMMAND_LIMIT_S,
+          "n1's daemon restarted after n1 checkpointed, before the commit: n1's part claims its lease again "
+          "and the suspend succeeds in %.2fs (%r, %r, %r)" % (t1 - t0, p.returncode, out, err))
+    # Held past the restarted daemon's grace (and END_LIMIT_S more): no
+    # unclaimed lease undone behind the command's back.
+    end = t + GRACE_MS / 1000 + END_LIMIT_S
+    while time.monotonic() < end:
+        st = states(c, job)
+        if st != {n: "c" for n in ALL}:
+            raise AssertionError("a target left checkpointed %.2fs after the restart (%r)"
+                                 % (time.monotonic() - t, st))
+        time.sleep(0.1)
+    check(True, "all three still checkpointed %.1fs after the restart" % (end - t))
+    return job
+
+
+def case_during_resume(c, daemons, job):
+    p, t0 = start(c, "resume", job)
+    said = []
+    await_said(p, said, "restore", ("n1", "n2"), 10)
+    restart(daemons, "n1")
+    out, err, t1 = finish(p, said)
+    st = states(c, job)
+    check(p.returncode == 0 and "3 nodes, 3 processes running" in out and st == {n: "r" for n in ALL}
+          and 64 / RESTORE_MIBPS <= t1 - t0 < 64 / RESTORE_MIBPS + COMMAND_LIMIT_S,
+          "n1's daemon restarted while n1 was restored and held locked: the resume goes on and every target "
+          "runs when it returns, %.2fs after it started (%r, %r, %r, %r)" % (t1 - t0, p.returncode, out, err, st))
+    end_job(c, job)
+
+
+def main():
+    why = skip_reason()
+    if why:
+        print(why)
+        return 77 if why.startswith("SKIP") else 1
+    if not os.environ.get("CUDACKPT_TEST_CTL") or not os.environ.get("CUDACKPT_TEST_SIM"):
+        print("FAIL: CUDACKPT_TEST_CTL or CUDACKPT_TEST_SIM is unset: run through ctest")
+        return 1
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
+    c = slurmcluster.Cluster(nodes=3)
+    try:
+        with c:
+            c.ctl = c.share(os.environ["CUDACKPT_TEST_CTL"])
+            sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
+            config = {"nvml": sim, "lease_claim_grace_ms": GRACE_MS}
+            with NodeDaemons(c, config=config) as daemons:
+                case_between_lock_and_checkpoint(c, daemons, sim)
+                case_during_checkpoint(c, daemons, sim)
+                # The job suspended whole by case (b) is the one case (c) resumes.
+                case_during_resume(c, daemons, case_before_commit(c, daemons, sim))
+    except (AssertionError, TimeoutError, RuntimeError) as e:
+        print("FAIL: %s" % e)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
