@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -109,6 +110,20 @@ static int inherit_open_in(int dir_fd, const char *path, const char *base, bool 
         return inherit_high(fd);
 }
 
+/* An ignored signal stays ignored across exec (a handler cannot be here:
+ * exec resets it), so every one is set back to SIG_DFL, by the system call
+ * itself: glibc's sigaction() refuses the two signals it keeps for its
+ * threads (32 and 33), which a parent that ignores them passes on too.  A
+ * kernel sigaction of all zeros is SIG_DFL, no flags, an empty mask,
+ * whatever the architecture's layout of the structure. */
+static void run_inherit_default_signals(void) {
+        unsigned long dfl[4] = { 0 };
+
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void) syscall(SYS_rt_sigaction, sig, dfl, NULL, (size_t) (_NSIG / 8));
+}
+
 /* --output's file (runinherit.h); the descriptor or -errno (err said). */
 static int inherit_output(const char *path, bool tenant, uid_t uid, gid_t gid, char *err, size_t err_size) {
         const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
@@ -175,11 +190,7 @@ int ctl_run_inherit_apply(const ctl_run_inherit *h) {
          * inheritable again after this, on its own. */
         if (close_range(STDERR_FILENO + 1, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 return -errno;
-        /* An ignored signal stays ignored across exec; a handler cannot
-         * be here (exec resets it), but SIG_DFL for all costs nothing. */
-        for (int sig = 1; sig < NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP)
-                        (void) signal(sig, SIG_DFL);
+        run_inherit_default_signals();
         return 0;
 }
 
