@@ -333,6 +333,13 @@ static int nodepart_phase(nodepart *p, const char *phase) {
         }
         if (strcmp(phase, "unlock") == 0) {
                 p->unlocking = true;
+                /* Past the last barrier the job runs whole: the restore's
+                 * lease (whose undo checkpoints) gives way to a lock's
+                 * (whose undo runs them), so that this part ending before
+                 * its unlock, or its unlock failing, runs the members as
+                 * the step ends.  Failing, the unlock is tried anyway. */
+                if (!none && p->restoring && p->conn.held.id != 0)
+                        (void)nodepart_group(p, CUDACKPT_METHOD_LOCK_GROUP, true);
                 if (!none && nodepart_group(p, CUDACKPT_METHOD_UNLOCK_GROUP, false) < 0)
                         return -1;
                 p->conn.held = (ctl_held){ 0 }; /* the unlock ended it (finished) */
