@@ -91,6 +91,18 @@ struct lease *lease_find_member(struct lease_table *t, pid_t pid, size_t *ret_i)
 
 /* ---- undo ------------------------------------------------------------------ */
 
+/* The group that undoes l's call. */
+static enum proto_method lease_undo_method(const struct lease *l)
+{
+        return l->method == PROTO_RESTORE_GROUP ? PROTO_CHECKPOINT_GROUP : PROTO_RESUME_GROUP;
+}
+
+/* What l's undo leaves its processes, as the log says it. */
+static const char *lease_undo_state(const struct lease *l)
+{
+        return l->method == PROTO_RESTORE_GROUP ? "checkpointed" : "running";
+}
+
 static void undo_ended_cb(void *ctx, cJSON *msg)
 {
         struct lease *l = ctx;
@@ -109,10 +121,10 @@ static void undo_ended_cb(void *ctx, cJSON *msg)
         }
         metrics_count(t->metrics, l->why);
         if (ok) {
-                snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: %zu processes back to running", l->id,
-                         why, l->n);
-                log_info("Lease %" PRIu64 " of uid %u (%s): undone, %zu processes running again", l->id,
-                         (unsigned)l->uid, why, l->n);
+                snprintf(detail, sizeof(detail), "lease %" PRIu64 " %s: %zu processes back to %s", l->id,
+                         why, l->n, lease_undo_state(l));
+                log_info("Lease %" PRIu64 " of uid %u (%s): undone, %zu processes %s again", l->id,
+                         (unsigned)l->uid, why, l->n, lease_undo_state(l));
         } else {
                 const cJSON *p = msg ? cJSON_GetObjectItemCaseSensitive(msg, "parameters") : NULL;
                 const cJSON *phase = p ? cJSON_GetObjectItemCaseSensitive(p, "phase") : NULL;
@@ -150,8 +162,10 @@ static void park(struct lease_table *t, struct lease *l)
         lease_persist(t);
 }
 
-/* Brings l's processes back to running: ResumeGroup of the daemon's own
- * on exactly the processes leased (pinned by start time). */
+/* Brings l's processes back to where its call found them: running
+ * (ResumeGroup) for a lock or suspend, checkpointed (CheckpointGroup) for
+ * a RestoreGroup, by a group of the daemon's own on exactly the processes
+ * leased (pinned by start time). */
 void lease_undo(struct lease_table *t, struct lease *l, enum metrics_counter why)
 {
         struct proto_group_request req = { .kind = PROTO_SELECT_PIDS };
@@ -178,7 +192,7 @@ void lease_undo(struct lease_table *t, struct lease *l, enum metrics_counter why
                                                               .start_time = l->m[i].start_time };
                 req.n_pids = (unsigned)l->n;
         }
-        if (!req.pids || group_start_internal(t->groups, PROTO_RESUME_GROUP, &t->self, &req, undo_ended_cb, l) < 0) {
+        if (!req.pids || group_start_internal(t->groups, lease_undo_method(l), &t->self, &req, undo_ended_cb, l) < 0) {
                 proto_group_request_free(&req);
                 undo_ended_cb(l, NULL);
         }

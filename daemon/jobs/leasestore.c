@@ -22,7 +22,7 @@
 
 /* The methods that take a lease, as the file names them. */
 static const enum proto_method lease_methods[] = { PROTO_LOCK, PROTO_SUSPEND, PROTO_LOCK_GROUP,
-                                                   PROTO_SUSPEND_GROUP };
+                                                   PROTO_SUSPEND_GROUP, PROTO_RESTORE_GROUP };
 
 uint64_t leasestore_boottime_ms(void)
 {

@@ -269,6 +269,9 @@ static bool parse_group_param(const cJSON *item, enum proto_method m, unsigned m
 {
         const bool takes_timeout = m == PROTO_LOCK_GROUP || m == PROTO_SUSPEND_GROUP;
         const bool takes_mapping = m == PROTO_RESTORE_GROUP || m == PROTO_RESUME_GROUP;
+        /* A RestoreGroup's lease is undone by checkpointing its members
+         * again (lease.c): a restore held from its first driver call. */
+        const bool takes_lease = takes_timeout || m == PROTO_RESTORE_GROUP;
         cJSON *err = NULL;
         double v;
         int r;
@@ -282,7 +285,7 @@ static bool parse_group_param(const cJSON *item, enum proto_method m, unsigned m
                 req->has_timeout = true;
                 return true;
         }
-        if (takes_timeout && (r = protoparam_lease(item, &req->lease)) != 0)
+        if (takes_lease && (r = protoparam_lease(item, &req->lease)) != 0)
                 return r > 0;
         if (strcmp(item->string, "gpu_mapping") == 0 && takes_mapping) {
                 if (cJSON_IsNull(item))

@@ -19,6 +19,11 @@ lease nobody claims is undone while the command still runs.
     n1's daemon restarted): n1's part claims its lease again at once and the
     commit goes on: exit 0, all three checkpointed, and still so past the
     grace (no lease undone behind the command's back);
+  - during n1's own restore of a resume (n1's restore slow, its
+    RestoreGroup's lease pending when its daemon is killed): the resume
+    fails with ShuttingDown's status naming n1 at restore, and every
+    target is checkpointed when it returns (the pending lease's undo and
+    n1's rollback both checkpoint it again: never one left running);
   - during a resume, n1 and n2 restored and held locked while n3 restores
     slowly (n1's daemon restarted): n1's part claims its lease again and the
     unlock goes on: exit 0, all three running when it returns, never one
@@ -35,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import slurmcluster  # noqa: E402
 from nodedaemons import NodeDaemons  # noqa: E402
 from test_cluster import NOBODY, check, skip_reason  # noqa: E402
-from test_phases import COMMAND_LIMIT_S, END_LIMIT_S, end_job, start_job, states  # noqa: E402
+from test_phases import COMMAND_LIMIT_S, END_LIMIT_S, ctl, end_job, start_job, states  # noqa: E402
 
 GRACE_MS = 6000
 EXIT_SHUTTING_DOWN = 22
@@ -116,6 +121,24 @@ def case_during_checkpoint(c, daemons, sim):
     end_job(c, job)
 
 
+def case_during_restore(c, daemons, sim):
+    job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n1 ] && export CUDACKPT_SIM_RESTORE_MIBPS=%d;' % RESTORE_MIBPS)
+    r, _ = ctl(c, ["suspend", "--slurm-job=" + job])
+    check(r.returncode == 0, "the job suspended whole (%r, %r)" % (r.returncode, r.stderr))
+    p, t0 = start(c, "resume", job)
+    said = []
+    await_said(p, said, "restore", ("n2", "n3"), 10)
+    restart(daemons, "n1")
+    out, err, t1 = finish(p, said)
+    st = states(c, job)
+    check(p.returncode == EXIT_SHUTTING_DOWN and "n1 failed at restore" in err and "every node rolled back" in err
+          and st == {n: "c" for n in ALL} and t1 - t0 < COMMAND_LIMIT_S,
+          "n1's daemon restarted during n1's restore: the resume fails in %.2fs with ShuttingDown's status, "
+          "naming n1 at restore, every node rolled back and checkpointed (%r, %r, %r, %r)"
+          % (t1 - t0, p.returncode, out, err, st))
+    end_job(c, job)
+
+
 def case_before_commit(c, daemons, sim):
     job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n3 ] && export CUDACKPT_SIM_CKPT_MIBPS=%d '
                             'CUDACKPT_SIM_RESTORE_MIBPS=%d;' % (CKPT_MIBPS, RESTORE_MIBPS))
@@ -174,6 +197,7 @@ def main():
             with NodeDaemons(c, config=config) as daemons:
                 case_between_lock_and_checkpoint(c, daemons, sim)
                 case_during_checkpoint(c, daemons, sim)
+                case_during_restore(c, daemons, sim)
                 # The job suspended whole by case (b) is the one case (c) resumes.
                 case_during_resume(c, daemons, case_before_commit(c, daemons, sim))
     except (AssertionError, TimeoutError, RuntimeError) as e:

@@ -231,7 +231,8 @@ static int nodepart_group(nodepart *p, const char *method, bool lease) {
         int r;
 
         if (!params || !cJSON_AddItemToObject(params, "selector", cJSON_Duplicate(p->selector, 1)) ||
-            (lease && p->lock_timeout >= 0 && !cJSON_AddNumberToObject(params, "timeout_ms", (double)p->lock_timeout)) ||
+            (lease && p->lock_timeout >= 0 && strcmp(method, CUDACKPT_METHOD_LOCK_GROUP) == 0 &&
+             !cJSON_AddNumberToObject(params, "timeout_ms", (double)p->lock_timeout)) ||
             (lease && !cJSON_AddTrueToObject(params, "lease_on_close"))) {
                 cJSON_Delete(params);
                 nodepart_fail(p, "OutOfMemory", NULL);
@@ -323,15 +324,22 @@ static int nodepart_phase(nodepart *p, const char *phase) {
         if (strcmp(phase, "checkpoint") == 0)
                 return none ? 0 : nodepart_group(p, CUDACKPT_METHOD_CHECKPOINT_GROUP, false);
         if (strcmp(phase, "restore") == 0) {
-                /* Restored, then held locked under the lease, so that the
-                 * step ending before the unlock phase runs the job again. */
+                /* Restored under an on-close lease from its first driver
+                 * call: the step ending (or the daemon restarting past its
+                 * claim) before the unlock phase checkpoints the members
+                 * again, so the job stays suspended whole. */
                 p->restoring = true;
-                if (none || nodepart_group(p, CUDACKPT_METHOD_RESTORE_GROUP, false) < 0)
-                        return none ? 0 : -1;
-                return nodepart_group(p, CUDACKPT_METHOD_LOCK_GROUP, true);
+                return none ? 0 : nodepart_group(p, CUDACKPT_METHOD_RESTORE_GROUP, true);
         }
         if (strcmp(phase, "unlock") == 0) {
                 p->unlocking = true;
+                /* Past the last barrier the job runs whole: the restore's
+                 * lease (whose undo checkpoints) gives way to a lock's
+                 * (whose undo runs them), so that this part ending before
+                 * its unlock, or its unlock failing, runs the members as
+                 * the step ends.  Failing, the unlock is tried anyway. */
+                if (!none && p->restoring && p->conn.held.id != 0)
+                        (void)nodepart_group(p, CUDACKPT_METHOD_LOCK_GROUP, true);
                 if (!none && nodepart_group(p, CUDACKPT_METHOD_UNLOCK_GROUP, false) < 0)
                         return -1;
                 p->conn.held = (ctl_held){ 0 }; /* the unlock ended it (finished) */

@@ -286,6 +286,46 @@ START_TEST(group_lease_killed_holder)
 }
 END_TEST
 
+/* A RestoreGroup's lease is undone by checkpointing its members again
+ * (not by running them): its holder dying before it unlocks leaves the
+ * group suspended whole.  An UnlockGroup ends such a lease. */
+START_TEST(restore_group_lease_killed_holder)
+{
+        struct itest_daemon *d = itest_daemon_start_default();
+        struct itest_conn *q = itest_connect(d);
+        pid_t a = itest_small_target(), b = itest_small_target();
+        char *sel = itest_strdupf("{\"pids\":[{\"pid\":%d},{\"pid\":%d}]}", (int)a, (int)b), *reply;
+        pid_t h;
+
+        itest_assert_ok(itest_call(q, CUDACKPT_METHOD_SUSPEND_GROUP, itest_strdupf("{\"selector\":%s}", sel)));
+        h = holder(d,
+                   itest_strdupf("{\"method\":\"" CUDACKPT_METHOD_RESTORE_GROUP
+                                 "\",\"parameters\":{\"selector\":%s,\"lease_on_close\":true}}",
+                                 sel),
+                   true, &reply);
+        ck_assert_msg(strstr(reply, "\"lease\":{\"id\":"), "no lease in %s", reply);
+        itest_assert_state(state_of(q, a), a, "locked");
+        itest_assert_state(state_of(q, b), b, "locked");
+        itest_kill_wait(h);
+        itest_await_state(q, a, "checkpointed", 1000);
+        itest_await_state(q, b, "checkpointed", 1000);
+        barrier(q, 300);
+        itest_assert_state(state_of(q, a), a, "checkpointed");
+        itest_assert_state(state_of(q, b), b, "checkpointed");
+
+        /* Restored and unlocked by the holder: the unlock ended the lease,
+         * and its closing then changes nothing. */
+        struct itest_conn *c = itest_connect(d);
+        (void)itest_lease_id(itest_call(c, CUDACKPT_METHOD_RESTORE_GROUP,
+                                        itest_strdupf("{\"selector\":%s,\"lease_on_close\":true}", sel)));
+        itest_assert_ok(itest_call(c, CUDACKPT_METHOD_UNLOCK_GROUP, itest_strdupf("{\"selector\":%s}", sel)));
+        itest_conn_close(c);
+        barrier(q, 300);
+        itest_assert_state(state_of(q, a), a, "running");
+        itest_assert_state(state_of(q, b), b, "running");
+}
+END_TEST
+
 START_TEST(group_lease_expires)
 {
         struct itest_daemon *d = itest_daemon_start_default();
@@ -358,7 +398,8 @@ int main(void)
 {
         const TTest *tests[] = { killed_holder_locked, killed_holder_suspended, killed_during_suspend,
                 lease_ms_expires, lease_released, lease_renewed, lease_ended_by_another_resume,
-                lease_finished_by_cycle, group_lease_killed_holder, group_lease_expires,
+                lease_finished_by_cycle, group_lease_killed_holder, restore_group_lease_killed_holder,
+                group_lease_expires,
                 lease_holder_never_idle, lease_undo_fails_once, NULL };
 
         return itest_run("integration.leases", "leases", 60, tests);

@@ -151,6 +151,32 @@ START_TEST(unclaimed_after_restart)
 }
 END_TEST
 
+/* A RestoreGroup's on-close lease is kept across a restart as any other
+ * (the store names its method) and, unclaimed, undone after the grace
+ * period by checkpointing its members again, not by running them. */
+START_TEST(restore_group_unclaimed_after_restart)
+{
+        struct itest_daemon_opts o = { .config_json = "{\"lease_claim_grace_ms\":800}" };
+        struct itest_daemon *d = itest_daemon_start(&o);
+        struct itest_conn *c = itest_connect(d);
+        pid_t a = slot_target(), b = slot_target();
+        char *sel = itest_strdupf("{\"pids\":[{\"pid\":%d},{\"pid\":%d}]}", (int)a, (int)b);
+
+        itest_assert_ok(itest_call(c, CUDACKPT_METHOD_SUSPEND_GROUP, itest_strdupf("{\"selector\":%s}", sel)));
+        (void)lease_id(itest_call(c, CUDACKPT_METHOD_RESTORE_GROUP,
+                                  itest_strdupf("{\"selector\":%s,\"lease_on_close\":true}", sel)));
+        itest_daemon_kill(d);
+        d = itest_daemon_restart(d, NULL);
+        c = itest_connect(d);
+        itest_assert_state(state_of(c, a), a, "locked");
+        itest_await_state(c, a, "checkpointed", 800 + 2000);
+        itest_await_state(c, b, "checkpointed", 1000);
+        /* Read back (a store naming a method it does not know is refused
+         * whole, and nothing is undone). */
+        itest_await_log(d, "did not claim it within lease_claim_grace_ms", 1000);
+}
+END_TEST
+
 /* A stopping daemon (SIGTERM) undoes no lease and keeps them: the next
  * start honours them (here: an on-close lease whose holder is gone, undone
  * after the grace period). */
@@ -525,7 +551,7 @@ END_TEST
 int main(void)
 {
         const TTest *tests[] = { expired_while_down, claimed_after_restart, unclaimed_after_restart,
-                kept_at_stop, cli_hold_survives_restart, cli_group_hold_survives_restart,
+                restore_group_unclaimed_after_restart, kept_at_stop, cli_hold_survives_restart, cli_group_hold_survives_restart,
                 client_waits_for_daemon, tampered_store_refused, store_links_and_size_refused,
                 claimable_after_sigterm, killed_during_leased_suspend, killed_during_leased_suspend_group,
                 NULL };
