@@ -1,6 +1,7 @@
 /* host.c: a small file's contents, a program on $PATH, a program's output
  * within a time limit (host.h). */
 #include "host.h"
+#include "fdio.h"
 #include "monotime.h"
 
 #include <errno.h>
@@ -24,25 +25,7 @@
 /* Reads at most size - 1 bytes of path into buf, NUL-terminated; returns
  * the length or -errno. */
 ssize_t ctl_host_read_file(const char *path, char *buf, size_t size) {
-        size_t len = 0;
-        ssize_t k;
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-
-        if (fd < 0)
-                return -errno;
-        while (len < size - 1 && (k = read(fd, buf + len, size - 1 - len)) != 0) {
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        k = -errno;
-                        close(fd);
-                        return k;
-                }
-                len += (size_t) k;
-        }
-        close(fd);
-        buf[len] = '\0';
-        return (ssize_t) len;
+        return fdio_read_at(AT_FDCWD, path, buf, size);
 }
 
 /* The first executable regular file called name in a directory of $PATH

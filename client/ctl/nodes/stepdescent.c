@@ -2,6 +2,7 @@
  * this node (stepdescent.h). */
 #include "stepdescent.h"
 
+#include "fdio.h"
 #include "procfs.h"
 
 #include <errno.h>
@@ -27,34 +28,10 @@ typedef struct sd_proc {
         uint64_t start;
 } sd_proc;
 
-/* Up to size - 1 bytes of dir's file name, NUL-ended: the length, or
- * -errno. */
-static ssize_t sd_read(int dir, const char *name, char *buf, size_t size) {
-        int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        size_t len = 0;
-        ssize_t k;
-
-        if (fd < 0)
-                return -errno;
-        while (len < size - 1 && (k = read(fd, buf + len, size - 1 - len)) != 0) {
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        k = -errno;
-                        close(fd);
-                        return k;
-                }
-                len += (size_t)k;
-        }
-        close(fd);
-        buf[len] = '\0';
-        return (ssize_t)len;
-}
-
 /* p's parent and start time, (again) from its stat. */
 static int sd_stat(sd_proc *p) {
         char buf[STEPDESCENT_MAX_FILE];
-        ssize_t n = sd_read(p->dir, "stat", buf, sizeof(buf));
+        ssize_t n = fdio_read_at(p->dir, "stat", buf, sizeof(buf));
 
         if (n < 0)
                 return (int)n;
@@ -105,7 +82,7 @@ static bool sd_root(const sd_proc *p) {
         const char *line;
         unsigned long real, effective;
 
-        if (sd_read(p->dir, "status", buf, sizeof(buf)) < 0 || !(line = strstr(buf, "\nUid:")) ||
+        if (fdio_read_at(p->dir, "status", buf, sizeof(buf)) < 0 || !(line = strstr(buf, "\nUid:")) ||
             sscanf(line + 5, "%lu %lu", &real, &effective) != 2)
                 return false;
         return real == 0 && effective == 0;
@@ -166,7 +143,7 @@ static stepdescent_kind sd_walk(const char *job, sd_proc *p, sd_proc *ret) {
                  * (its own descriptor); only root makes a process of uid
                  * 0, and one that only calls itself a slurmstepd is
                  * walked past. */
-                if (!sd_root(p) || (n = sd_read(p->dir, "cmdline", cmdline, sizeof(cmdline))) <= 0 ||
+                if (!sd_root(p) || (n = fdio_read_at(p->dir, "cmdline", cmdline, sizeof(cmdline))) <= 0 ||
                     (size_t)n == sizeof(cmdline) - 1)
                         continue;
                 k = stepdescent_cmdline_kind(cmdline, (size_t)n, job);
