@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "proccall.h"
+#include "saves/savecall.h"
 #include "status.h"
 #include "jobs/watch.h"
 
@@ -145,6 +146,11 @@ static void watch_row(void *feature, struct conn *c, struct proto_call *call)
         watch_call(feature, c, call);
 }
 
+static void saves_row(void *feature, struct conn *c, struct proto_call *call)
+{
+        savecall_call(feature, c, call);
+}
+
 static void metrics_row(void *feature, struct conn *c, struct proto_call *call)
 {
         conn_reply(c, call, status_metrics_reply(feature));
@@ -175,6 +181,7 @@ void methods_init(struct methods *m, const struct methods_features *f)
         add(m, PROTO_GET_METRICS, PROTO_GET_METRICS, metrics_row, f->status, true);
         add(m, PROTO_GET_STATUS, PROTO_GET_STATUS, status_row, f->status, true);
         add(m, PROTO_LIST_GPUS, PROTO_LIST_GPUS, gpulist_row, f->lists, true);
+        add(m, PROTO_START_JOB, PROTO_LIST_JOBS, saves_row, f->saves, false);
         add(m, PROTO_GET_INFO, PROTO_GET_INFO, get_info_call, NULL, true);
         add(m, PROTO_GET_INTERFACE_DESCRIPTION, PROTO_GET_INTERFACE_DESCRIPTION, get_interface_description_call,
             NULL, false);

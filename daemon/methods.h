@@ -20,6 +20,7 @@ struct lease_table;
 struct list_table;
 struct metrics;
 struct proccall;
+struct saves;
 struct status;
 struct watch_table;
 
@@ -38,6 +39,7 @@ struct methods_features {
         struct list_table *lists;
         struct lease_table *leases;
         struct watch_table *watch;
+        struct saves *saves;
         struct status *status;
         struct metrics *metrics; /* counts the connections cut for what is not a call */
 };

@@ -25,6 +25,7 @@
 #include "jobs/leasehooks.h"
 #include "base/log.h"
 #include "host/procindex.h"
+#include "saves/savesetup.h"
 
 static struct server *server_of_conn(const struct conn *c)
 {
@@ -373,6 +374,20 @@ static int fit_start(struct server *s)
         return 0;
 }
 
+/* The jobs run for callers and their saves (savesetup.h): a saves_dir
+ * that cannot be used stops the start. */
+static int saves_start(struct server *s)
+{
+        char why[512];
+        int r = savesetup_init(&s->saves, &(struct saves_deps){ .loop = s->loop, .cfg = s->cfg,
+                                                                .metrics = &s->metrics, .life = &s->life },
+                               why, sizeof(why));
+
+        if (r < 0)
+                log_error("Failed to use saves_dir %s: %s", s->cfg->saves_dir, why);
+        return r;
+}
+
 /* SIGTERM and SIGINT stop the daemon; systemd's notification socket and
  * watchdog, when it gives them. */
 static void signals_init(struct server *s)
@@ -433,6 +448,9 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
                 return r;
         watch_init(&s->watch, &(struct watch_deps){ .loop = loop, .cfg = cfg, .sched = &s->sched,
                                                     .metrics = &s->metrics, .source = &s->source, .life = &s->life });
+        r = saves_start(s);
+        if (r < 0)
+                return r;
         s->proccall = (struct proccall){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .metrics = &s->metrics,
                                          .life = &s->life, .leases = &s->leases };
         s->status = (struct status){ .cfg = cfg, .drv = &s->drv, .sched = &s->sched, .source = &s->source,
@@ -442,7 +460,7 @@ int server_init(struct server *s, uv_loop_t *loop, const struct config *cfg)
         methods_init(&s->methods, &(struct methods_features){ .proccall = &s->proccall, .groups = &s->groups,
                                                               .lists = &s->lists,
                                                               .leases = &s->leases, .watch = &s->watch,
-                                                              .status = &s->status, .metrics = &s->metrics });
+                                                              .saves = &s->saves, .status = &s->status, .metrics = &s->metrics });
         s->stop_serving_hook.stop_cb = stop_serving_cb;
         life_on_stop(&s->life, &s->stop_serving_hook);
         signals_init(s);
@@ -469,5 +487,6 @@ void server_free(struct server *s)
         share_free(&s->conns_share);
         jobs_free(&s->jobs);
         watch_free(&s->watch);
+        savesetup_free(&s->saves);
         free(s->runtime_dir);
 }

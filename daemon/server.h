@@ -34,6 +34,7 @@
 #include "base/metrics.h"
 #include "proccall.h"
 #include "run/sched.h"
+#include "saves/savejobs.h"
 #include "jobs/select.h"
 #include "status.h"
 #include "jobs/watch.h"
@@ -53,6 +54,7 @@ struct server {
         struct list_table lists;        /* ListProcesses (list.h) */
         struct lease_table leases;      /* leases held (lease.h) */
         struct watch_table watch;       /* watchers (watch.h) */
+        struct saves saves;             /* jobs run for callers, their saves (savejobs.h) */
         struct metrics metrics;
         struct proccall proccall;       /* the calls on one process (proccall.h) */
         struct status status;           /* GetStatus and GetMetrics (status.h) */

@@ -66,6 +66,15 @@ void config_init(struct config *c)
                 .log_level = 6, /* LOG_INFO */
                 .read_only_lane = true,
                 .lane_spin_us = 200,
+                .max_jobs = 64,
+                .max_jobs_per_uid = 4,
+                .max_job_argv = 4096,
+                .job_stop_ms = 10000,
+                .max_saves = 1024,
+                .max_saves_per_uid = 16,
+                .max_save_bytes_per_uid = (uint64_t)1 << 40,
+                .max_save_operations = 4,
+                .max_save_operations_per_uid = 1,
         };
 }
 
@@ -74,7 +83,9 @@ void config_free(struct config *c)
         free(c->socket_path);
         free(c->driver_path);
         free(c->nvml_path);
-        c->socket_path = c->driver_path = c->nvml_path = NULL;
+        free(c->saves_dir);
+        free(c->ctl_path);
+        c->socket_path = c->driver_path = c->nvml_path = c->saves_dir = c->ctl_path = NULL;
 }
 
 int config_set_string(char **field, const char *value)
@@ -179,6 +190,15 @@ static const struct uint_key uint_keys[] = {
         UKEY(progress_interval_ms, 0, 3600000),
         UKEY(process_index_max, 0, 4194304),
         UKEY(lane_spin_us, 0, 100000),
+        UKEY(max_jobs, 1, 65536),
+        UKEY(max_jobs_per_uid, 1, 65536),
+        UKEY(max_job_argv, 1, 65536),
+        UKEY(job_stop_ms, 0, 3600000),
+        UKEY(max_saves, 1, 1048576),
+        UKEY(max_saves_per_uid, 1, 1048576),
+        UKEY(max_save_bytes_per_uid, 1, 9007199254740992.0),
+        UKEY(max_save_operations, 1, 4096),
+        UKEY(max_save_operations_per_uid, 1, 4096),
 };
 
 struct bool_key {
@@ -310,6 +330,14 @@ static int apply_key(struct config *c, const cJSON *item, char *why, size_t whyl
                 }
                 return config_set_string(key[0] == 's' ? &c->socket_path : &c->driver_path,
                                          item->valuestring);
+        }
+        if (strcmp(key, "saves_dir") == 0 || strcmp(key, "ctl_path") == 0) {
+                /* Both are used as root: only an absolute path says which. */
+                if (!cJSON_IsString(item) || item->valuestring[0] != '/') {
+                        snprintf(why, whylen, "\"%s\" must be an absolute path", key);
+                        return -EINVAL;
+                }
+                return config_set_string(key[0] == 's' ? &c->saves_dir : &c->ctl_path, item->valuestring);
         }
         if (strcmp(key, "nvml") == 0) {
                 if (!cJSON_IsString(item)) {

@@ -63,6 +63,19 @@ struct config {
                                         * of the node) rather than scan /proc */
         int log_level;                /* syslog level */
 
+        /* Jobs the daemon runs for its callers, and their saves (saves.h). */
+        char *saves_dir;              /* where saves are kept (root's, 0700); NULL = no saves */
+        char *ctl_path;               /* the cudackptctl run as root; NULL = the one beside the daemon */
+        unsigned max_jobs;            /* jobs run for callers, in all */
+        unsigned max_jobs_per_uid;    /* ... for one uid (root's too) */
+        unsigned max_job_argv;        /* entries of a job's argv, and of its environment */
+        uint64_t job_stop_ms;         /* a job whose call closed: SIGTERM, then killed this late */
+        unsigned max_saves;           /* saves on disk, in all */
+        unsigned max_saves_per_uid;   /* ... of one uid */
+        uint64_t max_save_bytes_per_uid; /* a uid's saves' size past which a new save is refused */
+        unsigned max_save_operations; /* dumps and restores running at once, in all */
+        unsigned max_save_operations_per_uid; /* ... for one uid */
+
         /* Policy, on top of "root acts on any process, others on their own". */
         gid_t operator_gids[CONFIG_MAX_GROUPS]; /* members may act on others' processes */
         size_t n_operator_gids;

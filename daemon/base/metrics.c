@@ -252,6 +252,28 @@ static void put_processes(struct text *t, const struct metrics *m, const struct 
         put(t, "cudackpt_process_scans_total{source=\"proc\"} %llu\n", (unsigned long long)g->scans_proc);
 }
 
+/* Jobs run for callers and their saves. */
+static void put_jobs(struct text *t, const struct metrics *m)
+{
+        {
+                static const enum metrics_counter c[] = { METRICS_JOBS_STARTED };
+                counters(t, m, "cudackpt_jobs_started_total", "Jobs started for callers (StartJob, RestoreJob).",
+                         NULL, c, NULL, 1);
+        }
+        {
+                static const enum metrics_counter c[] = { METRICS_JOBS_ENDED, METRICS_JOBS_SAVED };
+                static const char *const v[] = { "ended", "saved" };
+                counters(t, m, "cudackpt_jobs_ended_total",
+                         "Jobs run for callers that ended, by how: ended (on their own, or stopped) or saved.",
+                         "how", c, v, 2);
+        }
+        {
+                static const enum metrics_counter c[] = { METRICS_SAVES_FAILED };
+                counters(t, m, "cudackpt_saves_failed_total", "SaveJob calls that failed after their checks.",
+                         NULL, c, NULL, 1);
+        }
+}
+
 char *metrics_text(const struct metrics *m, const struct metrics_gauges *g)
 {
         struct text t = { .cap = 8192 };
@@ -265,6 +287,7 @@ char *metrics_text(const struct metrics *m, const struct metrics_gauges *g)
         put_connections(&t, m, g);
         put_leases(&t, m, g);
         put_processes(&t, m, g);
+        put_jobs(&t, m);
         if (t.oom) {
                 free(t.buf);
                 return NULL;

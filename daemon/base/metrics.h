@@ -38,6 +38,10 @@ enum metrics_counter {
         METRICS_UNDOS_OK,
         METRICS_UNDOS_FAILED,
         METRICS_WATCH_EVENTS,
+        METRICS_JOBS_STARTED,     /* StartJob and RestoreJob: the job runs */
+        METRICS_JOBS_ENDED,       /* ... and ended on its own or was stopped */
+        METRICS_JOBS_SAVED,       /* ... and a SaveJob ended it */
+        METRICS_SAVES_FAILED,     /* SaveJob failed after its checks */
         METRICS_COUNTERS,
 };
 

@@ -37,6 +37,12 @@ static const char *const method_names[PROTO_METHODS] = {
         [PROTO_GET_METRICS] = "GetMetrics",
         [PROTO_GET_STATUS] = "GetStatus",
         [PROTO_LIST_GPUS] = "ListGpus",
+        [PROTO_START_JOB] = "StartJob",
+        [PROTO_SAVE_JOB] = "SaveJob",
+        [PROTO_RESTORE_JOB] = "RestoreJob",
+        [PROTO_LIST_SAVES] = "ListSaves",
+        [PROTO_REMOVE_SAVE] = "RemoveSave",
+        [PROTO_LIST_JOBS] = "ListJobs",
         [PROTO_GET_INFO] = "GetInfo",
         [PROTO_GET_INTERFACE_DESCRIPTION] = "GetInterfaceDescription",
 };

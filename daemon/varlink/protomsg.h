@@ -34,6 +34,12 @@ enum proto_method {
         PROTO_GET_METRICS,
         PROTO_GET_STATUS,
         PROTO_LIST_GPUS,
+        PROTO_START_JOB,
+        PROTO_SAVE_JOB,
+        PROTO_RESTORE_JOB,
+        PROTO_LIST_SAVES,
+        PROTO_REMOVE_SAVE,
+        PROTO_LIST_JOBS,
         PROTO_INTERFACE_METHODS, /* the ones above are io.cudackpt.Process's */
         PROTO_GET_INFO = PROTO_INTERFACE_METHODS,
         PROTO_GET_INTERFACE_DESCRIPTION,

@@ -35,6 +35,12 @@
 #define CUDACKPT_METHOD_GET_METRICS "io.cudackpt.Process.GetMetrics"
 #define CUDACKPT_METHOD_GET_STATUS "io.cudackpt.Process.GetStatus"
 #define CUDACKPT_METHOD_LIST_GPUS "io.cudackpt.Process.ListGpus"
+#define CUDACKPT_METHOD_START_JOB "io.cudackpt.Process.StartJob"
+#define CUDACKPT_METHOD_SAVE_JOB "io.cudackpt.Process.SaveJob"
+#define CUDACKPT_METHOD_RESTORE_JOB "io.cudackpt.Process.RestoreJob"
+#define CUDACKPT_METHOD_LIST_SAVES "io.cudackpt.Process.ListSaves"
+#define CUDACKPT_METHOD_REMOVE_SAVE "io.cudackpt.Process.RemoveSave"
+#define CUDACKPT_METHOD_LIST_JOBS "io.cudackpt.Process.ListJobs"
 
 /* State strings carried in "state".  A driver value this build does not
  * know is reported as "unknown-N" with N the driver's number. */
@@ -75,6 +81,13 @@
 #define CUDACKPT_ERROR_NO_SUCH_LEASE "io.cudackpt.Process.NoSuchLease"
 #define CUDACKPT_ERROR_INSUFFICIENT_GPU_MEMORY "io.cudackpt.Process.InsufficientGpuMemory"
 #define CUDACKPT_ERROR_NO_SUCH_CGROUP "io.cudackpt.Process.NoSuchCgroup"
+#define CUDACKPT_ERROR_SAVES_DISABLED "io.cudackpt.Process.SavesDisabled"
+#define CUDACKPT_ERROR_NO_SUCH_JOB "io.cudackpt.Process.NoSuchJob"
+#define CUDACKPT_ERROR_JOB_EXISTS "io.cudackpt.Process.JobExists"
+#define CUDACKPT_ERROR_NO_SUCH_SAVE "io.cudackpt.Process.NoSuchSave"
+#define CUDACKPT_ERROR_SAVE_EXISTS "io.cudackpt.Process.SaveExists"
+#define CUDACKPT_ERROR_SAVE_BUSY "io.cudackpt.Process.SaveBusy"
+#define CUDACKPT_ERROR_COMMAND_FAILED "io.cudackpt.Process.CommandFailed"
 
 /* Standard Varlink errors the daemon uses. */
 #define CUDACKPT_VARLINK_INTERFACE_NOT_FOUND "org.varlink.service.InterfaceNotFound"

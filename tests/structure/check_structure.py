@@ -35,7 +35,7 @@ MAX_FUNCTION = 80
 TREES = ("daemon", "client", "common")
 # The daemon's folders, bottom first; the top level (main, server, the
 # method table) is above them all.
-LAYERS = ("varlink", "base", "host", "auth", "net", "run", "jobs", "")
+LAYERS = ("varlink", "base", "host", "auth", "net", "run", "jobs", "saves", "")
 # The client's folders, bottom first (client/lib is libcudackpt, which
 # knows nothing of cudackptctl above it).
 CLIENT_LAYERS = ("lib", "ctl", "ctl/nodes", "ctl/job", "ctl/main")

@@ -1,0 +1,300 @@
+/* savestore.c: the saves directory on disk, worker side (savestore.h). */
+#include "saves/savestore.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/privdir.h"
+#include "fdio.h"
+
+#define MANIFEST_MAX (4 * 1024 * 1024) /* a manifest names a few hundred files */
+#define TREE_DEPTH_MAX 16              /* images: the directory and its trees' */
+
+int savestore_open(const char *path, int *ret_fd, char *why, size_t whylen)
+{
+        int r = privdir_open(path, ret_fd, why, whylen);
+
+        if (r != -ENOENT)
+                return r;
+        /* Only the last name is made: the directory above must exist (and
+         * is checked by privdir_open() like any other). */
+        if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+                snprintf(why, whylen, "mkdir %s: %s", path, strerror(errno));
+                return -errno;
+        }
+        return privdir_open(path, ret_fd, why, whylen);
+}
+
+int savestore_uid_dir(int dirfd, uid_t uid, bool create, int *ret_fd)
+{
+        char name[16];
+        struct stat st;
+        int fd;
+
+        snprintf(name, sizeof(name), "%u", (unsigned)uid);
+        if (create && mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+                close(fd);
+                return -EPERM;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* What name (below fd) and everything inside take on disk. */
+static uint64_t tree_bytes(int fd, const char *name, int depth)
+{
+        struct stat st;
+        uint64_t sum;
+        DIR *d;
+        struct dirent *e;
+        int sub;
+
+        if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return 0;
+        sum = (uint64_t)st.st_blocks * 512;
+        if (!S_ISDIR(st.st_mode) || depth >= TREE_DEPTH_MAX)
+                return sum;
+        sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0)
+                return sum;
+        d = fdopendir(sub);
+        if (!d) {
+                close(sub);
+                return sum;
+        }
+        while ((e = readdir(d)))
+                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                        sum += tree_bytes(dirfd(d), e->d_name, depth + 1);
+        closedir(d);
+        return sum;
+}
+
+/* The job's name in the save's manifest: its run record's name, less the
+ * "u<UID>-" the daemon put before the caller's. */
+static void job_of(int savefd, uid_t uid, char *job, size_t size)
+{
+        char *text = malloc(MANIFEST_MAX), prefix[24];
+        cJSON *m;
+        const cJSON *name;
+
+        job[0] = '\0';
+        if (!text || fdio_read_at(savefd, "manifest.json", text, MANIFEST_MAX) < 0) {
+                free(text);
+                return;
+        }
+        m = cJSON_Parse(text);
+        free(text);
+        name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "run"), "name");
+        snprintf(prefix, sizeof(prefix), "u%u-", (unsigned)uid);
+        if (cJSON_IsString(name) && strncmp(name->valuestring, prefix, strlen(prefix)) == 0)
+                snprintf(job, size, "%s", name->valuestring + strlen(prefix));
+        cJSON_Delete(m);
+}
+
+int savestore_info(int uidfd, uid_t uid, const char *save, struct savestore_info *ret)
+{
+        struct stat st;
+        int fd;
+
+        if (save[0] == '.' || strlen(save) > SAVESTORE_NAME_MAX)
+                return -ENOENT;
+        fd = openat(uidfd, save, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
+        if (fstat(fd, &st) < 0) {
+                close(fd);
+                return -errno;
+        }
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->save, sizeof(ret->save), "%s", save);
+        ret->created = (int64_t)st.st_mtime;
+        job_of(fd, uid, ret->job, sizeof(ret->job));
+        close(fd);
+        ret->bytes = tree_bytes(uidfd, save, 0);
+        return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+        return strcmp(((const struct savestore_info *)a)->save, ((const struct savestore_info *)b)->save);
+}
+
+int savestore_list(int uidfd, uid_t uid, struct savestore_info **ret, size_t *ret_n)
+{
+        struct savestore_info *v = NULL, *nv;
+        size_t n = 0, cap = 0;
+        struct dirent *e;
+        DIR *d;
+        int r = fdio_opendir(uidfd, &d);
+
+        if (r < 0)
+                return r;
+        while ((e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                        continue;
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        nv = realloc(v, cap * sizeof(*v));
+                        if (!nv) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        v = nv;
+                }
+                if (savestore_info(uidfd, uid, e->d_name, &v[n]) == 0)
+                        n++;
+        }
+        closedir(d);
+        if (r < 0) {
+                free(v);
+                return r;
+        }
+        if (n > 1)
+                qsort(v, n, sizeof(*v), by_name);
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+/* The saves in one uid's directory (names not starting with '.'). */
+static size_t count_in(int fd)
+{
+        DIR *d;
+        struct dirent *e;
+        size_t n = 0;
+
+        if (fdio_opendir(fd, &d) < 0)
+                return 0;
+        while ((e = readdir(d)))
+                n += e->d_name[0] != '.';
+        closedir(d);
+        return n;
+}
+
+int savestore_count_all(int dirfd, size_t *ret_n)
+{
+        DIR *d;
+        struct dirent *e;
+        size_t n = 0;
+        int r = fdio_opendir(dirfd, &d), fd;
+
+        if (r < 0)
+                return r;
+        while ((e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                        continue;
+                fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd >= 0) {
+                        n += count_in(fd);
+                        close(fd);
+                }
+        }
+        closedir(d);
+        *ret_n = n;
+        return 0;
+}
+
+void savestore_tmp_name(const char *what, char *buf, size_t size)
+{
+        uint64_t x = 0;
+
+        if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
+                x ^= (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+        snprintf(buf, size, ".%s-%016" PRIx64, what, x);
+}
+
+static int remove_in(int fd, int depth)
+{
+        DIR *d;
+        struct dirent *e;
+        int r = fdio_opendir(fd, &d), r2;
+
+        if (r < 0)
+                return r;
+        while ((e = readdir(d))) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                        continue;
+                if (unlinkat(fd, e->d_name, 0) == 0)
+                        continue;
+                if (errno != EISDIR || depth >= TREE_DEPTH_MAX) {
+                        r = -errno;
+                        continue;
+                }
+                int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                r2 = sub < 0 ? -errno : remove_in(sub, depth + 1);
+                if (sub >= 0)
+                        close(sub);
+                if (r2 == 0 && unlinkat(fd, e->d_name, AT_REMOVEDIR) < 0)
+                        r2 = -errno;
+                if (r2 < 0)
+                        r = r2;
+        }
+        closedir(d);
+        return r;
+}
+
+int savestore_remove_tree(int dirfd, const char *name)
+{
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), r;
+
+        if (fd < 0)
+                return errno == ENOTDIR ? (unlinkat(dirfd, name, 0) < 0 ? -errno : 0) : -errno;
+        r = remove_in(fd, 0);
+        close(fd);
+        if (r == 0 && unlinkat(dirfd, name, AT_REMOVEDIR) < 0)
+                r = -errno;
+        return r;
+}
+
+int savestore_install(int uidfd, const char *tmp, const char *save, bool replace)
+{
+        int r = 0;
+
+        if (renameat2(uidfd, tmp, uidfd, save, RENAME_NOREPLACE) == 0)
+                return fsync(uidfd) < 0 ? -errno : 0;
+        if (errno != EEXIST || !replace)
+                return -errno;
+        /* The old save goes under tmp's name and the new one under save's
+         * in one step: at no time is there no save of that name. */
+        if (renameat2(uidfd, tmp, uidfd, save, RENAME_EXCHANGE) < 0)
+                return -errno;
+        if (fsync(uidfd) < 0)
+                return -errno;
+        (void)savestore_remove_tree(uidfd, tmp);
+        if (fsync(uidfd) < 0)
+                r = -errno;
+        return r;
+}
+
+int savestore_remove(int uidfd, const char *save)
+{
+        char tmp[SAVESTORE_TMP_MAX];
+        int r;
+
+        if (save[0] == '.')
+                return -ENOENT;
+        savestore_tmp_name("remove", tmp, sizeof(tmp));
+        if (renameat2(uidfd, save, uidfd, tmp, RENAME_NOREPLACE) < 0)
+                return -errno;
+        if (fsync(uidfd) < 0)
+                return -errno;
+        r = savestore_remove_tree(uidfd, tmp);
+        if (fsync(uidfd) < 0 && r == 0)
+                r = -errno;
+        return r;
+}
