@@ -1,7 +1,8 @@
 /* run.c: cudackptctl run (run.h).
  *
  *   cudackptctl run [--name=N] [--user=U[:G]] [--output=FILE] [--cgroup-parent=DIR | --no-cgroup]
- *                   -- COMMAND [ARG...]
+ *                   [--env-fd=FD] [--chdir=DIR] [--output-as-user=PATH] [--cgroups-of=PIDFD]
+ *                   [--ready-fd=FD] [--die-with-parent] -- COMMAND [ARG...]
  *   cudackptctl run --list [--json]
  *
  * Root only (a pid namespace needs CAP_SYS_ADMIN): the operator's way to
@@ -14,17 +15,25 @@
  * root itself (runinit.h says why).  A --user job gets nothing of this
  * process's but what runinherit.h lists.  This process stays in the
  * foreground: it forwards the job's signals to the init, and ends with the
- * job's status, removing the name and the (empty) cgroup. */
+ * job's status, removing the name and the (empty) cgroup.
+ *
+ * The second line's options are cudackptd's, which starts a user's job
+ * with them: runenv.h, runuser.h, runjoin.h, runready.h, runparent.h. */
 #include "run.h"
 
 #include "args.h"
 #include "exitcode.h"
 #include "proctree.h"
 #include "runcgroup.h"
+#include "runenv.h"
 #include "runinherit.h"
 #include "runinit.h"
+#include "runjoin.h"
 #include "runmntns.h"
+#include "runparent.h"
+#include "runready.h"
 #include "runreg.h"
+#include "runuser.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,13 +62,19 @@ typedef struct run_args {
         const char *cgroup_parent;
         const char *output;       /* --output, or NULL */
         bool cgroup_given, no_cgroup, list, json;
+        int env_fd, ready_fd, cgroups_of; /* --env-fd, --ready-fd, --cgroups-of; -1: none */
+        const char *chdir;        /* --chdir, or NULL */
+        const char *output_as_user; /* --output-as-user, or NULL */
+        bool die_with_parent;
         char **argv;
         char init[PATH_MAX];      /* cudackpt-init */
 } run_args;
 
 static void run_help(void) {
         printf("Usage: cudackptctl run [--name=N] [--user=U[:G]] [--output=FILE]\n"
-               "                       [--cgroup-parent=DIR | --no-cgroup] -- COMMAND [ARG...]\n"
+               "                       [--cgroup-parent=DIR | --no-cgroup] [--env-fd=FD] [--chdir=DIR]\n"
+               "                       [--output-as-user=PATH] [--cgroups-of=PIDFD] [--ready-fd=FD]\n"
+               "                       [--die-with-parent] -- COMMAND [ARG...]\n"
                "       cudackptctl run --list [--json]\n"
                "\n"
                "Start COMMAND as a job that can be dumped and restored anywhere: in a pid\n"
@@ -71,7 +86,20 @@ static void run_help(void) {
                "runs the job as U, with /dev/null as its input, FILE (appended to; in a\n"
                "directory of root's) or /dev/null as its output, and of this environment\n"
                "only " CTL_RUN_ENV_KEPT ".\n"
-               "Ends with the job's exit status (125: run itself failed).\n");
+               "Ends with the job's exit status (125: run itself failed).\n"
+               "\n"
+               "For cudackptd, which starts a user's job (FD: a descriptor it passes):\n"
+               "  --env-fd=FD           with --user: the command's exact environment, NUL-separated\n"
+               "                        KEY=VALUE (at most " CTL_RUN_ENV_BOUNDS_TEXT "), used at its exec only\n"
+               "  --chdir=DIR           with --user: its working directory, entered as the user\n"
+               "  --output-as-user=PATH with --user: its stdout and stderr, opened (appended to,\n"
+               "                        made 0644) as the user; not with --output\n"
+               "  --cgroups-of=PIDFD    the job joins every cgroup of that process (no cgroup of\n"
+               "                        its own); a pidfd of a process that has ended fails\n"
+               "  --ready-fd=FD         once the job runs: {\"name\",\"pid\",\"start_time\"} of its\n"
+               "                        init, one JSON line, written to FD, then closed\n"
+               "  --die-with-parent     when the process that started run ends, or sends\n"
+               "                        SIGRTMIN+2, the job is killed (exit status 137)\n");
 }
 
 #define run_usage(...)                                                                                \
@@ -114,7 +142,8 @@ static int run_user(run_args *a, const char *spec) {
         return 0;
 }
 
-enum { R_NAME = 0x100, R_USER, R_OUTPUT, R_CGROUP_PARENT, R_NO_CGROUP, R_LIST, R_JSON };
+enum { R_NAME = 0x100, R_USER, R_OUTPUT, R_CGROUP_PARENT, R_NO_CGROUP, R_LIST, R_JSON, R_ENV_FD, R_CHDIR,
+       R_OUTPUT_AS_USER, R_CGROUPS_OF, R_READY_FD, R_DIE_WITH_PARENT };
 
 static const struct option run_options[] = {
         { "name", required_argument, NULL, R_NAME },       { "user", required_argument, NULL, R_USER },
@@ -122,8 +151,41 @@ static const struct option run_options[] = {
         { "cgroup-parent", required_argument, NULL, R_CGROUP_PARENT },
         { "no-cgroup", no_argument, NULL, R_NO_CGROUP },  { "list", no_argument, NULL, R_LIST },
         { "json", no_argument, NULL, R_JSON },            { "help", no_argument, NULL, 'h' },
+        { "env-fd", required_argument, NULL, R_ENV_FD },   { "chdir", required_argument, NULL, R_CHDIR },
+        { "output-as-user", required_argument, NULL, R_OUTPUT_AS_USER },
+        { "cgroups-of", required_argument, NULL, R_CGROUPS_OF },
+        { "ready-fd", required_argument, NULL, R_READY_FD },
+        { "die-with-parent", no_argument, NULL, R_DIE_WITH_PARENT },
         { NULL, 0, NULL, 0 },
 };
+
+/* One of cudackptd's options (the help's second part); -1 to go on, else
+ * the exit status. */
+static int run_option_daemon(run_args *a, int c, char **argv) {
+        int *fd = c == R_ENV_FD ? &a->env_fd : c == R_READY_FD ? &a->ready_fd : &a->cgroups_of;
+
+        switch (c) {
+        case R_ENV_FD:
+        case R_READY_FD:
+        case R_CGROUPS_OF:
+                if (ctl_run_fd_arg(optarg, fd) < 0)
+                        return run_usage("invalid %s '%s': an open descriptor above 2", argv[optind - 1], optarg);
+                return -1;
+        case R_CHDIR:
+                a->chdir = optarg;
+                return -1;
+        case R_OUTPUT_AS_USER:
+                if (optarg[0] != '/')
+                        return run_usage("--output-as-user needs an absolute path, not '%s'", optarg);
+                a->output_as_user = optarg;
+                return -1;
+        case R_DIE_WITH_PARENT:
+                a->die_with_parent = true;
+                return -1;
+        default:
+                return run_usage("unknown option '%s' (the command goes after --)", argv[optind - 1]);
+        }
+}
 
 /* One option; -1 to go on, else the exit status. */
 static int run_option(run_args *a, int c, char **argv) {
@@ -157,7 +219,7 @@ static int run_option(run_args *a, int c, char **argv) {
         case ':':
                 return run_usage("option '%s' needs an argument", argv[optind - 1]);
         default:
-                return run_usage("unknown option '%s' (the command goes after --)", argv[optind - 1]);
+                return run_option_daemon(a, c, argv);
         }
 }
 
@@ -198,13 +260,21 @@ static int run_parse(int argc, char **argv, run_args *a) {
         }
         a->argv = argv + optind;
         if (a->list)
-                return a->argv[0] || a->name[0] || a->drop || a->output
+                return a->argv[0] || a->name[0] || a->drop || a->output || a->env_fd >= 0 || a->ready_fd >= 0 ||
+                                       a->cgroups_of >= 0 || a->chdir || a->output_as_user || a->die_with_parent
                                ? run_usage("--list takes no other option but --json")
                                : -1;
         if (!a->argv[0])
                 return run_usage("run needs a command, after --");
         if (a->no_cgroup && a->cgroup_given)
                 return run_usage("give --cgroup-parent or --no-cgroup, not both");
+        if (a->cgroups_of >= 0 && a->cgroup_given)
+                return run_usage("give --cgroup-parent or --cgroups-of, not both");
+        a->no_cgroup |= a->cgroups_of >= 0;
+        if (!a->drop && (a->env_fd >= 0 || a->chdir || a->output_as_user))
+                return run_usage("--env-fd, --chdir and --output-as-user are for a --user job");
+        if (a->output && a->output_as_user)
+                return run_usage("give --output or --output-as-user, not both");
         if (a->json)
                 return run_usage("--json is for --list");
         if (!a->name[0])
@@ -226,6 +296,8 @@ typedef struct run_job {
         int report[2], go[2];     /* init -> run, run -> init */
         char *user;               /* cudackpt-init's USER (run_user_spec()) */
         ctl_run_inherit inherit;  /* what the job gets of this process */
+        int env_fd;               /* --env-fd's environment, checked (runenv.h), or -1 */
+        ctl_run_join join;        /* --cgroups-of's cgroups */
         ctl_run_record rec;
         pid_t init;
 } run_job;
@@ -296,23 +368,40 @@ static char *run_user_spec(const run_args *a) {
         return s;
 }
 
-/* cudackpt-init, pid 1 of the namespace: "cudackpt-init FD -- COMMAND...". */
+/* cudackpt-init's options of runuser.h into argv from k; the next k. */
+static size_t run_init_user_args(const run_job *j, char **argv, size_t k, char *env_fd) {
+        if (j->env_fd >= 0)
+                argv[k++] = env_fd;
+        if (j->a->chdir && asprintf(&argv[k], CTL_RUN_USER_CHDIR "%s", j->a->chdir) >= 0)
+                k++;
+        if (j->a->output_as_user && asprintf(&argv[k], CTL_RUN_USER_OUTPUT "%s", j->a->output_as_user) >= 0)
+                k++;
+        return k;
+}
+
+/* cudackpt-init, pid 1 of the namespace: "cudackpt-init FD USER [OPTIONS]
+ * -- COMMAND...". */
 static _Noreturn void run_exec_init(run_job *j) {
-        size_t n = 0;
-        char fd[16], **argv, *user = j->user;
+        size_t n = 0, k;
+        char fd[16], env_fd[32], **argv, *user = j->user;
 
         while (j->a->argv[n])
                 n++;
-        argv = calloc(n + 5, sizeof(char *));
+        argv = calloc(n + 8, sizeof(char *));
         snprintf(fd, sizeof(fd), "%d", j->report[1]);
+        snprintf(env_fd, sizeof(env_fd), CTL_RUN_USER_ENV_FD "%d", j->env_fd);
         errno = ENOMEM;
-        if (argv && user && fcntl(j->report[1], F_SETFD, 0) == 0) {
+        if (argv && user && fcntl(j->report[1], F_SETFD, 0) == 0 &&
+            (j->env_fd < 0 || fcntl(j->env_fd, F_SETFD, 0) == 0)) {
                 argv[0] = (char *) "cudackpt-init";
                 argv[1] = fd;
                 argv[2] = user;
-                argv[3] = (char *) "--";
-                memcpy(argv + 4, j->a->argv, (n + 1) * sizeof(char *));
-                execve(j->a->init, argv, j->inherit.env);
+                k = run_init_user_args(j, argv, 3, env_fd);
+                argv[k++] = (char *) "--";
+                memcpy(argv + k, j->a->argv, (n + 1) * sizeof(char *));
+                errno = ENOMEM;
+                if (k == (size_t) (4 + (j->env_fd >= 0) + !!j->a->chdir + !!j->a->output_as_user))
+                        execve(j->a->init, argv, j->inherit.env);
         }
         ctl_run_report_send(j->report[1], CTL_RUN_SETUP, errno ? errno : ENOMEM);
         _exit(CTL_RUN_EXIT_FAILED);
@@ -358,7 +447,10 @@ static int run_read_report(run_job *j, ctl_run_report *rep) {
  * or -1 to go on (the job runs). */
 static int run_start(run_job *j) {
         static const char *const steps[] = { "", "cannot set up the job's init", "cannot become the user",
-                                             "cannot start the command" };
+                                             "cannot start the command", "cannot enter --chdir's directory as the user",
+                                             "cannot open --output-as-user's file as the user",
+                                             "cannot read the environment" };
+        char err[PATH_MAX + 256];
         ctl_run_report rep = { 0 };
         long limit = 0;
         bool per_uid = false;
@@ -382,6 +474,13 @@ static int run_start(run_job *j) {
         close(j->go[0]);
         j->report[1] = j->go[0] = -1;
         r = run_read_report(j, &rep) ? 0 : -EIO;
+        /* In the caller's cgroups before anything runs as the user. */
+        if (r == 0 && rep.stage == CTL_RUN_READY && j->join.n &&
+            ctl_run_join_move(&j->join, j->init, err, sizeof(err)) < 0) {
+                fprintf(stderr, RUN_PREFIX "%s\n", err);
+                r = -EPERM;
+                rep.stage = CTL_RUN_SETUP;
+        }
         if (r == 0 && rep.stage == CTL_RUN_READY) {
                 j->rec.init_pid = j->init;
                 /* Our child, not yet waited for: the pid is surely its. */
@@ -395,7 +494,9 @@ static int run_start(run_job *j) {
         j->go[1] = -1;
         if (r == 0 && rep.stage == CTL_RUN_READY && run_read_report(j, &rep) == 0)
                 return -1;
-        if (r == -EEXIST)
+        if (r == -EPERM)
+                ; /* said */
+        else if (r == -EEXIST)
                 fprintf(stderr, RUN_PREFIX "the name %s is a running job's\n", j->a->name);
         else if (r == -EUSERS)
                 fprintf(stderr, RUN_PREFIX "%ld jobs have a name already%s (the bound, $%s)\n", limit,
@@ -403,7 +504,7 @@ static int run_start(run_job *j) {
         else if (r < 0)
                 fprintf(stderr, RUN_PREFIX "cannot record the name %s: %s\n", j->a->name, strerror(-r));
         else
-                fprintf(stderr, RUN_PREFIX "%s: %s\n", steps[rep.stage >= 1 && rep.stage <= 3 ? rep.stage : 1],
+                fprintf(stderr, RUN_PREFIX "%s: %s\n", steps[rep.stage >= 1 && rep.stage <= 6 ? rep.stage : 1],
                         strerror(rep.err));
         return rep.stage == CTL_RUN_EXEC ? (rep.err == ENOENT ? 127 : 126) : CTL_RUN_EXIT_FAILED;
 }
@@ -438,18 +539,49 @@ static int run_prepare(run_job *j) {
                 fprintf(stderr, RUN_PREFIX "%s\n", err);
                 return CTL_RUN_EXIT_FAILED;
         }
+        if (j->a->env_fd >= 0) {
+                j->env_fd = ctl_run_env_read(j->a->env_fd, err, sizeof(err));
+                close(j->a->env_fd);
+                if (j->env_fd < 0) {
+                        fprintf(stderr, RUN_PREFIX "%s\n", err);
+                        return CTL_RUN_EXIT_FAILED;
+                }
+        }
+        if (j->a->cgroups_of >= 0 && ctl_run_join_open(j->a->cgroups_of, &j->join, err, sizeof(err)) < 0) {
+                fprintf(stderr, RUN_PREFIX "%s\n", err);
+                return CTL_RUN_EXIT_FAILED;
+        }
         snprintf(j->rec.name, sizeof(j->rec.name), "%s", j->a->name);
         j->rec.uid = j->a->drop ? j->a->uid : getuid();
         j->rec.gid = j->a->drop ? j->a->gid : getgid();
         return run_cgroup(j);
 }
 
+/* --ready-fd's line: the job runs under its name. */
+static void run_say_ready(const run_args *a, const ctl_run_record *rec) {
+        int r = ctl_run_ready_write(a->ready_fd, a->name, rec->init_pid, rec->init_start_time);
+
+        if (r < 0)
+                fprintf(stderr, RUN_PREFIX "note: cannot write the ready line on fd %d: %s\n", a->ready_fd,
+                        strerror(-r));
+}
+
+/* --die-with-parent armed: the exit status, or -1 to go on. */
+static int run_arm(const run_args *a) {
+        if (!a->die_with_parent || ctl_run_parent_arm() == 0)
+                return -1;
+        fputs(RUN_PREFIX "--die-with-parent: the process that started run has ended already\n", stderr);
+        return CTL_RUN_EXIT_FAILED;
+}
+
 static int run_job_main(const run_args *a) {
         run_job j = { .a = a, .dir_fd = -1, .cg_fd = -1, .report = { -1, -1 }, .go = { -1, -1 }, .init = -1,
-                      .inherit = { .out_fd = -1 } };
+                      .inherit = { .out_fd = -1 }, .env_fd = -1 };
         sigset_t set;
-        int status = run_prepare(&j), ws;
+        int status = run_arm(a), ws;
 
+        if (status < 0)
+                status = run_prepare(&j);
         /* Blocked before the init exists: it inherits them blocked, and
          * this process forwards them to it. */
         ctl_run_signals(&set);
@@ -457,8 +589,10 @@ static int run_job_main(const run_args *a) {
         snprintf(j.rec.cgroup, sizeof(j.rec.cgroup), "%s", j.cg_path);
         if (status < 0)
                 status = run_start(&j);
+        if (status < 0 && a->ready_fd >= 0)
+                run_say_ready(a, &j.rec);
         if (j.init > 0) {
-                ws = ctl_run_supervise(j.init, 0);
+                ws = ctl_run_supervise_or_kill(j.init, 0, a->die_with_parent ? CTL_RUN_PARENT_SIGNAL : 0);
                 if (status < 0)
                         status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 1;
                 if (j.rec.init_start_time)
@@ -472,6 +606,9 @@ static int run_job_main(const run_args *a) {
         }
         if (j.cg_fd >= 0)
                 close(j.cg_fd);
+        if (j.env_fd >= 0)
+                close(j.env_fd);
+        ctl_run_join_close(&j.join);
         ctl_run_cgroup_remove(j.cg_path);
         if (j.dir_fd >= 0)
                 close(j.dir_fd);
@@ -481,7 +618,7 @@ static int run_job_main(const run_args *a) {
 }
 
 int ctl_run_main(int argc, char **argv) {
-        run_args a = { 0 };
+        run_args a = { .env_fd = -1, .ready_fd = -1, .cgroups_of = -1 };
         int status = run_parse(argc, argv, &a), r;
 
         if (status >= 0)
