@@ -103,14 +103,14 @@ static int run_drop(const ctl_run_ids *ids) {
  * signal mask. */
 static _Noreturn void run_exec(char *const *argv, int report_fd, const ctl_run_ids *ids,
                                const ctl_run_user *user) {
-        ctl_run_stage stage = CTL_RUN_DROP;
+        int stage = CTL_RUN_DROP, step = 0;
         sigset_t none;
         int e = ids ? -run_drop(ids) : 0;
 
-        if (e == 0 && user)
-                e = -ctl_run_user_enter(user, &stage);
+        if (e == 0 && user && (e = -ctl_run_user_enter(user, &step)) != 0)
+                stage = CTL_RUN_CHDIR + step;
         if (e) {
-                ctl_run_report_send(report_fd, stage, e);
+                ctl_run_report_send(report_fd, (ctl_run_stage) stage, e);
                 _exit(125);
         }
         sigemptyset(&none);

@@ -58,15 +58,15 @@ static int user_env(int fd) {
         return 0;
 }
 
-int ctl_run_user_enter(const ctl_run_user *u, ctl_run_stage *ret_stage) {
+int ctl_run_user_enter(const ctl_run_user *u, int *ret_step) {
         int r = 0;
 
-        *ret_stage = CTL_RUN_CHDIR;
+        *ret_step = 0;
         if (u->chdir && chdir(u->chdir) < 0)
                 return -errno;
-        *ret_stage = CTL_RUN_OUTPUT;
+        *ret_step = 1;
         if (u->output && (r = user_output(u->output)) < 0)
                 return r;
-        *ret_stage = CTL_RUN_ENV;
+        *ret_step = 2;
         return u->env_fd >= 0 ? user_env(u->env_fd) : 0;
 }

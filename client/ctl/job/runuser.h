@@ -9,8 +9,6 @@
 #ifndef CUDACKPT_CTL_RUNUSER_H
 #define CUDACKPT_CTL_RUNUSER_H
 
-#include "runinit.h"
-
 /* cudackpt-init's options for them (runinitmain.c), before its "--". */
 #define CTL_RUN_USER_ENV_FD "--env-fd="
 #define CTL_RUN_USER_CHDIR "--chdir="
@@ -23,9 +21,10 @@ typedef struct ctl_run_user {
 } ctl_run_user;
 
 /* In the command's process, as the user: u applied, in the order above
- * but the environment last (it becomes environ, for the exec to search
- * its PATH).  0, or -errno with the step that failed in *ret_stage
- * (CTL_RUN_CHDIR, CTL_RUN_OUTPUT, CTL_RUN_ENV). */
-int ctl_run_user_enter(const ctl_run_user *u, ctl_run_stage *ret_stage);
+ * (the environment last: it becomes environ, for the exec to search its
+ * PATH).  0, or -errno with the step that failed in *ret_step (0 the
+ * directory, 1 the output, 2 the environment: runinit.h's CTL_RUN_CHDIR
+ * and those after it). */
+int ctl_run_user_enter(const ctl_run_user *u, int *ret_step);
 
 #endif
