@@ -5,10 +5,6 @@
 #ifndef CUDACKPT_CTL_RUN_H
 #define CUDACKPT_CTL_RUN_H
 
-/* The exit status of run's own failures (as env(1) and container
- * runtimes do); the job's own status otherwise. */
-#define CTL_RUN_EXIT_FAILED 125
-
 /* The row "run" of the verb table: argv whole. */
 int ctl_run_main(int argc, char **argv);
 

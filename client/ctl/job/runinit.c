@@ -9,6 +9,8 @@
  * and the kernel ends the rest of the namespace. */
 #include "runinit.h"
 
+#include "runuser.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -53,11 +55,13 @@ static int run_reap(pid_t child, int reap_all, int *ret_status) {
         return done;
 }
 
-int ctl_run_supervise(pid_t child, int reap_all) {
+int ctl_run_supervise_or_kill(pid_t child, int reap_all, int kill_sig) {
         sigset_t set;
         int status = 0;
 
         ctl_run_signals(&set);
+        if (kill_sig > 0)
+                sigaddset(&set, kill_sig);
         for (;;) {
                 int sig;
 
@@ -66,8 +70,12 @@ int ctl_run_supervise(pid_t child, int reap_all) {
                 sig = sigwaitinfo(&set, NULL);
                 /* EINTR: a stop and continue, or a restore by CRIU. */
                 if (sig > 0 && sig != SIGCHLD)
-                        (void) kill(child, sig);
+                        (void) kill(child, sig == kill_sig ? SIGKILL : sig);
         }
+}
+
+int ctl_run_supervise(pid_t child, int reap_all) {
+        return ctl_run_supervise_or_kill(child, reap_all, 0);
 }
 
 int ctl_run_new_keyring(void) {
@@ -91,13 +99,18 @@ static int run_drop(const ctl_run_ids *ids) {
         return ctl_run_new_keyring();
 }
 
-/* The child: the command, as ids, with an empty signal mask. */
-static _Noreturn void run_exec(char *const *argv, int report_fd, const ctl_run_ids *ids) {
+/* The child: the command, as ids, given what user says, with an empty
+ * signal mask. */
+static _Noreturn void run_exec(char *const *argv, int report_fd, const ctl_run_ids *ids,
+                               const ctl_run_user *user) {
+        int stage = CTL_RUN_DROP, step = 0;
         sigset_t none;
         int e = ids ? -run_drop(ids) : 0;
 
+        if (e == 0 && user && (e = -ctl_run_user_enter(user, &step)) != 0)
+                stage = CTL_RUN_CHDIR + step;
         if (e) {
-                ctl_run_report_send(report_fd, CTL_RUN_DROP, e);
+                ctl_run_report_send(report_fd, (ctl_run_stage) stage, e);
                 _exit(125);
         }
         sigemptyset(&none);
@@ -108,7 +121,7 @@ static _Noreturn void run_exec(char *const *argv, int report_fd, const ctl_run_i
         _exit(e == ENOENT ? 127 : 126);
 }
 
-void ctl_run_init(char *const *argv, int report_fd, const ctl_run_ids *ids) {
+void ctl_run_init(char *const *argv, int report_fd, const ctl_run_ids *ids, const ctl_run_user *user) {
         pid_t child = fork();
         int status, null;
 
@@ -117,7 +130,7 @@ void ctl_run_init(char *const *argv, int report_fd, const ctl_run_ids *ids) {
                 _exit(126);
         }
         if (child == 0)
-                run_exec(argv, report_fd, ids);
+                run_exec(argv, report_fd, ids, user);
         /* Nothing of the caller's held here: CRIU dumps /dev/null only. */
         null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null >= 0) {

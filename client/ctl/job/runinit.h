@@ -14,6 +14,9 @@ typedef enum ctl_run_stage {
         CTL_RUN_SETUP,            /* ... could not be made */
         CTL_RUN_DROP,             /* the user could not be taken on */
         CTL_RUN_EXEC,             /* the command could not be started */
+        CTL_RUN_CHDIR,            /* ... as the user: its directory not entered (runuser.h) */
+        CTL_RUN_OUTPUT,           /* ... its output not opened */
+        CTL_RUN_ENV,              /* ... its environment not read */
 } ctl_run_stage;
 
 typedef struct ctl_run_report {
@@ -46,17 +49,26 @@ void ctl_run_signals(sigset_t *set);
  * every child that ends (reap_all: any, as an init must; else child only),
  * until child has ended; its wait status. */
 int ctl_run_supervise(pid_t child, int reap_all);
+/* The same, and kill_sig (blocked too, before the child exists) ends the
+ * child: SIGKILL to it, then reaped as above (its status then says
+ * SIGKILL).  --die-with-parent's (runparent.h). */
+int ctl_run_supervise_or_kill(pid_t child, int reap_all, int kill_sig);
+struct ctl_run_user;
+
 /* pid 1 of the job's namespace, as root, signals blocked as above:
  * starts argv (found on PATH) as its child, which gets this process's
  * descriptors and an empty signal mask, and with ids (NULL: stays root)
  * takes on that user for good (setgroups, setgid, setuid: no capability
- * left; no_new_privs; a session keyring of its own) first; a failure is
- * reported on report_fd (close-on-exec), CTL_RUN_DROP or CTL_RUN_EXEC.  Then holds nothing but
+ * left; no_new_privs; a session keyring of its own) first, then what user
+ * (NULL: nothing) gives it as that user (runuser.h); a failure is
+ * reported on report_fd (close-on-exec), CTL_RUN_DROP, a stage of
+ * runuser.h's or CTL_RUN_EXEC.  Then holds nothing but
  * /dev/null, and exits with the child's status (128+N when signal N ended
  * it), which ends every process of the namespace.  It stays root itself:
  * CRIU, restoring a namespace whose /proc was not its own (a job started
  * before run made a mount namespace, runmntns.h), has the init mount one,
  * which needs that privilege. */
-_Noreturn void ctl_run_init(char *const *argv, int report_fd, const ctl_run_ids *ids);
+_Noreturn void ctl_run_init(char *const *argv, int report_fd, const ctl_run_ids *ids,
+                            const struct ctl_run_user *user);
 
 #endif

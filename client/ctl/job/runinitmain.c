@@ -3,19 +3,23 @@
  * namespace, as root, with the signals it forwards blocked; it stays root
  * (runinit.h says why).
  *
- *   cudackpt-init REPORT_FD USER -- COMMAND [ARG...]
+ *   cudackpt-init REPORT_FD USER [--env-fd=FD] [--chdir=DIR] [--output=PATH]
+ *                 -- COMMAND [ARG...]
  *
  * USER is "-" (the job runs as root) or UID:GID:GROUPS (GROUPS the
  * supplementary gids, comma-separated, maybe none), resolved by the run
  * command: COMMAND takes them on for good (setgroups, setgid, setuid: no
  * capability left; no_new_privs) before its exec, and a failure is
- * reported on REPORT_FD (CTL_RUN_DROP).
+ * reported on REPORT_FD (CTL_RUN_DROP).  The options are what COMMAND is
+ * given as that user (runuser.h): its environment (a memfd the run
+ * command checked), its working directory, its output.
  *
  * A program of its own, built without the sanitizers and linked with
  * nothing but libc, so that what CRIU dumps and restores with every job
  * is small and the same whatever build of cudackptctl started it
  * (runinit.c says what it does). */
 #include "runinit.h"
+#include "runuser.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,24 +67,54 @@ static int init_user(const char *spec, ctl_run_ids *ids) {
         return 0;
 }
 
-int main(int argc, char **argv) {
-        ctl_run_ids ids;
+/* A descriptor number: 0 or -EINVAL. */
+static int init_fd(const char *s, int *ret) {
         char *end;
-        long fd;
-        int r;
+        long v;
 
-        if (argc < 5 || strcmp(argv[3], "--") != 0 || getpid() != 1) {
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno || end == s || *end != '\0' || v < 0 || v > INT_MAX)
+                return -EINVAL;
+        *ret = (int) v;
+        return 0;
+}
+
+/* The options from argv[i] to "--" into *u; the index of "--", or -1. */
+static int init_options(int argc, char **argv, int i, ctl_run_user *u) {
+        static const size_t env_len = sizeof(CTL_RUN_USER_ENV_FD) - 1, chdir_len = sizeof(CTL_RUN_USER_CHDIR) - 1,
+                            output_len = sizeof(CTL_RUN_USER_OUTPUT) - 1;
+
+        for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+                if (strncmp(argv[i], CTL_RUN_USER_ENV_FD, env_len) == 0) {
+                        if (init_fd(argv[i] + env_len, &u->env_fd) < 0 || fcntl(u->env_fd, F_SETFD, FD_CLOEXEC) < 0)
+                                return -1;
+                } else if (strncmp(argv[i], CTL_RUN_USER_CHDIR, chdir_len) == 0)
+                        u->chdir = argv[i] + chdir_len;
+                else if (strncmp(argv[i], CTL_RUN_USER_OUTPUT, output_len) == 0)
+                        u->output = argv[i] + output_len;
+                else
+                        return -1;
+        }
+        return i < argc - 1 ? i : -1;
+}
+
+int main(int argc, char **argv) {
+        ctl_run_user user = { .env_fd = -1 };
+        ctl_run_ids ids;
+        int r, fd = -1, dashes = argc >= 5 ? init_options(argc, argv, 3, &user) : -1;
+
+        if (dashes < 0 || getpid() != 1) {
                 fputs("cudackpt-init: the init of a job's pid namespace, started by cudackptctl run\n", stderr);
                 return 2;
         }
-        fd = strtol(argv[1], &end, 10);
         /* The report pipe is the run command's, not the job's. */
-        if (*end != '\0' || fd < 0 || fd > INT_MAX || fcntl((int) fd, F_SETFD, FD_CLOEXEC) < 0)
+        if (init_fd(argv[1], &fd) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                 return 2;
         r = init_user(argv[2], &ids);
         if (r < 0) {
-                ctl_run_report_send((int) fd, CTL_RUN_DROP, -r);
+                ctl_run_report_send(fd, CTL_RUN_DROP, -r);
                 return 125;
         }
-        ctl_run_init(argv + 4, (int) fd, r == 0 ? &ids : NULL);
+        ctl_run_init(argv + dashes + 1, fd, r == 0 ? &ids : NULL, dashes > 3 ? &user : NULL);
 }
