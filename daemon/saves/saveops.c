@@ -58,14 +58,18 @@ static void op_reply(struct saveop *op, cJSON *msg)
 
 /* The call is over (answered, or its job took the connection over when
  * bound is set). */
+static void give_back(struct saveop *op)
+{
+        if (op->holds_busy)
+                savebusy_give(&op->t->busy, op->uid, op->save);
+        if (op->holds_slot)
+                share_give(&op->t->ops_share, op->uid, false);
+        op->holds_busy = op->holds_slot = false;
+}
+
 static void op_end(struct saveop *op, bool bound)
 {
-        struct saves *t = op->t;
-
-        if (op->holds_busy)
-                savebusy_give(&t->busy, op->uid, op->save);
-        if (op->holds_slot)
-                share_give(&t->ops_share, op->uid, false);
+        give_back(op);
         if (!bound)
                 conn_request_done(op->c);
         conn_unref(op->c);
@@ -413,14 +417,16 @@ void saveops_call(struct saves *t, struct conn *c, const struct proto_call *call
                 return;
         }
         life_hold(t->life); /* until op_unref() frees it */
-        conn_ref(c);
-        conn_request_begin(c);
         err = admit(op);
         if (err) {
-                op_reply(op, err);
-                op_end(op, false);
+                /* Answered at once: the connection goes on by itself. */
+                give_back(op);
+                conn_reply(c, call, err);
+                op_unref(op);
                 return;
         }
+        conn_ref(c);
+        conn_request_begin(c);
         if (req->method == PROTO_SAVE_JOB)
                 op_queue(op, prepare_work, prepared_after);
         else if (req->method == PROTO_RESTORE_JOB)

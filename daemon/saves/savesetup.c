@@ -92,6 +92,19 @@ static void find_ctl(struct saves *t)
         }
 }
 
+/* What the commands do not inherit: the daemon's own socket is named
+ * anew, and systemd's words to the daemon are the daemon's alone. */
+static bool dropped(const char *e)
+{
+        static const char *const names[] = { CUDACKPT_SOCKET_ENV, "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID",
+                                             "LISTEN_FDNAMES", "WATCHDOG_USEC", "WATCHDOG_PID" };
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (strncmp(e, names[i], strlen(names[i])) == 0 && e[strlen(names[i])] == '=')
+                        return true;
+        return false;
+}
+
 /* The daemon's environment with CUDACKPT_SOCKET naming its own socket. */
 static int build_env(struct saves *t)
 {
@@ -103,7 +116,7 @@ static int build_env(struct saves *t)
         if (!t->env)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
-                if (strncmp(environ[i], CUDACKPT_SOCKET_ENV "=", strlen(CUDACKPT_SOCKET_ENV) + 1) != 0)
+                if (!dropped(environ[i]))
                         t->env[k++] = strdup(environ[i]);
         if (asprintf(&t->env[k], "%s=%s", CUDACKPT_SOCKET_ENV, t->cfg->socket_path) < 0)
                 t->env[k] = NULL;
