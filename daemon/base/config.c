@@ -332,12 +332,19 @@ static int apply_key(struct config *c, const cJSON *item, char *why, size_t whyl
                                          item->valuestring);
         }
         if (strcmp(key, "saves_dir") == 0 || strcmp(key, "ctl_path") == 0) {
-                /* Both are used as root: only an absolute path says which. */
-                if (!cJSON_IsString(item) || item->valuestring[0] != '/') {
-                        snprintf(why, whylen, "\"%s\" must be an absolute path", key);
+                /* Both are used as root: only an absolute path says which
+                 * ("": none, the default). */
+                char **field = key[0] == 's' ? &c->saves_dir : &c->ctl_path;
+                if (!cJSON_IsString(item) || (item->valuestring[0] && item->valuestring[0] != '/')) {
+                        snprintf(why, whylen, "\"%s\" must be an absolute path, or \"\"", key);
                         return -EINVAL;
                 }
-                return config_set_string(key[0] == 's' ? &c->saves_dir : &c->ctl_path, item->valuestring);
+                if (!item->valuestring[0]) {
+                        free(*field);
+                        *field = NULL;
+                        return 0;
+                }
+                return config_set_string(field, item->valuestring);
         }
         if (strcmp(key, "nvml") == 0) {
                 if (!cJSON_IsString(item)) {

@@ -113,6 +113,28 @@ START_TEST(test_refused)
         assert_refused("{\"max_cached_targets\": 65537}", ":1:", "from 0 to 65536");
         assert_refused("{\"workers\": 4, \"workers\": 5}", ":1:", "given twice");
         assert_refused("{\"socket\": \"\"}", ":1:", "non-empty");
+        /* Run and written as root: a path relative to where the daemon
+         * happens to start is no place for either. */
+        assert_refused("{\"saves_dir\": \"saves\"}", ":1:", "absolute path");
+        assert_refused("{\"ctl_path\": 1}", ":1:", "absolute path");
+        assert_refused("{\"max_jobs_per_uid\": 0}", ":1:", "max_jobs_per_uid");
+}
+END_TEST
+
+/* saves_dir and ctl_path: a path, or "" for none. */
+START_TEST(test_saves_paths)
+{
+        struct config c;
+        char *err = NULL;
+
+        ck_assert_int_eq(load("{\"saves_dir\": \"/var/lib/cudackpt/saves\", \"ctl_path\": \"/usr/bin/cudackptctl\"}",
+                              &c, &err), 0);
+        ck_assert_str_eq(c.saves_dir, "/var/lib/cudackpt/saves");
+        ck_assert_str_eq(c.ctl_path, "/usr/bin/cudackptctl");
+        config_free(&c);
+        ck_assert_int_eq(load("{\"saves_dir\": \"\", \"ctl_path\": \"\"}", &c, &err), 0);
+        ck_assert(!c.saves_dir && !c.ctl_path);
+        config_free(&c);
 }
 END_TEST
 
@@ -157,6 +179,16 @@ START_TEST(test_shipped_file)
         SAME(max_message_bytes);
         SAME(max_write_queue_bytes);
         SAME(max_connections);
+        SAME(max_jobs);
+        SAME(max_jobs_per_uid);
+        SAME(max_job_argv);
+        SAME(job_stop_ms);
+        SAME(max_saves);
+        SAME(max_saves_per_uid);
+        SAME(max_save_bytes_per_uid);
+        SAME(max_save_operations);
+        SAME(max_save_operations_per_uid);
+        ck_assert(!c.saves_dir && !c.ctl_path);
         SAME(max_connections_per_uid);
         SAME(idle_timeout_ms);
         SAME(max_queue_per_pid);
@@ -196,5 +228,6 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_defaults_and_missing);
         tcase_add_test(tc, test_values);
         tcase_add_test(tc, test_refused);
+        tcase_add_test(tc, test_saves_paths);
         tcase_add_test(tc, test_shipped_file);
 }
