@@ -209,6 +209,36 @@ START_TEST(start_job_as_user)
         citest_await_gone(init, AWAIT_MS);
         /* The connection serves calls again. */
         itest_assert_ok(itest_call(c, CUDACKPT_METHOD_LIST_JOBS, NULL));
+        const char *text = itest_str(itest_call(root, CUDACKPT_METHOD_GET_METRICS, NULL), "text");
+        ck_assert_msg(text && strstr(text, "\ncudackpt_jobs_started_total 1\n") &&
+                      strstr(text, "\ncudackpt_jobs_ended_total{how=\"ended\"} 1\n"),
+                      "the metrics do not count the job: %s", text ? text : "(none)");
+}
+END_TEST
+
+/* The jobs end with the daemon: stopped with it (its stop waits for
+ * them), or, when it is killed, by their commands (--die-with-parent). */
+START_TEST(jobs_end_with_daemon)
+{
+        struct sv s;
+        sv_setup(&s, false, "");
+        const char *const argv[] = { "/bin/sh", "-c", "while :; do sleep 0.02; done", NULL };
+        const char *const env[] = { "PATH=/usr/bin:/bin", NULL };
+        for (int k = 0; k < 2; k++) {
+                struct itest_conn *c = itest_connect_as(s.x.d, USER);
+                send_start(c, "bound", argv, env, "/", NULL);
+                pid_t init = (pid_t)num(job_event(itest_recv_within(c, AWAIT_MS), "started", true), "pid");
+                if (k == 0)
+                        itest_daemon_stop(s.x.d); /* asserts a clean exit within 10 s */
+                else
+                        itest_daemon_kill(s.x.d);
+                double deadline = itest_now_ms() + AWAIT_MS;
+                while (alive(init) && itest_now_ms() < deadline)
+                        poll(NULL, 0, 5);
+                ck_assert_msg(!alive(init), "the job outlived the daemon (%s)", k ? "killed" : "stopped");
+                if (k == 0)
+                        itest_daemon_restart(s.x.d, NULL);
+        }
 }
 END_TEST
 
@@ -468,8 +498,8 @@ END_TEST
 
 int main(void)
 {
-        const TTest *tests[] = { start_job_as_user, start_job_call_closed, saves_disabled, refusals,
-                                 save_and_restore, NULL };
+        const TTest *tests[] = { start_job_as_user, start_job_call_closed, jobs_end_with_daemon, saves_disabled,
+                                 refusals, save_and_restore, NULL };
 
         return citest_main("criu_saves", 4.0 * JOB_TIMEOUT_MS / 1000, tests);
 }
