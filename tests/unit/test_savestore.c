@@ -1,0 +1,150 @@
+/* Unit tests: the saves directory (savestore.h) on real directories under
+ * /tmp, and the names a job or a save may have (savecall.h). */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+#include "saves/savecall.h"
+#include "saves/savestore.h"
+
+static char top[64];
+static int dirfd_ = -1;
+
+static void setup(void)
+{
+        char why[256];
+
+        snprintf(top, sizeof(top), "/tmp/unit-saves-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(top));
+        ck_assert_int_eq(savestore_open(top, &dirfd_, why, sizeof(why)), 0);
+}
+
+static void teardown(void)
+{
+        char cmd[128];
+
+        close(dirfd_);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", top);
+        if (system(cmd) != 0)
+                fprintf(stderr, "could not remove %s\n", top);
+}
+
+/* A save as a dump leaves it: a directory name in fd holding a manifest
+ * naming the run job (a uid's) and a file of size bytes. */
+static void make_dump(int fd, const char *name, const char *run, size_t size)
+{
+        char text[128];
+        int d, f;
+
+        ck_assert_int_eq(mkdirat(fd, name, 0700), 0);
+        d = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(d, 0);
+        snprintf(text, sizeof(text), "{\"run\": {\"name\": \"%s\"}}", run);
+        f = openat(d, "manifest.json", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(f, 0);
+        ck_assert_int_eq(write(f, text, strlen(text)), (ssize_t)strlen(text));
+        close(f);
+        ck_assert_int_eq(mkdirat(d, "tree-1", 0700), 0);
+        f = openat(d, "tree-1/pages.img", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(f, 0);
+        char *buf = calloc(1, size);
+        ck_assert_int_eq(write(f, buf, size), (ssize_t)size);
+        free(buf);
+        close(f);
+        close(d);
+}
+
+START_TEST(test_names)
+{
+        static const char *const good[] = { "a", "train-1", "A.b_c", "x-", "012345678901234567890123456789012345678901234567" };
+        static const char *const bad[] = { "", ".", "..", ".x", "-x", "a/b", "../a", "a b", "a\n",
+                                           "0123456789012345678901234567890123456789012345678", "é" };
+
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+                ck_assert_msg(savecall_name_ok(good[i]), "\"%s\" refused", good[i]);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                ck_assert_msg(!savecall_name_ok(bad[i]), "\"%s\" accepted", bad[i]);
+}
+END_TEST
+
+/* A uid's directory is made root's 0700; one that is not refused. */
+START_TEST(test_uid_dir)
+{
+        struct stat st;
+        int fd;
+
+        ck_assert_int_eq(savestore_uid_dir(dirfd_, 4242, false, &fd), -ENOENT);
+        ck_assert_int_eq(savestore_uid_dir(dirfd_, 4242, true, &fd), 0);
+        ck_assert_int_eq(fstat(fd, &st), 0);
+        ck_assert(st.st_uid == geteuid() && (st.st_mode & 07777) == 0700);
+        close(fd);
+        ck_assert_int_eq(mkdirat(dirfd_, "7", 0755), 0);
+        ck_assert_int_eq(savestore_uid_dir(dirfd_, 7, true, &fd), -EPERM);
+        ck_assert_int_eq(symlinkat("4242", dirfd_, "8"), 0);
+        ck_assert_int_lt(savestore_uid_dir(dirfd_, 8, false, &fd), 0);
+}
+END_TEST
+
+/* A dump installed under a new name, listed with its job and bytes; a
+ * second one refused without replace and exchanged with replace (the old
+ * one removed); the daemon's own names never listed; removal. */
+START_TEST(test_install_list_remove)
+{
+        struct savestore_info *v = NULL, one;
+        size_t n = 0, all = 0;
+        char tmp[SAVESTORE_TMP_MAX];
+        int fd;
+
+        ck_assert_int_eq(savestore_uid_dir(dirfd_, 4242, true, &fd), 0);
+        savestore_tmp_name("dump", tmp, sizeof(tmp));
+        ck_assert(tmp[0] == '.');
+        make_dump(fd, tmp, "u4242-train", 100000);
+        ck_assert_int_eq(savestore_list(fd, 4242, &v, &n), 0);
+        ck_assert_uint_eq(n, 0); /* a dump being written is no save */
+        free(v);
+        ck_assert_int_eq(savestore_install(fd, tmp, "s1", false), 0);
+        ck_assert_int_eq(savestore_info(fd, 4242, "s1", &one), 0);
+        ck_assert_str_eq(one.job, "train");
+        ck_assert_uint_ge(one.bytes, 100000);
+        /* Another uid's job in it is not named as this uid's. */
+        ck_assert_int_eq(savestore_info(fd, 4243, "s1", &one), 0);
+        ck_assert_str_eq(one.job, "");
+
+        savestore_tmp_name("dump", tmp, sizeof(tmp));
+        make_dump(fd, tmp, "u4242-other", 10);
+        ck_assert_int_eq(savestore_install(fd, tmp, "s1", false), -EEXIST);
+        ck_assert_int_eq(savestore_install(fd, tmp, "s1", true), 0);
+        ck_assert_int_eq(faccessat(fd, tmp, F_OK, 0), -1); /* the old save is gone */
+        ck_assert_int_eq(savestore_list(fd, 4242, &v, &n), 0);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_str_eq(v[0].save, "s1");
+        ck_assert_str_eq(v[0].job, "other");
+        free(v);
+        ck_assert_int_eq(savestore_count_all(dirfd_, &all), 0);
+        ck_assert_uint_eq(all, 1);
+
+        ck_assert_int_eq(savestore_remove(fd, "s1"), 0);
+        ck_assert_int_eq(savestore_remove(fd, "s1"), -ENOENT);
+        ck_assert_int_eq(savestore_info(fd, 4242, "s1", &one), -ENOENT);
+        ck_assert_int_eq(savestore_count_all(dirfd_, &all), 0);
+        ck_assert_uint_eq(all, 0);
+        close(fd);
+}
+END_TEST
+
+const char unit_suite_name[] = "savestore";
+
+void unit_tests(TCase *tc)
+{
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_names);
+        tcase_add_test(tc, test_uid_dir);
+        tcase_add_test(tc, test_install_list_remove);
+}
