@@ -63,22 +63,21 @@ static void ready_bytes(struct savecmd *cmd, const char *p, size_t n)
         }
 }
 
-static void err_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+/* stderr's and the ready pipe's bytes, each to its reader. */
+static void pipe_bytes(struct savecmd *cmd, bool ready, const char *p, size_t n)
 {
-        struct savecmd *cmd = s->data;
-
-        if (n > 0)
-                err_bytes(cmd, buf->base, (size_t)n);
-        else if (n < 0)
-                uv_read_stop(s);
+        if (ready)
+                ready_bytes(cmd, p, n);
+        else
+                err_bytes(cmd, p, n);
 }
 
-static void ready_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
         struct savecmd *cmd = s->data;
 
         if (n > 0)
-                ready_bytes(cmd, buf->base, (size_t)n);
+                pipe_bytes(cmd, s == (uv_stream_t *)&cmd->ready, buf->base, (size_t)n);
         else if (n < 0)
                 uv_read_stop(s);
 }
@@ -91,12 +90,8 @@ static void drain(struct savecmd *cmd, uv_pipe_t *h, bool ready)
 
         if (uv_fileno((uv_handle_t *)h, &fd) < 0)
                 return;
-        while ((n = read(fd, read_buf, sizeof(read_buf))) > 0) {
-                if (ready)
-                        ready_bytes(cmd, read_buf, (size_t)n);
-                else
-                        err_bytes(cmd, read_buf, (size_t)n);
-        }
+        while ((n = read(fd, read_buf, sizeof(read_buf))) > 0)
+                pipe_bytes(cmd, ready, read_buf, (size_t)n);
 }
 
 static void exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
@@ -170,9 +165,9 @@ int savecmd_spawn(uv_loop_t *loop, struct savecmd *cmd, const struct savecmd_spe
                 close_one(cmd, (uv_handle_t *)&cmd->proc);
                 return r;
         }
-        (void)uv_read_start((uv_stream_t *)&cmd->err, alloc_cb, err_read_cb);
+        (void)uv_read_start((uv_stream_t *)&cmd->err, alloc_cb, read_cb);
         if (cmd->has_ready)
-                (void)uv_read_start((uv_stream_t *)&cmd->ready, alloc_cb, ready_read_cb);
+                (void)uv_read_start((uv_stream_t *)&cmd->ready, alloc_cb, read_cb);
         return 0;
 }
 
