@@ -21,6 +21,7 @@
 #include "exitcode.h"
 #include "jobrestore.h"
 #include "jobstep.h"
+#include "runready.h"
 #include "runreg.h"
 #include "selector.h"
 #include "verify.h"
@@ -46,6 +47,9 @@ static void job_help(void) {
                "                        [--leave-running] [--no-sync] [--lock-timeout=MS] [-- CRIU-OPTIONS...]\n"
                "       " JOB_NAME " restore --images=DIR [--device-map=OLD=NEW[,...]] [--dry-run] [--force]\n"
                "                        [-- CRIU-OPTIONS...]\n"
+               "       " JOB_NAME " dump --run=NAME --owner=UID --images=DIR [--leave-running]\n"
+               "       " JOB_NAME " restore --images=DIR --owner=UID [--wait [--die-with-parent]]\n"
+               "                        [--cgroups-of=PIDFD] [--ready-fd=FD]\n"
                "       " JOB_NAME " verify --images=DIR\n"
                "dump, restore and verify take --archive=FILE|- in place of --images=DIR.\n"
                "\n"
@@ -82,6 +86,18 @@ static void job_help(void) {
                "  --no-verify               restore --images: do not check the digests (a dump\n"
                "                            older than them has none)\n"
                "  --socket=PATH, --json, --progress, --no-progress: as for the other commands\n"
+               "For cudackptd, which dumps and restores a user's job (FD: a descriptor it passes):\n"
+               "  --owner=UID               dump --run, restore: refuse (exit status 12), before\n"
+               "                            anything is suspended or restored, unless the job's\n"
+               "                            run record says it runs as UID\n"
+               "  --wait                    restore (a run job): stay the restored job's parent,\n"
+               "                            forward its signals, end with its exit status\n"
+               "  --die-with-parent         restore --wait: when the process that started restore\n"
+               "                            ends, or sends SIGRTMIN+2, the job is killed (137)\n"
+               "  --cgroups-of=PIDFD        restore: the job stays in that process's cgroups\n"
+               "                            (criu --manage-cgroups=ignore)\n"
+               "  --ready-fd=FD             restore: once the job runs again, its init's\n"
+               "                            {\"name\",\"pid\",\"start_time\"}, one JSON line, on FD\n"
                "The criu run is $CUDACKPT_CRIU, else criu on PATH (4 or newer).  See\n"
                "cudackptctl(1) and docs/criu.md.\n");
 }
@@ -132,8 +148,30 @@ static int job_run_name(ctl_job_args *a, const char *command) {
                 fprintf(stderr, JOB_NAME ": dump: %s; nothing was suspended\n", err);
                 return CUDACKPT_EXIT_FAILURE;
         }
+        if (a->owner_given && a->run.uid != a->owner) {
+                fprintf(stderr, JOB_NAME ": dump: the job %s does not run as uid %u (--owner); nothing was "
+                        "suspended\n", a->run_name, (unsigned) a->owner);
+                return CUDACKPT_EXIT_PERMISSION_DENIED;
+        }
         snprintf(a->run_tree, sizeof(a->run_tree), "%d", a->run.init_pid);
         return ctl_selector_parse(&a->selector, CTL_SELECT_TREE, a->run_tree) < 0 ? job_usage("out of memory") : -1;
+}
+
+/* The checks of cudackptd's options (a->dump set); -1 to go on. */
+static int job_check_daemon(const ctl_job_args *a) {
+        bool restore_only = a->wait || a->ready_fd >= 0 || a->cgroups_of >= 0 || a->die_with_parent;
+
+        if (a->verify && (a->owner_given || restore_only))
+                return job_usage("verify takes --images or --archive, and --json");
+        if (a->dump && a->owner_given && !a->run_name)
+                return job_usage("dump --owner is for --run");
+        if (a->dump && restore_only)
+                return job_usage("--wait, --ready-fd, --cgroups-of and --die-with-parent are for restore");
+        if (a->die_with_parent && !a->wait)
+                return job_usage("--die-with-parent is for restore --wait");
+        if (!a->dump && a->dry_run && (a->owner_given || restore_only))
+                return job_usage("--dry-run restores nothing: it takes no --owner, --wait, --ready-fd or --cgroups-of");
+        return -1;
 }
 
 /* The positional words and the checks between options; -1 to go on. */
@@ -154,7 +192,9 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
         if ((a->dump || !a->archive) &&
             (a->archive_max_files != CTL_ARCHIVE_MAX_FILES || a->archive_max_bytes != CTL_ARCHIVE_MAX_BYTES))
                 return job_usage("--archive-max-files and --archive-max-bytes are for restore and verify --archive");
-        r = job_run_name(a, command);
+        r = job_check_daemon(a);
+        if (r < 0)
+                r = job_run_name(a, command);
         if (r >= 0)
                 return r;
         if (a->dump && a->selector.kind == CTL_SELECT_NONE)
@@ -177,7 +217,8 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
 
 enum { O_SOCKET = 0x100, O_JSON, O_LOCK_TIMEOUT, O_PIDS, O_CGROUP, O_TREE, O_IMAGES, O_LEAVE, O_MAP,
        O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE, O_DRY_RUN, O_RUN,
-       O_ARCHIVE, O_WORK_DIR, O_MAX_FILES, O_MAX_BYTES, O_NO_VERIFY };
+       O_ARCHIVE, O_WORK_DIR, O_MAX_FILES, O_MAX_BYTES, O_NO_VERIFY, O_OWNER, O_WAIT, O_READY_FD, O_CGROUPS_OF,
+       O_DIE_WITH_PARENT };
 
 const struct option ctl_job_options[] = {
         { "socket", required_argument, NULL, O_SOCKET },     { "json", no_argument, NULL, O_JSON },
@@ -195,6 +236,9 @@ const struct option ctl_job_options[] = {
         { "archive-max-files", required_argument, NULL, O_MAX_FILES },
         { "archive-max-bytes", required_argument, NULL, O_MAX_BYTES },
         { "no-verify", no_argument, NULL, O_NO_VERIFY },
+        { "owner", required_argument, NULL, O_OWNER },       { "wait", no_argument, NULL, O_WAIT },
+        { "ready-fd", required_argument, NULL, O_READY_FD }, { "cgroups-of", required_argument, NULL, O_CGROUPS_OF },
+        { "die-with-parent", no_argument, NULL, O_DIE_WITH_PARENT },
         { NULL, 0, NULL, 0 },
 };
 
@@ -206,8 +250,35 @@ typedef struct job_state {
         bool saw_lock_timeout;
 } job_state;
 
+/* job_option_images()'s: cudackptd's options (and what no option is); -1
+ * to go on, else the exit status. */
+static int job_option_daemon(ctl_job_args *a, int c, char **argv) {
+        unsigned long long v;
+
+        switch (c) {
+        case O_OWNER:
+                if (ctl_parse_uint(optarg, 4294967294ULL, &v) < 0)
+                        return job_usage("invalid --owner '%s': a uid", optarg);
+                a->owner = (uid_t) v;
+                a->owner_given = true;
+                break;
+        case O_WAIT:
+        case O_DIE_WITH_PARENT:
+                *(c == O_WAIT ? &a->wait : &a->die_with_parent) = true;
+                break;
+        case O_READY_FD:
+        case O_CGROUPS_OF:
+                if (ctl_run_fd_arg(optarg, c == O_READY_FD ? &a->ready_fd : &a->cgroups_of) < 0)
+                        return job_usage("invalid %s '%s': an open descriptor above 2", argv[optind - 1], optarg);
+                break;
+        default:
+                return job_usage("unknown option '%s' (CRIU's options go after --)", argv[optind - 1]);
+        }
+        return -1;
+}
+
 /* job_option()'s options of the images' sync, checks and archives (and
- * what no option is); -1 to go on, else the exit status. */
+ * cudackptd's); -1 to go on, else the exit status. */
 static int job_option_images(ctl_job_args *a, int c, char **argv) {
         unsigned long long v;
 
@@ -231,7 +302,7 @@ static int job_option_images(ctl_job_args *a, int c, char **argv) {
                 a->no_verify = true;
                 break;
         default:
-                return job_usage("unknown option '%s' (CRIU's options go after --)", argv[optind - 1]);
+                return job_option_daemon(a, c, argv);
         }
         return -1;
 }
@@ -313,7 +384,7 @@ static int job_parse(int argc, char **argv, ctl_job_args *a) {
 
 int ctl_job_main(int argc, char **argv) {
         ctl_job_args a = { .lock_timeout = -1, .archive_max_files = CTL_ARCHIVE_MAX_FILES,
-                           .archive_max_bytes = CTL_ARCHIVE_MAX_BYTES };
+                           .archive_max_bytes = CTL_ARCHIVE_MAX_BYTES, .ready_fd = -1, .cgroups_of = -1 };
         int status;
 
         /* CRIU's action script: "cudackptctl criu-barrier SOCKET". */

@@ -35,6 +35,7 @@
 #include "manifest.h"
 #include "nstree.h"
 #include "proctree.h"
+#include "restorewait.h"
 #include "runinit.h"
 #include "runrestore.h"
 #include "safedir.h"
@@ -172,9 +173,12 @@ static void jrestore_unstub(const char *dir) {
 
 static char **jrestore_criu_argv(const jrestore *x, size_t i, const char *script) {
         char dir[32];
-        const char *words[7 + CTL_CRIU_MNTNS_MAX_WORDS + 1] = { "restore", "-d", "-D", dir, "-o", "restore.log", "-v4" };
+        const char *words[8 + CTL_CRIU_MNTNS_MAX_WORDS + 1] = { "restore", "-d", "-D", dir, "-o", "restore.log", "-v4" },
+                   *cg = ctl_restore_daemon_criu_word(x->a);
 
-        ctl_criu_mntns_words(words, 7, x->m.trees[i].mnt_ns, true);
+        if (cg)
+                words[7] = cg;
+        ctl_criu_mntns_words(words, cg ? 8 : 7, x->m.trees[i].mnt_ns, true);
 
         snprintf(dir, sizeof(dir), "/proc/self/fd/%d", x->runs[i].dir_fd);
         return ctl_job_criu_argv(x->a, x->criu, words, script);
@@ -251,6 +255,14 @@ static int jrestore_run_criu(jrestore *x) {
         t0 = monotime_ms_exact();
         r = ctl_criu_run_all(x->runs, x->m.n_trees, env, &barrier);
         x->criu_ms = monotime_ms_exact() - t0;
+        /* --wait forwards them to the job from now on: blocked before
+         * they would end this command. */
+        if (x->a->wait) {
+                sigset_t set;
+
+                ctl_run_signals(&set);
+                (void) sigprocmask(SIG_BLOCK, &set, NULL);
+        }
         ctl_criu_signals_restore(&held);
         if (ctl_criu_signal)
                 fprintf(stderr, "%sgot signal %d during criu restore: waited for criu to finish\n", x->a->prefix,
@@ -410,6 +422,8 @@ static void jrestore_free(jrestore *x) {
 static int jrestore_check(jrestore *x, ctl_job_args *planned, ctl_map *plan_map) {
         int status = jrestore_read_images(x);
 
+        if (status == CUDACKPT_EXIT_OK)
+                status = ctl_restore_daemon_check(x->a, &x->m);
         if (status == CUDACKPT_EXIT_OK) {
                 status = ctl_job_plan(x->a, &x->m, plan_map);
                 x->plan_said = status != CUDACKPT_EXIT_UNREACHABLE;
@@ -432,6 +446,7 @@ int ctl_job_restore(const ctl_job_args *a) {
         jrestore x = { .a = a, .dir_fd = -1, .t0 = monotime_ms_exact() };
         ctl_job_args planned = *a;
         ctl_map plan_map = { 0 };
+        ctl_run_record rec = { 0 };
         char err[PATH_MAX + 128];
         int status, r;
 
@@ -454,21 +469,24 @@ int ctl_job_restore(const ctl_job_args *a) {
         }
         ctl_job_progress(a, "%zu tree%s (criu %s), CUDA plugin aside", x.m.n_trees, x.m.n_trees == 1 ? "" : "s",
                          x.criu_version);
-        r = jrestore_run_criu(&x);
+        status = ctl_restore_daemon_arm(a);
+        r = status == CUDACKPT_EXIT_OK ? jrestore_run_criu(&x) : 0;
         if (r < 0)
                 status = jrestore_fail_criu(&x, r);
-        else {
+        else if (status == CUDACKPT_EXIT_OK) {
                 ctl_job_progress(a, "done in %.1f ms; resuming %zu CUDA process%s", x.criu_ms, x.m.n_members,
                                  x.m.n_members == 1 ? "" : "es");
                 status = jrestore_resume(&x);
                 if (status == CUDACKPT_EXIT_OK)
-                        ctl_run_restored(a->prefix, &x.m, &x.pins);
+                        r = ctl_run_restored(a->prefix, &x.m, &x.pins, &rec);
                 if (a->json)
                         jrestore_print_json(&x, status == CUDACKPT_EXIT_OK ? NULL : "resume");
                 else if (status == CUDACKPT_EXIT_OK)
                         printf("restored %zu CUDA process%s in %zu tree%s: criu %.1f ms, resume %.1f ms, total %.1f ms\n",
                                x.m.n_members, x.m.n_members == 1 ? "" : "es", x.m.n_trees,
                                x.m.n_trees == 1 ? "" : "s", x.criu_ms, x.resume_ms, monotime_ms_exact() - x.t0);
+                if (status == CUDACKPT_EXIT_OK && fflush(stdout) == 0)
+                        status = ctl_restore_daemon_after(a, &x.pins, r, &rec, (int) ctl_criu_signal);
         }
         ctl_map_free(&plan_map);
         jrestore_free(&x);

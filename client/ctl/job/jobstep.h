@@ -41,6 +41,13 @@ typedef struct ctl_job_args {
         const char *archive;      /* --archive FILE|-: through one stream (archivejob.c); NULL: none */
         const char *work_dir;     /* --work-dir: where --archive's private image directory goes */
         unsigned long long archive_max_files, archive_max_bytes; /* restore, verify --archive: limits */
+        /* cudackptd's (restorewait.h): */
+        bool owner_given;         /* dump --run, restore: --owner */
+        uid_t owner;              /* ... the uid the job must run as */
+        bool wait;                /* restore --wait: this command the restored job's parent, to its end */
+        int ready_fd;             /* restore --ready-fd, or -1 */
+        int cgroups_of;           /* restore --cgroups-of (a pidfd), or -1 */
+        bool die_with_parent;     /* restore --wait --die-with-parent */
         /* dump: run once the manifest is written, before the job is ended
          * (dump --archive streams there); 0 or -errno, said. */
         int (*before_end)(void *data, int dir_fd, const struct ctl_manifest *m);

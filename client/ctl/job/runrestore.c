@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-void ctl_run_restored(const char *prefix, const ctl_manifest *m, const ctl_pins *pins) {
+int ctl_run_restored(const char *prefix, const ctl_manifest *m, const ctl_pins *pins, ctl_run_record *ret) {
         char err[PATH_MAX + 256];
         ctl_run_record rec;
         const ctl_pin *p;
@@ -20,12 +20,12 @@ void ctl_run_restored(const char *prefix, const ctl_manifest *m, const ctl_pins 
         int fd = -1, r;
 
         if (!m->run || m->n_trees != 1 || !m->trees[0].pid_ns)
-                return;
+                return -ENOENT;
         p = ctl_pins_find(pins, m->trees[0].root);
         if (ctl_run_record_from_json(m->run, &rec) < 0 || !p || !ctl_pin_alive(p)) {
                 fprintf(stderr, "%sthe manifest's job name is not one dump --run wrote: the job runs without a "
                         "name\n", prefix);
-                return;
+                return -ENOENT;
         }
         rec.init_pid = p->pid;
         rec.init_start_time = p->start_time;
@@ -43,4 +43,7 @@ void ctl_run_restored(const char *prefix, const ctl_manifest *m, const ctl_pins 
                         limit, per_uid ? " for its user" : "", rec.init_pid);
         else if (r < 0)
                 fprintf(stderr, "%scannot record the name %s: %s\n", prefix, rec.name, strerror(-r));
+        if (ret)
+                *ret = rec;
+        return r;
 }
