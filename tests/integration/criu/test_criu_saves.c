@@ -32,6 +32,7 @@ struct sv {
         const char *dir;                /* the daemon's: runs, saves, shared */
         const char *saves;              /* the daemon's saves_dir */
         const char *shared;             /* a directory the user may write */
+        struct itest_daemon_opts opts;  /* the daemon's, for a restart */
 };
 
 /* The daemon with saves (saves: false: without saves_dir) and more
@@ -59,7 +60,8 @@ static void sv_setup(struct sv *s, bool saves, const char *more)
                                         saves ? "\"saves_dir\": \"" : "", saves ? s->saves : "", saves ? "\", " : "",
                                         ctl, JOB_STOP_MS, more[0] ? ", " : "", more);
         itest_daemon_stop(s->x.d);
-        itest_daemon_restart(s->x.d, &(struct itest_daemon_opts){ .config_json = cfg, .env = env });
+        s->opts = (struct itest_daemon_opts){ .config_json = cfg, .env = env };
+        itest_daemon_restart(s->x.d, &s->opts);
         s->x.c = itest_client(s->x.d);
 }
 
@@ -237,7 +239,7 @@ START_TEST(jobs_end_with_daemon)
                         poll(NULL, 0, 5);
                 ck_assert_msg(!alive(init), "the job outlived the daemon (%s)", k ? "killed" : "stopped");
                 if (k == 0)
-                        itest_daemon_restart(s.x.d, NULL);
+                        itest_daemon_restart(s.x.d, &s.opts);
         }
 }
 END_TEST
@@ -384,10 +386,13 @@ static struct itest_conn *connect_uid(struct itest_daemon *d, uid_t uid)
 /* The user's job of three simulated CUDA processes (criu_target tree),
  * its output in the shared directory: the host pids (init first) and
  * their pids in the namespace. */
-static void start_target_job(struct sv *s, struct itest_conn *c, const char *name, pid_t *pids, int *ns)
+static void start_target_job(struct sv *s, struct itest_conn *c, uid_t uid, const char *name, pid_t *pids, int *ns)
 {
-        const char *target = itest_stage_exe(s->x.d, citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), NULL);
-        const char *sim = itest_stage_exe(s->x.d, citest_need_env("CUDACKPT_TEST_SIM"), NULL);
+        const char *target = citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), *sim = citest_need_env("CUDACKPT_TEST_SIM");
+        if (uid != 0) { /* copies another uid may run: the build tree may be closed to it */
+                target = itest_stage_exe(s->x.d, target, NULL);
+                sim = itest_stage_exe(s->x.d, sim, NULL);
+        }
         const char *log = itest_strdupf("%s/%s.log", s->shared, name);
         const char *const argv[] = { "/bin/sh", "-c", "exec \"$@\" 3>&1", "sh", "/usr/bin/env", "CUDACKPT_SIM=1",
                                      SIM_STATE_SLOT, target, "tree", "1", s->x.result, TARGET_MIB, sim, NULL };
@@ -439,7 +444,7 @@ START_TEST(save_and_restore)
         struct itest_conn *other = connect_uid(s.x.d, stranger);
         pid_t pids[JOB_PROCS + 1], now[JOB_PROCS + 1];
         int ns[JOB_PROCS];
-        start_target_job(&s, c, "train", pids, ns);
+        start_target_job(&s, c, owner, "train", pids, ns);
         crun_check_memory_ns(&s.x, pids[1], ns[1], 1);
 
         cJSON *r = save_job(u, "train", "s1", ", \"leave_running\": true");
