@@ -3,6 +3,8 @@
 #include "saves/savejobs.h"
 
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,20 @@ cJSON *saves_name_error(const char *error, const char *key, const char *name)
         if (p)
                 cJSON_AddStringToObject(p, key, name);
         return proto_error_new(error, p);
+}
+
+void saves_audit(uid_t uid, pid_t caller_pid, const char *what, pid_t target, const char *result,
+                 const char *fmt, ...)
+{
+        char detail[320];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(detail, sizeof(detail), fmt, ap);
+        va_end(ap);
+        log_audit(&(struct log_audit){ .caller_uid = (unsigned)uid, .caller_pid = (int)caller_pid,
+                                       .target_pid = (int)target, .method = what, .result = result,
+                                       .detail = detail });
 }
 
 struct savejob *savejobs_find(struct saves *t, uid_t uid, const char *name)
@@ -129,8 +145,13 @@ static void maybe_answer(struct savejob *j)
                 msg = proto_reply_new(job_params(j, j->saved[0] ? "saved" : "ended"));
         if (j->started)
                 metrics_count(j->t->metrics, j->saved[0] ? METRICS_JOBS_SAVED : METRICS_JOBS_ENDED);
-        log_info("Job %s of uid %u %s (status %d)", j->name, (unsigned)j->uid,
-                 !j->started ? "failed to start" : j->saved[0] ? "saved" : "ended", j->exit_status);
+        if (!j->started)
+                saves_audit(j->uid, j->caller_pid, "Job", 0, "CommandFailed", "job %s: %s exited %d: %s", j->name,
+                            j->verb, j->exit_status, savecmd_message(&j->cmd));
+        else
+                saves_audit(j->uid, j->caller_pid, "Job", j->pid, j->saved[0] ? "saved" : "ended",
+                            "job %s%s%s, exit status %d", j->name, j->saved[0] ? " into save " : "", j->saved,
+                            j->exit_status);
         if (j->conn)
                 conn_send(j->conn, msg);
         else
@@ -168,7 +189,7 @@ static void ready_cb(struct savecmd *cmd, const char *line)
         j->pid = (pid_t)pid;
         j->start_time = (uint64_t)st;
         metrics_count(j->t->metrics, METRICS_JOBS_STARTED);
-        log_info("Job %s of uid %u started: init pid %d", j->name, (unsigned)j->uid, j->pid);
+        saves_audit(j->uid, j->caller_pid, "Job", j->pid, "started", "job %s (%s)", j->name, j->verb);
         if (j->conn)
                 conn_send(j->conn, proto_reply_continues(job_params(j, "started")));
 }
@@ -190,6 +211,11 @@ static void exit_cb(struct savecmd *cmd, int status)
         share_give(&j->t->jobs_share, j->uid, false);
         uv_timer_stop(&j->stop_timer);
         uv_close((uv_handle_t *)&j->stop_timer, job_free_cb);
+        if (j->answered && j->started) /* its call is gone: no reply says how it ended */
+                metrics_count(j->t->metrics, METRICS_JOBS_ENDED);
+        if (j->answered)
+                saves_audit(j->uid, j->caller_pid, "Job", j->pid, "ended", "job %s, its call gone, exit status %d",
+                            j->name, status);
         maybe_answer(j);
 }
 
@@ -233,7 +259,7 @@ static void closing_cb(struct conn_hook *h, struct conn *c)
         unbind(j);
         if (j->ended)
                 return;
-        log_info("Job %s of uid %u: its call closed, stopping it", j->name, (unsigned)j->uid);
+        saves_audit(j->uid, j->caller_pid, "Job", j->pid, "stopping", "job %s: its call closed", j->name);
         savecmd_kill(&j->cmd, SIGTERM);
         uv_timer_start(&j->stop_timer, stop_timer_cb, j->t->cfg->job_stop_ms, 0);
 }
@@ -310,12 +336,11 @@ int savejobs_start(struct saves *t, struct conn *c, const struct savejobs_spec *
                 conn_send(c, err);
                 return -1;
         }
+        j->caller_pid = c->caller.pid;
         bind_call(t, j, c);
         r = savecmd_spawn(t->loop, &j->cmd, &(struct savecmd_spec){ .argv = spec->argv, .env = t->env,
                                                                       .pidfd = c->caller.pidfd,
                                                                       .envfd = spec->envfd, .ready = true });
-        log_info("Job %s of uid %u: %s %s", j->name, (unsigned)j->uid, spec->verb,
-                 r < 0 ? "failed to start" : "started");
         if (r < 0) {
                 snprintf(j->cmd.last, sizeof(j->cmd.last), "cannot run %s: %s", t->ctl, uv_strerror(r));
                 exit_cb(&j->cmd, 127);

@@ -62,6 +62,7 @@ struct savejob {
         struct saves *t;
         struct savejob *prev, *next;    /* t->jobs while its command runs */
         uid_t uid;
+        pid_t caller_pid;               /* the caller's, for the audit lines */
         char name[SAVESTORE_NAME_MAX + 1];
         const char *verb;               /* "run" or "restore": CommandFailed's command */
         char restoring[SAVESTORE_NAME_MAX + 1]; /* RestoreJob: the save held busy until up */
@@ -110,5 +111,10 @@ cJSON *savejobs_list(const struct saves *t, uid_t uid);
 cJSON *saves_queue_full(const char *resource, uint64_t limit);
 cJSON *saves_command_failed(const char *command, int status, const char *message);
 cJSON *saves_name_error(const char *error, const char *key, const char *name);
+/* An audit line of uid's caller_pid: what (a method, or "Job" for a job's
+ * life), on target (0: none), its result ("ok", an error, or the job's
+ * event), and a detail. */
+void saves_audit(uid_t uid, pid_t caller_pid, const char *what, pid_t target, const char *result,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 #endif

@@ -19,6 +19,7 @@ struct saveop {
         bool oneway;
         struct saveops_request req;     /* its strings point into name and save */
         uid_t uid;
+        pid_t caller_pid;               /* for the audit lines */
         char name[SAVESTORE_NAME_MAX + 1], save[SAVESTORE_NAME_MAX + 1];
         char tmp[SAVESTORE_TMP_MAX];    /* SaveJob: the dump's temporary name */
         bool holds_busy, holds_slot;    /* the save's busy mark, an operation slot */
@@ -188,8 +189,8 @@ static void saved_after(struct saveop *op)
                 metrics_count(op->t->metrics, METRICS_SAVES_FAILED);
                 op_reply(op, store_error(op, "Failed to keep the save"));
         }
-        log_info("SaveJob of uid %u: job %s into save %s: %s", (unsigned)op->uid, op->name, op->save,
-                 ok ? "saved" : "failed");
+        saves_audit(op->uid, op->caller_pid, "SaveJob", op->job->pid, ok ? "ok" : "failed", "job %s into save %s%s",
+                    op->name, op->save, op->req.leave_running ? ", left running" : "");
         savejobs_save_end(op->job, ok ? op->save : NULL, ok && !op->req.leave_running);
         op_end(op, false);
 }
@@ -210,8 +211,9 @@ static void discard_work(struct saveop *op)
 static void dump_failed_after(struct saveop *op)
 {
         metrics_count(op->t->metrics, METRICS_SAVES_FAILED);
-        log_notice("SaveJob of uid %u: job %s into save %s: dump failed with status %d: %s", (unsigned)op->uid,
-                   op->name, op->save, op->cmd.status, savecmd_message(&op->cmd));
+        saves_audit(op->uid, op->caller_pid, "SaveJob", op->job->pid, "CommandFailed",
+                    "job %s into save %s: dump exited %d: %s", op->name, op->save, op->cmd.status,
+                    savecmd_message(&op->cmd));
         op_reply(op, saves_command_failed("dump", op->cmd.status, savecmd_message(&op->cmd)));
         savejobs_save_end(op->job, NULL, false);
         op_end(op, false);
@@ -340,8 +342,8 @@ static void removed_after(struct saveop *op)
 {
         cJSON *p;
 
-        log_info("RemoveSave of uid %u: save %s: %s", (unsigned)op->uid, op->save,
-                 op->r == 0 ? "removed" : strerror(-op->r));
+        saves_audit(op->uid, op->caller_pid, "RemoveSave", 0, op->r == 0 ? "ok" : "failed", "save %s%s%s", op->save,
+                    op->r == 0 ? "" : ": ", op->r == 0 ? "" : strerror(-op->r));
         if (op->r < 0) {
                 op_reply(op, store_error(op, "Failed to remove the save"));
         } else {
@@ -393,7 +395,8 @@ static struct saveop *op_new(struct saves *t, struct conn *c, const struct proto
 
         if (!op)
                 return NULL;
-        *op = (struct saveop){ .t = t, .c = c, .oneway = call->oneway, .req = *req, .uid = c->caller.uid, .uidfd = -1,
+        *op = (struct saveop){ .t = t, .c = c, .oneway = call->oneway, .req = *req, .uid = c->caller.uid,
+                               .caller_pid = c->caller.pid, .uidfd = -1,
                                .refs = 1 };
         snprintf(op->name, sizeof(op->name), "%s", req->name ? req->name : "");
         snprintf(op->save, sizeof(op->save), "%s", req->save ? req->save : "");
