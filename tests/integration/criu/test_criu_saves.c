@@ -389,9 +389,13 @@ static struct itest_conn *connect_uid(struct itest_daemon *d, uid_t uid)
 static void start_target_job(struct sv *s, struct itest_conn *c, uid_t uid, const char *name, pid_t *pids, int *ns)
 {
         const char *target = citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), *sim = citest_need_env("CUDACKPT_TEST_SIM");
-        if (uid != 0) { /* copies another uid may run: the build tree may be closed to it */
+        if (uid != 0) {
+                /* Copies another uid may run (the build tree may be closed
+                 * to it); the simulator's named as a driver, so that the
+                 * daemon, which did not load this copy, knows its mappers
+                 * as CUDA processes. */
                 target = itest_stage_exe(s->x.d, target, NULL);
-                sim = itest_stage_exe(s->x.d, sim, NULL);
+                sim = itest_stage_exe(s->x.d, sim, "libcuda.so.1");
         }
         const char *log = itest_strdupf("%s/%s.log", s->shared, name);
         const char *const argv[] = { "/bin/sh", "-c", "exec \"$@\" 3>&1", "sh", "/usr/bin/env", "CUDACKPT_SIM=1",
@@ -471,6 +475,9 @@ START_TEST(save_and_restore)
                 ck_assert_msg(st.st_uid == 0 && (st.st_mode & 07777) == 0700, "%s is not root's 0700", dirs[i]);
         }
         ck_assert_int_eq(cjob_dir_entries(dirs[0]), 1); /* the replaced save is gone */
+        cJSON *m = itest_keep_json(cJSON_Parse(citest_slurp(itest_strdupf("%s/manifest.json", dirs[1]))));
+        ck_assert_msg(cJSON_GetArraySize(cJSON_GetObjectItem(m, "members")) == JOB_PROCS - 1,
+                      "the save holds not the job's %d CUDA processes", JOB_PROCS - 1);
         const cJSON *saves = cJSON_GetObjectItem(itest_params(itest_call(u, CUDACKPT_METHOD_LIST_SAVES, NULL)),
                                                  "saves");
         ck_assert_int_eq(cJSON_GetArraySize(saves), 1);
