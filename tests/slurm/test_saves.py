@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""test_saves.py: slurm.saves, checkpoint before preemption (docs/slurm.md)
+on the real test cluster with real CRIU: a batch job of nobody's whose
+script is `cudackptctl job start --save=slurm-$SLURM_JOB_ID -- TARGET`, so
+that its node's cudackptd starts TARGET as nobody's job (its own pid
+namespace, our init); the job requeued by Slurm (scontrol requeue, as a
+preemption by requeue does: SIGTERM to the batch script, SIGKILL KillWait
+later); the script's cudackptctl saves the job on that SIGTERM into the
+daemons' shared saves directory before Slurm's SIGKILL; Slurm starts the
+job again on ANOTHER node (the first one drained), whose daemon restores it
+from the save in place of a fresh start:
+  - the target (criu_target, one simulated CUDA process) answers SIGUSR1
+    with "ok PID N": N is 2 after the restore (its counter came back; a
+    fresh start says 1), its memory pattern intact, and it sees its own
+    pid namespace's /proc;
+  - the second node's daemon lists the job as nobody's; another user (uid
+    1) sees no save and cannot restore it (exit status 30);
+  - the save is nobody's, in a directory only root reaches;
+  - the job killed (scancel -s KILL): the daemon stops the job; the save is
+    removed with `job rm`.
+Prints MEASURED: the time from the requeue to the save on disk, and from
+the job's second start to its target answering.
+Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import slurmcluster  # noqa: E402
+from nodedaemons import NodeDaemons  # noqa: E402
+from test_cluster import NOBODY, OTHER, check, skip_reason  # noqa: E402
+
+EXIT_NO_SUCH_JOB = 30
+# Slurm's SIGKILL after its SIGTERM: room for the dump on a loaded machine.
+KILL_WAIT_S = 30
+
+
+def environ(pid):
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            return dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+    except OSError:
+        return {}
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def target(c, result):
+    """The pid of the target writing to result, or None."""
+    for pid in c.pids():
+        argv = cmdline(pid)
+        if len(argv) > 3 and argv[0].endswith(b"itest-criu-target") and argv[3] == result.encode():
+            return pid
+    return None
+
+
+def job_field(c, job, field):
+    r = c.run(["scontrol", "show", "job", job], check=False)
+    m = re.search(r"\b%s=(\S*)" % field, r.stdout)
+    return m.group(1) if m else None
+
+
+def ctl(c, node, argv, uid=NOBODY):
+    return c.run([c.ctl, "job", "--socket=" + c.node_socket(node)] + argv, uid=uid, check=False, timeout=60)
+
+
+def ask(c, pid, result, n):
+    """SIGUSR1 to the target; its n-th report's lines."""
+    os.kill(pid, signal.SIGUSR1)
+
+    def lines():
+        try:
+            with open(result) as f:
+                got = [line.split() for line in f]
+        except OSError:
+            return None
+        mine = [g for g in got if len(g) >= 3 and g[2] == str(n)]
+        return mine if len(mine) >= 2 else None
+    return slurmcluster.await_true("report %d of the target" % n, lines, 20)
+
+
+def case_requeue_elsewhere(c, out):
+    result = os.path.join(out, "result")
+    script = os.path.join(out, "job.sh")
+    inner = "exec 3>/dev/null; exec env CUDACKPT_SIM=1 CUDACKPT_SIM_STATE=r %s single 1 %s 8 %s" % (
+        c.target, result, c.sim)
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\nexec %s job start --name=train --save=slurm-$SLURM_JOB_ID "
+                "--output=%s/log.$SLURM_RESTART_COUNT -- /bin/sh -c '%s'\n" % (c.ctl, out, inner))
+    os.chmod(script, 0o755)
+    r = c.run(["sbatch", "--parsable", "--requeue", "-N1", "--time=5", "-o", os.path.join(out, "slurm.out"), script],
+              uid=NOBODY, cwd=out)
+    job = r.stdout.strip().split(";")[0]
+    first = slurmcluster.await_true("job %s's target" % job, lambda: target(c, result), 30)
+    node = job_field(c, job, "NodeList")
+    rep = ask(c, first, result, 1)
+    check(["ok", rep[0][1], "1"] == rep[0][:3] and rep[1][3:] == ["own"],
+          "the target runs as nobody's job on %s, its memory as written, its own /proc (%r)" % (node, rep))
+    r = ctl(c, node, ["list", "--json"])
+    check(r.returncode == 0 and '"train"' in r.stdout, "%s's daemon lists the job train as nobody's (%r, %r)"
+          % (node, r.stdout, r.stderr))
+
+    t0 = time.monotonic()
+    c.run(["scontrol", "requeue", job])
+    saved = slurmcluster.await_true("the save on disk", lambda: ctl(c, node, ["saves", "slurm-" + job]).returncode == 0,
+                                    KILL_WAIT_S)
+    t_saved = time.monotonic() - t0
+    check(saved, "the requeue's SIGTERM saved the job into slurm-%s before Slurm's SIGKILL" % job)
+    slurmcluster.await_true("the first target gone", lambda: not os.path.exists("/proc/%d" % first), 10)
+    c.run(["scontrol", "update", "NodeName=" + node, "State=DRAIN", "Reason=cudackpt-saves-test"])
+
+    def restarted():
+        if job_field(c, job, "JobState") == "PENDING" and job_field(c, job, "Reason") == "BeginTime":
+            c.run(["scontrol", "update", "JobId=" + job, "StartTime=now"], check=False)
+        return job_field(c, job, "JobState") == "RUNNING" and target(c, result)
+    t1 = time.monotonic()
+    second = slurmcluster.await_true("the job running again", restarted, 60)
+    node2 = job_field(c, job, "NodeList")
+    rep = ask(c, second, result, 2)
+    check(node2 != node and ["ok", rep[0][1], "2"] == rep[0][:3] and rep[1][3:] == ["own"],
+          "the job runs again on %s (not %s), restored: the target's counter came back (report 2, not 1), its "
+          "memory intact, its own /proc (%r)" % (node2, node, rep))
+    print("MEASURED: requeue to save on disk %.3fs; second start to the restored target answering %.3fs"
+          % (t_saved, time.monotonic() - t1))
+    r = ctl(c, node2, ["list", "--json"])
+    check(r.returncode == 0 and '"train"' in r.stdout, "%s's daemon lists the restored job (%r)" % (node2, r.stdout))
+
+    r = ctl(c, node2, ["saves"], uid=OTHER)
+    check(r.returncode == 0 and "slurm-" not in r.stdout, "another user sees no save (%r)" % r.stdout)
+    r = ctl(c, node2, ["restore", "slurm-" + job], uid=OTHER)
+    check(r.returncode == EXIT_NO_SUCH_JOB and target(c, result) == second,
+          "another user cannot restore it: exit 30, the job untouched (%r, %r)" % (r.returncode, r.stderr))
+    saves = c.path("saves")
+    st = os.stat(saves)
+    check(st.st_uid == 0 and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+          and os.stat(os.path.join(saves, str(NOBODY))).st_mode & 0o077 == 0,
+          "the saves are root's, nobody's directory reached only by root")
+
+    c.run(["scancel", "-s", "KILL", job], check=False)
+    slurmcluster.await_true("the restored job stopped with the batch script",
+                            lambda: not os.path.exists("/proc/%d" % second), 20)
+    check(True, "killing the job's batch script stops the job the daemon runs for it")
+    r = ctl(c, node2, ["rm", "slurm-" + job])
+    check(r.returncode == 0 and ctl(c, node2, ["saves", "slurm-" + job]).returncode == EXIT_NO_SUCH_JOB,
+          "job rm removes the save (%r)" % r.stderr)
+
+
+def main():
+    why = skip_reason()
+    if why:
+        print(why)
+        return 77 if why.startswith("SKIP") else 1
+    for var in ("CUDACKPT_TEST_CTL", "CUDACKPT_TEST_SIM", "CUDACKPT_TEST_CRIU_TARGET"):
+        if not os.environ.get(var):
+            print("FAIL: %s is unset: run through ctest" % var)
+            return 1
+    criu = os.environ.get("CUDACKPT_CRIU") or "criu"
+    if subprocess.run([criu, "check"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0:
+        print("SKIP: no criu that passes `criu check` ($CUDACKPT_CRIU)")
+        return 77
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
+    c = slurmcluster.Cluster(nodes=2, kill_wait=KILL_WAIT_S)
+    try:
+        with c:
+            c.ctl = c.share(os.environ["CUDACKPT_TEST_CTL"])
+            # The target maps the very file the daemons load.
+            c.sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
+            c.target = c.share(os.environ["CUDACKPT_TEST_CRIU_TARGET"])
+            out = c.path("out")
+            os.makedirs(out)
+            os.chmod(out, 0o1777)
+            # The daemons run the build's cudackptctl (its cudackpt-init
+            # beside it) as root; each node its own jobs' names.
+            config = {"nvml": c.sim, "saves_dir": c.path("saves"), "ctl_path": os.environ["CUDACKPT_TEST_CTL"]}
+            env = {"CUDACKPT_CRIU": criu}
+            with NodeDaemons(c, config=config, env=env,
+                             node_env=lambda n: {"CUDACKPT_RUN_DIR": c.path(n, "jobs")}):
+                case_requeue_elsewhere(c, out)
+    except (AssertionError, TimeoutError, RuntimeError) as e:
+        print("FAIL: %s" % e)
+        for n in c.names:
+            print(c.log_tail("slurmd-" + n))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
