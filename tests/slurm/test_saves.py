@@ -32,7 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import slurmcluster  # noqa: E402
 from nodedaemons import NodeDaemons  # noqa: E402
-from test_cluster import NOBODY, OTHER, check, skip_reason  # noqa: E402
+from test_cluster import NOBODY, OTHER, check, run_on_cluster, skip_reason  # noqa: E402
 
 EXIT_NO_SUCH_JOB = 30
 # Slurm's SIGKILL after its SIGTERM: room for the dump on a loaded machine.
@@ -156,44 +156,30 @@ def case_requeue_elsewhere(c, out):
 
 
 def main():
-    why = skip_reason()
-    if why:
-        print(why)
-        return 77 if why.startswith("SKIP") else 1
-    for var in ("CUDACKPT_TEST_CTL", "CUDACKPT_TEST_SIM", "CUDACKPT_TEST_CRIU_TARGET"):
-        if not os.environ.get(var):
-            print("FAIL: %s is unset: run through ctest" % var)
-            return 1
     criu = os.environ.get("CUDACKPT_CRIU") or "criu"
-    if subprocess.run([criu, "check"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0:
+    if skip_reason() is None and subprocess.run([criu, "check"], stdout=subprocess.DEVNULL,
+                                                stderr=subprocess.DEVNULL).returncode != 0:
         print("SKIP: no criu that passes `criu check` ($CUDACKPT_CRIU)")
         return 77
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: sys.exit(1))
-    c = slurmcluster.Cluster(nodes=2, kill_wait=KILL_WAIT_S)
-    try:
-        with c:
-            c.ctl = c.share(os.environ["CUDACKPT_TEST_CTL"])
-            # The target maps the very file the daemons load.
-            c.sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
-            c.target = c.share(os.environ["CUDACKPT_TEST_CRIU_TARGET"])
-            out = c.path("out")
-            os.makedirs(out)
-            os.chmod(out, 0o1777)
-            # The daemons run the build's cudackptctl (its cudackpt-init
-            # beside it) as root; each node its own jobs' names.
-            config = {"nvml": c.sim, "saves_dir": c.path("saves"), "ctl_path": os.environ["CUDACKPT_TEST_CTL"]}
-            env = {"CUDACKPT_CRIU": criu}
-            with NodeDaemons(c, config=config, env=env,
+
+    def cases(c, sim):
+        c.sim = sim
+        c.target = c.share(os.environ["CUDACKPT_TEST_CRIU_TARGET"])
+        out = c.path("out")
+        os.makedirs(out)
+        os.chmod(out, 0o1777)
+        # The daemons run the build's cudackptctl (its cudackpt-init beside
+        # it) as root, with CRIU; each node its own jobs' names.
+        config = {"nvml": sim, "saves_dir": c.path("saves"), "ctl_path": os.environ["CUDACKPT_TEST_CTL"]}
+        try:
+            with NodeDaemons(c, config=config, env={"CUDACKPT_CRIU": criu},
                              node_env=lambda n: {"CUDACKPT_RUN_DIR": c.path(n, "jobs")}):
                 case_requeue_elsewhere(c, out)
-    except (AssertionError, TimeoutError, RuntimeError) as e:
-        print("FAIL: %s" % e)
-        for n in c.names:
-            print(c.log_tail("slurmd-" + n))
-        return 1
-    return 0
-
+        except AssertionError:
+            for n in c.names:
+                print(c.log_tail("slurmd-" + n))
+            raise
+    return run_on_cluster(cases, nodes=2, kill_wait=KILL_WAIT_S, need=("CUDACKPT_TEST_CRIU_TARGET",))
 
 if __name__ == "__main__":
     sys.exit(main())
