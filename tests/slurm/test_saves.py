@@ -23,6 +23,7 @@ the job's second start to its target answering.
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -156,9 +157,9 @@ def case_requeue_elsewhere(c, out):
 
 
 def main():
-    criu = os.environ.get("CUDACKPT_CRIU") or "criu"
-    if skip_reason() is None and subprocess.run([criu, "check"], stdout=subprocess.DEVNULL,
-                                                stderr=subprocess.DEVNULL).returncode != 0:
+    criu = os.environ.get("CUDACKPT_CRIU") or shutil.which("criu")
+    if skip_reason() is None and (not criu or subprocess.run([criu, "check"], stdout=subprocess.DEVNULL,
+                                                             stderr=subprocess.DEVNULL).returncode != 0):
         print("SKIP: no criu that passes `criu check` ($CUDACKPT_CRIU)")
         return 77
 
