@@ -172,14 +172,19 @@ def main():
         # The daemons run the build's cudackptctl (its cudackpt-init beside
         # it) as root, with CRIU; each node its own jobs' names.
         config = {"nvml": sim, "saves_dir": c.path("saves"), "ctl_path": os.environ["CUDACKPT_TEST_CTL"]}
-        try:
-            with NodeDaemons(c, config=config, env={"CUDACKPT_CRIU": criu},
-                             node_env=lambda n: {"CUDACKPT_RUN_DIR": c.path(n, "jobs")}):
+        with NodeDaemons(c, config=config, env={"CUDACKPT_CRIU": criu},
+                         node_env=lambda n: {"CUDACKPT_RUN_DIR": c.path(n, "jobs")}) as daemons:
+            try:
                 case_requeue_elsewhere(c, out)
-        except AssertionError:
-            for n in c.names:
-                print(c.log_tail("slurmd-" + n))
-            raise
+            except (AssertionError, TimeoutError):
+                for n, d in daemons.items():
+                    with open(d.log_path, errors="replace") as f:
+                        print("--- %s's daemon (the end of its log) ---\n%s" % (n, f.read()[-4000:]))
+                for name in ("slurm.out", "log."):
+                    if os.path.exists(os.path.join(out, name)):
+                        with open(os.path.join(out, name), errors="replace") as f:
+                            print("--- %s ---\n%s" % (name, f.read()[-2000:]))
+                raise
     return run_on_cluster(cases, nodes=2, kill_wait=KILL_WAIT_S, need=("CUDACKPT_TEST_CRIU_TARGET",))
 
 if __name__ == "__main__":
