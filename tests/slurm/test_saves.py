@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """test_saves.py: slurm.saves, checkpoint before preemption (docs/slurm.md)
-on the real test cluster with real CRIU: a batch job of nobody's whose
-script is `cudackptctl job start --save=slurm-$SLURM_JOB_ID -- TARGET`, so
+on the real test cluster with real CRIU: a batch job of nobody's (root's
+where root lacks CAP_SYS_RESOURCE, which CRIU needs to dump another user's
+process: CI's container) whose script is `cudackptctl job start --save=slurm-$SLURM_JOB_ID -- TARGET`, so
 that its node's cudackptd starts TARGET as nobody's job (its own pid
 namespace, our init); the job requeued by Slurm (scontrol requeue, as a
 preemption by requeue does: SIGTERM to the batch script, SIGKILL KillWait
@@ -13,9 +14,9 @@ from the save in place of a fresh start:
     with "ok PID N": N is 2 after the restore (its counter came back; a
     fresh start says 1), its memory pattern intact, and it sees its own
     pid namespace's /proc;
-  - the second node's daemon lists the job as nobody's; another user (uid
+  - the second node's daemon lists the job as its user's; another user (uid
     1) sees no save and cannot restore it (exit status 30);
-  - the save is nobody's, in a directory only root reaches;
+  - the save is in its user's directory, which only root reaches;
   - the job killed (scancel -s KILL): the daemon stops the job; the save is
     removed with `job rm`.
 Prints MEASURED: the time from the requeue to the save on disk, and from
@@ -36,6 +37,16 @@ from nodedaemons import NodeDaemons  # noqa: E402
 from test_cluster import NOBODY, OTHER, check, run_on_cluster, skip_reason  # noqa: E402
 
 EXIT_NO_SUCH_JOB = 30
+CAP_SYS_RESOURCE = 24
+
+
+def owner():
+    """Whose job the test saves: nobody's, where root may dump another
+    user's process (CRIU reads its limits, which needs CAP_SYS_RESOURCE);
+    else root's own (a container without that capability, as CI's)."""
+    with open("/proc/self/status") as f:
+        bnd = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
+    return NOBODY if bnd >> CAP_SYS_RESOURCE & 1 else None
 # Slurm's SIGKILL after its SIGTERM: room for the dump on a loaded machine.
 KILL_WAIT_S = 30
 
@@ -72,7 +83,8 @@ def job_field(c, job, field):
     return m.group(1) if m else None
 
 
-def ctl(c, node, argv, uid=NOBODY):
+def ctl(c, node, argv, uid=-1):
+    uid = c.owner if uid == -1 else uid
     return c.run([c.ctl, "job", "--socket=" + c.node_socket(node)] + argv, uid=uid, check=False, timeout=60)
 
 
@@ -100,17 +112,20 @@ def case_requeue_elsewhere(c, out):
         f.write("#!/bin/sh\nexec %s job start --name=train --save=slurm-$SLURM_JOB_ID "
                 "--output=%s/log.$SLURM_RESTART_COUNT -- /bin/sh -c '%s'\n" % (c.ctl, out, inner))
     os.chmod(script, 0o755)
+    who = "nobody" if c.owner == NOBODY else "root"
+    if c.owner is None:
+        print("NOTE: root lacks CAP_SYS_RESOURCE here: the job is root's (CRIU cannot dump another user's)")
     r = c.run(["sbatch", "--parsable", "--requeue", "-N1", "--time=5", "-o", os.path.join(out, "slurm.out"), script],
-              uid=NOBODY, cwd=out)
+              uid=c.owner, cwd=out)
     job = r.stdout.strip().split(";")[0]
     first = slurmcluster.await_true("job %s's target" % job, lambda: target(c, result), 30)
     node = job_field(c, job, "NodeList")
     rep = ask(c, first, result, 1)
     check(["ok", rep[0][1], "1"] == rep[0][:3] and rep[1][3:] == ["own"],
-          "the target runs as nobody's job on %s, its memory as written, its own /proc (%r)" % (node, rep))
+          "the target runs as %s's job on %s, its memory as written, its own /proc (%r)" % (who, node, rep))
     r = ctl(c, node, ["list", "--json"])
-    check(r.returncode == 0 and '"train"' in r.stdout, "%s's daemon lists the job train as nobody's (%r, %r)"
-          % (node, r.stdout, r.stderr))
+    check(r.returncode == 0 and '"train"' in r.stdout, "%s's daemon lists the job train as %s's (%r, %r)"
+          % (node, who, r.stdout, r.stderr))
 
     t0 = time.monotonic()
     c.run(["scontrol", "requeue", job])
@@ -145,8 +160,8 @@ def case_requeue_elsewhere(c, out):
     saves = c.path("saves")
     st = os.stat(saves)
     check(st.st_uid == 0 and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-          and os.stat(os.path.join(saves, str(NOBODY))).st_mode & 0o077 == 0,
-          "the saves are root's, nobody's directory reached only by root")
+          and os.stat(os.path.join(saves, str(c.owner or 0))).st_mode & 0o077 == 0,
+          "the saves are root's, %s's directory reached only by root" % who)
 
     c.run(["scancel", "-s", "KILL", job], check=False)
     slurmcluster.await_true("the restored job stopped with the batch script",
@@ -166,6 +181,7 @@ def main():
 
     def cases(c, sim):
         c.sim = sim
+        c.owner = owner()
         c.target = c.share(os.environ["CUDACKPT_TEST_CRIU_TARGET"])
         out = c.path("out")
         os.makedirs(out)
