@@ -31,6 +31,9 @@
 #define CUDACKPT_EXIT_NO_SUCH_CGROUP 27     /* a cgroup selector names no cgroup */
 #define CUDACKPT_EXIT_NO_DEVICE_PLAN 28     /* restore --images: no GPU of the model left, an older driver */
 #define CUDACKPT_EXIT_IMAGES_DAMAGED 29     /* images or an archive not as dumped, or without digests */
+#define CUDACKPT_EXIT_NO_SUCH_JOB 30        /* job: the caller has no such job or save */
+#define CUDACKPT_EXIT_JOB_EXISTS 31         /* job: the name or save is taken, or busy */
+#define CUDACKPT_EXIT_SAVES_DISABLED 32     /* job: the daemon has no saves directory */
 
 /* A GroupFailed has no status of its own: it exits with that of the
  * failing member's error (ctl_reply_exit_code()). */

@@ -9,7 +9,8 @@ node listens at /run/cudackpt/io.cudackpt.Process.
 gpus gives a node's simulated GPU count (CUDACKPT_SIM_DEVICE_COUNT), which
 tells the nodes' daemons apart; config is their configuration (default: the
 simulator's NVML too, so that `cudackptctl gpus` answers); env is every
-daemon's further environment (the simulator's variables).  The programs are ctest's:
+daemon's further environment (the simulator's variables), node_env(node) a
+node's own besides.  The programs are ctest's:
 CUDACKPT_TEST_DAEMON and CUDACKPT_TEST_SIM."""
 import os
 import sys
@@ -34,7 +35,7 @@ class NodeDaemon(SimDaemon):
 class NodeDaemons(dict):
     """node name -> NodeDaemon, started together, stopped together."""
 
-    def __init__(self, cluster, gpus=None, env=None, config=None):
+    def __init__(self, cluster, gpus=None, env=None, config=None, node_env=None):
         super().__init__()
         binary, driver = os.environ.get("CUDACKPT_TEST_DAEMON"), os.environ.get("CUDACKPT_TEST_SIM")
         if not binary or not driver:
@@ -42,6 +43,7 @@ class NodeDaemons(dict):
         try:
             for n in cluster.names:
                 e = dict(env or {})
+                e.update(node_env(n) if node_env else {})
                 e["CUDACKPT_SIM_DEVICE_COUNT"] = str((gpus or {}).get(n, 1))
                 self[n] = NodeDaemon(cluster.node_socket(n), binary, driver, dict(config or {"nvml": driver}), e,
                                      prefix="cudackpt-slurm-%s-" % n)

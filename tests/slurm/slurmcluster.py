@@ -126,7 +126,7 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 MessageTimeout={message_timeout}
 InactiveLimit=0
-KillWait=2
+KillWait={kill_wait}
 SchedulerType=sched/builtin
 SrunPortRange={srun_lo}-{srun_hi}
 {nodes}
@@ -138,7 +138,8 @@ class Cluster:
     """munged, slurmctld and `nodes` slurmd, started by start() (or with),
     stopped by stop(); see the module's text."""
 
-    def __init__(self, nodes=3, cpus=2):
+    def __init__(self, nodes=3, cpus=2, kill_wait=2):
+        self.kill_wait = kill_wait
         self.names = ["n%d" % (i + 1) for i in range(nodes)]
         self.cpus = cpus
         self.dir = None
@@ -219,7 +220,7 @@ class Cluster:
         with open(self.path("slurm.conf"), "w") as f:
             f.write(CONF.format(dir=self.dir, ctld_port=ports[0], srun_lo=lo, srun_hi=lo + 15,
                                 nodes=nodes, names="n[1-%d]" % len(self.names),
-                                message_timeout=MESSAGE_TIMEOUT_S))
+                                message_timeout=MESSAGE_TIMEOUT_S, kill_wait=self.kill_wait))
         open(self.path("plugstack.conf"), "w").close()
 
     def _start_munge(self):

@@ -109,6 +109,36 @@ def skip_reason():
     return None
 
 
+def run_on_cluster(cases, nodes=3, kill_wait=2, need=()):
+    """The main() of the tests that drive node daemons on the simulator:
+    skipped as skip_reason() says, the variables ctest sets (and need)
+    checked, ctest's timeout and ^C ending it through the with blocks'
+    exits; then cases(c, sim) on a started cluster of nodes, c.ctl and sim
+    (the simulator, $CUDACKPT_TEST_SIM, which the targets map as the daemons
+    load it) shared where every user reaches them.  Exit 0 passed, 1
+    failed, 77 skipped."""
+    why = skip_reason()
+    if why:
+        print(why)
+        return 77 if why.startswith("SKIP") else 1
+    for var in ("CUDACKPT_TEST_CTL", "CUDACKPT_TEST_SIM") + tuple(need):
+        if not os.environ.get(var):
+            print("FAIL: %s is unset: run through ctest" % var)
+            return 1
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
+    c = slurmcluster.Cluster(nodes=nodes, kill_wait=kill_wait)
+    try:
+        with c:
+            c.ctl = c.share(os.environ["CUDACKPT_TEST_CTL"])
+            sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
+            cases(c, sim)
+    except (AssertionError, TimeoutError, RuntimeError) as e:
+        print("FAIL: %s" % e)
+        return 1
+    return 0
+
+
 def main():
     why = skip_reason()
     if why:

@@ -49,7 +49,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import slurmcluster  # noqa: E402
 from nodedaemons import NodeDaemons  # noqa: E402
-from test_cluster import NOBODY, OTHER, check, skip_reason  # noqa: E402
+from test_cluster import NOBODY, OTHER, check, run_on_cluster  # noqa: E402
 
 END_LIMIT_S = 1.0
 BUSY_MS = 4000
@@ -389,32 +389,14 @@ def check_usage(ctl_path):
 
 
 def main():
-    why = skip_reason()
-    if why:
-        print(why)
-        return 77 if why.startswith("SKIP") else 1
-    if not os.environ.get("CUDACKPT_TEST_CTL") or not os.environ.get("CUDACKPT_TEST_SIM"):
-        print("FAIL: CUDACKPT_TEST_CTL or CUDACKPT_TEST_SIM is unset: run through ctest")
-        return 1
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: sys.exit(1))
-    c = slurmcluster.Cluster(nodes=3)
-    try:
-        check_usage(os.environ["CUDACKPT_TEST_CTL"])
-        with c:
-            c.ctl = c.share(os.environ["CUDACKPT_TEST_CTL"])
-            # The targets preload the very file the daemons load, as a CUDA
-            # process maps the driver the daemon loaded.
-            sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
-            with NodeDaemons(c):
-                for case in (case_whole, case_cleared_environment, case_fake_slurmstepd, case_node_fails, case_coordinator_killed, case_phase_timeout, case_other_user,
-                             case_forged_marks, case_root_environment):
-                    case(c, sim)
-    except (AssertionError, TimeoutError, RuntimeError) as e:
-        print("FAIL: %s" % e)
-        return 1
-    return 0
-
+    def cases(c, sim):
+        check_usage(c.ctl)
+        with NodeDaemons(c):
+            for case in (case_whole, case_cleared_environment, case_fake_slurmstepd, case_node_fails,
+                         case_coordinator_killed, case_phase_timeout, case_other_user, case_forged_marks,
+                         case_root_environment):
+                case(c, sim)
+    return run_on_cluster(cases)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -31,15 +31,13 @@ lease nobody claims is undone while the command still runs.
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
 import os
 import select
-import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import slurmcluster  # noqa: E402
 from nodedaemons import NodeDaemons  # noqa: E402
-from test_cluster import NOBODY, check, skip_reason  # noqa: E402
+from test_cluster import NOBODY, check, run_on_cluster  # noqa: E402
 from test_phases import COMMAND_LIMIT_S, END_LIMIT_S, ctl, end_job, start_job, states  # noqa: E402
 
 GRACE_MS = 6000
@@ -179,32 +177,15 @@ def case_during_resume(c, daemons, job):
 
 
 def main():
-    why = skip_reason()
-    if why:
-        print(why)
-        return 77 if why.startswith("SKIP") else 1
-    if not os.environ.get("CUDACKPT_TEST_CTL") or not os.environ.get("CUDACKPT_TEST_SIM"):
-        print("FAIL: CUDACKPT_TEST_CTL or CUDACKPT_TEST_SIM is unset: run through ctest")
-        return 1
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: sys.exit(1))
-    c = slurmcluster.Cluster(nodes=3)
-    try:
-        with c:
-            c.ctl = c.share(os.environ["CUDACKPT_TEST_CTL"])
-            sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
-            config = {"nvml": sim, "lease_claim_grace_ms": GRACE_MS}
-            with NodeDaemons(c, config=config) as daemons:
-                case_between_lock_and_checkpoint(c, daemons, sim)
-                case_during_checkpoint(c, daemons, sim)
-                case_during_restore(c, daemons, sim)
-                # The job suspended whole by case (b) is the one case (c) resumes.
-                case_during_resume(c, daemons, case_before_commit(c, daemons, sim))
-    except (AssertionError, TimeoutError, RuntimeError) as e:
-        print("FAIL: %s" % e)
-        return 1
-    return 0
-
+    def cases(c, sim):
+        config = {"nvml": sim, "lease_claim_grace_ms": GRACE_MS}
+        with NodeDaemons(c, config=config) as daemons:
+            case_between_lock_and_checkpoint(c, daemons, sim)
+            case_during_checkpoint(c, daemons, sim)
+            case_during_restore(c, daemons, sim)
+            # The job suspended whole by case (b) is the one case (c) resumes.
+            case_during_resume(c, daemons, case_before_commit(c, daemons, sim))
+    return run_on_cluster(cases)
 
 if __name__ == "__main__":
     sys.exit(main())

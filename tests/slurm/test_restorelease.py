@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import slurmcluster  # noqa: E402
 from nodedaemons import NodeDaemons  # noqa: E402
-from test_cluster import check, skip_reason  # noqa: E402
+from test_cluster import check, run_on_cluster  # noqa: E402
 from test_phases import END_LIMIT_S, ctl, end_job, environ, start_job, states  # noqa: E402
 from test_restart import RESTORE_MIBPS, await_said, finish, start  # noqa: E402
 
@@ -104,28 +104,11 @@ def case_after_restore(c, sim):
 
 
 def main():
-    why = skip_reason()
-    if why:
-        print(why)
-        return 77 if why.startswith("SKIP") else 1
-    if not os.environ.get("CUDACKPT_TEST_CTL") or not os.environ.get("CUDACKPT_TEST_SIM"):
-        print("FAIL: CUDACKPT_TEST_CTL or CUDACKPT_TEST_SIM is unset: run through ctest")
-        return 1
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: sys.exit(1))
-    c = slurmcluster.Cluster(nodes=3)
-    try:
-        with c:
-            c.ctl = c.share(os.environ["CUDACKPT_TEST_CTL"])
-            sim = os.environ["CUDACKPT_TEST_SIM"] = c.share(os.environ["CUDACKPT_TEST_SIM"])
-            with NodeDaemons(c, config={"nvml": sim}):
-                case_during_restore(c, sim)
-                case_after_restore(c, sim)
-    except (AssertionError, TimeoutError, RuntimeError) as e:
-        print("FAIL: %s" % e)
-        return 1
-    return 0
-
+    def cases(c, sim):
+        with NodeDaemons(c, config={"nvml": sim}):
+            case_during_restore(c, sim)
+            case_after_restore(c, sim)
+    return run_on_cluster(cases)
 
 if __name__ == "__main__":
     sys.exit(main())

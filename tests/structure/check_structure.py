@@ -38,7 +38,7 @@ TREES = ("daemon", "client", "common")
 LAYERS = ("varlink", "base", "host", "auth", "net", "run", "jobs", "saves", "")
 # The client's folders, bottom first (client/lib is libcudackpt, which
 # knows nothing of cudackptctl above it).
-CLIENT_LAYERS = ("lib", "ctl", "ctl/nodes", "ctl/job", "ctl/main")
+CLIENT_LAYERS = ("lib", "ctl", "ctl/nodes", "ctl/job", "ctl/saves", "ctl/main")
 # The product's limits (issue 31), the same for every tree of it.
 PRODUCT_MAX_LINES = 500
 PRODUCT_MAX_FUNCTION = 60

@@ -9,6 +9,7 @@
 #include "describe.h"
 #include "exitcode.h"
 #include "job.h"
+#include "jobcmd.h"
 #include "run.h"
 #include "selector.h"
 #include "nodepart.h"
@@ -34,6 +35,7 @@ static const ctl_command ctl_commands[] = {
         { "restore", CTL_RESTORE_IMAGES, CTL_WITH_IMAGES, NULL, ctl_job_main },
         { "criu-barrier", CTL_CRIU_BARRIER, CTL_HIDDEN, NULL, ctl_job_main },
         { "run", CTL_RUN, 0, NULL, ctl_run_main },
+        { "job", CTL_JOB, 0, NULL, ctl_jobcmd_main },
         { "verify", CTL_VERIFY, 0, NULL, ctl_job_main },
         { "cuda-checkpoint", CTL_CUDA_CHECKPOINT, CTL_HIDDEN | CTL_ALIAS, NULL, compat_main },
         { "node-part", CTL_NODE_PART, CTL_HIDDEN, NULL, ctl_nodepart_main },

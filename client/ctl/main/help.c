@@ -74,6 +74,10 @@ static const ctl_help_entry ctl_help_commands[] = {
           "the job back: the device plan (GPUs this node\nlacks mapped, checked), CRIU restores every tree\n"
           "with its CUDA plugin aside, then one group resume\n(\"cudackptctl dump --help\" for both)\n",
           NULL },
+        { "job start|restore|save|list|saves|rm ...",
+          "your own jobs, run, saved and restored by the\ndaemon in the saves directory its administrator\n"
+          "named; any user (\"cudackptctl job --help\")\n",
+          NULL },
         { "verify --images=DIR", "check a copy of a dump against its manifest's\ndigests (any user; --archive=FILE|- for an\n"
           "archive, as dump and restore take it)\n",
           NULL },
@@ -224,6 +228,8 @@ static void ctl_help_status(void) {
               "     older driver); 26 there: a GPU of the plan has too little free memory\n"
               "  29 images or an archive not as dumped (a file missing, changed or added), or\n"
               "     no digests to check them against; nothing was restored\n"
+              "  30 job: no such job or save; 31 the name or save is taken or busy;\n"
+              "     32 the daemon has no saves directory\n"
               "  A group that failed (GroupFailed) exits with the status of the error of its\n"
               "  failing member.  A selection with no CUDA process succeeds.\n"
               "  status exits 18 when the daemon has no usable CUDA driver, as every command\n"

@@ -1,0 +1,208 @@
+#!/usr/bin/python3
+"""test_saves.py: slurm.saves, checkpoint before preemption (docs/slurm.md)
+on the real test cluster with real CRIU: a batch job of nobody's (root's
+where root lacks CAP_SYS_RESOURCE, which CRIU needs to dump another user's
+process: CI's container) whose script is `cudackptctl job start --save=slurm-$SLURM_JOB_ID -- TARGET`, so
+that its node's cudackptd starts TARGET as nobody's job (its own pid
+namespace, our init); the job requeued by Slurm (scontrol requeue, as a
+preemption by requeue does: SIGTERM to the batch script, SIGKILL KillWait
+later); the script's cudackptctl saves the job on that SIGTERM into the
+daemons' shared saves directory before Slurm's SIGKILL; Slurm starts the
+job again on ANOTHER node (the first one drained), whose daemon restores it
+from the save in place of a fresh start:
+  - the target (criu_target, one simulated CUDA process) answers SIGUSR1
+    with "ok PID N": N is 2 after the restore (its counter came back; a
+    fresh start says 1), its memory pattern intact, and it sees its own
+    pid namespace's /proc;
+  - the second node's daemon lists the job as its user's; another user (uid
+    1) sees no save and cannot restore it (exit status 30);
+  - the save is in its user's directory, which only root reaches;
+  - the job killed (scancel -s KILL): the daemon stops the job; the save is
+    removed with `job rm`.
+Prints MEASURED: the time from the requeue to the save on disk, and from
+the job's second start to its target answering.
+Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import slurmcluster  # noqa: E402
+from nodedaemons import NodeDaemons  # noqa: E402
+from test_cluster import NOBODY, OTHER, check, run_on_cluster, skip_reason  # noqa: E402
+
+EXIT_NO_SUCH_JOB = 30
+CAP_SYS_RESOURCE = 24
+
+
+def owner():
+    """Whose job the test saves: nobody's, where root may dump another
+    user's process (CRIU reads its limits, which needs CAP_SYS_RESOURCE);
+    else root's own (a container without that capability, as CI's)."""
+    with open("/proc/self/status") as f:
+        bnd = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
+    return NOBODY if bnd >> CAP_SYS_RESOURCE & 1 else None
+# Slurm's SIGKILL after its SIGTERM: room for the dump on a loaded machine.
+KILL_WAIT_S = 30
+
+
+def environ(pid):
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            return dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+    except OSError:
+        return {}
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def target(c, result):
+    """The pid of the target writing to result, or None: anywhere on the
+    machine, as the daemons (not the nodes' namespaces) run the jobs."""
+    for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
+        argv = cmdline(pid)
+        if len(argv) > 3 and argv[0].endswith(b"itest-criu-target") and argv[3] == result.encode():
+            return pid
+    return None
+
+
+def job_field(c, job, field):
+    r = c.run(["scontrol", "show", "job", job], check=False)
+    m = re.search(r"\b%s=(\S*)" % field, r.stdout)
+    return m.group(1) if m else None
+
+
+def ctl(c, node, argv, uid=-1):
+    uid = c.owner if uid == -1 else uid
+    return c.run([c.ctl, "job", "--socket=" + c.node_socket(node)] + argv, uid=uid, check=False, timeout=60)
+
+
+def ask(c, pid, result, n):
+    """SIGUSR1 to the target; its n-th report's lines."""
+    os.kill(pid, signal.SIGUSR1)
+
+    def lines():
+        try:
+            with open(result) as f:
+                got = [line.split() for line in f]
+        except OSError:
+            return None
+        mine = [g for g in got if len(g) >= 3 and g[2] == str(n)]
+        return mine if len(mine) >= 2 else None
+    return slurmcluster.await_true("report %d of the target" % n, lines, 20)
+
+
+def case_requeue_elsewhere(c, out):
+    result = os.path.join(out, "result")
+    script = os.path.join(out, "job.sh")
+    inner = "exec 3>/dev/null; exec env CUDACKPT_SIM=1 CUDACKPT_SIM_STATE=r %s single 1 %s 8 %s" % (
+        c.target, result, c.sim)
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\nexec %s job start --name=train --save=slurm-$SLURM_JOB_ID "
+                "--output=%s/log.$SLURM_RESTART_COUNT -- /bin/sh -c '%s'\n" % (c.ctl, out, inner))
+    os.chmod(script, 0o755)
+    who = "nobody" if c.owner == NOBODY else "root"
+    if c.owner is None:
+        print("NOTE: root lacks CAP_SYS_RESOURCE here: the job is root's (CRIU cannot dump another user's)")
+    r = c.run(["sbatch", "--parsable", "--requeue", "-N1", "--time=5", "-o", os.path.join(out, "slurm.out"), script],
+              uid=c.owner, cwd=out)
+    job = r.stdout.strip().split(";")[0]
+    first = slurmcluster.await_true("job %s's target" % job, lambda: target(c, result), 30)
+    node = job_field(c, job, "NodeList")
+    rep = ask(c, first, result, 1)
+    check(["ok", rep[0][1], "1"] == rep[0][:3] and rep[1][3:] == ["own"],
+          "the target runs as %s's job on %s, its memory as written, its own /proc (%r)" % (who, node, rep))
+    r = ctl(c, node, ["list", "--json"])
+    check(r.returncode == 0 and '"train"' in r.stdout, "%s's daemon lists the job train as %s's (%r, %r)"
+          % (node, who, r.stdout, r.stderr))
+
+    t0 = time.monotonic()
+    c.run(["scontrol", "requeue", job])
+    saved = slurmcluster.await_true("the save on disk", lambda: ctl(c, node, ["saves", "slurm-" + job]).returncode == 0,
+                                    KILL_WAIT_S)
+    t_saved = time.monotonic() - t0
+    check(saved, "the requeue's SIGTERM saved the job into slurm-%s before Slurm's SIGKILL" % job)
+    slurmcluster.await_true("the first target gone", lambda: not os.path.exists("/proc/%d" % first), 10)
+    c.run(["scontrol", "update", "NodeName=" + node, "State=DRAIN", "Reason=cudackpt-saves-test"])
+
+    def restarted():
+        if job_field(c, job, "JobState") == "PENDING" and job_field(c, job, "Reason") == "BeginTime":
+            c.run(["scontrol", "update", "JobId=" + job, "StartTime=now"], check=False)
+        return job_field(c, job, "JobState") == "RUNNING" and target(c, result)
+    t1 = time.monotonic()
+    second = slurmcluster.await_true("the job running again", restarted, 60)
+    node2 = job_field(c, job, "NodeList")
+    rep = ask(c, second, result, 2)
+    check(node2 != node and ["ok", rep[0][1], "2"] == rep[0][:3] and rep[1][3:] == ["own"],
+          "the job runs again on %s (not %s), restored: the target's counter came back (report 2, not 1), its "
+          "memory intact, its own /proc (%r)" % (node2, node, rep))
+    print("MEASURED: requeue to save on disk %.3fs; second start to the restored target answering %.3fs"
+          % (t_saved, time.monotonic() - t1))
+    r = ctl(c, node2, ["list", "--json"])
+    check(r.returncode == 0 and '"train"' in r.stdout, "%s's daemon lists the restored job (%r)" % (node2, r.stdout))
+
+    r = ctl(c, node2, ["saves"], uid=OTHER)
+    check(r.returncode == 0 and "slurm-" not in r.stdout, "another user sees no save (%r)" % r.stdout)
+    r = ctl(c, node2, ["restore", "slurm-" + job], uid=OTHER)
+    check(r.returncode == EXIT_NO_SUCH_JOB and target(c, result) == second,
+          "another user cannot restore it: exit 30, the job untouched (%r, %r)" % (r.returncode, r.stderr))
+    saves = c.path("saves")
+    st = os.stat(saves)
+    check(st.st_uid == 0 and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+          and os.stat(os.path.join(saves, str(c.owner or 0))).st_mode & 0o077 == 0,
+          "the saves are root's, %s's directory reached only by root" % who)
+
+    c.run(["scancel", "-s", "KILL", job], check=False)
+    slurmcluster.await_true("the restored job stopped with the batch script",
+                            lambda: not os.path.exists("/proc/%d" % second), 20)
+    check(True, "killing the job's batch script stops the job the daemon runs for it")
+    r = ctl(c, node2, ["rm", "slurm-" + job])
+    check(r.returncode == 0 and ctl(c, node2, ["saves", "slurm-" + job]).returncode == EXIT_NO_SUCH_JOB,
+          "job rm removes the save (%r)" % r.stderr)
+
+
+def main():
+    criu = os.environ.get("CUDACKPT_CRIU") or shutil.which("criu")
+    if skip_reason() is None and (not criu or subprocess.run([criu, "check"], stdout=subprocess.DEVNULL,
+                                                             stderr=subprocess.DEVNULL).returncode != 0):
+        print("SKIP: no criu that passes `criu check` ($CUDACKPT_CRIU)")
+        return 77
+
+    def cases(c, sim):
+        c.sim = sim
+        c.owner = owner()
+        c.target = c.share(os.environ["CUDACKPT_TEST_CRIU_TARGET"])
+        out = c.path("out")
+        os.makedirs(out)
+        os.chmod(out, 0o1777)
+        # The daemons run the build's cudackptctl (its cudackpt-init beside
+        # it) as root, with CRIU; each node its own jobs' names.
+        config = {"nvml": sim, "saves_dir": c.path("saves"), "ctl_path": os.environ["CUDACKPT_TEST_CTL"]}
+        with NodeDaemons(c, config=config, env={"CUDACKPT_CRIU": criu},
+                         node_env=lambda n: {"CUDACKPT_RUN_DIR": c.path(n, "jobs")}) as daemons:
+            try:
+                case_requeue_elsewhere(c, out)
+            except (AssertionError, TimeoutError):
+                for n, d in daemons.items():
+                    with open(d.log_path, errors="replace") as f:
+                        print("--- %s's daemon (the end of its log) ---\n%s" % (n, f.read()[-4000:]))
+                for name in ("slurm.out", "log."):
+                    if os.path.exists(os.path.join(out, name)):
+                        with open(os.path.join(out, name), errors="replace") as f:
+                            print("--- %s ---\n%s" % (name, f.read()[-2000:]))
+                raise
+    return run_on_cluster(cases, nodes=2, kill_wait=KILL_WAIT_S, need=("CUDACKPT_TEST_CRIU_TARGET",))
+
+if __name__ == "__main__":
+    sys.exit(main())
