@@ -8,8 +8,6 @@
 
 #include <stdbool.h>
 
-#define CTL_JOB_METHOD(m) CUDACKPT_INTERFACE "." m
-
 /* A job's or a save's name: 1 to CTL_JOB_NAME_MAX of [A-Za-z0-9_.-], not
  * first '.' or '-' (the daemon says the same). */
 #define CTL_JOB_NAME_MAX 48

@@ -227,7 +227,7 @@ static int job_failed(const job_args *a, int r, const cudackpt_reply *reply) {
         cJSON *p;
         long long v;
 
-        if (r == 0 && reply->error && strcmp(reply->error, CTL_JOB_METHOD("CommandFailed")) == 0) {
+        if (r == 0 && reply->error && strcmp(reply->error, CUDACKPT_ERROR_COMMAND_FAILED) == 0) {
                 p = cJSON_Parse(reply->parameters_json);
                 if (json_get_integer(p, "exit_status", 1, 255, &v))
                         status = (int) v;
@@ -253,8 +253,8 @@ static int job_wait(const job_args *a, const char *method, const char *params, c
         r = ctl_job_wait_run(&w, &last, &reply);
         if (r > 0)
                 status = r;
-        else if (r == 0 && reply.error && strcmp(reply.error, CTL_JOB_METHOD("NoSuchSave")) == 0 &&
-                 strcmp(method, CTL_JOB_METHOD("RestoreJob")) == 0 && save) {
+        else if (r == 0 && reply.error && strcmp(reply.error, CUDACKPT_ERROR_NO_SUCH_SAVE) == 0 &&
+                 strcmp(method, CUDACKPT_METHOD_RESTORE_JOB) == 0 && save) {
                 *ret_end = JOB_END_NO_SAVE;
                 status = CUDACKPT_EXIT_OK;
         } else if (r < 0 || reply.error)
@@ -299,7 +299,7 @@ static void job_forget_save(const job_args *a) {
 
         cudackpt_reply_init(&reply);
         if (params && ctl_connect_daemon(JOB_PREFIX, ctl_socket_path(a->socket), &client) == 0 &&
-            cudackpt_call(client, CTL_JOB_METHOD("RemoveSave"), params, &reply) == 0 && !reply.error && !a->json)
+            cudackpt_call(client, CUDACKPT_METHOD_REMOVE_SAVE, params, &reply) == 0 && !reply.error && !a->json)
                 fprintf(stderr, JOB_PREFIX "save %s removed: the job ended\n", a->save);
         cudackpt_reply_clear(&reply);
         cudackpt_client_free(client);
@@ -316,7 +316,7 @@ static int job_start(job_args *a) {
                 params = ctl_job_save_param(a->save);
                 if (!params)
                         return job_oom();
-                status = job_wait(a, CTL_JOB_METHOD("RestoreJob"), params, a->save, &end);
+                status = job_wait(a, CUDACKPT_METHOD_RESTORE_JOB, params, a->save, &end);
                 free(params);
                 if (end == JOB_END_ENDED)
                         job_forget_save(a);
@@ -330,7 +330,7 @@ static int job_start(job_args *a) {
         params = ctl_job_start_params(a->name, a->argv, environ, cwd, job_output(a, out, sizeof(out)));
         if (!params)
                 return job_oom();
-        status = job_wait(a, CTL_JOB_METHOD("StartJob"), params, a->save, &end);
+        status = job_wait(a, CUDACKPT_METHOD_START_JOB, params, a->save, &end);
         free(params);
         if (end == JOB_END_ENDED && a->save)
                 job_forget_save(a);
@@ -345,7 +345,7 @@ static int job_restore(job_args *a) {
         if (!params)
                 return job_oom();
         /* The save signals save it back where it came from. */
-        status = job_wait(a, CTL_JOB_METHOD("RestoreJob"), params, a->operand, &end);
+        status = job_wait(a, CUDACKPT_METHOD_RESTORE_JOB, params, a->operand, &end);
         free(params);
         if (end == JOB_END_NO_SAVE) {
                 fprintf(stderr, JOB_PREFIX "NoSuchSave: you have no save %s\n", a->operand);
@@ -371,7 +371,7 @@ static int job_save(job_args *a) {
         const char *save = a->operand2 ? a->operand2 : a->operand;
         cudackpt_reply reply;
         cJSON *p;
-        int status = job_call(a, CTL_JOB_METHOD("SaveJob"),
+        int status = job_call(a, CUDACKPT_METHOD_SAVE_JOB,
                               ctl_job_save_params(a->operand, save, a->leave_running, a->replace), &reply);
 
         if (status == CUDACKPT_EXIT_OK && a->json)
@@ -394,7 +394,7 @@ static int job_list(job_args *a, bool saves) {
         cudackpt_reply reply;
         cJSON *p;
         bool found = false;
-        int status = job_call(a, saves ? CTL_JOB_METHOD("ListSaves") : CTL_JOB_METHOD("ListJobs"), strdup("{}"),
+        int status = job_call(a, saves ? CUDACKPT_METHOD_LIST_SAVES : CUDACKPT_METHOD_LIST_JOBS, strdup("{}"),
                               &reply);
 
         if (status != CUDACKPT_EXIT_OK)
@@ -433,7 +433,7 @@ out:
 
 static int job_rm(job_args *a) {
         cudackpt_reply reply;
-        int status = job_call(a, CTL_JOB_METHOD("RemoveSave"), ctl_job_save_param(a->operand), &reply);
+        int status = job_call(a, CUDACKPT_METHOD_REMOVE_SAVE, ctl_job_save_param(a->operand), &reply);
 
         cudackpt_reply_clear(&reply);
         return status;

@@ -45,7 +45,7 @@ static void waiter_save(job_waiter *jw, const char *name, int sig) {
                 free(params);
                 return;
         }
-        r = cudackpt_call(client, CTL_JOB_METHOD("SaveJob"), params, &reply);
+        r = cudackpt_call(client, CUDACKPT_METHOD_SAVE_JOB, params, &reply);
         if (r < 0 || reply.error) {
                 (void) ctl_call_failed(w->prefix, r, &reply, false);
                 fprintf(stderr, "%sjob %s was not saved and runs on\n", w->prefix, name);
