@@ -126,6 +126,7 @@ static const struct {
         { CUDACKPT_ERROR_NOT_CUDA_PROCESS, "the process has not initialised CUDA" },
         { CUDACKPT_ERROR_SHUTTING_DOWN, "the daemon is shutting down" },
         { CUDACKPT_VARLINK_PERMISSION_DENIED, "permission denied" },
+        { CUDACKPT_ERROR_SAVES_DISABLED, "the daemon keeps no saves (no saves_dir in its configuration)" },
 };
 
 /* Errors whose sentence is lead, then sep and their string parameter key,
@@ -144,6 +145,12 @@ static const struct {
         { CUDACKPT_VARLINK_INTERFACE_NOT_FOUND, "interface", "the daemon has no interface", " ", " of that name" },
         { CUDACKPT_VARLINK_INVALID_PARAMETER, "parameter", "invalid parameter", " ", " in the request" },
         { CUDACKPT_ERROR_NO_SUCH_CGROUP, "cgroup", "no such cgroup", " ", "" },
+        { CUDACKPT_ERROR_NO_SUCH_JOB, "name", "you have no job", " ", " of that name" },
+        { CUDACKPT_ERROR_JOB_EXISTS, "name", "you already have a job", " ", " of that name" },
+        { CUDACKPT_ERROR_NO_SUCH_SAVE, "save", "you have no save", " ", " of that name" },
+        { CUDACKPT_ERROR_SAVE_EXISTS, "save", "you already have the save", " ", " (--replace replaces it)" },
+        { CUDACKPT_ERROR_SAVE_BUSY, "save", "a dump or restore is under way for the save", " ", "" },
+        { CUDACKPT_ERROR_COMMAND_FAILED, "message", "the daemon's command failed", ": ", "" },
 };
 
 static void describe_permission_denied(FILE *f, const cJSON *params) {

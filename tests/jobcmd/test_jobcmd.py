@@ -1,0 +1,208 @@
+#!/usr/bin/python3
+"""test_jobcmd.py: integration.jobcmd, `cudackptctl job` (client/ctl/saves)
+against the real daemon on the simulator, with real CRIU for the saves:
+  - start: the job's exit status is the command's; --json gives its events
+    as lines; a command that cannot start exits with run's status (125);
+    SIGTERM to `job start` ends it (143) and the daemon stops the job;
+  - start --save=S with no S: started afresh; the signal of --save-on
+    (USR1) saves the job into S (exit 0, S listed with its job); start
+    --save=S again restores S in place of a fresh start (the target's
+    counter came back) and, once the job ends by itself, removes S;
+  - restore, rm and saves of a save the caller does not have: 30; a
+    daemon without saves_dir: 32; save into an existing save: 31 unless
+    --replace; usage errors: 2.
+The saved job is root's where root lacks CAP_SYS_RESOURCE (CRIU cannot
+dump another user's process there: CI's container), else nobody's.
+Exit 0 passed, 1 failed, 77 skipped."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from simdaemon import SimDaemon  # noqa: E402
+
+NOBODY = 65534
+CAP_SYS_RESOURCE = 24
+LIMIT_S = 20
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("PASS: " + what)
+
+
+def await_true(what, pred, timeout=LIMIT_S):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+def as_user(uid):
+    def drop():
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+    return drop
+
+
+class Env:
+    def __init__(self, ctl, daemon, uid, work):
+        self.ctl, self.daemon, self.uid, self.work = ctl, daemon, uid, work
+
+    def argv(self, args):
+        return [self.ctl, "job", "--socket=" + self.daemon.socket] + args
+
+    def run(self, args, uid=-1):
+        return subprocess.run(self.argv(args), preexec_fn=as_user(self.uid if uid == -1 else uid), cwd=self.work,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+
+    def popen(self, args):
+        return subprocess.Popen(self.argv(args), preexec_fn=as_user(self.uid), cwd=self.work,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def target_pid(result):
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 3 and argv[0].endswith(b"itest-criu-target") and argv[3] == result.encode():
+            return int(d)
+    return None
+
+
+def report(result, pid, n):
+    os.kill(pid, signal.SIGUSR1)
+
+    def got():
+        try:
+            with open(result) as f:
+                return [line.split() for line in f if line.split()[:1] == ["ok"] and line.split()[2] == str(n)]
+        except OSError:
+            return None
+    return await_true("report %d" % n, got)
+
+
+def case_plain(e):
+    r = e.run(["start", "--json", "--", "/bin/sh", "-c", "exit 7"])
+    events = [json.loads(line)["job"]["event"] for line in r.stdout.splitlines()]
+    check(r.returncode == 7 and events == ["started", "ended"],
+          "job start: exit status 7 as the command's, --json events started, ended (%r, %r)" % (r.stdout, r.stderr))
+    r = e.run(["start", "--name=nodir", "--", "/nonexistent/program"])
+    check(r.returncode == 127 or r.returncode == 125, "a command that cannot run: its status (%r, %r)"
+          % (r.returncode, r.stderr))
+    p = e.popen(["start", "--name=long", "--", "/bin/sleep", "300"])
+    pid = await_true("the job's init", lambda: json.loads(e.run(["list", "--json"]).stdout or "null"))["pid"]
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=LIMIT_S)
+    check(p.returncode == 128 + signal.SIGTERM, "SIGTERM ends job start: 143 (%r, %r)" % (p.returncode, err))
+    await_true("the job stopped", lambda: not os.path.exists("/proc/%d" % pid))
+    check(e.run(["list"]).stdout.strip() == "NAME\tPID", "the daemon stopped the job: none listed")
+
+
+def case_save_restore(e, target, sim):
+    result = os.path.join(e.work, "result")
+    cmd = ["/bin/sh", "-c", "exec 3>/dev/null; exec env CUDACKPT_SIM=1 CUDACKPT_SIM_STATE=r %s single 1 %s 8 %s"
+           % (target, result, sim)]
+    start = ["start", "--name=train", "--save=s1", "--save-on=USR1", "--output=" + os.path.join(e.work, "log"), "--"]
+    p = e.popen(start + cmd)
+    pid = await_true("the target", lambda: target_pid(result))
+    check(report(result, pid, 1), "started afresh: the target's first report")
+    p.send_signal(signal.SIGUSR1)
+    out, err = p.communicate(timeout=60)
+    check(p.returncode == 0 and "saving job train into s1" in err and "saved into s1" in err,
+          "USR1 saves the job into s1, exit 0 (%r, %r)" % (p.returncode, err))
+    r = e.run(["saves", "--json", "s1"])
+    check(r.returncode == 0 and json.loads(r.stdout)["job"] == "train", "s1 listed with its job (%r)" % r.stdout)
+    r = e.run(["save", "train", "s1"])
+    check(r.returncode == 30, "save of a job that is gone: 30 (%r)" % r.stderr)
+
+    p = e.popen(start + ["/bin/false"])
+    pid = await_true("the restored target", lambda: target_pid(result))
+    check(report(result, pid, 2), "start --save=s1 again restores s1: the target's counter came back (report 2)")
+    r = e.run(["save", "train", "s1", "--leave-running"])
+    check(r.returncode == 31, "save into an existing save without --replace: 31 (%r)" % r.stderr)
+    r = e.run(["save", "train", "s1", "--leave-running", "--replace"])
+    check(r.returncode == 0 and target_pid(result) == pid, "--replace --leave-running: saved, the job runs on (%r)"
+          % r.stderr)
+    os.kill(pid, signal.SIGKILL)  # the job ends "by itself"
+    out, err = p.communicate(timeout=LIMIT_S)
+    check(p.returncode == 128 + signal.SIGKILL and "save s1 removed" in err
+          and e.run(["saves", "s1"]).returncode == 30,
+          "the job ended by itself: its status, and s1 removed (%r, %r)" % (p.returncode, err))
+
+
+def case_refusals(e):
+    for args in (["restore", "nosuch"], ["rm", "nosuch"], ["saves", "nosuch"]):
+        r = e.run(args)
+        check(r.returncode == 30, "job %s of a save the caller lacks: 30 (%r)" % (" ".join(args), r.stderr))
+    for args in (["start"], ["save"], ["rm", "a/b"], ["start", "--save-on=KILL", "--", "true"], ["nosuch"]):
+        r = e.run(args)
+        check(r.returncode == 2, "usage error %r: 2 (%r)" % (args, r.stderr))
+
+
+def main():
+    if os.geteuid() != 0:
+        print("SKIP: root only (the daemon's jobs run as root's cudackptctl)")
+        return 77
+    for var in ("CUDACKPT_TEST_DAEMON", "CUDACKPT_TEST_SIM", "CUDACKPT_TEST_CTL", "CUDACKPT_TEST_CRIU_TARGET"):
+        if not os.environ.get(var):
+            print("FAIL: %s is unset: run through ctest" % var)
+            return 1
+    criu = os.environ.get("CUDACKPT_CRIU") or shutil.which("criu")
+    has_criu = bool(criu) and subprocess.run([criu, "check"], stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.DEVNULL).returncode == 0
+    with open("/proc/self/status") as f:
+        eff = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
+    uid = NOBODY if eff >> CAP_SYS_RESOURCE & 1 else None
+    top = tempfile.mkdtemp(prefix="cudackpt-jobcmd.")
+    os.chmod(top, 0o755)
+    work = os.path.join(top, "work")
+    os.mkdir(work)
+    os.chmod(work, 0o1777)
+    bins = os.path.join(top, "bin")
+    os.mkdir(bins)
+    ctl, sim, target = (shutil.copy(os.environ[v], bins) for v in
+                        ("CUDACKPT_TEST_CTL", "CUDACKPT_TEST_SIM", "CUDACKPT_TEST_CRIU_TARGET"))
+    for f in os.listdir(bins):
+        os.chmod(os.path.join(bins, f), 0o755)
+    env = {"CUDACKPT_CRIU": criu or "", "CUDACKPT_RUN_DIR": os.path.join(top, "jobs")}
+    config = {"nvml": sim, "saves_dir": os.path.join(top, "saves"), "ctl_path": os.environ["CUDACKPT_TEST_CTL"],
+              "socket_mode": "0666"}
+    try:
+        with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, env) as d:
+            os.chmod(d.socket, 0o666)
+            e = Env(ctl, d, uid, work)
+            case_plain(e)
+            case_refusals(e)
+            if has_criu:
+                case_save_restore(e, target, sim)
+            else:
+                print("SKIP: the save and restore cases: no criu that passes `criu check` ($CUDACKPT_CRIU)")
+        with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, {"nvml": sim}, env) as d:
+            os.chmod(d.socket, 0o666)
+            r = Env(ctl, d, uid, work).run(["saves"])
+            check(r.returncode == 32, "a daemon without saves_dir: 32 (%r)" % r.stderr)
+    except (AssertionError, subprocess.TimeoutExpired) as e:
+        print("FAIL: %s" % e)
+        return 1
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
