@@ -84,6 +84,17 @@ static pid_t restore_waiting(struct citest_ctx *x, const char *const *more, int 
         return init;
 }
 
+/* Restored again with --wait --die-with-parent, ended by its signal. */
+static void restore_dies(struct citest_ctx *x)
+{
+        const char *const die[] = { "--die-with-parent", NULL };
+        pid_t restore, init = restore_waiting(x, die, -1, &restore);
+        ck_assert_int_eq(kill(restore, SIGRTMIN + 2), 0);
+        int st = cjob_wait(restore);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 137, "restore --wait ended with wait status %#x", st);
+        citest_await_gone(init, AWAIT_MS);
+}
+
 START_TEST(owner_and_wait)
 {
         struct citest_ctx x;
@@ -149,13 +160,7 @@ START_TEST(owner_and_wait)
         citest_await_gone(init, AWAIT_MS);
         ck_assert_int_ne(access(record, F_OK), 0);
 
-        /* Again, ended by --die-with-parent's signal. */
-        const char *const die[] = { "--die-with-parent", NULL };
-        init = restore_waiting(&x, die, -1, &restore);
-        ck_assert_int_eq(kill(restore, SIGRTMIN + 2), 0);
-        st = cjob_wait(restore);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 137, "restore --wait ended with wait status %#x", st);
-        citest_await_gone(init, AWAIT_MS);
+        restore_dies(&x);
         if (cg2) {
                 kill(step, SIGKILL);
                 waitpid(step, NULL, 0);
