@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -31,6 +32,28 @@ const char *const *crun_env(struct citest_ctx *x)
         env[n++] = itest_strdupf("CUDACKPT_RUN_DIR=%s/runs", x->d->dir);
         env[n] = NULL;
         return env;
+}
+
+const char *const *crun_env_plus(struct citest_ctx *x, const char *extra)
+{
+        const char *const *base = crun_env(x);
+        const char **env = itest_keep(calloc(40, sizeof(char *)));
+        size_t n = 0;
+        ck_assert(env);
+        for (; base[n] && n < 38; n++)
+                env[n] = base[n];
+        env[n++] = extra;
+        return env;
+}
+
+const char *crun_cgroup2(struct citest_ctx *x, const char *what)
+{
+        char *mnt = itest_strdupf("%s/cg2", x->d->dir);
+        ck_assert_int_eq(mkdir(mnt, 0755), 0);
+        if (mount("none", mnt, "cgroup2", 0, NULL) == 0)
+                return mnt;
+        fprintf(stderr, "%s skipped: cannot mount cgroup2: %s\n", what, strerror(errno));
+        return NULL;
 }
 
 /* `cudackptctl run ARGS` started with env, fd 3 the write end of pipe_w,

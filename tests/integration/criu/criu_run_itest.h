@@ -14,6 +14,11 @@
 
 /* cudackptctl's environment for x with the names kept in x's directory. */
 const char *const *crun_env(struct citest_ctx *x);
+/* crun_env(x) and one more "K=V". */
+const char *const *crun_env_plus(struct citest_ctx *x, const char *extra);
+/* A cgroup v2 hierarchy mounted at DIR/cg2 (this machine may have none at
+ * /sys/fs/cgroup): its path, or NULL (why said on stderr, for what). */
+const char *crun_cgroup2(struct citest_ctx *x, const char *what);
 /* `cudackptctl run ARGS` started with env, fd 3 the write end of pipe_w
  * (-1: none), its output into out; its pid. */
 pid_t crun_start(const char *const *env, const char *out, int pipe_w, const char *const *args);

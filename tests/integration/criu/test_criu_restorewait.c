@@ -103,14 +103,10 @@ START_TEST(owner_and_wait)
         const char *log = crun_log(&x, "waited"), *record = itest_strdupf("%s/runs/waited", x.d->dir);
         /* The job in a cgroup v2 cgroup of its own (criu would restore it
          * there), restored into a Slurm step's. */
-        char *mnt = itest_strdupf("%s/cg2", x.d->dir), *jobs = NULL;
-        ck_assert_int_eq(mkdir(mnt, 0755), 0);
-        bool cg2 = mount("none", mnt, "cgroup2", 0, NULL) == 0;
+        const char *mnt = crun_cgroup2(&x, "owner_and_wait: --cgroups-of part"), *jobs = NULL;
+        bool cg2 = mnt != NULL;
         if (cg2)
                 jobs = itest_strdupf("%s/jobs-%d", mnt, (int)getpid());
-        else
-                fprintf(stderr, "owner_and_wait: --cgroups-of part skipped: cannot mount cgroup2: %s\n",
-                        strerror(errno));
         const char *const args[] = { "--name", "waited", cg2 ? itest_strdupf("--cgroup-parent=%s", jobs) : "--no-cgroup",
                                      "--user=0:0", itest_strdupf("--output=%s", log), "--", "/bin/sh", "-c",
                                      job_script, NULL };

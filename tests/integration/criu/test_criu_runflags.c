@@ -49,12 +49,7 @@ START_TEST(run_env_chdir_output_ready)
 {
         struct citest_ctx x;
         citest_setup(&x);
-        const char **env = itest_keep(calloc(40, sizeof(char *)));
-        const char *const *base = crun_env(&x);
-        size_t n = 0;
-        for (; base[n]; n++)
-                env[n] = base[n];
-        env[n++] = "ROOT_SECRET=hunter2";
+        const char *const *env = crun_env_plus(&x, "ROOT_SECRET=hunter2");
         /* The user's directory (its own), and one it writes its output in. */
         const char *work = dir_of(&x, "work", 0755), *out_dir = dir_of(&x, "out", 01777);
         ck_assert_int_eq(chown(work, 65534, 65534), 0);
@@ -97,6 +92,25 @@ START_TEST(run_env_chdir_output_ready)
 }
 END_TEST
 
+/* run ARGS (--ready-fd=3 among them; fds[1..n) its fd 4 on) refused:
+ * exit status 125, said (stderr holds said), no ready line. */
+static void expect_refused(struct citest_ctx *x, const char *const *args, int *fds, size_t n, const char *said)
+{
+        int ready[2];
+        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+        fds[0] = ready[1];
+        const char *out = itest_strdupf("%s/run-refused.out", x->d->dir);
+        pid_t run = crun_spawn_fds(crun_env(x), out, "run", args, fds, n);
+        close(ready[1]);
+        const char *line = crun_read_all(ready[0]);
+        close(ready[0]);
+        int st = cjob_wait(run);
+        char *text = citest_slurp(out);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 125 && text && strstr(text, said),
+                      "run ended with wait status %#x: %s", st, text ? text : "");
+        ck_assert_msg(!*line, "a ready line for a job that did not start: %s", line);
+}
+
 /* --chdir to a directory the user may not enter: the start fails (125),
  * said, and no ready line is written. */
 START_TEST(run_chdir_refused)
@@ -104,20 +118,10 @@ START_TEST(run_chdir_refused)
         struct citest_ctx x;
         citest_setup(&x);
         const char *closed = dir_of(&x, "closed", 0700);
-        int ready[2];
-        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
-        int fds[] = { ready[1] };
+        int fds[1];
         const char *const args[] = { "--name", "closed", "--no-cgroup", "--user=65534:65534",
                                      itest_strdupf("--chdir=%s", closed), "--ready-fd=3", "--", "/bin/true", NULL };
-        const char *out = itest_strdupf("%s/run.out", x.d->dir);
-        pid_t run = crun_spawn_fds(crun_env(&x), out, "run", args, fds, 1);
-        close(ready[1]);
-        const char *line = crun_read_all(ready[0]);
-        int st = cjob_wait(run);
-        char *said = citest_slurp(out);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 125 && said && strstr(said, "--chdir"),
-                      "run ended with wait status %#x: %s", st, said ? said : "");
-        ck_assert_msg(!*line, "a ready line for a job that did not start: %s", line);
+        expect_refused(&x, args, fds, 1, "--chdir");
 }
 END_TEST
 
@@ -169,10 +173,9 @@ START_TEST(run_cgroups_of)
 {
         struct citest_ctx x;
         citest_setup(&x);
-        char *mnt = itest_strdupf("%s/cg2", x.d->dir);
-        ck_assert_int_eq(mkdir(mnt, 0755), 0);
-        if (mount("none", mnt, "cgroup2", 0, NULL) < 0) {
-                itest_skip("cannot mount cgroup2: %s", strerror(errno));
+        const char *mnt = crun_cgroup2(&x, "run_cgroups_of");
+        if (!mnt) {
+                itest_skip("no cgroup2");
                 return;
         }
         const char *cg = itest_strdupf("%s/slurmjob-%d", mnt, (int)getpid());
@@ -205,18 +208,9 @@ START_TEST(run_cgroups_of)
         /* The step has ended (reaped): its pidfd names no process. */
         ck_assert_int_eq(kill(step, SIGKILL), 0);
         ck_assert_int_eq(waitpid(step, NULL, 0), step);
-        ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
-        fds[1] = ready[1];
-        const char *out = itest_strdupf("%s/run-dead.out", x.d->dir);
-        const char *const dead[] = { "--name", "dead", "--cgroups-of=3", "--ready-fd=4", "--", "/bin/true", NULL };
-        run = crun_spawn_fds(crun_env(&x), out, "run", dead, fds, 2);
-        close(ready[1]);
-        const char *line = crun_read_all(ready[0]);
-        int st = cjob_wait(run);
-        char *said = citest_slurp(out);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 125 && said && strstr(said, "ended"),
-                      "run ended with wait status %#x: %s", st, said ? said : "");
-        ck_assert_msg(!*line, "a ready line for a job that did not start: %s", line);
+        int dead_fds[] = { -1, pidfd };
+        const char *const dead[] = { "--name", "dead", "--ready-fd=3", "--cgroups-of=4", "--", "/bin/true", NULL };
+        expect_refused(&x, dead, dead_fds, 2, "ended");
         rmdir(cg);
         umount2(mnt, MNT_DETACH);
 }
