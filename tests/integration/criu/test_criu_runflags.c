@@ -125,6 +125,43 @@ START_TEST(run_chdir_refused)
 }
 END_TEST
 
+/* --env-fd's bounds and form: each refused before the job starts. */
+START_TEST(run_env_refused)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        size_t big = 256 * 1024 + 1, many = 4097 * 4;
+        char *huge = itest_keep(malloc(big)), *lots = itest_keep(malloc(many));
+        ck_assert(huge && lots);
+        memset(huge, 'v', big);
+        memcpy(huge, "K=", 2);
+        for (size_t i = 0; i < many; i += 4)
+                memcpy(lots + i, "K=v", 4);
+        const struct {
+                const char *text;
+                size_t len;
+                const char *said;
+        } cases[] = {
+                { "A=1\0NOEQUALS", 12, "entry 2 is not KEY=VALUE" },
+                { "=x\0", 3, "entry 1 is not KEY=VALUE" },
+                { "A=1\0\0B=2", 8, "entry 2 is not KEY=VALUE" },
+                { lots, many, "more than 4096 entries" },
+                { huge, big, "more than 262144 bytes" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const char *path = itest_strdupf("%s/env-%zu", x.d->dir, i);
+                int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+                ck_assert(fd >= 0 && write(fd, cases[i].text, cases[i].len) == (ssize_t)cases[i].len &&
+                          lseek(fd, 0, SEEK_SET) == 0);
+                int fds[] = { -1, fd };
+                const char *const args[] = { "--name", "badenv", "--no-cgroup", "--user=65534:65534", "--ready-fd=3",
+                                             "--env-fd=4", "--", "/bin/true", NULL };
+                expect_refused(&x, args, fds, 2, cases[i].said);
+                close(fd);
+        }
+}
+END_TEST
+
 /* A process that waits to be killed; its pid. */
 static pid_t start_pauser(void)
 {
@@ -218,8 +255,8 @@ END_TEST
 
 int main(void)
 {
-        const TTest *tests[] = { run_env_chdir_output_ready, run_chdir_refused, run_die_with_parent, run_cgroups_of,
-                                 NULL };
+        const TTest *tests[] = { run_env_chdir_output_ready, run_chdir_refused, run_env_refused, run_die_with_parent,
+                                 run_cgroups_of, NULL };
 
         return citest_main("criu_runflags", 4.0 * JOB_TIMEOUT_MS / 1000, tests);
 }
