@@ -177,7 +177,7 @@ static int run_start_failed(const run_job *j, int r, const ctl_run_report *rep, 
                                              "cannot open --output-as-user's file as the user",
                                              "cannot read the environment" };
 
-        if (r == -EPERM)
+        if (r == -ECANCELED)
                 ; /* said */
         else if (r == -EEXIST)
                 fprintf(stderr, CTL_RUN_PREFIX "the name %s is a running job's\n", j->a->name);
@@ -223,7 +223,7 @@ static int run_start(run_job *j) {
         if (r == 0 && rep.stage == CTL_RUN_READY && j->join.n &&
             ctl_run_join_move(&j->join, j->init, err, sizeof(err)) < 0) {
                 fprintf(stderr, CTL_RUN_PREFIX "%s\n", err);
-                r = -EPERM;
+                r = -ECANCELED; /* said */
                 rep.stage = CTL_RUN_SETUP;
         }
         if (r == 0 && rep.stage == CTL_RUN_READY) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -33,6 +34,28 @@ const char *const *crun_env(struct citest_ctx *x)
         return env;
 }
 
+const char *const *crun_env_plus(struct citest_ctx *x, const char *extra)
+{
+        const char *const *base = crun_env(x);
+        const char **env = itest_keep(calloc(40, sizeof(char *)));
+        size_t n = 0;
+        ck_assert(env);
+        for (; base[n] && n < 38; n++)
+                env[n] = base[n];
+        env[n++] = extra;
+        return env;
+}
+
+const char *crun_cgroup2(struct citest_ctx *x, const char *what)
+{
+        char *mnt = itest_strdupf("%s/cg2", x->d->dir);
+        ck_assert_int_eq(mkdir(mnt, 0755), 0);
+        if (mount("none", mnt, "cgroup2", 0, NULL) == 0)
+                return mnt;
+        fprintf(stderr, "%s skipped: cannot mount cgroup2: %s\n", what, strerror(errno));
+        return NULL;
+}
+
 /* `cudackptctl run ARGS` started with env, fd 3 the write end of pipe_w,
  * its output into out; its pid. */
 pid_t crun_start(const char *const *env, const char *out, int pipe_w, const char *const *args)
@@ -52,6 +75,81 @@ pid_t crun_start(const char *const *env, const char *out, int pipe_w, const char
                 _exit(127);
         }
         return c;
+}
+
+static void note_init(pid_t pid);
+
+pid_t crun_spawn_fds(const char *const *env, const char *out, const char *verb, const char *const *args,
+                     const int *fds, size_t n)
+{
+        const char *argv[32];
+        cjob_argv(argv, 32, verb, args);
+        pid_t c = fork();
+        ck_assert_int_ge(c, 0);
+        if (c == 0) {
+                int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), high[8];
+                if (n > 8 || setsid() < 0 || devnull < 0 || fd < 0 || dup2(devnull, 0) < 0 || dup2(fd, 1) < 0 ||
+                    dup2(fd, 2) < 0 || chdir("/") < 0)
+                        _exit(127);
+                /* Out of the way first: a target may be another's source. */
+                for (size_t i = 0; i < n; i++)
+                        if ((high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 100)) < 0)
+                                _exit(127);
+                for (size_t i = 0; i < n; i++)
+                        if (dup2(high[i], 3 + (int)i) < 0)
+                                _exit(127);
+                close_range(3 + (unsigned)n, ~0u, 0);
+                execve(argv[0], (char *const *)argv, (char *const *)env);
+                _exit(127);
+        }
+        return c;
+}
+
+const char *crun_read_all(int fd)
+{
+        char buf[4096];
+        size_t len = 0;
+        double deadline = itest_now_ms() + AWAIT_MS;
+        for (;;) {
+                struct pollfd pf = { .fd = fd, .events = POLLIN };
+                int left = (int)(deadline - itest_now_ms());
+                ck_assert_msg(left > 0 && poll(&pf, 1, left) == 1, "no EOF on fd %d within %d ms (so far: %.*s)", fd,
+                              AWAIT_MS, (int)len, buf);
+                ssize_t k = read(fd, buf + len, sizeof(buf) - 1 - len);
+                ck_assert_int_ge(k, 0);
+                if (k == 0)
+                        break;
+                len += (size_t)k;
+                ck_assert(len < sizeof(buf) - 1);
+        }
+        buf[len] = '\0';
+        return itest_strdupf("%s", buf);
+}
+
+pid_t crun_ready_pid(const char *line, const char *name, uint64_t *ret_start)
+{
+        size_t len = strlen(line);
+        ck_assert_msg(len > 0 && line[len - 1] == '\n' && !strchr(line, '\n')[1], "not one line: \"%s\"", line);
+        cJSON *o = itest_keep_json(cJSON_Parse(line));
+        ck_assert_msg(o, "the ready line is not JSON: %s", line);
+        const cJSON *n = cJSON_GetObjectItem(o, "name"), *pid = cJSON_GetObjectItem(o, "pid"),
+                    *st = cJSON_GetObjectItem(o, "start_time");
+        ck_assert_msg(cJSON_IsString(n) && strcmp(n->valuestring, name) == 0 && cJSON_IsNumber(pid) &&
+                      cJSON_IsNumber(st) && cJSON_GetArraySize(o) == 3, "the ready line: %s", line);
+        note_init((pid_t)pid->valueint);
+        /* Field 22 of /proc/PID/stat, after the command's ')'. */
+        char *stat = citest_slurp(itest_strdupf("/proc/%d/stat", pid->valueint)), *p = stat ? strrchr(stat, ')') : NULL;
+        ck_assert_msg(p, "the ready line's pid %d is not running", pid->valueint);
+        for (int field = 2; p && field < 22; field++)
+                p = strchr(p + 1, ' ');
+        ck_assert(p);
+        uint64_t start = strtoull(p + 1, NULL, 10);
+        ck_assert_msg(start == (uint64_t)st->valuedouble, "pid %d started at %llu, the ready line says %.0f",
+                      pid->valueint, (unsigned long long)start, st->valuedouble);
+        if (ret_start)
+                *ret_start = start;
+        return (pid_t)pid->valueint;
 }
 
 /* The log of a user's job NAME in x's directory (DIR/logs, made: a

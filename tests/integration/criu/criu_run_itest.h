@@ -14,9 +14,25 @@
 
 /* cudackptctl's environment for x with the names kept in x's directory. */
 const char *const *crun_env(struct citest_ctx *x);
+/* crun_env(x) and one more "K=V". */
+const char *const *crun_env_plus(struct citest_ctx *x, const char *extra);
+/* A cgroup v2 hierarchy mounted at DIR/cg2 (this machine may have none at
+ * /sys/fs/cgroup): its path, or NULL (why said on stderr, for what). */
+const char *crun_cgroup2(struct citest_ctx *x, const char *what);
 /* `cudackptctl run ARGS` started with env, fd 3 the write end of pipe_w
  * (-1: none), its output into out; its pid. */
 pid_t crun_start(const char *const *env, const char *out, int pipe_w, const char *const *args);
+/* `cudackptctl VERB ARGS` started with env (in a session of its own, stdin
+ * /dev/null, stdout and stderr into out), with fds[i] of ours as its fd
+ * 3 + i (n of them, none else); its pid. */
+pid_t crun_spawn_fds(const char *const *env, const char *out, const char *verb, const char *const *args,
+                     const int *fds, size_t n);
+/* What is written on fd (a pipe's read end) until its EOF, awaited
+ * within AWAIT_MS; "" when nothing. */
+const char *crun_read_all(int fd);
+/* A ready line (runready.h) of the job NAME: its pid, its start time
+ * checked against /proc (the process is alive) and returned in *ret_start. */
+pid_t crun_ready_pid(const char *line, const char *name, uint64_t *ret_start);
 /* The job's init as its name's record in x's directory says (pid and
  * start time); ended (SIGKILL) when the test process exits. */
 pid_t crun_init_of(struct citest_ctx *x, const char *name, uint64_t *ret_start);
