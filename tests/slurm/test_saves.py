@@ -17,8 +17,8 @@ from the save in place of a fresh start:
   - the second node's daemon lists the job as its user's; another user (uid
     1) sees no save and cannot restore it (exit status 30);
   - the save is in its user's directory, which only root reaches;
-  - the job killed (scancel -s KILL): the daemon stops the job; the save is
-    removed with `job rm`.
+  - the batch script killed (scancel --batch --signal=KILL): the daemon
+    stops the job, unsaved; the save is removed with `job rm`.
 Prints MEASURED: the time from the requeue to the save on disk, and from
 the job's second start to its target answering.
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
@@ -163,10 +163,16 @@ def case_requeue_elsewhere(c, out):
           and os.stat(os.path.join(saves, str(c.owner or 0))).st_mode & 0o077 == 0,
           "the saves are root's, %s's directory reached only by root" % who)
 
-    c.run(["scancel", "-s", "KILL", job], check=False)
+    # SIGKILL to the batch script alone (scancel --signal=KILL without
+    # --batch signals the steps, and Slurm ends the job with SIGTERM, which
+    # would save it again): no save, its connection closes.
+    client = [p for p in c.pids() if b"job" in cmdline(p)[1:2] and b"start" in cmdline(p)]
+    c.run(["scancel", "--batch", "--signal=KILL", job], check=False)
     slurmcluster.await_true("the restored job stopped with the batch script",
                             lambda: not os.path.exists("/proc/%d" % second), 20)
-    check(True, "killing the job's batch script stops the job the daemon runs for it")
+    gone = not any(os.path.exists("/proc/%d" % p) for p in client)
+    check(client and gone and ctl(c, node2, ["list"]).stdout.strip() == "NAME\tPID",
+          "killing the job's batch script (its job start) stops the job the daemon runs for it, unsaved")
     r = ctl(c, node2, ["rm", "slurm-" + job])
     check(r.returncode == 0 and ctl(c, node2, ["saves", "slurm-" + job]).returncode == EXIT_NO_SUCH_JOB,
           "job rm removes the save (%r)" % r.stderr)
