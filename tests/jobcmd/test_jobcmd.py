@@ -4,6 +4,8 @@ against the real daemon on the simulator, with real CRIU for the saves:
   - start: the job's exit status is the command's; --json gives its events
     as lines; a command that cannot start exits with run's status (125);
     SIGTERM to `job start` ends it (143) and the daemon stops the job;
+    the job has the caller's resource limits and umask (a Slurm step's),
+    not the daemon's;
   - start --save=S with no S: started afresh; the signal of --save-on
     (USR1) saves the job into S (exit 0, S listed with its job); start
     --save=S again restores S in place of a fresh start (the target's
@@ -15,6 +17,7 @@ The saved job is root's where root lacks CAP_SYS_RESOURCE (CRIU cannot
 dump another user's process there: CI's container), else nobody's.
 Exit 0 passed, 1 failed, 77 skipped."""
 import json
+import resource
 import os
 import shutil
 import signal
@@ -67,6 +70,16 @@ class Env:
         return subprocess.run(self.argv(args), preexec_fn=as_user(self.uid if uid == -1 else uid), cwd=self.work,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
 
+    def run_with(self, args, preexec):
+        """args as the user, after preexec() (in the child, before the drop)."""
+        drop = as_user(self.uid)
+
+        def both():
+            preexec()
+            drop()
+        return subprocess.run(self.argv(args), preexec_fn=both, cwd=self.work, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+
     def popen(self, args):
         return subprocess.Popen(self.argv(args), preexec_fn=as_user(self.uid), cwd=self.work,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -111,6 +124,21 @@ def case_plain(e):
     check(p.returncode == 128 + signal.SIGTERM, "SIGTERM ends job start: 143 (%r, %r)" % (p.returncode, err))
     await_true("the job stopped", lambda: not os.path.exists("/proc/%d" % pid))
     check(e.run(["list"]).stdout.strip() == "NAME\tPID", "the daemon stopped the job: none listed")
+
+
+def case_limits(e):
+    out = os.path.join(e.work, "limits.out")
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (777, 888))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.umask(0o027)
+    r = e.run_with(["start", "--name=limits", "--output=" + out, "--", "/bin/sh", "-c",
+                    "ulimit -n; ulimit -Hn; ulimit -c; umask"], limits)
+    with open(out) as f:
+        got = f.read().split()
+    check(r.returncode == 0 and got == ["777", "888", "0", "0027"],
+          "the job has its caller's resource limits and umask, not the daemon's (%r, %r)" % (got, r.stderr))
 
 
 def case_save_restore(e, target, sim):
@@ -187,6 +215,7 @@ def main():
             os.chmod(d.socket, 0o666)
             e = Env(ctl, d, uid, work)
             case_plain(e)
+            case_limits(e)
             case_refusals(e)
             if has_criu:
                 case_save_restore(e, target, sim)
