@@ -12,7 +12,8 @@ against the real daemon on the simulator, with real CRIU for the saves:
     counter came back) and, once the job ends by itself, removes S;
   - restore, rm and saves of a save the caller does not have: 30; a
     daemon without saves_dir: 32; save into an existing save: 31 unless
-    --replace; usage errors: 2.
+    --replace; usage errors: 2; a daemon without CAP_SETUID (the packaged
+    unit's sandbox) refuses jobs, saying what is missing.
 The saved job is root's where root lacks CAP_SYS_RESOURCE (CRIU cannot
 dump another user's process there: CI's container), else nobody's.
 Exit 0 passed, 1 failed, 77 skipped."""
@@ -182,6 +183,24 @@ def case_refusals(e):
         check(r.returncode == 2, "usage error %r: 2 (%r)" % (args, r.stderr))
 
 
+class Unsandboxed(SimDaemon):
+    """The daemon without CAP_SETUID in its bounding set, as the packaged
+    unit's sandbox leaves it."""
+
+    def argv(self):
+        return ["setpriv", "--bounding-set=-setuid", "--"] + super().argv()
+
+
+def case_no_caps(ctl, sim, uid, work, env, config):
+    with Unsandboxed(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, env) as d:
+        os.chmod(d.socket, 0o666)
+        r = Env(ctl, d, uid, work).run(["start", "--", "/bin/true"])
+        log = d.log()
+    check(r.returncode == 127 and "CAP_SETUID" in r.stderr and "cudackptd-jobs.conf" in log,
+          "a daemon without the capabilities its commands need refuses jobs, naming what is missing and the "
+          "drop-in (%r, %r)" % (r.returncode, r.stderr))
+
+
 def main():
     if os.geteuid() != 0:
         print("SKIP: root only (the daemon's jobs run as root's cudackptctl)")
@@ -221,6 +240,7 @@ def main():
                 case_save_restore(e, target, sim)
             else:
                 print("SKIP: the save and restore cases: no criu that passes `criu check` ($CUDACKPT_CRIU)")
+        case_no_caps(ctl, sim, uid, work, env, config)
         with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, {"nvml": sim}, env) as d:
             os.chmod(d.socket, 0o666)
             r = Env(ctl, d, uid, work).run(["saves"])
