@@ -4,8 +4,8 @@ against the real daemon on the simulator, with real CRIU for the saves:
   - start: the job's exit status is the command's; --json gives its events
     as lines; a command that cannot start exits with run's status (125);
     SIGTERM to `job start` ends it (143) and the daemon stops the job;
-    the job has the caller's resource limits and umask (a Slurm step's),
-    not the daemon's;
+    the job has the caller's resource limits, umask and cgroups (a Slurm
+    step's), not the daemon's;
   - start --save=S with no S: started afresh; the signal of --save-on
     (USR1) saves the job into S (exit 0, S listed with its job); start
     --save=S again restores S in place of a fresh start (the target's
@@ -142,6 +142,30 @@ def case_limits(e):
           "the job has its caller's resource limits and umask, not the daemon's (%r, %r)" % (got, r.stderr))
 
 
+def case_cgroups(e):
+    """The job in its caller's cgroups (a v1 hierarchy made here), not the
+    daemon's."""
+    cg = "/sys/fs/cgroup/pids/cudackpt-jobcmd-%d" % os.getpid()
+    if not os.path.isdir("/sys/fs/cgroup/pids"):
+        print("SKIP: the cgroup case: no cgroup v1 pids hierarchy here")
+        return
+    os.mkdir(cg)
+    out = os.path.join(e.work, "cgroup.out")
+
+    def enter():
+        with open(cg + "/cgroup.procs", "w") as f:
+            f.write("0")
+    try:
+        r = e.run_with(["start", "--name=cg", "--output=" + out, "--", "/bin/cat", "/proc/self/cgroup"], enter)
+        with open(out) as f:
+            got = [line.strip() for line in f if ":pids:" in line]
+    finally:
+        await_true("the cgroup empty", lambda: not open(cg + "/cgroup.procs").read())
+        os.rmdir(cg)
+    check(r.returncode == 0 and got == ["%s:pids:/%s" % (got[0].split(":")[0] if got else "?", os.path.basename(cg))],
+          "the job runs in its caller's cgroups, not the daemon's (%r, %r)" % (got, r.stderr))
+
+
 def case_save_restore(e, target, sim):
     result = os.path.join(e.work, "result")
     cmd = ["/bin/sh", "-c", "exec 3>/dev/null; exec env CUDACKPT_SIM=1 CUDACKPT_SIM_STATE=r %s single 1 %s 8 %s"
@@ -162,6 +186,8 @@ def case_save_restore(e, target, sim):
     p = e.popen(start + ["/bin/false"])
     pid = await_true("the restored target", lambda: target_pid(result))
     check(report(result, pid, 2), "start --save=s1 again restores s1: the target's counter came back (report 2)")
+    # The daemon names the job once the restore's resume is done.
+    await_true("the restored job listed", lambda: '"train"' in e.run(["list", "--json"]).stdout)
     r = e.run(["save", "train", "s1", "--leave-running"])
     check(r.returncode == 31, "save into an existing save without --replace: 31 (%r)" % r.stderr)
     r = e.run(["save", "train", "s1", "--leave-running", "--replace"])
@@ -235,6 +261,7 @@ def main():
             e = Env(ctl, d, uid, work)
             case_plain(e)
             case_limits(e)
+            case_cgroups(e)
             case_refusals(e)
             if has_criu:
                 case_save_restore(e, target, sim)
