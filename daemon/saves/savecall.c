@@ -241,6 +241,12 @@ void savecall_call(struct saves *t, struct conn *c, struct proto_call *call)
                 list_jobs(t, c, call);
                 return;
         }
+        /* Running a user's command as root is the administrator's choice,
+         * made with saves_dir (and, under systemd, cudackptd-jobs.conf). */
+        if (call->method == PROTO_START_JOB && t->dir_fd < 0) {
+                conn_send(c, proto_error_new(CUDACKPT_ERROR_SAVES_DISABLED, NULL));
+                return;
+        }
         if (call->method != PROTO_START_JOB) {
                 saveops_call(t, c, call, &(struct saveops_request){ .method = call->method, .name = p.name,
                                                                     .save = p.save,

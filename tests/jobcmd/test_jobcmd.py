@@ -11,7 +11,7 @@ against the real daemon on the simulator, with real CRIU for the saves:
     --save=S again restores S in place of a fresh start (the target's
     counter came back) and, once the job ends by itself, removes S;
   - restore, rm and saves of a save the caller does not have: 30; a
-    daemon without saves_dir: 32; save into an existing save: 31 unless
+    daemon without saves_dir (jobs and saves off): 32; save into an existing save: 31 unless
     --replace; usage errors: 2; a daemon without CAP_SETUID (the packaged
     unit's sandbox) refuses jobs, saying what is missing.
 The saved job is root's where root lacks CAP_SYS_RESOURCE (CRIU cannot
@@ -271,7 +271,9 @@ def main():
         with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, {"nvml": sim}, env) as d:
             os.chmod(d.socket, 0o666)
             r = Env(ctl, d, uid, work).run(["saves"])
-            check(r.returncode == 32, "a daemon without saves_dir: 32 (%r)" % r.stderr)
+            r2 = Env(ctl, d, uid, work).run(["start", "--", "/bin/true"])
+            check(r.returncode == 32 and r2.returncode == 32,
+                  "a daemon without saves_dir runs no job and keeps no save: 32 (%r, %r)" % (r.stderr, r2.stderr))
     except (AssertionError, subprocess.TimeoutExpired) as e:
         print("FAIL: %s" % e)
         return 1
