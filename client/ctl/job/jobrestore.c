@@ -35,6 +35,7 @@
 #include "manifest.h"
 #include "nstree.h"
 #include "proctree.h"
+#include "restoreaccess.h"
 #include "restorewait.h"
 #include "runinit.h"
 #include "runrestore.h"
@@ -67,6 +68,7 @@ typedef struct jrestore {
         int dir_fd;                   /* DIR */
         double criu_ms, resume_ms, t0;
         bool plan_said;               /* the device plan was said (--dry-run --json: its object) */
+        char refused[PATH_MAX + 256]; /* --owner: what the restored job may not hold, or "" */
 } jrestore;
 
 /* Every old GPU a member used must be mapped (the driver wants them all). */
@@ -184,6 +186,27 @@ static char **jrestore_criu_argv(const jrestore *x, size_t i, const char *script
         return ctl_job_criu_argv(x->a, x->criu, words, script);
 }
 
+/* --owner, at post-restore: what the restored job holds, the owner's to
+ * open (restoreaccess.h); criu's logs are the trees' restore.log. */
+static int jrestore_check_access(jrestore *x) {
+        struct stat *logs = calloc(x->m.n_trees, sizeof(*logs));
+        char err[sizeof(x->refused)];
+        size_t n = 0;
+        int r;
+
+        if (!logs)
+                return -ENOMEM;
+        for (size_t i = 0; i < x->m.n_trees; i++)
+                n += fstatat(x->runs[i].dir_fd, "restore.log", &logs[n], AT_SYMLINK_NOFOLLOW) == 0;
+        r = ctl_restore_access_check(&x->pins, x->a->owner, logs, n, err, sizeof(err));
+        free(logs);
+        if (r == -EACCES)
+                snprintf(x->refused, sizeof(x->refused), "%s", err);
+        else if (r < 0)
+                fprintf(stderr, "%s%s\n", x->a->prefix, err);
+        return r;
+}
+
 /* At post-restore, every tree restored and held by its criu: each of its
  * processes pinned; its root a child of a criu that waits there (not a
  * process that took the pid), every member among the pinned. */
@@ -217,6 +240,10 @@ static int jrestore_pin(void *data, const int *criu_pids, size_t n) {
                 if (!ctl_pins_find(&x->pins, x->m.members[i].pid))
                         r = -ESRCH;
         ctl_proctree_free(&t);
+        /* criu opened the job's files by path, as root: each must be one
+         * the owner could open (restoreaccess.h), before any of it runs. */
+        if (r == 0 && x->a->owner_given)
+                r = jrestore_check_access(x);
         if (r < 0)
                 fprintf(stderr, "%sat post-restore, the job's processes are not all criu's (a tree's root not a child "
                         "of its criu, or a member outside its tree): %s\n", x->a->prefix, strerror(-r));
@@ -358,6 +385,11 @@ static int jrestore_fail_criu(jrestore *x, int r) {
                 ctl_job_restore_left(x->a));
         if (x->a->json)
                 jrestore_print_json(x, "criu");
+        /* Said last: the daemon tells its caller the last line. */
+        if (x->refused[0]) {
+                fprintf(stderr, "%sthe restored job was refused before it ran: %s\n", x->a->prefix, x->refused);
+                return CUDACKPT_EXIT_PERMISSION_DENIED;
+        }
         return CUDACKPT_EXIT_FAILURE;
 }
 

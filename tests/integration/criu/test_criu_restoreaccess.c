@@ -1,0 +1,145 @@
+/* test_criu_restoreaccess.c: restore --owner (what cudackptd's RestoreJob
+ * runs) refuses a job whose files were swapped after its dump for ones its
+ * owner may not open.  CRIU reopens a job's files and working directory by
+ * their paths, as root, comparing only a file's size and mode: the job's
+ * own file, replaced by a symlink to another uid's file of the same size
+ * and mode, came back open in the job; its working directory, replaced by
+ * a symlink into a directory the owner may not search, came back as its
+ * working directory.  Both are refused (exit status 12, the path said),
+ * the restored processes ended before they ran, and the same images,
+ * their files put back, restore.
+ *
+ * The job is root's (here criu cannot dump another uid's job without
+ * CAP_SYS_RESOURCE); the check takes the owner's uid with no capability,
+ * so uid 0 may no more open another uid's 0600 file than any user may.
+ *
+ * Skips as integration.criu does (citest_probe). */
+#include "criu_run_itest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A file of uid's, mode 0600, of these 11 bytes. */
+static void make_file(const char *path, uid_t uid, const char *text)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, text, 11), 11);
+        ck_assert_int_eq(fchown(fd, uid, uid), 0);
+        ck_assert_int_eq(fchmod(fd, 0600), 0);
+        close(fd);
+}
+
+/* path's text holds line, awaited. */
+static void await_text(const char *path, const char *line)
+{
+        double deadline = itest_now_ms() + AWAIT_MS;
+        for (;;) {
+                char *text = citest_slurp_raw(path);
+                bool found = text && strstr(text, line);
+                free(text);
+                if (found)
+                        return;
+                ck_assert_msg(itest_now_ms() < deadline, "no \"%s\" in %s within %d ms", line, path, AWAIT_MS);
+                poll(NULL, 0, 5);
+        }
+}
+
+/* Whether any process of the job "acc" holds path open or as its working
+ * directory (a job restored against the check). */
+static bool job_holds(struct citest_ctx *x, const char *path)
+{
+        char *rec = citest_slurp_raw(itest_strdupf("%s/runs/acc", x->d->dir));
+        if (!rec)
+                return false;
+        free(rec);
+        pid_t pids[8];
+        size_t n = crun_job_pids(crun_init_of(x, "acc", NULL), pids, 8);
+        for (size_t i = 0; i < n; i++) {
+                char got[PATH_MAX];
+                ssize_t k = readlink(itest_strdupf("/proc/%d/cwd", (int)pids[i]), got, sizeof(got) - 1);
+                if (k > 0 && (got[k] = '\0', strcmp(got, path) == 0))
+                        return true;
+                k = readlink(itest_strdupf("/proc/%d/fd/3", (int)pids[i]), got, sizeof(got) - 1);
+                if (k > 0 && (got[k] = '\0', strcmp(got, path) == 0))
+                        return true;
+        }
+        return false;
+}
+
+/* restore --owner=0 of x's images: refused for naming what, nothing of
+ * the job left running. */
+static void restore_refused(struct citest_ctx *x, const char *what)
+{
+        struct citest_run *res = cjob_ctl(crun_env(x), "restore", "--images", x->img, "--owner=0", NULL);
+        bool leaked = job_holds(x, what);
+        assert_run(res->status == 12 && strstr(res->out, what) && !leaked, res,
+                   "restore --owner=0 with %s swapped in: exit %d, the restored job %s it", what, res->status,
+                   leaked ? "holds" : "does not hold");
+        ck_assert_int_ne(access(itest_strdupf("%s/runs/acc", x->d->dir), F_OK), 0);
+}
+
+START_TEST(swapped_files_refused)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = crun_env(&x);
+        const char *d = itest_strdupf("%s/acc", x.d->dir), *log = crun_log(&x, "acc");
+        const char *f = itest_strdupf("%s/f", d), *secret = itest_strdupf("%s/secret", d);
+        const char *wd = itest_strdupf("%s/wd", d), *closed = itest_strdupf("%s/closed", d);
+        const char *inner = itest_strdupf("%s/inner", closed);
+        ck_assert_int_eq(mkdir(d, 0755), 0);
+        ck_assert_int_eq(mkdir(wd, 0755), 0);
+        /* Another uid's: its file, and a directory only it may search. */
+        make_file(f, 0, "user data\n\n");
+        make_file(secret, ITEST_OTHER_UID, "the secret\n");
+        ck_assert_int_eq(mkdir(closed, 0700), 0);
+        ck_assert_int_eq(mkdir(inner, 0755), 0);
+        ck_assert_int_eq(chown(closed, ITEST_OTHER_UID, ITEST_OTHER_UID), 0);
+
+        const char *script = itest_strdupf("exec 3<%s; cd %s; sleep 1000 & echo up; wait", f, wd);
+        const char *const args[] = { "--name", "acc", "--no-cgroup", "--user=0:0", itest_strdupf("--output=%s", log),
+                                     "--", "/bin/sh", "-c", script, NULL };
+        pid_t run = crun_start(env, itest_strdupf("%s/run.out", x.d->dir), -1, args);
+        (void)crun_init_of(&x, "acc", NULL);
+        await_text(log, "up\n");
+        cjob_expect_ok(cjob_ctl(env, "dump", "--run", "acc", "--owner=0", "--images", x.img, NULL), "dump --owner=0");
+        cjob_wait(run);
+
+        /* The job's file: another uid's in its place. */
+        ck_assert_int_eq(unlink(f), 0);
+        ck_assert_int_eq(symlink(secret, f), 0);
+        restore_refused(&x, secret);
+        ck_assert_int_eq(unlink(f), 0);
+        make_file(f, 0, "user data\n\n");
+
+        /* Its working directory: one below a directory it may not search. */
+        ck_assert_int_eq(rename(wd, itest_strdupf("%s.was", wd)), 0);
+        ck_assert_int_eq(symlink(inner, wd), 0);
+        restore_refused(&x, inner);
+        ck_assert_int_eq(unlink(wd), 0);
+        ck_assert_int_eq(rename(itest_strdupf("%s.was", wd), wd), 0);
+
+        /* The files back: the same images restore. */
+        cjob_expect_ok(cjob_ctl(env, "restore", "--images", x.img, "--owner=0", NULL), "restore --owner=0");
+        ck_assert(job_holds(&x, f));
+        pid_t init = crun_init_of(&x, "acc", NULL);
+        ck_assert_int_eq(kill(init, SIGKILL), 0);
+        citest_await_gone(init, AWAIT_MS);
+}
+END_TEST
+
+int main(void)
+{
+        const TTest *tests[] = { swapped_files_refused, NULL };
+
+        return citest_main("criu_restoreaccess", 8.0 * JOB_TIMEOUT_MS / 1000, tests);
+}
