@@ -186,27 +186,6 @@ static char **jrestore_criu_argv(const jrestore *x, size_t i, const char *script
         return ctl_job_criu_argv(x->a, x->criu, words, script);
 }
 
-/* --owner, at post-restore: what the restored job holds, the owner's to
- * open (restoreaccess.h); criu's logs are the trees' restore.log. */
-static int jrestore_check_access(jrestore *x) {
-        struct stat *logs = calloc(x->m.n_trees, sizeof(*logs));
-        char err[sizeof(x->refused)];
-        size_t n = 0;
-        int r;
-
-        if (!logs)
-                return -ENOMEM;
-        for (size_t i = 0; i < x->m.n_trees; i++)
-                n += fstatat(x->runs[i].dir_fd, "restore.log", &logs[n], AT_SYMLINK_NOFOLLOW) == 0;
-        r = ctl_restore_access_check(&x->pins, x->a->owner, logs, n, err, sizeof(err));
-        free(logs);
-        if (r == -EACCES)
-                snprintf(x->refused, sizeof(x->refused), "%s", err);
-        else if (r < 0)
-                fprintf(stderr, "%s%s\n", x->a->prefix, err);
-        return r;
-}
-
 /* At post-restore, every tree restored and held by its criu: each of its
  * processes pinned; its root a child of a criu that waits there (not a
  * process that took the pid), every member among the pinned. */
@@ -243,7 +222,8 @@ static int jrestore_pin(void *data, const int *criu_pids, size_t n) {
         /* criu opened the job's files by path, as root: each must be one
          * the owner could open (restoreaccess.h), before any of it runs. */
         if (r == 0 && x->a->owner_given)
-                r = jrestore_check_access(x);
+                r = ctl_restore_access_check(&x->pins, x->a->owner, x->runs, x->m.n_trees, x->a->prefix, x->refused,
+                                             sizeof(x->refused));
         if (r < 0)
                 fprintf(stderr, "%sat post-restore, the job's processes are not all criu's (a tree's root not a child "
                         "of its criu, or a member outside its tree): %s\n", x->a->prefix, strerror(-r));
@@ -346,12 +326,6 @@ static int jrestore_members(jrestore *x, int *ret_gone) {
         return 0;
 }
 
-/* "1,2,3" of the members, for the commands a failure suggests. */
-static void jrestore_print_pids(const jrestore *x) {
-        for (size_t i = 0; i < x->m.n_members; i++)
-                fprintf(stderr, "%s%d", i ? "," : "", x->m.members[i].pid);
-}
-
 static void jrestore_print_json(const jrestore *x, const char *failed_step) {
         cJSON *o = cJSON_CreateObject(), *trees = ctl_job_trees_json(&x->m, x->runs, false);
 
@@ -386,11 +360,9 @@ static int jrestore_fail_criu(jrestore *x, int r) {
         if (x->a->json)
                 jrestore_print_json(x, "criu");
         /* Said last: the daemon tells its caller the last line. */
-        if (x->refused[0]) {
+        if (x->refused[0])
                 fprintf(stderr, "%sthe restored job was refused before it ran: %s\n", x->a->prefix, x->refused);
-                return CUDACKPT_EXIT_PERMISSION_DENIED;
-        }
-        return CUDACKPT_EXIT_FAILURE;
+        return x->refused[0] ? CUDACKPT_EXIT_PERMISSION_DENIED : CUDACKPT_EXIT_FAILURE;
 }
 
 /* Step 2: every member's GPU state at once. */
@@ -427,7 +399,8 @@ static int jrestore_resume(jrestore *x) {
                 fprintf(stderr, "%sstep 2 of 2 (resume the job's GPU state) failed; no process was unlocked (those "
                         "restored are locked, the others checkpointed), so none runs on the GPU.  Fix the cause "
                         "and run: cudackptctl resume --pids=", x->a->prefix);
-                jrestore_print_pids(x);
+                for (size_t i = 0; i < x->m.n_members; i++)
+                        fprintf(stderr, "%s%d", i ? "," : "", x->m.members[i].pid);
                 fputs(" [--map=...]; or end the job: kill -KILL ", stderr);
                 for (size_t i = 0; i < x->m.n_trees; i++)
                         fprintf(stderr, "%s%d", i ? " " : "", x->m.trees[i].root);

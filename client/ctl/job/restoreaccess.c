@@ -372,16 +372,26 @@ static int acc_process(acc_batch *b) {
         return b->r;
 }
 
-int ctl_restore_access_check(const ctl_pins *pins, uid_t uid, const struct stat *logs, size_t n_logs, char *err,
-                             size_t size) {
+int ctl_restore_access_check(const ctl_pins *pins, uid_t uid, const ctl_criu_run *runs, size_t n_runs,
+                             const char *prefix, char *refused, size_t size) {
         acc_entry *v = calloc(ACC_BATCH, sizeof(*v));
-        int r = v ? 0 : -ENOMEM;
+        struct stat *logs = calloc(n_runs + 1, sizeof(*logs));
+        char err[PATH_MAX + 256];
+        size_t n_logs = 0;
+        int r = v && logs ? 0 : -ENOMEM;
 
+        /* criu's logs, each in its tree's directory. */
+        for (size_t i = 0; r == 0 && i < n_runs; i++)
+                n_logs += runs[i].dir_fd > 0 && runs[i].log_name &&
+                          fstatat(runs[i].dir_fd, runs[i].log_name, &logs[n_logs], AT_SYMLINK_NOFOLLOW) == 0;
         for (size_t i = 0; r == 0 && i < pins->n; i++)
                 r = acc_process(&(acc_batch) { .pid = pins->v[i].pid, .uid = uid, .rootfd = -1, .logs = logs,
-                                               .n_logs = n_logs, .v = v, .err = err, .size = size });
-        if (r == -ENOMEM && !v)
-                snprintf(err, size, "out of memory");
+                                               .n_logs = n_logs, .v = v, .err = err, .size = sizeof(err) });
+        if (r == -EACCES)
+                snprintf(refused, size, "%s", err);
+        else if (r < 0)
+                fprintf(stderr, "%s%s\n", prefix, r == -ENOMEM && (!v || !logs) ? "out of memory" : err);
+        free(logs);
         free(v);
         return r;
 }

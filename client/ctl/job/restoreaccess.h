@@ -3,21 +3,21 @@
 #ifndef CUDACKPT_CTL_RESTOREACCESS_H
 #define CUDACKPT_CTL_RESTOREACCESS_H
 
+#include "criu.h"
 #include "jobpin.h"
 
 #include <stddef.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Whether uid, with each process's own gid and groups and no capability,
  * could open every file each pinned process holds (descriptors, file
  * mappings, its executable, working directory and root) with the access
  * the process has to it, reached by the path the process holds it by.
- * Called while criu still holds the processes (nothing of them ran):
- * logs (n_logs) are criu's logs, which they hold until then.  0; -EACCES
- * (what and why in err) when one is not; -errno when the check could not
- * be made. */
-int ctl_restore_access_check(const ctl_pins *pins, uid_t uid, const struct stat *logs, size_t n_logs, char *err,
-                             size_t size);
+ * Called while criu still holds the processes (nothing of them ran);
+ * runs (n_runs) are the trees' criu runs, whose logs the processes hold
+ * until then.  0; -EACCES, what and why in refused; -errno, said on
+ * stderr with prefix, when the check could not be made. */
+int ctl_restore_access_check(const ctl_pins *pins, uid_t uid, const ctl_criu_run *runs, size_t n_runs,
+                             const char *prefix, char *refused, size_t size);
 
 #endif
