@@ -5,7 +5,8 @@
  * own file, replaced by a symlink to another uid's file of the same size
  * and mode, came back open in the job; its working directory, replaced by
  * a symlink into a directory the owner may not search, came back as its
- * working directory.  Both are refused (exit status 12, the path said),
+ * working directory; a file it mapped, swapped so, came back mapped.
+ * Each is refused (exit status 12, the path said),
  * the restored processes ended before they ran, and the same images,
  * their files put back, restore.
  *
@@ -53,8 +54,8 @@ static void await_text(const char *path, const char *line)
         }
 }
 
-/* Whether any process of the job "acc" holds path open or as its working
- * directory (a job restored against the check). */
+/* Whether any process of the job "acc" holds path open, mapped or as its
+ * working directory (a job restored against the check). */
 static bool job_holds(struct citest_ctx *x, const char *path)
 {
         char *rec = citest_slurp_raw(itest_strdupf("%s/runs/acc", x->d->dir));
@@ -70,6 +71,11 @@ static bool job_holds(struct citest_ctx *x, const char *path)
                         return true;
                 k = readlink(itest_strdupf("/proc/%d/fd/3", (int)pids[i]), got, sizeof(got) - 1);
                 if (k > 0 && (got[k] = '\0', strcmp(got, path) == 0))
+                        return true;
+                char *maps = citest_slurp_raw(itest_strdupf("/proc/%d/maps", (int)pids[i]));
+                bool mapped = maps && strstr(maps, path);
+                free(maps);
+                if (mapped)
                         return true;
         }
         return false;
@@ -94,23 +100,30 @@ START_TEST(swapped_files_refused)
         const char *const *env = crun_env(&x);
         const char *d = itest_strdupf("%s/acc", x.d->dir), *log = crun_log(&x, "acc");
         const char *f = itest_strdupf("%s/f", d), *secret = itest_strdupf("%s/secret", d);
+        const char *m = itest_strdupf("%s/m", d);
         const char *wd = itest_strdupf("%s/wd", d), *closed = itest_strdupf("%s/closed", d);
         const char *inner = itest_strdupf("%s/inner", closed);
         ck_assert_int_eq(mkdir(d, 0755), 0);
         ck_assert_int_eq(mkdir(wd, 0755), 0);
         /* Another uid's: its file, and a directory only it may search. */
         make_file(f, 0, "user data\n\n");
+        make_file(m, 0, "user map\n\n\n");
         make_file(secret, ITEST_OTHER_UID, "the secret\n");
         ck_assert_int_eq(mkdir(closed, 0700), 0);
         ck_assert_int_eq(mkdir(inner, 0755), 0);
         ck_assert_int_eq(chown(closed, ITEST_OTHER_UID, ITEST_OTHER_UID), 0);
 
-        const char *script = itest_strdupf("exec 3<%s; cd %s; sleep 1000 & echo up; wait", f, wd);
+        /* A shell holding f, in wd; criu_target mapping m (its descriptor
+         * closed), its pid written to pids once it did, watching the job's
+         * init (pid 1 of the job's namespace). */
+        const char *pids = itest_strdupf("%s/pids", d);
+        const char *script = itest_strdupf("exec 3<%s; cd %s; sleep 1000 & %s single 1 %s/result 1 %s 3>>%s & wait",
+                                           f, wd, citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), d, m, pids);
         const char *const args[] = { "--name", "acc", "--no-cgroup", "--user=0:0", itest_strdupf("--output=%s", log),
                                      "--", "/bin/sh", "-c", script, NULL };
         pid_t run = crun_start(env, itest_strdupf("%s/run.out", x.d->dir), -1, args);
         (void)crun_init_of(&x, "acc", NULL);
-        await_text(log, "up\n");
+        await_text(pids, "\n");
         cjob_expect_ok(cjob_ctl(env, "dump", "--run", "acc", "--owner=0", "--images", x.img, NULL), "dump --owner=0");
         cjob_wait(run);
 
@@ -127,6 +140,13 @@ START_TEST(swapped_files_refused)
         restore_refused(&x, inner);
         ck_assert_int_eq(unlink(wd), 0);
         ck_assert_int_eq(rename(itest_strdupf("%s.was", wd), wd), 0);
+
+        /* Its mapping. */
+        ck_assert_int_eq(rename(m, itest_strdupf("%s.was", m)), 0);
+        ck_assert_int_eq(symlink(secret, m), 0);
+        restore_refused(&x, secret);
+        ck_assert_int_eq(unlink(m), 0);
+        ck_assert_int_eq(rename(itest_strdupf("%s.was", m), m), 0);
 
         /* The files back: the same images restore. */
         cjob_expect_ok(cjob_ctl(env, "restore", "--images", x.img, "--owner=0", NULL), "restore --owner=0");
