@@ -5,8 +5,10 @@
  * own file, replaced by a symlink to another uid's file of the same size
  * and mode, came back open in the job; its working directory, replaced by
  * a symlink into a directory the owner may not search, came back as its
- * working directory; a file it mapped, swapped so, came back mapped.
- * Each is refused (exit status 12, the path said),
+ * working directory; a file it mapped, swapped so, came back mapped; its
+ * output (O_WRONLY | O_APPEND, whose size CRIU does not compare), swapped
+ * for another uid's file of any size, came back open for writing: a
+ * user's job so restored could append to /etc/passwd.  Each is refused (exit status 12, the path said),
  * the restored processes ended before they ran, and the same images,
  * their files put back, restore.
  *
@@ -69,9 +71,11 @@ static bool job_holds(struct citest_ctx *x, const char *path)
                 ssize_t k = readlink(itest_strdupf("/proc/%d/cwd", (int)pids[i]), got, sizeof(got) - 1);
                 if (k > 0 && (got[k] = '\0', strcmp(got, path) == 0))
                         return true;
-                k = readlink(itest_strdupf("/proc/%d/fd/3", (int)pids[i]), got, sizeof(got) - 1);
-                if (k > 0 && (got[k] = '\0', strcmp(got, path) == 0))
-                        return true;
+                for (int fd = 1; fd <= 3; fd++) {
+                        k = readlink(itest_strdupf("/proc/%d/fd/%d", (int)pids[i], fd), got, sizeof(got) - 1);
+                        if (k > 0 && (got[k] = '\0', strcmp(got, path) == 0))
+                                return true;
+                }
                 char *maps = citest_slurp_raw(itest_strdupf("/proc/%d/maps", (int)pids[i]));
                 bool mapped = maps && strstr(maps, path);
                 free(maps);
@@ -98,13 +102,15 @@ START_TEST(swapped_files_refused)
         struct citest_ctx x;
         citest_setup(&x);
         const char *const *env = crun_env(&x);
-        const char *d = itest_strdupf("%s/acc", x.d->dir), *log = crun_log(&x, "acc");
+        const char *d = itest_strdupf("%s/acc", x.d->dir), *out = itest_strdupf("%s/out", d);
+        const char *log = itest_strdupf("%s/log", out);
         const char *f = itest_strdupf("%s/f", d), *secret = itest_strdupf("%s/secret", d);
         const char *m = itest_strdupf("%s/m", d);
         const char *wd = itest_strdupf("%s/wd", d), *closed = itest_strdupf("%s/closed", d);
         const char *inner = itest_strdupf("%s/inner", closed);
         ck_assert_int_eq(mkdir(d, 0755), 0);
         ck_assert_int_eq(mkdir(wd, 0755), 0);
+        ck_assert_int_eq(mkdir(out, 0755), 0);
         /* Another uid's: its file, and a directory only it may search. */
         make_file(f, 0, "user data\n\n");
         make_file(m, 0, "user map\n\n\n");
@@ -140,6 +146,20 @@ START_TEST(swapped_files_refused)
         restore_refused(&x, inner);
         ck_assert_int_eq(unlink(wd), 0);
         ck_assert_int_eq(rename(itest_strdupf("%s.was", wd), wd), 0);
+
+        /* Its output's directory (run opens the output O_NOFOLLOW; the
+         * daemon's --output-as-user does not), for another uid's file of
+         * another size. */
+        const char *vdir = itest_strdupf("%s/vdir", d), *victim = itest_strdupf("%s/vdir/log", d);
+        ck_assert_int_eq(mkdir(vdir, 0755), 0);
+        int vfd = open(victim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        ck_assert(vfd >= 0 && write(vfd, "root\n", 5) == 5 && fchown(vfd, ITEST_OTHER_UID, ITEST_OTHER_UID) == 0);
+        close(vfd);
+        ck_assert_int_eq(rename(out, itest_strdupf("%s.was", out)), 0);
+        ck_assert_int_eq(symlink(vdir, out), 0);
+        restore_refused(&x, victim);
+        ck_assert_int_eq(unlink(out), 0);
+        ck_assert_int_eq(rename(itest_strdupf("%s.was", out), out), 0);
 
         /* Its mapping. */
         ck_assert_int_eq(rename(m, itest_strdupf("%s.was", m)), 0);
