@@ -8,6 +8,10 @@ against the real daemon on the simulator, with real CRIU for the saves:
     (USR1) saves the job into S (exit 0, S listed with its job); start
     --save=S again restores S in place of a fresh start (the target's
     counter came back) and, once the job ends by itself, removes S;
+  - a save whose output file was swapped after it (its directory made a
+    link to one holding another uid's file, as /etc/passwd): restore is
+    refused with 12 (CommandFailed of restore --owner, the file named)
+    before the job runs, the file untouched;
   - restore, rm and saves of a save the caller does not have: 30; a
     daemon without saves_dir: 32; save into an existing save: 31 unless
     --replace; usage errors: 2.
@@ -145,6 +149,41 @@ def case_save_restore(e, target, sim):
           "the job ended by itself: its status, and s1 removed (%r, %r)" % (p.returncode, err))
 
 
+def case_swapped_output(e):
+    out, vdir = os.path.join(e.work, "out"), os.path.join(e.work, "vdir")
+    victim, text = os.path.join(vdir, "log"), "root:x:0:0:root:/root:/bin/sh\n"
+    for d in (out, vdir):
+        os.mkdir(d)
+    if e.uid is not None:
+        os.chown(out, e.uid, e.uid)
+    with open(victim, "w") as f:
+        f.write(text)
+    # Another uid's (0644, as the output is made): root's for the user, nobody's for root's job.
+    os.chown(victim, 0 if e.uid is not None else NOBODY, 0)
+    os.chmod(victim, 0o644)
+    p = e.popen(["start", "--name=out", "--save=s2", "--save-on=USR1", "--output=" + out + "/log", "--",
+                 "/bin/sleep", "300"])
+    await_true("the job", lambda: e.run(["list", "--json"]).stdout.strip())
+    p.send_signal(signal.SIGUSR1)
+    _, err = p.communicate(timeout=60)
+    check(p.returncode == 0 and "saved into s2" in err, "USR1 saves the job into s2 (%r, %r)" % (p.returncode, err))
+    os.rename(out, out + ".was")
+    os.symlink(vdir, out)
+    p = e.popen(["restore", "s2"])
+    try:
+        _, err = p.communicate(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+        raise AssertionError("restore with the output swapped for %s: the job runs, holding it to append to" % victim)
+    with open(victim) as f:
+        kept = f.read() == text
+    check(p.returncode == 12 and victim in err and kept,
+          "restore with the output swapped for another uid's file: 12, the file named and untouched (%r, %r)"
+          % (p.returncode, err))
+    check(e.run(["rm", "s2"]).returncode == 0, "the refused save is whole: removed")
+
+
 def case_refusals(e):
     for args in (["restore", "nosuch"], ["rm", "nosuch"], ["saves", "nosuch"]):
         r = e.run(args)
@@ -190,6 +229,7 @@ def main():
             case_refusals(e)
             if has_criu:
                 case_save_restore(e, target, sim)
+                case_swapped_output(e)
             else:
                 print("SKIP: the save and restore cases: no criu that passes `criu check` ($CUDACKPT_CRIU)")
         with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, {"nvml": sim}, env) as d:
