@@ -219,14 +219,14 @@ static int jrestore_pin(void *data, const int *criu_pids, size_t n) {
                 if (!ctl_pins_find(&x->pins, x->m.members[i].pid))
                         r = -ESRCH;
         ctl_proctree_free(&t);
+        if (r < 0)
+                fprintf(stderr, "%sat post-restore, the job's processes are not all criu's (a tree's root not a child "
+                        "of its criu, or a member outside its tree): %s\n", x->a->prefix, strerror(-r));
         /* criu opened the job's files by path, as root: each must be one
          * the owner could open (restoreaccess.h), before any of it runs. */
         if (r == 0 && x->a->owner_given)
                 r = ctl_restore_access_check(&x->pins, x->a->owner, x->runs, x->m.n_trees, x->a->prefix, x->refused,
                                              sizeof(x->refused));
-        if (r < 0)
-                fprintf(stderr, "%sat post-restore, the job's processes are not all criu's (a tree's root not a child "
-                        "of its criu, or a member outside its tree): %s\n", x->a->prefix, strerror(-r));
         return r;
 }
 

@@ -16,8 +16,10 @@
  * it is the same inode and that the owner may open it with the access the
  * process has (read, write, search).  A file deleted by then (a ghost file
  * CRIU made from the images, a memfd) is not reachable by path: only its
- * own permission is checked.  Pipes, sockets and other descriptors that
- * name no path were not opened by path and are left alone, and so are
+ * own permission is checked.  A unix socket bound to a path was bound
+ * there again by CRIU, as root: the directory it is in must be one the
+ * owner may write to, reached so.  Pipes, other sockets and descriptors
+ * that name no path were not opened by path and are left alone, and so are
  * criu's own, which the tasks hold until criu lets them go: its log and
  * its /proc.
  *
@@ -50,7 +52,7 @@ typedef struct acc_entry {
         int fd;                 /* O_PATH, the very file the process holds */
         int need;               /* R_OK | W_OK | X_OK, or F_OK */
         bool resolve;           /* reached by its path from the process's root */
-        char what[300];         /* "descriptor 3", "a mapping", ... */
+        char what[PATH_MAX + 64]; /* "descriptor 3", "a mapping", ... */
         char path[PATH_MAX];
 } acc_entry;
 
@@ -63,6 +65,8 @@ typedef struct acc_batch {
         int rootfd;             /* the process's root, O_PATH */
         const struct stat *logs; /* criu's logs */
         size_t n_logs;
+        unsigned long *socks;   /* its unix sockets' inodes */
+        size_t n_socks;
         acc_entry *v;
         size_t n;
         char *err;
@@ -242,29 +246,14 @@ static bool acc_criu_own(const acc_batch *b, const acc_entry *e) {
                sf.f_type == PROC_SUPER_MAGIC;
 }
 
-/* The file /proc link names, to be checked for need. */
-static void acc_add(acc_batch *b, const char *link, int need, bool resolve, const char *what) {
+/* fd (O_PATH, of path) to be checked for need; taken over. */
+static void acc_put(acc_batch *b, int fd, const char *path, int need, bool resolve, const char *what) {
         acc_entry *e = &b->v[b->n];
-        ssize_t k;
 
-        if (b->r != 0)
-                return;
-        k = readlink(link, e->path, sizeof(e->path) - 1);
-        if (k < 0) {
-                acc_fail(b, -errno, what, link);
-                return;
-        }
-        e->path[k] = '\0';
-        /* A pipe, a socket, an anonymous inode: not opened by a path. */
-        if (e->path[0] != '/')
-                return;
-        e->fd = open(link, O_PATH | O_CLOEXEC);
-        if (e->fd < 0) {
-                acc_fail(b, -errno, what, link);
-                return;
-        }
+        e->fd = fd;
         e->need = need;
         e->resolve = resolve;
+        snprintf(e->path, sizeof(e->path), "%s", path);
         snprintf(e->what, sizeof(e->what), "%s", what);
         if (acc_criu_own(b, e)) {
                 close(e->fd);
@@ -272,6 +261,110 @@ static void acc_add(acc_batch *b, const char *link, int need, bool resolve, cons
         }
         if (++b->n == ACC_BATCH)
                 acc_flush(b);
+}
+
+/* The file /proc link names, to be checked for need; a unix socket's
+ * inode noted for acc_sockets(). */
+static void acc_add(acc_batch *b, const char *link, int need, bool resolve, const char *what) {
+        char path[PATH_MAX];
+        unsigned long ino, *v;
+        ssize_t k;
+        int fd;
+
+        if (b->r != 0)
+                return;
+        k = readlink(link, path, sizeof(path) - 1);
+        if (k < 0) {
+                acc_fail(b, -errno, what, link);
+                return;
+        }
+        path[k] = '\0';
+        if (sscanf(path, "socket:[%lu]", &ino) == 1) {
+                v = realloc(b->socks, (b->n_socks + 1) * sizeof(*v));
+                if (!v) {
+                        acc_fail(b, -ENOMEM, what, link);
+                        return;
+                }
+                b->socks = v;
+                b->socks[b->n_socks++] = ino;
+        }
+        /* A pipe, a socket, an anonymous inode: not opened by a path. */
+        if (path[0] != '/')
+                return;
+        fd = open(link, O_PATH | O_CLOEXEC);
+        if (fd < 0) {
+                acc_fail(b, -errno, what, link);
+                return;
+        }
+        acc_put(b, fd, path, need, resolve, what);
+}
+
+/* A socket the process has bound at name, which criu bound there again
+ * as root: its directory must be one the owner may write to, reached by
+ * its path.  A relative name (bound from a directory since left) cannot
+ * be checked: refused. */
+static void acc_add_bound(acc_batch *b, const char *name) {
+        struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        char dir[PATH_MAX], now[PATH_MAX], what[PATH_MAX + 64], link[64], *slash;
+        ssize_t k;
+        int fd;
+
+        if (name[0] != '/') {
+                b->r = -EACCES;
+                snprintf(b->err, b->size, "process %d has a socket bound at the relative path %s, which cannot be "
+                         "checked", (int) b->pid, name);
+                return;
+        }
+        snprintf(dir, sizeof(dir), "%s", name);
+        slash = strrchr(dir, '/');
+        slash[slash == dir] = '\0';
+        fd = (int) syscall(SYS_openat2, b->rootfd, dir, &how, sizeof(how));
+        if (fd < 0) {
+                acc_fail(b, -errno, "the directory of a bound socket", dir);
+                return;
+        }
+        /* Said with the directory it is now. */
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        k = readlink(link, now, sizeof(now) - 1);
+        now[k > 0 ? k : 0] = '\0';
+        snprintf(what, sizeof(what), "where its socket %s is bound, now %s", name + (slash - dir) + 1, now);
+        acc_put(b, fd, dir, W_OK | X_OK, true, what);
+}
+
+/* The process's unix sockets (their inodes noted) bound to a path, as
+ * its network namespace's /proc/net/unix says. */
+static void acc_sockets(acc_batch *b) {
+        char path[64], *line = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        if (b->r != 0 || b->n_socks == 0)
+                return;
+        snprintf(path, sizeof(path), "/proc/%d/net/unix", (int) b->pid);
+        f = fopen(path, "re");
+        if (!f) {
+                acc_fail(b, -errno, "its sockets", path);
+                return;
+        }
+        while (b->r == 0 && getline(&line, &len, f) > 0) {
+                unsigned long ino;
+                bool ours = false;
+                int off = 0;
+                char *name;
+
+                if (sscanf(line, "%*s %*s %*s %*s %*s %*s %lu %n", &ino, &off) != 1 || off == 0)
+                        continue;
+                for (size_t i = 0; i < b->n_socks && !ours; i++)
+                        ours = b->socks[i] == ino;
+                name = line + off;
+                name[strcspn(name, "\n")] = '\0';
+                /* Unbound, or abstract (no file). */
+                if (ours && name[0] && name[0] != '@')
+                        acc_add_bound(b, name);
+        }
+        free(line);
+        fclose(f);
 }
 
 /* The access descriptor NAME of the process has ("flags:" of its fdinfo). */
@@ -364,11 +457,13 @@ static int acc_process(acc_batch *b) {
         snprintf(link, sizeof(link), "/proc/%d/exe", (int) b->pid);
         acc_add(b, link, X_OK, true, "its executable");
         acc_fds(b);
+        acc_sockets(b);
         acc_maps(b);
         acc_flush(b);
         if (b->rootfd >= 0)
                 close(b->rootfd);
         free(b->groups);
+        free(b->socks);
         return b->r;
 }
 

@@ -8,7 +8,11 @@
  * working directory; a file it mapped, swapped so, came back mapped; its
  * output (O_WRONLY | O_APPEND, whose size CRIU does not compare), swapped
  * for another uid's file of any size, came back open for writing: a
- * user's job so restored could append to /etc/passwd.  Each is refused (exit status 12, the path said),
+ * user's job so restored could append to /etc/passwd; the directory of
+ * a socket it had bound, swapped so, got the socket bound again in it by
+ * CRIU, as root: a file made where its user may not write (which CRIU
+ * leaves there: the check can only keep the job from running so).  Each
+ * is refused (exit status 12, the path said),
  * the restored processes ended before they ran, and the same images,
  * their files put back, restore.
  *
@@ -105,12 +109,13 @@ START_TEST(swapped_files_refused)
         const char *d = itest_strdupf("%s/acc", x.d->dir), *out = itest_strdupf("%s/out", d);
         const char *log = itest_strdupf("%s/log", out);
         const char *f = itest_strdupf("%s/f", d), *secret = itest_strdupf("%s/secret", d);
-        const char *m = itest_strdupf("%s/m", d);
+        const char *m = itest_strdupf("%s/m", d), *sd = itest_strdupf("%s/sd", d);
         const char *wd = itest_strdupf("%s/wd", d), *closed = itest_strdupf("%s/closed", d);
         const char *inner = itest_strdupf("%s/inner", closed);
         ck_assert_int_eq(mkdir(d, 0755), 0);
         ck_assert_int_eq(mkdir(wd, 0755), 0);
         ck_assert_int_eq(mkdir(out, 0755), 0);
+        ck_assert_int_eq(mkdir(sd, 0755), 0);
         /* Another uid's: its file, and a directory only it may search. */
         make_file(f, 0, "user data\n\n");
         make_file(m, 0, "user map\n\n\n");
@@ -120,11 +125,12 @@ START_TEST(swapped_files_refused)
         ck_assert_int_eq(chown(closed, ITEST_OTHER_UID, ITEST_OTHER_UID), 0);
 
         /* A shell holding f, in wd; criu_target mapping m (its descriptor
-         * closed), its pid written to pids once it did, watching the job's
-         * init (pid 1 of the job's namespace). */
+         * closed) and listening on sd/sock, its pid written to pids once it
+         * did, watching the job's init (pid 1 of the job's namespace). */
         const char *pids = itest_strdupf("%s/pids", d);
-        const char *script = itest_strdupf("exec 3<%s; cd %s; sleep 1000 & %s single 1 %s/result 1 %s 3>>%s & wait",
-                                           f, wd, citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), d, m, pids);
+        const char *script = itest_strdupf("exec 3<%s; cd %s; sleep 1000 & "
+                                           "CRIU_TARGET_BIND=%s/sock %s single 1 %s/result 1 %s 3>>%s & wait",
+                                           f, wd, sd, citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), d, m, pids);
         const char *const args[] = { "--name", "acc", "--no-cgroup", "--user=0:0", itest_strdupf("--output=%s", log),
                                      "--", "/bin/sh", "-c", script, NULL };
         pid_t run = crun_start(env, itest_strdupf("%s/run.out", x.d->dir), -1, args);
@@ -167,6 +173,17 @@ START_TEST(swapped_files_refused)
         restore_refused(&x, secret);
         ck_assert_int_eq(unlink(m), 0);
         ck_assert_int_eq(rename(itest_strdupf("%s.was", m), m), 0);
+
+        /* Its socket's directory: one of another uid's that it may not
+         * write to. */
+        const char *theirs = itest_strdupf("%s/theirs", d);
+        ck_assert_int_eq(mkdir(theirs, 0755), 0);
+        ck_assert_int_eq(chown(theirs, ITEST_OTHER_UID, ITEST_OTHER_UID), 0);
+        ck_assert_int_eq(rename(sd, itest_strdupf("%s.was", sd)), 0);
+        ck_assert_int_eq(symlink(theirs, sd), 0);
+        restore_refused(&x, theirs);
+        ck_assert_int_eq(unlink(sd), 0);
+        ck_assert_int_eq(rename(itest_strdupf("%s.was", sd), sd), 0);
 
         /* The files back: the same images restore. */
         cjob_expect_ok(cjob_ctl(env, "restore", "--images", x.img, "--owner=0", NULL), "restore --owner=0");
