@@ -4,8 +4,11 @@
  * opened for it (as criu does, reopening a swapped path), or working in a
  * directory below one its user may not search, is refused with the path
  * said; uid 0 is checked without its capabilities; criu's log, which the
- * restored tasks hold until criu lets them go, is not counted.  Needs root
- * (the processes change uid); left out otherwise. */
+ * restored tasks hold until criu lets them go, is not counted.  And
+ * client/ctl/job/dumpghost.c, what dump --owner refuses: a deleted file
+ * held in a directory its owner could replace (one in a directory of its
+ * own, or one it may write to, a sticky one where the entry is its own),
+ * not one whose way is root's (a sticky directory's too).  Needs root (the processes change uid); left out otherwise. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +27,7 @@
 
 #include "runner.h"
 
+#include "dumpghost.h"
 #include "restoreaccess.h"
 
 #define OTHER_UID 65534
@@ -182,6 +186,55 @@ START_TEST(test_criu_log)
 }
 END_TEST
 
+/* A process of OTHER_UID holding DIR/f (made, opened, removed): what
+ * dump --owner=OTHER_UID says of it; r the result wanted. */
+static void expect_ghost(const char *dir, int r)
+{
+        char err[PATH_MAX + 512] = "", rel[64];
+        snprintf(rel, sizeof(rel), "%s/f", dir);
+        make_file(rel, OTHER_UID, 0600);
+        ctl_pin pin = start(OTHER_UID, NULL, rel, O_RDONLY);
+        ck_assert_int_eq(unlink(at(rel)), 0);
+        ctl_pins pins = { .v = &pin, .n = 1 };
+        int got = ctl_dump_ghost_check(&pins, OTHER_UID, err, sizeof(err));
+        int as_root = ctl_dump_ghost_check(&pins, 0, err, sizeof(err));
+        stop(&pin);
+        ck_assert_msg(got == r, "a deleted file in %s: %d (%s), not %d", dir, got, err, r);
+        ck_assert_msg(r == 0 || strstr(err, at(dir)), "\"%s\" does not name %s", err, at(dir));
+        ck_assert_int_eq(as_root, 0);
+}
+
+static void make_dir(const char *rel, uid_t uid, gid_t gid, mode_t mode)
+{
+        ck_assert_int_eq(mkdir(at(rel), 0700), 0);
+        ck_assert_int_eq(chown(at(rel), uid, gid), 0);
+        ck_assert_int_eq(chmod(at(rel), mode), 0);
+}
+
+START_TEST(test_ghosts)
+{
+        if (geteuid() != 0)
+                return;
+        make_dir("root", 0, 0, 0755);
+        make_dir("sticky", 0, 0, 01777);
+        make_dir("own", OTHER_UID, OTHER_UID, 0755);
+        make_dir("own/sub", 0, 0, 0755);
+        make_dir("sticky/theirs", OTHER_UID, OTHER_UID, 0755);
+        make_dir("groupw", 0, OTHER_UID, 0775);
+        make_dir("groupw/sub", 0, 0, 0755);
+        /* The directory itself stays where it is (what is in it is made
+         * by criu with O_EXCL, linked without following). */
+        expect_ghost("root", 0);
+        expect_ghost("sticky", 0);
+        expect_ghost("own", 0);
+        expect_ghost("groupw", 0);
+        /* One on the way the owner may rename, or put a link in place of. */
+        expect_ghost("own/sub", -EACCES);
+        expect_ghost("sticky/theirs", -EACCES);
+        expect_ghost("groupw/sub", -EACCES);
+}
+END_TEST
+
 const char unit_suite_name[] = "restoreaccess";
 
 void unit_tests(TCase *tc)
@@ -189,4 +242,5 @@ void unit_tests(TCase *tc)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_owner_rights);
         tcase_add_test(tc, test_criu_log);
+        tcase_add_test(tc, test_ghosts);
 }

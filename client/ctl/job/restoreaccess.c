@@ -27,6 +27,8 @@
  * /proc; the child opens nothing there. */
 #include "restoreaccess.h"
 
+#include "proccreds.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -86,46 +88,6 @@ static void acc_fail(acc_batch *b, int r, const char *what, const char *path) {
         b->r = r;
         snprintf(b->err, b->size, "cannot check what process %d holds (%s%s%s): %s", (int) b->pid, what,
                  path ? " " : "", path ? path : "", strerror(-r));
-}
-
-/* The process's fsgid and groups (restored from the images). */
-static int acc_creds(acc_batch *b) {
-        char path[64], *line = NULL;
-        size_t len = 0;
-        bool gid = false;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/status", (int) b->pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -errno;
-        while (getline(&line, &len, f) > 0) {
-                unsigned long v[4];
-
-                if (sscanf(line, "Gid: %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) == 4) {
-                        b->gid = (gid_t) v[3];
-                        gid = true;
-                } else if (strncmp(line, "Groups:", 7) == 0) {
-                        char *p = line + 7, *end;
-
-                        for (;;) {
-                                unsigned long g = strtoul(p, &end, 10);
-                                gid_t *n;
-
-                                if (end == p)
-                                        break;
-                                n = realloc(b->groups, (b->n_groups + 1) * sizeof(*n));
-                                if (!n)
-                                        break;
-                                b->groups = n;
-                                b->groups[b->n_groups++] = (gid_t) g;
-                                p = end;
-                        }
-                }
-        }
-        free(line);
-        fclose(f);
-        return gid ? 0 : -EINVAL;
 }
 
 /* In the child: the owner's uid, the process's gid and groups, no capability. */
@@ -440,7 +402,7 @@ static void acc_maps(acc_batch *b) {
 
 static int acc_process(acc_batch *b) {
         char link[64];
-        int r = acc_creds(b);
+        int r = ctl_proc_creds(b->pid, &b->gid, &b->groups, &b->n_groups);
 
         if (r < 0) {
                 acc_fail(b, r, "its credentials", NULL);

@@ -101,38 +101,55 @@ static void restore_refused(struct citest_ctx *x, const char *what)
         ck_assert_int_ne(access(itest_strdupf("%s/runs/acc", x->d->dir), F_OK), 0);
 }
 
+/* path replaced by a link to target, the restore refused for naming
+ * named, path put back. */
+static void swapped_refused(struct citest_ctx *x, const char *path, const char *target, const char *named)
+{
+        const char *was = itest_strdupf("%s.was", path);
+        ck_assert_int_eq(rename(path, was), 0);
+        ck_assert_int_eq(symlink(target, path), 0);
+        restore_refused(x, named);
+        ck_assert_int_eq(unlink(path), 0);
+        ck_assert_int_eq(rename(was, path), 0);
+}
+
+/* In d: the job's f, m, wd, out, sd; another uid's secret (11 bytes, as
+ * f), vdir/log (5 bytes), closed (only it may search, inner below it) and
+ * theirs (only it may write to). */
+static void make_tree(const char *d)
+{
+        static const char *const dirs[] = { "", "wd", "out", "sd", "vdir", "closed", "closed/inner", "theirs" };
+        for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+                ck_assert_int_eq(mkdir(itest_strdupf("%s/%s", d, dirs[i]), 0755), 0);
+        make_file(itest_strdupf("%s/f", d), 0, "user data\n\n");
+        make_file(itest_strdupf("%s/m", d), 0, "user map\n\n\n");
+        make_file(itest_strdupf("%s/secret", d), ITEST_OTHER_UID, "the secret\n");
+        int vfd = open(itest_strdupf("%s/vdir/log", d), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        ck_assert(vfd >= 0 && write(vfd, "root\n", 5) == 5 && fchown(vfd, ITEST_OTHER_UID, ITEST_OTHER_UID) == 0);
+        close(vfd);
+        ck_assert_int_eq(chmod(itest_strdupf("%s/closed", d), 0700), 0);
+        ck_assert_int_eq(chown(itest_strdupf("%s/closed", d), ITEST_OTHER_UID, ITEST_OTHER_UID), 0);
+        ck_assert_int_eq(chown(itest_strdupf("%s/theirs", d), ITEST_OTHER_UID, ITEST_OTHER_UID), 0);
+}
+
 START_TEST(swapped_files_refused)
 {
         struct citest_ctx x;
         citest_setup(&x);
         const char *const *env = crun_env(&x);
-        const char *d = itest_strdupf("%s/acc", x.d->dir), *out = itest_strdupf("%s/out", d);
-        const char *log = itest_strdupf("%s/log", out);
-        const char *f = itest_strdupf("%s/f", d), *secret = itest_strdupf("%s/secret", d);
-        const char *m = itest_strdupf("%s/m", d), *sd = itest_strdupf("%s/sd", d);
-        const char *wd = itest_strdupf("%s/wd", d), *closed = itest_strdupf("%s/closed", d);
-        const char *inner = itest_strdupf("%s/inner", closed);
-        ck_assert_int_eq(mkdir(d, 0755), 0);
-        ck_assert_int_eq(mkdir(wd, 0755), 0);
-        ck_assert_int_eq(mkdir(out, 0755), 0);
-        ck_assert_int_eq(mkdir(sd, 0755), 0);
-        /* Another uid's: its file, and a directory only it may search. */
-        make_file(f, 0, "user data\n\n");
-        make_file(m, 0, "user map\n\n\n");
-        make_file(secret, ITEST_OTHER_UID, "the secret\n");
-        ck_assert_int_eq(mkdir(closed, 0700), 0);
-        ck_assert_int_eq(mkdir(inner, 0755), 0);
-        ck_assert_int_eq(chown(closed, ITEST_OTHER_UID, ITEST_OTHER_UID), 0);
+        const char *d = itest_strdupf("%s/acc", x.d->dir), *f = itest_strdupf("%s/f", d);
+        const char *secret = itest_strdupf("%s/secret", d), *pids = itest_strdupf("%s/pids", d);
+        make_tree(d);
 
-        /* A shell holding f, in wd; criu_target mapping m (its descriptor
-         * closed) and listening on sd/sock, its pid written to pids once it
-         * did, watching the job's init (pid 1 of the job's namespace). */
-        const char *pids = itest_strdupf("%s/pids", d);
-        const char *script = itest_strdupf("exec 3<%s; cd %s; sleep 1000 & "
-                                           "CRIU_TARGET_BIND=%s/sock %s single 1 %s/result 1 %s 3>>%s & wait",
-                                           f, wd, sd, citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), d, m, pids);
-        const char *const args[] = { "--name", "acc", "--no-cgroup", "--user=0:0", itest_strdupf("--output=%s", log),
-                                     "--", "/bin/sh", "-c", script, NULL };
+        /* A shell holding f, in wd, its output out/log; criu_target mapping
+         * m (its descriptor closed) and listening on sd/sock, its pid
+         * written to pids once it did, watching the job's init (pid 1 of
+         * the job's namespace). */
+        const char *script = itest_strdupf("exec 3<%s; cd %s/wd; sleep 1000 & "
+                                           "CRIU_TARGET_BIND=%s/sd/sock %s single 1 %s/result 1 %s/m 3>>%s & wait",
+                                           f, d, d, citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), d, d, pids);
+        const char *const args[] = { "--name", "acc", "--no-cgroup", "--user=0:0",
+                                     itest_strdupf("--output=%s/out/log", d), "--", "/bin/sh", "-c", script, NULL };
         pid_t run = crun_start(env, itest_strdupf("%s/run.out", x.d->dir), -1, args);
         (void)crun_init_of(&x, "acc", NULL);
         await_text(pids, "\n");
@@ -140,50 +157,18 @@ START_TEST(swapped_files_refused)
         cjob_wait(run);
 
         /* The job's file: another uid's in its place. */
-        ck_assert_int_eq(unlink(f), 0);
-        ck_assert_int_eq(symlink(secret, f), 0);
-        restore_refused(&x, secret);
-        ck_assert_int_eq(unlink(f), 0);
-        make_file(f, 0, "user data\n\n");
-
+        swapped_refused(&x, f, secret, secret);
         /* Its working directory: one below a directory it may not search. */
-        ck_assert_int_eq(rename(wd, itest_strdupf("%s.was", wd)), 0);
-        ck_assert_int_eq(symlink(inner, wd), 0);
-        restore_refused(&x, inner);
-        ck_assert_int_eq(unlink(wd), 0);
-        ck_assert_int_eq(rename(itest_strdupf("%s.was", wd), wd), 0);
-
+        swapped_refused(&x, itest_strdupf("%s/wd", d), itest_strdupf("%s/closed/inner", d),
+                        itest_strdupf("%s/closed/inner", d));
         /* Its output's directory (run opens the output O_NOFOLLOW; the
          * daemon's --output-as-user does not), for another uid's file of
          * another size. */
-        const char *vdir = itest_strdupf("%s/vdir", d), *victim = itest_strdupf("%s/vdir/log", d);
-        ck_assert_int_eq(mkdir(vdir, 0755), 0);
-        int vfd = open(victim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        ck_assert(vfd >= 0 && write(vfd, "root\n", 5) == 5 && fchown(vfd, ITEST_OTHER_UID, ITEST_OTHER_UID) == 0);
-        close(vfd);
-        ck_assert_int_eq(rename(out, itest_strdupf("%s.was", out)), 0);
-        ck_assert_int_eq(symlink(vdir, out), 0);
-        restore_refused(&x, victim);
-        ck_assert_int_eq(unlink(out), 0);
-        ck_assert_int_eq(rename(itest_strdupf("%s.was", out), out), 0);
-
+        swapped_refused(&x, itest_strdupf("%s/out", d), itest_strdupf("%s/vdir", d), itest_strdupf("%s/vdir/log", d));
         /* Its mapping. */
-        ck_assert_int_eq(rename(m, itest_strdupf("%s.was", m)), 0);
-        ck_assert_int_eq(symlink(secret, m), 0);
-        restore_refused(&x, secret);
-        ck_assert_int_eq(unlink(m), 0);
-        ck_assert_int_eq(rename(itest_strdupf("%s.was", m), m), 0);
-
-        /* Its socket's directory: one of another uid's that it may not
-         * write to. */
-        const char *theirs = itest_strdupf("%s/theirs", d);
-        ck_assert_int_eq(mkdir(theirs, 0755), 0);
-        ck_assert_int_eq(chown(theirs, ITEST_OTHER_UID, ITEST_OTHER_UID), 0);
-        ck_assert_int_eq(rename(sd, itest_strdupf("%s.was", sd)), 0);
-        ck_assert_int_eq(symlink(theirs, sd), 0);
-        restore_refused(&x, theirs);
-        ck_assert_int_eq(unlink(sd), 0);
-        ck_assert_int_eq(rename(itest_strdupf("%s.was", sd), sd), 0);
+        swapped_refused(&x, itest_strdupf("%s/m", d), secret, secret);
+        /* Its socket's directory: one it may not write to. */
+        swapped_refused(&x, itest_strdupf("%s/sd", d), itest_strdupf("%s/theirs", d), itest_strdupf("%s/theirs", d));
 
         /* The files back: the same images restore. */
         cjob_expect_ok(cjob_ctl(env, "restore", "--images", x.img, "--owner=0", NULL), "restore --owner=0");
