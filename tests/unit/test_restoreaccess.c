@@ -133,7 +133,7 @@ static int check(ctl_pin *pin, uid_t uid, const ctl_criu_run *runs, size_t n, ch
 {
         ctl_pins pins = { .v = pin, .n = 1 };
         refused[0] = '\0';
-        return ctl_restore_access_check(&pins, uid, runs, n, "unit: ", refused, size);
+        return ctl_restore_access_check(&pins, 0, uid, runs, n, "unit: ", refused, size);
 }
 
 static void expect(uid_t uid, const char *dir, const char *rel, int flags, uid_t as, int r, const char *words)

@@ -225,8 +225,8 @@ static int jrestore_pin(void *data, const int *criu_pids, size_t n) {
         /* criu opened the job's files by path, as root: each must be one
          * the owner could open (restoreaccess.h), before any of it runs. */
         if (r == 0 && x->a->owner_given)
-                r = ctl_restore_access_check(&x->pins, x->a->owner, x->runs, x->m.n_trees, x->a->prefix, x->refused,
-                                             sizeof(x->refused));
+                r = ctl_restore_access_check(&x->pins, x->m.trees[0].root, x->a->owner, x->runs, x->m.n_trees,
+                                             x->a->prefix, x->refused, sizeof(x->refused));
         return r;
 }
 

@@ -429,7 +429,7 @@ static int acc_process(acc_batch *b) {
         return b->r;
 }
 
-int ctl_restore_access_check(const ctl_pins *pins, uid_t uid, const ctl_criu_run *runs, size_t n_runs,
+int ctl_restore_access_check(const ctl_pins *pins, int init, uid_t uid, const ctl_criu_run *runs, size_t n_runs,
                              const char *prefix, char *refused, size_t size) {
         acc_entry *v = calloc(ACC_BATCH, sizeof(*v));
         struct stat *logs = calloc(n_runs + 1, sizeof(*logs));
@@ -442,8 +442,9 @@ int ctl_restore_access_check(const ctl_pins *pins, uid_t uid, const ctl_criu_run
                 n_logs += runs[i].dir_fd > 0 && runs[i].log_name &&
                           fstatat(runs[i].dir_fd, runs[i].log_name, &logs[n_logs], AT_SYMLINK_NOFOLLOW) == 0;
         for (size_t i = 0; r == 0 && i < pins->n; i++)
-                r = acc_process(&(acc_batch) { .pid = pins->v[i].pid, .uid = uid, .rootfd = -1, .logs = logs,
-                                               .n_logs = n_logs, .v = v, .err = err, .size = sizeof(err) });
+                if (pins->v[i].pid != init)
+                                r = acc_process(&(acc_batch) { .pid = pins->v[i].pid, .uid = uid, .rootfd = -1, .logs = logs,
+                                                       .n_logs = n_logs, .v = v, .err = err, .size = sizeof(err) });
         if (r == -EACCES)
                 snprintf(refused, size, "%s", err);
         else if (r < 0)
