@@ -12,6 +12,9 @@ against the real daemon on the simulator, with real CRIU for the saves:
     link to one holding another uid's file, as /etc/passwd): restore is
     refused with 12 (CommandFailed of restore --owner, the file named)
     before the job runs, the file untouched;
+  - a caller confined more than its job would be (in a pid namespace of
+    its own, as in a container; root without capabilities): job start is
+    refused (12, PermissionDenied) and nothing runs;
   - restore, rm and saves of a save the caller does not have: 30; a
     daemon without saves_dir: 32; save into an existing save: 31 unless
     --replace; usage errors: 2.
@@ -184,6 +187,19 @@ def case_swapped_output(e):
     check(e.run(["rm", "s2"]).returncode == 0, "the refused save is whole: removed")
 
 
+def case_confined_callers(e):
+    out = os.path.join(e.work, "escaped")
+    job = ["start", "--name=esc", "--", "/bin/sh", "-c", "grep CapEff /proc/self/status > " + out]
+    for what, wrap in (("in a pid namespace of its own", ["unshare", "--pid", "--fork", "--mount-proc"]),
+                       ("without capabilities", ["setpriv", "--bounding-set=-all", "--inh-caps=-all"])):
+        r = subprocess.run(wrap + e.argv(job), cwd=e.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=60)
+        escaped = os.path.exists(out)
+        check(r.returncode == 12 and "PermissionDenied" in r.stderr and not escaped,
+              "root %s: job start refused, nothing run (%r, %r%s)" % (what, r.returncode, r.stderr,
+                                                                      ", the job ran" if escaped else ""))
+
+
 def case_refusals(e):
     for args in (["restore", "nosuch"], ["rm", "nosuch"], ["saves", "nosuch"]):
         r = e.run(args)
@@ -227,6 +243,7 @@ def main():
             e = Env(ctl, d, uid, work)
             case_plain(e)
             case_refusals(e)
+            case_confined_callers(e)
             if has_criu:
                 case_save_restore(e, target, sim)
                 case_swapped_output(e)
