@@ -109,7 +109,8 @@ static int acc_one(int rootfd, const acc_entry *e) {
         if (fstat(e->fd, &held) < 0)
                 return -errno;
         if (e->resolve && held.st_nlink > 0) {
-                struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+                /* A link held as such (O_PATH | O_NOFOLLOW) is the link at its path. */
+                struct open_how how = { .flags = O_PATH | O_CLOEXEC | (S_ISLNK(held.st_mode) ? O_NOFOLLOW : 0),
                                         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
                 int f = (int) syscall(SYS_openat2, rootfd, e->path, &how, sizeof(how)), r = 0;
 
