@@ -140,6 +140,8 @@ def case_save_restore(e, target, sim):
     p = e.popen(start + ["/bin/false"])
     pid = await_true("the restored target", lambda: target_pid(result))
     check(report(result, pid, 2), "start --save=s1 again restores s1: the target's counter came back (report 2)")
+    # The job runs before its restore command said so (the ready line, after the resume): the daemon knows it then.
+    await_true("the restored job listed", lambda: "train" in e.run(["list"]).stdout)
     r = e.run(["save", "train", "s1", "--leave-running"])
     check(r.returncode == 31, "save into an existing save without --replace: 31 (%r)" % r.stderr)
     r = e.run(["save", "train", "s1", "--leave-running", "--replace"])
