@@ -149,8 +149,10 @@ def case_requeue_elsewhere(c, out):
           "memory intact, its own /proc (%r)" % (node2, node, rep))
     print("MEASURED: requeue to save on disk %.3fs; second start to the restored target answering %.3fs"
           % (t_saved, time.monotonic() - t1))
-    r = ctl(c, node2, ["list", "--json"])
-    check(r.returncode == 0 and '"train"' in r.stdout, "%s's daemon lists the restored job (%r)" % (node2, r.stdout))
+    # The job runs before its restore command said so (the ready line comes after the resume).
+    listed = slurmcluster.await_true("the restored job listed",
+                                     lambda: '"train"' in ctl(c, node2, ["list", "--json"]).stdout, 20)
+    check(listed, "%s's daemon lists the restored job" % node2)
 
     r = ctl(c, node2, ["saves"], uid=OTHER)
     check(r.returncode == 0 and "slurm-" not in r.stdout, "another user sees no save (%r)" % r.stdout)
