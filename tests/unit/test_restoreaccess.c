@@ -6,9 +6,10 @@
  * said; uid 0 is checked without its capabilities; criu's log, which the
  * restored tasks hold until criu lets them go, is not counted.  And
  * client/ctl/job/dumpghost.c, what dump --owner refuses: a deleted file
- * held in a directory its owner could replace (one in a directory of its
- * own, or one it may write to, a sticky one where the entry is its own),
- * not one whose way is root's (a sticky directory's too).  Needs root (the processes change uid); left out otherwise. */
+ * held in a directory anyone but root could replace (one in a directory
+ * of the owner's or another user's, or one others may write to, a sticky
+ * one where the entry is not root's), not one whose way is root's (a
+ * sticky directory's too).  Needs root (the processes change uid); left out otherwise. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -222,6 +223,8 @@ START_TEST(test_ghosts)
         make_dir("sticky/theirs", OTHER_UID, OTHER_UID, 0755);
         make_dir("groupw", 0, OTHER_UID, 0775);
         make_dir("groupw/sub", 0, 0, 0755);
+        make_dir("another", 4242, 4242, 0755);
+        make_dir("another/sub", 0, 0, 0755);
         /* The directory itself stays where it is (what is in it is made
          * by criu with O_EXCL, linked without following). */
         expect_ghost("root", 0);
@@ -232,6 +235,8 @@ START_TEST(test_ghosts)
         expect_ghost("own/sub", -EACCES);
         expect_ghost("sticky/theirs", -EACCES);
         expect_ghost("groupw/sub", -EACCES);
+        /* One another user could replace, against the owner. */
+        expect_ghost("another/sub", -EACCES);
 }
 END_TEST
 

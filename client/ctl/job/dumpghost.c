@@ -9,13 +9,12 @@
  * would have root create /etc/NAME of their content for a moment, as
  * /etc/ld.so.preload, which every setuid program then reads.  That cannot
  * be checked after CRIU did it, so dump --owner refuses, while CRIU holds
- * the processes, a job holding a deleted file whose DIR its owner could
- * make lead elsewhere; one in /tmp or /dev/shm (root's, sticky), or in a
- * directory of the owner's there, is kept (what is made inside DIR is
- * made with O_EXCL, linked without following). */
+ * the processes, a job holding a deleted file whose DIR anyone but root
+ * could make lead elsewhere (the owner, or another user whose directory
+ * is on the way); one in /tmp or /dev/shm (root's, sticky), or directly
+ * in a home directory, is kept (what is made inside DIR is made with
+ * O_EXCL, linked without following). */
 #include "dumpghost.h"
-
-#include "proccreds.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,10 +29,6 @@
 
 typedef struct ghost_ctx {
         int pid;
-        uid_t uid;
-        gid_t gid;
-        gid_t *groups;
-        size_t n_groups;
         int rootfd;             /* the process's root, O_PATH */
         int *mnt_ids;           /* its namespace's mounts */
         size_t n_mnt;
@@ -99,21 +94,21 @@ static bool ghost_mounted(const ghost_ctx *g, int fd) {
         return false;
 }
 
-/* Whether uid could replace the entry e in directory d. */
-static bool ghost_replaceable(const ghost_ctx *g, const struct stat *d, const struct stat *e) {
-        bool writable = (d->st_mode & S_IWOTH) ||
-                        ((d->st_mode & S_IWGRP) && ctl_proc_in_group(d->st_gid, g->gid, g->groups, g->n_groups));
-
-        if (d->st_uid == g->uid)
+/* Whether anyone but root could replace the entry e in directory d: d is
+ * not root's, or others may write to it (unless it is sticky and e is
+ * root's).  Not only the owner: another user whose directory is on the
+ * way could make it lead elsewhere when the owner restores. */
+static bool ghost_replaceable(const struct stat *d, const struct stat *e) {
+        if (d->st_uid != 0)
                 return true;
-        if (!writable)
+        if (!(d->st_mode & (S_IWGRP | S_IWOTH)))
                 return false;
-        return !(d->st_mode & S_ISVTX) || e->st_uid == g->uid;
+        return !(d->st_mode & S_ISVTX) || e->st_uid != 0;
 }
 
-/* 1 when uid could make dir (absolute, from the process's root) lead
- * elsewhere, the first entry on the way it could replace in bad; 0 when
- * not; -errno. */
+/* 1 when anyone but root could make dir (absolute, from the process's
+ * root) lead elsewhere, the first entry on the way so in bad; 0 when not;
+ * -errno. */
 static int ghost_chain(const ghost_ctx *g, const char *dir, char *bad, size_t size) {
         char copy[PATH_MAX], *save = NULL, *c;
         int cur = fcntl(g->rootfd, F_DUPFD_CLOEXEC, 0), r = 0;
@@ -125,7 +120,7 @@ static int ghost_chain(const ghost_ctx *g, const char *dir, char *bad, size_t si
 
                 if (next < 0 || fstat(cur, &sd) < 0 || fstat(next, &se) < 0)
                         r = -errno;
-                else if (strcmp(c, "..") == 0 || !S_ISDIR(se.st_mode) || ghost_replaceable(g, &sd, &se)) {
+                else if (strcmp(c, "..") == 0 || !S_ISDIR(se.st_mode) || ghost_replaceable(&sd, &se)) {
                         snprintf(bad, size, "%.*s", (int) (c - copy + strlen(c)), dir);
                         r = 1;
                 }
@@ -171,9 +166,9 @@ static void ghost_one(ghost_ctx *g, const char *link, const char *what) {
                 ghost_fail(g, r, path);
         else if (r > 0) {
                 g->r = -EACCES;
-                snprintf(g->err, g->size, "process %d holds the deleted file %s/%s (%s), and uid %u may replace %s "
-                         "on its way: restoring it, criu would make that file again, as root, wherever %s then leads",
-                         g->pid, path, slash + 1, what, (unsigned) g->uid, bad, bad);
+                snprintf(g->err, g->size, "process %d holds the deleted file %s/%s (%s), and %s on its way is not "
+                         "root's alone: restoring it, criu would make that file again, as root, wherever %s then leads",
+                         g->pid, path, slash + 1, what, bad, bad);
         }
 }
 
@@ -203,15 +198,12 @@ int ctl_dump_ghost_check(const ctl_pins *pins, uid_t uid, char *err, size_t size
 
         /* Root could put its files anywhere anyway. */
         for (size_t i = 0; uid != 0 && r == 0 && i < pins->n; i++) {
-                ghost_ctx g = { .pid = pins->v[i].pid, .uid = uid, .rootfd = -1, .err = err, .size = size };
+                ghost_ctx g = { .pid = pins->v[i].pid, .rootfd = -1, .err = err, .size = size };
                 char root[64];
 
-                r = ctl_proc_creds(g.pid, &g.gid, &g.groups, &g.n_groups);
-                if (r < 0)
-                        ghost_fail(&g, r, "its credentials");
                 snprintf(root, sizeof(root), "/proc/%d/root", g.pid);
-                g.rootfd = g.r == 0 ? open(root, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-                if (g.r == 0 && g.rootfd < 0)
+                g.rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (g.rootfd < 0)
                         ghost_fail(&g, -errno, root);
                 if (g.r == 0)
                         ghost_mounts(&g);
@@ -221,7 +213,6 @@ int ctl_dump_ghost_check(const ctl_pins *pins, uid_t uid, char *err, size_t size
                         ghost_links(&g, "map_files", true);
                 if (g.rootfd >= 0)
                         close(g.rootfd);
-                free(g.groups);
                 free(g.mnt_ids);
                 r = g.r;
         }

@@ -10,12 +10,12 @@
 
 /* Whether every deleted file a pinned process holds open or mapped (on a
  * mount of its namespace: not a memfd, shared anonymous memory or SysV
- * segment) is at a path uid cannot make lead elsewhere: from the
- * process's root to the file's directory, no entry is a link, or in a
- * directory uid owns or may write to (unless sticky and the entry is not
- * uid's).  uid 0 passes.  Called while criu holds the processes
- * (post-dump).  0; -EACCES, what and why in err; -errno (said in err)
- * when it could not be checked. */
+ * segment) is at a path no one but root can make lead elsewhere: from
+ * the process's root to the file's directory, no entry is a link, or in
+ * a directory that is not root's, or that others may write to (unless
+ * sticky and the entry is root's).  A job of uid 0 passes.  Called while
+ * criu holds the processes (post-dump).  0; -EACCES, what and why in err;
+ * -errno (said in err) when it could not be checked. */
 int ctl_dump_ghost_check(const ctl_pins *pins, uid_t uid, char *err, size_t size);
 
 #endif

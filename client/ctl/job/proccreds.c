@@ -49,12 +49,3 @@ int ctl_proc_creds(int pid, gid_t *ret_gid, gid_t **ret_groups, size_t *ret_n) {
         fclose(f);
         return gid ? 0 : -EINVAL;
 }
-
-int ctl_proc_in_group(gid_t gid, gid_t primary, const gid_t *groups, size_t n) {
-        if (gid == primary)
-                return 1;
-        for (size_t i = 0; i < n; i++)
-                if (groups[i] == gid)
-                        return 1;
-        return 0;
-}

@@ -8,7 +8,5 @@
 /* pid's fsgid and supplementary groups (*ret_groups appended to, *ret_n
  * of them, to free()).  0, or -errno. */
 int ctl_proc_creds(int pid, gid_t *ret_gid, gid_t **ret_groups, size_t *ret_n);
-/* Whether gid is gid or among the n groups. */
-int ctl_proc_in_group(gid_t gid, gid_t primary, const gid_t *groups, size_t n);
 
 #endif
