@@ -187,6 +187,7 @@ static void start_job(struct saves *t, struct conn *c, const struct params *p)
         argv[k++] = name;
         argv[k++] = user;
         argv[k++] = "--cgroups-of=3";
+        argv[k++] = "--limits-of=3";
         argv[k++] = "--env-fd=4";
         argv[k++] = chdir_opt;
         if (output_opt)

@@ -92,6 +92,38 @@ static void find_ctl(struct saves *t)
         }
 }
 
+/* The capabilities the commands need (run's namespaces, mounts and drop
+ * to the user; CRIU's ptrace and file access), in both the bounding and
+ * the effective set: the packaged unit's sandbox leaves most of them out
+ * (cudackptd-jobs.conf lifts it). */
+static void check_caps(struct saves *t)
+{
+        static const struct {
+                int bit;
+                const char *name;
+        } need[] = { { 1, "CAP_DAC_OVERRIDE" }, { 6, "CAP_SETGID" }, { 7, "CAP_SETUID" },
+                     { 19, "CAP_SYS_PTRACE" }, { 21, "CAP_SYS_ADMIN" } };
+        unsigned long long bnd = 0, eff = 0;
+        char line[256];
+        FILE *f = fopen("/proc/self/status", "re");
+
+        while (f && fgets(line, sizeof(line), f)) {
+                (void)sscanf(line, "CapBnd: %llx", &bnd);
+                (void)sscanf(line, "CapEff: %llx", &eff);
+        }
+        if (f)
+                fclose(f);
+        for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+                if (!(bnd & eff & (1ULL << need[i].bit))) {
+                        snprintf(t->ctl_why, sizeof(t->ctl_why),
+                                 "the daemon lacks %s, which its commands need (under systemd: "
+                                 "the cudackptd-jobs.conf drop-in, docs/configuration.md)", need[i].name);
+                        free(t->ctl);
+                        t->ctl = NULL;
+                        return;
+                }
+}
+
 /* What the commands do not inherit: the daemon's own socket is named
  * anew, and systemd's words to the daemon are the daemon's alone. */
 static bool dropped(const char *e)
@@ -139,6 +171,8 @@ int savesetup_init(struct saves *t, const struct saves_deps *deps, char *why, si
         share_init(&t->jobs_share, job_keys, cfg->max_jobs, cfg->max_jobs_per_uid, 0);
         share_init(&t->ops_share, op_keys, cfg->max_save_operations, cfg->max_save_operations_per_uid, 0);
         find_ctl(t);
+        if (t->ctl)
+                check_caps(t);
         if (!t->ctl)
                 log_warning("StartJob and RestoreJob are refused: %s", t->ctl_why);
         r = build_env(t);

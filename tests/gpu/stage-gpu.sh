@@ -29,6 +29,8 @@
 #   .gpu/criu/                          a copy of the CRIU 4 bundle (wrapper
 #                                       criu, sbin/, lib/, lib/criu plugin)
 #   .gpu/nvidia/cuda-checkpoint         NVIDIA's utility, for comparisons
+#   .gpu/slurm-debian.tar.gz            Debian's Slurm and munge, when installed
+#                                       here (stage-slurm.sh; install-slurm-gpu.sh)
 #
 # usage: stage-gpu.sh [BUILD_DIR]   (default /tmp/build-gpu; configured with
 #                                    RelWithDebInfo and built when needed)
@@ -125,6 +127,11 @@ nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 echo "built $here/cudackpt-gpu-target"
 EOF
 chmod 0755 "$STAGE/build-target.sh"
+
+# Debian's Slurm and munge, for a one-node cluster there (install-slurm-gpu.sh).
+if command -v slurmd >/dev/null; then
+        bash "$ROOT/tests/gpu/stage-slurm.sh" "$STAGE/slurm-debian.tar.gz"
+fi
 
 size=$(du -sm "$STAGE" | cut -f1)
 echo "staged $STAGE: ${size} MiB"

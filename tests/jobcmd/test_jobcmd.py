@@ -4,6 +4,8 @@ against the real daemon on the simulator, with real CRIU for the saves:
   - start: the job's exit status is the command's; --json gives its events
     as lines; a command that cannot start exits with run's status (125);
     SIGTERM to `job start` ends it (143) and the daemon stops the job;
+    the job has the caller's resource limits, umask and cgroups (a Slurm
+    step's), not the daemon's;
   - start --save=S with no S: started afresh; the signal of --save-on
     (USR1) saves the job into S (exit 0, S listed with its job); start
     --save=S again restores S in place of a fresh start (the target's
@@ -17,11 +19,13 @@ against the real daemon on the simulator, with real CRIU for the saves:
     refused (12, PermissionDenied) and nothing runs;
   - restore, rm and saves of a save the caller does not have: 30; a
     daemon without saves_dir: 32; save into an existing save: 31 unless
-    --replace; usage errors: 2.
+    --replace; usage errors: 2; a daemon without CAP_SETUID (the packaged
+    unit's sandbox) refuses jobs, saying what is missing.
 The saved job is root's where root lacks CAP_SYS_RESOURCE (CRIU cannot
 dump another user's process there: CI's container), else nobody's.
 Exit 0 passed, 1 failed, 77 skipped."""
 import json
+import resource
 import os
 import shutil
 import signal
@@ -74,6 +78,16 @@ class Env:
         return subprocess.run(self.argv(args), preexec_fn=as_user(self.uid if uid == -1 else uid), cwd=self.work,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
 
+    def run_with(self, args, preexec):
+        """args as the user, after preexec() (in the child, before the drop)."""
+        drop = as_user(self.uid)
+
+        def both():
+            preexec()
+            drop()
+        return subprocess.run(self.argv(args), preexec_fn=both, cwd=self.work, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+
     def popen(self, args):
         return subprocess.Popen(self.argv(args), preexec_fn=as_user(self.uid), cwd=self.work,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -120,6 +134,45 @@ def case_plain(e):
     check(e.run(["list"]).stdout.strip() == "NAME\tPID", "the daemon stopped the job: none listed")
 
 
+def case_limits(e):
+    out = os.path.join(e.work, "limits.out")
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (777, 888))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.umask(0o027)
+    r = e.run_with(["start", "--name=limits", "--output=" + out, "--", "/bin/sh", "-c",
+                    "ulimit -n; ulimit -Hn; ulimit -c; umask"], limits)
+    with open(out) as f:
+        got = f.read().split()
+    check(r.returncode == 0 and got == ["777", "888", "0", "0027"],
+          "the job has its caller's resource limits and umask, not the daemon's (%r, %r)" % (got, r.stderr))
+
+
+def case_cgroups(e):
+    """The job in its caller's cgroups (a v1 hierarchy made here), not the
+    daemon's."""
+    cg = "/sys/fs/cgroup/pids/cudackpt-jobcmd-%d" % os.getpid()
+    if not os.path.isdir("/sys/fs/cgroup/pids"):
+        print("SKIP: the cgroup case: no cgroup v1 pids hierarchy here")
+        return
+    os.mkdir(cg)
+    out = os.path.join(e.work, "cgroup.out")
+
+    def enter():
+        with open(cg + "/cgroup.procs", "w") as f:
+            f.write("0")
+    try:
+        r = e.run_with(["start", "--name=cg", "--output=" + out, "--", "/bin/cat", "/proc/self/cgroup"], enter)
+        with open(out) as f:
+            got = [line.strip() for line in f if ":pids:" in line]
+    finally:
+        await_true("the cgroup empty", lambda: not open(cg + "/cgroup.procs").read())
+        os.rmdir(cg)
+    check(r.returncode == 0 and got == ["%s:pids:/%s" % (got[0].split(":")[0] if got else "?", os.path.basename(cg))],
+          "the job runs in its caller's cgroups, not the daemon's (%r, %r)" % (got, r.stderr))
+
+
 def case_save_restore(e, target, sim):
     result = os.path.join(e.work, "result")
     cmd = ["/bin/sh", "-c", "exec 3>/dev/null; exec env CUDACKPT_SIM=1 CUDACKPT_SIM_STATE=r %s single 1 %s 8 %s"
@@ -140,8 +193,8 @@ def case_save_restore(e, target, sim):
     p = e.popen(start + ["/bin/false"])
     pid = await_true("the restored target", lambda: target_pid(result))
     check(report(result, pid, 2), "start --save=s1 again restores s1: the target's counter came back (report 2)")
-    # The job runs before its restore command said so (the ready line, after the resume): the daemon knows it then.
-    await_true("the restored job listed", lambda: "train" in e.run(["list"]).stdout)
+    # The daemon names the job once the restore's resume is done.
+    await_true("the restored job listed", lambda: '"train"' in e.run(["list", "--json"]).stdout)
     r = e.run(["save", "train", "s1", "--leave-running"])
     check(r.returncode == 31, "save into an existing save without --replace: 31 (%r)" % r.stderr)
     r = e.run(["save", "train", "s1", "--leave-running", "--replace"])
@@ -211,6 +264,24 @@ def case_refusals(e):
         check(r.returncode == 2, "usage error %r: 2 (%r)" % (args, r.stderr))
 
 
+class Unsandboxed(SimDaemon):
+    """The daemon without CAP_SETUID in its bounding set, as the packaged
+    unit's sandbox leaves it."""
+
+    def argv(self):
+        return ["setpriv", "--bounding-set=-setuid", "--"] + super().argv()
+
+
+def case_no_caps(ctl, sim, uid, work, env, config):
+    with Unsandboxed(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, env) as d:
+        os.chmod(d.socket, 0o666)
+        r = Env(ctl, d, uid, work).run(["start", "--", "/bin/true"])
+        log = d.log()
+    check(r.returncode == 127 and "CAP_SETUID" in r.stderr and "cudackptd-jobs.conf" in log,
+          "a daemon without the capabilities its commands need refuses jobs, naming what is missing and the "
+          "drop-in (%r, %r)" % (r.returncode, r.stderr))
+
+
 def main():
     if os.geteuid() != 0:
         print("SKIP: root only (the daemon's jobs run as root's cudackptctl)")
@@ -244,6 +315,8 @@ def main():
             os.chmod(d.socket, 0o666)
             e = Env(ctl, d, uid, work)
             case_plain(e)
+            case_limits(e)
+            case_cgroups(e)
             case_refusals(e)
             case_confined_callers(e)
             if has_criu:
@@ -251,6 +324,7 @@ def main():
                 case_swapped_output(e)
             else:
                 print("SKIP: the save and restore cases: no criu that passes `criu check` ($CUDACKPT_CRIU)")
+        case_no_caps(ctl, sim, uid, work, env, config)
         with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, {"nvml": sim}, env) as d:
             os.chmod(d.socket, 0o666)
             r = Env(ctl, d, uid, work).run(["saves"])

@@ -123,9 +123,9 @@ def case_requeue_elsewhere(c, out):
     rep = ask(c, first, result, 1)
     check(["ok", rep[0][1], "1"] == rep[0][:3] and rep[1][3:] == ["own"],
           "the target runs as %s's job on %s, its memory as written, its own /proc (%r)" % (who, node, rep))
-    r = ctl(c, node, ["list", "--json"])
-    check(r.returncode == 0 and '"train"' in r.stdout, "%s's daemon lists the job train as %s's (%r, %r)"
-          % (node, who, r.stdout, r.stderr))
+    listed = slurmcluster.await_true("the job listed", lambda: '"train"' in ctl(c, node, ["list", "--json"]).stdout,
+                                     20)
+    check(listed, "%s's daemon lists the job train as %s's" % (node, who))
 
     t0 = time.monotonic()
     c.run(["scontrol", "requeue", job])
@@ -149,7 +149,7 @@ def case_requeue_elsewhere(c, out):
           "memory intact, its own /proc (%r)" % (node2, node, rep))
     print("MEASURED: requeue to save on disk %.3fs; second start to the restored target answering %.3fs"
           % (t_saved, time.monotonic() - t1))
-    # The job runs before its restore command said so (the ready line comes after the resume).
+    # The daemon names the job once the restore's resume is done.
     listed = slurmcluster.await_true("the restored job listed",
                                      lambda: '"train"' in ctl(c, node2, ["list", "--json"]).stdout, 20)
     check(listed, "%s's daemon lists the restored job" % node2)

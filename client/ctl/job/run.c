@@ -2,6 +2,7 @@
  *
  *   cudackptctl run [--name=N] [--user=U[:G]] [--output=FILE] [--cgroup-parent=DIR | --no-cgroup]
  *                   [--env-fd=FD] [--chdir=DIR] [--output-as-user=PATH] [--cgroups-of=PIDFD]
+ *                   [--limits-of=PIDFD]
  *                   [--ready-fd=FD] [--die-with-parent] -- COMMAND [ARG...]
  *   cudackptctl run --list [--json]
  *
@@ -31,6 +32,7 @@
 #include "runinherit.h"
 #include "runinit.h"
 #include "runjoin.h"
+#include "runlimits.h"
 #include "runmntns.h"
 #include "runparent.h"
 #include "runready.h"
@@ -244,6 +246,14 @@ static int run_start(run_job *j) {
 
 /* Root, the names' directory, the name free, the cgroup: the exit status,
  * or -1 to go on. */
+/* --limits-of: this process takes them (the job's init inherits them). */
+static int run_limits(int pidfd, char *err, size_t err_size) {
+        ctl_run_limits l;
+        int r = ctl_run_limits_read(pidfd, &l, err, err_size);
+
+        return r < 0 ? r : ctl_run_limits_apply(&l, err, err_size);
+}
+
 static int run_prepare(run_job *j) {
         char err[PATH_MAX + 256];
         ctl_run_record old;
@@ -281,6 +291,10 @@ static int run_prepare(run_job *j) {
                 }
         }
         if (j->a->cgroups_of >= 0 && ctl_run_join_open(j->a->cgroups_of, &j->join, err, sizeof(err)) < 0) {
+                fprintf(stderr, CTL_RUN_PREFIX "%s\n", err);
+                return CTL_RUN_EXIT_FAILED;
+        }
+        if (j->a->limits_of >= 0 && run_limits(j->a->limits_of, err, sizeof(err)) < 0) {
                 fprintf(stderr, CTL_RUN_PREFIX "%s\n", err);
                 return CTL_RUN_EXIT_FAILED;
         }

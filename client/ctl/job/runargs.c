@@ -22,8 +22,8 @@
 static void run_help(void) {
         printf("Usage: cudackptctl run [--name=N] [--user=U[:G]] [--output=FILE]\n"
                "                       [--cgroup-parent=DIR | --no-cgroup] [--env-fd=FD] [--chdir=DIR]\n"
-               "                       [--output-as-user=PATH] [--cgroups-of=PIDFD] [--ready-fd=FD]\n"
-               "                       [--die-with-parent] -- COMMAND [ARG...]\n"
+               "                       [--output-as-user=PATH] [--cgroups-of=PIDFD] [--limits-of=PIDFD]\n"
+               "                       [--ready-fd=FD] [--die-with-parent] -- COMMAND [ARG...]\n"
                "       cudackptctl run --list [--json]\n"
                "\n"
                "Start COMMAND as a job that can be dumped and restored anywhere: in a pid\n"
@@ -45,6 +45,7 @@ static void run_help(void) {
                "                        made 0644) as the user; not with --output\n"
                "  --cgroups-of=PIDFD    the job joins every cgroup of that process (no cgroup of\n"
                "                        its own); a pidfd of a process that has ended fails\n"
+               "  --limits-of=PIDFD     the job gets that process's resource limits and umask\n"
                "  --ready-fd=FD         once the job runs: {\"name\",\"pid\",\"start_time\"} of its\n"
                "                        init, one JSON line, written to FD, then closed\n"
                "  --die-with-parent     when the process that started run ends, or sends\n"
@@ -92,7 +93,7 @@ static int run_user(ctl_run_args *a, const char *spec) {
 }
 
 enum { R_NAME = 0x100, R_USER, R_OUTPUT, R_CGROUP_PARENT, R_NO_CGROUP, R_LIST, R_JSON, R_ENV_FD, R_CHDIR,
-       R_OUTPUT_AS_USER, R_CGROUPS_OF, R_READY_FD, R_DIE_WITH_PARENT };
+       R_OUTPUT_AS_USER, R_CGROUPS_OF, R_READY_FD, R_DIE_WITH_PARENT, R_LIMITS_OF };
 
 static const struct option run_options[] = {
         { "name", required_argument, NULL, R_NAME },       { "user", required_argument, NULL, R_USER },
@@ -103,6 +104,7 @@ static const struct option run_options[] = {
         { "env-fd", required_argument, NULL, R_ENV_FD },   { "chdir", required_argument, NULL, R_CHDIR },
         { "output-as-user", required_argument, NULL, R_OUTPUT_AS_USER },
         { "cgroups-of", required_argument, NULL, R_CGROUPS_OF },
+        { "limits-of", required_argument, NULL, R_LIMITS_OF },
         { "ready-fd", required_argument, NULL, R_READY_FD },
         { "die-with-parent", no_argument, NULL, R_DIE_WITH_PARENT },
         { NULL, 0, NULL, 0 },
@@ -111,12 +113,16 @@ static const struct option run_options[] = {
 /* One of cudackptd's options (the help's second part); -1 to go on, else
  * the exit status. */
 static int run_option_daemon(ctl_run_args *a, int c, char **argv) {
-        int *fd = c == R_ENV_FD ? &a->env_fd : c == R_READY_FD ? &a->ready_fd : &a->cgroups_of;
+        int *fd = c == R_ENV_FD     ? &a->env_fd
+                  : c == R_READY_FD ? &a->ready_fd
+                  : c == R_LIMITS_OF ? &a->limits_of
+                                     : &a->cgroups_of;
 
         switch (c) {
         case R_ENV_FD:
         case R_READY_FD:
         case R_CGROUPS_OF:
+        case R_LIMITS_OF:
                 if (ctl_run_fd_arg(optarg, fd) < 0)
                         return run_usage("invalid %s '%s': an open descriptor above 2", argv[optind - 1], optarg);
                 return -1;
@@ -196,7 +202,7 @@ static int run_find_init(char *path, size_t size) {
 int ctl_run_parse(int argc, char **argv, ctl_run_args *a) {
         int c, r, n_positional = 0;
 
-        *a = (ctl_run_args) { .env_fd = -1, .ready_fd = -1, .cgroups_of = -1 };
+        *a = (ctl_run_args) { .env_fd = -1, .ready_fd = -1, .cgroups_of = -1, .limits_of = -1 };
         opterr = 0;
         /* "-": the words in order ("run" first); the command after "--". */
         while ((c = getopt_long(argc, argv, "-:h", run_options, NULL)) != -1) {
@@ -211,7 +217,8 @@ int ctl_run_parse(int argc, char **argv, ctl_run_args *a) {
         a->argv = argv + optind;
         if (a->list)
                 return a->argv[0] || a->name[0] || a->drop || a->output || a->env_fd >= 0 || a->ready_fd >= 0 ||
-                                       a->cgroups_of >= 0 || a->chdir || a->output_as_user || a->die_with_parent
+                                       a->cgroups_of >= 0 || a->limits_of >= 0 || a->chdir || a->output_as_user ||
+                                       a->die_with_parent
                                ? run_usage("--list takes no other option but --json")
                                : -1;
         if (!a->argv[0])

@@ -24,6 +24,7 @@ typedef struct ctl_run_args {
         const char *output;       /* --output, or NULL */
         bool cgroup_given, no_cgroup, list, json;
         int env_fd, ready_fd, cgroups_of; /* --env-fd, --ready-fd, --cgroups-of; -1: none */
+        int limits_of;            /* --limits-of; -1: none */
         const char *chdir;        /* --chdir, or NULL */
         const char *output_as_user; /* --output-as-user, or NULL */
         bool die_with_parent;

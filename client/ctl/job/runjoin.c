@@ -108,20 +108,27 @@ static int join_line(ctl_run_join *j, const char *mountinfo, const char *line, s
         return 0;
 }
 
-int ctl_run_join_open(int pidfd, ctl_run_join *ret, char *err, size_t err_size) {
-        char text[JOIN_CGROUP_TEXT_MAX], path[64], *mountinfo = NULL;
-        size_t cap = 0;
-        FILE *f;
+int ctl_run_pidfd_read(int pidfd, const char *file, char *text, size_t size) {
+        char path[64];
         int pid = 0, r = join_pid(pidfd, &pid);
 
-        *ret = (ctl_run_join) { 0 };
         if (r == 0) {
-                snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-                r = ctl_host_read_file(path, text, sizeof(text)) < 0 ? -ESRCH : 0;
+                snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
+                r = ctl_host_read_file(path, text, size) < 0 ? -ESRCH : 0;
         }
         /* Read, then still alive: the text was that process's. */
         if (r == 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
                 r = errno == EBADF || errno == EINVAL ? -EBADF : -ESRCH;
+        return r;
+}
+
+int ctl_run_join_open(int pidfd, ctl_run_join *ret, char *err, size_t err_size) {
+        char text[JOIN_CGROUP_TEXT_MAX], *mountinfo = NULL;
+        size_t cap = 0;
+        FILE *f;
+        int r = ctl_run_pidfd_read(pidfd, "cgroup", text, sizeof(text));
+
+        *ret = (ctl_run_join) { 0 };
         if (r < 0) {
                 snprintf(err, err_size, "--cgroups-of=%d: %s", pidfd,
                          r == -EBADF ? "not a pidfd" : "its process has ended");

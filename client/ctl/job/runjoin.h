@@ -27,6 +27,11 @@ typedef struct ctl_run_join {
         int required[CTL_RUN_JOIN_MAX]; /* not its root cgroup: a failure to join fails */
 } ctl_run_join;
 
+/* /proc/PID/FILE of pidfd's process (PID its fdinfo's) into text, then the
+ * pidfd checked alive, so that the text was that process's: 0, -EBADF (not
+ * a pidfd) or -ESRCH (its process has ended, or the file cannot be read).
+ * Also for --limits-of (runlimits.h). */
+int ctl_run_pidfd_read(int pidfd, const char *file, char *text, size_t size);
 /* The cgroups of pidfd's process opened into *ret (as above): 0, or
  * -errno with a sentence in err (-ESRCH: the process has ended; -EBADF:
  * not a pidfd); *ret is then empty. */
