@@ -11,6 +11,7 @@
 #include "cudackpt/protocol.h"
 #include "base/log.h"
 #include "json.h"
+#include "saves/savecaller.h"
 #include "varlink/protomsg.h"
 
 cJSON *saves_queue_full(const char *resource, uint64_t limit)
@@ -302,15 +303,33 @@ static struct savejob *job_new(struct saves *t, uid_t uid, const struct savejobs
         return j;
 }
 
+/* PermissionDenied for the caller itself (savecaller.h says why). */
+static cJSON *caller_denied(const struct policy_caller *caller)
+{
+        cJSON *p = cJSON_CreateObject();
+
+        if (p) {
+                cJSON_AddNumberToObject(p, "pid", caller->pidns.other ? 0 : caller->pid);
+                cJSON_AddNumberToObject(p, "caller_uid", caller->uid);
+        }
+        return proto_error_new(CUDACKPT_ERROR_PERMISSION_DENIED, p);
+}
+
 /* Refusals before anything runs: 0, or the error to answer. */
 static cJSON *admit(struct saves *t, const struct conn *c, const struct savejobs_spec *spec)
 {
         struct share_refusal why = { 0 };
+        char why_not[200];
 
         if (!t->ctl)
                 return saves_command_failed(spec->verb, 127, t->ctl_why);
         if (!c->caller.has_pidfd)
                 return saves_command_failed(spec->verb, 125, "no pidfd of the caller (SO_PEERPIDFD, Linux 6.5)");
+        if (savecaller_check(&c->caller, why_not, sizeof(why_not)) < 0) {
+                saves_audit(c->caller.uid, c->caller.pid, "Job", 0, "PermissionDenied", "job %s (%s): %s", spec->name,
+                            spec->verb, why_not);
+                return caller_denied(&c->caller);
+        }
         if (savejobs_find(t, c->caller.uid, spec->name))
                 return saves_name_error(CUDACKPT_ERROR_JOB_EXISTS, "name", spec->name);
         if (share_take(&t->jobs_share, c->caller.uid, false, &why) < 0)

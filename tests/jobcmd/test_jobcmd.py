@@ -10,6 +10,13 @@ against the real daemon on the simulator, with real CRIU for the saves:
     (USR1) saves the job into S (exit 0, S listed with its job); start
     --save=S again restores S in place of a fresh start (the target's
     counter came back) and, once the job ends by itself, removes S;
+  - a save whose output file was swapped after it (its directory made a
+    link to one holding another uid's file, as /etc/passwd): restore is
+    refused with 12 (CommandFailed of restore --owner, the file named)
+    before the job runs, the file untouched;
+  - a caller confined more than its job would be (in a pid namespace of
+    its own, as in a container; root without capabilities): job start is
+    refused (12, PermissionDenied) and nothing runs;
   - restore, rm and saves of a save the caller does not have: 30; a
     daemon without saves_dir (jobs and saves off): 32; save into an existing save: 31 unless
     --replace; usage errors: 2; a daemon without CAP_SETUID (the packaged
@@ -200,6 +207,54 @@ def case_save_restore(e, target, sim):
           "the job ended by itself: its status, and s1 removed (%r, %r)" % (p.returncode, err))
 
 
+def case_swapped_output(e):
+    out, vdir = os.path.join(e.work, "out"), os.path.join(e.work, "vdir")
+    victim, text = os.path.join(vdir, "log"), "root:x:0:0:root:/root:/bin/sh\n"
+    for d in (out, vdir):
+        os.mkdir(d)
+    if e.uid is not None:
+        os.chown(out, e.uid, e.uid)
+    with open(victim, "w") as f:
+        f.write(text)
+    # Another uid's (0644, as the output is made): root's for the user, nobody's for root's job.
+    os.chown(victim, 0 if e.uid is not None else NOBODY, 0)
+    os.chmod(victim, 0o644)
+    p = e.popen(["start", "--name=out", "--save=s2", "--save-on=USR1", "--output=" + out + "/log", "--",
+                 "/bin/sleep", "300"])
+    await_true("the job", lambda: e.run(["list", "--json"]).stdout.strip())
+    p.send_signal(signal.SIGUSR1)
+    _, err = p.communicate(timeout=60)
+    check(p.returncode == 0 and "saved into s2" in err, "USR1 saves the job into s2 (%r, %r)" % (p.returncode, err))
+    os.rename(out, out + ".was")
+    os.symlink(vdir, out)
+    p = e.popen(["restore", "s2"])
+    try:
+        _, err = p.communicate(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+        raise AssertionError("restore with the output swapped for %s: the job runs, holding it to append to" % victim)
+    with open(victim) as f:
+        kept = f.read() == text
+    check(p.returncode == 12 and victim in err and kept,
+          "restore with the output swapped for another uid's file: 12, the file named and untouched (%r, %r)"
+          % (p.returncode, err))
+    check(e.run(["rm", "s2"]).returncode == 0, "the refused save is whole: removed")
+
+
+def case_confined_callers(e):
+    out = os.path.join(e.work, "escaped")
+    job = ["start", "--name=esc", "--", "/bin/sh", "-c", "grep CapEff /proc/self/status > " + out]
+    for what, wrap in (("in a pid namespace of its own", ["unshare", "--pid", "--fork", "--mount-proc"]),
+                       ("without capabilities", ["setpriv", "--bounding-set=-all", "--inh-caps=-all"])):
+        r = subprocess.run(wrap + e.argv(job), cwd=e.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=60)
+        escaped = os.path.exists(out)
+        check(r.returncode == 12 and "PermissionDenied" in r.stderr and not escaped,
+              "root %s: job start refused, nothing run (%r, %r%s)" % (what, r.returncode, r.stderr,
+                                                                      ", the job ran" if escaped else ""))
+
+
 def case_refusals(e):
     for args in (["restore", "nosuch"], ["rm", "nosuch"], ["saves", "nosuch"]):
         r = e.run(args)
@@ -263,8 +318,10 @@ def main():
             case_limits(e)
             case_cgroups(e)
             case_refusals(e)
+            case_confined_callers(e)
             if has_criu:
                 case_save_restore(e, target, sim)
+                case_swapped_output(e)
             else:
                 print("SKIP: the save and restore cases: no criu that passes `criu check` ($CUDACKPT_CRIU)")
         case_no_caps(ctl, sim, uid, work, env, config)

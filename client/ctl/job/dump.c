@@ -31,6 +31,7 @@
 #include "criumntns.h"
 #include "criubarrier.h"
 #include "describe.h"
+#include "dumpghost.h"
 #include "dumpgpus.h"
 #include "dumptrees.h"
 #include "exitcode.h"
@@ -76,6 +77,7 @@ typedef struct dump_job {
         ctl_pins pins;                /* every process of the trees, pinned at post-dump */
         double suspend_ms, criu_ms, sync_ms, resume_ms, t0;
         bool synced;                  /* the images were synced to disk */
+        char refused[PATH_MAX + 512]; /* --owner: why the job may not be saved, or "" */
 } dump_job;
 
 /* The image directory, as ctl_job_dump_dir() wants it. */
@@ -152,6 +154,13 @@ static int dump_pin(void *data, const int *criu_pids, size_t n) {
                 r = -ESTALE;
         if (r < 0)
                 fprintf(stderr, "%scannot pin the job's processes at post-dump: %s\n", x->a->prefix, strerror(-r));
+        /* For its owner: no deleted file that a restore would make again
+         * where the owner decides (dumpghost.h). */
+        if (r == 0 && x->a->owner_given && (r = ctl_dump_ghost_check(&x->pins, x->a->owner, x->refused,
+                                                                      sizeof(x->refused))) < 0 && r != -EACCES) {
+                fprintf(stderr, "%s%s\n", x->a->prefix, x->refused);
+                x->refused[0] = '\0';
+        }
         return r;
 }
 
@@ -254,7 +263,11 @@ static int dump_fail_criu(dump_job *x, int r) {
                         ctl_selector_option(x->a->selector.kind), x->a->selector.arg);
         if (x->a->json)
                 dump_print_json(x, "criu", status == CUDACKPT_EXIT_OK);
-        return status == CUDACKPT_EXIT_OK ? CUDACKPT_EXIT_FAILURE : status;
+        /* Said last: the daemon tells its caller the last line. */
+        if (x->refused[0])
+                fprintf(stderr, "%sthe job may not be saved for its owner: %s\n", x->a->prefix, x->refused);
+        return status != CUDACKPT_EXIT_OK ? status : x->refused[0] ? CUDACKPT_EXIT_PERMISSION_DENIED
+                                                                   : CUDACKPT_EXIT_FAILURE;
 }
 
 /* Step 3 failed before the job was ended: wake it and resume it. */

@@ -35,6 +35,7 @@
 #include "manifest.h"
 #include "nstree.h"
 #include "proctree.h"
+#include "restoreaccess.h"
 #include "restorewait.h"
 #include "runinit.h"
 #include "runrestore.h"
@@ -67,6 +68,7 @@ typedef struct jrestore {
         int dir_fd;                   /* DIR */
         double criu_ms, resume_ms, t0;
         bool plan_said;               /* the device plan was said (--dry-run --json: its object) */
+        char refused[PATH_MAX + 256]; /* --owner: what the restored job may not hold, or "" */
 } jrestore;
 
 /* Every old GPU a member used must be mapped (the driver wants them all). */
@@ -220,6 +222,11 @@ static int jrestore_pin(void *data, const int *criu_pids, size_t n) {
         if (r < 0)
                 fprintf(stderr, "%sat post-restore, the job's processes are not all criu's (a tree's root not a child "
                         "of its criu, or a member outside its tree): %s\n", x->a->prefix, strerror(-r));
+        /* criu opened the job's files by path, as root: each must be one
+         * the owner could open (restoreaccess.h), before any of it runs. */
+        if (r == 0 && x->a->owner_given)
+                r = ctl_restore_access_check(&x->pins, x->m.trees[0].root, x->a->owner, x->runs, x->m.n_trees,
+                                             x->a->prefix, x->refused, sizeof(x->refused));
         return r;
 }
 
@@ -319,12 +326,6 @@ static int jrestore_members(jrestore *x, int *ret_gone) {
         return 0;
 }
 
-/* "1,2,3" of the members, for the commands a failure suggests. */
-static void jrestore_print_pids(const jrestore *x) {
-        for (size_t i = 0; i < x->m.n_members; i++)
-                fprintf(stderr, "%s%d", i ? "," : "", x->m.members[i].pid);
-}
-
 static void jrestore_print_json(const jrestore *x, const char *failed_step) {
         cJSON *o = cJSON_CreateObject(), *trees = ctl_job_trees_json(&x->m, x->runs, false);
 
@@ -358,7 +359,10 @@ static int jrestore_fail_criu(jrestore *x, int r) {
                 ctl_job_restore_left(x->a));
         if (x->a->json)
                 jrestore_print_json(x, "criu");
-        return CUDACKPT_EXIT_FAILURE;
+        /* Said last: the daemon tells its caller the last line. */
+        if (x->refused[0])
+                fprintf(stderr, "%sthe restored job was refused before it ran: %s\n", x->a->prefix, x->refused);
+        return x->refused[0] ? CUDACKPT_EXIT_PERMISSION_DENIED : CUDACKPT_EXIT_FAILURE;
 }
 
 /* Step 2: every member's GPU state at once. */
@@ -395,7 +399,8 @@ static int jrestore_resume(jrestore *x) {
                 fprintf(stderr, "%sstep 2 of 2 (resume the job's GPU state) failed; no process was unlocked (those "
                         "restored are locked, the others checkpointed), so none runs on the GPU.  Fix the cause "
                         "and run: cudackptctl resume --pids=", x->a->prefix);
-                jrestore_print_pids(x);
+                for (size_t i = 0; i < x->m.n_members; i++)
+                        fprintf(stderr, "%s%d", i ? "," : "", x->m.members[i].pid);
                 fputs(" [--map=...]; or end the job: kill -KILL ", stderr);
                 for (size_t i = 0; i < x->m.n_trees; i++)
                         fprintf(stderr, "%s%d", i ? " " : "", x->m.trees[i].root);

@@ -31,6 +31,9 @@
  * kills, and no parent-death signal can do it (CRIU restores that signal,
  * and the restored process's first parent is criu itself, which exits).
  *
+ * With CRIU_TARGET_BIND=PATH in its environment, it first binds a unix
+ * socket there and listens on it (a socket criu binds again on restore).
+ *
  * Not linked with the sanitizers: CRIU would have to walk their terabytes
  * of shadow mappings. */
 #ifndef _GNU_SOURCE
@@ -46,8 +49,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -170,6 +175,16 @@ int main(int argc, char **argv)
                 if (fd >= 0)
                         close(fd);
                 if (code == MAP_FAILED)
+                        return 1;
+        }
+        const char *bind_at = getenv("CRIU_TARGET_BIND");
+        if (bind_at) {
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (fd < 0 || strlen(bind_at) >= sizeof(sa.sun_path))
+                        return 1;
+                memcpy(sa.sun_path, bind_at, strlen(bind_at));
+                if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0)
                         return 1;
         }
         watch_pid = (pid_t)atoi(argv[2]);
