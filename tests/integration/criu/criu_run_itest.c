@@ -382,3 +382,17 @@ void crun_start_job(struct citest_ctx *x, const char *const *env, const char *na
         }
 }
 
+/* path's text holds line, awaited. */
+void crun_await_text(const char *path, const char *line)
+{
+        double deadline = itest_now_ms() + AWAIT_MS;
+        for (;;) {
+                char *text = citest_slurp_raw(path);
+                bool found = text && strstr(text, line);
+                free(text);
+                if (found)
+                        return;
+                ck_assert_msg(itest_now_ms() < deadline, "no \"%s\" in %s within %d ms", line, path, AWAIT_MS);
+                poll(NULL, 0, 5);
+        }
+}

@@ -58,4 +58,7 @@ const char *crun_log(struct citest_ctx *x, const char *name);
 void crun_start_job(struct citest_ctx *x, const char *const *env, const char *name, const char *cgroup,
                     const char *user, const char *sim_env, pid_t *ret_run, pid_t *pids, int *ns);
 
+/* path's text holds line, awaited (AWAIT_MS). */
+void crun_await_text(const char *path, const char *line);
+
 #endif

@@ -45,21 +45,6 @@ static void make_file(const char *path, uid_t uid, const char *text)
         close(fd);
 }
 
-/* path's text holds line, awaited. */
-static void await_text(const char *path, const char *line)
-{
-        double deadline = itest_now_ms() + AWAIT_MS;
-        for (;;) {
-                char *text = citest_slurp_raw(path);
-                bool found = text && strstr(text, line);
-                free(text);
-                if (found)
-                        return;
-                ck_assert_msg(itest_now_ms() < deadline, "no \"%s\" in %s within %d ms", line, path, AWAIT_MS);
-                poll(NULL, 0, 5);
-        }
-}
-
 /* Whether any process of the job "acc" holds path open, mapped or as its
  * working directory (a job restored against the check). */
 static bool job_holds(struct citest_ctx *x, const char *path)
@@ -152,7 +137,7 @@ START_TEST(swapped_files_refused)
                                      itest_strdupf("--output=%s/out/log", d), "--", "/bin/sh", "-c", script, NULL };
         pid_t run = crun_start(env, itest_strdupf("%s/run.out", x.d->dir), -1, args);
         (void)crun_init_of(&x, "acc", NULL);
-        await_text(pids, "\n");
+        crun_await_text(pids, "\n");
         cjob_expect_ok(cjob_ctl(env, "dump", "--run", "acc", "--owner=0", "--images", x.img, NULL), "dump --owner=0");
         cjob_wait(run);
 

@@ -25,21 +25,6 @@
 /* The job: ends with 7 on SIGTERM. */
 static const char job_script[] = "trap 'exit 7' TERM; sleep 1000 & echo up; wait";
 
-/* path's text holds line, awaited. */
-static void await_text(const char *path, const char *line)
-{
-        double deadline = itest_now_ms() + AWAIT_MS;
-        for (;;) {
-                char *text = citest_slurp_raw(path);
-                bool found = text && strstr(text, line);
-                free(text);
-                if (found)
-                        return;
-                ck_assert_msg(itest_now_ms() < deadline, "no \"%s\" in %s within %d ms", line, path, AWAIT_MS);
-                poll(NULL, 0, 5);
-        }
-}
-
 /* A process in the cgroup v2 cgroup cg (made), as a Slurm step is: its
  * pid; a pidfd of it in *ret_pidfd. */
 static pid_t start_step(const char *cg, int *ret_pidfd)
@@ -112,7 +97,7 @@ START_TEST(owner_and_wait)
                                      job_script, NULL };
         pid_t run = crun_start(env, itest_strdupf("%s/run.out", x.d->dir), -1, args);
         pid_t init = crun_init_of(&x, "waited", NULL);
-        await_text(log, "up\n");
+        crun_await_text(log, "up\n");
 
         /* Another uid's job: refused, nothing suspended, nothing dumped. */
         struct citest_run *res = cjob_ctl(env, "dump", "--run", "waited", "--owner=65534", "--images", x.img, NULL);
