@@ -174,7 +174,7 @@ static void ghost_one(ghost_ctx *g, const char *link, const char *what) {
 
 /* Every descriptor and file mapping of the process. */
 static void ghost_links(ghost_ctx *g, const char *sub, bool maps) {
-        char dir[64], link[128], what[64];
+        char dir[64], link[64 + sizeof(((struct dirent *) 0)->d_name)], what[32 + sizeof(((struct dirent *) 0)->d_name)];
         struct dirent *de;
         DIR *d;
 
