@@ -28,11 +28,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "slurm"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import slurmcluster  # noqa: E402
+from savejobs import saves_owner  # noqa: E402
 from nodedaemons import NodeDaemon  # noqa: E402
 
 GPU = os.path.join(ROOT, ".gpu")
-NOBODY = 65534
 STEPS = int(os.environ.get("DDP_STEPS", "40"))
 STEP_MS = int(os.environ.get("DDP_STEP_MS", "150"))
 MIB = int(os.environ.get("DDP_MIB", "512"))
@@ -44,12 +45,6 @@ def check(cond, what):
     print(("PASS: " if cond else "FAIL: ") + what, flush=True)
     if not cond:
         FAILS.append(what)
-
-
-def owner():
-    with open("/proc/self/status") as f:
-        eff = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
-    return NOBODY if eff >> 24 & 1 else None
 
 
 def losses(d):
@@ -79,7 +74,7 @@ def until_free(t0, before, limit=120):
 class Setup:
     def __init__(self, c):
         self.c = c
-        self.uid = owner()
+        self.uid = saves_owner()
         # What the user's commands need, where the user reaches it.
         lib = c.path("lib")
         os.makedirs(lib, mode=0o755)

@@ -35,10 +35,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from savejobs import NOBODY, criu_target_pid, saves_owner, usable_criu  # noqa: E402
 from simdaemon import SimDaemon  # noqa: E402
 
-NOBODY = 65534
-CAP_SYS_RESOURCE = 24
 LIMIT_S = 20
 
 
@@ -91,18 +90,6 @@ class Env:
     def popen(self, args):
         return subprocess.Popen(self.argv(args), preexec_fn=as_user(self.uid), cwd=self.work,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def target_pid(result):
-    for d in os.listdir("/proc"):
-        try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if len(argv) > 3 and argv[0].endswith(b"itest-criu-target") and argv[3] == result.encode():
-            return int(d)
-    return None
 
 
 def report(result, pid, n):
@@ -179,7 +166,7 @@ def case_save_restore(e, target, sim):
            % (target, result, sim)]
     start = ["start", "--name=train", "--save=s1", "--save-on=USR1", "--output=" + os.path.join(e.work, "log"), "--"]
     p = e.popen(start + cmd)
-    pid = await_true("the target", lambda: target_pid(result))
+    pid = await_true("the target", lambda: criu_target_pid(result))
     check(report(result, pid, 1), "started afresh: the target's first report")
     p.send_signal(signal.SIGUSR1)
     out, err = p.communicate(timeout=60)
@@ -191,14 +178,14 @@ def case_save_restore(e, target, sim):
     check(r.returncode == 30, "save of a job that is gone: 30 (%r)" % r.stderr)
 
     p = e.popen(start + ["/bin/false"])
-    pid = await_true("the restored target", lambda: target_pid(result))
+    pid = await_true("the restored target", lambda: criu_target_pid(result))
     check(report(result, pid, 2), "start --save=s1 again restores s1: the target's counter came back (report 2)")
     # The daemon names the job once the restore's resume is done.
     await_true("the restored job listed", lambda: '"train"' in e.run(["list", "--json"]).stdout)
     r = e.run(["save", "train", "s1", "--leave-running"])
     check(r.returncode == 31, "save into an existing save without --replace: 31 (%r)" % r.stderr)
     r = e.run(["save", "train", "s1", "--leave-running", "--replace"])
-    check(r.returncode == 0 and target_pid(result) == pid, "--replace --leave-running: saved, the job runs on (%r)"
+    check(r.returncode == 0 and criu_target_pid(result) == pid, "--replace --leave-running: saved, the job runs on (%r)"
           % r.stderr)
     os.kill(pid, signal.SIGKILL)  # the job ends "by itself"
     out, err = p.communicate(timeout=LIMIT_S)
@@ -290,12 +277,9 @@ def main():
         if not os.environ.get(var):
             print("FAIL: %s is unset: run through ctest" % var)
             return 1
-    criu = os.environ.get("CUDACKPT_CRIU") or shutil.which("criu")
-    has_criu = bool(criu) and subprocess.run([criu, "check"], stdout=subprocess.DEVNULL,
-                                             stderr=subprocess.DEVNULL).returncode == 0
-    with open("/proc/self/status") as f:
-        eff = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
-    uid = NOBODY if eff >> CAP_SYS_RESOURCE & 1 else None
+    criu = usable_criu()
+    has_criu = criu is not None
+    uid = saves_owner()
     top = tempfile.mkdtemp(prefix="cudackpt-jobcmd.")
     os.chmod(top, 0o755)
     work = os.path.join(top, "work")

@@ -24,10 +24,8 @@ the job's second start to its target answering.
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
 import os
 import re
-import shutil
 import signal
 import stat
-import subprocess
 import sys
 import time
 
@@ -36,45 +34,12 @@ import slurmcluster  # noqa: E402
 from nodedaemons import NodeDaemons  # noqa: E402
 from test_cluster import NOBODY, OTHER, check, run_on_cluster, skip_reason  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from savejobs import cmdline, criu_target_pid, saves_owner, usable_criu  # noqa: E402
+
 EXIT_NO_SUCH_JOB = 30
-CAP_SYS_RESOURCE = 24
-
-
-def owner():
-    """Whose job the test saves: nobody's, where root may dump another
-    user's process (CRIU reads its limits, which needs CAP_SYS_RESOURCE);
-    else root's own (a container without that capability, as CI's)."""
-    with open("/proc/self/status") as f:
-        bnd = next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
-    return NOBODY if bnd >> CAP_SYS_RESOURCE & 1 else None
 # Slurm's SIGKILL after its SIGTERM: room for the dump on a loaded machine.
 KILL_WAIT_S = 30
-
-
-def environ(pid):
-    try:
-        with open("/proc/%d/environ" % pid, "rb") as f:
-            return dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-    except OSError:
-        return {}
-
-
-def cmdline(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return f.read().split(b"\0")
-    except OSError:
-        return []
-
-
-def target(c, result):
-    """The pid of the target writing to result, or None: anywhere on the
-    machine, as the daemons (not the nodes' namespaces) run the jobs."""
-    for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
-        argv = cmdline(pid)
-        if len(argv) > 3 and argv[0].endswith(b"itest-criu-target") and argv[3] == result.encode():
-            return pid
-    return None
 
 
 def job_field(c, job, field):
@@ -118,7 +83,7 @@ def case_requeue_elsewhere(c, out):
     r = c.run(["sbatch", "--parsable", "--requeue", "-N1", "--time=5", "-o", os.path.join(out, "slurm.out"), script],
               uid=c.owner, cwd=out)
     job = r.stdout.strip().split(";")[0]
-    first = slurmcluster.await_true("job %s's target" % job, lambda: target(c, result), 30)
+    first = slurmcluster.await_true("job %s's target" % job, lambda: criu_target_pid(result), 30)
     node = job_field(c, job, "NodeList")
     rep = ask(c, first, result, 1)
     check(["ok", rep[0][1], "1"] == rep[0][:3] and rep[1][3:] == ["own"],
@@ -139,7 +104,7 @@ def case_requeue_elsewhere(c, out):
     def restarted():
         if job_field(c, job, "JobState") == "PENDING" and job_field(c, job, "Reason") == "BeginTime":
             c.run(["scontrol", "update", "JobId=" + job, "StartTime=now"], check=False)
-        return job_field(c, job, "JobState") == "RUNNING" and target(c, result)
+        return job_field(c, job, "JobState") == "RUNNING" and criu_target_pid(result)
     t1 = time.monotonic()
     second = slurmcluster.await_true("the job running again", restarted, 60)
     node2 = job_field(c, job, "NodeList")
@@ -157,7 +122,7 @@ def case_requeue_elsewhere(c, out):
     r = ctl(c, node2, ["saves"], uid=OTHER)
     check(r.returncode == 0 and "slurm-" not in r.stdout, "another user sees no save (%r)" % r.stdout)
     r = ctl(c, node2, ["restore", "slurm-" + job], uid=OTHER)
-    check(r.returncode == EXIT_NO_SUCH_JOB and target(c, result) == second,
+    check(r.returncode == EXIT_NO_SUCH_JOB and criu_target_pid(result) == second,
           "another user cannot restore it: exit 30, the job untouched (%r, %r)" % (r.returncode, r.stderr))
     saves = c.path("saves")
     st = os.stat(saves)
@@ -181,15 +146,14 @@ def case_requeue_elsewhere(c, out):
 
 
 def main():
-    criu = os.environ.get("CUDACKPT_CRIU") or shutil.which("criu")
-    if skip_reason() is None and (not criu or subprocess.run([criu, "check"], stdout=subprocess.DEVNULL,
-                                                             stderr=subprocess.DEVNULL).returncode != 0):
+    criu = usable_criu()
+    if skip_reason() is None and not criu:
         print("SKIP: no criu that passes `criu check` ($CUDACKPT_CRIU)")
         return 77
 
     def cases(c, sim):
         c.sim = sim
-        c.owner = owner()
+        c.owner = saves_owner()
         c.target = c.share(os.environ["CUDACKPT_TEST_CRIU_TARGET"])
         out = c.path("out")
         os.makedirs(out)
