@@ -51,12 +51,10 @@ void config_init(struct config *c)
                 .max_groups_in_flight = 16,
                 .max_groups_per_uid = 4,
                 .max_groups_reserved = 4,
-                .max_leases = 4096,
-                .max_leases_per_uid = 64,
+                .max_leases = 4096, .max_leases_per_uid = 64,
                 .max_leases_reserved = 256,
                 .lease_claim_grace_ms = 10000,
-                .max_watchers = 256,
-                .max_watchers_per_uid = 16,
+                .max_watchers = 256, .max_watchers_per_uid = 16,
                 .max_watchers_reserved = 16,
                 .max_watcher_bytes = 256 * 1024,
                 .max_watch_bytes = 32 * 1024 * 1024,
@@ -66,15 +64,13 @@ void config_init(struct config *c)
                 .log_level = 6, /* LOG_INFO */
                 .read_only_lane = true,
                 .lane_spin_us = 200,
-                .max_jobs = 64,
-                .max_jobs_per_uid = 4,
+                .max_jobs = 64, .max_jobs_per_uid = 4,
                 .max_job_argv = 4096,
                 .job_stop_ms = 10000,
-                .max_saves = 1024,
-                .max_saves_per_uid = 16,
+                .save_tcp_established = true, .save_network_lock = "skip",
+                .max_saves = 1024, .max_saves_per_uid = 16,
                 .max_save_bytes_per_uid = (uint64_t)1 << 40,
-                .max_save_operations = 4,
-                .max_save_operations_per_uid = 1,
+                .max_save_operations = 4, .max_save_operations_per_uid = 1,
         };
 }
 
@@ -212,6 +208,7 @@ static const struct bool_key bool_keys[] = {
         BKEY(read_only_unrestricted),
         BKEY(read_only_lane),
         BKEY(process_index_tracepoint),
+        BKEY(save_tcp_established),
 };
 
 static void store_uint(struct config *c, const struct uint_key *k, double v)
@@ -258,6 +255,20 @@ static int apply_table_key(struct config *c, const cJSON *item, char *why, size_
                 return 0;
         }
         return -ENOENT;
+}
+
+/* CRIU's --network-lock methods: its own names, the table's strings kept. */
+static int apply_network_lock(struct config *c, const cJSON *item, char *why, size_t whylen)
+{
+        static const char *const methods[] = { "skip", "iptables", "nftables" };
+
+        for (size_t i = 0; cJSON_IsString(item) && i < sizeof(methods) / sizeof(methods[0]); i++)
+                if (strcmp(item->valuestring, methods[i]) == 0) {
+                        c->save_network_lock = methods[i];
+                        return 0;
+                }
+        snprintf(why, whylen, "\"save_network_lock\" must be \"skip\", \"iptables\" or \"nftables\"");
+        return -EINVAL;
 }
 
 static int apply_socket_mode(struct config *c, const cJSON *item, char *why, size_t whylen)
@@ -355,6 +366,8 @@ static int apply_key(struct config *c, const cJSON *item, char *why, size_t whyl
         }
         if (strcmp(key, "socket_mode") == 0)
                 return apply_socket_mode(c, item, why, whylen);
+        if (strcmp(key, "save_network_lock") == 0)
+                return apply_network_lock(c, item, why, whylen);
         if (strcmp(key, "log_level") == 0)
                 return apply_log_level(c, item, why, whylen);
         if (strcmp(key, "operator_groups") == 0)

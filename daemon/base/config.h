@@ -75,6 +75,8 @@ struct config {
         uint64_t max_save_bytes_per_uid; /* a uid's saves' size past which a new save is refused */
         unsigned max_save_operations; /* dumps and restores running at once, in all */
         unsigned max_save_operations_per_uid; /* ... for one uid */
+        bool save_tcp_established;    /* saves dump and restore the jobs' TCP connections */
+        const char *save_network_lock; /* criu's --network-lock for them: "skip", "iptables", "nftables" */
 
         /* Policy, on top of "root acts on any process, others on their own". */
         gid_t operator_gids[CONFIG_MAX_GROUPS]; /* members may act on others' processes */

@@ -3,8 +3,11 @@
 #include "saves/savecmd.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "base/log.h"
 
 static char read_buf[4096]; /* loop thread only: each read is used up at once */
 
@@ -30,19 +33,32 @@ static void close_one(struct savecmd *cmd, uv_handle_t *h)
         (void)cmd;
 }
 
-/* stderr's bytes: only the last whole line is kept, bounded. */
+/* A whole stderr line read: kept as the last one, and logged while the
+ * command's share of the log lasts. */
+static void err_line(struct savecmd *cmd)
+{
+        if (cmd->cur_len == 0)
+                return;
+        memcpy(cmd->last, cmd->cur, cmd->cur_len);
+        cmd->last[cmd->cur_len] = '\0';
+        cmd->cur_len = 0;
+        if (cmd->logged < SAVECMD_LOG_LINES)
+                log_info("%s: %s", cmd->tag, cmd->last);
+        else if (cmd->logged == SAVECMD_LOG_LINES)
+                log_info("%s: (more lines, not logged)", cmd->tag);
+        cmd->logged++;
+}
+
+/* stderr's bytes: lines bounded, control bytes as '?' (they reach the log). */
 static void err_bytes(struct savecmd *cmd, const char *p, size_t n)
 {
         for (size_t i = 0; i < n; i++) {
-                if (p[i] == '\n') {
-                        if (cmd->cur_len > 0) {
-                                memcpy(cmd->last, cmd->cur, cmd->cur_len);
-                                cmd->last[cmd->cur_len] = '\0';
-                        }
-                        cmd->cur_len = 0;
-                } else if (cmd->cur_len < sizeof(cmd->cur) - 1) {
-                        cmd->cur[cmd->cur_len++] = p[i];
-                }
+                unsigned char c = (unsigned char)p[i];
+
+                if (c == '\n')
+                        err_line(cmd);
+                else if (cmd->cur_len < sizeof(cmd->cur) - 1)
+                        cmd->cur[cmd->cur_len++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
         }
 }
 
@@ -103,11 +119,7 @@ static void exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
          * saying it ended, so that the ready line comes first and the
          * message is its last. */
         drain(cmd, &cmd->err, false);
-        if (cmd->cur_len > 0) {
-                memcpy(cmd->last, cmd->cur, cmd->cur_len);
-                cmd->last[cmd->cur_len] = '\0';
-                cmd->cur_len = 0;
-        }
+        err_line(cmd);
         if (cmd->has_ready)
                 drain(cmd, &cmd->ready, true);
         cmd->exited = true;
@@ -140,6 +152,7 @@ int savecmd_spawn(uv_loop_t *loop, struct savecmd *cmd, const struct savecmd_spe
         int r, n;
 
         cmd->proc.data = cmd->err.data = cmd->ready.data = cmd;
+        snprintf(cmd->tag, sizeof(cmd->tag), "%s", spec->tag ? spec->tag : spec->argv[0]);
         uv_pipe_init(loop, &cmd->err, 0);
         cmd->handles = 1;
         if (spec->ready) {

@@ -4,7 +4,9 @@
  * its standard error come back as callbacks.
  *
  * Descriptors: 0 and 1 /dev/null; 2 a pipe whose last line is kept
- * (bounded) for CommandFailed; 3 the caller's pidfd and 4 a memfd of the
+ * (bounded) for CommandFailed, and whose lines go to the daemon's log at
+ * level info under the spec's tag (non-printable bytes as '?', at most
+ * SAVECMD_LOG_LINES a command: criu's log tail of a failed dump says why); 3 the caller's pidfd and 4 a memfd of the
  * job's environment, when given; 5 a pipe for the ready line, when asked
  * for: one JSON line, read up to SAVECMD_LINE_MAX bytes.  The command runs
  * in a session of its own, so that only the daemon signals it.
@@ -20,6 +22,7 @@
 #include <uv.h>
 
 #define SAVECMD_LINE_MAX 512
+#define SAVECMD_LOG_LINES 64
 
 struct savecmd;
 
@@ -29,6 +32,7 @@ struct savecmd_spec {
         int pidfd;                      /* its fd 3, or -1 */
         int envfd;                      /* its fd 4, or -1 */
         bool ready;                     /* a pipe as its fd 5 for the ready line */
+        const char *tag;                /* its log lines' prefix ("job NAME of uid U"), or NULL */
 };
 
 struct savecmd {
@@ -45,6 +49,8 @@ struct savecmd {
         char cur[SAVECMD_LINE_MAX];     /* stderr's line being read */
         size_t cur_len;
         char last[SAVECMD_LINE_MAX];    /* stderr's last whole line */
+        char tag[192];                  /* the spec's tag */
+        unsigned logged;                /* stderr's lines logged */
         void (*ready_cb)(struct savecmd *cmd, const char *line);
         void (*exit_cb)(struct savecmd *cmd, int status);
         void (*close_cb)(struct savecmd *cmd);

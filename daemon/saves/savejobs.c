@@ -341,6 +341,7 @@ int savejobs_start(struct saves *t, struct conn *c, const struct savejobs_spec *
 {
         struct savejob *j = NULL;
         cJSON *err = admit(t, c, spec);
+        char tag[192];
         int r;
 
         if (!err && !(j = job_new(t, c->caller.uid, spec))) {
@@ -357,9 +358,11 @@ int savejobs_start(struct saves *t, struct conn *c, const struct savejobs_spec *
         }
         j->caller_pid = c->caller.pid;
         bind_call(t, j, c);
+        snprintf(tag, sizeof(tag), "job %s of uid %u (%s)", j->name, (unsigned)j->uid, j->verb);
         r = savecmd_spawn(t->loop, &j->cmd, &(struct savecmd_spec){ .argv = spec->argv, .env = t->env,
                                                                       .pidfd = c->caller.pidfd,
-                                                                      .envfd = spec->envfd, .ready = true });
+                                                                      .envfd = spec->envfd, .ready = true,
+                                                                      .tag = tag });
         if (r < 0) {
                 snprintf(j->cmd.last, sizeof(j->cmd.last), "cannot run %s: %s", t->ctl, uv_strerror(r));
                 exit_cb(&j->cmd, 127);

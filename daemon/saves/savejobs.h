@@ -50,6 +50,7 @@ struct saves {
         struct life *life;
         char *ctl;                      /* the cudackptctl run as root; NULL: none usable (ctl_why) */
         char ctl_why[256];
+        bool others_unsaveable;         /* no CAP_SYS_RESOURCE: only root's jobs can be dumped */
         char **env;                     /* the commands' environment: the daemon's, CUDACKPT_SOCKET its own */
         int dir_fd;                     /* saves_dir, opened and checked at start; -1: no saves */
         struct savejob *jobs;           /* running or starting, by uid and name */

@@ -234,23 +234,44 @@ static void dump_closed_cb(struct savecmd *cmd)
         op_unref(cmd->data);
 }
 
+/* The criu options of every save's dump and restore, after "--", into
+ * argv (5 entries and a NULL free): the job's TCP connections (those among
+ * its processes, in a PyTorch job, say) go with it, under the configured
+ * network lock. */
+static void criu_options(const struct config *cfg, const char **argv)
+{
+        size_t k = 0;
+
+        if (cfg->save_tcp_established) {
+                argv[k++] = "--";
+                argv[k++] = "--tcp-established";
+                argv[k++] = "--network-lock";
+                argv[k++] = cfg->save_network_lock;
+        }
+        argv[k] = NULL;
+}
+
 static void spawn_dump(struct saveop *op)
 {
-        char run[80], owner[24], images[4200];
-        const char *argv[] = { op->t->ctl, "dump", run, owner, images, "--leave-running", NULL };
+        char run[80], owner[24], images[4200], tag[192];
+        const char *argv[12] = { op->t->ctl, "dump", run, owner, images };
+        size_t k = 5;
         int r;
+
+        snprintf(tag, sizeof(tag), "save %s of job %s of uid %u", op->save, op->name, (unsigned)op->uid);
 
         snprintf(run, sizeof(run), "--run=u%u-%s", (unsigned)op->uid, op->name);
         snprintf(owner, sizeof(owner), "--owner=%u", (unsigned)op->uid);
         snprintf(images, sizeof(images), "--images=%s/%u/%s", op->t->cfg->saves_dir, (unsigned)op->uid, op->tmp);
-        if (!op->req.leave_running)
-                argv[5] = NULL;
+        if (op->req.leave_running)
+                argv[k++] = "--leave-running";
+        criu_options(op->t->cfg, argv + k);
         op->cmd.data = op;
         op->cmd.exit_cb = dump_exit_cb;
         op->cmd.close_cb = dump_closed_cb;
         op->refs++;
         r = savecmd_spawn(op->t->loop, &op->cmd, &(struct savecmd_spec){ .argv = argv, .env = op->t->env,
-                                                                         .pidfd = -1, .envfd = -1 });
+                                                                         .pidfd = -1, .envfd = -1, .tag = tag });
         if (r < 0) {
                 op->cmd.status = 127;
                 snprintf(op->cmd.last, sizeof(op->cmd.last), "cannot run %s: %s", op->t->ctl, uv_strerror(r));
@@ -283,8 +304,8 @@ static void restore_check_work(struct saveop *op)
 static void restore_checked_after(struct saveop *op)
 {
         char images[4200], owner[24];
-        const char *argv[] = { op->t->ctl,      "restore",  images, owner, "--wait", "--cgroups-of=3",
-                               "--ready-fd=5", "--die-with-parent", NULL };
+        const char *argv[14] = { op->t->ctl,      "restore",  images, owner, "--wait", "--cgroups-of=3",
+                                 "--ready-fd=5", "--die-with-parent" };
 
         if (op->r == 0 && !op->info.job[0])
                 op->r = -ENOENT; /* not a job of the uid's: no save the daemon made */
@@ -295,6 +316,7 @@ static void restore_checked_after(struct saveop *op)
         }
         snprintf(images, sizeof(images), "--images=%s/%u/%s", op->t->cfg->saves_dir, (unsigned)op->uid, op->save);
         snprintf(owner, sizeof(owner), "--owner=%u", (unsigned)op->uid);
+        criu_options(op->t->cfg, argv + 8);
         /* The job takes the busy mark and the slot over. */
         op->holds_busy = op->holds_slot = false;
         bool bound = savejobs_start(op->t, op->c, &(struct savejobs_spec){ .verb = "restore", .name = op->info.job,
@@ -372,6 +394,9 @@ static cJSON *admit(struct saveop *op)
                 op->job = savejobs_find(t, op->uid, op->name);
                 if (!op->job || !op->job->started)
                         return saves_name_error(CUDACKPT_ERROR_NO_SUCH_JOB, "name", op->name);
+                if (op->uid != 0 && t->others_unsaveable)
+                        return saves_command_failed("dump", 125, "the daemon lacks CAP_SYS_RESOURCE, which CRIU "
+                                                    "needs to dump another user's job");
         }
         if (savebusy_has(&t->busy, op->uid, op->save))
                 return saves_name_error(CUDACKPT_ERROR_SAVE_BUSY, "save", op->save);

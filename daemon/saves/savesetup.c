@@ -122,6 +122,12 @@ static void check_caps(struct saves *t)
                         t->ctl = NULL;
                         return;
                 }
+        /* CRIU reads a dumped process's resource limits (prlimit), which
+         * another uid's needs this one. */
+        t->others_unsaveable = !(bnd & eff & (1ULL << 24));
+        if (t->others_unsaveable)
+                log_warning("The daemon lacks CAP_SYS_RESOURCE: it runs users' jobs but can save only root's "
+                            "(CRIU reads the resource limits of the processes it dumps)");
 }
 
 /* What the commands do not inherit: the daemon's own socket is named

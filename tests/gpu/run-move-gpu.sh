@@ -137,16 +137,18 @@ dump_archive() {
                 fail "dump's summary does not name the archive: $(cat "$JOB_DIR/dump.out")"
 }
 
-# restore_archive FILE MIN_ITER: restore --archive FILE with no map, then
-# every process verified MIN_ITER times or more; RESTORE_MS.
+# restore_archive FILE MIN_ITER [OPTION...]: restore --archive FILE with
+# the options (none: no map), then every process verified MIN_ITER times
+# or more; RESTORE_MS.
 restore_archive() {
-        local t0 rc=0
+        local t0 rc=0 file=$1 min=$2
+        shift 2
         t0=$(now_ms)
-        timeout "$STEP_TIMEOUT" "$CTL" restore --archive="$1" --no-progress >"$JOB_DIR/restore.out" 2>&1 || rc=$?
+        timeout "$STEP_TIMEOUT" "$CTL" restore --archive="$file" --no-progress "$@" >"$JOB_DIR/restore.out" 2>&1 || rc=$?
         RESTORE_MS=$(($(now_ms) - t0))
         ((rc == 0)) || { fail "restore --archive exited $rc: $(tail -5 "$JOB_DIR/restore.out")"; return 1; }
-        await_verified "$2" &&
-                pass "restored with no map: $JOB_PROCS x $JOB_MIB MiB verified on $(gpu_uuid) after the restore ($RESTORE_MS ms)"
+        await_verified "$min" &&
+                pass "restored with ${*:-no map}: $JOB_PROCS x $JOB_MIB MiB verified on $(gpu_uuid) after the restore ($RESTORE_MS ms)"
 }
 
 install_job_files
@@ -171,9 +173,22 @@ B)
                 2>"$JOB_DIR/plan.err" || rc=$?
         HOW=$(json "$JOB_DIR/plan.json" 'j["plan"]["gpus"][0]["how"]' 2>/dev/null)
         TO=$(json "$JOB_DIR/plan.json" 'j["plan"]["gpus"][0]["to"]' 2>/dev/null)
-        ((rc == 0)) && [[ ${TO,,} == "$(gpu_uuid | tr '[:upper:]' '[:lower:]')" ]] && pass "the plan: $GPU -> $TO ($HOW), $(json "$JOB_DIR/plan.json" 'j["plan_ms"]') ms" ||
-                fail "restore --dry-run exited $rc: $(cat "$JOB_DIR/plan.json" "$JOB_DIR/plan.err")"
-        restore_archive "$MOVE_IN/move.tar.zst" $((ITER + 2))
+        MODEL=$(json "$JOB_DIR/plan.json" 'j["plan"]["gpus"][0]["model"]' 2>/dev/null)
+        HERE=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+        MAP=()
+        if [[ -n $MODEL && $MODEL != "$HERE" ]]; then
+                # Machine 1's GPU was of another model: no plan maps it on
+                # its own (28, nothing restored); a map and --force do.
+                ((rc == 28)) && [[ $HOW == none ]] &&
+                        pass "another model ($MODEL on machine 1, $HERE here): the plan maps nothing without --force (28)" ||
+                        fail "restore --dry-run of another model's job exited $rc: $(cat "$JOB_DIR/plan.json" "$JOB_DIR/plan.err")"
+                MAP=(--device-map="$GPU=$(gpu_uuid)" --force)
+        else
+                ((rc == 0)) && [[ ${TO,,} == "$(gpu_uuid | tr '[:upper:]' '[:lower:]')" ]] && pass "the plan: $GPU -> $TO ($HOW), $(json "$JOB_DIR/plan.json" 'j["plan_ms"]') ms" ||
+                        fail "restore --dry-run exited $rc: $(cat "$JOB_DIR/plan.json" "$JOB_DIR/plan.err")"
+        fi
+        restore_archive "$MOVE_IN/move.tar.zst" $((ITER + 2)) "${MAP[@]}"
+        [[ ${#MAP[@]} -gt 0 ]] && HOW="mapped+force ($MODEL -> $HERE)"
         echo "MOVE-B: from=$GPU to=$(gpu_uuid) plan=$HOW restore_ms=$RESTORE_MS"
         ;;
 same)

@@ -18,7 +18,7 @@
 # usage (repository root on the GPU machine, after tests/gpu/stage-gpu.sh
 # here; carry [".gpu"]): bash tests/gpu/run-saves-gpu.sh
 # environment: CUDACKPTD CUDACKPTCTL CUDACKPT_CRIU (as job-lib.sh),
-#   SAVES_USER [65534] DDP_STEPS [40] DDP_STEP_MS [150] DDP_MIB [512]
+#   SAVES_USER [65534 where root has CAP_SYS_RESOURCE, else 0] DDP_STEPS [40] DDP_STEP_MS [150] DDP_MIB [512]
 #   SAVE_AT_STEP [15] PYTHON [python3] KEEP [0]
 set -uo pipefail
 
@@ -28,7 +28,12 @@ job_need_root_gpu_criu "the daemon"
 [[ -d /proc/driver/nvidia/gpus ]] || skip "no NVIDIA GPU"
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PYTHON=$(command -v "${PYTHON:-python3}")
-U=${SAVES_USER:-65534} STEPS=${DDP_STEPS:-40} STEP_MS=${DDP_STEP_MS:-150} MIB=${DDP_MIB:-512}
+# CRIU dumps another uid's process only with CAP_SYS_RESOURCE: without it
+# (a container's root), the job is root's, as tests/lib/savejobs.py does.
+eff=$(awk '/^CapEff/{print $2}' /proc/self/status)
+((0x$eff >> 24 & 1)) && DEF_USER=65534 || DEF_USER=0
+echo "root: CapEff $eff, $(grep ^Seccomp: /proc/self/status); the job's uid ${SAVES_USER:-$DEF_USER}"
+U=${SAVES_USER:-$DEF_USER} STEPS=${DDP_STEPS:-40} STEP_MS=${DDP_STEP_MS:-150} MIB=${DDP_MIB:-512}
 AT=${SAVE_AT_STEP:-15}
 # shellcheck disable=SC2034 # job-lib.sh's job_stop reads them
 FAILS=0 DAEMON_PID="" HELD=()
@@ -90,7 +95,8 @@ saved=$(($(now_ms) - t0))
 at=$(last_step "$WORK/run")
 [[ $rc -eq 0 ]] && grep -q "saved into s1" "$WORK/client.log" &&
         pass "USR1 at step $at saved the job (exit 0): GPU memory free after ${freed:-?} ms, saved after $saved ms" ||
-        fail "the save: exit $rc, $(tail -3 "$WORK/client.log")"
+        { fail "the save: exit $rc, $(tail -3 "$WORK/client.log")"; grep 'of job ddp of uid' "$WORK/daemon.log" | tail -30
+          exit 1; }
 bytes=$(as_user "$CTL" job --socket="$SOCK" saves --json s1 | sed -n 's/.*"bytes":\([0-9]*\).*/\1/p')
 echo "MEASURED: $before GPU processes; signal to GPU memory free ${freed:-?} ms; to the save on disk $saved ms; save $((${bytes:-0} / 1048576)) MiB"
 
@@ -100,6 +106,7 @@ for _ in $(seq 1200); do s=$(last_step "$WORK/run"); [[ -n $s && $s -gt $at ]] &
 echo "MEASURED: restore to the next step $(($(now_ms) - t1)) ms"
 wait "$CLIENT"; rc=$?
 [[ $rc -eq 0 && -f $WORK/run/done ]] && grep -q "ballast intact" "$WORK/run/rank-0.log" &&
+        grep -q "job ddp started from save s1" "$WORK/client.log" &&
         pass "the same command restored the save (no fresh start) and the job finished: exit 0, its GPU ballast intact" ||
         fail "the restored job: exit $rc, $(tail -3 "$WORK/client.log"), $(tail -2 "$WORK/run/rank-0.log")"
 if diff <(losses "$WORK/ref") <(losses "$WORK/run") >/dev/null; then

@@ -10,6 +10,15 @@ against the real daemon on the simulator, with real CRIU for the saves:
     (USR1) saves the job into S (exit 0, S listed with its job); start
     --save=S again restores S in place of a fresh start (the target's
     counter came back) and, once the job ends by itself, removes S;
+  - a job of two processes talking over a TCP connection on the loopback
+    (as the ranks of a PyTorch job do): saved and restored with its
+    connection (save_tcp_established, the default), its count going on
+    from where it was saved; with save_tcp_established false, the save
+    fails (CommandFailed, criu's reason in the daemon's log) and the job
+    runs on;
+  - where root lacks CAP_SYS_RESOURCE (so CRIU cannot dump another uid's
+    process): the daemon warns at start, and another uid's SaveJob is
+    CommandFailed naming it, the job running on;
   - a save whose output file was swapped after it (its directory made a
     link to one holding another uid's file, as /etc/passwd): restore is
     refused with 12 (CommandFailed of restore --owner, the file named)
@@ -180,6 +189,7 @@ def case_save_restore(e, target, sim):
     p = e.popen(start + ["/bin/false"])
     pid = await_true("the restored target", lambda: criu_target_pid(result))
     check(report(result, pid, 2), "start --save=s1 again restores s1: the target's counter came back (report 2)")
+    await_true("the restore said", lambda: "job train started from save s1 (init pid" in p.stderr.readline())
     # The daemon names the job once the restore's resume is done.
     await_true("the restored job listed", lambda: '"train"' in e.run(["list", "--json"]).stdout)
     r = e.run(["save", "train", "s1", "--leave-running"])
@@ -192,6 +202,102 @@ def case_save_restore(e, target, sim):
     check(p.returncode == 128 + signal.SIGKILL and "save s1 removed" in err
           and e.run(["saves", "s1"]).returncode == 30,
           "the job ended by itself: its status, and s1 removed (%r, %r)" % (p.returncode, err))
+
+
+TCP_JOB = r"""
+import os, socket, sys, time
+out = sys.argv[1]
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+if os.fork() == 0:
+    c = socket.create_connection(srv.getsockname())
+    srv.close()
+    n = 0
+    while c.recv(1):
+        n += 1
+        c.sendall(b"%d\n" % n)
+    sys.exit(0)
+a = srv.accept()[0]
+srv.close()
+f = a.makefile("rb")
+while True:
+    a.sendall(b"?")
+    with open(out + ".tmp", "wb") as o:
+        o.write(f.readline())
+    os.rename(out + ".tmp", out)
+    time.sleep(0.02)
+"""
+
+
+def tcp_count(path):
+    try:
+        with open(path) as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def start_tcp_job(e, name, save):
+    script, count = os.path.join(e.work, "tcp_job.py"), os.path.join(e.work, name + ".count")
+    with open(script, "w") as f:
+        f.write(TCP_JOB)
+    os.chmod(script, 0o644)
+    p = e.popen(["start", "--name=" + name, "--save=" + save, "--save-on=USR1", "--", sys.executable, script, count])
+    await_true("the TCP job counting", lambda: (tcp_count(count) or 0) >= 3)
+    return p, count
+
+
+def case_tcp(e):
+    p, count = start_tcp_job(e, "tcp", "s3")
+    p.send_signal(signal.SIGUSR1)
+    _, err = p.communicate(timeout=60)
+    check(p.returncode == 0 and "saved into s3" in err,
+          "USR1 saves a job with a TCP connection between its processes (%r, %r)" % (p.returncode, err))
+    saved = tcp_count(count)
+    p = e.popen(["start", "--name=tcp", "--save=s3", "--", "/bin/false"])
+    try:
+        first = await_true("the restored job counting", lambda: tcp_count(count) != saved and tcp_count(count))
+        later = await_true("the restored job counting on", lambda: (tcp_count(count) or 0) > first + 2 and
+                           tcp_count(count))
+        check(first > saved and later > first, "restored with its connection: the count goes on from %d (%d, %d)"
+              % (saved, first, later))
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=60)
+        e.run(["rm", "s3"])
+
+
+def case_tcp_off(ctl, sim, uid, work, env, config):
+    with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, dict(config, save_tcp_established=False), env) as d:
+        os.chmod(d.socket, 0o666)
+        e = Env(ctl, d, uid, work)
+        p, count = start_tcp_job(e, "tcpoff", "s4")
+        p.send_signal(signal.SIGUSR1)
+        await_true("the save to fail", lambda: "method=SaveJob" in d.log(), timeout=60)
+        n = tcp_count(count)
+        ok = await_true("the unsaved job counting on", lambda: (tcp_count(count) or 0) > n + 2)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        log = d.log()
+    check(ok and "CommandFailed" in err and "runs on" in err and "tcp-established" in log,
+          "save_tcp_established false: the save fails, criu's reason in the log, the job runs on (%r)" % err)
+
+
+def case_unsaveable(e, d):
+    """Root without CAP_SYS_RESOURCE (CI's container): another uid's job
+    runs, but its save is refused up front, saying why."""
+    u = Env(e.ctl, e.daemon, NOBODY, e.work)
+    p = u.popen(["start", "--name=nosave", "--save=s5", "--save-on=USR1", "--", "/bin/sleep", "300"])
+    await_true("the job", lambda: u.run(["list", "--json"]).stdout.strip())
+    p.send_signal(signal.SIGUSR1)
+    await_true("the refusal", lambda: "method=SaveJob" in d.log())
+    listed = u.run(["list", "--json"]).stdout
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    check("CAP_SYS_RESOURCE" in err and "runs on" in err and '"nosave"' in listed and
+          "lacks CAP_SYS_RESOURCE" in d.log(),
+          "a daemon without CAP_SYS_RESOURCE refuses to save another uid's job, which runs on (%r)" % err)
 
 
 def case_swapped_output(e):
@@ -305,9 +411,14 @@ def main():
             case_confined_callers(e)
             if has_criu:
                 case_save_restore(e, target, sim)
+                case_tcp(e)
+                if uid is None:
+                    case_unsaveable(e, d)
                 case_swapped_output(e)
             else:
                 print("SKIP: the save and restore cases: no criu that passes `criu check` ($CUDACKPT_CRIU)")
+        if has_criu:
+            case_tcp_off(ctl, sim, uid, work, env, config)
         case_no_caps(ctl, sim, uid, work, env, config)
         with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, {"nvml": sim}, env) as d:
             os.chmod(d.socket, 0o666)

@@ -245,13 +245,19 @@ class Cluster:
                              preexec_fn=_die_with_parent)
         out.close()
         self.procs[name] = p
-        ns = await_true("%s's namespace" % name, lambda: self._exec_done(p, argv[0]), 10)
+        ns = await_true("%s's namespace" % name, lambda: self._exec_done(p, argv[0], self.path("log", name + ".out")),
+                        10)
         self.namespaces.add(ns)
 
     @staticmethod
-    def _exec_done(p, prog):
+    def _exec_done(p, prog, log):
         if p.poll() is not None:
-            raise RuntimeError("%s exited with %s before it started" % (prog, p.returncode))
+            try:
+                with open(log, errors="replace") as f:
+                    said = f.read()[-2000:]
+            except OSError as e:
+                said = str(e)
+            raise RuntimeError("%s exited with %s before it started; it said: %s" % (prog, p.returncode, said))
         try:
             with open("/proc/%d/comm" % p.pid) as f:
                 if f.read().strip() != prog[:15]:

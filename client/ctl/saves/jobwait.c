@@ -87,6 +87,10 @@ static void waiter_say(const job_waiter *jw, const ctl_job_event *ev, const char
                 return;
         }
         fprintf(stderr, "%sjob %s %s", jw->w->prefix, ev->name, ev->event);
+        /* RestoreJob's "started": the job is the save's, come back. */
+        if (strcmp(ev->event, "started") == 0 && strcmp(jw->w->method, CUDACKPT_METHOD_RESTORE_JOB) == 0 &&
+            jw->w->save)
+                fprintf(stderr, " from save %s", jw->w->save);
         if (ev->pid > 0)
                 fprintf(stderr, " (init pid %d)", ev->pid);
         if (ev->save[0])
