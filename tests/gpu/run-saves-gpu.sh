@@ -115,6 +115,6 @@ else
         fail "the losses differ: $(diff <(losses "$WORK/ref") <(losses "$WORK/run") | head -4)"
 fi
 as_user "$CTL" job --socket="$SOCK" saves s1 >/dev/null 2>&1
-[[ $? -eq 30 ]] && pass "the save removed once the job ended by itself" || fail "the save is still there"
+[[ $? -eq 30 ]] && pass "the save removed once the job exited 0" || fail "the save is still there"
 echo "$FAILS failure(s)"
 [[ $FAILS -eq 0 ]]

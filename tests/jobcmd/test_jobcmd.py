@@ -9,7 +9,7 @@ against the real daemon on the simulator, with real CRIU for the saves:
   - start --save=S with no S: started afresh; the signal of --save-on
     (USR1) saves the job into S (exit 0, S listed with its job); start
     --save=S again restores S in place of a fresh start (the target's
-    counter came back) and, once the job ends by itself, removes S;
+    counter came back); a job killed keeps S, one that exits 0 removes it;
   - a job of two processes talking over a TCP connection on the loopback
     (as the ranks of a PyTorch job do): saved and restored with its
     connection (save_tcp_established, the default), its count going on
@@ -197,11 +197,12 @@ def case_save_restore(e, target, sim):
     r = e.run(["save", "train", "s1", "--leave-running", "--replace"])
     check(r.returncode == 0 and criu_target_pid(result) == pid, "--replace --leave-running: saved, the job runs on (%r)"
           % r.stderr)
-    os.kill(pid, signal.SIGKILL)  # the job ends "by itself"
+    os.kill(pid, signal.SIGKILL)  # the job crashes
     out, err = p.communicate(timeout=LIMIT_S)
-    check(p.returncode == 128 + signal.SIGKILL and "save s1 removed" in err
-          and e.run(["saves", "s1"]).returncode == 30,
-          "the job ended by itself: its status, and s1 removed (%r, %r)" % (p.returncode, err))
+    check(p.returncode == 128 + signal.SIGKILL and "save s1 kept" in err
+          and e.run(["saves", "s1"]).returncode == 0,
+          "the job killed: its status, and s1 kept to restore again (%r, %r)" % (p.returncode, err))
+    check(e.run(["rm", "s1"]).returncode == 0 and e.run(["saves", "s1"]).returncode == 30, "job rm removes s1")
 
 
 TCP_JOB = r"""
@@ -221,7 +222,7 @@ if os.fork() == 0:
 a = srv.accept()[0]
 srv.close()
 f = a.makefile("rb")
-while True:
+while not os.path.exists(out + ".stop"):
     a.sendall(b"?")
     with open(out + ".tmp", "wb") as o:
         o.write(f.readline())
@@ -262,9 +263,14 @@ def case_tcp(e):
                            tcp_count(count))
         check(first > saved and later > first, "restored with its connection: the count goes on from %d (%d, %d)"
               % (saved, first, later))
+        open(count + ".stop", "w").close()
+        _, err = p.communicate(timeout=60)
+        check(p.returncode == 0 and "save s3 removed" in err and e.run(["saves", "s3"]).returncode == 30,
+              "the restored job exits 0: s3 removed (%r, %r)" % (p.returncode, err))
     finally:
-        p.send_signal(signal.SIGTERM)
-        p.communicate(timeout=60)
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            p.communicate(timeout=60)
         e.run(["rm", "s3"])
 
 

@@ -59,7 +59,8 @@ static void job_help(void) {
                "            standard output when it is a file or a terminal).  With --save,\n"
                "            S is restored instead when it exists, the signals SIGS (default\n"
                "            TERM,USR1) save the job into S, and S is removed once the job\n"
-               "            ends by itself.  Waits for the job: its exit status, or 0 once saved.\n"
+               "            exits 0 (kept when it fails or is killed, to restore again).\n"
+               "            Waits for the job: its exit status, or 0 once saved.\n"
                "  restore   restore SAVE as a job and wait for it, as start does\n"
                "  save      dump job NAME into SAVE (default NAME); the job ends once the\n"
                "            save is on stable storage, unless --leave-running\n"
@@ -290,13 +291,22 @@ static int job_call(const job_args *a, const char *method, char *params, cudackp
         return r;
 }
 
-/* start --save: the save is gone once the job ended by itself (it holds
- * a state the job has gone past). */
-static void job_forget_save(const job_args *a) {
+/* start --save: the save is gone once the job has done its work (it holds
+ * a state the job has gone past); a job that failed or was killed (a
+ * crash, the OOM killer, a time limit's SIGKILL after a save that did not
+ * come) keeps it, to be restored by the next start or removed by hand. */
+static void job_forget_save(const job_args *a, int status) {
         cudackpt_reply reply;
-        char *params = ctl_job_save_param(a->save);
+        char *params;
         cudackpt_client *client = NULL;
 
+        if (status != 0) {
+                if (!a->json)
+                        fprintf(stderr, JOB_PREFIX "save %s kept: the job ended with status %d (job rm %s "
+                                "removes it)\n", a->save, status, a->save);
+                return;
+        }
+        params = ctl_job_save_param(a->save);
         cudackpt_reply_init(&reply);
         if (params && ctl_connect_daemon(JOB_PREFIX, ctl_socket_path(a->socket), &client) == 0 &&
             cudackpt_call(client, CUDACKPT_METHOD_REMOVE_SAVE, params, &reply) == 0 && !reply.error && !a->json)
@@ -319,7 +329,7 @@ static int job_start(job_args *a) {
                 status = job_wait(a, CUDACKPT_METHOD_RESTORE_JOB, params, a->save, &end);
                 free(params);
                 if (end == JOB_END_ENDED)
-                        job_forget_save(a);
+                        job_forget_save(a, status);
                 if (end != JOB_END_NO_SAVE)
                         return status;
         }
@@ -333,7 +343,7 @@ static int job_start(job_args *a) {
         status = job_wait(a, CUDACKPT_METHOD_START_JOB, params, a->save, &end);
         free(params);
         if (end == JOB_END_ENDED && a->save)
-                job_forget_save(a);
+                job_forget_save(a, status);
         return status;
 }
 
