@@ -8,4 +8,17 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bash "$ROOT/tests/gpu/install-slurm-gpu.sh" || exit $?
+# A cgroup v2 host without systemd (the GPU machine): slurmd's cgroup/v2
+# plugin (slurmcluster.py's cgroup.conf: IgnoreSystemd) makes the stepds'
+# cgroup under system.slice and needs the controllers delegated to it. A
+# cgroup with processes delegates none (cgroup v2's no-internal-process
+# rule, which a namespace's root obeys too): the processes of the root go
+# to init.scope first, as systemd would have put them.
+CG=/sys/fs/cgroup
+if [[ $(stat -f -c %T $CG) == cgroup2fs ]]; then
+        mkdir -p $CG/init.scope
+        for p in $(cat $CG/cgroup.procs); do echo "$p" >$CG/init.scope/cgroup.procs 2>/dev/null; done
+        for c in cpuset cpu memory pids; do echo "+$c" >$CG/cgroup.subtree_control 2>/dev/null; done
+        echo "cgroup v2: controllers $(cat $CG/cgroup.controllers), delegated $(cat $CG/cgroup.subtree_control), root's processes left: $(wc -l <$CG/cgroup.procs)"
+fi
 CUDACKPT_TEST_SLURM=required exec python3 "$ROOT/tests/gpu/slurm_gpu.py"

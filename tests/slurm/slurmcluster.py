@@ -134,6 +134,13 @@ PartitionName=test Nodes={names} Default=YES MaxTime=INFINITE State=UP
 """
 
 
+def _cgroup2_unified():
+    """Whether /sys/fs/cgroup is the cgroup v2 hierarchy itself (not v1's
+    controllers on a tmpfs, as on the CPU machines)."""
+    r = subprocess.run(["stat", "-f", "-c", "%T", "/sys/fs/cgroup"], stdout=subprocess.PIPE, text=True)
+    return r.stdout.strip() == "cgroup2fs"
+
+
 class Cluster:
     """munged, slurmctld and `nodes` slurmd, started by start() (or with),
     stopped by stop(); see the module's text."""
@@ -222,6 +229,12 @@ class Cluster:
                                 nodes=nodes, names="n[1-%d]" % len(self.names),
                                 message_timeout=MESSAGE_TIMEOUT_S, kill_wait=self.kill_wait))
         open(self.path("plugstack.conf"), "w").close()
+        if _cgroup2_unified():
+            # slurmd 22.05 always starts its cgroup plugin; on a cgroup v2
+            # host with no systemd (the GPU machine) it must make the
+            # stepds' cgroup itself, with the controllers it needs.
+            with open(self.path("cgroup.conf"), "w") as f:
+                f.write("CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nCgroupAutomount=yes\n")
 
     def _start_munge(self):
         key = self.path("munge", "munge.key")
