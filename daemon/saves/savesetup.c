@@ -2,6 +2,7 @@
 #include "saves/savesetup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
@@ -164,6 +165,50 @@ static int build_env(struct saves *t)
         return 0;
 }
 
+/* The sweep of what a daemon before this one left on this node
+ * (savestore_sweep()), on a worker thread with a descriptor of its own. */
+struct sweep {
+        uv_work_t work;
+        int fd;
+        size_t n;
+        int r;
+};
+
+static void sweep_work(uv_work_t *w)
+{
+        struct sweep *s = w->data;
+
+        s->r = savestore_sweep(s->fd, &s->n);
+}
+
+static void sweep_after(uv_work_t *w, int status)
+{
+        struct sweep *s = w->data;
+
+        if (status == 0 && s->r < 0)
+                log_warning("Failed to sweep the saves directory: %s", strerror(-s->r));
+        else if (status == 0 && s->n > 0)
+                log_notice("Removed %zu unfinished dump(s) of this node's previous daemon from the saves directory",
+                           s->n);
+        close(s->fd);
+        free(s);
+}
+
+static void sweep_start(struct saves *t)
+{
+        struct sweep *s = calloc(1, sizeof(*s));
+
+        if (!s || (s->fd = fcntl(t->dir_fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+                free(s);
+                return;
+        }
+        s->work.data = s;
+        if (uv_queue_work(t->loop, &s->work, sweep_work, sweep_after) < 0) {
+                close(s->fd);
+                free(s);
+        }
+}
+
 int savesetup_init(struct saves *t, const struct saves_deps *deps, char *why, size_t whylen)
 {
         static const char *const job_keys[] = { "max_jobs", "max_jobs_per_uid", "max_jobs" };
@@ -192,6 +237,7 @@ int savesetup_init(struct saves *t, const struct saves_deps *deps, char *why, si
         if (r < 0)
                 return r;
         log_info("Saves are kept in %s%s%s", cfg->saves_dir, t->ctl ? ", made by " : "", t->ctl ? t->ctl : "");
+        sweep_start(t);
         return 0;
 }
 

@@ -20,9 +20,42 @@
 #define MANIFEST_MAX (4 * 1024 * 1024) /* a manifest names a few hundred files */
 #define TREE_DEPTH_MAX 16              /* images: the directory and its trees' */
 
+/* This node's name in the daemon's own names: its host name, each byte
+ * but A-Z a-z 0-9 _ . as '_' (no '-', which ends it); and this daemon's
+ * life, 8 random hex digits that start the random part of each of its
+ * names, so that its sweep leaves its own names alone.  Set once, by
+ * savestore_open(), before any worker reads them. */
+static char node[64] = "node";
+static char life[9] = "00000000";
+
+static void take_node_name(void)
+{
+        char host[256] = "";
+        uint32_t x = 0;
+
+        if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
+                x = (uint32_t)getpid() ^ (uint32_t)time(NULL);
+        snprintf(life, sizeof(life), "%08" PRIx32, x);
+
+        if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
+                return;
+        for (size_t i = 0; i < sizeof(node) - 1; i++) {
+                char c = host[i];
+
+                node[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                                          c == '_' || !c ? c : '_';
+                if (!c)
+                        return;
+        }
+        node[sizeof(node) - 1] = '\0';
+}
+
 int savestore_open(const char *path, int *ret_fd, char *why, size_t whylen)
 {
-        int r = privdir_open(path, ret_fd, why, whylen);
+        int r;
+
+        take_node_name();
+        r = privdir_open(path, ret_fd, why, whylen);
 
         if (r != -ENOENT)
                 return r;
@@ -211,11 +244,69 @@ int savestore_count_all(int dirfd, size_t *ret_n)
 
 void savestore_tmp_name(const char *what, char *buf, size_t size)
 {
-        uint64_t x = 0;
+        uint32_t x = 0;
 
         if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
-                x ^= (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
-        snprintf(buf, size, ".%s-%016" PRIx64, what, x);
+                x = (uint32_t)getpid() << 16 ^ (uint32_t)time(NULL);
+        snprintf(buf, size, ".%s-%s-%s%08" PRIx32, what, node, life, x);
+}
+
+/* Whether name is one of this node's own left by an earlier daemon:
+ * ".dump-NODE-" or ".remove-NODE-" and exactly 16 hex digits (so that node
+ * "n1" is not "n1.a"'s prefix) not starting with this daemon's life. */
+static bool stale(const char *name)
+{
+        static const char *const whats[] = { "dump", "remove" };
+        char prefix[SAVESTORE_TMP_MAX];
+        size_t n;
+
+        for (size_t i = 0; i < 2; i++) {
+                n = (size_t)snprintf(prefix, sizeof(prefix), ".%s-%s-", whats[i], node);
+                if (strncmp(name, prefix, n) == 0 && strlen(name + n) == 16 &&
+                    strspn(name + n, "0123456789abcdef") == 16 && strncmp(name + n, life, 8) != 0)
+                        return true;
+        }
+        return false;
+}
+
+/* This node's own names in one uid's directory, removed. */
+static size_t sweep_uid(int uidfd)
+{
+        DIR *d;
+        struct dirent *e;
+        size_t n = 0;
+
+        if (fdio_opendir(uidfd, &d) < 0)
+                return 0;
+        while ((e = readdir(d)))
+                if (stale(e->d_name) && savestore_remove_tree(uidfd, e->d_name) == 0)
+                        n++;
+        closedir(d);
+        if (n > 0)
+                (void)fsync(uidfd);
+        return n;
+}
+
+int savestore_sweep(int dirfd, size_t *ret_n)
+{
+        DIR *d;
+        struct dirent *e;
+        int r = fdio_opendir(dirfd, &d), fd;
+
+        *ret_n = 0;
+        if (r < 0)
+                return r;
+        while ((e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                        continue;
+                fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd >= 0) {
+                        *ret_n += sweep_uid(fd);
+                        close(fd);
+                }
+        }
+        closedir(d);
+        return 0;
 }
 
 static int remove_in(int fd, int depth)

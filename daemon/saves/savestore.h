@@ -2,7 +2,9 @@
  * uid, <saves_dir>/<UID>/ (root's, 0700), holding that uid's saves, each
  * the images directory of one dump (cudackptctl dump --images).  A name
  * starting with '.' is the daemon's own (a dump being written, a save
- * being removed) and never a save.
+ * being removed) and never a save; it names the node (its host name) so
+ * that a daemon starting after a crash sweeps its own node's leftovers and
+ * no other node's, in a directory the nodes share.
  *
  * savestore_open() runs once at start; everything else blocks on the disk
  * and runs on worker threads, through descriptors: the saves directory's,
@@ -19,7 +21,7 @@
 #include <sys/types.h>
 
 #define SAVESTORE_NAME_MAX 48
-#define SAVESTORE_TMP_MAX 32
+#define SAVESTORE_TMP_MAX 96
 
 struct savestore_info {
         char save[SAVESTORE_NAME_MAX + 1];
@@ -29,7 +31,8 @@ struct savestore_info {
 };
 
 /* Opens path as the saves directory, making it (0700) when missing, and
- * checks it as privdir_open() does.  0 and *ret_fd, or -errno with why. */
+ * checks it as privdir_open() does.  0 and *ret_fd, or -errno with why.
+ * Takes this node's name for the daemon's own names, once. */
 int savestore_open(const char *path, int *ret_fd, char *why, size_t whylen);
 /* uid's directory below dirfd, made (0700) when missing and create is
  * set: 0 and *ret_fd; -ENOENT when missing; -EPERM when it is not root's
@@ -41,8 +44,8 @@ int savestore_list(int uidfd, uid_t uid, struct savestore_info **ret, size_t *re
 int savestore_info(int uidfd, uid_t uid, const char *save, struct savestore_info *ret);
 /* How many saves all uids have. */
 int savestore_count_all(int dirfd, size_t *ret_n);
-/* A fresh name of the daemon's own: ".WHAT-" and random hex ("dump": a
- * dump being written). */
+/* A fresh name of the daemon's own: ".WHAT-NODE-" and 16 random hex
+ * digits ("dump": a dump being written). */
 void savestore_tmp_name(const char *what, char *buf, size_t size);
 /* The dump in tmp becomes save: a new name (-EEXIST when save exists and
  * replace is not set), or, with replace, exchanged with the old save,
@@ -51,6 +54,10 @@ int savestore_install(int uidfd, const char *tmp, const char *save, bool replace
 /* Removes save (-ENOENT when missing), durably; a removal cut short
  * leaves only a name starting with '.'. */
 int savestore_remove(int uidfd, const char *save);
+/* Removes every uid's names of the daemon's own made on this node by a
+ * daemon before this one (which died with them: one daemon serves a node),
+ * durably; their number in *ret_n.  This daemon's own names are left. */
+int savestore_sweep(int dirfd, size_t *ret_n);
 /* Removes name below dirfd and everything inside it (-ENOENT when missing). */
 int savestore_remove_tree(int dirfd, const char *name);
 

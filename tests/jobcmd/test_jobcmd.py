@@ -16,6 +16,8 @@ against the real daemon on the simulator, with real CRIU for the saves:
     from where it was saved; with save_tcp_established false, the save
     fails (CommandFailed, criu's reason in the daemon's log) and the job
     runs on;
+  - a dump's temporary directory left in the saves directory by this
+    node's earlier daemon (SIGKILLed during a save) is removed at start;
   - where root lacks CAP_SYS_RESOURCE (so CRIU cannot dump another uid's
     process): the daemon warns at start, and another uid's SaveJob is
     CommandFailed naming it, the job running on;
@@ -38,6 +40,7 @@ import resource
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -363,6 +366,18 @@ def case_refusals(e):
         check(r.returncode == 2, "usage error %r: 2 (%r)" % (args, r.stderr))
 
 
+def plant_stale_dump(saves):
+    """What a daemon SIGKILLed during a dump leaves: a dump's temporary
+    directory under this node's name and another daemon's life."""
+    node = "".join(c if c.isalnum() and c.isascii() or c in "._" else "_" for c in socket.gethostname())[:63]
+    uid_dir = os.path.join(saves, "0")
+    os.makedirs(uid_dir, mode=0o700)
+    os.chmod(saves, 0o700)
+    path = os.path.join(uid_dir, ".dump-%s-%016x" % (node, 0x0123456789abcdef))
+    os.makedirs(os.path.join(path, "tree-1"))
+    return path
+
+
 class Unsandboxed(SimDaemon):
     """The daemon without CAP_SETUID in its bounding set, as the packaged
     unit's sandbox leaves it."""
@@ -406,9 +421,13 @@ def main():
     env = {"CUDACKPT_CRIU": criu or "", "CUDACKPT_RUN_DIR": os.path.join(top, "jobs")}
     config = {"nvml": sim, "saves_dir": os.path.join(top, "saves"), "ctl_path": os.environ["CUDACKPT_TEST_CTL"],
               "socket_mode": "0666"}
+    stale = plant_stale_dump(config["saves_dir"])
     try:
         with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, env) as d:
             os.chmod(d.socket, 0o666)
+            await_true("the stale dump swept", lambda: not os.path.exists(stale) and
+                       "Removed 1 unfinished dump" in d.log())
+            check(True, "a dump left by this node's earlier daemon is swept at start")
             e = Env(ctl, d, uid, work)
             case_plain(e)
             case_limits(e)

@@ -139,6 +139,50 @@ START_TEST(test_install_list_remove)
 }
 END_TEST
 
+/* The sweep at start: the names of this node's earlier daemon (its host
+ * name, another life) removed in every uid's directory; this daemon's own,
+ * another node's (one whose name only starts like this one's too) and the
+ * saves left. */
+START_TEST(test_sweep)
+{
+        char mine[SAVESTORE_TMP_MAX], old[SAVESTORE_TMP_MAX], other[SAVESTORE_TMP_MAX + 8];
+        char longer[SAVESTORE_TMP_MAX + 8], removing[SAVESTORE_TMP_MAX + 8];
+        size_t n = 99, len;
+        int fd, fd2;
+        char *dash;
+
+        ck_assert_int_eq(savestore_uid_dir(dirfd_, 4242, true, &fd), 0);
+        ck_assert_int_eq(savestore_uid_dir(dirfd_, 4243, true, &fd2), 0);
+        savestore_tmp_name("dump", mine, sizeof(mine));
+        len = strlen(mine);
+        ck_assert_uint_gt(len, 17);
+        /* The same node, another life: the first hex digit of the 16 changed. */
+        snprintf(old, sizeof(old), "%s", mine);
+        old[len - 16] = old[len - 16] == '0' ? '1' : '0';
+        dash = strrchr(mine, '-');
+        ck_assert_ptr_nonnull(dash);
+        snprintf(other, sizeof(other), ".dump-elsewhere-%s", old + len - 16);
+        snprintf(longer, sizeof(longer), "%.*s.x-%s", (int)(dash - mine), mine, old + len - 16);
+        snprintf(removing, sizeof(removing), ".remove-%s", old + strlen(".dump-"));
+        make_dump(fd, mine, "u4242-a", 10);
+        make_dump(fd, old, "u4242-b", 10);
+        make_dump(fd, other, "u4242-c", 10);
+        make_dump(fd, longer, "u4242-d", 10);
+        make_dump(fd2, removing, "u4243-e", 10);
+        make_dump(fd2, "s1", "u4243-f", 10);
+        ck_assert_int_eq(savestore_sweep(dirfd_, &n), 0);
+        ck_assert_uint_eq(n, 2);
+        ck_assert_int_eq(faccessat(fd, old, F_OK, 0), -1);
+        ck_assert_int_eq(faccessat(fd2, removing, F_OK, 0), -1);
+        ck_assert_int_eq(faccessat(fd, mine, F_OK, 0), 0);
+        ck_assert_int_eq(faccessat(fd, other, F_OK, 0), 0);
+        ck_assert_int_eq(faccessat(fd, longer, F_OK, 0), 0);
+        ck_assert_int_eq(faccessat(fd2, "s1", F_OK, 0), 0);
+        close(fd);
+        close(fd2);
+}
+END_TEST
+
 const char unit_suite_name[] = "savestore";
 
 void unit_tests(TCase *tc)
@@ -147,4 +191,5 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_names);
         tcase_add_test(tc, test_uid_dir);
         tcase_add_test(tc, test_install_list_remove);
+        tcase_add_test(tc, test_sweep);
 }
