@@ -19,6 +19,8 @@ if [[ $(stat -f -c %T $CG) == cgroup2fs ]]; then
         mkdir -p $CG/init.scope
         for p in $(cat $CG/cgroup.procs); do echo "$p" >$CG/init.scope/cgroup.procs 2>/dev/null; done
         for c in cpuset cpu memory pids; do echo "+$c" >$CG/cgroup.subtree_control 2>/dev/null; done
+        mkdir -p $CG/system.slice # where slurmd makes the stepds' scope
+        for c in cpuset cpu memory pids; do echo "+$c" >$CG/system.slice/cgroup.subtree_control 2>/dev/null; done
         echo "cgroup v2: controllers $(cat $CG/cgroup.controllers), delegated $(cat $CG/cgroup.subtree_control), root's processes left: $(wc -l <$CG/cgroup.procs)"
 fi
 CUDACKPT_TEST_SLURM=required exec python3 "$ROOT/tests/gpu/slurm_gpu.py"

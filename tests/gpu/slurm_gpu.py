@@ -123,7 +123,8 @@ def part_a(s, ref):
             with open(os.path.join(d, "ranks")) as f:
                 ranks = [int(p) for p in f.read().split()]
             launcher = int(open("/proc/%d/stat" % ranks[0]).read().rsplit(")", 1)[1].split()[1])
-            argv = ["--tree=%d" % launcher]
+            # On the node, outside its steps: the node's socket by name.
+            argv = ["--tree=%d" % launcher, "--socket=" + s.c.node_socket("n1")]
         before = gpu_pids()
         t0 = time.monotonic()
         r = s.run([s.ctl, "suspend"] + argv)
@@ -157,8 +158,8 @@ def part_b(s, ref):
     t0 = time.monotonic()
     s.c.run(["scontrol", "requeue", job])
     freed = until_free(t0, before)
-    saved = slurmcluster.await_true("the save", lambda: s.run([s.ctl, "job", "saves", "slurm-" + job]).returncode == 0,
-                                    300)
+    saves = [s.ctl, "job", "--socket=" + s.c.node_socket("n1"), "saves", "slurm-" + job]
+    saved = slurmcluster.await_true("the save", lambda: s.run(saves).returncode == 0, 300)
     t_saved = (time.monotonic() - t0) * 1000
     check(saved, "B: the requeue's SIGTERM saved the job into slurm-%s" % job)
     print("MEASURED: requeue to the job's GPU memory free %s ms, to the save on disk %.0f ms"
