@@ -33,6 +33,9 @@
  *
  * With CRIU_TARGET_BIND=PATH in its environment, it first binds a unix
  * socket there and listens on it (a socket criu binds again on restore).
+ * With CRIU_TARGET_TCP=PORT, it listens on 127.0.0.1:PORT (SO_REUSEADDR);
+ * with CRIU_TARGET_UDP=PORT, it binds a UDP socket there; with
+ * CRIU_TARGET_REUSEPORT=1, both have SO_REUSEPORT too.
  *
  * Not linked with the sanitizers: CRIU would have to walk their terabytes
  * of shadow mappings. */
@@ -41,6 +44,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -163,6 +167,27 @@ static int run(size_t mib, unsigned role)
         }
 }
 
+/* A socket of type on 127.0.0.1 at the port the variable var names (none
+ * without it), listening when a stream; 0 or -1. */
+static int inet_socket(const char *var, int type)
+{
+        const char *port = getenv(var), *reuseport = getenv("CRIU_TARGET_REUSEPORT");
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd, on = 1;
+
+        if (!port)
+                return 0;
+        sa.sin_port = htons((uint16_t)atoi(port));
+        fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0)
+                return -1;
+        if (reuseport && strcmp(reuseport, "1") == 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) < 0)
+                return -1;
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || (type == SOCK_STREAM && listen(fd, 16) < 0))
+                return -1;
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         if ((argc != 5 && argc != 6) || (strcmp(argv[1], "single") != 0 && strcmp(argv[1], "tree") != 0)) {
@@ -187,6 +212,8 @@ int main(int argc, char **argv)
                 if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0)
                         return 1;
         }
+        if (inet_socket("CRIU_TARGET_TCP", SOCK_STREAM) < 0 || inet_socket("CRIU_TARGET_UDP", SOCK_DGRAM) < 0)
+                return 1;
         watch_pid = (pid_t)atoi(argv[2]);
         result_path = argv[3];
         size_t mib = (size_t)strtoul(argv[4], NULL, 10);
