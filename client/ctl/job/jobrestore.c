@@ -36,7 +36,6 @@
 #include "nstree.h"
 #include "proctree.h"
 #include "restoreaccess.h"
-#include "restoresocks.h"
 #include "restorewait.h"
 #include "runinit.h"
 #include "runrestore.h"
@@ -228,11 +227,6 @@ static int jrestore_pin(void *data, const int *criu_pids, size_t n) {
         if (r == 0 && x->a->owner_given)
                 r = ctl_restore_access_check(&x->pins, x->m.trees[0].root, x->a->owner, x->runs, x->m.n_trees,
                                              x->a->prefix, x->refused, sizeof(x->refused));
-        /* criu made its sockets as root: the owner's, and none on a port
-         * the owner could not have taken (restoresocks.h). */
-        if (r == 0 && x->a->owner_given)
-                r = ctl_restore_socks_check(&x->pins, x->m.trees[0].root, x->a->owner, x->a->prefix, x->refused,
-                                            sizeof(x->refused));
         return r;
 }
 

@@ -28,6 +28,7 @@
 #include "restoreaccess.h"
 
 #include "proccreds.h"
+#include "restoresocks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -450,6 +451,9 @@ int ctl_restore_access_check(const ctl_pins *pins, int init, uid_t uid, const ct
                 snprintf(refused, size, "%s", err);
         else if (r < 0)
                 fprintf(stderr, "%s%s\n", prefix, r == -ENOMEM && (!v || !logs) ? "out of memory" : err);
+        /* criu made its sockets as root too (restoresocks.h). */
+        if (r == 0)
+                r = ctl_restore_socks_check(pins, init, uid, prefix, refused, size);
         free(logs);
         free(v);
         return r;
