@@ -72,8 +72,8 @@ typedef struct rsk_ctx {
         bool loaded;            /* the tables of this namespace (its nsfs inode) below */
         dev_t netns_dev;
         ino_t netns_ino;
-        rsk_peer *peers;
-        size_t n_peers;
+        rsk_peer *peers;        /* its listening TCP and its UDP sockets */
+        size_t n_peers, cap_peers;
         int unpriv;             /* its ip_unprivileged_port_start */
         char *refused;
         size_t size;
@@ -224,8 +224,10 @@ static int rsk_read_table(rsk_ctx *c, const char *path, int proto, bool v6) {
                 rsk_peer *v;
                 unsigned int w[4];
 
+                /* A TCP socket shares a listener's port only listening. */
                 if (sscanf(line, " %*d: %39[0-9A-Fa-f]:%x %*s %x %*s %*s %*s %u %*d %lu", local, &p.port, &p.state,
-                           &p.uid, &p.ino) != 5 || strlen(local) != (v6 ? 32u : 8u))
+                           &p.uid, &p.ino) != 5 || strlen(local) != (v6 ? 32u : 8u) ||
+                    (proto == IPPROTO_TCP && p.state != TCP_LISTEN_STATE))
                         continue;
                 /* Each 32-bit word printed as the host reads it in memory. */
                 for (size_t i = 0; i < (v6 ? 4u : 1u); i++)
@@ -235,11 +237,18 @@ static int rsk_read_table(rsk_ctx *c, const char *path, int proto, bool v6) {
                         memcpy(p.addr, w, 16);
                 else
                         rsk_map4(p.addr, w);
-                v = realloc(c->peers, (c->n_peers + 1) * sizeof(*v));
-                if (!v)
-                        r = -ENOMEM;
-                else
-                        (c->peers = v)[c->n_peers++] = p;
+                if (c->n_peers == c->cap_peers) {
+                        size_t cap = c->cap_peers ? 2 * c->cap_peers : 64;
+
+                        v = realloc(c->peers, cap * sizeof(*v));
+                        if (!v) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        c->peers = v;
+                        c->cap_peers = cap;
+                }
+                c->peers[c->n_peers++] = p;
         }
         free(line);
         fclose(f);
@@ -347,7 +356,6 @@ static int rsk_judge(rsk_ctx *c, const rsk_own *o) {
                 const rsk_peer *p = &c->peers[i];
 
                 if (p->proto != o->proto || p->port != o->port || rsk_held(c, p->ino) ||
-                    (p->proto == IPPROTO_TCP && p->state != TCP_LISTEN_STATE) ||
                     (!rsk_any(p->addr) && !rsk_any(o->addr) && memcmp(p->addr, o->addr, 16) != 0))
                         continue;
                 if (p->uid == c->uid && o->reuseport)
