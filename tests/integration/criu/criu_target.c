@@ -35,7 +35,9 @@
  * socket there and listens on it (a socket criu binds again on restore).
  * With CRIU_TARGET_TCP=PORT, it listens on 127.0.0.1:PORT (SO_REUSEADDR);
  * with CRIU_TARGET_UDP=PORT, it binds a UDP socket there; with
- * CRIU_TARGET_REUSEPORT=1, both have SO_REUSEPORT too.
+ * CRIU_TARGET_REUSEPORT=1, both have SO_REUSEPORT too; with
+ * CRIU_TARGET_CONNECT=LPORT:RPORT, a TCP socket bound to 127.0.0.1:LPORT
+ * connects to 127.0.0.1:RPORT.
  *
  * Not linked with the sanitizers: CRIU would have to walk their terabytes
  * of shadow mappings. */
@@ -167,6 +169,27 @@ static int run(size_t mib, unsigned role)
         }
 }
 
+/* CRIU_TARGET_CONNECT's connection, if any; 0 or -1. */
+static int inet_connection(void)
+{
+        const char *ports = getenv("CRIU_TARGET_CONNECT");
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        unsigned lport, rport;
+        int fd, on = 1;
+
+        if (!ports)
+                return 0;
+        if (sscanf(ports, "%u:%u", &lport, &rport) != 2)
+                return -1;
+        sa.sin_port = htons((uint16_t)lport);
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0 ||
+            bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return -1;
+        sa.sin_port = htons((uint16_t)rport);
+        return connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+}
+
 /* A socket of type on 127.0.0.1 at the port the variable var names (none
  * without it), listening when a stream; 0 or -1. */
 static int inet_socket(const char *var, int type)
@@ -212,7 +235,8 @@ int main(int argc, char **argv)
                 if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0)
                         return 1;
         }
-        if (inet_socket("CRIU_TARGET_TCP", SOCK_STREAM) < 0 || inet_socket("CRIU_TARGET_UDP", SOCK_DGRAM) < 0)
+        if (inet_socket("CRIU_TARGET_TCP", SOCK_STREAM) < 0 || inet_socket("CRIU_TARGET_UDP", SOCK_DGRAM) < 0 ||
+            inet_connection() < 0)
                 return 1;
         watch_pid = (pid_t)atoi(argv[2]);
         result_path = argv[3];
