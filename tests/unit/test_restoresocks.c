@@ -4,8 +4,8 @@
  * no longer lets it join a root socket's SO_REUSEPORT group (a TCP socket
  * bound and listening later, a UDP one); one sharing its port with a
  * socket of another uid the job does not hold is refused, with the uid
- * said, not one sharing it with the owner's (SO_REUSEPORT) nor one on
- * another address; a TCP socket bound below ip_unprivileged_port_start,
+ * said (IPv4, and IPv6 beside a socket on [::]), not one sharing it with
+ * the owner's (SO_REUSEPORT) nor one on another address; a TCP socket bound below ip_unprivileged_port_start,
  * not listening (no /proc/net table lists it), is refused.  Needs root;
  * left out otherwise. */
 #include <arpa/inet.h>
@@ -169,6 +169,39 @@ START_TEST(test_shared_port)
 }
 END_TEST
 
+START_TEST(test_shared_port_v6)
+{
+        if (geteuid() != 0)
+                return;
+        char refused[512];
+        struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
+        int svc = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), job = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int on = 1;
+        ck_assert(svc >= 0 && job >= 0);
+        /* Root's UDP socket on [::], the job's on [::1], the same port. */
+        ck_assert_int_eq(setsockopt(svc, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)), 0);
+        ck_assert_int_eq(setsockopt(job, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)), 0);
+        if (bind(svc, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                ck_assert_int_eq(errno, EADDRNOTAVAIL); /* no IPv6 here */
+                close(svc);
+                close(job);
+                return;
+        }
+        socklen_t len = sizeof(sa);
+        ck_assert_int_eq(getsockname(svc, (struct sockaddr *)&sa, &len), 0);
+        sa.sin6_addr = in6addr_loopback;
+        ck_assert_int_eq(bind(job, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ctl_pin pin = start(&job, 1);
+        ck_assert_int_eq(check(&pin, OTHER_UID, refused, sizeof(refused)), -EACCES);
+        char want[128];
+        snprintf(want, sizeof(want), "UDP socket (descriptor %d) bound to ::1 port %u", job, ntohs(sa.sin6_port));
+        ck_assert_msg(strstr(refused, want) && strstr(refused, "(uid 0,"), "%s", refused);
+        stop(&pin);
+        close(job);
+        close(svc);
+}
+END_TEST
+
 START_TEST(test_privileged_port)
 {
         if (geteuid() != 0)
@@ -195,5 +228,6 @@ void unit_tests(TCase *tc)
 {
         tcase_add_test(tc, test_made_owners);
         tcase_add_test(tc, test_shared_port);
+        tcase_add_test(tc, test_shared_port_v6);
         tcase_add_test(tc, test_privileged_port);
 }
