@@ -29,6 +29,7 @@
 
 #include "proccreds.h"
 #include "restoresocks.h"
+#include "scmpeek.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -50,6 +51,9 @@
 
 /* How many files one child checks (each holds a descriptor meanwhile). */
 #define ACC_BATCH 64
+/* How many sockets deep descriptors in flight are checked (one in flight
+ * in the queue of a socket itself in flight is 2). */
+#define ACC_SCM_DEPTH 4
 
 typedef struct acc_entry {
         int fd;                 /* O_PATH, the very file the process holds */
@@ -61,6 +65,7 @@ typedef struct acc_entry {
 
 typedef struct acc_batch {
         pid_t pid;
+        int pidfd;
         uid_t uid;
         gid_t gid;
         gid_t *groups;
@@ -331,6 +336,13 @@ static void acc_sockets(acc_batch *b) {
         fclose(f);
 }
 
+/* The access open flags give. */
+static int acc_flags_need(unsigned long flags) {
+        if (flags & O_PATH)
+                return F_OK;
+        return (flags & O_ACCMODE) == O_WRONLY ? W_OK : (flags & O_ACCMODE) == O_RDWR ? R_OK | W_OK : R_OK;
+}
+
 /* The access descriptor NAME of the process has ("flags:" of its fdinfo). */
 static int acc_fd_need(const acc_batch *b, const char *name) {
         char path[64 + NAME_MAX], line[128];
@@ -344,9 +356,51 @@ static int acc_fd_need(const acc_batch *b, const char *name) {
                         break;
         if (f)
                 fclose(f);
-        if (flags & O_PATH)
-                return F_OK;
-        return (flags & O_ACCMODE) == O_WRONLY ? W_OK : (flags & O_ACCMODE) == O_RDWR ? R_OK | W_OK : R_OK;
+        return acc_flags_need(flags);
+}
+
+typedef struct acc_scm {
+        acc_batch *b;
+        const char *what;
+} acc_scm;
+
+/* A descriptor in flight to the process (scmpeek.h; ours now): checked
+ * as one it holds. */
+static int acc_inflight(void *data, int fd) {
+        acc_scm *s = data;
+        char link[64];
+        int flags = fcntl(fd, F_GETFL);
+
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        acc_add(s->b, link, flags < 0 ? R_OK | W_OK : acc_flags_need((unsigned long) flags), true, s->what);
+        close(fd);
+        return s->b->r;
+}
+
+/* The descriptors in flight in the queue of its socket at descriptor
+ * NAME, which criu opened again by path as root and sent: checked too. */
+static void acc_queue(acc_batch *b, const char *name) {
+        char what[64 + NAME_MAX];
+        acc_scm s = { .b = b, .what = what };
+        int fd = (int) syscall(SYS_pidfd_getfd, b->pidfd, atoi(name), 0), r;
+        struct stat st;
+
+        if (fd < 0) {
+                acc_fail(b, -errno, "a socket's queue", name);
+                return;
+        }
+        snprintf(what, sizeof(what), "in flight to its descriptor %s", name);
+        /* Not read: a listener's queue (only its connections, EINVAL), an
+         * unconnected seqpacket socket's (ENOTCONN). */
+        r = fstat(fd, &st) == 0 && st.st_ino == b->socks[b->n_socks - 1] ? ctl_scm_peek(fd, ACC_SCM_DEPTH, acc_inflight, &s)
+                                                                         : -ESTALE;
+        close(fd);
+        if (r == -ELOOP && b->r == 0) {
+                b->r = -EACCES;
+                snprintf(b->err, b->size, "process %d has descriptors in flight to its descriptor %s nested deeper than "
+                         "%d sockets, which cannot be checked", (int) b->pid, name, ACC_SCM_DEPTH);
+        } else if (r < 0 && r != -EINVAL && r != -ENOTCONN)
+                acc_fail(b, r, "a socket's queue", name);
 }
 
 static void acc_fds(acc_batch *b) {
@@ -363,8 +417,12 @@ static void acc_fds(acc_batch *b) {
         while (b->r == 0 && (de = readdir(d)))
                 if (de->d_name[0] != '.') {
                         snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
+                        size_t socks = b->n_socks;
+
                         snprintf(what, sizeof(what), "descriptor %s", de->d_name);
                         acc_add(b, link, acc_fd_need(b, de->d_name), true, what);
+                        if (b->r == 0 && b->n_socks > socks)
+                                acc_queue(b, de->d_name);
                 }
         closedir(d);
 }
@@ -445,7 +503,7 @@ int ctl_restore_access_check(const ctl_pins *pins, int init, uid_t uid, const ct
                           fstatat(runs[i].dir_fd, runs[i].log_name, &logs[n_logs], AT_SYMLINK_NOFOLLOW) == 0;
         for (size_t i = 0; r == 0 && i < pins->n; i++)
                 if (pins->v[i].pid != init)
-                                r = acc_process(&(acc_batch) { .pid = pins->v[i].pid, .uid = uid, .rootfd = -1, .logs = logs,
+                                r = acc_process(&(acc_batch) { .pid = pins->v[i].pid, .pidfd = pins->v[i].pidfd, .uid = uid, .rootfd = -1, .logs = logs,
                                                        .n_logs = n_logs, .v = v, .err = err, .size = sizeof(err) });
         if (r == -EACCES)
                 snprintf(refused, size, "%s", err);

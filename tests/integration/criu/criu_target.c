@@ -37,7 +37,9 @@
  * with CRIU_TARGET_UDP=PORT, it binds a UDP socket there; with
  * CRIU_TARGET_REUSEPORT=1, both have SO_REUSEPORT too; with
  * CRIU_TARGET_CONNECT=LPORT:RPORT, a TCP socket bound to 127.0.0.1:LPORT
- * connects to 127.0.0.1:RPORT.
+ * connects to 127.0.0.1:RPORT.  With CRIU_TARGET_SCM=PATH, it opens PATH
+ * (read only) and sends that descriptor over a socket pair it keeps,
+ * never receiving it: a descriptor in flight, its own closed.
  *
  * Not linked with the sanitizers: CRIU would have to walk their terabytes
  * of shadow mappings. */
@@ -169,6 +171,33 @@ static int run(size_t mib, unsigned role)
         }
 }
 
+/* CRIU_TARGET_SCM's descriptor in flight, if any; 0 or -1. */
+static int scm_in_flight(void)
+{
+        const char *path = getenv("CRIU_TARGET_SCM");
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } ctl;
+        char byte = 'x';
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+        int sp[2], fd;
+
+        if (!path)
+                return 0;
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+                return -1;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        if (sendmsg(sp[0], &mh, 0) != 1)
+                return -1;
+        return close(fd);
+}
+
 /* CRIU_TARGET_CONNECT's connection, if any; 0 or -1. */
 static int inet_connection(void)
 {
@@ -236,7 +265,7 @@ int main(int argc, char **argv)
                         return 1;
         }
         if (inet_socket("CRIU_TARGET_TCP", SOCK_STREAM) < 0 || inet_socket("CRIU_TARGET_UDP", SOCK_DGRAM) < 0 ||
-            inet_connection() < 0)
+            inet_connection() < 0 || scm_in_flight() < 0)
                 return 1;
         watch_pid = (pid_t)atoi(argv[2]);
         result_path = argv[3];
