@@ -21,7 +21,8 @@
  * owner may write to, reached so.  Pipes, other sockets and descriptors
  * that name no path were not opened by path and are left alone, and so are
  * criu's own, which the tasks hold until criu lets them go: its log and
- * its /proc.
+ * its /proc.  A file in flight in a unix socket's queue (sent, not yet
+ * received), which criu reopened by path as root, too (scmpeek.h).
  *
  * The descriptors (O_PATH) are opened by this command, as root, through
  * /proc; the child opens nothing there. */
@@ -75,6 +76,7 @@ typedef struct acc_batch {
         size_t n_logs;
         unsigned long *socks;   /* its unix sockets' inodes */
         size_t n_socks;
+        const char *scm_what;   /* where the descriptors in flight are */
         acc_entry *v;
         size_t n;
         char *err;
@@ -336,70 +338,50 @@ static void acc_sockets(acc_batch *b) {
         fclose(f);
 }
 
-/* The access open flags give. */
-static int acc_flags_need(unsigned long flags) {
-        if (flags & O_PATH)
-                return F_OK;
-        return (flags & O_ACCMODE) == O_WRONLY ? W_OK : (flags & O_ACCMODE) == O_RDWR ? R_OK | W_OK : R_OK;
-}
-
-/* The access descriptor NAME of the process has ("flags:" of its fdinfo). */
-static int acc_fd_need(const acc_batch *b, const char *name) {
+/* The access descriptor NAME of process pid has ("flags:" of its fdinfo). */
+static int acc_fd_need(pid_t pid, const char *name) {
         char path[64 + NAME_MAX], line[128];
         unsigned long flags = O_RDWR;
         FILE *f;
 
-        snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int) b->pid, name);
+        snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int) pid, name);
         f = fopen(path, "re");
         while (f && fgets(line, sizeof(line), f))
                 if (sscanf(line, "flags: %lo", &flags) == 1)
                         break;
         if (f)
                 fclose(f);
-        return acc_flags_need(flags);
+        if (flags & O_PATH)
+                return F_OK;
+        return (flags & O_ACCMODE) == O_WRONLY ? W_OK : (flags & O_ACCMODE) == O_RDWR ? R_OK | W_OK : R_OK;
 }
-
-typedef struct acc_scm {
-        acc_batch *b;
-        const char *what;
-} acc_scm;
 
 /* A descriptor in flight to the process (scmpeek.h; ours now): checked
  * as one it holds. */
 static int acc_inflight(void *data, int fd) {
-        acc_scm *s = data;
-        char link[64];
-        int flags = fcntl(fd, F_GETFL);
+        acc_batch *b = data;
+        char link[64], name[16];
 
         snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-        acc_add(s->b, link, flags < 0 ? R_OK | W_OK : acc_flags_need((unsigned long) flags), true, s->what);
+        snprintf(name, sizeof(name), "%d", fd);
+        acc_add(b, link, acc_fd_need(getpid(), name), true, b->scm_what);
         close(fd);
-        return s->b->r;
+        return b->r;
 }
 
-/* The descriptors in flight in the queue of its socket at descriptor
- * NAME, which criu opened again by path as root and sent: checked too. */
+/* The files in flight to its socket at descriptor NAME, as those it holds. */
 static void acc_queue(acc_batch *b, const char *name) {
         char what[64 + NAME_MAX];
-        acc_scm s = { .b = b, .what = what };
-        int fd = (int) syscall(SYS_pidfd_getfd, b->pidfd, atoi(name), 0), r;
-        struct stat st;
+        int r;
 
-        if (fd < 0) {
-                acc_fail(b, -errno, "a socket's queue", name);
-                return;
-        }
         snprintf(what, sizeof(what), "in flight to its descriptor %s", name);
-        /* Not read: a listener's queue (only its connections, EINVAL), an
-         * unconnected seqpacket socket's (ENOTCONN). */
-        r = fstat(fd, &st) == 0 && st.st_ino == b->socks[b->n_socks - 1] ? ctl_scm_peek(fd, ACC_SCM_DEPTH, acc_inflight, &s)
-                                                                         : -ESTALE;
-        close(fd);
+        b->scm_what = what;
+        r = ctl_scm_peek_of(b->pidfd, atoi(name), b->socks[b->n_socks - 1], ACC_SCM_DEPTH, acc_inflight, b);
         if (r == -ELOOP && b->r == 0) {
                 b->r = -EACCES;
                 snprintf(b->err, b->size, "process %d has descriptors in flight to its descriptor %s nested deeper than "
                          "%d sockets, which cannot be checked", (int) b->pid, name, ACC_SCM_DEPTH);
-        } else if (r < 0 && r != -EINVAL && r != -ENOTCONN)
+        } else if (r < 0)
                 acc_fail(b, r, "a socket's queue", name);
 }
 
@@ -420,7 +402,7 @@ static void acc_fds(acc_batch *b) {
                         size_t socks = b->n_socks;
 
                         snprintf(what, sizeof(what), "descriptor %s", de->d_name);
-                        acc_add(b, link, acc_fd_need(b, de->d_name), true, what);
+                        acc_add(b, link, acc_fd_need(b->pid, de->d_name), true, what);
                         if (b->r == 0 && b->n_socks > socks)
                                 acc_queue(b, de->d_name);
                 }

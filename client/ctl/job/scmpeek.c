@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The most messages one queue is peeked for. */
@@ -105,4 +107,15 @@ int ctl_scm_peek(int fd, int depth, int (*cb)(void *data, int fd), void *data) {
         if (setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &old, sizeof(old)) < 0 && r == 0)
                 r = -errno;
         return r;
+}
+
+int ctl_scm_peek_of(int pidfd, int target, unsigned long ino, int depth, int (*cb)(void *data, int fd), void *data) {
+        int fd = (int) syscall(SYS_pidfd_getfd, pidfd, target, 0), r;
+        struct stat st;
+
+        if (fd < 0)
+                return -errno;
+        r = fstat(fd, &st) < 0 ? -errno : st.st_ino != ino ? -ESTALE : ctl_scm_peek(fd, depth, cb, data);
+        close(fd);
+        return r == -EINVAL || r == -ENOTCONN ? 0 : r;
 }

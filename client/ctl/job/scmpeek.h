@@ -11,5 +11,10 @@
  * afterwards).  0; the callback's -errno; -ELOOP when descriptors are in
  * flight deeper than depth; -E2BIG past a queue of 65536 messages; -errno. */
 int ctl_scm_peek(int fd, int depth, int (*cb)(void *data, int fd), void *data);
+/* ctl_scm_peek() of the socket at descriptor target of the process pidfd
+ * names, if it is the socket of inode ino (else -ESTALE); a queue that
+ * cannot be read (a listener's, holding only its connections; an
+ * unconnected seqpacket socket's) has none. */
+int ctl_scm_peek_of(int pidfd, int target, unsigned long ino, int depth, int (*cb)(void *data, int fd), void *data);
 
 #endif
