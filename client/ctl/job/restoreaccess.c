@@ -21,13 +21,16 @@
  * owner may write to, reached so.  Pipes, other sockets and descriptors
  * that name no path were not opened by path and are left alone, and so are
  * criu's own, which the tasks hold until criu lets them go: its log and
- * its /proc.
+ * its /proc.  A file in flight in a unix socket's queue (sent, not yet
+ * received), which criu reopened by path as root, too (scmpeek.h).
  *
  * The descriptors (O_PATH) are opened by this command, as root, through
  * /proc; the child opens nothing there. */
 #include "restoreaccess.h"
 
 #include "proccreds.h"
+#include "restoresocks.h"
+#include "scmpeek.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -49,6 +52,9 @@
 
 /* How many files one child checks (each holds a descriptor meanwhile). */
 #define ACC_BATCH 64
+/* How many sockets deep descriptors in flight are checked (one in flight
+ * in the queue of a socket itself in flight is 2). */
+#define ACC_SCM_DEPTH 4
 
 typedef struct acc_entry {
         int fd;                 /* O_PATH, the very file the process holds */
@@ -60,6 +66,7 @@ typedef struct acc_entry {
 
 typedef struct acc_batch {
         pid_t pid;
+        int pidfd;
         uid_t uid;
         gid_t gid;
         gid_t *groups;
@@ -69,6 +76,7 @@ typedef struct acc_batch {
         size_t n_logs;
         unsigned long *socks;   /* its unix sockets' inodes */
         size_t n_socks;
+        const char *scm_what;   /* where the descriptors in flight are */
         acc_entry *v;
         size_t n;
         char *err;
@@ -330,13 +338,13 @@ static void acc_sockets(acc_batch *b) {
         fclose(f);
 }
 
-/* The access descriptor NAME of the process has ("flags:" of its fdinfo). */
-static int acc_fd_need(const acc_batch *b, const char *name) {
+/* The access descriptor NAME of process pid has ("flags:" of its fdinfo). */
+static int acc_fd_need(pid_t pid, const char *name) {
         char path[64 + NAME_MAX], line[128];
         unsigned long flags = O_RDWR;
         FILE *f;
 
-        snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int) b->pid, name);
+        snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int) pid, name);
         f = fopen(path, "re");
         while (f && fgets(line, sizeof(line), f))
                 if (sscanf(line, "flags: %lo", &flags) == 1)
@@ -346,6 +354,35 @@ static int acc_fd_need(const acc_batch *b, const char *name) {
         if (flags & O_PATH)
                 return F_OK;
         return (flags & O_ACCMODE) == O_WRONLY ? W_OK : (flags & O_ACCMODE) == O_RDWR ? R_OK | W_OK : R_OK;
+}
+
+/* A descriptor in flight to the process (scmpeek.h; ours now): checked
+ * as one it holds. */
+static int acc_inflight(void *data, int fd) {
+        acc_batch *b = data;
+        char link[64], name[16];
+
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        snprintf(name, sizeof(name), "%d", fd);
+        acc_add(b, link, acc_fd_need(getpid(), name), true, b->scm_what);
+        close(fd);
+        return b->r;
+}
+
+/* The files in flight to its socket at descriptor NAME, as those it holds. */
+static void acc_queue(acc_batch *b, const char *name) {
+        char what[64 + NAME_MAX];
+        int r;
+
+        snprintf(what, sizeof(what), "in flight to its descriptor %s", name);
+        b->scm_what = what;
+        r = ctl_scm_peek_of(b->pidfd, atoi(name), b->socks[b->n_socks - 1], ACC_SCM_DEPTH, acc_inflight, b);
+        if (r == -ELOOP && b->r == 0) {
+                b->r = -EACCES;
+                snprintf(b->err, b->size, "process %d has descriptors in flight to its descriptor %s nested deeper than "
+                         "%d sockets, which cannot be checked", (int) b->pid, name, ACC_SCM_DEPTH);
+        } else if (r < 0)
+                acc_fail(b, r, "a socket's queue", name);
 }
 
 static void acc_fds(acc_batch *b) {
@@ -362,8 +399,12 @@ static void acc_fds(acc_batch *b) {
         while (b->r == 0 && (de = readdir(d)))
                 if (de->d_name[0] != '.') {
                         snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
+                        size_t socks = b->n_socks;
+
                         snprintf(what, sizeof(what), "descriptor %s", de->d_name);
-                        acc_add(b, link, acc_fd_need(b, de->d_name), true, what);
+                        acc_add(b, link, acc_fd_need(b->pid, de->d_name), true, what);
+                        if (b->r == 0 && b->n_socks > socks)
+                                acc_queue(b, de->d_name);
                 }
         closedir(d);
 }
@@ -444,12 +485,15 @@ int ctl_restore_access_check(const ctl_pins *pins, int init, uid_t uid, const ct
                           fstatat(runs[i].dir_fd, runs[i].log_name, &logs[n_logs], AT_SYMLINK_NOFOLLOW) == 0;
         for (size_t i = 0; r == 0 && i < pins->n; i++)
                 if (pins->v[i].pid != init)
-                                r = acc_process(&(acc_batch) { .pid = pins->v[i].pid, .uid = uid, .rootfd = -1, .logs = logs,
+                                r = acc_process(&(acc_batch) { .pid = pins->v[i].pid, .pidfd = pins->v[i].pidfd, .uid = uid, .rootfd = -1, .logs = logs,
                                                        .n_logs = n_logs, .v = v, .err = err, .size = sizeof(err) });
         if (r == -EACCES)
                 snprintf(refused, size, "%s", err);
         else if (r < 0)
                 fprintf(stderr, "%s%s\n", prefix, r == -ENOMEM && (!v || !logs) ? "out of memory" : err);
+        /* criu made its sockets as root too (restoresocks.h). */
+        if (r == 0)
+                r = ctl_restore_socks_check(pins, init, uid, prefix, refused, size);
         free(logs);
         free(v);
         return r;

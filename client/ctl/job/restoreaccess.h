@@ -17,7 +17,8 @@
  * runs (n_runs) are the trees' criu runs, whose logs the processes hold
  * until then.  init, a run job's init (root's cudackpt-init, holding
  * only /dev/null and its own program, at paths root chose), is not
- * checked.  0; -EACCES, what and why in refused; -errno, said on stderr
+ * checked.  Then the processes' sockets, as restoresocks.h says (made
+ * uid's; none on a port uid could not have taken).  0; -EACCES, what and why in refused; -errno, said on stderr
  * with prefix, when the check could not be made. */
 int ctl_restore_access_check(const ctl_pins *pins, int init, uid_t uid, const ctl_criu_run *runs, size_t n_runs,
                              const char *prefix, char *refused, size_t size);

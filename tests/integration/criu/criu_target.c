@@ -33,6 +33,13 @@
  *
  * With CRIU_TARGET_BIND=PATH in its environment, it first binds a unix
  * socket there and listens on it (a socket criu binds again on restore).
+ * With CRIU_TARGET_TCP=PORT, it listens on 127.0.0.1:PORT (SO_REUSEADDR);
+ * with CRIU_TARGET_UDP=PORT, it binds a UDP socket there; with
+ * CRIU_TARGET_REUSEPORT=1, both have SO_REUSEPORT too; with
+ * CRIU_TARGET_CONNECT=LPORT:RPORT, a TCP socket bound to 127.0.0.1:LPORT
+ * connects to 127.0.0.1:RPORT.  With CRIU_TARGET_SCM=PATH, it opens PATH
+ * (read only) and sends that descriptor over a socket pair it keeps,
+ * never receiving it: a descriptor in flight, its own closed.
  *
  * Not linked with the sanitizers: CRIU would have to walk their terabytes
  * of shadow mappings. */
@@ -41,6 +48,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -163,6 +171,75 @@ static int run(size_t mib, unsigned role)
         }
 }
 
+/* CRIU_TARGET_SCM's descriptor in flight, if any; 0 or -1. */
+static int scm_in_flight(void)
+{
+        const char *path = getenv("CRIU_TARGET_SCM");
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } ctl;
+        char byte = 'x';
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+        int sp[2], fd;
+
+        if (!path)
+                return 0;
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+                return -1;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        if (sendmsg(sp[0], &mh, 0) != 1)
+                return -1;
+        return close(fd);
+}
+
+/* CRIU_TARGET_CONNECT's connection, if any; 0 or -1. */
+static int inet_connection(void)
+{
+        const char *ports = getenv("CRIU_TARGET_CONNECT");
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        unsigned lport, rport;
+        int fd, on = 1;
+
+        if (!ports)
+                return 0;
+        if (sscanf(ports, "%u:%u", &lport, &rport) != 2)
+                return -1;
+        sa.sin_port = htons((uint16_t)lport);
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0 ||
+            bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return -1;
+        sa.sin_port = htons((uint16_t)rport);
+        return connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+}
+
+/* A socket of type on 127.0.0.1 at the port the variable var names (none
+ * without it), listening when a stream; 0 or -1. */
+static int inet_socket(const char *var, int type)
+{
+        const char *port = getenv(var), *reuseport = getenv("CRIU_TARGET_REUSEPORT");
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd, on = 1;
+
+        if (!port)
+                return 0;
+        sa.sin_port = htons((uint16_t)atoi(port));
+        fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0)
+                return -1;
+        if (reuseport && strcmp(reuseport, "1") == 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) < 0)
+                return -1;
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || (type == SOCK_STREAM && listen(fd, 16) < 0))
+                return -1;
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         if ((argc != 5 && argc != 6) || (strcmp(argv[1], "single") != 0 && strcmp(argv[1], "tree") != 0)) {
@@ -187,6 +264,9 @@ int main(int argc, char **argv)
                 if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0)
                         return 1;
         }
+        if (inet_socket("CRIU_TARGET_TCP", SOCK_STREAM) < 0 || inet_socket("CRIU_TARGET_UDP", SOCK_DGRAM) < 0 ||
+            inet_connection() < 0 || scm_in_flight() < 0)
+                return 1;
         watch_pid = (pid_t)atoi(argv[2]);
         result_path = argv[3];
         size_t mib = (size_t)strtoul(argv[4], NULL, 10);

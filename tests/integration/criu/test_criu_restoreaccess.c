@@ -11,7 +11,9 @@
  * user's job so restored could append to /etc/passwd; the directory of
  * a socket it had bound, swapped so, got the socket bound again in it by
  * CRIU, as root: a file made where its user may not write (which CRIU
- * leaves there: the check can only keep the job from running so).  Each
+ * leaves there: the check can only keep the job from running so); a
+ * file it had sent over a unix socket and not received, swapped so, came
+ * back in flight, for the job to receive.  Each
  * is refused (exit status 12, the path said),
  * the restored processes ended before they ran, and the same images,
  * their files put back, restore.
@@ -164,9 +166,38 @@ START_TEST(swapped_files_refused)
 }
 END_TEST
 
+/* A file the job had sent over a unix socket and not yet received (in
+ * flight), swapped so: criu opens it again by its path, as root, and sends
+ * it again, where no process holds it until the job receives it. */
+START_TEST(swapped_file_in_flight_refused)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        const char *const *env = crun_env(&x);
+        const char *d = itest_strdupf("%s/acc", x.d->dir), *f = itest_strdupf("%s/f", d);
+        const char *secret = itest_strdupf("%s/secret", d), *pids = itest_strdupf("%s/pids", d);
+        make_tree(d);
+        const char *script = itest_strdupf("CRIU_TARGET_SCM=%s %s single 1 %s/result 1 3>>%s & wait", f,
+                                           citest_need_env("CUDACKPT_TEST_CRIU_TARGET"), d, pids);
+        const char *const args[] = { "--name", "acc", "--no-cgroup", "--user=0:0", "--", "/bin/sh", "-c", script, NULL };
+        pid_t run = crun_start(env, itest_strdupf("%s/run.out", x.d->dir), -1, args);
+        (void)crun_init_of(&x, "acc", NULL);
+        crun_await_text(pids, "\n");
+        cjob_expect_ok(cjob_ctl(env, "dump", "--run", "acc", "--owner=0", "--images", x.img, NULL), "dump --owner=0");
+        cjob_wait(run);
+
+        swapped_refused(&x, f, secret, secret);
+        /* Put back: the same images restore. */
+        cjob_expect_ok(cjob_ctl(env, "restore", "--images", x.img, "--owner=0", NULL), "restore --owner=0");
+        pid_t init = crun_init_of(&x, "acc", NULL);
+        ck_assert_int_eq(kill(init, SIGKILL), 0);
+        citest_await_gone(init, AWAIT_MS);
+}
+END_TEST
+
 int main(void)
 {
-        const TTest *tests[] = { swapped_files_refused, NULL };
+        const TTest *tests[] = { swapped_files_refused, swapped_file_in_flight_refused, NULL };
 
         return citest_main("criu_restoreaccess", 8.0 * JOB_TIMEOUT_MS / 1000, tests);
 }
