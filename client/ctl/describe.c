@@ -149,7 +149,8 @@ static const struct {
         { CUDACKPT_ERROR_JOB_EXISTS, "name", "you already have a job", " ", " of that name" },
         { CUDACKPT_ERROR_NO_SUCH_SAVE, "save", "you have no save", " ", " of that name" },
         { CUDACKPT_ERROR_SAVE_EXISTS, "save", "you already have the save", " ", " (--replace replaces it)" },
-        { CUDACKPT_ERROR_SAVE_BUSY, "save", "a dump or restore is under way for the save", " ", "" },
+        { CUDACKPT_ERROR_SAVE_BUSY, "save", "the save", " ",
+          " is in use: a dump or a restore of it runs, or a job restored from it runs on another node" },
         { CUDACKPT_ERROR_COMMAND_FAILED, "message", "the daemon's command failed", ": ", "" },
 };
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cudackpt/protocol.h"
 #include "base/log.h"
@@ -200,6 +201,9 @@ static void exit_cb(struct savecmd *cmd, int status)
         struct savejob *j = cmd->data;
 
         give_back_restore(j);
+        if (j->hold_fd >= 0) /* another node may restore the save now */
+                close(j->hold_fd);
+        j->hold_fd = -1;
         j->ended = true;
         j->exit_status = status;
         if (j->prev)
@@ -296,6 +300,7 @@ static struct savejob *job_new(struct saves *t, uid_t uid, const struct savejobs
         snprintf(j->name, sizeof(j->name), "%s", spec->name);
         if (spec->restoring)
                 snprintf(j->restoring, sizeof(j->restoring), "%s", spec->restoring);
+        j->hold_fd = spec->restoring ? spec->hold_fd : -1;
         j->cmd.data = j;
         j->cmd.ready_cb = ready_cb;
         j->cmd.exit_cb = exit_cb;
@@ -352,6 +357,8 @@ int savejobs_start(struct saves *t, struct conn *c, const struct savejobs_spec *
                 if (spec->restoring) {
                         savebusy_give(&t->busy, c->caller.uid, spec->restoring);
                         share_give(&t->ops_share, c->caller.uid, false);
+                        if (spec->hold_fd >= 0)
+                                close(spec->hold_fd);
                 }
                 conn_send(c, err);
                 return -1;

@@ -67,6 +67,8 @@ struct savejob {
         char name[SAVESTORE_NAME_MAX + 1];
         const char *verb;               /* "run" or "restore": CommandFailed's command */
         char restoring[SAVESTORE_NAME_MAX + 1]; /* RestoreJob: the save held busy until up */
+        int hold_fd;                    /* RestoreJob: its save's hold across nodes until the
+                                         * job ended (savestore_hold()); -1: none */
         struct conn *conn;              /* the call's; NULL once answered or closed */
         struct conn_hook closing;       /* on conn: its closing stops the job */
         struct savecmd cmd;
@@ -92,6 +94,8 @@ struct savejobs_spec {
         int envfd;
         const char *restoring;          /* RestoreJob: the save, whose busy mark and save
                                          * operation the caller took and the job gives back */
+        int hold_fd;                    /* with restoring: the save's hold, the job's in every
+                                         * case (-1: none) */
 };
 
 /* The caller's job name, started or starting; NULL when none. */

@@ -26,6 +26,7 @@ struct saveop {
         struct savejob *job;            /* SaveJob's job (savejobs_save_begin) */
         unsigned pending_all, pending_uid; /* other dumps and restores in flight */
         int uidfd;                      /* the uid's directory, -1 until opened */
+        int hold_fd;                    /* RestoreJob: the save's hold, until its job has it */
         int r;                          /* the worker's result: 0 or -errno */
         const char *refused;            /* the worker's refusal: "saves" or "save_bytes" */
         uint64_t limit;
@@ -44,6 +45,8 @@ static void op_unref(struct saveop *op)
                 return;
         if (op->uidfd >= 0)
                 close(op->uidfd);
+        if (op->hold_fd >= 0)
+                close(op->hold_fd);
         free(op->list);
         life_release(op->t->life);
         free(op);
@@ -111,6 +114,8 @@ static cJSON *store_error(const struct saveop *op, const char *what)
                 return saves_name_error(CUDACKPT_ERROR_NO_SUCH_SAVE, "save", op->save);
         if (op->r == -EEXIST)
                 return saves_name_error(CUDACKPT_ERROR_SAVE_EXISTS, "save", op->save);
+        if (op->r == -EBUSY) /* held by another node's restore or job */
+                return saves_name_error(CUDACKPT_ERROR_SAVE_BUSY, "save", op->save);
         if (op->refused)
                 return saves_queue_full(op->refused, op->limit);
         char msg[160];
@@ -299,6 +304,10 @@ static void restore_check_work(struct saveop *op)
                 op->r = savestore_info(op->uidfd, op->uid, op->save, &op->info);
         if (op->r == -EPERM)
                 op->r = -ENOENT; /* what is not a save of the uid's is none */
+        /* No other node may restore it while this one does, nor while its
+         * job runs here (SaveBusy there). */
+        if (op->r == 0)
+                op->r = savestore_hold(op->uidfd, op->save, &op->hold_fd);
 }
 
 static void restore_checked_after(struct saveop *op)
@@ -321,7 +330,9 @@ static void restore_checked_after(struct saveop *op)
         op->holds_busy = op->holds_slot = false;
         bool bound = savejobs_start(op->t, op->c, &(struct savejobs_spec){ .verb = "restore", .name = op->info.job,
                                                                            .argv = argv, .envfd = -1,
-                                                                           .restoring = op->save }) == 0;
+                                                                           .restoring = op->save,
+                                                                           .hold_fd = op->hold_fd }) == 0;
+        op->hold_fd = -1; /* the job's now */
         op_end(op, bound);
 }
 
@@ -353,9 +364,17 @@ static void listed_after(struct saveop *op)
 
 static void remove_work(struct saveop *op)
 {
+        int hold = -1;
+
         op->r = savestore_uid_dir(op->t->dir_fd, op->uid, false, &op->uidfd);
+        /* Not while another node restores it or runs its job. */
         if (op->r == 0)
+                op->r = savestore_hold(op->uidfd, op->save, &hold);
+        if (op->r == 0) {
                 op->r = savestore_remove(op->uidfd, op->save);
+                savestore_unhold(op->uidfd, op->save);
+                close(hold);
+        }
         if (op->r == -EPERM)
                 op->r = -ENOENT;
 }
@@ -421,7 +440,7 @@ static struct saveop *op_new(struct saves *t, struct conn *c, const struct proto
         if (!op)
                 return NULL;
         *op = (struct saveop){ .t = t, .c = c, .oneway = call->oneway, .req = *req, .uid = c->caller.uid,
-                               .caller_pid = c->caller.pid, .uidfd = -1,
+                               .caller_pid = c->caller.pid, .uidfd = -1, .hold_fd = -1,
                                .refs = 1 };
         snprintf(op->name, sizeof(op->name), "%s", req->name ? req->name : "");
         snprintf(op->save, sizeof(op->save), "%s", req->save ? req->save : "");

@@ -287,6 +287,38 @@ static size_t sweep_uid(int uidfd)
         return n;
 }
 
+static void hold_name(const char *save, char *buf, size_t size)
+{
+        snprintf(buf, size, ".hold-%s", save);
+}
+
+int savestore_hold(int uidfd, const char *save, int *ret_fd)
+{
+        struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+        char name[SAVESTORE_NAME_MAX + 8];
+        int fd, r;
+
+        hold_name(save, name, sizeof(name));
+        fd = openat(uidfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+                r = errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
+                close(fd);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+void savestore_unhold(int uidfd, const char *save)
+{
+        char name[SAVESTORE_NAME_MAX + 8];
+
+        hold_name(save, name, sizeof(name));
+        (void)unlinkat(uidfd, name, 0);
+}
+
 int savestore_sweep(int dirfd, size_t *ret_n)
 {
         DIR *d;

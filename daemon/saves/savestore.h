@@ -54,6 +54,15 @@ int savestore_install(int uidfd, const char *tmp, const char *save, bool replace
 /* Removes save (-ENOENT when missing), durably; a removal cut short
  * leaves only a name starting with '.'. */
 int savestore_remove(int uidfd, const char *save);
+/* Holds save across the nodes that share the directory: an open file
+ * description's write lock (F_OFD_SETLK, which NFS carries to its server)
+ * on ".hold-SAVE" in the uid's directory, made when missing.  0 and
+ * *ret_fd (closing it lets go), -EBUSY while another holds it, or -errno.
+ * A restore holds its save for as long as its job runs, so that no other
+ * node runs a second copy; a removal holds it while it removes it. */
+int savestore_hold(int uidfd, const char *save, int *ret_fd);
+/* The hold's file of save, gone (with the save, its holder holding it). */
+void savestore_unhold(int uidfd, const char *save);
 /* Removes every uid's names of the daemon's own made on this node by a
  * daemon before this one (which died with them: one daemon serves a node),
  * durably; their number in *ret_n.  This daemon's own names are left. */

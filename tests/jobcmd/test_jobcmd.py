@@ -21,6 +21,9 @@ against the real daemon on the simulator, with real CRIU for the saves:
   - where root lacks CAP_SYS_RESOURCE (so CRIU cannot dump another uid's
     process): the daemon warns at start, and another uid's SaveJob is
     CommandFailed naming it, the job running on;
+  - two daemons sharing the saves directory (two nodes): while one
+    restores a save and runs its job, the other neither restores nor
+    removes it (31, SaveBusy); once the job ended, it removes it;
   - a save whose output file was swapped after it (its directory made a
     link to one holding another uid's file, as /etc/passwd): restore is
     refused with 12 (CommandFailed of restore --owner, the file named)
@@ -309,6 +312,36 @@ def case_unsaveable(e, d):
           "a daemon without CAP_SYS_RESOURCE refuses to save another uid's job, which runs on (%r)" % err)
 
 
+def case_two_nodes(e, ctl, sim, uid, work, env, config):
+    """A second daemon sharing the saves directory (another node): while the
+    first restores a save and runs its job, the second neither restores it
+    (a second copy of the job) nor removes it: SaveBusy (31); once the job
+    ended, it removes it."""
+    p = e.popen(["start", "--name=tw", "--save=s6", "--save-on=USR1", "--", "/bin/sleep", "300"])
+    await_true("the job", lambda: '"tw"' in e.run(["list", "--json"]).stdout)
+    p.send_signal(signal.SIGUSR1)
+    _, err = p.communicate(timeout=60)
+    check(p.returncode == 0 and "saved into s6" in err, "USR1 saves the job into s6 (%r, %r)" % (p.returncode, err))
+    p = e.popen(["restore", "s6"])
+    try:
+        await_true("the restore said", lambda: "job tw started from save s6" in p.stderr.readline())
+        with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, env) as d2:
+            os.chmod(d2.socket, 0o666)
+            other = Env(ctl, d2, uid, work)
+            r, r2 = other.run(["restore", "s6"]), other.run(["rm", "s6"])
+            check(r.returncode == 31 and "SaveBusy" in r.stderr and r2.returncode == 31,
+                  "another node neither restores nor removes a save whose job runs here: 31, SaveBusy (%r, %r)"
+                  % (r.stderr, r2.stderr))
+            p.send_signal(signal.SIGTERM)
+            p.communicate(timeout=60)
+            r = other.run(["rm", "s6"])
+            check(r.returncode == 0, "once that job ended, the other node removes the save (%r)" % r.stderr)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+
+
 def case_swapped_output(e):
     out, vdir = os.path.join(e.work, "out"), os.path.join(e.work, "vdir")
     victim, text = os.path.join(vdir, "log"), "root:x:0:0:root:/root:/bin/sh\n"
@@ -439,6 +472,7 @@ def main():
                 case_tcp(e)
                 if uid is None:
                     case_unsaveable(e, d)
+                case_two_nodes(e, ctl, sim, uid, work, env, config)
                 case_swapped_output(e)
             else:
                 print("SKIP: the save and restore cases: no criu that passes `criu check` ($CUDACKPT_CRIU)")

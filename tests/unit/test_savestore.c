@@ -183,6 +183,31 @@ START_TEST(test_sweep)
 }
 END_TEST
 
+/* A save's hold: a second holder (another open file description, as
+ * another node's daemon would have) is refused until the first lets go;
+ * the hold's file is the daemon's own, never a save. */
+START_TEST(test_hold)
+{
+        struct savestore_info *v = NULL;
+        size_t n = 9;
+        int fd, h1 = -1, h2 = -1;
+
+        ck_assert_int_eq(savestore_uid_dir(dirfd_, 4242, true, &fd), 0);
+        make_dump(fd, "s1", "u4242-a", 10);
+        ck_assert_int_eq(savestore_hold(fd, "s1", &h1), 0);
+        ck_assert_int_eq(savestore_hold(fd, "s1", &h2), -EBUSY);
+        ck_assert_int_eq(savestore_list(fd, 4242, &v, &n), 0);
+        ck_assert_uint_eq(n, 1);
+        free(v);
+        close(h1);
+        ck_assert_int_eq(savestore_hold(fd, "s1", &h2), 0);
+        savestore_unhold(fd, "s1");
+        ck_assert_int_eq(faccessat(fd, ".hold-s1", F_OK, 0), -1);
+        close(h2);
+        close(fd);
+}
+END_TEST
+
 const char unit_suite_name[] = "savestore";
 
 void unit_tests(TCase *tc)
@@ -192,4 +217,5 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_uid_dir);
         tcase_add_test(tc, test_install_list_remove);
         tcase_add_test(tc, test_sweep);
+        tcase_add_test(tc, test_hold);
 }
