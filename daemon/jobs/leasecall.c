@@ -76,10 +76,18 @@ static bool secret_matches(const struct lease *l, const char *secret)
         return diff == 0;
 }
 
-static cJSON *no_such_lease(uint64_t id)
+/* NoSuchLease for call, audited as the refusal it is (a probe of other
+ * users' lease ids or secrets shows in the trail); the line says no more
+ * than the reply does. */
+static cJSON *no_such_lease(const struct conn *c, const struct proto_call *call, uint64_t id)
 {
         cJSON *p = cJSON_CreateObject();
+        char detail[48];
 
+        snprintf(detail, sizeof(detail), "lease %" PRIu64, id);
+        log_audit(&(struct log_audit){ .caller_uid = (unsigned)c->caller.uid, .caller_pid = (int)c->caller.pid,
+                                       .method = proto_method_name(call->method), .result = "NoSuchLease",
+                                       .detail = detail });
         if (p)
                 cJSON_AddNumberToObject(p, "lease", (double)id);
         return proto_error_new(CUDACKPT_ERROR_NO_SUCH_LEASE, p);
@@ -145,10 +153,7 @@ static void claim(struct lease_table *t, struct conn *c, const struct proto_call
         /* Every refusal reads the same: a wrong secret learns nothing of
          * the lease. */
         if (!l || !secret_matches(l, secret) || !l->on_close || l->undoing || !may_manage(t, &c->caller, l)) {
-                log_notice("ClaimLease of lease %" PRIu64 " by uid %u pid %d refused: no such lease, or not its "
-                           "secret",
-                           id, (unsigned)c->caller.uid, (int)c->caller.pid);
-                conn_reply(c, call, no_such_lease(id));
+                conn_reply(c, call, no_such_lease(c, call, id));
                 return;
         }
         audit_managed(c, l, proto_method_name(call->method), 0);
@@ -182,7 +187,7 @@ void lease_call(struct lease_table *t, struct conn *c, struct proto_call *call)
         l = find(t, id);
         if (!l || l->undoing || !may_manage(t, &c->caller, l)) {
                 /* Another's lease is answered as one that does not exist. */
-                conn_reply(c, call, no_such_lease(id));
+                conn_reply(c, call, no_such_lease(c, call, id));
                 return;
         }
         p = cJSON_CreateObject();

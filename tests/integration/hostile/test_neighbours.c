@@ -59,6 +59,12 @@ START_TEST(lease_not_managed_by_setuid_real_uid)
         assert_error(lease_call(b, CUDACKPT_METHOD_RENEW_LEASE, id, ",\"lease_ms\":4294967295"),
                      CUDACKPT_ERROR_NO_SUCH_LEASE);
         assert_error(lease_call(b, CUDACKPT_METHOD_RELEASE_LEASE, id, NULL), CUDACKPT_ERROR_NO_SUCH_LEASE);
+        /* Each refusal is in the audit trail, saying no more than the reply. */
+        ck_assert_ptr_nonnull(itest_await_log(d, itest_strdupf("caller_uid=%u caller_pid=", (unsigned)B), 2000));
+        ck_assert_ptr_nonnull(itest_await_log(d, itest_strdupf("method=RenewLease target_pid=0 result=NoSuchLease "
+                                                               "detail=\"lease %lld\"", id), 2000));
+        ck_assert_ptr_nonnull(itest_await_log(d, itest_strdupf("method=ReleaseLease target_pid=0 result=NoSuchLease "
+                                                               "detail=\"lease %lld\"", id), 2000));
         itest_assert_state(itest_call_pid(root, CUDACKPT_METHOD_GET_STATE, suid), suid, "locked");
         /* Still root's: renewed and released by root. */
         itest_assert_ok(lease_call(root, CUDACKPT_METHOD_RENEW_LEASE, id, ",\"lease_ms\":60000"));
