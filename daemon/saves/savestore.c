@@ -21,7 +21,9 @@
 #define TREE_DEPTH_MAX 16              /* images: the directory and its trees' */
 
 /* This node's name in the daemon's own names: its host name, each byte
- * but A-Z a-z 0-9 _ . as '_' (no '-', which ends it); and this daemon's
+ * but A-Z a-z 0-9 _ . - as '_' (a '-' in it is safe: stale() takes only
+ * the node's own prefix followed by exactly 16 hex digits, and host names
+ * "gpu-01" and "gpu_01" must stay two nodes); and this daemon's
  * life, 8 random hex digits that start the random part of each of its
  * names, so that its sweep leaves its own names alone.  Set once, by
  * savestore_open(), before any worker reads them. */
@@ -43,7 +45,7 @@ static void take_node_name(void)
                 char c = host[i];
 
                 node[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                                          c == '_' || !c ? c : '_';
+                                          c == '_' || c == '-' || !c ? c : '_';
                 if (!c)
                         return;
         }

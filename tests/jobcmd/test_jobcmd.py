@@ -402,7 +402,7 @@ def case_refusals(e):
 def plant_stale_dump(saves):
     """What a daemon SIGKILLed during a dump leaves: a dump's temporary
     directory under this node's name and another daemon's life."""
-    node = "".join(c if c.isalnum() and c.isascii() or c in "._" else "_" for c in socket.gethostname())[:63]
+    node = "".join(c if c.isalnum() and c.isascii() or c in "._-" else "_" for c in socket.gethostname())[:63]
     uid_dir = os.path.join(saves, "0")
     os.makedirs(uid_dir, mode=0o700)
     os.chmod(saves, 0o700)

@@ -3,10 +3,12 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runner.h"
@@ -183,6 +185,47 @@ START_TEST(test_sweep)
 }
 END_TEST
 
+/* Two nodes whose host names differ only in a '-' and a '_' (Linux takes
+ * both) are two nodes: the sweep of one
+ * leaves the other's dump in flight alone.  Run in a UTS namespace of its
+ * own, in a child, so that the host names and the node name stay its. */
+static int sweep_of_node(const char *dumper, const char *sweeper, uid_t uid)
+{
+        char tmp[SAVESTORE_TMP_MAX], why[256];
+        size_t n = 0;
+        int fd, top_fd;
+
+        if (unshare(CLONE_NEWUTS) < 0 || sethostname(dumper, strlen(dumper)) < 0 ||
+            savestore_open(top, &top_fd, why, sizeof(why)) < 0 || savestore_uid_dir(top_fd, uid, true, &fd) < 0)
+                return 2;
+        savestore_tmp_name("dump", tmp, sizeof(tmp));
+        if (mkdirat(fd, tmp, 0700) < 0 || sethostname(sweeper, strlen(sweeper)) < 0)
+                return 3;
+        close(top_fd);
+        /* The other node's daemon starts: its node name, its life. */
+        if (savestore_open(top, &top_fd, why, sizeof(why)) < 0 || savestore_sweep(top_fd, &n) < 0)
+                return 4;
+        return faccessat(fd, tmp, F_OK, 0) == 0 ? 0 : 1;
+}
+
+START_TEST(test_sweep_node_names)
+{
+        static const char *const pairs[][2] = { { "gpu-01", "gpu_01" }, { "gpu_01", "gpu-01" } };
+        int st;
+
+        for (size_t i = 0; i < 2; i++) {
+                pid_t pid = fork();
+
+                ck_assert_int_ge(pid, 0);
+                if (pid == 0)
+                        _exit(sweep_of_node(pairs[i][0], pairs[i][1], (uid_t)(4244 + i)));
+                ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+                ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "node %s's dump, node %s's sweep: %d",
+                              pairs[i][0], pairs[i][1], WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        }
+}
+END_TEST
+
 /* A save's hold: a second holder (another open file description, as
  * another node's daemon would have) is refused until the first lets go;
  * the hold's file is the daemon's own, never a save. */
@@ -218,4 +261,5 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_install_list_remove);
         tcase_add_test(tc, test_sweep);
         tcase_add_test(tc, test_hold);
+        tcase_add_test(tc, test_sweep_node_names);
 }
