@@ -300,14 +300,18 @@ static void prepared_after(struct saveop *op)
 static void restore_check_work(struct saveop *op)
 {
         op->r = savestore_uid_dir(op->t->dir_fd, op->uid, false, &op->uidfd);
-        if (op->r == 0)
-                op->r = savestore_info(op->uidfd, op->uid, op->save, &op->info);
-        if (op->r == -EPERM)
-                op->r = -ENOENT; /* what is not a save of the uid's is none */
         /* No other node may restore it while this one does, nor while its
-         * job runs here (SaveBusy there). */
+         * job runs here (SaveBusy there).  Held before it is read: another
+         * node's RemoveSave removes it under the hold, so that a save read
+         * while held is one that stays. */
         if (op->r == 0)
                 op->r = savestore_hold(op->uidfd, op->save, &op->hold_fd);
+        if (op->r == 0)
+                op->r = savestore_info(op->uidfd, op->uid, op->save, &op->info);
+        if (op->r == -ENOENT && op->hold_fd >= 0) /* no hold's file left for a save that is none */
+                savestore_unhold(op->uidfd, op->save);
+        if (op->r == -EPERM)
+                op->r = -ENOENT; /* what is not a save of the uid's is none */
 }
 
 static void restore_checked_after(struct saveop *op)

@@ -19,6 +19,7 @@
 
 #define MANIFEST_MAX (4 * 1024 * 1024) /* a manifest names a few hundred files */
 #define TREE_DEPTH_MAX 16              /* images: the directory and its trees' */
+#define HOLD_TRIES 8                   /* a hold's file removed under us: opened again */
 
 /* This node's name in the daemon's own names: its host name, each byte
  * but A-Z a-z 0-9 _ . - as '_' (a '-' in it is safe: stale() takes only
@@ -301,16 +302,29 @@ int savestore_hold(int uidfd, const char *save, int *ret_fd)
         int fd, r;
 
         hold_name(save, name, sizeof(name));
-        fd = openat(uidfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
-                r = errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
+        for (int tries = 0; tries < HOLD_TRIES; tries++) {
+                struct stat held, named;
+
+                fd = openat(uidfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd < 0)
+                        return -errno;
+                if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+                        r = errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
+                        close(fd);
+                        return r;
+                }
+                /* A holder removes the file before it lets go
+                 * (savestore_unhold()): a lock taken on the file it removed
+                 * after this one opened it holds nothing, as the next
+                 * holder makes a new file. */
+                if (fstat(fd, &held) == 0 && fstatat(uidfd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+                        *ret_fd = fd;
+                        return 0;
+                }
                 close(fd);
-                return r;
         }
-        *ret_fd = fd;
-        return 0;
+        return -EBUSY;
 }
 
 void savestore_unhold(int uidfd, const char *save)

@@ -61,7 +61,9 @@ int savestore_remove(int uidfd, const char *save);
  * A restore holds its save for as long as its job runs, so that no other
  * node runs a second copy; a removal holds it while it removes it. */
 int savestore_hold(int uidfd, const char *save, int *ret_fd);
-/* The hold's file of save, gone (with the save, its holder holding it). */
+/* The hold's file of save, gone (with the save, its holder holding it,
+ * before it lets go): a lock taken on a file no longer named so is no
+ * hold, and savestore_hold() opens the name again. */
 void savestore_unhold(int uidfd, const char *save);
 /* Removes every uid's names of the daemon's own made on this node by a
  * daemon before this one (which died with them: one daemon serves a node),

@@ -3,12 +3,15 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runner.h"
@@ -185,6 +188,60 @@ START_TEST(test_sweep)
 }
 END_TEST
 
+/* A save's hold taken and let go by threads at once, each as a daemon
+ * of its own (its own open file descriptions), each holder removing the
+ * hold's file before it lets go as RemoveSave does: never two holders at
+ * once.  (A lock taken on the file a holder had just removed held nothing
+ * while the next holder made a new one.) */
+struct hold_race {
+        int fd;
+        atomic_int holders, overlaps;
+};
+
+static void *hold_race_thread(void *arg)
+{
+        struct hold_race *r = arg;
+        struct timespec now;
+        double end;
+        int h;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        end = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec + 1.0;
+        for (int i = 0; atomic_load(&r->overlaps) == 0; i++) {
+                if (i % 256 == 0) { /* a second of it at most */
+                        clock_gettime(CLOCK_MONOTONIC, &now);
+                        if ((double)now.tv_sec + 1e-9 * (double)now.tv_nsec > end)
+                                break;
+                }
+                if (savestore_hold(r->fd, "s1", &h) < 0)
+                        continue;
+                if (atomic_fetch_add(&r->holders, 1) != 0)
+                        atomic_fetch_add(&r->overlaps, 1);
+                sched_yield(); /* held a while: another holder would be seen */
+                atomic_fetch_sub(&r->holders, 1);
+                savestore_unhold(r->fd, "s1");
+                close(h);
+        }
+        return NULL;
+}
+
+START_TEST(test_hold_race)
+{
+        struct hold_race r = { .fd = -1 };
+        pthread_t th[8];
+        int overlaps;
+
+        ck_assert_int_eq(savestore_uid_dir(dirfd_, 4242, true, &r.fd), 0);
+        for (size_t i = 0; i < 8; i++)
+                ck_assert_int_eq(pthread_create(&th[i], NULL, hold_race_thread, &r), 0);
+        for (size_t i = 0; i < 8; i++)
+                pthread_join(th[i], NULL);
+        overlaps = atomic_load(&r.overlaps);
+        ck_assert_msg(overlaps == 0, "two holders at once");
+        close(r.fd);
+}
+END_TEST
+
 /* Two nodes whose host names differ only in a '-' and a '_' (Linux takes
  * both) are two nodes: the sweep of one
  * leaves the other's dump in flight alone.  Run in a UTS namespace of its
@@ -262,4 +319,5 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_sweep);
         tcase_add_test(tc, test_hold);
         tcase_add_test(tc, test_sweep_node_names);
+        tcase_add_test(tc, test_hold_race);
 }
