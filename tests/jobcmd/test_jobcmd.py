@@ -22,8 +22,8 @@ against the real daemon on the simulator, with real CRIU for the saves:
     process): the daemon warns at start, and another uid's SaveJob is
     CommandFailed naming it, the job running on;
   - two daemons sharing the saves directory (two nodes): while one
-    restores a save and runs its job, the other neither restores nor
-    removes it (31, SaveBusy); once the job ended, it removes it;
+    restores a save and runs its job, neither restores nor removes it
+    (31, SaveBusy); once the job ended, the other removes it;
   - a save whose output file was swapped after it (its directory made a
     link to one holding another uid's file, as /etc/passwd): restore is
     refused with 12 (CommandFailed of restore --owner, the file named)
@@ -315,8 +315,8 @@ def case_unsaveable(e, d):
 def case_two_nodes(e, ctl, sim, uid, work, env, config):
     """A second daemon sharing the saves directory (another node): while the
     first restores a save and runs its job, the second neither restores it
-    (a second copy of the job) nor removes it: SaveBusy (31); once the job
-    ended, it removes it."""
+    (a second copy of the job) nor removes it: SaveBusy (31), nor does the
+    first; once the job ended, it removes it."""
     p = e.popen(["start", "--name=tw", "--save=s6", "--save-on=USR1", "--", "/bin/sleep", "300"])
     await_true("the job", lambda: '"tw"' in e.run(["list", "--json"]).stdout)
     p.send_signal(signal.SIGUSR1)
@@ -325,6 +325,9 @@ def case_two_nodes(e, ctl, sim, uid, work, env, config):
     p = e.popen(["restore", "s6"])
     try:
         await_true("the restore said", lambda: "job tw started from save s6" in p.stderr.readline())
+        r, r2 = e.run(["restore", "s6"]), e.run(["rm", "s6"])
+        check(r.returncode == 31 and "SaveBusy" in r.stderr and r2.returncode == 31,
+              "nor does this node, its own job restored from it running: 31, SaveBusy (%r, %r)" % (r.stderr, r2.stderr))
         with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, env) as d2:
             os.chmod(d2.socket, 0o666)
             other = Env(ctl, d2, uid, work)
