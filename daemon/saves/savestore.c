@@ -222,7 +222,8 @@ static size_t count_in(int fd)
         return n;
 }
 
-int savestore_count_all(int dirfd, size_t *ret_n)
+/* fn(uid directory) summed over every uid's directory below dirfd. */
+static int sum_uids(int dirfd, size_t (*fn)(int uidfd), size_t *ret_n)
 {
         DIR *d;
         struct dirent *e;
@@ -236,13 +237,18 @@ int savestore_count_all(int dirfd, size_t *ret_n)
                         continue;
                 fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd >= 0) {
-                        n += count_in(fd);
+                        n += fn(fd);
                         close(fd);
                 }
         }
         closedir(d);
         *ret_n = n;
         return 0;
+}
+
+int savestore_count_all(int dirfd, size_t *ret_n)
+{
+        return sum_uids(dirfd, count_in, ret_n);
 }
 
 void savestore_tmp_name(const char *what, char *buf, size_t size)
@@ -337,24 +343,8 @@ void savestore_unhold(int uidfd, const char *save)
 
 int savestore_sweep(int dirfd, size_t *ret_n)
 {
-        DIR *d;
-        struct dirent *e;
-        int r = fdio_opendir(dirfd, &d), fd;
-
         *ret_n = 0;
-        if (r < 0)
-                return r;
-        while ((e = readdir(d))) {
-                if (e->d_name[0] == '.')
-                        continue;
-                fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (fd >= 0) {
-                        *ret_n += sweep_uid(fd);
-                        close(fd);
-                }
-        }
-        closedir(d);
-        return 0;
+        return sum_uids(dirfd, sweep_uid, ret_n);
 }
 
 static int remove_in(int fd, int depth)
