@@ -15,7 +15,9 @@ against the real daemon on the simulator, with real CRIU for the saves:
     connection (save_tcp_established, the default), its count going on
     from where it was saved; with save_tcp_established false, the save
     fails (CommandFailed, criu's reason in the daemon's log) and the job
-    runs on;
+    runs on; a root dump of it that fails after criu (its archive on a
+    file system too small) leaves it running with its connection, out
+    of criu's repair mode;
   - a dump's temporary directory left in the saves directory by this
     node's earlier daemon (SIGKILLed during a save) is removed at start;
   - where root lacks CAP_SYS_RESOURCE (so CRIU cannot dump another uid's
@@ -280,6 +282,35 @@ def case_tcp(e):
         e.run(["rm", "s3"])
 
 
+def case_tcp_finish_fails(e, ctl, top, env):
+    """A dump that fails after criu dumped (step 3: its archive does not
+    fit): the job goes on with its TCP connection working, not with its
+    sockets left in criu's repair mode (where recv fails)."""
+    small = os.path.join(top, "small")
+    os.mkdir(small)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", small], check=True)
+    p, count = start_tcp_job(e, "tcpfail", "s6")
+    try:
+        r = subprocess.run([ctl, "dump", "--socket=" + e.daemon.socket, "--run=u%d-tcpfail" % (e.uid or 0),
+                            "--archive=" + os.path.join(small, "a.tar.zst"), "--work-dir=" + top,
+                            "--", "--tcp-established", "--network-lock", "skip"],
+                           env=dict(os.environ, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=120)
+        n = tcp_count(count)
+        ok = await_true("the job counting on over its connection", lambda: (tcp_count(count) or 0) > n + 5)
+        check(r.returncode == 1 and "step 3 of 3 failed" in r.stderr and ok and p.poll() is None,
+              "a dump failing after criu (archive too big): the job runs on with its connection (%r, %r)"
+              % (r.returncode, r.stderr[-400:]))
+        open(count + ".stop", "w").close()
+        _, err = p.communicate(timeout=60)
+        check(p.returncode == 0, "... and ends as it would have, 0 (%r, %r)" % (p.returncode, err))
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            p.communicate(timeout=60)
+        subprocess.run(["umount", small])
+
+
 def case_tcp_off(ctl, sim, uid, work, env, config):
     with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, dict(config, save_tcp_established=False), env) as d:
         os.chmod(d.socket, 0o666)
@@ -473,6 +504,7 @@ def main():
             if has_criu:
                 case_save_restore(e, target, sim)
                 case_tcp(e)
+                case_tcp_finish_fails(e, ctl, top, env)
                 if uid is None:
                     case_unsaveable(e, d)
                 case_two_nodes(e, ctl, sim, uid, work, env, config)

@@ -8,19 +8,22 @@
  *      (given to criu as its checked descriptor, /proc/self/fd/N); CRIU's
  *      CUDA plugin finds every CUDA process already checkpointed and
  *      leaves it alone.  The trees wait for each other at post-dump
- *      (criu.c), where every process of them is pinned (jobpin.c); either
- *      every criu goes on or none does, and each leaves its tree stopped
- *      (--leave-stopped), not ended;
- *   3. on a CRIU failure, ResumeGroup of exactly the members (criu resumed
- *      the processes; their GPU state comes back here); after a good dump,
- *      the images synced to disk (syncfs of each tree's file system, unless
- *      --no-sync; each file's digest computed before, verify.c),
- *      DIR/manifest.json written and synced (and with --archive the
- *      stream written and made durable, archivejob.c), and only then the
- *      job ended (SIGKILL through the pins) or, with --leave-running,
- *      resumed.  A failure before the end wakes the stopped job and resumes
- *      it: a job is never ended before the images that replace it are on
- *      stable storage.
+ *      (criu.c), where every process of them is pinned (jobpin.c) and
+ *      criu still holds them frozen, their TCP connections under its
+ *      network lock;
+ *   3. there, before any criu goes on: the images synced to disk (syncfs
+ *      of each tree's file system, unless --no-sync; each file's digest
+ *      computed before, verify.c), DIR/manifest.json written and synced
+ *      (and with --archive the stream written and made durable,
+ *      archivejob.c).  Only then does every criu go on: it ends its tree
+ *      (its connections closed silently, the lock kept for the restore)
+ *      or, with --leave-running, resumes it.  Any failure, a criu's or
+ *      step 3's, lets none go on: each criu lifts its lock, takes its
+ *      tree's sockets out of repair and resumes it (criu 4.2's post-dump
+ *      script failing), and the command resumes the job's GPU state
+ *      (ResumeGroup of exactly the members).  A job is never ended before
+ *      the images that replace it are on stable storage, and a job that
+ *      goes on runs with its connections as they were.
  *
  * Nothing is suspended before the image directory is known writable and a
  * usable criu found. */
@@ -77,6 +80,7 @@ typedef struct dump_job {
         ctl_pins pins;                /* every process of the trees, pinned at post-dump */
         double suspend_ms, criu_ms, sync_ms, resume_ms, t0;
         bool synced;                  /* the images were synced to disk */
+        bool save_failed;             /* step 3 failed at the barrier: no criu went on */
         char refused[PATH_MAX + 512]; /* --owner: why the job may not be saved, or "" */
 } dump_job;
 
@@ -110,12 +114,12 @@ static void dump_list_gpus(dump_job *x) {
 /* criu dump's command line for tree i. */
 static char **dump_criu_argv(const dump_job *x, size_t i, const char *barrier) {
         char root[16], dir[32];
-        /* Not ended by criu: only once its images are on disk (step 3). */
-        const char *words[9 + CTL_CRIU_MNTNS_MAX_WORDS + 1] = {
-                "dump", "-t", root, "-D", dir, "-o", "dump.log", "-v4",
-                x->a->leave_running ? "--leave-running" : "--leave-stopped" };
+        /* Ended by criu (its default) once step 3, at its post-dump, let
+         * it go on. */
+        const char *words[9 + CTL_CRIU_MNTNS_MAX_WORDS + 1] = { "dump", "-t", root, "-D", dir, "-o", "dump.log", "-v4",
+                                                                 "--leave-running" };
 
-        ctl_criu_mntns_words(words, 9, x->m.trees[i].mnt_ns, false);
+        ctl_criu_mntns_words(words, x->a->leave_running ? 9 : 8, x->m.trees[i].mnt_ns, false);
         snprintf(root, sizeof(root), "%d", x->m.trees[i].root);
         snprintf(dir, sizeof(dir), "/proc/self/fd/%d", x->runs[i].dir_fd);
         return ctl_job_criu_argv(x->a, x->criu, words, barrier);
@@ -135,9 +139,12 @@ static int dump_check_images(const dump_job *x) {
         return 0;
 }
 
+static int dump_save(dump_job *x);
+
 /* At post-dump, every tree frozen by its criu: each of their processes
- * pinned, to be ended (or woken) after criu exits. */
-static int dump_pin(void *data, const int *criu_pids, size_t n) {
+ * pinned (the processes whose GPU state is resumed, or that are ended, are
+ * those criu held), then step 3; below 0, no criu goes on. */
+static int dump_at_barrier(void *data, const int *criu_pids, size_t n) {
         dump_job *x = data;
         ctl_proctree t = { 0 };
         int r = ctl_proctree_scan(&t);
@@ -161,6 +168,11 @@ static int dump_pin(void *data, const int *criu_pids, size_t n) {
                 fprintf(stderr, "%s%s\n", x->a->prefix, x->refused);
                 x->refused[0] = '\0';
         }
+        if (r == 0 && (dump_save(x) < 0 ||
+                       (x->a->before_end && x->a->before_end(x->a->before_end_data, x->dir_fd, &x->m) < 0))) {
+                x->save_failed = true;
+                r = -EIO;
+        }
         return r;
 }
 
@@ -168,7 +180,7 @@ static int dump_pin(void *data, const int *criu_pids, size_t n) {
  * failed) or -errno (could not run them). */
 static int dump_run_criu(dump_job *x) {
         char rundir[] = "/tmp/cudackpt-dump.XXXXXX", sock[sizeof(rundir) + 16], *script = NULL;
-        ctl_criu_barrier barrier = { .sock = sock, .at_barrier = dump_pin, .data = x };
+        ctl_criu_barrier barrier = { .sock = sock, .at_barrier = dump_at_barrier, .data = x };
         int r = 0;
 
         x->runs = calloc(x->m.n_trees, sizeof(*x->runs));
@@ -242,16 +254,20 @@ static void dump_print_json(const dump_job *x, const char *failed_step, bool res
 }
 
 /* Step 2 failed (or could not run): resume the job, say what happened. */
+static int dump_fail_finish(dump_job *x);
+
 static int dump_fail_criu(dump_job *x, int r) {
         const char *step = "step 2 of 3 (criu dump)";
         int status;
 
+        if (x->save_failed)
+                return dump_fail_finish(x);
         if (r != -EIO)
                 fprintf(stderr, "%s%s could not be run: %s\n", x->a->prefix, step, strerror(-r));
         else
                 ctl_job_print_criu_failures(x->a, "dump", x->runs, &x->m);
-        /* A tree whose criu got through is stopped (--leave-stopped). */
-        (void) ctl_pins_signal(&x->pins, SIGCONT);
+        /* No criu went on: each resumed its tree (criu's failure, or its
+         * post-dump script's). */
         status = dump_resume(x);
         if (status == CUDACKPT_EXIT_OK)
                 fprintf(stderr, "%s%s failed; the job was resumed (%zu CUDA process%s running again, every "
@@ -270,11 +286,11 @@ static int dump_fail_criu(dump_job *x, int r) {
                                                                    : CUDACKPT_EXIT_FAILURE;
 }
 
-/* Step 3 failed before the job was ended: wake it and resume it. */
+/* Step 3 failed at the barrier: every criu resumed its tree, with its
+ * connections; the job's GPU state is resumed. */
 static int dump_fail_finish(dump_job *x) {
         int status;
 
-        (void) ctl_pins_signal(&x->pins, SIGCONT);
         status = dump_resume(x);
         if (status == CUDACKPT_EXIT_OK)
                 fprintf(stderr, "%sstep 3 of 3 failed: the images are not known to be complete on disk, so the job "
@@ -323,7 +339,8 @@ static int dump_save(dump_job *x) {
         return r;
 }
 
-/* The job ended through its pins (criu left it stopped); the status. */
+/* The job ended by criu: its pinned processes gone (SIGKILL through the
+ * pins for one that criu left, which a pidfd makes safe); the status. */
 static int dump_end(dump_job *x) {
         size_t left;
 
@@ -338,14 +355,11 @@ static int dump_end(dump_job *x) {
         return CUDACKPT_EXIT_FAILURE;
 }
 
-/* Step 3 after a good dump: the images and the manifest on disk, then the
- * job ended, or resumed with --leave-running. */
+/* After every criu went on (step 3 done at the barrier): the job ended,
+ * or its GPU state resumed with --leave-running. */
 static int dump_finish(dump_job *x) {
         int status;
 
-        if (dump_save(x) < 0 ||
-            (x->a->before_end && x->a->before_end(x->a->before_end_data, x->dir_fd, &x->m) < 0))
-                return dump_fail_finish(x);
         if (x->a->leave_running) {
                 status = dump_resume(x);
                 if (status != CUDACKPT_EXIT_OK)

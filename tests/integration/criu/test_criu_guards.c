@@ -10,9 +10,11 @@
  *   - a member's pid taken by another user's checkpointed process between
  *     criu restore and the resume: that process is left alone;
  *   - dump ends the job only after its images and manifest are on disk:
- *     at criu's exit the job is still there, stopped; the progress lines
- *     say synced, written, ended in that order; a failure before the end
- *     resumes the job.
+ *     criu ends it only once its post-dump let it go on, so at criu's exit
+ *     the manifest is there; the progress lines say synced, written, criu
+ *     done, ended in that order; a failure of step 3 (the manifest's name
+ *     taken at post-dump) lets no criu go on and the job runs on, neither
+ *     ended nor left stopped.
  *
  * Skips as integration.criu does (citest_probe). */
 #include "criu_job_itest.h"
@@ -313,43 +315,48 @@ START_TEST(guard_dump_syncs_before_end)
         ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
         citest_check_memory(&x, pids[0], 1);
 
-        /* criu has exited 0: the job is still there, stopped, no manifest yet. */
+        /* criu has exited 0, having ended the job only once its post-dump
+         * (the barrier, where the command did step 3) let it go on: the
+         * images were synced and the manifest is in place. */
         const char *const args[] = { "dump", "--pids", itest_strdupf("%d", (int)pids[0]), "--images", x.img,
                                      "--progress", NULL };
         pid_t c = cjob_start(env, out, args);
         await_file(done, c);
         char state = 0;
         pid_t ppid = 0;
-        ck_assert_msg(citest_proc_stat(pids[0], &state, &ppid) && (state == 'T' || state == 't'),
-                      "at criu's exit the job is in state %c, not stopped (T): ended before its images were synced",
-                      state ? state : '-');
-        ck_assert_int_ne(access(itest_strdupf("%s/manifest.json", x.img), F_OK), 0);
+        ck_assert_msg(!citest_proc_stat(pids[0], &state, &ppid) || state == 'Z',
+                      "at criu's exit the job is in state %c, not ended", state);
+        ck_assert_msg(access(itest_strdupf("%s/manifest.json", x.img), F_OK) == 0,
+                      "criu exited, having ended the job, before the manifest was written");
         put_file(go, "");
         int st = cjob_wait(c);
         const char *text = citest_slurp(out);
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dump: status 0x%x, it printed: %s", st, text);
-        const char *const order[] = { "done in", "images synced to disk", "manifest.json written", "job ended (1 process)" };
+        const char *const order[] = { "images synced to disk", "manifest.json written", "done in", "job ended (1 process)" };
         assert_in_order(text, order, 4);
         citest_await_gone(pids[0], AWAIT_MS);
 
-        /* The manifest cannot be put in place (a directory took its name
-         * once criu was done): the job is not ended but resumed, intact. */
+        /* The manifest cannot be put in place (a directory takes its name
+         * at post-dump, through the user's own action script): no criu
+         * goes on, the job is not ended but resumed, intact. */
         uint64_t start[1];
         ck_assert_int_eq(citest_start_target(&x, "single", pids, 1), 1);
         cjob_start_times(pids, start, 1);
         const char *img2 = itest_strdupf("%s/img2", x.d->dir);
+        const char *blocker = cjob_script(&x, "block-manifest",
+                                          itest_strdupf("[ \"$CRTOOLS_SCRIPT_ACTION\" = post-dump ] || exit 0\n"
+                                                        "exec mkdir '%s/manifest.json'", img2));
         const char *const args2[] = { "dump", "--pids", itest_strdupf("%d", (int)pids[0]), "--images", img2,
-                                      "--json", NULL };
-        c = cjob_start(env, out, args2);
-        await_file(done, c);
-        ck_assert_int_eq(mkdir(itest_strdupf("%s/manifest.json", img2), 0700), 0);
-        put_file(go, "");
+                                      "--json", "--", "--action-script", blocker, NULL };
+        c = cjob_start(cjob_env(&x, NULL), out, args2);
         st = cjob_wait(c);
         text = citest_slurp(out);
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(text, "was not ended but resumed") &&
                               strstr(text, "\"synced\":true") && strstr(text, "\"resumed\":true"),
                       "dump whose manifest fails: status 0x%x, it printed: %s", st, text);
         ck_assert_msg(itest_start_time(pids[0]) == start[0], "the job was ended");
+        citest_proc_stat(pids[0], &state, &ppid);
+        ck_assert_msg(state != 'T' && state != 't', "the job was left stopped (%c)", state);
         citest_assert_state(&x, pids[0], "running");
         citest_check_memory(&x, pids[0], 1);
 
