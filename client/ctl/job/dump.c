@@ -79,6 +79,7 @@ typedef struct dump_job {
         ctl_criu_run *runs;           /* one per tree (its dir_fd DIR/tree-ROOT) */
         ctl_pins pins;                /* every process of the trees, pinned at post-dump */
         double suspend_ms, criu_ms, sync_ms, resume_ms, t0;
+        double step3_ms;              /* step 3, done while criu waited: not criu's time */
         bool synced;                  /* the images were synced to disk */
         bool save_failed;             /* step 3 failed at the barrier: no criu went on */
         char refused[PATH_MAX + 512]; /* --owner: why the job may not be saved, or "" */
@@ -168,11 +169,14 @@ static int dump_at_barrier(void *data, const int *criu_pids, size_t n) {
                 fprintf(stderr, "%s%s\n", x->a->prefix, x->refused);
                 x->refused[0] = '\0';
         }
+        double t0 = monotime_ms_exact();
+
         if (r == 0 && (dump_save(x) < 0 ||
                        (x->a->before_end && x->a->before_end(x->a->before_end_data, x->dir_fd, &x->m) < 0))) {
                 x->save_failed = true;
                 r = -EIO;
         }
+        x->step3_ms = monotime_ms_exact() - t0;
         return r;
 }
 
@@ -202,7 +206,7 @@ static int dump_run_criu(dump_job *x) {
                 double t0 = monotime_ms_exact();
 
                 r = ctl_criu_run_all(x->runs, x->m.n_trees, environ, &barrier);
-                x->criu_ms = monotime_ms_exact() - t0;
+                x->criu_ms = monotime_ms_exact() - t0 - x->step3_ms;
         }
         if (r == 0)
                 r = dump_check_images(x);
