@@ -52,26 +52,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from savejobs import NOBODY, criu_target_pid, saves_owner, usable_criu  # noqa: E402
+from savejobs import NOBODY, await_true, check, criu_target_pid, saves_owner, usable_criu  # noqa: E402
 from simdaemon import SimDaemon  # noqa: E402
 
 LIMIT_S = 20
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    print("PASS: " + what)
-
-
-def await_true(what, pred, timeout=LIMIT_S):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
 
 
 def as_user(uid):

@@ -1,7 +1,7 @@
 """savejobs.py: what the tests of the daemon's jobs and saves share
 (tests/jobcmd/test_jobcmd.py, tests/slurm/test_saves.py,
 tests/gpu/slurm_gpu.py): whose job they can save here, the criu they run,
-and the target they find by its command line.  Scripts import it after
+the target they find by its command line, and their checks.  Scripts import it after
 putting tests/lib on sys.path, as simdaemon.py."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from typing import List, Optional
 
 NOBODY = 65534
@@ -49,3 +50,21 @@ def criu_target_pid(result: str) -> Optional[int]:
         if len(argv) > 3 and argv[0].endswith(b"itest-criu-target") and argv[3] == result.encode():
             return pid
     return None
+
+
+def check(cond, what):
+    """what said PASS, or AssertionError(what) when cond is false."""
+    if not cond:
+        raise AssertionError(what)
+    print("PASS: " + what, flush=True)
+
+
+def await_true(what, pred, timeout=20.0):
+    """pred()'s first true value within timeout seconds, else AssertionError."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))

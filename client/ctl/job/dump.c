@@ -4,26 +4,22 @@
  *      by this process's connection (killed, the daemon resumes the job);
  *      the GPU memory is free from its end;
  *   2. criu dump of each process tree of the job (a process of the job
- *      none of whose ancestors is in it), all at once, into DIR/tree-ROOT
- *      (given to criu as its checked descriptor, /proc/self/fd/N); CRIU's
- *      CUDA plugin finds every CUDA process already checkpointed and
- *      leaves it alone.  The trees wait for each other at post-dump
- *      (criu.c), where every process of them is pinned (jobpin.c) and
- *      criu still holds them frozen, their TCP connections under its
- *      network lock;
- *   3. there, before any criu goes on: the images synced to disk (syncfs
- *      of each tree's file system, unless --no-sync; each file's digest
- *      computed before, verify.c), DIR/manifest.json written and synced
- *      (and with --archive the stream written and made durable,
- *      archivejob.c).  Only then does every criu go on: it ends its tree
- *      (its connections closed silently, the lock kept for the restore)
- *      or, with --leave-running, resumes it.  Any failure, a criu's or
- *      step 3's, lets none go on: each criu lifts its lock, takes its
- *      tree's sockets out of repair and resumes it (criu 4.2's post-dump
- *      script failing), and the command resumes the job's GPU state
- *      (ResumeGroup of exactly the members).  A job is never ended before
- *      the images that replace it are on stable storage, and a job that
- *      goes on runs with its connections as they were.
+ *      none of whose ancestors is in it) at once, into DIR/tree-ROOT (its
+ *      checked descriptor, /proc/self/fd/N); CRIU's CUDA plugin leaves the
+ *      checkpointed CUDA processes alone.  The trees wait for each other at
+ *      post-dump (criu.c), frozen, their connections under criu's lock,
+ *      where every process of them is pinned (jobpin.c);
+ *   3. there: the images synced (unless --no-sync; digests first,
+ *      verify.c), DIR/manifest.json written and synced (--archive: the
+ *      stream made durable, archivejob.c), the job's other parts waited
+ *      for (--barrier-fd, crossbarrier.h); only then does every criu go
+ *      on and end its tree (the lock kept for the restore) or, with
+ *      --leave-running, resume it.  Any failure lets none go on: each criu
+ *      lifts its lock, takes the sockets out of repair and resumes its
+ *      tree, and the command resumes the GPU state (ResumeGroup of exactly
+ *      the members).  A job is never ended before the images that replace
+ *      it are on stable storage, and one that goes on keeps its
+ *      connections.
  *
  * Nothing is suspended before the image directory is known writable and a
  * usable criu found. */
@@ -33,6 +29,7 @@
 #include "criu.h"
 #include "criumntns.h"
 #include "criubarrier.h"
+#include "crossbarrier.h"
 #include "describe.h"
 #include "dumpghost.h"
 #include "dumpgpus.h"
@@ -82,34 +79,13 @@ typedef struct dump_job {
         double step3_ms;              /* step 3, done while criu waited: not criu's time */
         bool synced;                  /* the images were synced to disk */
         bool save_failed;             /* step 3 failed at the barrier: no criu went on */
+        bool cross_failed;            /* ... or the barrier across the job's parts (--barrier-fd) */
         char refused[PATH_MAX + 512]; /* --owner: why the job may not be saved, or "" */
 } dump_job;
 
 /* The image directory, as ctl_job_dump_dir() wants it. */
 static int dump_prepare_dir(dump_job *x) {
         return ctl_job_dump_dir(x->a, &x->dir_fd, &x->part_fd, x->part_name, sizeof(x->part_name));
-}
-
-/* The GPUs of each process before the suspend, when the daemon knows them. */
-static void dump_list_gpus(dump_job *x) {
-        cJSON *params = cJSON_CreateObject(), *all;
-        cudackpt_reply reply;
-        char *text;
-
-        cudackpt_reply_init(&reply);
-        if (!params || !cJSON_AddItemToObject(params, "selector", cJSON_Duplicate(x->a->selector.json, 1))) {
-                cJSON_Delete(params);
-                return;
-        }
-        text = cJSON_PrintUnformatted(params);
-        cJSON_Delete(params);
-        if (text && cudackpt_call(x->client, CUDACKPT_METHOD_LIST_PROCESSES, text, &reply) == 0 && !reply.error) {
-                all = cJSON_Parse(reply.parameters_json);
-                x->processes = cJSON_DetachItemFromObjectCaseSensitive(all, "processes");
-                cJSON_Delete(all);
-        }
-        cJSON_free(text);
-        cudackpt_reply_clear(&reply);
 }
 
 /* criu dump's command line for tree i. */
@@ -175,6 +151,13 @@ static int dump_at_barrier(void *data, const int *criu_pids, size_t n) {
                        (x->a->before_end && x->a->before_end(x->a->before_end_data, x->dir_fd, &x->m) < 0))) {
                 x->save_failed = true;
                 r = -EIO;
+        }
+        /* The job's other parts (other nodes'): this one's images are
+         * complete, its manifest taken back when they are not all. */
+        if (r == 0 && ctl_cross_barrier_wait(x->a->barrier_fd, "dump", x->a->prefix) < 0) {
+                (void) unlinkat(x->dir_fd, CTL_MANIFEST_NAME, 0);
+                x->save_failed = x->cross_failed = true;
+                r = -ECANCELED;
         }
         x->step3_ms = monotime_ms_exact() - t0;
         return r;
@@ -297,8 +280,9 @@ static int dump_fail_finish(dump_job *x) {
 
         status = dump_resume(x);
         if (status == CUDACKPT_EXIT_OK)
-                fprintf(stderr, "%sstep 3 of 3 failed: the images are not known to be complete on disk, so the job "
-                        "was not ended but resumed\n", x->a->prefix);
+                fprintf(stderr, "%sstep 3 of 3 failed: %s, so the job was not ended but resumed\n", x->a->prefix,
+                        x->cross_failed ? "the job's other parts were not all dumped"
+                                        : "the images are not known to be complete on disk");
         else
                 fprintf(stderr, "%sstep 3 of 3 failed, and the job could not be resumed (above): cudackptctl resume "
                         "%s %s\n", x->a->prefix, ctl_selector_option(x->a->selector.kind), x->a->selector.arg);
@@ -405,7 +389,7 @@ static int dump_suspend(dump_job *x) {
                 fprintf(stderr, "%scannot reach cudackptd at %s: %s\n", x->a->prefix, path, strerror(-r));
                 return CUDACKPT_EXIT_UNREACHABLE;
         }
-        dump_list_gpus(x);
+        x->processes = ctl_dump_gpus_processes(x->client, x->a->selector.json);
         x->gpus = ctl_dump_gpus_ask(x->client);
         t0 = monotime_ms_exact();
         status = ctl_job_group(x->client, x->a, CUDACKPT_METHOD_SUSPEND_GROUP, NULL, true, &x->members);

@@ -7,6 +7,28 @@
 
 #include <stdlib.h>
 
+cJSON *ctl_dump_gpus_processes(cudackpt_client *client, const cJSON *selector) {
+        cJSON *params = cJSON_CreateObject(), *all, *processes = NULL;
+        cudackpt_reply reply;
+        char *text;
+
+        if (!params || !cJSON_AddItemToObject(params, "selector", cJSON_Duplicate(selector, 1))) {
+                cJSON_Delete(params);
+                return NULL;
+        }
+        text = cJSON_PrintUnformatted(params);
+        cJSON_Delete(params);
+        cudackpt_reply_init(&reply);
+        if (text && cudackpt_call(client, CUDACKPT_METHOD_LIST_PROCESSES, text, &reply) == 0 && !reply.error) {
+                all = cJSON_Parse(reply.parameters_json);
+                processes = cJSON_DetachItemFromObjectCaseSensitive(all, "processes");
+                cJSON_Delete(all);
+        }
+        cJSON_free(text);
+        cudackpt_reply_clear(&reply);
+        return processes;
+}
+
 cJSON *ctl_dump_gpus_ask(cudackpt_client *client) {
         cudackpt_reply reply;
         cJSON *p = NULL;

@@ -13,6 +13,9 @@
 /* ListGpus' parameters, NULL when the daemon does not answer them (an
  * older daemon): the manifest then has no records. */
 cJSON *ctl_dump_gpus_ask(cudackpt_client *client);
+/* ListProcesses' list of selector's processes (their GPUs, before the
+ * suspend), NULL when the daemon does not answer it. */
+cJSON *ctl_dump_gpus_processes(cudackpt_client *client, const cJSON *selector);
 /* m->devices from gpus (ctl_dump_gpus_ask()) and processes (ListProcesses'
  * list), for m's members; left NULL when they do not tell enough. */
 void ctl_dump_gpus_record(ctl_manifest *m, const cJSON *gpus, const cJSON *processes);

@@ -98,8 +98,9 @@ static void job_help(void) {
                "                            (criu --manage-cgroups=ignore)\n"
                "  --ready-fd=FD             restore: once the job runs again, its init's\n"
                "                            {\"name\",\"pid\",\"start_time\"}, one JSON line, on FD\n"
-               "The criu run is $CUDACKPT_CRIU, else criu on PATH (4 or newer).  See\n"
-               "cudackptctl(1) and docs/criu.md.\n");
+               "  --barrier-fd=FD           dump, restore: once every criu waits, a ready line on\n"
+               "                            FD; go on at 'g', fail at anything else or its end\n"
+               "The criu run is $CUDACKPT_CRIU, else criu on PATH (4 or newer); see docs/criu.md.\n");
 }
 
 #define job_usage(...)                                                                            \
@@ -161,8 +162,10 @@ static int job_run_name(ctl_job_args *a, const char *command) {
 static int job_check_daemon(const ctl_job_args *a) {
         bool restore_only = a->wait || a->ready_fd >= 0 || a->cgroups_of >= 0 || a->die_with_parent;
 
-        if (a->verify && (a->owner_given || restore_only))
+        if (a->verify && (a->owner_given || restore_only || a->barrier_fd >= 0))
                 return job_usage("verify takes --images or --archive, and --json");
+        if (a->dry_run && a->barrier_fd >= 0)
+                return job_usage("--dry-run restores nothing: it takes no --barrier-fd");
         if (a->dump && a->owner_given && !a->run_name)
                 return job_usage("dump --owner is for --run");
         if (a->dump && restore_only)
@@ -217,7 +220,7 @@ static int job_check(ctl_job_args *a, const char *command, int n_positional, int
 
 enum { O_SOCKET = 0x100, O_JSON, O_LOCK_TIMEOUT, O_PIDS, O_CGROUP, O_TREE, O_IMAGES, O_LEAVE, O_MAP,
        O_PROGRESS, O_NO_PROGRESS, O_NO_SYNC, O_FORCE, O_DRY_RUN, O_RUN,
-       O_ARCHIVE, O_WORK_DIR, O_MAX_FILES, O_MAX_BYTES, O_NO_VERIFY, O_OWNER, O_WAIT, O_READY_FD, O_CGROUPS_OF,
+       O_ARCHIVE, O_WORK_DIR, O_MAX_FILES, O_MAX_BYTES, O_NO_VERIFY, O_OWNER, O_WAIT, O_READY_FD, O_CGROUPS_OF, O_BARRIER_FD,
        O_DIE_WITH_PARENT };
 
 const struct option ctl_job_options[] = {
@@ -239,6 +242,7 @@ const struct option ctl_job_options[] = {
         { "owner", required_argument, NULL, O_OWNER },       { "wait", no_argument, NULL, O_WAIT },
         { "ready-fd", required_argument, NULL, O_READY_FD }, { "cgroups-of", required_argument, NULL, O_CGROUPS_OF },
         { "die-with-parent", no_argument, NULL, O_DIE_WITH_PARENT },
+        { "barrier-fd", required_argument, NULL, O_BARRIER_FD },
         { NULL, 0, NULL, 0 },
 };
 
@@ -268,7 +272,9 @@ static int job_option_daemon(ctl_job_args *a, int c, char **argv) {
                 break;
         case O_READY_FD:
         case O_CGROUPS_OF:
-                if (ctl_run_fd_arg(optarg, c == O_READY_FD ? &a->ready_fd : &a->cgroups_of) < 0)
+        case O_BARRIER_FD:
+                if (ctl_run_fd_arg(optarg, c == O_READY_FD ? &a->ready_fd : c == O_CGROUPS_OF ? &a->cgroups_of
+                                                                                              : &a->barrier_fd) < 0)
                         return job_usage("invalid %s '%s': an open descriptor above 2", argv[optind - 1], optarg);
                 break;
         default:
@@ -384,7 +390,8 @@ static int job_parse(int argc, char **argv, ctl_job_args *a) {
 
 int ctl_job_main(int argc, char **argv) {
         ctl_job_args a = { .lock_timeout = -1, .archive_max_files = CTL_ARCHIVE_MAX_FILES,
-                           .archive_max_bytes = CTL_ARCHIVE_MAX_BYTES, .ready_fd = -1, .cgroups_of = -1 };
+                           .archive_max_bytes = CTL_ARCHIVE_MAX_BYTES, .ready_fd = -1, .cgroups_of = -1,
+                           .barrier_fd = -1 };
         int status;
 
         /* CRIU's action script: "cudackptctl criu-barrier SOCKET". */

@@ -2,31 +2,30 @@
  *
  *   1. criu restore -d of every tree of DIR's manifest, all at once, each
  *      given its checked directory as a descriptor (/proc/self/fd/N), with
- *      CRIU's CUDA plugin standing aside: a "cuda-checkpoint" that fails
- *      is first on criu's PATH, so the plugin turns itself off whatever
- *      cuda-checkpoint the machine has, and the processes come back as they
- *      were dumped, checkpointed.  The trees wait for each other at
+ *      CRIU's CUDA plugin standing aside (a failing "cuda-checkpoint" first
+ *      on criu's PATH turns it off): the processes come back checkpointed.  The trees wait for each other (and,
+ *      with --barrier-fd, the job's other parts: crossbarrier.h) at
  *      post-restore (criu.c), restored and not yet running: there every
- *      process of each tree is pinned (jobpin.c), the tree's root checked
- *      to be a child of a waiting criu and every member to be in its tree;
+ *      process of each tree is pinned (jobpin.c), its root a child of a
+ *      waiting criu and every member in its tree;
  *   2. one ResumeGroup of every member, each pinned by the start time read
  *      then (a process that took a member's pid since is not it): restored
  *      in parallel, none unlocked before all are restored, the device map
  *      applied to each.
  *
- * Before step 1, nothing changed yet: the map, the pids free, and every
- * image file as the manifest's digests say (verify.c).
+ * Before step 1 (nothing changed yet): the map, the pids free, every image
+ * file as the manifest's digests say (verify.c).
  *
- * A failure in step 1 ends the trees that did come back (their GPU state
- * never ran: the images stay whole, the restore can be run again); one in
- * step 2 unlocks no member (the daemon's rule), so none runs on the GPU
- * while another is still checkpointed; either is said. */
+ * A failure in step 1 ends the trees that came back (the images stay
+ * whole, to restore again); one in step 2 unlocks no member (the daemon's
+ * rule): none runs on the GPU while another is checkpointed. */
 #include "jobrestore.h"
 
 #include "args.h"
 #include "criu.h"
 #include "criumntns.h"
 #include "criubarrier.h"
+#include "crossbarrier.h"
 #include "exitcode.h"
 #include "gpu-uuid.h"
 #include "jobpin.h"
@@ -227,7 +226,8 @@ static int jrestore_pin(void *data, const int *criu_pids, size_t n) {
         if (r == 0 && x->a->owner_given)
                 r = ctl_restore_access_check(&x->pins, x->m.trees[0].root, x->a->owner, x->runs, x->m.n_trees,
                                              x->a->prefix, x->refused, sizeof(x->refused));
-        return r;
+        /* The job's other parts: criu lifts its lock once let go on. */
+        return r == 0 ? ctl_cross_barrier_wait(x->a->barrier_fd, "restore", x->a->prefix) : r;
 }
 
 /* Step 1; 0, -EIO (a criu failed) or -errno. */

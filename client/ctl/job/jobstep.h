@@ -46,6 +46,7 @@ typedef struct ctl_job_args {
         uid_t owner;              /* ... the uid the job must run as */
         bool wait;                /* restore --wait: this command the restored job's parent, to its end */
         int ready_fd;             /* restore --ready-fd, or -1 */
+        int barrier_fd;           /* dump, restore --barrier-fd (crossbarrier.h), or -1 */
         int cgroups_of;           /* restore --cgroups-of (a pidfd), or -1 */
         bool die_with_parent;     /* restore --wait --die-with-parent */
         /* dump: run once the manifest is written, before the job is ended

@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""test_cut.py: integration.criu_cut, the barrier across a job's parts
+(`cudackptctl dump|restore --barrier-fd`, client/ctl/job/crossbarrier.h)
+with real CRIU and a real TCP connection between two parts that separate
+commands dump and restore, as a job's parts on two nodes are:
+  - a client job streaming numbered lines to a server job (each a
+    `cudackptctl run` job of its own, in its own pid namespace), the server
+    checking that no line is lost or repeated;
+  - both dumped at once (--tcp-established, criu's iptables network lock),
+    each waiting at the barrier with its images on disk: when the barrier
+    is let go by none (the coordinator's ends closed), both dumps fail,
+    both jobs run on with their connection (no line lost), and no lock
+    rule of theirs is left;
+  - dumped again and let go: both ended, their connection's lock rules
+    kept; restored, each waiting at the barrier, and let go one after the
+    other (the server a second before the client): the stream goes on from
+    where it was dumped, no line lost or repeated, and the rules are gone.
+Skips (77) without root, a usable criu or iptables.
+Exit 0 passed, 1 failed, 77 skipped."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from savejobs import await_true, check, usable_criu  # noqa: E402
+from simdaemon import SimDaemon  # noqa: E402
+
+LIMIT_S = 20
+CRIU_TCP = ["--", "--tcp-established", "--network-lock", "iptables"]
+
+SERVER = r"""
+import os, socket, sys
+port, out = sys.argv[1], sys.argv[2]
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+with open(port + ".tmp", "w") as f:
+    f.write(str(srv.getsockname()[1]))
+os.rename(port + ".tmp", port)
+c = srv.accept()[0]
+srv.close()
+want, f = 1, c.makefile("rb")
+for line in f:
+    n = int(line)
+    state = str(n) if n == want else "BAD %d after %d" % (n, want - 1)
+    if n % 50 == 0 or n != want:
+        with open(out + ".tmp", "w") as o:
+            o.write(state)
+        os.rename(out + ".tmp", out)
+    if n != want:
+        sys.exit(1)
+    want += 1
+"""
+
+CLIENT = r"""
+import os, socket, sys, time
+port, stop = sys.argv[1], sys.argv[2]
+c = socket.create_connection(("127.0.0.1", int(open(port).read())))
+n = 0
+while not os.path.exists(stop):
+    n += 1
+    c.sendall(b"%d\n" % n)
+    time.sleep(0.0005)
+"""
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def count(path):
+    s = read(path)
+    return int(s) if s.isdigit() else (-1 if s.startswith("BAD") else 0)
+
+
+def lock_rules(port):
+    out = subprocess.run(["iptables", "-S"], stdout=subprocess.PIPE, text=True).stdout
+    return [line for line in out.splitlines() if "DROP" in line and str(port) in line.split()]
+
+
+class Part:
+    """One command (dump or restore) of one part, its barrier's end ours."""
+
+    def __init__(self, t, args):
+        self.ours, theirs = socket.socketpair()
+        self.p = subprocess.Popen([t.ctl] + args[:1] + ["--socket=" + t.d.socket, "--barrier-fd=%d" % theirs.fileno()]
+                                  + args[1:], pass_fds=(theirs.fileno(),), env=t.env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        theirs.close()
+        self.ours.settimeout(LIMIT_S)
+
+    def ready(self):
+        return self.ours.recv(64) == b'{"barrier":"ready"}\n'
+
+    def end(self, go):
+        if go:
+            self.ours.sendall(b"g")
+        self.ours.close()
+        out, err = self.p.communicate(timeout=LIMIT_S)
+        return self.p.returncode, err
+
+
+class Cut:
+    def __init__(self, ctl, d, top, env):
+        self.ctl, self.d, self.top, self.env = ctl, d, top, env
+        self.port, self.out, self.stop = (os.path.join(top, n) for n in ("port", "out", "stop"))
+
+    def start(self):
+        for name, code in (("srv", SERVER), ("cli", CLIENT)):
+            with open(os.path.join(self.top, name + ".py"), "w") as f:
+                f.write(code)
+        self.jobs = [subprocess.Popen([self.ctl, "run", "--name=cut-srv", "--", sys.executable,
+                                       os.path.join(self.top, "srv.py"), self.port, self.out], env=self.env)]
+        await_true("the server's port", lambda: read(self.port))
+        self.jobs.append(subprocess.Popen([self.ctl, "run", "--name=cut-cli", "--", sys.executable,
+                                           os.path.join(self.top, "cli.py"), self.port, self.stop], env=self.env))
+        await_true("the stream", lambda: count(self.out) >= 100)
+
+    def flowing(self, what, beyond):
+        n = await_true(what, lambda: count(self.out) < 0 or count(self.out) > beyond + 200)
+        check(n > 0 and count(self.out) > 0, "%s: %s (from %d)" % (what, read(self.out), beyond))
+
+    def dump(self, tag):
+        return [Part(self, ["dump", "--run=cut-" + n, "--images=" + os.path.join(self.top, tag + n)] + CRIU_TCP)
+                for n in ("srv", "cli")]
+
+
+def case_aborted(t):
+    parts = t.dump("a-")
+    check(all(p.ready() for p in parts), "both dumps wait at the barrier, images on disk")
+    n = count(t.out)
+    ends = [p.end(go=False) for p in parts]
+    check(all(rc == 1 and "other parts did not all get there" in err for rc, err in ends),
+          "the barrier let go by none: both dumps fail (%r)" % [e[1][-300:] for e in ends])
+    t.flowing("both jobs running on with their connection, no line lost", n)
+    port = int(read(t.port))
+    check(not lock_rules(port), "no lock rule of theirs left")
+    return port
+
+
+def case_moved(t, port):
+    parts = t.dump("m-")
+    check(all(p.ready() for p in parts), "dumped again, both at the barrier")
+    ends = [p.end(go=True) for p in parts]
+    check(all(rc == 0 for rc, _ in ends), "let go: both dumps end their part (%r)" % [e[1][-300:] for e in ends])
+    for j in t.jobs:
+        j.wait(timeout=LIMIT_S)
+    n = count(t.out)
+    check(len(lock_rules(port)) == 4, "their connection's lock rules kept for the restore (%r)" % lock_rules(port))
+    parts = [Part(t, ["restore", "--images=" + os.path.join(t.top, "m-" + n), "--", "--tcp-established"])
+             for n in ("srv", "cli")]
+    check(all(p.ready() for p in parts), "both restored, waiting at the barrier")
+    rc0, err0 = parts[0].end(go=True)
+    time.sleep(1)  # the server runs alone: the client's side still locked
+    rc1, err1 = parts[1].end(go=True)
+    check(rc0 == 0 and rc1 == 0, "both restores let go and done (%r, %r)" % (err0[-300:], err1[-300:]))
+    t.flowing("the stream going on from where it was dumped, no line lost or repeated", n)
+    check(not lock_rules(port), "the lock rules gone with the restore")
+
+
+def main():
+    if os.geteuid() != 0:
+        print("SKIP: root only")
+        return 77
+    criu = usable_criu()
+    if not criu or not shutil.which("iptables") or subprocess.run(["iptables", "-S"], stdout=subprocess.DEVNULL,
+                                                                 stderr=subprocess.DEVNULL).returncode != 0:
+        print("SKIP: no criu that passes `criu check` ($CUDACKPT_CRIU), or no usable iptables")
+        return 77
+    top = tempfile.mkdtemp(prefix="cudackpt-cut.")
+    env = dict(os.environ, CUDACKPT_CRIU=criu, CUDACKPT_RUN_DIR=os.path.join(top, "runs"))
+    port = None
+    try:
+        with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], os.environ["CUDACKPT_TEST_SIM"],
+                       {"nvml": os.environ["CUDACKPT_TEST_SIM"]}, env) as d:
+            t = Cut(os.environ["CUDACKPT_TEST_CTL"], d, top, env)
+            t.start()
+            port = case_aborted(t)
+            case_moved(t, port)
+    except (AssertionError, subprocess.TimeoutExpired, OSError) as e:
+        print("FAIL: %s" % e)
+        return 1
+    finally:
+        open(os.path.join(top, "stop"), "w").close()
+        for rule in lock_rules(port) if port else []:
+            subprocess.run(["iptables"] + rule.replace("-A", "-D", 1).split())
+        time.sleep(0.5)
+        shutil.rmtree(top, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
