@@ -31,8 +31,11 @@
  * CUDACKPT_SIM_FAIL=op:CUDA_ERROR_X[:failed],... (op: lock, checkpoint,
  * restore, unlock, getstate, tid; ":failed" leaves the state FAILED),
  * CUDACKPT_SIM_STATE_VALUE=N (GetState reports N), CUDACKPT_SIM_STATE=X (the
- * state slot, below).  Numbers are decimal, strictly; a bad value means the
- * default.
+ * state slot, below), CUDACKPT_SIM_STEP=- (the step slot, below),
+ * CUDACKPT_SIM_PRE_WAIT_MS=N (lock, checkpoint, restore and unlock sleep N ms
+ * between step 3 and step 4, below: a window in which a test can stop the
+ * target after the daemon's own check and before the call's).  Numbers are
+ * decimal, strictly; a bad value means the default.
  *
  * The state slot: the real driver keeps its state inside the target, so a
  * daemon that restarts finds every process as it left it, and a process
@@ -54,6 +57,16 @@
  * pinned process still lives, which leaves a window of a few microseconds
  * in which a reused pid could be written to instead (at an address the new
  * process must map writable); the tests' pids are not reused that fast.
+ *
+ * The step slot: a target that carries CUDACKPT_SIM_STEP=X, X one
+ * character, lets a test see where a state-changing call on it is (in
+ * /proc/PID/environ, written the same way as the state slot): once lock,
+ * checkpoint, restore or unlock is past steps 4 and 5 below (it no longer
+ * waits for a stopped target and will do its work), the slot reads the
+ * first letter of its name, l, c, r or u; when the call ends, "-".  A test
+ * that means to act while a call works (stop the target, say) awaits that
+ * letter, not the daemon's in_flight, which it shows before the call
+ * reaches the driver.
  *
  * Stopped targets: while every live thread of the target is stopped (state
  * T or t in /proc/PID/task/TID/stat, as under SIGSTOP or CRIU's seize;
@@ -275,7 +288,7 @@ SIM_EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
         bool args_ok = !args || (args->reserved0 == 0 && sim_all_zero(args->reserved1, sizeof(args->reserved1)));
         struct sim_call c;
 
-        if (!sim_op_begin(pid, args_ok, CU_PROCESS_STATE_RUNNING, &c))
+        if (!sim_op_begin(pid, SIM_OP_LOCK, args_ok, CU_PROCESS_STATE_RUNNING, &c))
                 return c.r;
         if (sim_injected(&c.t, SIM_OP_LOCK, &c.state, &c.r)) {
                 /* nothing else happens */
@@ -297,7 +310,8 @@ SIM_EXPORT CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args)
 SIM_EXPORT CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args) {
         struct sim_call c;
 
-        if (!sim_op_begin(pid, !args || sim_all_zero(args, sizeof(*args)), CU_PROCESS_STATE_LOCKED, &c))
+        if (!sim_op_begin(pid, SIM_OP_CHECKPOINT, !args || sim_all_zero(args, sizeof(*args)),
+                          CU_PROCESS_STATE_LOCKED, &c))
                 return c.r;
         if (c.p->managed_broken) {
                 /* What the driver says after a managed-memory checkpoint failed. */
@@ -376,7 +390,7 @@ SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs 
         CUuuid mapped[SIM_MAX_DEVICES];
         bool remap;
 
-        if (!sim_op_begin(pid, args_ok, CU_PROCESS_STATE_CHECKPOINTED, &c))
+        if (!sim_op_begin(pid, SIM_OP_RESTORE, args_ok, CU_PROCESS_STATE_CHECKPOINTED, &c))
                 return c.r;
         remap = args && args->gpuPairsCount > 0;
         const CUuuid *gpus = c.p->gpus_remapped ? c.p->gpus : c.t.cfg.gpus;
@@ -412,7 +426,8 @@ SIM_EXPORT CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs 
 SIM_EXPORT CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args) {
         struct sim_call c;
 
-        if (!sim_op_begin(pid, !args || sim_all_zero(args, sizeof(*args)), CU_PROCESS_STATE_LOCKED, &c))
+        if (!sim_op_begin(pid, SIM_OP_UNLOCK, !args || sim_all_zero(args, sizeof(*args)), CU_PROCESS_STATE_LOCKED,
+                          &c))
                 return c.r;
         if (!sim_injected(&c.t, SIM_OP_UNLOCK, &c.state, &c.r))
                 c.state = CU_PROCESS_STATE_RUNNING;

@@ -41,6 +41,10 @@
 #define SIM_STOPPED_POLL_NS 1000000ull
 /* The target's environment variable that holds its state slot. */
 #define SIM_SLOT_NAME "CUDACKPT_SIM_STATE"
+/* The target's environment variable that holds its step slot, and what the
+ * slot reads while no state-changing call works on the target. */
+#define SIM_STEP_SLOT_NAME "CUDACKPT_SIM_STEP"
+#define SIM_STEP_IDLE '-'
 
 /* ------------------------------------------------------------ sim_util.c */
 
@@ -131,6 +135,7 @@ struct sim_config {
         unsigned long long ckpt_mibps;
         unsigned long long restore_mibps;
         unsigned long long busy_ms; /* 0: no kernel in flight */
+        unsigned long long pre_wait_ms; /* a state-changing call's sleep before its step 4 */
         bool managed;
         struct sim_fail fail[SIM_OP_COUNT];
         bool state_value_set;
@@ -140,9 +145,12 @@ struct sim_config {
         bool slot_set;             /* CUDACKPT_SIM_STATE holds one known letter */
         size_t slot_offset;        /* that letter's byte offset in /proc/PID/environ */
         CUprocessState slot_state; /* the state the letter names */
+        bool step_slot_set;        /* CUDACKPT_SIM_STEP holds one character */
+        size_t step_slot_offset;   /* that character's byte offset in /proc/PID/environ */
 };
 
 char sim_slot_letter(CUprocessState state);
+const char *sim_op_name(enum sim_op op);
 void sim_config_parse(const char *env, size_t len, bool is_self, struct sim_config *ret_cfg);
 
 /* ---------------------------------------------------------- sim_target.c */
@@ -164,6 +172,7 @@ bool sim_target_alive(const struct sim_target *t);
 int sim_target_highest_tid(const struct sim_target *t, int *ret_tid);
 CUresult sim_target_wait_running(const struct sim_target *t);
 void sim_slot_write(const struct sim_target *t, CUprocessState state);
+void sim_step_write(const struct sim_target *t, char letter);
 
 /* ----------------------------------------------------------- sim_table.c */
 
@@ -193,7 +202,7 @@ struct sim_call {
         CUresult r;
 };
 
-bool sim_op_begin(int pid, bool args_ok, CUprocessState want, struct sim_call *c);
+bool sim_op_begin(int pid, enum sim_op op, bool args_ok, CUprocessState want, struct sim_call *c);
 CUresult sim_op_end(struct sim_call *c);
 CUprocessState sim_proc_peek_state(const struct sim_target *t);
 void sim_proc_moved_gpus(struct sim_target *t);

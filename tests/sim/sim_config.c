@@ -15,6 +15,12 @@ static const char *const sim_op_names[SIM_OP_COUNT] = {
         [SIM_OP_GETSTATE] = "getstate",   [SIM_OP_TID] = "tid",
 };
 
+/* The name CUDACKPT_SIM_FAIL gives op; its first letter is what the step
+ * slot reads while op works. */
+const char *sim_op_name(enum sim_op op) {
+        return sim_op_names[op];
+}
+
 /* The value of NAME in a NUL-separated environment block, first one wins as
  * with getenv(). */
 static const char *sim_environ_get(const char *env, size_t len, const char *name) {
@@ -160,6 +166,7 @@ void sim_config_parse(const char *env, size_t len, bool is_self, struct sim_conf
         sim_env_number(env, len, "CUDACKPT_SIM_CKPT_MIBPS", 1, 1ull << 24, &cfg.ckpt_mibps);
         sim_env_number(env, len, "CUDACKPT_SIM_RESTORE_MIBPS", 1, 1ull << 24, &cfg.restore_mibps);
         sim_env_number(env, len, "CUDACKPT_SIM_BUSY_MS", 0, UINT32_MAX, &cfg.busy_ms);
+        sim_env_number(env, len, "CUDACKPT_SIM_PRE_WAIT_MS", 0, UINT32_MAX, &cfg.pre_wait_ms);
         cfg.managed = sim_env_flag(env, len, "CUDACKPT_SIM_MANAGED");
 
         v = sim_environ_get(env, len, "CUDACKPT_SIM_STATE_VALUE");
@@ -184,6 +191,14 @@ void sim_config_parse(const char *env, size_t len, bool is_self, struct sim_conf
                 cfg.slot_set = true;
                 cfg.slot_offset = (size_t) (cuda - env);
                 cfg.slot_state = cuda_letter ? cuda_state : CU_PROCESS_STATE_RUNNING;
+        }
+
+        /* The step slot, like the state slot, is the first entry; any one
+         * character is a slot. */
+        v = sim_environ_get(env, len, SIM_STEP_SLOT_NAME);
+        if (v && v[0] != '\0' && v[1] == '\0') {
+                cfg.step_slot_set = true;
+                cfg.step_slot_offset = (size_t) (v - env);
         }
 
         v = sim_environ_get(env, len, "CUDACKPT_SIM_GPUS");

@@ -94,6 +94,7 @@ static CUresult sim_proc_acquire(const struct sim_target *t, struct sim_proc **r
  * in the target's slot too (first, while the entry is still ours: the next
  * operation on the process must find the slot written). */
 static void sim_proc_release(const struct sim_target *t, struct sim_proc *p, CUprocessState state) {
+        sim_step_write(t, SIM_STEP_IDLE);
         sim_slot_write(t, state);
         pthread_mutex_lock(&sim_table_lock);
         p->state = state;
@@ -111,16 +112,17 @@ CUresult sim_op_end(struct sim_call *c) {
         return c->r;
 }
 
-/* Begins a state-changing operation on pid, whose arguments are valid where
- * args_ok (else CUDA_ERROR_INVALID_VALUE): opens its target into c->t and
- * takes its entry into c->p, then waits until the process runs.  Returns
- * true, sim_op_end to end the operation, with the entry's state in c->state
- * and CUDA_SUCCESS in c->r when that state is want.  Else false, with
+/* Begins the state-changing operation op on pid, whose arguments are valid
+ * where args_ok (else CUDA_ERROR_INVALID_VALUE): opens its target into c->t
+ * and takes its entry into c->p, then (after CUDACKPT_SIM_PRE_WAIT_MS) waits
+ * until the process runs.  Returns true, sim_op_end to end the operation,
+ * with the entry's state in c->state, CUDA_SUCCESS in c->r when that state
+ * is want, and op's letter in the target's step slot.  Else false, with
  * nothing left open and the error in c->r: the target's or the entry's,
  * the wait's where the process died while stopped, or
  * CUDA_ERROR_ILLEGAL_STATE where the process is not in the state the
  * operation needs. */
-bool sim_op_begin(int pid, bool args_ok, CUprocessState want, struct sim_call *c) {
+bool sim_op_begin(int pid, enum sim_op op, bool args_ok, CUprocessState want, struct sim_call *c) {
         c->r = CUDA_ERROR_INVALID_VALUE;
         if (!args_ok)
                 return false;
@@ -132,6 +134,7 @@ bool sim_op_begin(int pid, bool args_ok, CUprocessState want, struct sim_call *c
                 sim_target_close(&c->t);
                 return false;
         }
+        sim_sleep_ns(c->t.cfg.pre_wait_ms * 1000000ull);
         c->r = sim_target_wait_running(&c->t);
         c->state = c->p->state;
         if (c->r == CUDA_SUCCESS && c->state != want)
@@ -140,6 +143,7 @@ bool sim_op_begin(int pid, bool args_ok, CUprocessState want, struct sim_call *c
                 sim_op_end(c);
                 return false;
         }
+        sim_step_write(&c->t, sim_op_name(op)[0]);
         return true;
 }
 

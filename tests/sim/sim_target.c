@@ -270,23 +270,36 @@ CUresult sim_target_wait_running(const struct sim_target *t) {
         }
 }
 
-/* Writes the letter of state into the target's state slot, if it has one.
- * Best effort: without the right to write (or a shown env_start) the table
- * alone holds the state, as before slots existed. */
-void sim_slot_write(const struct sim_target *t, CUprocessState state) {
-        char letter = sim_slot_letter(state);
-        struct iovec local = { .iov_base = &letter, .iov_len = 1 }, remote;
+/* Writes one character into the target's environment at offset, where a
+ * slot's value lies.  Best effort: without the right to write (or a shown
+ * env_start) nothing is written. */
+static void sim_target_poke(const struct sim_target *t, size_t offset, char c) {
+        struct iovec local = { .iov_base = &c, .iov_len = 1 }, remote;
 
-        if (!t->cfg.slot_set || t->env_start == 0 || letter == '\0')
-                return;
-        if (t->env_start > UINTPTR_MAX - t->cfg.slot_offset)
+        if (t->env_start == 0 || t->env_start > UINTPTR_MAX - offset)
                 return;
         /* process_vm_writev names the target by pid only: make sure the pid
          * still names the pinned process (see the header on the window). */
         if (!sim_target_alive(t))
                 return;
-        remote.iov_base = (void *) (uintptr_t) (t->env_start + t->cfg.slot_offset);
+        remote.iov_base = (void *) (uintptr_t) (t->env_start + offset);
         remote.iov_len = 1;
         (void) process_vm_writev(t->pid, &local, 1, &remote, 1, 0);
 }
 
+/* Writes the letter of state into the target's state slot, if it has one.
+ * Best effort: without the right to write (or a shown env_start) the table
+ * alone holds the state, as before slots existed. */
+void sim_slot_write(const struct sim_target *t, CUprocessState state) {
+        char letter = sim_slot_letter(state);
+
+        if (t->cfg.slot_set && letter != '\0')
+                sim_target_poke(t, t->cfg.slot_offset, letter);
+}
+
+/* Writes letter into the target's step slot, if it has one (sim.c says
+ * what it reads when). */
+void sim_step_write(const struct sim_target *t, char letter) {
+        if (t->cfg.step_slot_set)
+                sim_target_poke(t, t->cfg.step_slot_offset, letter);
+}

@@ -3,7 +3,9 @@
  * wait until it runs again; a target's state slot (CUDACKPT_SIM_STATE) holds
  * its state inside the target, so that a process restored from an image
  * reads as it was dumped; a restore onto a GPU this machine lacks, with no
- * map, is refused and leaves the process checkpointed.
+ * map, is refused and leaves the process checkpointed.  And one aid to the
+ * daemon's tests: the step slot (CUDACKPT_SIM_STEP) shows when a call is
+ * past its wait for a stopped target.
  *
  * The library is loaded with dlopen, as the daemon loads a driver, and its
  * cuCheckpointProcess* functions are called directly on cudackpt-sim-target
@@ -237,9 +239,10 @@ static bool stopped_all_stopped(void *arg) {
         return n > 0;
 }
 
-/* The letter of the target's state slot, as /proc/PID/environ shows it. */
-static char stopped_slot(const struct stopped_target *t) {
-        static const char name[] = "CUDACKPT_SIM_STATE=";
+/* The first character of the value of the target's variable name (given
+ * with its "="), as /proc/PID/environ shows it; '\0' if it has none. */
+static char stopped_env_char(const struct stopped_target *t, const char *name) {
+        size_t name_len = strlen(name);
         char path[64], buf[4096];
         size_t n;
         FILE *f;
@@ -251,9 +254,23 @@ static char stopped_slot(const struct stopped_target *t) {
         fclose(f);
         buf[n] = '\0';
         for (size_t off = 0; off < n; off += strlen(buf + off) + 1)
-                if (strncmp(buf + off, name, sizeof(name) - 1) == 0)
-                        return buf[off + sizeof(name) - 1];
+                if (strncmp(buf + off, name, name_len) == 0)
+                        return buf[off + name_len];
         return '\0';
+}
+
+/* The letter of the target's state slot. */
+static char stopped_slot(const struct stopped_target *t) {
+        return stopped_env_char(t, "CUDACKPT_SIM_STATE=");
+}
+
+/* The character of the target's step slot. */
+static char stopped_step(const struct stopped_target *t) {
+        return stopped_env_char(t, "CUDACKPT_SIM_STEP=");
+}
+
+static bool stopped_step_is_lock(void *arg) {
+        return stopped_step(arg) == 'l';
 }
 
 static CUprocessState stopped_state(const struct stopped_target *t) {
@@ -500,6 +517,35 @@ START_TEST(test_slot_bad_value_ignored) {
 }
 END_TEST
 
+/* The step slot reads '-' while a lock pauses (CUDACKPT_SIM_PRE_WAIT_MS)
+ * and then waits for a target stopped meanwhile; 'l' once the target runs
+ * again and the lock works (its kernel); '-' again when it has ended. */
+START_TEST(test_step_slot_follows_the_call) {
+        char *env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=1", "CUDACKPT_SIM_BUSY_MS=1000",
+                        "CUDACKPT_SIM_PRE_WAIT_MS=300", "CUDACKPT_SIM_STEP=-", NULL };
+        struct stopped_target t;
+        struct stopped_call c = { .timeout_ms = 0 };
+
+        stopped_load_sim();
+        stopped_spawn_envp(&t, 1, env);
+        stopped_call_start(&c, &t, OP_LOCK);
+        ck_assert_int_eq(kill(t.pid, SIGSTOP), 0);
+        ck_assert(stopped_await(stopped_all_stopped, &t, STOPPED_RETURN_MS));
+        stopped_assert_waits(&c);
+        ck_assert_int_eq(stopped_step(&t), '-');
+        ck_assert_int_eq(kill(t.pid, SIGCONT), 0);
+        ck_assert_msg(stopped_await(stopped_step_is_lock, &t, STOPPED_RETURN_MS), "the step slot reads '%c'",
+                      stopped_step(&t));
+        ck_assert_msg(!atomic_load(&c.done), "the lock's 1 s kernel ended before its step showed");
+        stopped_assert_returns(&c);
+        ck_assert_int_eq(c.result, CUDA_SUCCESS);
+        ck_assert_int_eq(stopped_step(&t), '-');
+        ck_assert_int_eq(sim.unlock(t.pid, NULL), CUDA_SUCCESS);
+        ck_assert_int_eq(stopped_step(&t), '-');
+        stopped_kill(&t);
+}
+END_TEST
+
 /* Checkpointed on a GPU this machine does not have (another node's): a
  * restore with no map is refused as the driver refuses a map onto a GPU
  * that is not there (CUDA_ERROR_INVALID_VALUE), the process left
@@ -544,6 +590,7 @@ int main(void) {
         tcase_add_test(ts, test_slot_adopted_after_restore);
         tcase_add_test(ts, test_slot_bad_value_ignored);
         tcase_add_test(ts, test_restore_onto_missing_gpu);
+        tcase_add_test(ts, test_step_slot_follows_the_call);
         suite_add_tcase(s, ts);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_ENV);

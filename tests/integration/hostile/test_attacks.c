@@ -119,25 +119,27 @@ START_TEST(daemon_itself)
 END_TEST
 
 /* A target of threads whose checkpoint takes about 2 s and restore about
- * 0.5 s; *tid is a thread of it other than the main one. */
+ * 0.5 s, with a step slot; *tid is a thread of it other than the main one. */
 static pid_t threads_target_2s(pid_t *tid)
 {
         const char *argv[] = { "itest-threads", "--itest-threads", NULL };
         static const char *const env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048",
-                                           "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL };
+                                           "CUDACKPT_SIM_CKPT_MIBPS=1024", "CUDACKPT_SIM_STEP=-", NULL };
         pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
 
         *tid = atest_other_thread(pid);
         return pid;
 }
 
-/* Locks pid on op and sends its Checkpoint there, unanswered: q sees it in
- * flight. */
-static void start_checkpoint(struct itest_conn *op, struct itest_conn *q, pid_t pid)
+/* Locks pid on op and sends its Checkpoint there, unanswered, and returns
+ * once the checkpoint works in the driver (the simulator's step slot says
+ * so; the daemon shows it in flight before it holds the process, when a
+ * call by thread id could still go first). */
+static void start_checkpoint(struct itest_conn *op, pid_t pid)
 {
         itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_LOCK, pid), pid, "locked");
         atest_send_pid_call(op, CUDACKPT_METHOD_CHECKPOINT, pid);
-        itest_await_in_flight(q, pid, "Checkpoint", 2000);
+        itest_await_sim_step(pid, 'c', 5000);
 }
 
 /* A thread id means its process, but has a queue of its own (protocol.md):
@@ -154,7 +156,7 @@ START_TEST(thread_id_has_its_own_queue)
         cJSON *j = itest_call_pid(q, CUDACKPT_METHOD_GET_STATE, tid);
         itest_assert_ok(j);
         itest_assert_str(j, "state", "running");
-        start_checkpoint(op, q, pid);
+        start_checkpoint(op, pid);
         j = itest_call_pid(q, CUDACKPT_METHOD_GET_STATE, tid);
         ck_assert_msg(!itest_conn_readable(op), "the 2 s checkpoint ended before the GetState");
         itest_assert_ok(j);
@@ -182,7 +184,7 @@ START_TEST(thread_id_and_pid_kept_apart)
         struct itest_conn *op = itest_connect(d);
         struct itest_conn *by_tid = itest_connect(d);
         struct itest_conn *q = itest_connect(d);
-        start_checkpoint(op, q, pid);
+        start_checkpoint(op, pid);
         atest_send_pid_call(by_tid, CUDACKPT_METHOD_RESTORE, tid);
         itest_assert_state(itest_recv(op), pid, "checkpointed");
         cJSON *j = itest_recv(by_tid);
@@ -200,47 +202,58 @@ END_TEST
 /* A Lock by thread id that waits outside the driver for a Lock by pid on
  * the same process checks for a stop when its turn comes, not before: the
  * process stopped meanwhile, so it is refused with ProcessStopped instead
- * of made (the call would wait in the driver until the process ran again). */
+ * of made (the call would wait in the driver until the process ran again).
+ * The stop must come while the Lock by pid works in the driver, past the
+ * driver's own wait for a stopped target: the simulator's step slot says
+ * when.  The daemon shows that Lock in flight before it reaches the driver;
+ * a stop then would keep it, and the Lock by thread id queued behind it,
+ * waiting until the process ran again.  The simulator pauses before that
+ * wait so that a test going by in_flight stops the process there. */
 START_TEST(stop_checked_after_waiting_for_the_process)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         const char *argv[] = { "itest-threads", "--itest-threads", NULL };
-        /* The Lock by pid waits for a 2 s kernel. */
-        static const char *const env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=2000", NULL };
+        /* The Lock by pid pauses 300 ms, then waits for a 2 s kernel. */
+        static const char *const env[] = { "CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=2000",
+                                           "CUDACKPT_SIM_PRE_WAIT_MS=300", "CUDACKPT_SIM_STEP=-", NULL };
         pid_t pid = itest_target_exec((uid_t)-1, itest_self_exe(), argv, env);
         pid_t tid = atest_other_thread(pid);
         struct itest_conn *op = itest_connect(d);
         struct itest_conn *by_tid = itest_connect(d);
         struct itest_conn *q = itest_connect(d);
         atest_send_pid_call(op, CUDACKPT_METHOD_LOCK, pid);
-        itest_await_in_flight(q, pid, "Lock", 2000);
+        itest_await_sim_step(pid, 'l', 5000);
         atest_send_pid_call(by_tid, CUDACKPT_METHOD_LOCK, tid);
         itest_await_in_flight(q, tid, "Lock", 2000);
         ck_assert_int_eq(kill(pid, SIGSTOP), 0);
         itest_await_proc_state(pid, 'T', true);
+        ck_assert_msg(!itest_conn_readable(op), "the Lock by pid (a 2 s kernel) ended before the process was stopped");
         cJSON *j = itest_recv_within(by_tid, 6000);
         itest_assert_error(j, CUDACKPT_ERROR_PROCESS_STOPPED);
+        /* The driver's lock, past its wait, ends with the process stopped. */
+        itest_assert_state(itest_recv_within(op, 1000), pid, "locked");
         ck_assert_int_eq(kill(pid, SIGCONT), 0);
         itest_await_proc_state(pid, 'T', false);
-        itest_recv_within(op, 10000);
 }
 END_TEST
 
 /* ---- 8: a client killed mid-operation ------------------------------------ */
 
 /* SIGKILL of a client while its Suspend is in the lock step and in the
- * checkpoint step: the daemon carries the Suspend through (a Checkpoint
- * queued behind it finds the process checkpointed) and goes on serving. */
+ * checkpoint step, each working in the driver (the simulator's step slot
+ * says when): the daemon carries the Suspend through (a Checkpoint queued
+ * behind it finds the process checkpointed) and goes on serving. */
 START_TEST(client_killed_mid_suspend)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         /* Lock waits for a 600 ms kernel, then a 0.25 s checkpoint; and a
          * fast lock, then a 1 s checkpoint. */
         pid_t targets[2] = {
-                itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=600", "CUDACKPT_SIM_MEM_MIB=512", NULL),
-                itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048", NULL),
+                itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=600", "CUDACKPT_SIM_MEM_MIB=512",
+                             "CUDACKPT_SIM_STEP=-", NULL),
+                itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=2048", "CUDACKPT_SIM_STEP=-", NULL),
         };
-        static const char *const step_state[2] = { "running", "locked" };
+        static const char step[2] = { 'l', 'c' };
         for (int i = 0; i < 2; i++) {
                 pid_t pid = targets[i];
                 char *msg = itest_strdupf("{\"method\":\"" CUDACKPT_METHOD_SUSPEND "\",\"parameters\":{\"pid\":%d,"
@@ -248,7 +261,7 @@ START_TEST(client_killed_mid_suspend)
                                           (int)pid);
                 pid_t client = atest_spawn_clients((uid_t)-1, d->sock, msg, 1, 0, NULL);
                 struct itest_conn *q = itest_connect(d);
-                atest_await_in_flight_state(q, pid, "Suspend", step_state[i], 2000);
+                itest_await_sim_step(pid, step[i], 5000);
                 atest_kill_clients(client);
 
                 struct itest_conn *after = itest_connect(d);
@@ -315,18 +328,19 @@ START_TEST(sigterm_in_flight)
 END_TEST
 
 /* A second SIGTERM while a long Suspend runs: the daemon exits at once,
- * with a non-zero status, without waiting for the driver. */
+ * with a non-zero status, without waiting for the driver, where the
+ * Suspend's checkpoint works (the simulator's step slot says when). */
 START_TEST(sigterm_twice)
 {
         struct itest_daemon *d = itest_daemon_start_default();
         /* A checkpoint of about 4 s. */
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=4096", "CUDACKPT_SIM_CKPT_MIBPS=1024", NULL);
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_MEM_MIB=4096", "CUDACKPT_SIM_CKPT_MIBPS=1024",
+                                 "CUDACKPT_SIM_STEP=-", NULL);
         struct itest_conn *idle = itest_connect(d);
         atest_assert_get_info(idle);
         struct itest_conn *op = itest_connect(d);
-        struct itest_conn *q = itest_connect(d);
         atest_send_pid_call(op, CUDACKPT_METHOD_SUSPEND, pid);
-        atest_await_in_flight_state(q, pid, "Suspend", "locked", 2000);
+        itest_await_sim_step(pid, 'c', 5000);
 
         double t0 = itest_now_ms();
         ck_assert_int_eq(kill(d->pid, SIGTERM), 0);

@@ -422,6 +422,36 @@ void itest_await_proc_state(pid_t pid, char want, bool equal)
         }
 }
 
+/* The value of the first CUDACKPT_SIM_STEP entry in pid's environment, read
+ * afresh (the simulator writes it into the target's memory); '\0' when the
+ * target has none or cannot be read. */
+static char itest_sim_step(pid_t pid, char *buf, size_t size)
+{
+        static const char name[] = "CUDACKPT_SIM_STEP=";
+        ssize_t n = itest_read_proc(pid, "environ", buf, size);
+
+        for (size_t off = 0; n > 0 && off < (size_t)n; off += strlen(buf + off) + 1)
+                if (strncmp(buf + off, name, sizeof(name) - 1) == 0)
+                        return buf[off + sizeof(name) - 1];
+        return '\0';
+}
+
+void itest_await_sim_step(pid_t pid, char letter, int timeout_ms)
+{
+        const size_t size = 1 << 16;
+        char *buf = itest_keep(malloc(size)), seen;
+        double deadline = itest_now_ms() + timeout_ms;
+
+        ck_assert(buf);
+        while ((seen = itest_sim_step(pid, buf, size)) != letter) {
+                ck_assert_msg(seen != '\0', "target %d has no CUDACKPT_SIM_STEP slot", (int)pid);
+                ck_assert_msg(itest_now_ms() < deadline,
+                              "target %d: the simulator's step slot reads '%c', not '%c', after %d ms", (int)pid, seen,
+                              letter, timeout_ms);
+                usleep(1000);
+        }
+}
+
 /* --itest-grow MIB_PER_S: a target whose resident memory grows at that
  * rate (up to 1 GiB), as a real one's does while the driver checkpoints
  * it; the simulator moves no memory. */
