@@ -24,11 +24,20 @@ lease nobody claims is undone while the command still runs.
     fails with ShuttingDown's status naming n1 at restore, and every
     target is checkpointed when it returns (the pending lease's undo and
     n1's rollback both checkpoint it again: never one left running);
+  - the same, the killed daemon's listening socket outliving its
+    connections for LINGER_S (the test holds a copy of it, as the kernel
+    does for a moment while it closes a killed process's descriptors one
+    by one): n1's part, reconnecting at once, reaches that dead listener
+    before the new daemon listens; its rollback waits for the new daemon
+    to answer rather than go on the connection the listener's close
+    resets (which failed the rollback on n1): the same outcome, every
+    node rolled back;
   - during a resume, n1 and n2 restored and held locked while n3 restores
     slowly (n1's daemon restarted): n1's part claims its lease again and the
     unlock goes on: exit 0, all three running when it returns, never one
     left locked while the others run.
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
+import ctypes
 import os
 import select
 import subprocess
@@ -47,6 +56,11 @@ EXIT_SHUTTING_DOWN = 22
 BUSY_MS = 3000
 CKPT_MIBPS = 8
 RESTORE_MIBPS = 16
+# How long the killed daemon's listener outlives it (the restore case's
+# second run): longer than the coordinator takes to send the rollback once
+# n1 failed its restore.
+LINGER_S = 1.0
+SYS_PIDFD_GETFD = 438  # the same number on every architecture
 ALL = ("n1", "n2", "n3")
 
 
@@ -77,6 +91,28 @@ def restart(daemons, node):
     daemons[node].kill()
     daemons[node].restart()
     return t
+
+
+def listener_copy(daemon):
+    """A copy (pidfd_getfd) of the descriptor on which daemon listens on its socket."""
+    inode = None
+    with open("/proc/net/unix") as f:
+        for ln in f.read().splitlines()[1:]:
+            fields = ln.split()
+            # Flags 00010000: __SO_ACCEPTCON, a listening socket.
+            if len(fields) >= 8 and fields[7] == daemon.socket and int(fields[3], 16) & 0x10000:
+                inode = fields[6]
+    fds = "/proc/%d/fd" % daemon.proc.pid
+    fd = [int(n) for n in os.listdir(fds) if os.readlink(os.path.join(fds, n)) == "socket:[%s]" % inode][0]
+    pidfd = os.pidfd_open(daemon.proc.pid)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        copy = libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
+        if copy < 0:
+            raise OSError(ctypes.get_errno(), "pidfd_getfd")
+        return copy
+    finally:
+        os.close(pidfd)
 
 
 def finish(p, said):
@@ -119,21 +155,32 @@ def case_during_checkpoint(c, daemons, sim):
     end_job(c, job)
 
 
-def case_during_restore(c, daemons, sim):
+def case_during_restore(c, daemons, sim, linger_s=0):
+    """linger_s: how long the killed daemon's listener outlives it (0: not at all)."""
     job = start_job(c, sim, '[ "$SLURMD_NODENAME" = n1 ] && export CUDACKPT_SIM_RESTORE_MIBPS=%d;' % RESTORE_MIBPS)
     r, _ = ctl(c, ["suspend", "--slurm-job=" + job])
     check(r.returncode == 0, "the job suspended whole (%r, %r)" % (r.returncode, r.stderr))
     p, t0 = start(c, "resume", job)
     said = []
     await_said(p, said, "restore", ("n2", "n3"), 10)
-    restart(daemons, "n1")
+    if linger_s:
+        listener = listener_copy(daemons["n1"])
+        daemons["n1"].kill()
+        time.sleep(linger_s)
+        # Closed, it resets the connections waiting in its backlog; the
+        # new daemon then binds the socket again (it would refuse to
+        # while a listener answers there).
+        os.close(listener)
+        daemons["n1"].restart()
+    else:
+        restart(daemons, "n1")
     out, err, t1 = finish(p, said)
     st = states(c, job)
     check(p.returncode == EXIT_SHUTTING_DOWN and "n1 failed at restore" in err and "every node rolled back" in err
           and st == {n: "c" for n in ALL} and t1 - t0 < COMMAND_LIMIT_S,
-          "n1's daemon restarted during n1's restore: the resume fails in %.2fs with ShuttingDown's status, "
+          "n1's daemon restarted during n1's restore%s: the resume fails in %.2fs with ShuttingDown's status, "
           "naming n1 at restore, every node rolled back and checkpointed (%r, %r, %r, %r)"
-          % (t1 - t0, p.returncode, out, err, st))
+          % (", its listener outliving it %gs" % linger_s if linger_s else "", t1 - t0, p.returncode, out, err, st))
     end_job(c, job)
 
 
@@ -183,6 +230,7 @@ def main():
             case_between_lock_and_checkpoint(c, daemons, sim)
             case_during_checkpoint(c, daemons, sim)
             case_during_restore(c, daemons, sim)
+            case_during_restore(c, daemons, sim, linger_s=LINGER_S)
             # The job suspended whole by case (b) is the one case (c) resumes.
             case_during_resume(c, daemons, case_before_commit(c, daemons, sim))
     return run_on_cluster(cases)

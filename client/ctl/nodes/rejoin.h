@@ -25,13 +25,19 @@ typedef struct nodes_conn {
         bool connected;         /* client's connection is open */
 } nodes_conn;
 
+/* How long a daemon reached again has to answer on the new connection
+ * (GetInfo) before the part takes it for none and tries again. */
+#define REJOIN_ANSWER_MS 3000
+
 /* How long a call of a part whose daemon restarted waits for the daemon
  * to answer again (the daemon's default lease_claim_grace_ms). */
 #define REJOIN_WAIT_MS 10000
 
 /* The daemon closed the connection (a restart, an upgrade): connects
  * again (the library waits for its socket; tried again until wait_ms has
- * passed) and, if a lease is held, claims it.  Where the daemon answers that it no longer holds the lease,
+ * passed) to a daemon that answers on the connection (a killed daemon's
+ * listener, closing, may still take one) and, if a lease is held, claims
+ * it.  Where the daemon answers that it no longer holds the lease,
  * it undid it (the members run again): c->held becomes none.  What went
  * wrong is said on stderr, each line beginning "NODE: ". */
 void nodes_conn_rejoin(nodes_conn *c, const char *node, int wait_ms);
