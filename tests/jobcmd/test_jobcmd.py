@@ -122,6 +122,19 @@ def case_plain(e):
     check(e.run(["list"]).stdout.strip() == "NAME\tPID", "the daemon stopped the job: none listed")
 
 
+def case_slurm_task(e):
+    """Under Slurm (SLURM_JOB_ID set), start --save warns when slurmstepd
+    did not start it (Slurm would signal its parent only); elsewhere not."""
+    def run(extra):
+        return subprocess.run(e.argv(["start", "--name=st", "--save=st", "--", "/bin/true"]),
+                              preexec_fn=as_user(e.uid), cwd=e.work, env=dict(os.environ, **extra),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    slurm, plain = run({"SLURM_JOB_ID": "7"}), run({})
+    check(slurm.returncode == 0 and "warning: started by python3" in slurm.stderr and plain.returncode == 0
+          and "warning" not in plain.stderr, "job start --save under Slurm, not slurmstepd's task: warned (%r, %r)"
+          % (slurm.stderr, plain.stderr))
+
+
 def case_limits(e):
     out = os.path.join(e.work, "limits.out")
 
@@ -481,6 +494,7 @@ def main():
             check(True, "a dump left by this node's earlier daemon is swept at start")
             e = Env(ctl, d, uid, work)
             case_plain(e)
+            case_slurm_task(e)
             case_limits(e)
             case_cgroups(e)
             case_refusals(e)

@@ -88,6 +88,10 @@ def case_requeue_elsewhere(c, out):
     rep = ask(c, first, result, 1)
     check(["ok", rep[0][1], "1"] == rep[0][:3] and rep[1][3:] == ["own"],
           "the target runs as %s's job on %s, its memory as written, its own /proc (%r)" % (who, node, rep))
+    with open(os.path.join(out, "slurm.out")) as f:
+        said = f.read()
+    check("warning" not in said, "job start, the batch script's task itself (exec), knows slurmstepd as its parent "
+          "(%r)" % said)
     listed = slurmcluster.await_true("the job listed", lambda: '"train"' in ctl(c, node, ["list", "--json"]).stdout,
                                      20)
     check(listed, "%s's daemon lists the job train as %s's" % (node, who))

@@ -13,6 +13,7 @@
 #include "describe.h"
 #include "exitcode.h"
 #include "failure.h"
+#include "fdio.h"
 #include "jobcall.h"
 #include "jobwait.h"
 #include "json.h"
@@ -20,6 +21,7 @@
 #include <cJSON.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -316,6 +318,25 @@ static void job_forget_save(const job_args *a, int status) {
         free(params);
 }
 
+/* Under Slurm, a save on its signals works only where this command is
+ * the batch script's (or a step's) task itself: Slurm sends SIGTERM to
+ * slurmstepd's children only, then SIGKILLs the rest of the step as soon
+ * as they are gone, well before a dump could end. */
+static void job_check_slurm_task(void) {
+        char path[64], comm[32] = "";
+
+        if (!getenv("SLURM_JOB_ID"))
+                return;
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int) getppid());
+        if (fdio_read_at(AT_FDCWD, path, comm, sizeof(comm)) > 0 && strcmp(comm, "slurmstepd\n") == 0)
+                return;
+        comm[strcspn(comm, "\n")] = '\0';
+        ctl_sanitize(comm);
+        fprintf(stderr, JOB_PREFIX "warning: started by %s, not by Slurm's slurmstepd: a requeue or scancel would "
+                "signal that parent only, then SIGKILL this command before the job is saved; make it the task "
+                "itself (exec cudackptctl job ...)\n", comm[0] ? comm : "an unknown process");
+}
+
 static int job_start(job_args *a) {
         char out[PATH_MAX], cwd[PATH_MAX];
         char *params;
@@ -323,6 +344,7 @@ static int job_start(job_args *a) {
         int status;
 
         if (a->save) {
+                job_check_slurm_task();
                 params = ctl_job_save_param(a->save);
                 if (!params)
                         return job_oom();
@@ -354,6 +376,7 @@ static int job_restore(job_args *a) {
 
         if (!params)
                 return job_oom();
+        job_check_slurm_task();
         /* The save signals save it back where it came from. */
         status = job_wait(a, CUDACKPT_METHOD_RESTORE_JOB, params, a->operand, &end);
         free(params);
