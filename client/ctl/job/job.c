@@ -276,6 +276,10 @@ static int job_option_daemon(ctl_job_args *a, int c, char **argv) {
                 if (ctl_run_fd_arg(optarg, c == O_READY_FD ? &a->ready_fd : c == O_CGROUPS_OF ? &a->cgroups_of
                                                                                               : &a->barrier_fd) < 0)
                         return job_usage("invalid %s '%s': an open descriptor above 2", argv[optind - 1], optarg);
+                /* Its end is this command's only: criu and its scripts
+                 * holding a copy would keep it open after this one died. */
+                if (c == O_BARRIER_FD)
+                        (void) fcntl(a->barrier_fd, F_SETFD, FD_CLOEXEC);
                 break;
         default:
                 return job_usage("unknown option '%s' (CRIU's options go after --)", argv[optind - 1]);
