@@ -61,12 +61,17 @@
  * The step slot: a target that carries CUDACKPT_SIM_STEP=X, X one
  * character, lets a test see where a state-changing call on it is (in
  * /proc/PID/environ, written the same way as the state slot): once lock,
- * checkpoint, restore or unlock is past steps 4 and 5 below (it no longer
- * waits for a stopped target and will do its work), the slot reads the
- * first letter of its name, l, c, r or u; when the call ends, "-".  A test
- * that means to act while a call works (stop the target, say) awaits that
- * letter, not the daemon's in_flight, which it shows before the call
- * reaches the driver.
+ * checkpoint, restore or unlock is past step 3 below and holds the process
+ * (no other operation on it works), before its CUDACKPT_SIM_PRE_WAIT_MS and
+ * step 4, the slot reads the first letter of its name in upper case, L, C,
+ * R or U; once it is past steps 4 and 5 (it no longer waits for a stopped
+ * target and will do its work), that letter in lower case, l, c, r or u;
+ * when the call ends, "-".  A test that means to act while a call works
+ * (stop the target, say) awaits the lower-case letter; one that means to
+ * act once the call has reached the driver, past the daemon's own checks
+ * (a stop the call itself must wait for), awaits the upper-case one.  Not
+ * the daemon's in_flight: it shows that before the call reaches the
+ * driver, before the daemon has pinned or checked the process.
  *
  * Stopped targets: while every live thread of the target is stopped (state
  * T or t in /proc/PID/task/TID/stat, as under SIGSTOP or CRIU's seize;

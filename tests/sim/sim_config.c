@@ -16,7 +16,7 @@ static const char *const sim_op_names[SIM_OP_COUNT] = {
 };
 
 /* The name CUDACKPT_SIM_FAIL gives op; its first letter is what the step
- * slot reads while op works. */
+ * slot reads while op works (in upper case while op waits to work). */
 const char *sim_op_name(enum sim_op op) {
         return sim_op_names[op];
 }

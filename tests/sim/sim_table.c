@@ -3,6 +3,7 @@
 
 #include "sim.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -115,9 +116,10 @@ CUresult sim_op_end(struct sim_call *c) {
 /* Begins the state-changing operation op on pid, whose arguments are valid
  * where args_ok (else CUDA_ERROR_INVALID_VALUE): opens its target into c->t
  * and takes its entry into c->p, then (after CUDACKPT_SIM_PRE_WAIT_MS) waits
- * until the process runs.  Returns true, sim_op_end to end the operation,
- * with the entry's state in c->state, CUDA_SUCCESS in c->r when that state
- * is want, and op's letter in the target's step slot.  Else false, with
+ * until the process runs, with op's upper-case letter in the target's step
+ * slot meanwhile.  Returns true, sim_op_end to end the operation, with the
+ * entry's state in c->state, CUDA_SUCCESS in c->r when that state is want,
+ * and op's lower-case letter in the step slot.  Else false, with
  * nothing left open and the error in c->r: the target's or the entry's,
  * the wait's where the process died while stopped, or
  * CUDA_ERROR_ILLEGAL_STATE where the process is not in the state the
@@ -134,6 +136,7 @@ bool sim_op_begin(int pid, enum sim_op op, bool args_ok, CUprocessState want, st
                 sim_target_close(&c->t);
                 return false;
         }
+        sim_step_write(&c->t, (char) toupper((unsigned char) sim_op_name(op)[0]));
         sim_sleep_ns(c->t.cfg.pre_wait_ms * 1000000ull);
         c->r = sim_target_wait_running(&c->t);
         c->state = c->p->state;

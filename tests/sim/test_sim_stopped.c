@@ -4,8 +4,8 @@
  * its state inside the target, so that a process restored from an image
  * reads as it was dumped; a restore onto a GPU this machine lacks, with no
  * map, is refused and leaves the process checkpointed.  And one aid to the
- * daemon's tests: the step slot (CUDACKPT_SIM_STEP) shows when a call is
- * past its wait for a stopped target.
+ * daemon's tests: the step slot (CUDACKPT_SIM_STEP) shows when a call has
+ * reached the sim and when it is past its wait for a stopped target.
  *
  * The library is loaded with dlopen, as the daemon loads a driver, and its
  * cuCheckpointProcess* functions are called directly on cudackpt-sim-target
@@ -517,7 +517,7 @@ START_TEST(test_slot_bad_value_ignored) {
 }
 END_TEST
 
-/* The step slot reads '-' while a lock pauses (CUDACKPT_SIM_PRE_WAIT_MS)
+/* The step slot reads 'L' while a lock pauses (CUDACKPT_SIM_PRE_WAIT_MS)
  * and then waits for a target stopped meanwhile; 'l' once the target runs
  * again and the lock works (its kernel); '-' again when it has ended. */
 START_TEST(test_step_slot_follows_the_call) {
@@ -532,7 +532,7 @@ START_TEST(test_step_slot_follows_the_call) {
         ck_assert_int_eq(kill(t.pid, SIGSTOP), 0);
         ck_assert(stopped_await(stopped_all_stopped, &t, STOPPED_RETURN_MS));
         stopped_assert_waits(&c);
-        ck_assert_int_eq(stopped_step(&t), '-');
+        ck_assert_int_eq(stopped_step(&t), 'L');
         ck_assert_int_eq(kill(t.pid, SIGCONT), 0);
         ck_assert_msg(stopped_await(stopped_step_is_lock, &t, STOPPED_RETURN_MS), "the step slot reads '%c'",
                       stopped_step(&t));

@@ -414,9 +414,11 @@ char itest_proc_state(pid_t pid);
 /* Waits (5 s at most) until pid's state letter is want (equal) or is not. */
 void itest_await_proc_state(pid_t pid, char want, bool equal);
 /* Waits until the simulator's step slot in target pid (its environment
- * carries CUDACKPT_SIM_STEP=-) reads letter: l, c, r or u while a Lock,
- * Checkpoint, Restore or Unlock is past its wait for a stopped target and
- * works, '-' when none does (tests/sim/sim.c); asserts it within timeout_ms. */
+ * carries CUDACKPT_SIM_STEP=-) reads letter: L, C, R or U once a Lock,
+ * Checkpoint, Restore or Unlock has reached the driver (past the daemon's
+ * own checks) and before its wait for a stopped target; l, c, r or u once
+ * past that wait, while it works; '-' when none does (tests/sim/sim.c).
+ * Asserts it within timeout_ms. */
 void itest_await_sim_step(pid_t pid, char letter, int timeout_ms);
 /* The parameter key of a reply (any JSON type), NULL when absent. */
 const cJSON *itest_get(const cJSON *reply, const char *key);

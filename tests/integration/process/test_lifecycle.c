@@ -282,22 +282,41 @@ END_TEST
 
 /* A process stopped after the daemon's check, while its driver call runs,
  * holds that call: the daemon's log says so once stall_warning_ms has
- * passed, and the call completes once the process runs again. */
+ * passed, and the call completes once the process runs again.
+ *
+ * The stop must land after the daemon's own check (a stop before it is
+ * refused with ProcessStopped, no call made): once the Lock has reached
+ * the driver, where the simulator's step slot reads 'L' (for the 200 ms
+ * the simulator pauses there, then while it waits for the stopped
+ * process).  Not once the daemon shows the Lock in flight, which it does
+ * before that check.  And it must land before the daemon's stall check,
+ * made once, stall_warning_ms after the Lock went to a worker (so after
+ * it was sent): asserted, not assumed. */
 START_TEST(stall_warning_names_the_stop)
 {
-        struct itest_daemon_opts o = { .config_json = "{\"stall_warning_ms\": 300}" };
+        enum { STALL_MS = 300 };
+        struct itest_daemon_opts o = { .config_json = itest_strdupf("{\"stall_warning_ms\": %d}", STALL_MS) };
         struct itest_daemon *d = itest_daemon_start(&o);
-        /* The lock waits for a 3 s kernel. */
-        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_BUSY_MS=3000", NULL);
+        /* The lock pauses 200 ms in the driver, then waits for a stopped
+         * process. */
+        pid_t pid = itest_target("CUDACKPT_SIM=1", "CUDACKPT_SIM_PRE_WAIT_MS=200", "CUDACKPT_SIM_STEP=-", NULL);
         struct itest_conn *op = itest_connect(d);
-        struct itest_conn *watch = itest_connect(d);
+        double sent = itest_now_ms();
         itest_sendf(op, "{\"method\":\"" CUDACKPT_METHOD_LOCK "\",\"parameters\":{\"pid\":%d,\"timeout_ms\":0}}",
                     (int)pid);
-        itest_await_in_flight(watch, pid, "Lock", 2000);
+        itest_await_sim_step(pid, 'L', 5000);
         group_stop(pid, true);
+        /* 50 ms to spare: the daemon dates the Lock's start by libuv's
+         * clock, in whole milliseconds and possibly coarse. */
+        double stopped = itest_now_ms() - sent;
+        ck_assert_msg(stopped < STALL_MS - 50,
+                      "the process was stopped %.0f ms after the Lock was sent: the daemon's stall check, %d ms "
+                      "after, may have come first",
+                      stopped, STALL_MS);
 
         itest_await_log(d, itest_strdupf("every thread of process %d is stopped (signal)", (int)pid), 5000);
-        ck_assert_int_eq(kill(pid, SIGCONT), 0);
+        ck_assert_msg(!itest_conn_readable(op), "the Lock ended while its process was stopped");
+        group_stop(pid, false);
         itest_assert_state(itest_recv_within(op, 10000), pid, "locked");
         itest_assert_state(itest_call_pid(op, CUDACKPT_METHOD_UNLOCK, pid), pid, "running");
 }
