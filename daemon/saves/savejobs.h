@@ -29,6 +29,7 @@
 #include "base/metrics.h"
 #include "base/share.h"
 #include "net/conn.h"
+#include "saves/savebarrier.h"
 #include "saves/savebusy.h"
 #include "saves/savecmd.h"
 #include "saves/savestore.h"
@@ -57,6 +58,7 @@ struct saves {
         struct share jobs_share;        /* jobs, by uid (max_jobs, max_jobs_per_uid) */
         struct share ops_share;         /* dumps and restores in flight, by uid */
         struct savebusy busy;           /* saves a dump or restore works on */
+        struct savebarriers barriers;   /* the parts held at a barrier */
 };
 
 struct savejob {
@@ -72,6 +74,7 @@ struct savejob {
         struct conn *conn;              /* the call's; NULL once answered or closed */
         struct conn_hook closing;       /* on conn: its closing stops the job */
         struct savecmd cmd;
+        struct savebarrier *barrier;    /* RestoreJob held at a barrier, until its command exited */
         uv_timer_t stop_timer;          /* the steps of a stop */
         int stop_step;                  /* signals sent by the stop so far */
         bool started;                   /* the ready line came: pid and start_time */
@@ -96,6 +99,8 @@ struct savejobs_spec {
                                          * operation the caller took and the job gives back */
         int hold_fd;                    /* with restoring: the save's hold, the job's in every
                                          * case (-1: none) */
+        bool barrier;                   /* the command's fd 6 a barrier's end (savebarrier.h):
+                                         * argv has its --barrier-fd */
 };
 
 /* The caller's job name, started or starting; NULL when none. */

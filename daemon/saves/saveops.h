@@ -21,6 +21,7 @@ struct saveops_request {
         const char *name;               /* SaveJob: the job */
         const char *save;               /* SaveJob, RestoreJob, RemoveSave */
         bool leave_running, replace;    /* SaveJob */
+        bool barrier;                   /* SaveJob, RestoreJob: held at a barrier (savebarrier.h) */
 };
 
 /* Answers the call on c (SaveJob, RestoreJob, ListSaves, RemoveSave), now
