@@ -13,8 +13,9 @@
  * part roll back, when the held call's connection closes, when
  * barrier_timeout_ms passes after the ready line (the job is frozen
  * meanwhile), when the line is not the ready line, and when the owner
- * releases the barrier (its command exited).  A job has at most one
- * barrier, so a uid has at most max_jobs_per_uid.  Loop thread only. */
+ * releases the barrier (its command exited).  Each barrier is a dump or a
+ * restore holding one of its uid's save operations: a uid has at most
+ * max_save_operations_per_uid.  Loop thread only. */
 #ifndef CUDACKPT_SAVEBARRIER_H
 #define CUDACKPT_SAVEBARRIER_H
 
