@@ -17,10 +17,11 @@ line is lost or repeated.  The barrier calls are spoken in Varlink here.
       with their connection (no line lost), no save and no lock rule of
       theirs left;
   (b) both held again and passed (go): both saved (job start exits 0, the
-      saves listed), the lock rules kept; both restored with RestoreJob
-      barrier: true, each ready before "started", passed one a second after
-      the other: the stream goes on from where it was saved, no line lost
-      or repeated, the rules gone;
+      saves listed), the lock rules kept; both restored held at a barrier
+      and let go by none (go:false, the call closed): neither runs, the
+      saves and rules intact; both restored held again, each ready before
+      "started", passed one a second after the other: the stream goes on
+      from where it was saved, no line lost or repeated, the rules gone;
   (c) a daemon with barrier_timeout_ms 2000: a held save that nobody
       passes rolls back by itself after 2 s, the job running on;
       SaveJob barrier: true without more is InvalidParameter (barrier);
@@ -174,6 +175,21 @@ def case_none_go(t, n1, n2, port):
     check(not set(n1.saves()) & {"s-n1", "s-n2"}, "no save made (%r)" % n1.saves())
 
 
+def restore_none_go(n1, n2, port):
+    """Both restored and held, let go by none (PassBarrier go:false, the
+    call closed): neither runs, both saves and the lock rules intact."""
+    held = [n.hold("RestoreJob", {"save": n.save}) for n in (n1, n2)]
+    r = n1.pass_barrier(False)
+    held[1].close()
+    r1 = held[0].reply()
+    held[0].close()
+    check(r == {"parameters": {}} and r1.get("error") == IFACE + "CommandFailed" and
+          r1["parameters"]["command"] == "restore", "a restore let go by none: CommandFailed (%r, %r)" % (r, r1))
+    await_true("the other node's restore ended with its call", lambda: not n2.running())
+    check(not n1.running() and {"s-n1", "s-n2"} <= set(n1.saves()) and len(lock_rules(port)) == 4,
+          "neither part runs; both saves and the lock rules intact (%r)" % lock_rules(port))
+
+
 def case_all_go(t, n1, n2, port):
     held = [n.hold("SaveJob", {"name": "part", "save": n.save}) for n in (n1, n2)]
     for n in (n1, n2):
@@ -189,6 +205,7 @@ def case_all_go(t, n1, n2, port):
     n = count(t.out)
     check({"s-n1", "s-n2"} <= set(n1.saves()), "both saves listed (%r)" % n1.saves())
     check(len(lock_rules(port)) == 4, "their connection's lock rules kept for the restore (%r)" % lock_rules(port))
+    restore_none_go(n1, n2, port)
     held = [node.hold("RestoreJob", {"save": node.save}) for node in (n1, n2)]
     check(count(t.out) == n, "nothing flows while both restored parts wait at their barrier")
     r = n1.pass_barrier(True)
