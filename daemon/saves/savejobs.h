@@ -9,11 +9,12 @@
  * "started" (continues) once the command's ready line came, then one last
  * reply: "ended" with the job's exit status, "saved" when a SaveJob ended
  * it (held until that SaveJob's save is on stable storage), or
- * CommandFailed when it never started.  The job lives no longer than its
- * call: when the connection closes first, the command gets SIGTERM (run
- * forwards it to the job), SIGRTMIN+2 after job_stop_ms (it kills the
- * job's init) and SIGKILL after job_stop_ms more; --die-with-parent ends
- * the jobs with the daemon.  A caller sees only its own uid's jobs. */
+ * CommandFailed when it never started; a restore held at a barrier
+ * (savebarrier.h) first gets {"barrier": "ready"}.  The job lives no
+ * longer than its call: when the connection closes first, the command
+ * gets SIGTERM (run forwards it to the job), SIGRTMIN+2 after job_stop_ms
+ * (it kills the job's init) and SIGKILL after job_stop_ms more;
+ * --die-with-parent ends the jobs with the daemon.  A caller sees only its own uid's jobs. */
 #ifndef CUDACKPT_SAVEJOBS_H
 #define CUDACKPT_SAVEJOBS_H
 
