@@ -181,7 +181,7 @@ void methods_init(struct methods *m, const struct methods_features *f)
         add(m, PROTO_GET_METRICS, PROTO_GET_METRICS, metrics_row, f->status, true);
         add(m, PROTO_GET_STATUS, PROTO_GET_STATUS, status_row, f->status, true);
         add(m, PROTO_LIST_GPUS, PROTO_LIST_GPUS, gpulist_row, f->lists, true);
-        add(m, PROTO_START_JOB, PROTO_LIST_JOBS, saves_row, f->saves, false);
+        add(m, PROTO_START_JOB, PROTO_PASS_BARRIER, saves_row, f->saves, false);
         add(m, PROTO_GET_INFO, PROTO_GET_INFO, get_info_call, NULL, true);
         add(m, PROTO_GET_INTERFACE_DESCRIPTION, PROTO_GET_INTERFACE_DESCRIPTION, get_interface_description_call,
             NULL, false);

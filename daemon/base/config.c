@@ -66,8 +66,8 @@ void config_init(struct config *c)
                 .lane_spin_us = 200,
                 .max_jobs = 64, .max_jobs_per_uid = 4,
                 .max_job_argv = 4096,
-                .job_stop_ms = 10000,
-                .save_tcp_established = true, .save_network_lock = "skip",
+                .job_stop_ms = 10000, .barrier_timeout_ms = 300000,
+                .save_tcp_established = true, .save_network_lock = "skip", .save_parts_network_lock = "iptables",
                 .max_saves = 1024, .max_saves_per_uid = 16,
                 .max_save_bytes_per_uid = (uint64_t)1 << 40,
                 .max_save_operations = 4, .max_save_operations_per_uid = 1,
@@ -190,6 +190,7 @@ static const struct uint_key uint_keys[] = {
         UKEY(max_jobs_per_uid, 1, 65536),
         UKEY(max_job_argv, 1, 65536),
         UKEY(job_stop_ms, 0, 3600000),
+        UKEY(barrier_timeout_ms, 1, 86400000),
         UKEY(max_saves, 1, 1048576),
         UKEY(max_saves_per_uid, 1, 1048576),
         UKEY(max_save_bytes_per_uid, 1, 9007199254740992.0),
@@ -257,17 +258,19 @@ static int apply_table_key(struct config *c, const cJSON *item, char *why, size_
         return -ENOENT;
 }
 
-/* CRIU's --network-lock methods: its own names, the table's strings kept. */
+/* CRIU's --network-lock methods, the table's strings kept.  No "skip" for
+ * a part held at a barrier: its connections to other nodes need the lock. */
 static int apply_network_lock(struct config *c, const cJSON *item, char *why, size_t whylen)
 {
-        static const char *const methods[] = { "skip", "iptables", "nftables" };
+        static const char *const methods[] = { "iptables", "nftables", "skip" };
+        bool parts = strcmp(item->string, "save_parts_network_lock") == 0;
 
-        for (size_t i = 0; cJSON_IsString(item) && i < sizeof(methods) / sizeof(methods[0]); i++)
+        for (size_t i = 0; cJSON_IsString(item) && i < sizeof(methods) / sizeof(methods[0]) - parts; i++)
                 if (strcmp(item->valuestring, methods[i]) == 0) {
-                        c->save_network_lock = methods[i];
+                        *(parts ? &c->save_parts_network_lock : &c->save_network_lock) = methods[i];
                         return 0;
                 }
-        snprintf(why, whylen, "\"save_network_lock\" must be \"skip\", \"iptables\" or \"nftables\"");
+        snprintf(why, whylen, "\"%s\" must be %s\"iptables\" or \"nftables\"", item->string, parts ? "" : "\"skip\", ");
         return -EINVAL;
 }
 
@@ -366,7 +369,7 @@ static int apply_key(struct config *c, const cJSON *item, char *why, size_t whyl
         }
         if (strcmp(key, "socket_mode") == 0)
                 return apply_socket_mode(c, item, why, whylen);
-        if (strcmp(key, "save_network_lock") == 0)
+        if (strcmp(key, "save_network_lock") == 0 || strcmp(key, "save_parts_network_lock") == 0)
                 return apply_network_lock(c, item, why, whylen);
         if (strcmp(key, "log_level") == 0)
                 return apply_log_level(c, item, why, whylen);

@@ -20,13 +20,16 @@
 struct params {
         const char *name, *save, *directory, *output;
         const cJSON *argv, *environment;
-        bool leave_running, replace;
+        bool leave_running, replace, barrier, go;
 };
 
-enum key { K_NAME, K_SAVE, K_ARGV, K_ENVIRONMENT, K_DIRECTORY, K_OUTPUT, K_LEAVE_RUNNING, K_REPLACE, K_N };
+enum key {
+        K_NAME, K_SAVE, K_ARGV, K_ENVIRONMENT, K_DIRECTORY, K_OUTPUT, K_LEAVE_RUNNING, K_REPLACE, K_BARRIER, K_JOB,
+        K_GO, K_N
+};
 
 static const char *const key_names[K_N] = { "name", "save", "argv", "environment", "directory", "output",
-                                            "leave_running", "replace" };
+                                            "leave_running", "replace", "barrier", "job", "go" };
 
 #define BIT(k) (1u << (k))
 
@@ -41,8 +44,13 @@ static unsigned keys_of(enum proto_method m, unsigned *ret_required)
                 return start | BIT(K_OUTPUT);
         case PROTO_SAVE_JOB:
                 *ret_required = BIT(K_NAME) | BIT(K_SAVE);
-                return BIT(K_NAME) | BIT(K_SAVE) | BIT(K_LEAVE_RUNNING) | BIT(K_REPLACE);
+                return BIT(K_NAME) | BIT(K_SAVE) | BIT(K_LEAVE_RUNNING) | BIT(K_REPLACE) | BIT(K_BARRIER);
         case PROTO_RESTORE_JOB:
+                *ret_required = BIT(K_SAVE);
+                return BIT(K_SAVE) | BIT(K_BARRIER);
+        case PROTO_PASS_BARRIER:
+                *ret_required = BIT(K_JOB) | BIT(K_GO);
+                return BIT(K_JOB) | BIT(K_GO);
         case PROTO_REMOVE_SAVE:
                 *ret_required = BIT(K_SAVE);
                 return BIT(K_SAVE);
@@ -64,16 +72,20 @@ bool savecall_name_ok(const char *s)
 /* One parameter into p: 0, or -EINVAL (its value is not one). */
 static int take(enum key k, const cJSON *item, struct params *p)
 {
-        bool optional_null = cJSON_IsNull(item) && (k == K_OUTPUT || k == K_LEAVE_RUNNING || k == K_REPLACE);
+        bool optional_null = cJSON_IsNull(item) && (k == K_OUTPUT || k == K_LEAVE_RUNNING || k == K_REPLACE ||
+                                                    k == K_BARRIER);
+        bool *flags[K_N] = { [K_LEAVE_RUNNING] = &p->leave_running, [K_REPLACE] = &p->replace,
+                             [K_BARRIER] = &p->barrier, [K_GO] = &p->go };
 
         if (optional_null)
                 return 0;
         switch (k) {
         case K_NAME:
         case K_SAVE:
+        case K_JOB:
                 if (!cJSON_IsString(item) || !savecall_name_ok(item->valuestring))
                         return -EINVAL;
-                *(k == K_NAME ? &p->name : &p->save) = item->valuestring;
+                *(k == K_SAVE ? &p->save : &p->name) = item->valuestring; /* job: the name PassBarrier acts on */
                 return 0;
         case K_DIRECTORY:
         case K_OUTPUT:
@@ -90,7 +102,7 @@ static int take(enum key k, const cJSON *item, struct params *p)
         default:
                 if (!cJSON_IsBool(item))
                         return -EINVAL;
-                *(k == K_REPLACE ? &p->replace : &p->leave_running) = cJSON_IsTrue(item);
+                *flags[k] = cJSON_IsTrue(item);
                 return 0;
         }
 }
@@ -227,6 +239,11 @@ void savecall_call(struct saves *t, struct conn *c, struct proto_call *call)
                 conn_reply(c, call, err);
                 return;
         }
+        if (p.barrier && call->method == PROTO_SAVE_JOB && !call->more) {
+                /* Its continues reply says when the part waits at the barrier. */
+                conn_reply(c, call, proto_invalid_parameter("barrier"));
+                return;
+        }
         if (job && call->oneway)
                 return;
         if (job && !call->more) {
@@ -241,6 +258,13 @@ void savecall_call(struct saves *t, struct conn *c, struct proto_call *call)
                 list_jobs(t, c, call);
                 return;
         }
+        if (call->method == PROTO_PASS_BARRIER) {
+                if (t->dir_fd < 0)
+                        conn_reply(c, call, proto_error_new(CUDACKPT_ERROR_SAVES_DISABLED, NULL));
+                else
+                        savebarrier_pass(&t->barriers, c, call, p.name, p.go);
+                return;
+        }
         /* Running a user's command as root is the administrator's choice,
          * made with saves_dir (and, under systemd, cudackptd-jobs.conf). */
         if (call->method == PROTO_START_JOB && t->dir_fd < 0) {
@@ -251,7 +275,8 @@ void savecall_call(struct saves *t, struct conn *c, struct proto_call *call)
                 saveops_call(t, c, call, &(struct saveops_request){ .method = call->method, .name = p.name,
                                                                     .save = p.save,
                                                                     .leave_running = p.leave_running,
-                                                                    .replace = p.replace });
+                                                                    .replace = p.replace,
+                                                                    .barrier = p.barrier });
                 return;
         }
         bad = check_lists(&p, t->cfg->max_job_argv);

@@ -140,14 +140,16 @@ static void stdio_of(struct savecmd *cmd, const struct savecmd_spec *spec, uv_st
         io[3].data.fd = spec->pidfd;
         io[4].flags = spec->envfd >= 0 ? UV_INHERIT_FD : UV_IGNORE;
         io[4].data.fd = spec->envfd;
-        io[5].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+        io[5].flags = spec->ready ? UV_CREATE_PIPE | UV_WRITABLE_PIPE : UV_IGNORE;
         io[5].data.stream = (uv_stream_t *)&cmd->ready;
-        *ret_n = spec->ready ? 6 : spec->envfd >= 0 || spec->pidfd >= 0 ? 5 : 3;
+        io[6].flags = spec->barrierfd >= 0 ? UV_INHERIT_FD : UV_IGNORE;
+        io[6].data.fd = spec->barrierfd;
+        *ret_n = spec->barrierfd >= 0 ? 7 : spec->ready ? 6 : spec->envfd >= 0 || spec->pidfd >= 0 ? 5 : 3;
 }
 
 int savecmd_spawn(uv_loop_t *loop, struct savecmd *cmd, const struct savecmd_spec *spec)
 {
-        uv_stdio_container_t io[6];
+        uv_stdio_container_t io[7];
         uv_process_options_t o = { 0 };
         int r, n;
 

@@ -8,7 +8,8 @@
  * level info under the spec's tag (non-printable bytes as '?', at most
  * SAVECMD_LOG_LINES a command: criu's log tail of a failed dump says why); 3 the caller's pidfd and 4 a memfd of the
  * job's environment, when given; 5 a pipe for the ready line, when asked
- * for: one JSON line, read up to SAVECMD_LINE_MAX bytes.  The command runs
+ * for: one JSON line, read up to SAVECMD_LINE_MAX bytes; 6 the command's
+ * end of a barrier (savebarrier.h), when given.  The command runs
  * in a session of its own, so that only the daemon signals it.
  *
  * ready_cb comes at most once, before exit_cb; exit_cb comes once, after
@@ -32,6 +33,7 @@ struct savecmd_spec {
         int pidfd;                      /* its fd 3, or -1 */
         int envfd;                      /* its fd 4, or -1 */
         bool ready;                     /* a pipe as its fd 5 for the ready line */
+        int barrierfd;                  /* its fd 6, or -1 */
         const char *tag;                /* its log lines' prefix ("job NAME of uid U"), or NULL */
 };
 

@@ -196,11 +196,24 @@ static void ready_cb(struct savecmd *cmd, const char *line)
                 conn_send(j->conn, proto_reply_continues(job_params(j, "started")));
 }
 
+/* The restore waits at its barrier: the call is told, before "started". */
+static void barrier_ready_cb(void *data, cJSON *reply)
+{
+        struct savejob *j = data;
+
+        if (j->conn)
+                conn_send(j->conn, reply);
+        else
+                cJSON_Delete(reply);
+}
+
 static void exit_cb(struct savecmd *cmd, int status)
 {
         struct savejob *j = cmd->data;
 
         give_back_restore(j);
+        savebarrier_release(j->barrier);
+        j->barrier = NULL;
         if (j->hold_fd >= 0) /* another node may restore the save now */
                 close(j->hold_fd);
         j->hold_fd = -1;
@@ -342,17 +355,33 @@ static cJSON *admit(struct saves *t, const struct conn *c, const struct savejobs
         return NULL;
 }
 
+/* The barrier a restore held across nodes waits at: 0 and *ret_fd its
+ * command's end, or -1 with the job freed and its slot given back. */
+static int open_barrier(struct saves *t, struct conn *c, struct savejob *j, int *ret_fd)
+{
+        if (savebarrier_open(&t->barriers, &(struct savebarrier_spec){ .uid = j->uid, .caller_pid = c->caller.pid,
+                                                                       .name = j->name, .verb = j->verb, .c = c,
+                                                                       .ready_cb = barrier_ready_cb, .data = j },
+                             &j->barrier, ret_fd) == 0)
+                return 0;
+        share_give(&t->jobs_share, c->caller.uid, false);
+        free(j);
+        return -1;
+}
+
 int savejobs_start(struct saves *t, struct conn *c, const struct savejobs_spec *spec)
 {
         struct savejob *j = NULL;
         cJSON *err = admit(t, c, spec);
         char tag[192];
-        int r;
+        int r, barrier_fd = -1;
 
         if (!err && !(j = job_new(t, c->caller.uid, spec))) {
                 share_give(&t->jobs_share, c->caller.uid, false);
                 err = proto_error_new(CUDACKPT_ERROR_SHUTTING_DOWN, NULL);
         }
+        if (!err && spec->barrier && open_barrier(t, c, j, &barrier_fd) < 0)
+                err = saves_command_failed(spec->verb, 125, "the daemon is out of memory or descriptors");
         if (err) {
                 if (spec->restoring) {
                         savebusy_give(&t->busy, c->caller.uid, spec->restoring);
@@ -369,7 +398,9 @@ int savejobs_start(struct saves *t, struct conn *c, const struct savejobs_spec *
         r = savecmd_spawn(t->loop, &j->cmd, &(struct savecmd_spec){ .argv = spec->argv, .env = t->env,
                                                                       .pidfd = c->caller.pidfd,
                                                                       .envfd = spec->envfd, .ready = true,
-                                                                      .tag = tag });
+                                                                      .barrierfd = barrier_fd, .tag = tag });
+        if (barrier_fd >= 0) /* the command's now, or nobody's: its end closing rolls the part back */
+                close(barrier_fd);
         if (r < 0) {
                 snprintf(j->cmd.last, sizeof(j->cmd.last), "cannot run %s: %s", t->ctl, uv_strerror(r));
                 exit_cb(&j->cmd, 127);

@@ -9,11 +9,12 @@
  * "started" (continues) once the command's ready line came, then one last
  * reply: "ended" with the job's exit status, "saved" when a SaveJob ended
  * it (held until that SaveJob's save is on stable storage), or
- * CommandFailed when it never started.  The job lives no longer than its
- * call: when the connection closes first, the command gets SIGTERM (run
- * forwards it to the job), SIGRTMIN+2 after job_stop_ms (it kills the
- * job's init) and SIGKILL after job_stop_ms more; --die-with-parent ends
- * the jobs with the daemon.  A caller sees only its own uid's jobs. */
+ * CommandFailed when it never started; a restore held at a barrier
+ * (savebarrier.h) first gets {"barrier": "ready"}.  The job lives no
+ * longer than its call: when the connection closes first, the command
+ * gets SIGTERM (run forwards it to the job), SIGRTMIN+2 after job_stop_ms
+ * (it kills the job's init) and SIGKILL after job_stop_ms more;
+ * --die-with-parent ends the jobs with the daemon.  A caller sees only its own uid's jobs. */
 #ifndef CUDACKPT_SAVEJOBS_H
 #define CUDACKPT_SAVEJOBS_H
 
@@ -29,6 +30,7 @@
 #include "base/metrics.h"
 #include "base/share.h"
 #include "net/conn.h"
+#include "saves/savebarrier.h"
 #include "saves/savebusy.h"
 #include "saves/savecmd.h"
 #include "saves/savestore.h"
@@ -57,6 +59,7 @@ struct saves {
         struct share jobs_share;        /* jobs, by uid (max_jobs, max_jobs_per_uid) */
         struct share ops_share;         /* dumps and restores in flight, by uid */
         struct savebusy busy;           /* saves a dump or restore works on */
+        struct savebarriers barriers;   /* the parts held at a barrier */
 };
 
 struct savejob {
@@ -72,6 +75,7 @@ struct savejob {
         struct conn *conn;              /* the call's; NULL once answered or closed */
         struct conn_hook closing;       /* on conn: its closing stops the job */
         struct savecmd cmd;
+        struct savebarrier *barrier;    /* RestoreJob held at a barrier, until its command exited */
         uv_timer_t stop_timer;          /* the steps of a stop */
         int stop_step;                  /* signals sent by the stop so far */
         bool started;                   /* the ready line came: pid and start_time */
@@ -96,6 +100,8 @@ struct savejobs_spec {
                                          * operation the caller took and the job gives back */
         int hold_fd;                    /* with restoring: the save's hold, the job's in every
                                          * case (-1: none) */
+        bool barrier;                   /* the command's fd 6 a barrier's end (savebarrier.h):
+                                         * argv has its --barrier-fd */
 };
 
 /* The caller's job name, started or starting; NULL when none. */

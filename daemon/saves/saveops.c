@@ -34,6 +34,7 @@ struct saveop {
         struct savestore_info *list;    /* ListSaves' */
         size_t n;
         struct savecmd cmd;             /* SaveJob's dump */
+        struct savebarrier *barrier;    /* ... held at a barrier, until it exited */
         unsigned refs;                  /* the call, and the dump's handles */
         void (*work_fn)(struct saveop *op);
         void (*after_fn)(struct saveop *op);
@@ -74,8 +75,12 @@ static void give_back(struct saveop *op)
 static void op_end(struct saveop *op, bool bound)
 {
         give_back(op);
-        if (!bound)
+        savebarrier_release(op->barrier); /* the call answered: no continues after */
+        op->barrier = NULL;
+        if (!bound) {
+                conn_set_streaming(op->c, false); /* held at a barrier: it was */
                 conn_request_done(op->c);
+        }
         conn_unref(op->c);
         op_unref(op);
 }
@@ -239,44 +244,49 @@ static void dump_closed_cb(struct savecmd *cmd)
         op_unref(cmd->data);
 }
 
-/* The criu options of every save's dump and restore, after "--", into
- * argv (5 entries and a NULL free): the job's TCP connections (those among
- * its processes, in a PyTorch job, say) go with it, under the configured
- * network lock. */
-static void criu_options(const struct config *cfg, const char **argv)
+/* The dump waits at its barrier: the call is told. */
+static void barrier_ready_cb(void *data, cJSON *reply)
 {
-        size_t k = 0;
+        op_reply(data, reply);
+}
 
-        if (cfg->save_tcp_established) {
-                argv[k++] = "--";
-                argv[k++] = "--tcp-established";
-                argv[k++] = "--network-lock";
-                argv[k++] = cfg->save_network_lock;
-        }
-        argv[k] = NULL;
+/* The barrier a held dump waits at: 0 and *ret_fd its end, the call streaming
+ * until answered (so the daemon's stop closes it: the part rolls back), or -errno. */
+static int open_barrier(struct saveop *op, int *ret_fd)
+{
+        int r = savebarrier_open(&op->t->barriers, &(struct savebarrier_spec){ .uid = op->uid, .caller_pid =
+                                 op->caller_pid, .name = op->name, .verb = "dump", .c = op->c, .ready_cb =
+                                 barrier_ready_cb, .data = op }, &op->barrier, ret_fd);
+
+        if (r == 0)
+                conn_set_streaming(op->c, true);
+        return r;
 }
 
 static void spawn_dump(struct saveop *op)
 {
         char run[80], owner[24], images[4200], tag[192];
-        const char *argv[12] = { op->t->ctl, "dump", run, owner, images };
+        const char *argv[16] = { op->t->ctl, "dump", run, owner, images };
         size_t k = 5;
-        int r;
+        int r = 0, barrier_fd = -1;
 
         snprintf(tag, sizeof(tag), "save %s of job %s of uid %u", op->save, op->name, (unsigned)op->uid);
-
         snprintf(run, sizeof(run), "--run=u%u-%s", (unsigned)op->uid, op->name);
         snprintf(owner, sizeof(owner), "--owner=%u", (unsigned)op->uid);
         snprintf(images, sizeof(images), "--images=%s/%u/%s", op->t->cfg->saves_dir, (unsigned)op->uid, op->tmp);
         if (op->req.leave_running)
                 argv[k++] = "--leave-running";
-        criu_options(op->t->cfg, argv + k);
+        savebarrier_criu_options(op->t->cfg, op->req.barrier, argv + k);
         op->cmd.data = op;
         op->cmd.exit_cb = dump_exit_cb;
         op->cmd.close_cb = dump_closed_cb;
-        op->refs++;
-        r = savecmd_spawn(op->t->loop, &op->cmd, &(struct savecmd_spec){ .argv = argv, .env = op->t->env,
-                                                                         .pidfd = -1, .envfd = -1, .tag = tag });
+        r = op->req.barrier ? open_barrier(op, &barrier_fd) : 0;
+        if (r == 0 && ++op->refs) /* until close_cb, which comes spawned or not */
+                r = savecmd_spawn(op->t->loop, &op->cmd, &(struct savecmd_spec){ .argv = argv, .env = op->t->env,
+                                                                                 .pidfd = -1, .envfd = -1,
+                                                                                 .barrierfd = barrier_fd, .tag = tag });
+        if (barrier_fd >= 0)
+                close(barrier_fd);
         if (r < 0) {
                 op->cmd.status = 127;
                 snprintf(op->cmd.last, sizeof(op->cmd.last), "cannot run %s: %s", op->t->ctl, uv_strerror(r));
@@ -317,7 +327,7 @@ static void restore_check_work(struct saveop *op)
 static void restore_checked_after(struct saveop *op)
 {
         char images[4200], owner[24];
-        const char *argv[14] = { op->t->ctl,      "restore",  images, owner, "--wait", "--cgroups-of=3",
+        const char *argv[16] = { op->t->ctl,      "restore",  images, owner, "--wait", "--cgroups-of=3",
                                  "--ready-fd=5", "--die-with-parent" };
 
         if (op->r == 0 && !op->info.job[0])
@@ -329,13 +339,14 @@ static void restore_checked_after(struct saveop *op)
         }
         snprintf(images, sizeof(images), "--images=%s/%u/%s", op->t->cfg->saves_dir, (unsigned)op->uid, op->save);
         snprintf(owner, sizeof(owner), "--owner=%u", (unsigned)op->uid);
-        criu_options(op->t->cfg, argv + 8);
+        savebarrier_criu_options(op->t->cfg, op->req.barrier, argv + 8);
         /* The job takes the busy mark and the slot over. */
         op->holds_busy = op->holds_slot = false;
         bool bound = savejobs_start(op->t, op->c, &(struct savejobs_spec){ .verb = "restore", .name = op->info.job,
                                                                            .argv = argv, .envfd = -1,
                                                                            .restoring = op->save,
-                                                                           .hold_fd = op->hold_fd }) == 0;
+                                                                           .hold_fd = op->hold_fd,
+                                                                           .barrier = op->req.barrier }) == 0;
         op->hold_fd = -1; /* the job's now */
         op_end(op, bound);
 }

@@ -4,9 +4,10 @@
  * save checked on a worker, then a root `cudackptctl restore --wait` as a
  * job bound to the call, savejobs.h), ListSaves and RemoveSave.  The
  * directory work runs on worker threads (savestore.h); while a dump or a
- * restore works on a save, another call on it gets SaveBusy.  The caller's
- * uid scopes every name: another uid's save is NoSuchSave, as a missing
- * one.  Loop thread only. */
+ * restore works on a save, another call on it gets SaveBusy.  With
+ * barrier, the dump or restore is a part held at a barrier (savebarrier.h).
+ * The caller's uid scopes every name: another uid's save is NoSuchSave, as
+ * a missing one.  Loop thread only. */
 #ifndef CUDACKPT_SAVEOPS_H
 #define CUDACKPT_SAVEOPS_H
 
@@ -21,6 +22,7 @@ struct saveops_request {
         const char *name;               /* SaveJob: the job */
         const char *save;               /* SaveJob, RestoreJob, RemoveSave */
         bool leave_running, replace;    /* SaveJob */
+        bool barrier;                   /* SaveJob, RestoreJob: held at a barrier (savebarrier.h) */
 };
 
 /* Answers the call on c (SaveJob, RestoreJob, ListSaves, RemoveSave), now

@@ -218,7 +218,7 @@ int savesetup_init(struct saves *t, const struct saves_deps *deps, char *why, si
         int r;
 
         *t = (struct saves){ .loop = deps->loop, .cfg = cfg, .metrics = deps->metrics, .life = deps->life,
-                             .dir_fd = -1 };
+                             .dir_fd = -1, .barriers = { .loop = deps->loop, .cfg = cfg, .life = deps->life } };
         share_init(&t->jobs_share, job_keys, cfg->max_jobs, cfg->max_jobs_per_uid, 0);
         share_init(&t->ops_share, op_keys, cfg->max_save_operations, cfg->max_save_operations_per_uid, 0);
         find_ctl(t);

@@ -43,6 +43,7 @@ static const char *const method_names[PROTO_METHODS] = {
         [PROTO_LIST_SAVES] = "ListSaves",
         [PROTO_REMOVE_SAVE] = "RemoveSave",
         [PROTO_LIST_JOBS] = "ListJobs",
+        [PROTO_PASS_BARRIER] = "PassBarrier",
         [PROTO_GET_INFO] = "GetInfo",
         [PROTO_GET_INTERFACE_DESCRIPTION] = "GetInterfaceDescription",
 };

@@ -40,6 +40,7 @@ enum proto_method {
         PROTO_LIST_SAVES,
         PROTO_REMOVE_SAVE,
         PROTO_LIST_JOBS,
+        PROTO_PASS_BARRIER,
         PROTO_INTERFACE_METHODS, /* the ones above are io.cudackpt.Process's */
         PROTO_GET_INFO = PROTO_INTERFACE_METHODS,
         PROTO_GET_INTERFACE_DESCRIPTION,

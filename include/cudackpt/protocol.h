@@ -41,6 +41,7 @@
 #define CUDACKPT_METHOD_LIST_SAVES "io.cudackpt.Process.ListSaves"
 #define CUDACKPT_METHOD_REMOVE_SAVE "io.cudackpt.Process.RemoveSave"
 #define CUDACKPT_METHOD_LIST_JOBS "io.cudackpt.Process.ListJobs"
+#define CUDACKPT_METHOD_PASS_BARRIER "io.cudackpt.Process.PassBarrier"
 
 /* State strings carried in "state".  A driver value this build does not
  * know is reported as "unknown-N" with N the driver's number. */

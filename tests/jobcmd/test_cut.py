@@ -28,62 +28,10 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from savejobs import await_true, check, usable_criu  # noqa: E402
 from simdaemon import SimDaemon  # noqa: E402
+from tcpstream import CLIENT, SERVER, count, lock_rules, read  # noqa: E402
 
 LIMIT_S = 20
 CRIU_TCP = ["--", "--tcp-established", "--network-lock", "iptables"]
-
-SERVER = r"""
-import os, socket, sys
-port, out = sys.argv[1], sys.argv[2]
-srv = socket.socket()
-srv.bind(("127.0.0.1", 0))
-srv.listen(1)
-with open(port + ".tmp", "w") as f:
-    f.write(str(srv.getsockname()[1]))
-os.rename(port + ".tmp", port)
-c = srv.accept()[0]
-srv.close()
-want, f = 1, c.makefile("rb")
-for line in f:
-    n = int(line)
-    state = str(n) if n == want else "BAD %d after %d" % (n, want - 1)
-    if n % 50 == 0 or n != want:
-        with open(out + ".tmp", "w") as o:
-            o.write(state)
-        os.rename(out + ".tmp", out)
-    if n != want:
-        sys.exit(1)
-    want += 1
-"""
-
-CLIENT = r"""
-import os, socket, sys, time
-port, stop = sys.argv[1], sys.argv[2]
-c = socket.create_connection(("127.0.0.1", int(open(port).read())))
-n = 0
-while not os.path.exists(stop):
-    n += 1
-    c.sendall(b"%d\n" % n)
-    time.sleep(0.0005)
-"""
-
-
-def read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
-def count(path):
-    s = read(path)
-    return int(s) if s.isdigit() else (-1 if s.startswith("BAD") else 0)
-
-
-def lock_rules(port):
-    out = subprocess.run(["iptables", "-S"], stdout=subprocess.PIPE, text=True).stdout
-    return [line for line in out.splitlines() if "DROP" in line and str(port) in line.split()]
 
 
 class Part:

@@ -61,7 +61,8 @@ START_TEST(test_values)
                               " \"operators_may_act_on_root\": true, \"log_level\": \"debug\",\n"
                               " \"socket\": \"/tmp/x.sock\", \"default_lock_timeout_ms\": 4294967295,\n"
                               " \"max_cached_targets\": 0, \"cached_target_idle_ms\": 500, \"read_only_lane\": false,\n"
-                              " \"exit_wait_ms\": 250, \"process_index_tracepoint\": true}\n",
+                              " \"exit_wait_ms\": 250, \"process_index_tracepoint\": true,\n"
+                              " \"save_parts_network_lock\": \"nftables\", \"barrier_timeout_ms\": 2000}\n",
                               &c, &err),
                          0);
         ck_assert_uint_eq(c.workers, 4);
@@ -80,6 +81,9 @@ START_TEST(test_values)
         ck_assert(!c.read_only_lane);
         ck_assert_uint_eq(c.exit_wait_ms, 250);
         ck_assert(c.process_index_tracepoint);
+        ck_assert_str_eq(c.save_parts_network_lock, "nftables");
+        ck_assert_str_eq(c.save_network_lock, "skip"); /* the other key's */
+        ck_assert_uint_eq(c.barrier_timeout_ms, 2000);
         config_free(&c);
 }
 END_TEST
@@ -118,6 +122,11 @@ START_TEST(test_refused)
         assert_refused("{\"saves_dir\": \"saves\"}", ":1:", "absolute path");
         assert_refused("{\"ctl_path\": 1}", ":1:", "absolute path");
         assert_refused("{\"max_jobs_per_uid\": 0}", ":1:", "max_jobs_per_uid");
+        /* A part held at a barrier has connections to other nodes: they need the lock. */
+        assert_refused("{\"save_parts_network_lock\": \"skip\"}", ":1:",
+                       "\"save_parts_network_lock\" must be \"iptables\" or \"nftables\"");
+        assert_refused("{\"save_network_lock\": \"none\"}", ":1:", "\"skip\", \"iptables\" or \"nftables\"");
+        assert_refused("{\"barrier_timeout_ms\": 0}", ":1:", "barrier_timeout_ms");
 }
 END_TEST
 
@@ -183,6 +192,7 @@ START_TEST(test_shipped_file)
         SAME(max_jobs_per_uid);
         SAME(max_job_argv);
         SAME(job_stop_ms);
+        SAME(barrier_timeout_ms);
         SAME(max_saves);
         SAME(max_saves_per_uid);
         SAME(max_save_bytes_per_uid);
@@ -214,6 +224,8 @@ START_TEST(test_shipped_file)
 #undef SAME
         ck_assert_str_eq(c.socket_path, d.socket_path);
         ck_assert_str_eq(c.driver_path, d.driver_path);
+        ck_assert_str_eq(c.save_network_lock, d.save_network_lock);
+        ck_assert_str_eq(c.save_parts_network_lock, d.save_parts_network_lock);
         config_free(&c);
         config_free(&d);
         free(json);
