@@ -9,8 +9,9 @@ commands dump and restore, as a job's parts on two nodes are:
   - both dumped at once (--tcp-established, criu's iptables network lock),
     each waiting at the barrier with its images on disk: when the barrier
     is let go by none (the coordinator's ends closed), both dumps fail,
-    both jobs run on with their connection (no line lost), and no lock
-    rule of theirs is left;
+    both jobs run on with their connection (no line lost), no lock rule
+    of theirs is left, and neither the server's manifest nor the client's
+    archive (the client dumped with --archive) is left claiming a dump;
   - dumped again and let go: both ended, their connection's lock rules
     kept; restored, each waiting at the barrier, and let go one after the
     other (the server a second before the client): the stream goes on from
@@ -128,18 +129,23 @@ class Cut:
         n = await_true(what, lambda: count(self.out) < 0 or count(self.out) > beyond + 200)
         check(n > 0 and count(self.out) > 0, "%s: %s (from %d)" % (what, read(self.out), beyond))
 
-    def dump(self, tag):
-        return [Part(self, ["dump", "--run=cut-" + n, "--images=" + os.path.join(self.top, tag + n)] + CRIU_TCP)
+    def dump(self, tag, archive=False):
+        """The client's part into an archive with archive, else a directory."""
+        return [Part(self, ["dump", "--run=cut-" + n, ("--archive=%s.tar.zst" if archive and n == "cli" else
+                                                       "--images=%s") % os.path.join(self.top, tag + n)] + CRIU_TCP)
                 for n in ("srv", "cli")]
 
 
 def case_aborted(t):
-    parts = t.dump("a-")
-    check(all(p.ready() for p in parts), "both dumps wait at the barrier, images on disk")
+    parts = t.dump("a-", archive=True)
+    check(all(p.ready() for p in parts), "both dumps wait at the barrier, images (and archive) on disk")
     n = count(t.out)
     ends = [p.end(go=False) for p in parts]
     check(all(rc == 1 and "other parts did not all get there" in err for rc, err in ends),
           "the barrier let go by none: both dumps fail (%r)" % [e[1][-300:] for e in ends])
+    check(not os.path.exists(os.path.join(t.top, "a-srv", "manifest.json"))
+          and not os.path.exists(os.path.join(t.top, "a-cli.tar.zst")),
+          "... and take back what claims a good dump: the manifest, the archive (%r)" % os.listdir(t.top))
     t.flowing("both jobs running on with their connection, no line lost", n)
     port = int(read(t.port))
     check(not lock_rules(port), "no lock rule of theirs left")

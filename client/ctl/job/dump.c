@@ -157,7 +157,11 @@ static int dump_at_barrier(void *data, const int *criu_pids, size_t n) {
         /* The job's other parts (other nodes'): this one's images are
          * complete, its manifest taken back when they are not all. */
         if (r == 0 && ctl_cross_barrier_wait(x->a->barrier_fd, "dump", x->a->prefix) < 0) {
-                (void) unlinkat(x->dir_fd, CTL_MANIFEST_NAME, 0);
+                /* Gone for good: a crash must not bring it back. */
+                if (unlinkat(x->dir_fd, CTL_MANIFEST_NAME, 0) == 0 && !x->a->no_sync)
+                        (void) fsync(x->dir_fd);
+                if (x->a->taken_back)
+                        x->a->taken_back(x->a->before_end_data);
                 x->save_failed = x->cross_failed = true;
                 r = -ECANCELED;
         }

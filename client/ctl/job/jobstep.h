@@ -52,6 +52,10 @@ typedef struct ctl_job_args {
         /* dump: run once the manifest is written, before the job is ended
          * (dump --archive streams there); 0 or -errno, said. */
         int (*before_end)(void *data, int dir_fd, const struct ctl_manifest *m);
+        /* ... and when the dump is taken back after it (the barrier across
+         * the job's parts not passed): what before_end made undone, or said
+         * where it cannot be.  NULL: nothing to undo. */
+        void (*taken_back)(void *data);
         void *before_end_data;
 } ctl_job_args;
 
