@@ -6,7 +6,8 @@ commands dump and restore, as a job's parts on two nodes are:
   - a client job streaming numbered lines to a server job (each a
     `cudackptctl run` job of its own, in its own pid namespace), the server
     checking that no line is lost or repeated;
-  - both dumped at once (--tcp-established, criu's iptables network lock),
+  - both dumped at once (--tcp-established, criu's iptables network lock;
+    the client's barrier descriptor non-blocking, as its giver may leave it),
     each waiting at the barrier with its images on disk: when the barrier
     is let go by none (the coordinator's ends closed), both dumps fail,
     both jobs run on with their connection (no line lost), no lock rule
@@ -90,8 +91,11 @@ def lock_rules(port):
 class Part:
     """One command (dump or restore) of one part, its barrier's end ours."""
 
-    def __init__(self, t, args):
+    def __init__(self, t, args, nonblocking=False):
         self.ours, theirs = socket.socketpair()
+        # What the command is given may be non-blocking (a file status
+        # flag its giver set): it still waits for the go.
+        theirs.setblocking(not nonblocking)
         self.p = subprocess.Popen([t.ctl] + args[:1] + ["--socket=" + t.d.socket, "--barrier-fd=%d" % theirs.fileno()]
                                   + args[1:], pass_fds=(theirs.fileno(),), env=t.env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
@@ -130,9 +134,11 @@ class Cut:
         check(n > 0 and count(self.out) > 0, "%s: %s (from %d)" % (what, read(self.out), beyond))
 
     def dump(self, tag, archive=False):
-        """The client's part into an archive with archive, else a directory."""
+        """The client's part into an archive with archive, else a directory;
+        the client's barrier descriptor non-blocking."""
         return [Part(self, ["dump", "--run=cut-" + n, ("--archive=%s.tar.zst" if archive and n == "cli" else
-                                                       "--images=%s") % os.path.join(self.top, tag + n)] + CRIU_TCP)
+                                                       "--images=%s") % os.path.join(self.top, tag + n)] + CRIU_TCP,
+                     nonblocking=n == "cli")
                 for n in ("srv", "cli")]
 
 
