@@ -13,6 +13,8 @@ commands dump and restore, as a job's parts on two nodes are:
     both jobs run on with their connection (no line lost), no lock rule
     of theirs is left, and neither the server's manifest nor the client's
     archive (the client dumped with --archive) is left claiming a dump;
+  - dumped again, both commands sent SIGTERM at the barrier: both fail,
+    their manifests taken back, both jobs run on with their connection;
   - dumped again and let go: both ended, their connection's lock rules
     kept; restored, each waiting at the barrier, and let go one after the
     other (the server a second before the client): the stream goes on from
@@ -22,6 +24,7 @@ Exit 0 passed, 1 failed, 77 skipped."""
 import os
 import shutil
 import socket
+import signal
 import subprocess
 import sys
 import tempfile
@@ -158,6 +161,24 @@ def case_aborted(t):
     return port
 
 
+def case_signalled(t):
+    """SIGTERM to both commands waiting at the barrier (a scheduler's stop):
+    none waits on for a SIGKILL that would leave its manifest behind."""
+    parts = t.dump("s-")
+    check(all(p.ready() for p in parts), "dumped, both at the barrier")
+    n = count(t.out)
+    for p in parts:
+        p.p.send_signal(signal.SIGTERM)
+    ends = [p.p.communicate(timeout=LIMIT_S) + (p.p.returncode,) for p in parts]
+    for p in parts:
+        p.ours.close()
+    check(all(rc == 1 and "got signal 15 at the barrier" in err for _, err, rc in ends),
+          "SIGTERM at the barrier: both dumps fail (%r)" % [e[1][-300:] for e in ends])
+    check(not any(os.path.exists(os.path.join(t.top, "s-" + n, "manifest.json")) for n in ("srv", "cli")),
+          "... their manifests taken back")
+    t.flowing("both jobs running on with their connection after the SIGTERM", n)
+
+
 def case_moved(t, port):
     parts = t.dump("m-")
     check(all(p.ready() for p in parts), "dumped again, both at the barrier")
@@ -196,6 +217,7 @@ def main():
             t = Cut(os.environ["CUDACKPT_TEST_CTL"], d, top, env)
             t.start()
             port = case_aborted(t)
+            case_signalled(t)
             case_moved(t, port)
     except (AssertionError, subprocess.TimeoutExpired, OSError) as e:
         print("FAIL: %s" % e)

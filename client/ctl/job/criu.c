@@ -150,6 +150,12 @@ void ctl_criu_signals_restore(const ctl_criu_signals *s) {
                 sigaction(criu_held[i], &s->old[i], NULL);
 }
 
+void ctl_criu_signals_noted(sigset_t *set) {
+        sigemptyset(set);
+        for (size_t i = 0; i < CRIU_N_NOTED; i++)
+                sigaddset(set, criu_held[i]);
+}
+
 static int criu_pidfd_open(pid_t pid) {
         return (int) syscall(SYS_pidfd_open, pid, 0);
 }

@@ -59,6 +59,8 @@ typedef struct ctl_criu_signals {
 extern volatile sig_atomic_t ctl_criu_signal;
 void ctl_criu_signals_hold(ctl_criu_signals *s);
 void ctl_criu_signals_restore(const ctl_criu_signals *s);
+/* The signals noted in ctl_criu_signal, into set. */
+void ctl_criu_signals_noted(sigset_t *set);
 
 
 /* environ with PATH replaced by "dir:PATH" (dir NULL: unchanged); to
