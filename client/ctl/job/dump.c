@@ -80,8 +80,7 @@ typedef struct dump_job {
         bool synced;                  /* the images were synced to disk */
         bool save_failed;             /* step 3 failed at the barrier: no criu went on */
         bool cross_failed;            /* ... or the barrier across the job's parts (--barrier-fd) */
-        bool let_go;                  /* step 3 done: every criu was let go on */
-        bool criu_failed_after;       /* ... and a criu failed after that */
+        bool let_go, criu_failed_after; /* step 3 done, every criu let go on; and one failed after */
         char refused[PATH_MAX + 512]; /* --owner: why the job may not be saved, or "" */
 } dump_job;
 
@@ -157,11 +156,7 @@ static int dump_at_barrier(void *data, const int *criu_pids, size_t n) {
         /* The job's other parts (other nodes'): this one's images are
          * complete, its manifest taken back when they are not all. */
         if (r == 0 && ctl_cross_barrier_wait(x->a->barrier_fd, "dump", x->a->prefix) < 0) {
-                /* Gone for good: a crash must not bring it back. */
-                if (unlinkat(x->dir_fd, CTL_MANIFEST_NAME, 0) == 0 && !x->a->no_sync)
-                        (void) fsync(x->dir_fd);
-                if (x->a->taken_back)
-                        x->a->taken_back(x->a->before_end_data);
+                ctl_job_dump_take_back(x->a, x->dir_fd);
                 x->save_failed = x->cross_failed = true;
                 r = -ECANCELED;
         }
@@ -170,11 +165,9 @@ static int dump_at_barrier(void *data, const int *criu_pids, size_t n) {
         return r;
 }
 
-/* A criu failed after step 3 let it go on (cr_dump_finish can fail after
- * its post-dump script returned 0, and criu can be killed): the images
- * and the manifest were complete and durable before, and the other trees
- * are ended by then, so the dump stands and the job is ended (or resumed)
- * through its pins, as it would have been; said, 0. */
+/* A criu failed after step 3 let it go on (criu 4.2 can, or be killed):
+ * the images and manifest were durable, other trees ended by then, so the
+ * dump stands and the job is ended (or resumed) through its pins; 0. */
 static int dump_criu_failed_after(dump_job *x) {
         ctl_job_print_criu_failures(x->a, "dump", x->runs, &x->m);
         fprintf(stderr, "%scriu failed after the images were complete and on disk and %s written: the dump stands, "

@@ -65,6 +65,9 @@ typedef struct ctl_job_args {
  * part_name: manifest.json.tmp-RANDOM, O_EXCL|O_NOFOLLOW).  The exit
  * status; on failure said on stderr ("nothing was suspended"). */
 int ctl_job_dump_dir(const ctl_job_args *a, int *ret_dir_fd, int *ret_part_fd, char *part_name, size_t size);
+/* dump's DIR/manifest.json removed and DIR synced, and what a's
+ * before_end made taken back (taken_back): the dump does not stand. */
+void ctl_job_dump_take_back(const ctl_job_args *a, int dir_fd);
 /* DIR/NAME (a tree's directory) made, or one of this user's, writable by no
  * one else, already there (its dump.log removed), opened into *ret_fd;
  * else -EEXIST, said. */
