@@ -16,8 +16,9 @@ commands dump and restore, as a job's parts on two nodes are:
   - dumped again, both commands sent SIGTERM at the barrier: both fail,
     their manifests taken back, both jobs run on with their connection;
   - dumped again and let go: both ended, their connection's lock rules
-    kept; restored, each waiting at the barrier, and let go one after the
-    other (the server a second before the client): the stream goes on from
+    kept; restored and let go by none: both fail, the rules kept, the
+    images intact; restored again, each waiting at the barrier, and let go
+    one after the other (the server a second before the client): the stream goes on from
     where it was dumped, no line lost or repeated, and the rules are gone.
 Skips (77) without root, a usable criu or iptables.
 Exit 0 passed, 1 failed, 77 skipped."""
@@ -188,8 +189,17 @@ def case_moved(t, port):
         j.wait(timeout=LIMIT_S)
     n = count(t.out)
     check(len(lock_rules(port)) == 4, "their connection's lock rules kept for the restore (%r)" % lock_rules(port))
-    parts = [Part(t, ["restore", "--images=" + os.path.join(t.top, "m-" + n), "--", "--tcp-established"])
-             for n in ("srv", "cli")]
+
+    def restore():
+        return [Part(t, ["restore", "--images=" + os.path.join(t.top, "m-" + n), "--", "--tcp-established"])
+                for n in ("srv", "cli")]
+    parts = restore()
+    check(all(p.ready() for p in parts), "restored, both at the barrier")
+    ends = [p.end(go=False) for p in parts]
+    check(all(rc == 1 for rc, _ in ends) and len(lock_rules(port)) == 4 and count(t.out) == n,
+          "a restore let go by none: both fail, nothing ran, the lock rules kept (%r, %r)"
+          % ([e[1][-300:] for e in ends], lock_rules(port)))
+    parts = restore()
     check(all(p.ready() for p in parts), "both restored, waiting at the barrier")
     rc0, err0 = parts[0].end(go=True)
     time.sleep(1)  # the server runs alone: the client's side still locked
