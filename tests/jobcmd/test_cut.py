@@ -15,13 +15,16 @@ commands dump and restore, as a job's parts on two nodes are:
     archive (the client dumped with --archive) is left claiming a dump;
   - dumped again, both commands sent SIGTERM at the barrier: both fail,
     their manifests taken back, both jobs run on with their connection;
-  - dumped again and let go: both ended, their connection's lock rules
-    kept; restored and let go by none: both fail, the rules kept, the
-    images intact; restored again, each waiting at the barrier, and let go
-    one after the other (the server a second before the client): the stream goes on from
-    where it was dumped, no line lost or repeated, and the rules are gone.
+  - dumped again and let go (a few seconds after both got there): both
+    ended, their connection's lock rules kept, criu's times (--json)
+    without that wait; restored and let go by none: both fail, the rules
+    kept, the images intact; restored again, each waiting at the barrier,
+    and let go one after the other (the server a second before the client;
+    criu's times without the wait): the stream goes on from where it was
+    dumped, no line lost or repeated, and the rules are gone.
 Skips (77) without root, a usable criu or iptables.
 Exit 0 passed, 1 failed, 77 skipped."""
+import json
 import os
 import shutil
 import socket
@@ -36,6 +39,7 @@ from savejobs import await_true, check, usable_criu  # noqa: E402
 from simdaemon import SimDaemon  # noqa: E402
 
 LIMIT_S = 20
+WAIT_S = 3  # at the barrier before the go, once for the dumps, once for the restores
 CRIU_TCP = ["--", "--tcp-established", "--network-lock", "iptables"]
 
 SERVER = r"""
@@ -113,7 +117,7 @@ class Part:
         if go:
             self.ours.sendall(b"g")
         self.ours.close()
-        out, err = self.p.communicate(timeout=LIMIT_S)
+        self.out, err = self.p.communicate(timeout=LIMIT_S)
         return self.p.returncode, err
 
 
@@ -137,12 +141,12 @@ class Cut:
         n = await_true(what, lambda: count(self.out) < 0 or count(self.out) > beyond + 200)
         check(n > 0 and count(self.out) > 0, "%s: %s (from %d)" % (what, read(self.out), beyond))
 
-    def dump(self, tag, archive=False):
+    def dump(self, tag, archive=False, json=False):
         """The client's part into an archive with archive, else a directory;
         the client's barrier descriptor non-blocking."""
         return [Part(self, ["dump", "--run=cut-" + n, ("--archive=%s.tar.zst" if archive and n == "cli" else
-                                                       "--images=%s") % os.path.join(self.top, tag + n)] + CRIU_TCP,
-                     nonblocking=n == "cli")
+                                                       "--images=%s") % os.path.join(self.top, tag + n)]
+                     + (["--json"] if json else []) + CRIU_TCP, nonblocking=n == "cli")
                 for n in ("srv", "cli")]
 
 
@@ -180,19 +184,30 @@ def case_signalled(t):
     t.flowing("both jobs running on with their connection after the SIGTERM", n)
 
 
+def criu_times(parts, verb):
+    """criu's time (--json), the whole and each tree's, leaves out what the
+    command did while every criu waited: step 3, the other parts' wait."""
+    times = [json.loads(p.out) for p in parts]
+    check(all(o["criu_ms"] < WAIT_S * 1000 and all(tr["criu_ms"] < WAIT_S * 1000 for tr in o["trees"])
+              and o["duration_ms"] > WAIT_S * 1000 for o in times),
+          "%s: criu's times leave out the %d s at the barrier (%r)" % (verb, WAIT_S, times))
+
+
 def case_moved(t, port):
-    parts = t.dump("m-")
+    parts = t.dump("m-", json=True)
     check(all(p.ready() for p in parts), "dumped again, both at the barrier")
+    time.sleep(WAIT_S)
     ends = [p.end(go=True) for p in parts]
     check(all(rc == 0 for rc, _ in ends), "let go: both dumps end their part (%r)" % [e[1][-300:] for e in ends])
+    criu_times(parts, "dump")
     for j in t.jobs:
         j.wait(timeout=LIMIT_S)
     n = count(t.out)
     check(len(lock_rules(port)) == 4, "their connection's lock rules kept for the restore (%r)" % lock_rules(port))
 
     def restore():
-        return [Part(t, ["restore", "--images=" + os.path.join(t.top, "m-" + n), "--", "--tcp-established"])
-                for n in ("srv", "cli")]
+        return [Part(t, ["restore", "--images=" + os.path.join(t.top, "m-" + n), "--json", "--",
+                         "--tcp-established"]) for n in ("srv", "cli")]
     parts = restore()
     check(all(p.ready() for p in parts), "restored, both at the barrier")
     ends = [p.end(go=False) for p in parts]
@@ -201,10 +216,12 @@ def case_moved(t, port):
           % ([e[1][-300:] for e in ends], lock_rules(port)))
     parts = restore()
     check(all(p.ready() for p in parts), "both restored, waiting at the barrier")
+    time.sleep(WAIT_S)
     rc0, err0 = parts[0].end(go=True)
     time.sleep(1)  # the server runs alone: the client's side still locked
     rc1, err1 = parts[1].end(go=True)
     check(rc0 == 0 and rc1 == 0, "both restores let go and done (%r, %r)" % (err0[-300:], err1[-300:]))
+    criu_times(parts, "restore")
     t.flowing("the stream going on from where it was dumped, no line lost or repeated", n)
     check(not lock_rules(port), "the lock rules gone with the restore")
 

@@ -201,6 +201,7 @@ typedef struct criu_set {
         const ctl_criu_barrier *barrier; /* NULL: none */
         bool failed;
         bool released;
+        double held_ms;           /* in at_barrier, every run waiting */
 } criu_set;
 
 static void criu_read_output(criu_set *s, size_t i) {
@@ -235,7 +236,8 @@ static void criu_reap(criu_set *s, size_t i) {
         while (waitpid(s->pid[i], &status, 0) < 0 && errno == EINTR)
                 ;
         s->runs[i].status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        s->runs[i].ms = monotime_ms_exact() - s->t0[i];
+        s->runs[i].held_ms = s->held_ms;
+        s->runs[i].ms = monotime_ms_exact() - s->t0[i] - s->held_ms;
         close(s->pidfd[i]);
         s->pidfd[i] = -1;
         s->running--;
@@ -281,7 +283,11 @@ static void criu_barrier_step(criu_set *s) {
         if (s->n_waiting < s->n)
                 return;
         /* Every tree held by its criu: what must be taken then is taken. */
-        if (s->barrier->at_barrier && s->barrier->at_barrier(s->barrier->data, s->waiting_criu, s->n_waiting) < 0) {
+        double t0 = monotime_ms_exact();
+        int r = s->barrier->at_barrier ? s->barrier->at_barrier(s->barrier->data, s->waiting_criu, s->n_waiting) : 0;
+
+        s->held_ms = monotime_ms_exact() - t0;
+        if (r < 0) {
                 s->failed = true;
                 criu_barrier_step(s);
                 return;
@@ -419,6 +425,7 @@ int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const ctl_criu_ba
         for (size_t i = 0; i < n; i++) {
                 runs[i].status = -1;
                 runs[i].early = false;
+                runs[i].held_ms = 0;
                 s.pidfd[i] = s.out[i] = -1;
         }
         if (barrier) {

@@ -16,7 +16,8 @@ typedef struct ctl_criu_run {
         int status;               /* exit status, 128+N for signal N, -1: not run */
         bool early;               /* exited 0 before the barrier let it go: it dumped nothing */
         char *output;             /* its stdout and stderr (up to 64 KiB), to free() */
-        double ms;                /* how long it ran */
+        double ms;                /* how long it ran, less held_ms */
+        double held_ms;           /* how long it waited while the barrier's at_barrier ran (the caller's time) */
         int pid;                  /* the criu process, once started (0: not yet) */
 } ctl_criu_run;
 
