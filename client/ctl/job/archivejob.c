@@ -154,6 +154,23 @@ static int asink_before_end(void *data, int dir_fd, const struct ctl_manifest *m
         return 0;
 }
 
+/* dump's taken_back: the archive made at before_end removed (its
+ * directory synced), as the manifest is; one on stdout cannot be. */
+static void asink_taken_back(void *data) {
+        asink *s = data;
+
+        if (s->dest_fd < 0) {
+                fprintf(stderr, "%sthe archive already written on stdout is complete: whoever reads it must not "
+                        "restore it, the job runs on here\n", s->a->prefix);
+                return;
+        }
+        if (s->part[0])
+                return; /* never renamed into place: removed with the rest */
+        if (unlinkat(s->dest_fd, s->final, 0) < 0 || (!s->a->no_sync && fsync(s->dest_fd) < 0))
+                fprintf(stderr, "%scannot take the archive %s back: %s; do not restore it, the job runs on\n",
+                        s->a->prefix, s->a->archive, strerror(errno));
+}
+
 /* --json's one object when the archive failed before dump or restore ran. */
 static void archive_print_failed(const ctl_job_args *a, const char *verb, const char *step) {
         cJSON *o;
@@ -202,6 +219,7 @@ int ctl_archive_dump(const ctl_job_args *a) {
                 b.images = w.path;
                 b.no_sync = true; /* the private directory is not kept: the archive is synced */
                 b.before_end = asink_before_end;
+                b.taken_back = asink_taken_back;
                 b.before_end_data = &s;
                 status = ctl_job_dump(&b);
                 archive_remove(a, &w);

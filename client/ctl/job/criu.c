@@ -150,6 +150,12 @@ void ctl_criu_signals_restore(const ctl_criu_signals *s) {
                 sigaction(criu_held[i], &s->old[i], NULL);
 }
 
+void ctl_criu_signals_noted(sigset_t *set) {
+        sigemptyset(set);
+        for (size_t i = 0; i < CRIU_N_NOTED; i++)
+                sigaddset(set, criu_held[i]);
+}
+
 static int criu_pidfd_open(pid_t pid) {
         return (int) syscall(SYS_pidfd_open, pid, 0);
 }
@@ -195,6 +201,7 @@ typedef struct criu_set {
         const ctl_criu_barrier *barrier; /* NULL: none */
         bool failed;
         bool released;
+        double held_ms;           /* in at_barrier, every run waiting */
 } criu_set;
 
 static void criu_read_output(criu_set *s, size_t i) {
@@ -229,7 +236,8 @@ static void criu_reap(criu_set *s, size_t i) {
         while (waitpid(s->pid[i], &status, 0) < 0 && errno == EINTR)
                 ;
         s->runs[i].status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        s->runs[i].ms = monotime_ms_exact() - s->t0[i];
+        s->runs[i].held_ms = s->held_ms;
+        s->runs[i].ms = monotime_ms_exact() - s->t0[i] - s->held_ms;
         close(s->pidfd[i]);
         s->pidfd[i] = -1;
         s->running--;
@@ -275,7 +283,11 @@ static void criu_barrier_step(criu_set *s) {
         if (s->n_waiting < s->n)
                 return;
         /* Every tree held by its criu: what must be taken then is taken. */
-        if (s->barrier->at_barrier && s->barrier->at_barrier(s->barrier->data, s->waiting_criu, s->n_waiting) < 0) {
+        double t0 = monotime_ms_exact();
+        int r = s->barrier->at_barrier ? s->barrier->at_barrier(s->barrier->data, s->waiting_criu, s->n_waiting) : 0;
+
+        s->held_ms = monotime_ms_exact() - t0;
+        if (r < 0) {
                 s->failed = true;
                 criu_barrier_step(s);
                 return;
@@ -413,6 +425,7 @@ int ctl_criu_run_all(ctl_criu_run *runs, size_t n, char **env, const ctl_criu_ba
         for (size_t i = 0; i < n; i++) {
                 runs[i].status = -1;
                 runs[i].early = false;
+                runs[i].held_ms = 0;
                 s.pidfd[i] = s.out[i] = -1;
         }
         if (barrier) {

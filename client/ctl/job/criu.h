@@ -16,7 +16,8 @@ typedef struct ctl_criu_run {
         int status;               /* exit status, 128+N for signal N, -1: not run */
         bool early;               /* exited 0 before the barrier let it go: it dumped nothing */
         char *output;             /* its stdout and stderr (up to 64 KiB), to free() */
-        double ms;                /* how long it ran */
+        double ms;                /* how long it ran, less held_ms */
+        double held_ms;           /* how long it waited while the barrier's at_barrier ran (the caller's time) */
         int pid;                  /* the criu process, once started (0: not yet) */
 } ctl_criu_run;
 
@@ -59,6 +60,8 @@ typedef struct ctl_criu_signals {
 extern volatile sig_atomic_t ctl_criu_signal;
 void ctl_criu_signals_hold(ctl_criu_signals *s);
 void ctl_criu_signals_restore(const ctl_criu_signals *s);
+/* The signals noted in ctl_criu_signal, into set. */
+void ctl_criu_signals_noted(sigset_t *set);
 
 
 /* environ with PATH replaced by "dir:PATH" (dir NULL: unchanged); to

@@ -80,6 +80,7 @@ typedef struct dump_job {
         bool synced;                  /* the images were synced to disk */
         bool save_failed;             /* step 3 failed at the barrier: no criu went on */
         bool cross_failed;            /* ... or the barrier across the job's parts (--barrier-fd) */
+        bool let_go, criu_failed_after; /* step 3 done, every criu let go on; and one failed after */
         char refused[PATH_MAX + 512]; /* --owner: why the job may not be saved, or "" */
 } dump_job;
 
@@ -155,12 +156,25 @@ static int dump_at_barrier(void *data, const int *criu_pids, size_t n) {
         /* The job's other parts (other nodes'): this one's images are
          * complete, its manifest taken back when they are not all. */
         if (r == 0 && ctl_cross_barrier_wait(x->a->barrier_fd, "dump", x->a->prefix) < 0) {
-                (void) unlinkat(x->dir_fd, CTL_MANIFEST_NAME, 0);
+                ctl_job_dump_take_back(x->a, x->dir_fd);
                 x->save_failed = x->cross_failed = true;
                 r = -ECANCELED;
         }
         x->step3_ms = monotime_ms_exact() - t0;
+        x->let_go = r == 0;
         return r;
+}
+
+/* A criu failed after step 3 let it go on (criu 4.2 can, or be killed):
+ * the images and manifest were durable, other trees ended by then, so the
+ * dump stands and the job is ended (or resumed) through its pins; 0. */
+static int dump_criu_failed_after(dump_job *x) {
+        ctl_job_print_criu_failures(x->a, "dump", x->runs, &x->m);
+        fprintf(stderr, "%scriu failed after the images were complete and on disk and %s written: the dump stands, "
+                "and the job is %s by this command\n", x->a->prefix, CTL_MANIFEST_NAME,
+                x->a->leave_running ? "resumed (a tree whose criu failed may not run as before)" : "ended");
+        x->criu_failed_after = true;
+        return 0;
 }
 
 /* Step 2: every tree's criu dump at once.  Returns 0, -EIO (a criu
@@ -190,6 +204,8 @@ static int dump_run_criu(dump_job *x) {
 
                 r = ctl_criu_run_all(x->runs, x->m.n_trees, environ, &barrier);
                 x->criu_ms = monotime_ms_exact() - t0 - x->step3_ms;
+                if (r == -EIO && x->let_go)
+                        r = dump_criu_failed_after(x);
         }
         if (r == 0)
                 r = dump_check_images(x);
@@ -227,6 +243,8 @@ static void dump_print_json(const dump_job *x, const char *failed_step, bool res
                 cJSON_AddBoolToObject(o, "resumed", resumed);
         }
         cJSON_AddBoolToObject(o, "left_running", x->a->leave_running && !failed_step);
+        if (x->criu_failed_after)
+                cJSON_AddBoolToObject(o, "criu_failed_after", true);
         cJSON_AddNumberToObject(o, "members", (double) x->m.n_members);
         cJSON_AddItemToObject(o, "trees", ctl_job_trees_json(&x->m, x->runs, true));
         cJSON_AddNumberToObject(o, "suspend_ms", x->suspend_ms);

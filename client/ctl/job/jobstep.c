@@ -61,6 +61,14 @@ int ctl_job_dump_dir(const ctl_job_args *a, int *ret_dir_fd, int *ret_part_fd, c
         return CUDACKPT_EXIT_OK;
 }
 
+void ctl_job_dump_take_back(const ctl_job_args *a, int dir_fd) {
+        /* Gone for good: a crash must not bring it back. */
+        if (unlinkat(dir_fd, CTL_MANIFEST_NAME, 0) == 0 && !a->no_sync)
+                (void) fsync(dir_fd);
+        if (a->taken_back)
+                a->taken_back(a->before_end_data);
+}
+
 /* DIR/tree-ROOT: made, or one of this user's already there (a dump that
  * failed); anything else there is refused, said on stderr. */
 int ctl_job_tree_dir(const ctl_job_args *a, int dir_fd, const char *name, int *ret_fd) {

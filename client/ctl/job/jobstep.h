@@ -52,6 +52,10 @@ typedef struct ctl_job_args {
         /* dump: run once the manifest is written, before the job is ended
          * (dump --archive streams there); 0 or -errno, said. */
         int (*before_end)(void *data, int dir_fd, const struct ctl_manifest *m);
+        /* ... and when the dump is taken back after it (the barrier across
+         * the job's parts not passed): what before_end made undone, or said
+         * where it cannot be.  NULL: nothing to undo. */
+        void (*taken_back)(void *data);
         void *before_end_data;
 } ctl_job_args;
 
@@ -61,6 +65,9 @@ typedef struct ctl_job_args {
  * part_name: manifest.json.tmp-RANDOM, O_EXCL|O_NOFOLLOW).  The exit
  * status; on failure said on stderr ("nothing was suspended"). */
 int ctl_job_dump_dir(const ctl_job_args *a, int *ret_dir_fd, int *ret_part_fd, char *part_name, size_t size);
+/* dump's DIR/manifest.json removed and DIR synced, and what a's
+ * before_end made taken back (taken_back): the dump does not stand. */
+void ctl_job_dump_take_back(const ctl_job_args *a, int dir_fd);
 /* DIR/NAME (a tree's directory) made, or one of this user's, writable by no
  * one else, already there (its dump.log removed), opened into *ret_fd;
  * else -EEXIST, said. */

@@ -370,10 +370,46 @@ START_TEST(guard_dump_syncs_before_end)
 }
 END_TEST
 
+/* A criu that exits 3 after the real one, for the dump of tree root only:
+ * criu failing once its post-dump let it go on (cr_dump_finish can, after
+ * the post-dump script returned 0; or criu killed then). */
+static const char *criu_failing_after(struct citest_ctx *x, pid_t root)
+{
+        return cjob_script(x, "criu-fails-after",
+                           itest_strdupf("if [ \"$1\" = dump ] && [ \"$3\" = %d ]; then\n"
+                                         "  '%s' \"$@\" || exit\n  echo 'criu-fails-after: failing now'\n  exit 3\nfi\n"
+                                         "exec '%s' \"$@\"", (int)root, citest_criu_path, citest_criu_path));
+}
+
+START_TEST(guard_dump_criu_fails_after_barrier)
+{
+        struct citest_ctx x;
+        citest_setup(&x);
+        pid_t pids[2];
+        ck_assert_int_eq(citest_start_target(&x, "single", &pids[0], 1), 1);
+        ck_assert_int_eq(citest_start_target(&x, "single", &pids[1], 1), 1);
+        const char *const *env = cjob_env(&x, criu_failing_after(&x, pids[1]));
+
+        /* Both trees' images and the manifest were durable before any criu
+         * went on, and the first tree's criu ended its tree: the dump
+         * stands (the job is ended, the manifest kept, exit 0) and says
+         * what criu did, rather than claim a job resumed that is gone. */
+        struct citest_run *res = cjob_ctl(env, "dump", "--pids", itest_strdupf("%d,%d", (int)pids[0], (int)pids[1]),
+                                          "--images", x.img, "--json", NULL);
+        assert_run(res->status == 0 && strstr(res->out, itest_strdupf("tree %d exited with status 3", (int)pids[1])) &&
+                           strstr(res->out, "\"dumped\":true") && strstr(res->out, "\"criu_failed_after\":true") &&
+                           !strstr(res->out, "was resumed"),
+                   res, "dump whose criu failed after its post-dump: status %d", res->status);
+        cjob_check_dumped(&x, x.img, pids, 2, 2);
+        res = cjob_ctl(env, "verify", "--images", x.img, NULL);
+        cjob_expect_ok(res, "verify of the dump whose criu failed after its post-dump");
+}
+END_TEST
+
 int main(void)
 {
         const TTest *tests[] = { guard_restore_dir_swapped, guard_dump_dir_swapped, guard_restore_pid_taken,
-                guard_dump_syncs_before_end, NULL };
+                guard_dump_syncs_before_end, guard_dump_criu_fails_after_barrier, NULL };
 
         /* Up to 2 x SWAP_TRIES short runs (a failing criu), or four dumps. */
         return citest_main("criu_guards", 6.0 * JOB_TIMEOUT_MS / 1000, tests);
