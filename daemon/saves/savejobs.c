@@ -408,9 +408,24 @@ int savejobs_start(struct saves *t, struct conn *c, const struct savejobs_spec *
         return 0;
 }
 
-void savejobs_save_begin(struct savejob *j)
+const char *savejobs_save_refused(const struct savejob *j, bool held)
 {
+        if (!j || !j->started)
+                return CUDACKPT_ERROR_NO_SUCH_JOB;
+        /* A part held at a barrier is its job's only dump: PassBarrier
+         * names the job, so two held would be one name for two barriers,
+         * and another dump of its frozen tree would only contend for it. */
+        if (j->saving > 0 && (held || j->saving_held))
+                return CUDACKPT_ERROR_SAVE_BUSY;
+        return NULL;
+}
+
+void savejobs_save_begin(struct savejob *j, bool held)
+{
+        if (!j)
+                return;
         j->saving++;
+        j->saving_held = held; /* admitted as the first of its SaveJobs when held */
 }
 
 void savejobs_save_end(struct savejob *j, const char *save, bool ended_it)

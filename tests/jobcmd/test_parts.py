@@ -23,7 +23,8 @@ line is lost or repeated.  The barrier calls are spoken in Varlink here.
       "started", passed one a second after the other: the stream goes on
       from where it was saved, no line lost or repeated, the rules gone;
   (c) a daemon with barrier_timeout_ms 2000: a held save that nobody
-      passes rolls back by itself after 2 s, the job running on;
+      passes rolls back by itself after 2 s, the job running on; another
+      SaveJob of the job while it is held (held too or not) is SaveBusy;
       SaveJob barrier: true without more is InvalidParameter (barrier);
       PassBarrier of a job at no barrier is NoSuchJob.
 The jobs are nobody's, or root's where root lacks CAP_SYS_RESOURCE (CI).
@@ -220,10 +221,26 @@ def case_all_go(t, n1, n2, port):
     return held
 
 
+def held_only_dump(n):
+    """A part held at its barrier is its job's only dump, though the uid may
+    run 3: another SaveJob of it, held or not, is SaveBusy (name) at once,
+    and PassBarrier names one barrier."""
+    v = n.varlink()
+    v.send("SaveJob", {"name": "part", "save": "s-t2", "barrier": True}, more=True)
+    r = v.reply()
+    v.close()
+    check(r.get("error") == IFACE + "SaveBusy" and r["parameters"].get("name") == "part",
+          "another SaveJob held of a job held at its barrier: SaveBusy name (%r)" % r)
+    p = subprocess.run([n.t.ctl, "job", "--socket=" + n.d.socket, "save", "part", "s-t3"], preexec_fn=n.t.as_user,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=LIMIT_S)
+    check(p.returncode == 31 and "held at a barrier is its job's only dump, and one runs: job part" in p.stderr,
+          "`job save` of a job held at its barrier: SaveBusy, exit 31 (%d, %r)" % (p.returncode, p.stderr))
+
+
 def case_timeout(t, ctl, sim, env):
     """barrier_timeout_ms: a held save nobody passes rolls back by itself."""
     config = {"nvml": sim, "saves_dir": os.path.join(t.top, "saves3"), "ctl_path": ctl, "socket_mode": "0666",
-              "barrier_timeout_ms": TIMEOUT_MS}
+              "barrier_timeout_ms": TIMEOUT_MS, "max_save_operations_per_uid": 3}
     with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, dict(env, CUDACKPT_RUN_DIR=os.path.join(
             t.top, "jobs3"))) as d:
         n = Node(t, d, "s-t")
@@ -238,6 +255,7 @@ def case_timeout(t, ctl, sim, env):
                   "SaveJob barrier: true without more: InvalidParameter barrier (%r)" % r)
             v = n.hold("SaveJob", {"name": "part", "save": "s-t"})
             t0 = time.monotonic()
+            held_only_dump(n)
             r = v.reply(timeout=TIMEOUT_MS / 1000 + LIMIT_S)
             took = time.monotonic() - t0
             check(r.get("error") == IFACE + "CommandFailed" and TIMEOUT_MS / 1000 - 0.2 <= took < TIMEOUT_MS / 1000 + 15,
