@@ -26,7 +26,9 @@ line is lost or repeated.  The barrier calls are spoken in Varlink here.
       passes rolls back by itself after 2 s, the job running on; another
       SaveJob of the job while it is held (held too or not) is SaveBusy;
       SaveJob barrier: true without more is InvalidParameter (barrier);
-      PassBarrier of a job at no barrier is NoSuchJob.
+      PassBarrier of a job at no barrier is NoSuchJob;
+  (d) both restored parts held again and their daemons stopped meanwhile
+      (SIGKILL, SIGTERM): each part rolls back, no lock rule or save left.
 The jobs are nobody's, or root's where root lacks CAP_SYS_RESOURCE (CI).
 Skips (77) without root, a usable criu or iptables.
 Exit 0 passed, 1 failed, 77 skipped."""
@@ -267,6 +269,27 @@ def case_timeout(t, ctl, sim, env):
             n.job.communicate()
 
 
+def case_stop(t, n1, n2, port):
+    """Both restored parts saved held again, then each node's daemon stopped
+    while its part waits at the barrier: SIGKILL (the second node) and
+    SIGTERM (the first, out in seconds) each roll their part back, its
+    command seeing the daemon's end close: no lock rule of it left, no save
+    made."""
+    held = [n.hold("SaveJob", {"name": "part", "save": n.save + "-stop"}) for n in (n1, n2)]
+    check(len(lock_rules(port)) == 4, "both parts held, locked (%r)" % lock_rules(port))
+    n2.d.kill()
+    await_true("the killed daemon's part rolled back, its lock rules gone", lambda: len(lock_rules(port)) == 2)
+    t0 = time.monotonic()
+    rc = n1.d.terminate()
+    took = time.monotonic() - t0
+    check(rc == 0 and took < 10, "SIGTERM with a part held: the daemon exits 0 at once (%r, %.1f s)" % (rc, took))
+    await_true("the stopped daemon's part rolled back, its lock rules gone", lambda: not lock_rules(port))
+    saves = os.listdir(os.path.join(t.top, "saves", str(0 if t.uid is None else t.uid)))
+    for v in held:
+        v.close()
+    check(not set(saves) & {"s-n1-stop", "s-n2-stop"}, "no save made (%r)" % saves)
+
+
 def run(t, ctl, sim, env):
     """Two nodes: two daemons sharing one saves_dir, each with a run
     directory of its own, as /run is a node's."""
@@ -284,6 +307,7 @@ def run_parts(t, ctl, sim, env, n1, n2):
         case_none_go(t, n1, n2, port)
         held = case_all_go(t, n1, n2, port)
         case_timeout(t, ctl, sim, env)
+        case_stop(t, n1, n2, port)
     finally:
         open(t.stop, "w").close()
         for v in held:
