@@ -22,9 +22,10 @@ line is lost or repeated.  The barrier calls are spoken in Varlink here.
       saves and rules intact; both restored held again, each ready before
       "started", passed one a second after the other: the stream goes on
       from where it was saved, no line lost or repeated, the rules gone;
-  (c) a daemon with barrier_timeout_ms 2000: a held save that nobody
-      passes rolls back by itself after 2 s, the job running on; another
+  (c) a daemon with barrier_timeout_ms 5000: a held save that nobody
+      passes rolls back by itself after 5 s, the job running on; another
       SaveJob of the job while it is held (held too or not) is SaveBusy;
+      PassBarrier with odd bytes or wrong types is InvalidParameter;
       SaveJob barrier: true without more is InvalidParameter (barrier);
       PassBarrier of a job at no barrier is NoSuchJob;
   (d) both restored parts held again and their daemons stopped meanwhile
@@ -48,7 +49,7 @@ from simdaemon import SimDaemon  # noqa: E402
 from tcpstream import CLIENT, SERVER, count, lock_rules, read  # noqa: E402
 
 LIMIT_S = 30
-TIMEOUT_MS = 2000
+TIMEOUT_MS = 5000  # room for the calls made while it waits
 IFACE = "io.cudackpt.Process."
 READY = {"parameters": {"barrier": "ready"}, "continues": True}
 
@@ -239,6 +240,19 @@ def held_only_dump(n):
           "`job save` of a job held at its barrier: SaveBusy, exit 31 (%d, %r)" % (p.returncode, p.stderr))
 
 
+def hostile_pass(n):
+    """PassBarrier with a job name of odd bytes, too long or no string, a go
+    that is no boolean, a key too many or missing: InvalidParameter, the
+    part still held (its timeout follows)."""
+    for params, bad in (({"job": "part\n", "go": True}, "job"), ({"job": "../part", "go": True}, "job"),
+                        ({"job": "", "go": True}, "job"), ({"job": "p" * 300, "go": True}, "job"),
+                        ({"job": 5, "go": True}, "job"), ({"job": "part", "go": "yes"}, "go"),
+                        ({"job": "part", "go": True, "save": "s-t"}, "save"), ({"job": "part"}, "go")):
+        r = n.varlink().call("PassBarrier", params)
+        check(r.get("error") == "org.varlink.service.InvalidParameter" and r["parameters"].get("parameter") == bad,
+              "PassBarrier %r: InvalidParameter %s (%r)" % (params, bad, r))
+
+
 def case_timeout(t, ctl, sim, env):
     """barrier_timeout_ms: a held save nobody passes rolls back by itself."""
     config = {"nvml": sim, "saves_dir": os.path.join(t.top, "saves3"), "ctl_path": ctl, "socket_mode": "0666",
@@ -258,6 +272,7 @@ def case_timeout(t, ctl, sim, env):
             v = n.hold("SaveJob", {"name": "part", "save": "s-t"})
             t0 = time.monotonic()
             held_only_dump(n)
+            hostile_pass(n)
             r = v.reply(timeout=TIMEOUT_MS / 1000 + LIMIT_S)
             took = time.monotonic() - t0
             check(r.get("error") == IFACE + "CommandFailed" and TIMEOUT_MS / 1000 - 0.2 <= took < TIMEOUT_MS / 1000 + 15,
