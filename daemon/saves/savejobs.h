@@ -112,11 +112,11 @@ struct savejob *savejobs_find(struct saves *t, uid_t uid, const char *name);
  * answered (JobExists, QueueFull, CommandFailed).  The spec's restoring
  * save is given back in every case. */
 int savejobs_start(struct saves *t, struct conn *c, const struct savejobs_spec *spec);
-/* Whether SaveJob (held: at a barrier) may dump j, savejobs_find()'s
- * (NULL: none): NULL, or the error to answer, CUDACKPT_ERROR_NO_SUCH_JOB
- * (none running) or CUDACKPT_ERROR_SAVE_BUSY (a held save of it is in
+/* Whether SaveJob of job name into save (held: at a barrier) may dump j,
+ * savejobs_find()'s (NULL: none): NULL, or the error to answer, NoSuchJob
+ * (none running) or SaveBusy {save, name} (a held save of it is in
  * flight, or another save of it for a held one). */
-const char *savejobs_save_refused(const struct savejob *j, bool held);
+cJSON *savejobs_save_refusal(const struct savejob *j, const char *name, const char *save, bool held);
 /* A SaveJob of j (NULL: none) begins (held: at a barrier); it ends with
  * savejobs_save_end(): save names the save made (NULL: failed), ended_it
  * whether the dump ended the job. */

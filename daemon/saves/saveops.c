@@ -421,14 +421,14 @@ static cJSON *admit(struct saveop *op)
         struct saves *t = op->t;
         struct share_refusal why = { 0 };
         enum proto_method m = op->req.method;
-        const char *refused;
+        cJSON *refused;
 
         if (m == PROTO_LIST_SAVES)
                 return NULL;
         if (m == PROTO_SAVE_JOB) {
                 op->job = savejobs_find(t, op->uid, op->name);
-                if ((refused = savejobs_save_refused(op->job, op->req.barrier)) != NULL)
-                        return saves_name_error(refused, "name", op->name);
+                if ((refused = savejobs_save_refusal(op->job, op->name, op->save, op->req.barrier)) != NULL)
+                        return refused;
                 if (op->uid != 0 && t->others_unsaveable)
                         return saves_command_failed("dump", 125, "the daemon lacks CAP_SYS_RESOURCE, which CRIU "
                                                     "needs to dump another user's job");

@@ -232,7 +232,7 @@ def held_only_dump(n):
     v.send("SaveJob", {"name": "part", "save": "s-t2", "barrier": True}, more=True)
     r = v.reply()
     v.close()
-    check(r.get("error") == IFACE + "SaveBusy" and r["parameters"].get("name") == "part",
+    check(r.get("error") == IFACE + "SaveBusy" and r["parameters"] == {"save": "s-t2", "name": "part"},
           "another SaveJob held of a job held at its barrier: SaveBusy name (%r)" % r)
     p = subprocess.run([n.t.ctl, "job", "--socket=" + n.d.socket, "save", "part", "s-t3"], preexec_fn=n.t.as_user,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=LIMIT_S)
