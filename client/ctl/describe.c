@@ -130,7 +130,7 @@ static const struct {
 };
 
 /* Errors whose sentence is lead, then sep and their string parameter key,
- * or absent without it. */
+ * or absent without it (NULL: a later entry of the name tells). */
 static const struct {
         const char *name;
         const char *key;
@@ -149,6 +149,8 @@ static const struct {
         { CUDACKPT_ERROR_JOB_EXISTS, "name", "you already have a job", " ", " of that name" },
         { CUDACKPT_ERROR_NO_SUCH_SAVE, "save", "you have no save", " ", " of that name" },
         { CUDACKPT_ERROR_SAVE_EXISTS, "save", "you already have the save", " ", " (--replace replaces it)" },
+        { CUDACKPT_ERROR_SAVE_BUSY, "name", "a part held at a barrier is its job's only dump, and one runs: job",
+          " ", NULL },
         { CUDACKPT_ERROR_SAVE_BUSY, "save", "the save", " ",
           " is in use: a dump or a restore of it runs, or a job restored from it runs on another node" },
         { CUDACKPT_ERROR_COMMAND_FAILED, "message", "the daemon's command failed", ": ", "" },
@@ -300,6 +302,8 @@ static int describe_known(FILE *f, const char *name, const cJSON *params, int ne
                 if (strcmp(name, describe_with_string[i].name) == 0) {
                         const char *s = json_get_string(params, describe_with_string[i].key);
 
+                        if (!s && !describe_with_string[i].absent) /* the next entry of the name tells */
+                                continue;
                         fputs(describe_with_string[i].lead, f);
                         fputs(s ? describe_with_string[i].sep : describe_with_string[i].absent, f);
                         if (s)

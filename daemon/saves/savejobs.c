@@ -408,9 +408,31 @@ int savejobs_start(struct saves *t, struct conn *c, const struct savejobs_spec *
         return 0;
 }
 
-void savejobs_save_begin(struct savejob *j)
+cJSON *savejobs_save_refusal(const struct savejob *j, const char *name, const char *save, bool held)
 {
+        cJSON *p;
+
+        if (!j || !j->started)
+                return saves_name_error(CUDACKPT_ERROR_NO_SUCH_JOB, "name", name);
+        /* A part held at a barrier is its job's only dump: PassBarrier
+         * names the job, so two held would be one name for two barriers,
+         * and another dump of its frozen tree would only contend for it. */
+        if (j->saving == 0 || !(held || j->saving_held))
+                return NULL;
+        p = cJSON_CreateObject();
+        if (p) {
+                cJSON_AddStringToObject(p, "save", save);
+                cJSON_AddStringToObject(p, "name", name);
+        }
+        return proto_error_new(CUDACKPT_ERROR_SAVE_BUSY, p);
+}
+
+void savejobs_save_begin(struct savejob *j, bool held)
+{
+        if (!j)
+                return;
         j->saving++;
+        j->saving_held = held; /* admitted as the first of its SaveJobs when held */
 }
 
 void savejobs_save_end(struct savejob *j, const char *save, bool ended_it)

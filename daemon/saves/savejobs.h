@@ -84,6 +84,7 @@ struct savejob {
         bool ended;                     /* the command exited (exit_status) */
         int exit_status;
         unsigned saving;                /* SaveJobs of it in flight: the last reply waits */
+        bool saving_held;               /* ... one held at a barrier among them: the only one */
         char saved[SAVESTORE_NAME_MAX + 1]; /* the save that ended it, "" when none */
         bool answered;                  /* the last reply went, or the call is gone */
         unsigned closes;                /* handles not yet closed (command, timer) */
@@ -111,9 +112,15 @@ struct savejob *savejobs_find(struct saves *t, uid_t uid, const char *name);
  * answered (JobExists, QueueFull, CommandFailed).  The spec's restoring
  * save is given back in every case. */
 int savejobs_start(struct saves *t, struct conn *c, const struct savejobs_spec *spec);
-/* A SaveJob of j begins; it ends with savejobs_save_end(): save names the
- * save made (NULL: failed), ended_it whether the dump ended the job. */
-void savejobs_save_begin(struct savejob *j);
+/* Whether SaveJob of job name into save (held: at a barrier) may dump j,
+ * savejobs_find()'s (NULL: none): NULL, or the error to answer, NoSuchJob
+ * (none running) or SaveBusy {save, name} (a held save of it is in
+ * flight, or another save of it for a held one). */
+cJSON *savejobs_save_refusal(const struct savejob *j, const char *name, const char *save, bool held);
+/* A SaveJob of j (NULL: none) begins (held: at a barrier); it ends with
+ * savejobs_save_end(): save names the save made (NULL: failed), ended_it
+ * whether the dump ended the job. */
+void savejobs_save_begin(struct savejob *j, bool held);
 void savejobs_save_end(struct savejob *j, const char *save, bool ended_it);
 /* ListJobs' jobs of uid: an array of JobEvents ("running"). */
 cJSON *savejobs_list(const struct saves *t, uid_t uid);

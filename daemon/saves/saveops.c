@@ -421,13 +421,14 @@ static cJSON *admit(struct saveop *op)
         struct saves *t = op->t;
         struct share_refusal why = { 0 };
         enum proto_method m = op->req.method;
+        cJSON *refused;
 
         if (m == PROTO_LIST_SAVES)
                 return NULL;
         if (m == PROTO_SAVE_JOB) {
                 op->job = savejobs_find(t, op->uid, op->name);
-                if (!op->job || !op->job->started)
-                        return saves_name_error(CUDACKPT_ERROR_NO_SUCH_JOB, "name", op->name);
+                if ((refused = savejobs_save_refusal(op->job, op->name, op->save, op->req.barrier)) != NULL)
+                        return refused;
                 if (op->uid != 0 && t->others_unsaveable)
                         return saves_command_failed("dump", 125, "the daemon lacks CAP_SYS_RESOURCE, which CRIU "
                                                     "needs to dump another user's job");
@@ -442,8 +443,7 @@ static cJSON *admit(struct saveop *op)
         op->holds_busy = true;
         op->pending_all = t->ops_share.used - op->holds_slot;
         op->pending_uid = share_held(&t->ops_share, op->uid) - op->holds_slot;
-        if (op->job)
-                savejobs_save_begin(op->job);
+        savejobs_save_begin(op->job, op->req.barrier);
         return NULL;
 }
 

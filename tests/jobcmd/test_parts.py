@@ -22,10 +22,14 @@ line is lost or repeated.  The barrier calls are spoken in Varlink here.
       saves and rules intact; both restored held again, each ready before
       "started", passed one a second after the other: the stream goes on
       from where it was saved, no line lost or repeated, the rules gone;
-  (c) a daemon with barrier_timeout_ms 2000: a held save that nobody
-      passes rolls back by itself after 2 s, the job running on;
+  (c) a daemon with barrier_timeout_ms 5000: a held save that nobody
+      passes rolls back by itself after 5 s, the job running on; another
+      SaveJob of the job while it is held (held too or not) is SaveBusy;
+      PassBarrier with odd bytes or wrong types is InvalidParameter;
       SaveJob barrier: true without more is InvalidParameter (barrier);
-      PassBarrier of a job at no barrier is NoSuchJob.
+      PassBarrier of a job at no barrier is NoSuchJob;
+  (d) both restored parts held again and their daemons stopped meanwhile
+      (SIGKILL, SIGTERM): each part rolls back, no lock rule or save left.
 The jobs are nobody's, or root's where root lacks CAP_SYS_RESOURCE (CI).
 Skips (77) without root, a usable criu or iptables.
 Exit 0 passed, 1 failed, 77 skipped."""
@@ -45,7 +49,7 @@ from simdaemon import SimDaemon  # noqa: E402
 from tcpstream import CLIENT, SERVER, count, lock_rules, read  # noqa: E402
 
 LIMIT_S = 30
-TIMEOUT_MS = 2000
+TIMEOUT_MS = 5000  # room for the calls made while it waits
 IFACE = "io.cudackpt.Process."
 READY = {"parameters": {"barrier": "ready"}, "continues": True}
 
@@ -220,10 +224,39 @@ def case_all_go(t, n1, n2, port):
     return held
 
 
+def held_only_dump(n):
+    """A part held at its barrier is its job's only dump, though the uid may
+    run 3: another SaveJob of it, held or not, is SaveBusy (name) at once,
+    and PassBarrier names one barrier."""
+    v = n.varlink()
+    v.send("SaveJob", {"name": "part", "save": "s-t2", "barrier": True}, more=True)
+    r = v.reply()
+    v.close()
+    check(r.get("error") == IFACE + "SaveBusy" and r["parameters"] == {"save": "s-t2", "name": "part"},
+          "another SaveJob held of a job held at its barrier: SaveBusy name (%r)" % r)
+    p = subprocess.run([n.t.ctl, "job", "--socket=" + n.d.socket, "save", "part", "s-t3"], preexec_fn=n.t.as_user,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=LIMIT_S)
+    check(p.returncode == 31 and "held at a barrier is its job's only dump, and one runs: job part" in p.stderr,
+          "`job save` of a job held at its barrier: SaveBusy, exit 31 (%d, %r)" % (p.returncode, p.stderr))
+
+
+def hostile_pass(n):
+    """PassBarrier with a job name of odd bytes, too long or no string, a go
+    that is no boolean, a key too many or missing: InvalidParameter, the
+    part still held (its timeout follows)."""
+    for params, bad in (({"job": "part\n", "go": True}, "job"), ({"job": "../part", "go": True}, "job"),
+                        ({"job": "", "go": True}, "job"), ({"job": "p" * 300, "go": True}, "job"),
+                        ({"job": 5, "go": True}, "job"), ({"job": "part", "go": "yes"}, "go"),
+                        ({"job": "part", "go": True, "save": "s-t"}, "save"), ({"job": "part"}, "go")):
+        r = n.varlink().call("PassBarrier", params)
+        check(r.get("error") == "org.varlink.service.InvalidParameter" and r["parameters"].get("parameter") == bad,
+              "PassBarrier %r: InvalidParameter %s (%r)" % (params, bad, r))
+
+
 def case_timeout(t, ctl, sim, env):
     """barrier_timeout_ms: a held save nobody passes rolls back by itself."""
     config = {"nvml": sim, "saves_dir": os.path.join(t.top, "saves3"), "ctl_path": ctl, "socket_mode": "0666",
-              "barrier_timeout_ms": TIMEOUT_MS}
+              "barrier_timeout_ms": TIMEOUT_MS, "max_save_operations_per_uid": 3}
     with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, dict(env, CUDACKPT_RUN_DIR=os.path.join(
             t.top, "jobs3"))) as d:
         n = Node(t, d, "s-t")
@@ -238,6 +271,8 @@ def case_timeout(t, ctl, sim, env):
                   "SaveJob barrier: true without more: InvalidParameter barrier (%r)" % r)
             v = n.hold("SaveJob", {"name": "part", "save": "s-t"})
             t0 = time.monotonic()
+            held_only_dump(n)
+            hostile_pass(n)
             r = v.reply(timeout=TIMEOUT_MS / 1000 + LIMIT_S)
             took = time.monotonic() - t0
             check(r.get("error") == IFACE + "CommandFailed" and TIMEOUT_MS / 1000 - 0.2 <= took < TIMEOUT_MS / 1000 + 15,
@@ -247,6 +282,27 @@ def case_timeout(t, ctl, sim, env):
         finally:
             n.job.kill()
             n.job.communicate()
+
+
+def case_stop(t, n1, n2, port):
+    """Both restored parts saved held again, then each node's daemon stopped
+    while its part waits at the barrier: SIGKILL (the second node) and
+    SIGTERM (the first, out in seconds) each roll their part back, its
+    command seeing the daemon's end close: no lock rule of it left, no save
+    made."""
+    held = [n.hold("SaveJob", {"name": "part", "save": n.save + "-stop"}) for n in (n1, n2)]
+    check(len(lock_rules(port)) == 4, "both parts held, locked (%r)" % lock_rules(port))
+    n2.d.kill()
+    await_true("the killed daemon's part rolled back, its lock rules gone", lambda: len(lock_rules(port)) == 2)
+    t0 = time.monotonic()
+    rc = n1.d.terminate()
+    took = time.monotonic() - t0
+    check(rc == 0 and took < 10, "SIGTERM with a part held: the daemon exits 0 at once (%r, %.1f s)" % (rc, took))
+    await_true("the stopped daemon's part rolled back, its lock rules gone", lambda: not lock_rules(port))
+    saves = os.listdir(os.path.join(t.top, "saves", str(0 if t.uid is None else t.uid)))
+    for v in held:
+        v.close()
+    check(not set(saves) & {"s-n1-stop", "s-n2-stop"}, "no save made (%r)" % saves)
 
 
 def run(t, ctl, sim, env):
@@ -266,6 +322,7 @@ def run_parts(t, ctl, sim, env, n1, n2):
         case_none_go(t, n1, n2, port)
         held = case_all_go(t, n1, n2, port)
         case_timeout(t, ctl, sim, env)
+        case_stop(t, n1, n2, port)
     finally:
         open(t.stop, "w").close()
         for v in held:
