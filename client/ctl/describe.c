@@ -126,7 +126,6 @@ static const struct {
         { CUDACKPT_ERROR_NOT_CUDA_PROCESS, "the process has not initialised CUDA" },
         { CUDACKPT_ERROR_SHUTTING_DOWN, "the daemon is shutting down" },
         { CUDACKPT_VARLINK_PERMISSION_DENIED, "permission denied" },
-        { CUDACKPT_ERROR_SAVES_DISABLED, "the daemon keeps no saves (no saves_dir in its configuration)" },
 };
 
 /* Errors whose sentence is lead, then sep and their string parameter key,
@@ -154,6 +153,8 @@ static const struct {
         { CUDACKPT_ERROR_SAVE_BUSY, "save", "the save", " ",
           " is in use: a dump or a restore of it runs, or a job restored from it runs on another node" },
         { CUDACKPT_ERROR_COMMAND_FAILED, "message", "the daemon's command failed", ": ", "" },
+        { CUDACKPT_ERROR_SAVES_DISABLED, "reason", "the daemon", " ",
+          " keeps no saves (no saves_dir in its configuration)" },
 };
 
 static void describe_permission_denied(FILE *f, const cJSON *params) {

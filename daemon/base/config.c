@@ -67,7 +67,7 @@ void config_init(struct config *c)
                 .max_jobs = 64, .max_jobs_per_uid = 4,
                 .max_job_argv = 4096,
                 .job_stop_ms = 10000, .barrier_timeout_ms = 300000,
-                .save_tcp_established = true, .save_network_lock = "skip", .save_parts_network_lock = "iptables",
+                .save_tcp_established = true, .save_network_lock = "skip", .save_parts_network_lock = "off",
                 .max_saves = 1024, .max_saves_per_uid = 16,
                 .max_save_bytes_per_uid = (uint64_t)1 << 40,
                 .max_save_operations = 4, .max_save_operations_per_uid = 1,
@@ -258,19 +258,20 @@ static int apply_table_key(struct config *c, const cJSON *item, char *why, size_
         return -ENOENT;
 }
 
-/* CRIU's --network-lock methods, the table's strings kept.  No "skip" for
- * a part held at a barrier: its connections to other nodes need the lock. */
+/* CRIU's --network-lock methods, the table's strings kept.  For a part
+ * held at a barrier, "off" (none held: docs/security.md), never "skip". */
 static int apply_network_lock(struct config *c, const cJSON *item, char *why, size_t whylen)
 {
-        static const char *const methods[] = { "iptables", "nftables", "skip" };
+        static const char *const methods[] = { "iptables", "nftables", "skip", "off" };
         bool parts = strcmp(item->string, "save_parts_network_lock") == 0;
 
-        for (size_t i = 0; cJSON_IsString(item) && i < sizeof(methods) / sizeof(methods[0]) - parts; i++)
-                if (strcmp(item->valuestring, methods[i]) == 0) {
+        for (size_t i = 0; cJSON_IsString(item) && i < sizeof(methods) / sizeof(methods[0]); i++)
+                if (strcmp(item->valuestring, methods[i]) == 0 && (i < 2 || (i == 3) == parts)) {
                         *(parts ? &c->save_parts_network_lock : &c->save_network_lock) = methods[i];
                         return 0;
                 }
-        snprintf(why, whylen, "\"%s\" must be %s\"iptables\" or \"nftables\"", item->string, parts ? "" : "\"skip\", ");
+        snprintf(why, whylen, "\"%s\" must be \"iptables\", \"nftables\" or %s", item->string,
+                 parts ? "\"off\"" : "\"skip\"");
         return -EINVAL;
 }
 

@@ -77,7 +77,7 @@ struct config {
         unsigned max_save_operations_per_uid; /* ... for one uid */
         bool save_tcp_established;    /* saves dump and restore the jobs' TCP connections */
         const char *save_network_lock; /* criu's --network-lock for them: "skip", "iptables", "nftables" */
-        const char *save_parts_network_lock; /* ... for a part held at a barrier: "iptables", "nftables" */
+        const char *save_parts_network_lock; /* ... for a part held at a barrier: "iptables", "nftables"; "off": none held */
         uint64_t barrier_timeout_ms;  /* a part held at its barrier rolls back this late */
 
         /* Policy, on top of "root acts on any process, others on their own". */

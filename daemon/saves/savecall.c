@@ -228,6 +228,20 @@ static void list_jobs(struct saves *t, struct conn *c, const struct proto_call *
         conn_reply(c, call, proto_reply_new(p));
 }
 
+/* A part held at a barrier is the administrator's choice
+ * (save_parts_network_lock): true, refused, when it is off. */
+static bool parts_off(struct saves *t, struct conn *c, struct proto_call *call)
+{
+        cJSON *why;
+
+        if (strcmp(t->cfg->save_parts_network_lock, "off") != 0)
+                return false;
+        why = cJSON_CreateObject();
+        cJSON_AddStringToObject(why, "reason", "holds no part of a job at a barrier (save_parts_network_lock is off)");
+        conn_reply(c, call, proto_error_new(CUDACKPT_ERROR_SAVES_DISABLED, why));
+        return true;
+}
+
 void savecall_call(struct saves *t, struct conn *c, struct proto_call *call)
 {
         struct params p;
@@ -239,6 +253,8 @@ void savecall_call(struct saves *t, struct conn *c, struct proto_call *call)
                 conn_reply(c, call, err);
                 return;
         }
+        if (p.barrier && parts_off(t, c, call))
+                return;
         if (p.barrier && call->method == PROTO_SAVE_JOB && !call->more) {
                 /* Its continues reply says when the part waits at the barrier. */
                 conn_reply(c, call, proto_invalid_parameter("barrier"));

@@ -8,6 +8,9 @@ two daemons sharing one saves_dir (two nodes), a job on each (`cudackptctl
 job start --name=part --save=s-nN`), a server part on the first streaming
 lines in from a client part on the second, the server checking that no
 line is lost or repeated.  The barrier calls are spoken in Varlink here.
+  (0) a daemon with the default configuration (save_parts_network_lock
+      "off") refuses a held SaveJob and RestoreJob: SavesDisabled, its
+      reason naming the key; the others below turn it to "iptables";
   (a) both parts saved held at a barrier: each call says ready (continues
       {"barrier": "ready"}) with its part frozen under criu's iptables lock
       (save_parts_network_lock, though save_network_lock is "skip");
@@ -256,7 +259,8 @@ def hostile_pass(n):
 def case_timeout(t, ctl, sim, env):
     """barrier_timeout_ms: a held save nobody passes rolls back by itself."""
     config = {"nvml": sim, "saves_dir": os.path.join(t.top, "saves3"), "ctl_path": ctl, "socket_mode": "0666",
-              "barrier_timeout_ms": TIMEOUT_MS, "max_save_operations_per_uid": 3}
+              "barrier_timeout_ms": TIMEOUT_MS, "max_save_operations_per_uid": 3,
+              "save_parts_network_lock": "iptables"}
     with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, dict(env, CUDACKPT_RUN_DIR=os.path.join(
             t.top, "jobs3"))) as d:
         n = Node(t, d, "s-t")
@@ -309,6 +313,14 @@ def run(t, ctl, sim, env):
     """Two nodes: two daemons sharing one saves_dir, each with a run
     directory of its own, as /run is a node's."""
     config = {"nvml": sim, "saves_dir": os.path.join(t.top, "saves"), "ctl_path": ctl, "socket_mode": "0666"}
+    with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, dict(
+            env, CUDACKPT_RUN_DIR=os.path.join(t.top, "jobs0"))) as d:
+        for method, params in (("SaveJob", {"name": "part", "save": "s"}), ("RestoreJob", {"save": "s"})):
+            r = Varlink(d, t.uid).call(method, dict(params, barrier=True))
+            check(r.get("error") == IFACE + "SavesDisabled" and "save_parts_network_lock is off"
+                  in r.get("parameters", {}).get("reason", ""),
+                  "by default (save_parts_network_lock off) a held %s is refused: SavesDisabled (%r)" % (method, r))
+    config["save_parts_network_lock"] = "iptables"
     with contextlib.ExitStack() as stack:
         ds = [stack.enter_context(SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, dict(
               env, CUDACKPT_RUN_DIR=os.path.join(t.top, "jobs%d" % k)))) for k in (1, 2)]

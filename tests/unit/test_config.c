@@ -124,8 +124,10 @@ START_TEST(test_refused)
         assert_refused("{\"max_jobs_per_uid\": 0}", ":1:", "max_jobs_per_uid");
         /* A part held at a barrier has connections to other nodes: they need the lock. */
         assert_refused("{\"save_parts_network_lock\": \"skip\"}", ":1:",
-                       "\"save_parts_network_lock\" must be \"iptables\" or \"nftables\"");
-        assert_refused("{\"save_network_lock\": \"none\"}", ":1:", "\"skip\", \"iptables\" or \"nftables\"");
+                       "\"save_parts_network_lock\" must be \"iptables\", \"nftables\" or \"off\"");
+        assert_refused("{\"save_network_lock\": \"off\"}", ":1:",
+                       "\"save_network_lock\" must be \"iptables\", \"nftables\" or \"skip\"");
+        assert_refused("{\"save_network_lock\": \"none\"}", ":1:", "\"iptables\", \"nftables\" or \"skip\"");
         assert_refused("{\"barrier_timeout_ms\": 0}", ":1:", "barrier_timeout_ms");
 }
 END_TEST
