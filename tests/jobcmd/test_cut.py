@@ -35,9 +35,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from savejobs import await_true, check, usable_criu  # noqa: E402
+from savejobs import await_true, check  # noqa: E402
 from simdaemon import SimDaemon  # noqa: E402
-from tcpstream import CLIENT, SERVER, count, lock_rules, read  # noqa: E402
+from tcpstream import CLIENT, SERVER, count, cut_criu, drop_lock_rules, lock_rules, read  # noqa: E402
 
 LIMIT_S = 20
 WAIT_S = 3  # at the barrier before the go, once for the dumps, once for the restores
@@ -178,10 +178,8 @@ def main():
     if os.geteuid() != 0:
         print("SKIP: root only")
         return 77
-    criu = usable_criu()
-    if not criu or not shutil.which("iptables") or subprocess.run(["iptables", "-S"], stdout=subprocess.DEVNULL,
-                                                                 stderr=subprocess.DEVNULL).returncode != 0:
-        print("SKIP: no criu that passes `criu check` ($CUDACKPT_CRIU), or no usable iptables")
+    criu = cut_criu()
+    if not criu:
         return 77
     top = tempfile.mkdtemp(prefix="cudackpt-cut.")
     env = dict(os.environ, CUDACKPT_CRIU=criu, CUDACKPT_RUN_DIR=os.path.join(top, "runs"))
@@ -199,8 +197,8 @@ def main():
         return 1
     finally:
         open(os.path.join(top, "stop"), "w").close()
-        for rule in lock_rules(port) if port else []:
-            subprocess.run(["iptables"] + rule.replace("-A", "-D", 1).split())
+        if port:
+            drop_lock_rules(port)
         time.sleep(0.5)
         shutil.rmtree(top, ignore_errors=True)
     return 0

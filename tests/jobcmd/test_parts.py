@@ -47,9 +47,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from savejobs import NOBODY, await_true, check, saves_owner, usable_criu  # noqa: E402
+from savejobs import NOBODY, await_true, check, saves_owner  # noqa: E402
 from simdaemon import SimDaemon  # noqa: E402
-from tcpstream import CLIENT, SERVER, count, lock_rules, read  # noqa: E402
+from tcpstream import CLIENT, SERVER, count, cut_criu, drop_lock_rules, lock_rules, read  # noqa: E402
 
 LIMIT_S = 30
 TIMEOUT_MS = 5000  # room for the calls made while it waits
@@ -343,18 +343,16 @@ def run_parts(t, ctl, sim, env, n1, n2):
             if n.job and n.job.poll() is None:
                 n.job.kill()
                 n.job.communicate()
-        for rule in lock_rules(port) if port else []:
-            subprocess.run(["iptables"] + rule.replace("-A", "-D", 1).split())
+        if port:
+            drop_lock_rules(port)
 
 
 def main():
     if os.geteuid() != 0:
         print("SKIP: root only (the daemon's jobs run as root's cudackptctl)")
         return 77
-    criu = usable_criu()
-    if not criu or not shutil.which("iptables") or subprocess.run(["iptables", "-S"], stdout=subprocess.DEVNULL,
-                                                                 stderr=subprocess.DEVNULL).returncode != 0:
-        print("SKIP: no criu that passes `criu check` ($CUDACKPT_CRIU), or no usable iptables")
+    criu = cut_criu()
+    if not criu:
         return 77
     top = tempfile.mkdtemp(prefix="cudackpt-parts.")
     os.chmod(top, 0o755)

@@ -1,14 +1,17 @@
 """tcpstream.py: the TCP stream between two parts of a job that the tests
 of a job cut across parts share (tests/jobcmd/test_cut.py, test_parts.py):
 a server part that checks every numbered line a client part sends it,
-writing how far it got (or "BAD ...") to a file, and the network lock's
-rules CRIU leaves for the connection.  Scripts import it after putting
+writing how far it got (or "BAD ...") to a file, the network lock's rules
+CRIU leaves for the connection, and what the tests need to run at all.  Scripts import it after putting
 tests/lib on sys.path, as simdaemon.py."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
-from typing import List
+from typing import List, Optional
+
+from savejobs import usable_criu
 
 # python3 SERVER PORTFILE OUTFILE: listens on the loopback (its port in
 # PORTFILE), then checks the lines of the one connection it accepts.
@@ -68,3 +71,20 @@ def lock_rules(port: int) -> List[str]:
     """CRIU's iptables rules dropping the packets of a connection to port."""
     out = subprocess.run(["iptables", "-S"], stdout=subprocess.PIPE, text=True).stdout
     return [line for line in out.splitlines() if "DROP" in line and str(port) in line.split()]
+
+
+def drop_lock_rules(port: int) -> None:
+    """Removes what lock_rules(port) finds (a test's cleanup)."""
+    for rule in lock_rules(port):
+        subprocess.run(["iptables"] + rule.replace("-A", "-D", 1).split())
+
+
+def cut_criu() -> Optional[str]:
+    """The criu to cut a stream with: usable_criu(), where iptables works
+    too (CRIU's lock); else None, said, for the test to skip."""
+    criu = usable_criu()
+    if not criu or not shutil.which("iptables") or subprocess.run(["iptables", "-S"], stdout=subprocess.DEVNULL,
+                                                                 stderr=subprocess.DEVNULL).returncode != 0:
+        print("SKIP: no criu that passes `criu check` ($CUDACKPT_CRIU), or no usable iptables")
+        return None
+    return criu
