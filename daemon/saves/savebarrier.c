@@ -9,13 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "barrier-line.h"
 #include "cudackpt/protocol.h"
 #include "base/log.h"
 
-/* What the command writes at the barrier, and the byte that lets it go
- * on: client/ctl/job/crossbarrier.h's CTL_CROSS_BARRIER_READY and _GO. */
-#define READY_LINE "{\"barrier\":\"ready\"}"
-#define GO_BYTE 'g'
 #define STRINGIFY(x) #x
 #define FD_OPTION(fd) "--barrier-fd=" STRINGIFY(fd)
 
@@ -76,7 +73,7 @@ static bool shut(struct savebarrier *b, bool go)
         uv_timer_stop(&b->timer);
         /* One byte into an empty socket's buffer: it never blocks. */
         if (go)
-                sent = send(b->fd, &(char){ GO_BYTE }, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1;
+                sent = send(b->fd, &(char){ BARRIER_LINE_GO }, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1;
         close(b->fd);
         b->fd = -1;
         unlink_waiting(b);
@@ -148,7 +145,7 @@ static void poll_cb(uv_poll_t *h, int status, int events)
                 return;
         if (nl)
                 *nl = '\0';
-        if (!nl || nl + 1 != b->line + b->len || strcmp(b->line, READY_LINE) != 0) {
+        if (!nl || nl + 1 != b->line + b->len || strcmp(b->line, BARRIER_LINE_READY) != 0) {
                 log_warning("Job %s of uid %u: its %s's barrier line is not the ready line, rolling it back",
                             b->name, (unsigned)b->uid, b->verb);
                 (void)shut(b, false);

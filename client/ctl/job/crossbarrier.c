@@ -1,6 +1,7 @@
 /* crossbarrier.c: the barrier across a job's parts (crossbarrier.h). */
 #include "crossbarrier.h"
 
+#include "barrier-line.h"
 #include "criu.h"
 #include "fdio.h"
 
@@ -53,14 +54,14 @@ int ctl_cross_barrier_wait(int fd, const char *verb, const char *prefix) {
                 return 0;
         /* The other end gone is a barrier not passed, not this command's end. */
         sigaction(SIGPIPE, &ign, &old);
-        r = fdio_write_all(fd, CTL_CROSS_BARRIER_READY, strlen(CTL_CROSS_BARRIER_READY));
+        r = fdio_write_all(fd, BARRIER_LINE_READY "\n", strlen(BARRIER_LINE_READY "\n"));
         sigaction(SIGPIPE, &old, NULL);
         /* No timeout here: the other end's holder bounds the wait, and its
          * end closing (it died) lets none go on, as does a signal asking
          * this command to stop. */
         if (r == 0) {
                 r = cross_read_byte(fd, &c);
-                r = r < 0 ? r : c == CTL_CROSS_BARRIER_GO ? 0 : -ECANCELED;
+                r = r < 0 ? r : c == BARRIER_LINE_GO ? 0 : -ECANCELED;
         }
         if (r == -EINTR)
                 fprintf(stderr, "%sgot signal %d at the barrier across the job's parts: none was let go on\n", prefix,

@@ -4,15 +4,10 @@
  * command's own criu runs all wait (criu.h's barrier: a dump's images
  * durable, its job frozen and its connections under criu's network lock;
  * a restore's trees restored, not yet running, the lock still on), it says
- * so on FD and waits for whoever holds the other end, which lets every
- * part go on, or none.  Private to cudackptctl. */
+ * so on FD (common/barrier-line.h) and waits for whoever holds the other
+ * end, which lets every part go on, or none.  Private to cudackptctl. */
 #ifndef CUDACKPT_CTL_CROSSBARRIER_H
 #define CUDACKPT_CTL_CROSSBARRIER_H
-
-/* What the command writes on FD at the barrier, and the byte it waits for
- * to go on; anything else, or FD's end closed, lets none of its criu go on. */
-#define CTL_CROSS_BARRIER_READY "{\"barrier\":\"ready\"}\n"
-#define CTL_CROSS_BARRIER_GO 'g'
 
 /* Says ready on fd (-1: no such barrier, 0 at once) and waits for the go:
  * 0, or -ECANCELED (said on stderr after prefix: verb's parts were let go
