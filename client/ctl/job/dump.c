@@ -76,7 +76,6 @@ typedef struct dump_job {
         ctl_criu_run *runs;           /* one per tree (its dir_fd DIR/tree-ROOT) */
         ctl_pins pins;                /* every process of the trees, pinned at post-dump */
         double suspend_ms, criu_ms, sync_ms, resume_ms, t0;
-        double step3_ms;              /* step 3, done while criu waited: not criu's time */
         bool synced;                  /* the images were synced to disk */
         bool save_failed;             /* step 3 failed at the barrier: no criu went on */
         bool cross_failed;            /* ... or the barrier across the job's parts (--barrier-fd) */
@@ -146,8 +145,6 @@ static int dump_at_barrier(void *data, const int *criu_pids, size_t n) {
                 fprintf(stderr, "%s%s\n", x->a->prefix, x->refused);
                 x->refused[0] = '\0';
         }
-        double t0 = monotime_ms_exact();
-
         if (r == 0 && (dump_save(x) < 0 ||
                        (x->a->before_end && x->a->before_end(x->a->before_end_data, x->dir_fd, &x->m) < 0))) {
                 x->save_failed = true;
@@ -160,7 +157,6 @@ static int dump_at_barrier(void *data, const int *criu_pids, size_t n) {
                 x->save_failed = x->cross_failed = true;
                 r = -ECANCELED;
         }
-        x->step3_ms = monotime_ms_exact() - t0;
         x->let_go = r == 0;
         return r;
 }
@@ -203,7 +199,9 @@ static int dump_run_criu(dump_job *x) {
                 double t0 = monotime_ms_exact();
 
                 r = ctl_criu_run_all(x->runs, x->m.n_trees, environ, &barrier);
-                x->criu_ms = monotime_ms_exact() - t0 - x->step3_ms;
+                /* Its time at the barrier (pins, step 3, the job's other
+                 * parts) is not criu's. */
+                x->criu_ms = monotime_ms_exact() - t0 - (x->m.n_trees ? x->runs[0].held_ms : 0);
                 if (r == -EIO && x->let_go)
                         r = dump_criu_failed_after(x);
         }

@@ -3,11 +3,11 @@
  *   1. criu restore -d of every tree of DIR's manifest, all at once, each
  *      given its checked directory as a descriptor (/proc/self/fd/N), with
  *      CRIU's CUDA plugin standing aside (a failing "cuda-checkpoint" first
- *      on criu's PATH turns it off): the processes come back checkpointed.  The trees wait for each other (and,
- *      with --barrier-fd, the job's other parts: crossbarrier.h) at
- *      post-restore (criu.c), restored and not yet running: there every
- *      process of each tree is pinned (jobpin.c), its root a child of a
- *      waiting criu and every member in its tree;
+ *      on criu's PATH turns it off): the processes come back checkpointed.
+ *      The trees wait for each other (and, with --barrier-fd, the job's
+ *      other parts: crossbarrier.h) at post-restore (criu.c), restored and
+ *      not yet running: there every process of each tree is pinned
+ *      (jobpin.c), its root a child of a waiting criu, each member in it;
  *   2. one ResumeGroup of every member, each pinned by the start time read
  *      then (a process that took a member's pid since is not it): restored
  *      in parallel, none unlocked before all are restored, the device map
