@@ -2,6 +2,7 @@
 """ddp_job.py: a 4-rank PyTorch DDP job (gloo) on one GPU, for run-criu-job-gpu.sh.
 
     ddp_job.py launch --dir=DIR [--world=4] [--steps=60] [--step-ms=100] [--ballast-mib=1024]
+                      [--first=F --count=C]
 
 The launcher (no CUDA) starts WORLD ranks with subprocess (not
 multiprocessing: no semaphores or pipes for CRIU to follow), each
@@ -11,7 +12,10 @@ The ranks rendezvous through a FileStore (DIR/store: no TCPStore, whose
 libuv loop maps an io_uring that CRIU 4.2 cannot dump), train a small MLP
 with a fixed seed and fixed data per step, and rank 0 prints one line per
 step: "step N loss HEX" (float.hex: bit-exact) to its log, then sleeps
-STEP_MS so that a dump lands mid-training.  Deterministic: cuBLAS
+STEP_MS so that a dump lands mid-training.  With --first and --count the
+launcher starts ranks F..F+C-1 only (one node's share of a job run on
+several nodes: slurm_jobset_gpu.py), and its files are ranks-F and
+done-F (or failed-F).  Deterministic: cuBLAS
 workspace config, deterministic algorithms, gloo's fixed reduction order.
 """
 import argparse
@@ -63,7 +67,9 @@ def rank_main(a):
 
 def launch_main(a):
     procs = []
-    for r in range(a.world):
+    first, count = (a.first, a.count) if a.count else (0, a.world)
+    tail = "-%d" % first if a.count else ""
+    for r in range(first, first + count):
         log = open(os.path.join(a.dir, "rank-%d.log" % r), "w")
         cmd = [sys.executable, os.path.abspath(__file__), "rank", "--rank=%d" % r, "--dir=%s" % a.dir,
                "--world=%d" % a.world, "--steps=%d" % a.steps, "--step-ms=%d" % a.step_ms,
@@ -71,10 +77,10 @@ def launch_main(a):
         procs.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                       close_fds=True))
         log.close()
-    with open(os.path.join(a.dir, "ranks"), "w") as f:
+    with open(os.path.join(a.dir, "ranks" + tail), "w") as f:
         f.write(" ".join(str(p.pid) for p in procs) + "\n")
     rcs = [p.wait() for p in procs]
-    with open(os.path.join(a.dir, "done" if all(rc == 0 for rc in rcs) else "failed"), "w") as f:
+    with open(os.path.join(a.dir, ("done" if all(rc == 0 for rc in rcs) else "failed") + tail), "w") as f:
         f.write(" ".join(str(rc) for rc in rcs) + "\n")
     return 0 if all(rc == 0 for rc in rcs) else 1
 
@@ -88,6 +94,8 @@ def main():
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--step-ms", type=int, default=100)
     p.add_argument("--ballast-mib", type=int, default=1024)
+    p.add_argument("--first", type=int, default=0)
+    p.add_argument("--count", type=int, default=0)
     a = p.parse_args()
     return launch_main(a) if a.mode == "launch" else rank_main(a)
 

@@ -11,7 +11,7 @@
 #   bash tests/gpu/run-batch-gpu.sh SUITE... 2>&1 | tee $OUT/batch.log
 # SUITE is one of the names below, optionally NAME:SECONDS for its limit:
 #   moveA movesame moveB jobrun plan archive cudapython fit criujob
-#   seccomp seccomp-enforce gpu criu group lease saves slurm
+#   seccomp seccomp-enforce gpu criu group lease saves slurm slurmset
 # moveA writes move.tar.zst, move-a.env and move-target to $OUT (for moveB
 # on a second machine: see run-move-gpu.sh's header).
 set -u
@@ -41,6 +41,7 @@ suite_cmd() { # NAME: the command line of a suite
         lease) echo "bash tests/gpu/run-lease-gpu.sh 512" ;;
         saves) echo "bash tests/gpu/run-saves-gpu.sh" ;;
         slurm) echo "bash tests/gpu/run-slurm-gpu.sh" ;;
+        slurmset) echo "bash tests/gpu/run-slurm-gpu.sh jobset" ;;
         *) return 1 ;;
         esac
 }

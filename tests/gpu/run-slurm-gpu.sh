@@ -4,7 +4,8 @@
 # then a one-node cluster whose node daemon runs on this machine's GPU.
 #
 # usage (repository root on the GPU machine, after tests/gpu/stage-gpu.sh
-# here; carry [".gpu"]): bash tests/gpu/run-slurm-gpu.sh
+# here; carry [".gpu"]): bash tests/gpu/run-slurm-gpu.sh [jobset]
+# (jobset: slurm_jobset_gpu.py, a job on two nodes saved whole, instead)
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bash "$ROOT/tests/gpu/install-slurm-gpu.sh" || exit $?
@@ -23,4 +24,4 @@ if [[ $(stat -f -c %T $CG) == cgroup2fs ]]; then
         for c in cpuset cpu memory pids; do echo "+$c" >$CG/system.slice/cgroup.subtree_control 2>/dev/null; done
         echo "cgroup v2: controllers $(cat $CG/cgroup.controllers), delegated $(cat $CG/cgroup.subtree_control), root's processes left: $(wc -l <$CG/cgroup.procs)"
 fi
-CUDACKPT_TEST_SLURM=required exec python3 "$ROOT/tests/gpu/slurm_gpu.py"
+CUDACKPT_TEST_SLURM=required exec python3 "$ROOT/tests/gpu/slurm_${1:+${1}_}gpu.py"

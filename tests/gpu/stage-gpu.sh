@@ -128,6 +128,21 @@ echo "built $here/cudackpt-gpu-target"
 EOF
 chmod 0755 "$STAGE/build-target.sh"
 
+# iptables (nft), for CRIU's network lock of a job's parts saved across
+# nodes (slurm_jobset_gpu.py) where that machine has none: the program,
+# its libraries and its extensions (XTABLES_LIBDIR).
+ipt=$(readlink -f "$(command -v iptables-restore || true)" 2>/dev/null || true)
+if [[ -x $ipt ]]; then
+        mkdir -p "$STAGE/iptables/bin" "$STAGE/iptables/lib"
+        cp "$ipt" "$STAGE/iptables/bin/"
+        for n in iptables iptables-restore iptables-save ip6tables ip6tables-restore ip6tables-save; do
+                ln -sf "$(basename "$ipt")" "$STAGE/iptables/bin/$n"
+        done
+        ldd "$ipt" | awk '$3 ~ /^\// && $1 !~ /^lib(c|m|dl|pthread)\.so/ { print $3 }' |
+                while read -r l; do cp -L "$l" "$STAGE/iptables/lib/"; done
+        cp -a /usr/lib/x86_64-linux-gnu/xtables "$STAGE/iptables/xtables"
+fi
+
 # Debian's Slurm and munge, for a one-node cluster there (install-slurm-gpu.sh).
 if command -v slurmd >/dev/null; then
         bash "$ROOT/tests/gpu/stage-slurm.sh" "$STAGE/slurm-debian.tar.gz"
