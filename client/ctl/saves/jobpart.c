@@ -82,6 +82,9 @@ static void jobpart_failed(const jobpart *p, const char *of, int r, const cudack
         cJSON_AddStringToObject(o, "event", "failed");
         cJSON_AddStringToObject(o, "of", of);
         cJSON_AddStringToObject(o, "error", r == 0 && reply && reply->error ? reply->error : "CallFailed");
+        /* srun may pass a long line on in pieces: short ones. */
+        if (what && strlen(what) > JOBPART_MAX_WHAT)
+                what[JOBPART_MAX_WHAT] = '\0';
         if (what)
                 ctl_sanitize(what);
         cJSON_AddStringToObject(o, "what", what ? what : ctl_describe_call_failure(r));

@@ -15,6 +15,8 @@
 
 /* The longest line the coordinator sends. */
 #define JOBPART_MAX_LINE 4096
+/* The longest error text a part says. */
+#define JOBPART_MAX_WHAT 160
 /* How long forgetting the older saves waits for the job's call to end
  * (the daemon lets go of a restored save as the job ends). */
 #define JOBPART_FORGET_WAIT_MS 10000
