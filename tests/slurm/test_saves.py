@@ -19,6 +19,9 @@ from the save in place of a fresh start:
   - the save is in its user's directory, which only root reaches;
   - the batch script killed (scancel --batch --signal=KILL): the daemon
     stops the job, unsaved; the save is removed with `job rm`.
+A second job, started with `--requeue`, is sent USR1 (as `--signal=B:USR1@N`
+does before its time limit): it saves itself and has Slurm requeue it
+(`scontrol requeue`), and Slurm's next start restores it.
 Prints MEASURED: the time from the requeue to the save on disk, and from
 the job's second start to its target answering.
 Exit 0 passed, 1 failed, 77 skipped (as test_cluster.py)."""
@@ -68,27 +71,59 @@ def ask(c, pid, result, n):
     return slurmcluster.await_true("report %d of the target" % n, lines, 20)
 
 
-def case_requeue_elsewhere(c, out):
-    result = os.path.join(out, "result")
-    script = os.path.join(out, "job.sh")
+def submit(c, out, name, flags=""):
+    """The target's batch job, started through job start --save; its
+    result file."""
+    result = os.path.join(out, name + ".result")
+    script = os.path.join(out, name + ".sh")
     inner = "exec 3>/dev/null; exec env CUDACKPT_SIM=1 CUDACKPT_SIM_STATE=r %s single 1 %s 8 %s" % (
         c.target, result, c.sim)
     with open(script, "w") as f:
-        f.write("#!/bin/sh\nexec %s job start --name=train --save=slurm-$SLURM_JOB_ID "
-                "--output=%s/log.$SLURM_RESTART_COUNT -- /bin/sh -c '%s'\n" % (c.ctl, out, inner))
+        f.write("#!/bin/sh\nexec %s job start --name=%s --save=slurm-$SLURM_JOB_ID %s"
+                "--output=%s/log.$SLURM_RESTART_COUNT -- /bin/sh -c '%s'\n" % (c.ctl, name, flags, out, inner))
     os.chmod(script, 0o755)
+    r = c.run(["sbatch", "--parsable", "--requeue", "-N1", "--time=5", "-o", os.path.join(out, name + ".out"), script],
+              uid=c.owner, cwd=out)
+    return r.stdout.strip().split(";")[0], result
+
+
+def restarted(c, job, result):
+    if job_field(c, job, "JobState") == "PENDING" and job_field(c, job, "Reason") == "BeginTime":
+        c.run(["scontrol", "update", "JobId=" + job, "StartTime=now"], check=False)
+    return job_field(c, job, "JobState") == "RUNNING" and criu_target_pid(result)
+
+
+def case_requeue_itself(c, out):
+    """--requeue: USR1 (the time limit's warning) saves the job, which asks
+    Slurm to requeue it; Slurm's next start restores it."""
+    job, result = submit(c, out, "warned", "--requeue ")
+    first = slurmcluster.await_true("job %s's target" % job, lambda: criu_target_pid(result), 30)
+    node = job_field(c, job, "NodeList")
+    ask(c, first, result, 1)
+    c.run(["scancel", "--batch", "--signal=USR1", job])
+    slurmcluster.await_true("the warned job saved", lambda: not os.path.exists("/proc/%d" % first), KILL_WAIT_S)
+    second = slurmcluster.await_true("the job requeued by itself and running again",
+                                     lambda: restarted(c, job, result), 60)
+    rep = ask(c, second, result, 2)
+    check(job_field(c, job, "Restarts") == "1" and ["ok", rep[0][1], "2"] == rep[0][:3],
+          "USR1 saved the job, job start --requeue had Slurm requeue it, and its next start restored it (report 2, "
+          "%s restarts)" % job_field(c, job, "Restarts"))
+    c.run(["scancel", "--batch", "--signal=KILL", job], check=False)
+    slurmcluster.await_true("the warned job stopped", lambda: not os.path.exists("/proc/%d" % second), 20)
+    slurmcluster.await_true("its save removable", lambda: ctl(c, node, ["rm", "slurm-" + job]).returncode == 0, 20)
+
+
+def case_requeue_elsewhere(c, out):
+    job, result = submit(c, out, "train")
     who = "nobody" if c.owner == NOBODY else "root"
     if c.owner is None:
         print("NOTE: root lacks CAP_SYS_RESOURCE here: the job is root's (CRIU cannot dump another user's)")
-    r = c.run(["sbatch", "--parsable", "--requeue", "-N1", "--time=5", "-o", os.path.join(out, "slurm.out"), script],
-              uid=c.owner, cwd=out)
-    job = r.stdout.strip().split(";")[0]
     first = slurmcluster.await_true("job %s's target" % job, lambda: criu_target_pid(result), 30)
     node = job_field(c, job, "NodeList")
     rep = ask(c, first, result, 1)
     check(["ok", rep[0][1], "1"] == rep[0][:3] and rep[1][3:] == ["own"],
           "the target runs as %s's job on %s, its memory as written, its own /proc (%r)" % (who, node, rep))
-    with open(os.path.join(out, "slurm.out")) as f:
+    with open(os.path.join(out, "train.out")) as f:
         said = f.read()
     check("warning" not in said, "job start, the batch script's task itself (exec), knows slurmstepd as its parent "
           "(%r)" % said)
@@ -105,12 +140,8 @@ def case_requeue_elsewhere(c, out):
     slurmcluster.await_true("the first target gone", lambda: not os.path.exists("/proc/%d" % first), 10)
     c.run(["scontrol", "update", "NodeName=" + node, "State=DRAIN", "Reason=cudackpt-saves-test"])
 
-    def restarted():
-        if job_field(c, job, "JobState") == "PENDING" and job_field(c, job, "Reason") == "BeginTime":
-            c.run(["scontrol", "update", "JobId=" + job, "StartTime=now"], check=False)
-        return job_field(c, job, "JobState") == "RUNNING" and criu_target_pid(result)
     t1 = time.monotonic()
-    second = slurmcluster.await_true("the job running again", restarted, 60)
+    second = slurmcluster.await_true("the job running again", lambda: restarted(c, job, result), 60)
     node2 = job_field(c, job, "NodeList")
     rep = ask(c, second, result, 2)
     check(node2 != node and ["ok", rep[0][1], "2"] == rep[0][:3] and rep[1][3:] == ["own"],
@@ -169,11 +200,12 @@ def main():
                          node_env=lambda n: {"CUDACKPT_RUN_DIR": c.path(n, "jobs")}) as daemons:
             try:
                 case_requeue_elsewhere(c, out)
+                case_requeue_itself(c, out)
             except (AssertionError, TimeoutError):
                 for n, d in daemons.items():
                     with open(d.log_path, errors="replace") as f:
                         print("--- %s's daemon (the end of its log) ---\n%s" % (n, f.read()[-4000:]))
-                for name in ("slurm.out", "log."):
+                for name in ("train.out", "warned.out", "log."):
                     if os.path.exists(os.path.join(out, name)):
                         with open(os.path.join(out, name), errors="replace") as f:
                             print("--- %s ---\n%s" % (name, f.read()[-2000:]))

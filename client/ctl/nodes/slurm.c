@@ -81,6 +81,18 @@ int nodes_slurm_job_nodes(const char *job, unsigned *ret_nodes, unsigned *ret_ui
         return 0;
 }
 
+int nodes_slurm_requeue(const char *job) {
+        char path[PATH_MAX], out[256], *argv[] = { path, "requeue", (char *)job, NULL };
+        int r;
+
+        if (!nodes_slurm_job_valid(job))
+                return -EINVAL;
+        if ((r = slurm_program(NODES_SLURM_SCONTROL_ENV, "scontrol", path, sizeof(path))) < 0 ||
+            (r = ctl_host_run_program(path, argv, out, sizeof(out), NODES_SLURM_QUERY_TIMEOUT_MS)) < 0)
+                return r;
+        return WIFEXITED(r) && WEXITSTATUS(r) == 0 ? 0 : -EPERM;
+}
+
 void nodes_slurm_argv_free(char **argv) {
         if (!argv)
                 return;

@@ -12,10 +12,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The programs run: $CUDACKPT_SRUN and $CUDACKPT_SQUEUE when set and not
- * empty, else srun and squeue on $PATH. */
+/* The programs run: $CUDACKPT_SRUN, $CUDACKPT_SQUEUE and
+ * $CUDACKPT_SCONTROL when set and not empty, else srun, squeue and
+ * scontrol on $PATH. */
 #define NODES_SLURM_SRUN_ENV "CUDACKPT_SRUN"
 #define NODES_SLURM_SQUEUE_ENV "CUDACKPT_SQUEUE"
+#define NODES_SLURM_SCONTROL_ENV "CUDACKPT_SCONTROL"
 /* How long squeue may take to say the job's node count. */
 #define NODES_SLURM_QUERY_TIMEOUT_MS 10000
 
@@ -28,6 +30,12 @@ bool nodes_slurm_job_valid(const char *job);
  * id that is none, -ESRCH squeue knows no running job J, -ETIMEDOUT,
  * -ENOENT no squeue, -EPROTO an answer that is no count and uid. */
 int nodes_slurm_job_nodes(const char *job, unsigned *ret_nodes, unsigned *ret_uid);
+
+/* `scontrol requeue J` (a job that saved itself before its time limit
+ * asks Slurm to start it again): 0, -EINVAL a job id that is none,
+ * -ENOENT no scontrol, -ETIMEDOUT, -EPERM scontrol refused (its words
+ * are not kept: a job not requeueable, --no-requeue). */
+int nodes_slurm_requeue(const char *job);
 
 /* The step's command: srun into J on its n_nodes nodes, one task each,
  * running node_argv (NULL-terminated).  --kill-on-bad-exit=1: a node's part

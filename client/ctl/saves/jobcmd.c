@@ -1,7 +1,7 @@
 /* jobcmd.c: cudackptctl job (jobcmd.h).
  *
- *   job start [--slurm] [--name=N] [--output=FILE] [--save=S [--save-on=SIGS]] -- COMMAND [ARG...]
- *   job restore SAVE [--save-on=SIGS]
+ *   job start [--slurm] [--name=N] [--output=FILE] [--save=S [--save-on=SIGS] [--requeue]] -- COMMAND [ARG...]
+ *   job restore SAVE [--save-on=SIGS] [--requeue]
  *   job save NAME [SAVE] [--leave-running] [--replace]
  *   job list | saves [SAVE] | rm SAVE
  * each with [--socket=PATH] [--json].  start and restore stay in the
@@ -41,7 +41,7 @@ extern char **environ;
 typedef struct job_args {
         const char *sub, *socket, *name, *output, *save, *operand2;
         const char *operand;      /* restore's, save's, saves' and rm's first */
-        bool json, leave_running, replace, save_on_given, slurm;
+        bool json, leave_running, replace, save_on_given, slurm, requeue;
         sigset_t save_on;
         char **argv;              /* start's command */
 } job_args;
@@ -50,8 +50,9 @@ typedef struct job_args {
         ctl_usage_fail(CUDACKPT_EXIT_USAGE, JOB_NAME, "\nTry '" JOB_NAME " --help' for more information.\n", __VA_ARGS__)
 
 static void job_help(void) {
-        printf("Usage: cudackptctl job start [--slurm] [--name=N] [--output=FILE] [--save=S [--save-on=SIGS]] -- COMMAND [ARG...]\n"
-               "       cudackptctl job restore SAVE [--save-on=SIGS]\n"
+        printf("Usage: cudackptctl job start [--slurm] [--name=N] [--output=FILE] [--save=S [--save-on=SIGS]\n"
+               "           [--requeue]] -- COMMAND [ARG...]\n"
+               "       cudackptctl job restore SAVE [--save-on=SIGS] [--requeue]\n"
                "       cudackptctl job save NAME [SAVE] [--leave-running] [--replace]\n"
                "       cudackptctl job list | saves [SAVE] | rm SAVE\n"
                "  each with [--socket=PATH] [--json]\n"
@@ -67,7 +68,9 @@ static void job_help(void) {
                "            exits 0 (kept when it fails or is killed, to restore again).\n"
                "            Waits for the job: its exit status, or 0 once saved.  With --slurm\n"
                "            (and --save), COMMAND runs on every node of this Slurm job, saved\n"
-               "            and restored whole: S is at most 28 characters\n"
+               "            and restored whole: S is at most 28 characters.  --requeue: after\n"
+               "            a save on a signal other than TERM (--signal=B:USR1@N's warning),\n"
+               "            scontrol requeue $SLURM_JOB_ID\n"
                "  restore   restore SAVE as a job and wait for it, as start does\n"
                "  save      dump job NAME into SAVE (default NAME); the job ends once the\n"
                "            save is on stable storage, unless --leave-running\n"
@@ -78,7 +81,7 @@ static void job_help(void) {
                "of --save-on) end it, and the daemon stops the job.\n");
 }
 
-enum { J_SOCKET = 0x100, J_JSON, J_NAME, J_OUTPUT, J_SAVE, J_SAVE_ON, J_LEAVE_RUNNING, J_REPLACE, J_SLURM };
+enum { J_SOCKET = 0x100, J_JSON, J_NAME, J_OUTPUT, J_SAVE, J_SAVE_ON, J_LEAVE_RUNNING, J_REPLACE, J_SLURM, J_REQUEUE };
 
 static const struct option job_options[] = {
         { "socket", required_argument, NULL, J_SOCKET },
@@ -90,6 +93,7 @@ static const struct option job_options[] = {
         { "leave-running", no_argument, NULL, J_LEAVE_RUNNING },
         { "replace", no_argument, NULL, J_REPLACE },
         { "slurm", no_argument, NULL, J_SLURM },
+        { "requeue", no_argument, NULL, J_REQUEUE },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
@@ -104,6 +108,7 @@ static int job_option(job_args *a, int c) {
         case J_LEAVE_RUNNING: a->leave_running = true; return -1;
         case J_REPLACE: a->replace = true; return -1;
         case J_SLURM: a->slurm = true; return -1;
+        case J_REQUEUE: a->requeue = true; return -1;
         case J_SAVE_ON:
                 if (ctl_job_parse_signals(optarg, &a->save_on) < 0)
                         return job_usage("invalid --save-on '%s': a list of HUP INT QUIT TERM USR1 USR2", optarg);
@@ -121,8 +126,10 @@ static int job_check(job_args *a, int n_operands) {
 
         if (!a->name)
                 a->name = "job";
-        if (!waits && (a->save_on_given || a->output))
-                return job_usage("--save-on and --output are for start and restore");
+        if (!waits && (a->save_on_given || a->output || a->requeue))
+                return job_usage("--save-on, --output and --requeue are for start and restore");
+        if (a->requeue && strcmp(a->sub, "start") == 0 && !a->save)
+                return job_usage("--requeue needs --save");
         if (strcmp(a->sub, "start") != 0 && (a->save || a->output || a->argv))
                 return job_usage("--save, --output and a COMMAND are for start");
         if (strcmp(a->sub, "save") != 0 && (a->leave_running || a->replace))
@@ -234,11 +241,11 @@ static int job_wait(const job_args *a, const char *method, const char *params, c
                            .params = params, .save = save, .save_on = a->save_on, .json = a->json };
         cudackpt_reply reply;
         ctl_job_event last;
-        int r, status;
+        int r, status, saved_by = 0;
 
         *ret_end = JOB_END_FAILED;
         cudackpt_reply_init(&reply);
-        r = ctl_job_wait_run(&w, &last, &reply);
+        r = ctl_job_wait_run(&w, &last, &saved_by, &reply);
         if (r > 0)
                 status = r;
         else if (r == 0 && reply.error && strcmp(reply.error, CUDACKPT_ERROR_NO_SUCH_SAVE) == 0 &&
@@ -250,6 +257,8 @@ static int job_wait(const job_args *a, const char *method, const char *params, c
         else if (strcmp(last.event, "saved") == 0) {
                 *ret_end = JOB_END_SAVED;
                 status = CUDACKPT_EXIT_OK;
+                if (a->requeue)
+                        ctl_job_requeue_after(JOB_PREFIX, saved_by);
         } else {
                 *ret_end = JOB_END_ENDED;
                 status = last.exit_status < 0 ? CUDACKPT_EXIT_FAILURE : last.exit_status;
@@ -332,7 +341,8 @@ static int job_start(job_args *a) {
                 job_check_slurm_task();
                 return ctl_jobnodes_run(&(ctl_jobnodes_op){ .prefix = JOB_PREFIX, .name = a->name, .save = a->save,
                                                             .output = job_output(a, out, sizeof(out)),
-                                                            .argv = a->argv, .save_on = a->save_on });
+                                                            .argv = a->argv, .save_on = a->save_on,
+                                                            .requeue = a->requeue });
         }
         if (a->save) {
                 job_check_slurm_task();

@@ -15,6 +15,7 @@
 #include "describe.h"
 #include "exitcode.h"
 #include "jobset.h"
+#include "jobwait.h"
 #include "json.h"
 #include "link.h"
 #include "monotime.h"
@@ -304,7 +305,7 @@ static int jn_save(jobnodes *j) {
         uint32_t gen = j->top + 1;
         long long t0 = monotime_ms();
         char text[240];
-        int r;
+        int r, sig = j->sig;
 
         snprintf(text, sizeof(text), "%s: saving the job into %s generation %u on %u nodes", strsignal(j->sig),
                  j->o->save, (unsigned)gen, j->n);
@@ -336,6 +337,8 @@ static int jn_save(jobnodes *j) {
         /* The older generations: a state the job has gone past. */
         if (jn_send(j, "forget", "keep", gen) == 0)
                 (void)jn_await(j, "forgot", JOBNODES_CLOSE_TIMEOUT_MS, false);
+        if (j->o->requeue)
+                ctl_job_requeue_after(j->o->prefix, sig);
         return 0;
 }
 

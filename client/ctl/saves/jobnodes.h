@@ -28,6 +28,7 @@ typedef struct ctl_jobnodes_op {
         char *const *argv;      /* the command run on every node */
         sigset_t save_on;       /* the signals that save the job */
         int timeout_ms;         /* each phase's limit, 0: JOBNODES_PHASE_TIMEOUT_MS */
+        bool requeue;           /* saved on a signal but TERM: scontrol requeue */
 } ctl_jobnodes_op;
 
 /* Runs the job on every node of $SLURM_JOB_ID until it ends (its exit

@@ -33,8 +33,13 @@ void ctl_job_wait_signals(sigset_t *set);
 
 /* Calls and waits.  0: the call ended with *ret_reply, whose error (if
  * any) the caller says, else *ret_last is the last event ("ended" or
- * "saved"); < 0: the call failed (said by the caller, ctl_call_failed());
- * > 0: the daemon could not be reached (said), the exit status. */
-int ctl_job_wait_run(const ctl_job_wait *w, ctl_job_event *ret_last, cudackpt_reply *ret_reply);
+ * "saved") and *ret_saved_by the signal whose save ended it (0 none);
+ * < 0: the call failed (said by the caller, ctl_call_failed()); > 0: the
+ * daemon could not be reached (said), the exit status. */
+int ctl_job_wait_run(const ctl_job_wait *w, ctl_job_event *ret_last, int *ret_saved_by, cudackpt_reply *ret_reply);
+
+/* --requeue: after a save made on sig (but SIGTERM: Slurm ends the job
+ * already), `scontrol requeue $SLURM_JOB_ID`, said on stderr. */
+void ctl_job_requeue_after(const char *prefix, int sig);
 
 #endif
