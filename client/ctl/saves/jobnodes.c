@@ -53,6 +53,7 @@ typedef struct jobnodes {
         jn_node *v;
         unsigned n, known;      /* the job's nodes; those that said hello */
         uint32_t top;           /* the newest generation any node holds */
+        bool strangers;         /* parts of S of nodes not in this job (a shared saves directory) */
         int sig;                /* the signal taken, 0 none */
         bool gone;              /* the step ended, or the link broke */
         bool failed;            /* the first failure, below */
@@ -139,6 +140,31 @@ static void jn_note(jobnodes *j, int i, const cJSON *m) {
         }
 }
 
+/* Hashes of the nodes whose parts of S a node sees: kept until every node
+ * said hello (j->strangers then says whether one is of no node of this
+ * job). */
+static uint32_t jn_others[64];
+static unsigned jn_n_others;
+
+static void jn_note_others(jobnodes *j, const cJSON *others) {
+        const cJSON *h;
+
+        (void)j;
+        cJSON_ArrayForEach(h, others)
+                if (json_is_integer(h, 0, 0xffffffffu) && jn_n_others < 64)
+                        jn_others[jn_n_others++] = (uint32_t)h->valuedouble;
+}
+
+static void jn_find_strangers(jobnodes *j) {
+        for (unsigned k = 0; k < jn_n_others; k++) {
+                bool ours = false;
+
+                for (unsigned i = 0; !ours && i < j->n; i++)
+                        ours = jobset_node_hash(j->v[i].name) == jn_others[k];
+                j->strangers |= !ours;
+        }
+}
+
 /* Every node's hello, with the generations it holds. */
 static int jn_hello(jobnodes *j) {
         long long deadline = monotime_ms() + JOBNODES_HELLO_TIMEOUT_MS;
@@ -163,6 +189,7 @@ static int jn_hello(jobnodes *j) {
                                         if (gen > j->top)
                                                 j->top = (uint32_t)gen;
                                 }
+                        jn_note_others(j, cJSON_GetObjectItemCaseSensitive(m, "others"));
                 } else if (json_get_string(m, "event")) {
                         jn_fail(j, node, json_get_string(m, "error"), json_get_string(m, "what"));
                 }
@@ -170,6 +197,7 @@ static int jn_hello(jobnodes *j) {
                 if (j->failed)
                         return -EIO;
         }
+        jn_find_strangers(j);
         return 0;
 }
 
@@ -269,7 +297,7 @@ static int jn_begin(jobnodes *j) {
         char text[200];
         int r;
 
-        if (j->top && !whole) {
+        if ((j->top || j->strangers) && !whole) {
                 snprintf(text, sizeof(text), "no generation of save %s is whole on these %u nodes (the newest: %u): "
                          "nothing started; `cudackptctl job rm` its parts on each node to start afresh",
                          j->o->save, j->n, (unsigned)j->top);
@@ -349,6 +377,16 @@ static int jn_run(jobnodes *j) {
         int r;
 
         for (;;) {
+                /* What ended while a phase waited counts as much as what
+                 * ends now. */
+                ended = 0;
+                for (unsigned i = 0; i < j->n; i++) {
+                        if (j->v[i].ended && j->v[i].status != 0)
+                                return j->v[i].status; /* the others are stopped */
+                        ended += j->v[i].ended;
+                }
+                if (ended == j->n)
+                        break;
                 r = jn_recv(j, -1, &m);
                 if (r == 1 && sigismember(&j->o->save_on, j->sig)) {
                         if ((r = jn_save(j)) >= 0)
@@ -360,14 +398,6 @@ static int jn_run(jobnodes *j) {
                 jn_note(j, jn_find(j, json_get_string(m, "node")), m);
                 cJSON_Delete(m);
                 j->failed = false;
-                ended = 0;
-                for (unsigned i = 0; i < j->n; i++) {
-                        if (j->v[i].ended && j->v[i].status != 0)
-                                return j->v[i].status; /* the others are stopped */
-                        ended += j->v[i].ended;
-                }
-                if (ended == j->n)
-                        break;
         }
         /* Done on every node: its saves hold a state it has gone past. */
         if (j->top && jn_send(j, "forget", "keep", 0) == 0 && jn_await(j, "forgot", JOBNODES_CLOSE_TIMEOUT_MS, true) == 0)

@@ -39,7 +39,14 @@ typedef struct jobpart {
         uint32_t hash;
         char job[CTL_JOB_NAME_MAX + 1];   /* the node's job, as its daemon names it */
         atomic_bool job_call;             /* the job's call runs */
+        atomic_int save_state;            /* JOBPART_SAVE_* */
+        uint32_t others[JOBPART_MAX_OTHERS]; /* other nodes' hashes seen with parts of S */
+        unsigned n_others;
 } jobpart;
+
+/* A save's part: none in flight, dumping, held at its barrier (said
+ * ready), or aborted before it got there (rolled back as it gets there). */
+enum { JOBPART_SAVE_NONE, JOBPART_SAVE_DUMPING, JOBPART_SAVE_READY, JOBPART_SAVE_ABORTED };
 
 /* A thread's call: what it asks, and what it says. */
 typedef struct jobpart_call {
@@ -112,13 +119,24 @@ static int jobpart_call_once(const jobpart *p, const char *of, const char *metho
         return 0;
 }
 
-/* The node's part saves of S, each given to fn with its generation. */
+/* A part save of S of another node (a shared saves directory): its
+ * node's hash, noted once. */
+static void jobpart_other(jobpart *p, uint32_t hash) {
+        for (unsigned i = 0; i < p->n_others; i++)
+                if (p->others[i] == hash)
+                        return;
+        if (p->n_others < JOBPART_MAX_OTHERS)
+                p->others[p->n_others++] = hash;
+}
+
+/* The node's part saves of S, each given to fn with its generation (the
+ * other nodes' noted in p->others). */
 static int jobpart_saves(jobpart *p, void (*fn)(jobpart *, const cJSON *, uint32_t, void *),
                          void *ctx) {
         cudackpt_reply reply;
         const cJSON *s;
         cJSON *o;
-        uint32_t gen;
+        uint32_t gen, hash;
         int r = jobpart_call_once(p, "ListSaves", CUDACKPT_METHOD_LIST_SAVES, strdup("{}"), &reply);
 
         if (r < 0)
@@ -127,8 +145,12 @@ static int jobpart_saves(jobpart *p, void (*fn)(jobpart *, const cJSON *, uint32
         cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(o, "saves")) {
                 const char *name = json_get_string(s, "save");
 
-                if (name && jobset_part_parse(name, p->save, p->hash, &gen))
+                if (!name || !jobset_part_parse_any(name, p->save, &gen, &hash))
+                        continue;
+                if (hash == p->hash)
                         fn(p, s, gen, ctx);
+                else
+                        jobpart_other(p, hash);
         }
         cJSON_Delete(o);
         cudackpt_reply_clear(&reply);
@@ -148,6 +170,9 @@ static void jobpart_hello(jobpart *p) {
                 cJSON_Delete(o);
                 return; /* said as failed: the coordinator counts no hello */
         }
+        cJSON *others = cJSON_AddArrayToObject(o, "others");
+        for (unsigned i = 0; i < p->n_others; i++)
+                json_add_to_array(others, cJSON_CreateNumber(p->others[i]));
         cJSON_AddNumberToObject(o, "hello", 1);
         jobpart_say(p, o);
 }
@@ -159,8 +184,17 @@ static int jobpart_progress(void *ctx, const char *parameters_json) {
         const char *barrier = json_get_string(o, "barrier");
         ctl_job_event ev;
 
-        if (barrier && strcmp(barrier, "ready") == 0)
+        if (barrier && strcmp(barrier, "ready") == 0) {
+                int dumping = JOBPART_SAVE_DUMPING;
+
+                /* An abort that came while it dumped: the call's connection
+                 * closes here, and the daemon rolls the part back. */
+                if (c->save && !atomic_compare_exchange_strong(&c->p->save_state, &dumping, JOBPART_SAVE_READY)) {
+                        cJSON_Delete(o);
+                        return -ECANCELED;
+                }
                 jobpart_event(c->p, "ready");
+        }
         else if (ctl_job_event_parse(parameters_json, &ev) == 0 && strcmp(ev.event, "started") == 0) {
                 say = cJSON_CreateObject();
                 cJSON_AddStringToObject(say, "event", "started");
@@ -194,6 +228,10 @@ static void *jobpart_thread(void *data) {
         cudackpt_reply_init(&reply);
         if (r == 0)
                 r = cudackpt_call_more(client, c->method, c->params, jobpart_progress, c, &reply);
+        /* Before its end is said: the coordinator may send the next save
+         * as soon as it reads it. */
+        if (c->save)
+                atomic_store(&c->p->save_state, JOBPART_SAVE_NONE);
         if (r < 0 || reply.error)
                 jobpart_failed(c->p, c->save ? "SaveJob" : c->method + sizeof("io.cudackpt.Process.") - 1, r,
                                &reply);
@@ -226,9 +264,13 @@ static void jobpart_spawn(jobpart *p, const char *method, char *params, bool sav
         *c = (jobpart_call){ .p = p, .method = method, .params = params, .save = save };
         if (!save)
                 atomic_store(&p->job_call, true);
+        else
+                atomic_store(&p->save_state, JOBPART_SAVE_DUMPING);
         if (pthread_create(&t, NULL, jobpart_thread, c) != 0) {
                 if (!save)
                         atomic_store(&p->job_call, false);
+                else
+                        atomic_store(&p->save_state, JOBPART_SAVE_NONE);
                 free(params);
                 free(c);
                 jobpart_failed(p, save ? "SaveJob" : "Job", -EAGAIN, NULL);
@@ -300,8 +342,9 @@ static void jobpart_restore(jobpart *p, uint32_t gen) {
 static void jobpart_save(jobpart *p, uint32_t gen) {
         char part[CTL_JOB_NAME_MAX + 1];
 
-        if (jobset_part_name(p->save, gen, p->hash, part, sizeof(part)) < 0) {
-                jobpart_failed(p, "SaveJob", -EINVAL, NULL);
+        if (jobset_part_name(p->save, gen, p->hash, part, sizeof(part)) < 0 ||
+            atomic_load(&p->save_state) != JOBPART_SAVE_NONE) {
+                jobpart_failed(p, "SaveJob", -EBUSY, NULL);
                 return;
         }
         jobpart_spawn(p, CUDACKPT_METHOD_SAVE_JOB, jobpart_held_params(p->job, part), true);
@@ -309,11 +352,19 @@ static void jobpart_save(jobpart *p, uint32_t gen) {
 
 /* PassBarrier: the part held at its barrier goes on (go) or rolls back.
  * The held call's thread says how it ended. */
-static void jobpart_pass(const jobpart *p, bool go) {
+static void jobpart_pass(jobpart *p, bool go) {
         cJSON *o = cJSON_CreateObject();
         cudackpt_reply reply;
         char *params = NULL;
+        int dumping = JOBPART_SAVE_DUMPING;
 
+        /* A save not yet at its barrier rolls back as it gets there; one
+         * that already failed holds nothing. */
+        if (!go && (atomic_compare_exchange_strong(&p->save_state, &dumping, JOBPART_SAVE_ABORTED) ||
+                    dumping == JOBPART_SAVE_NONE)) {
+                cJSON_Delete(o);
+                return;
+        }
         if (o && cJSON_AddStringToObject(o, "job", p->job) && cJSON_AddBoolToObject(o, "go", go))
                 params = json_print_dup(o);
         cJSON_Delete(o);

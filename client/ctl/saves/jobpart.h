@@ -17,6 +17,8 @@
 #define JOBPART_MAX_LINE 4096
 /* The longest error text a part says. */
 #define JOBPART_MAX_WHAT 160
+/* The most other nodes' hashes a hello names. */
+#define JOBPART_MAX_OTHERS 64
 /* How long forgetting the older saves waits for the job's call to end
  * (the daemon lets go of a restored save as the job ends). */
 #define JOBPART_FORGET_WAIT_MS 10000

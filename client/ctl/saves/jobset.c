@@ -42,7 +42,7 @@ static bool jobset_hex8(const char *s, uint32_t *ret) {
         return true;
 }
 
-bool jobset_part_parse(const char *name, const char *save, uint32_t node_hash, uint32_t *ret_gen) {
+bool jobset_part_parse_any(const char *name, const char *save, uint32_t *ret_gen, uint32_t *ret_node_hash) {
         size_t n = strlen(save);
         uint32_t gen, hash;
 
@@ -50,7 +50,17 @@ bool jobset_part_parse(const char *name, const char *save, uint32_t node_hash, u
                 return false;
         name += n;
         if (strncmp(name, ".g", 2) != 0 || !jobset_hex8(name + 2, &gen) || strncmp(name + 10, ".n", 2) != 0 ||
-            !jobset_hex8(name + 12, &hash) || gen == 0 || hash != node_hash)
+            !jobset_hex8(name + 12, &hash) || gen == 0)
+                return false;
+        *ret_gen = gen;
+        *ret_node_hash = hash;
+        return true;
+}
+
+bool jobset_part_parse(const char *name, const char *save, uint32_t node_hash, uint32_t *ret_gen) {
+        uint32_t gen, hash;
+
+        if (!jobset_part_parse_any(name, save, &gen, &hash) || hash != node_hash)
                 return false;
         *ret_gen = gen;
         return true;

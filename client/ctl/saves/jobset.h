@@ -30,4 +30,8 @@ int jobset_part_name(const char *save, uint32_t gen, uint32_t node_hash, char *b
  * (1 and up). */
 bool jobset_part_parse(const char *name, const char *save, uint32_t node_hash, uint32_t *ret_gen);
 
+/* Whether name is a part save of save, of any node: true with *ret_gen
+ * and *ret_node_hash. */
+bool jobset_part_parse_any(const char *name, const char *save, uint32_t *ret_gen, uint32_t *ret_node_hash);
+
 #endif
