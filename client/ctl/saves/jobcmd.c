@@ -13,8 +13,8 @@
 #include "describe.h"
 #include "exitcode.h"
 #include "failure.h"
-#include "fdio.h"
 #include "jobcall.h"
+#include "jobenv.h"
 #include "jobnodes.h"
 #include "jobset.h"
 #include "jobwait.h"
@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define JOB_NAME "cudackptctl job"
@@ -42,6 +41,7 @@ typedef struct job_args {
         const char *sub, *socket, *name, *output, *save, *operand2;
         const char *operand;      /* restore's, save's, saves' and rm's first */
         bool json, leave_running, replace, save_on_given, slurm, requeue;
+        int timeout_ms;           /* start --slurm: each phase's limit, 0 the default */
         sigset_t save_on;
         char **argv;              /* start's command */
 } job_args;
@@ -70,7 +70,8 @@ static void job_help(void) {
                "            (and --save), COMMAND runs on every node of this Slurm job, saved\n"
                "            and restored whole: S is at most 28 characters.  --requeue: after\n"
                "            a save on a signal other than TERM (--signal=B:USR1@N's warning),\n"
-               "            scontrol requeue $SLURM_JOB_ID\n"
+               "            scontrol requeue $SLURM_JOB_ID.  --timeout=MS (--slurm): each phase's\n"
+               "            limit (the nodes' jobs started, their parts ready, saved; 600000)\n"
                "  restore   restore SAVE as a job and wait for it, as start does\n"
                "  save      dump job NAME into SAVE (default NAME); the job ends once the\n"
                "            save is on stable storage, unless --leave-running\n"
@@ -81,7 +82,8 @@ static void job_help(void) {
                "of --save-on) end it, and the daemon stops the job.\n");
 }
 
-enum { J_SOCKET = 0x100, J_JSON, J_NAME, J_OUTPUT, J_SAVE, J_SAVE_ON, J_LEAVE_RUNNING, J_REPLACE, J_SLURM, J_REQUEUE };
+enum { J_SOCKET = 0x100, J_JSON, J_NAME, J_OUTPUT, J_SAVE, J_SAVE_ON, J_LEAVE_RUNNING, J_REPLACE, J_SLURM, J_REQUEUE,
+       J_TIMEOUT };
 
 static const struct option job_options[] = {
         { "socket", required_argument, NULL, J_SOCKET },
@@ -94,6 +96,7 @@ static const struct option job_options[] = {
         { "replace", no_argument, NULL, J_REPLACE },
         { "slurm", no_argument, NULL, J_SLURM },
         { "requeue", no_argument, NULL, J_REQUEUE },
+        { "timeout", required_argument, NULL, J_TIMEOUT },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
@@ -109,6 +112,14 @@ static int job_option(job_args *a, int c) {
         case J_REPLACE: a->replace = true; return -1;
         case J_SLURM: a->slurm = true; return -1;
         case J_REQUEUE: a->requeue = true; return -1;
+        case J_TIMEOUT: {
+                unsigned long long v;
+
+                if (ctl_parse_uint(optarg, INT_MAX, &v) < 0 || v == 0)
+                        return job_usage("invalid --timeout '%s': milliseconds, 1 and up", optarg);
+                a->timeout_ms = (int)v;
+                return -1;
+        }
         case J_SAVE_ON:
                 if (ctl_job_parse_signals(optarg, &a->save_on) < 0)
                         return job_usage("invalid --save-on '%s': a list of HUP INT QUIT TERM USR1 USR2", optarg);
@@ -143,6 +154,8 @@ static int job_check(job_args *a, int n_operands) {
                 return job_usage("invalid name: 1 to %d of A-Z a-z 0-9 _ . -, not first . or -", CTL_JOB_NAME_MAX);
         if (a->output && a->output[0] != '/')
                 return job_usage("--output needs an absolute path");
+        if (a->timeout_ms && !a->slurm)
+                return job_usage("--timeout is for start --slurm");
         if (a->slurm && (strcmp(a->sub, "start") != 0 || !a->save || strlen(a->save) > JOBSET_SAVE_MAX || a->json))
                 return job_usage("--slurm is for start, with a --save of at most %u characters, without --json",
                                  JOBSET_SAVE_MAX);
@@ -186,27 +199,6 @@ static int job_parse(int argc, char **argv, job_args *a) {
             strcmp(a->sub, "saves") && strcmp(a->sub, "rm"))
                 return job_usage("unknown subcommand '%s'", a->sub);
         return job_check(a, n - 1);
-}
-
-/* The job's output: --output, else this command's standard output when it
- * is a file or a terminal (the job opens it as the user), else none. */
-static const char *job_output(const job_args *a, char *buf, size_t size) {
-        struct stat st;
-        ssize_t n;
-
-        if (a->output)
-                return a->output;
-        if (fstat(STDOUT_FILENO, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
-                goto none;
-        n = readlink("/proc/self/fd/1", buf, size - 1);
-        if (n <= 0 || (size_t) n >= size - 1 || buf[0] != '/')
-                goto none;
-        buf[n] = '\0';
-        return buf;
-none:
-        fputs(JOB_PREFIX "the job's output goes nowhere (standard output is no file or terminal): give --output\n",
-              stderr);
-        return NULL;
 }
 
 /* One call: its params, or NULL (out of memory, said). */
@@ -312,25 +304,6 @@ static void job_forget_save(const job_args *a, int status) {
         free(params);
 }
 
-/* Under Slurm, a save on its signals works only where this command is
- * the batch script's (or a step's) task itself: Slurm sends SIGTERM to
- * slurmstepd's children only, then SIGKILLs the rest of the step as soon
- * as they are gone, well before a dump could end. */
-static void job_check_slurm_task(void) {
-        char path[64], comm[32] = "";
-
-        if (!getenv("SLURM_JOB_ID"))
-                return;
-        snprintf(path, sizeof(path), "/proc/%d/comm", (int) getppid());
-        if (fdio_read_at(AT_FDCWD, path, comm, sizeof(comm)) > 0 && strcmp(comm, "slurmstepd\n") == 0)
-                return;
-        comm[strcspn(comm, "\n")] = '\0';
-        ctl_sanitize(comm);
-        fprintf(stderr, JOB_PREFIX "warning: started by %s, not by Slurm's slurmstepd: a requeue or scancel would "
-                "signal that parent only, then SIGKILL this command before the job is saved; make it the task "
-                "itself (exec cudackptctl job ...)\n", comm[0] ? comm : "an unknown process");
-}
-
 static int job_start(job_args *a) {
         char out[PATH_MAX], cwd[PATH_MAX];
         char *params;
@@ -338,14 +311,14 @@ static int job_start(job_args *a) {
         int status;
 
         if (a->slurm) {
-                job_check_slurm_task();
+                ctl_job_check_slurm_task(JOB_PREFIX);
                 return ctl_jobnodes_run(&(ctl_jobnodes_op){ .prefix = JOB_PREFIX, .name = a->name, .save = a->save,
-                                                            .output = job_output(a, out, sizeof(out)),
+                                                            .output = ctl_job_output(a->output, a->slurm, JOB_PREFIX, out, sizeof(out)),
                                                             .argv = a->argv, .save_on = a->save_on,
-                                                            .requeue = a->requeue });
+                                                            .requeue = a->requeue, .timeout_ms = a->timeout_ms });
         }
         if (a->save) {
-                job_check_slurm_task();
+                ctl_job_check_slurm_task(JOB_PREFIX);
                 params = ctl_job_save_param(a->save);
                 if (!params)
                         return job_oom();
@@ -360,7 +333,7 @@ static int job_start(job_args *a) {
                 perror(JOB_PREFIX "the working directory");
                 return CUDACKPT_EXIT_FAILURE;
         }
-        params = ctl_job_start_params(a->name, a->argv, environ, cwd, job_output(a, out, sizeof(out)));
+        params = ctl_job_start_params(a->name, a->argv, environ, cwd, ctl_job_output(a->output, a->slurm, JOB_PREFIX, out, sizeof(out)));
         if (!params)
                 return job_oom();
         status = job_wait(a, CUDACKPT_METHOD_START_JOB, params, a->save, &end);
@@ -377,7 +350,7 @@ static int job_restore(job_args *a) {
 
         if (!params)
                 return job_oom();
-        job_check_slurm_task();
+        ctl_job_check_slurm_task(JOB_PREFIX);
         /* The save signals save it back where it came from. */
         status = job_wait(a, CUDACKPT_METHOD_RESTORE_JOB, params, a->operand, &end);
         free(params);

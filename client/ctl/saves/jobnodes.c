@@ -14,6 +14,7 @@
 
 #include "describe.h"
 #include "exitcode.h"
+#include "jobholds.h"
 #include "jobset.h"
 #include "jobwait.h"
 #include "json.h"
@@ -39,9 +40,8 @@
 
 typedef struct jn_node {
         char name[65];
-        uint32_t gens[JOBNODES_MAX_GENS];
-        unsigned n_gens;
         bool said;              /* the awaited answer of this phase */
+        bool saving;            /* its part of a save has not ended yet */
         bool ended;             /* its job ended, with status */
         int status;
 } jn_node;
@@ -52,9 +52,9 @@ typedef struct jobnodes {
         sigset_t sigs;          /* the signals taken while waiting */
         jn_node *v;
         unsigned n, known;      /* the job's nodes; those that said hello */
-        uint32_t top;           /* the newest generation any node holds */
-        bool strangers;         /* parts of S of nodes not in this job (a shared saves directory) */
+        jobholds holds;         /* what they hold of S (holds.v: one a node) */
         int sig;                /* the signal taken, 0 none */
+        int pending;            /* a signal that ends the command, taken while saving */
         bool gone;              /* the step ended, or the link broke */
         bool failed;            /* the first failure, below */
         char node[65], error[96], what[200];
@@ -123,6 +123,9 @@ static void jn_note(jobnodes *j, int i, const cJSON *m) {
 
         if (!event || i < 0)
                 return;
+        if (strcmp(event, "saved") == 0 || (strcmp(event, "failed") == 0 && json_get_string(m, "of") &&
+                                               strcmp(json_get_string(m, "of"), "SaveJob") == 0))
+                j->v[i].saving = false;
         if (strcmp(event, "ended") == 0 && !j->v[i].ended) {
                 (void)json_get_integer(m, "status", -1, 255, &status);
                 j->v[i].ended = true;
@@ -140,35 +143,26 @@ static void jn_note(jobnodes *j, int i, const cJSON *m) {
         }
 }
 
-/* Hashes of the nodes whose parts of S a node sees: kept until every node
- * said hello (j->strangers then says whether one is of no node of this
- * job). */
-static uint32_t jn_others[64];
-static unsigned jn_n_others;
+/* One node's hello: its name, what it holds of S. */
+static void jn_hello_one(jobnodes *j, const char *node, const cJSON *m) {
+        jn_node *v = &j->v[j->known];
 
-static void jn_note_others(jobnodes *j, const cJSON *others) {
-        const cJSON *h;
-
-        (void)j;
-        cJSON_ArrayForEach(h, others)
-                if (json_is_integer(h, 0, 0xffffffffu) && jn_n_others < 64)
-                        jn_others[jn_n_others++] = (uint32_t)h->valuedouble;
-}
-
-static void jn_find_strangers(jobnodes *j) {
-        for (unsigned k = 0; k < jn_n_others; k++) {
-                bool ours = false;
-
-                for (unsigned i = 0; !ours && i < j->n; i++)
-                        ours = jobset_node_hash(j->v[i].name) == jn_others[k];
-                j->strangers |= !ours;
+        if (jn_find(j, node) >= 0) {
+                jn_fail(j, node, "DuplicateNode", "two nodes' parts say this name (set SLURMD_NODENAME)");
+                return;
         }
+        jn_copy(v->name, sizeof(v->name), node);
+        if (jobholds_add(&j->holds, node, m) < 0) {
+                jn_fail(j, node, "DuplicateNode", "its name hashes as another node's: their part saves' names "
+                        "would be one");
+                return;
+        }
+        j->known++;
 }
 
 /* Every node's hello, with the generations it holds. */
 static int jn_hello(jobnodes *j) {
         long long deadline = monotime_ms() + JOBNODES_HELLO_TIMEOUT_MS;
-        const cJSON *g;
         cJSON *m;
         int r;
 
@@ -176,28 +170,16 @@ static int jn_hello(jobnodes *j) {
                 if ((r = jn_recv(j, deadline, &m)) != 0)
                         return r;
                 const char *node = json_get_string(m, "node");
-                long long hello = 0, gen;
+                long long hello = 0;
 
-                if (json_get_integer(m, "hello", 1, 1, &hello) && jn_find(j, node) < 0) {
-                        jn_node *v = &j->v[j->known++];
-
-                        jn_copy(v->name, sizeof(v->name), node);
-                        cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(m, "gens"))
-                                if (json_is_integer(g, 1, JOBSET_GEN_MAX) && v->n_gens < JOBNODES_MAX_GENS) {
-                                        gen = (long long)g->valuedouble;
-                                        v->gens[v->n_gens++] = (uint32_t)gen;
-                                        if (gen > j->top)
-                                                j->top = (uint32_t)gen;
-                                }
-                        jn_note_others(j, cJSON_GetObjectItemCaseSensitive(m, "others"));
-                } else if (json_get_string(m, "event")) {
+                if (json_get_integer(m, "hello", 1, 1, &hello))
+                        jn_hello_one(j, node, m);
+                else if (json_get_string(m, "event"))
                         jn_fail(j, node, json_get_string(m, "error"), json_get_string(m, "what"));
-                }
                 cJSON_Delete(m);
                 if (j->failed)
                         return -EIO;
         }
-        jn_find_strangers(j);
         return 0;
 }
 
@@ -215,7 +197,10 @@ static int jn_await(jobnodes *j, const char *event, int timeout_ms, bool signals
         while (said < j->n) {
                 r = jn_recv(j, deadline, &m);
                 if (r == 1 && !signals_end) {
-                        jn_say(j, NULL, "a signal came while the nodes are being saved: saving goes on");
+                        /* A save goes on; another signal ends the command
+                         * once it is over. */
+                        if (!sigismember(&j->o->save_on, j->sig))
+                                j->pending = j->sig;
                         j->sig = 0;
                         continue;
                 }
@@ -236,6 +221,7 @@ static int jn_await(jobnodes *j, const char *event, int timeout_ms, bool signals
         return 0;
 }
 
+/* A line to every node; -EPIPE (j->gone) when they are gone. */
 static int jn_send(jobnodes *j, const char *what, const char *key, uint32_t value) {
         char line[96];
 
@@ -243,30 +229,10 @@ static int jn_send(jobnodes *j, const char *what, const char *key, uint32_t valu
                 snprintf(line, sizeof(line), "{\"do\":\"%s\",\"%s\":%u}", what, key, (unsigned)value);
         else
                 snprintf(line, sizeof(line), "{\"do\":\"%s\"}", what);
-        return nodes_link_send(j->link, line, JOBNODES_CLOSE_TIMEOUT_MS);
-}
-
-static bool jn_holds(const jn_node *v, uint32_t gen) {
-        for (unsigned k = 0; k < v->n_gens; k++)
-                if (v->gens[k] == gen)
-                        return true;
-        return false;
-}
-
-/* The newest generation that every node holds, 0 none. */
-static uint32_t jn_whole(const jobnodes *j) {
-        uint32_t best = 0;
-
-        for (unsigned k = 0; j->n && k < j->v[0].n_gens; k++) {
-                uint32_t gen = j->v[0].gens[k];
-                bool all = gen > best;
-
-                for (unsigned i = 1; all && i < j->n; i++)
-                        all = jn_holds(&j->v[i], gen);
-                if (all)
-                        best = gen;
-        }
-        return best;
+        if (nodes_link_send(j->link, line, JOBNODES_CLOSE_TIMEOUT_MS) == 0)
+                return 0;
+        j->gone = true;
+        return -EPIPE;
 }
 
 /* A phase's failure, said; the exit status it earns. */
@@ -293,20 +259,20 @@ static int jn_failure(jobnodes *j, int r, const char *phase) {
 /* The job running on every node: restored from the newest whole set, or
  * started.  0, or the exit status. */
 static int jn_begin(jobnodes *j) {
-        uint32_t whole = jn_whole(j);
-        char text[200];
+        uint32_t whole = jobholds_whole(&j->holds), top = j->holds.top;
+        char text[240];
         int r;
 
-        if ((j->top || j->strangers) && !whole) {
-                snprintf(text, sizeof(text), "no generation of save %s is whole on these %u nodes (the newest: %u): "
-                         "nothing started; `cudackptctl job rm` its parts on each node to start afresh",
-                         j->o->save, j->n, (unsigned)j->top);
+        if ((top || jobholds_strangers(&j->holds)) && !whole) {
+                snprintf(text, sizeof(text), "no generation of save %s is whole on these %u nodes (parts of it are "
+                         "on %s): nothing started; `cudackptctl job rm` its parts to start afresh", j->o->save, j->n,
+                         top ? "some of them" : "other nodes");
                 jn_say(j, NULL, text);
                 return CUDACKPT_EXIT_INCOMPLETE_SAVE;
         }
-        if (whole < j->top) {
+        if (whole < top) {
                 snprintf(text, sizeof(text), "generation %u of save %s is not whole (a save that failed on a node): "
-                         "generation %u is restored", (unsigned)j->top, j->o->save, (unsigned)whole);
+                         "generation %u is restored", (unsigned)top, j->o->save, (unsigned)whole);
                 jn_say(j, NULL, text);
         }
         if (!whole) {
@@ -326,38 +292,75 @@ static int jn_begin(jobnodes *j) {
         return 0;
 }
 
+/* After an abort: every node's part of the save ended (failed, rolled
+ * back), so that no part of it is still on its way to its barrier when
+ * the next save starts.  0, or the link ended. */
+static int jn_settle(jobnodes *j) {
+        long long deadline = monotime_ms() + j->o->timeout_ms;
+        bool open = true;
+        cJSON *m;
+        int r;
+
+        while (open) {
+                open = false;
+                for (unsigned i = 0; i < j->n; i++)
+                        open |= j->v[i].saving;
+                if (!open)
+                        break;
+                r = jn_recv(j, deadline, &m);
+                if (r == 1) {
+                        j->pending = sigismember(&j->o->save_on, j->sig) ? j->pending : j->sig;
+                        continue;
+                }
+                if (r < 0)
+                        return r;
+                jn_note(j, jn_find(j, json_get_string(m, "node")), m);
+                cJSON_Delete(m);
+        }
+        j->failed = false;
+        return 0;
+}
+
+/* The save failed before the go: every part held rolls back, the job runs
+ * on.  -EAGAIN, or 0 with *ret_status when the command must end. */
+static int jn_save_abort(jobnodes *j, int r, int *ret_status) {
+        (void)jn_failure(j, r, "save");
+        if (j->gone || jn_send(j, "abort", NULL, 0) < 0 || jn_settle(j) < 0) {
+                *ret_status = CUDACKPT_EXIT_UNREACHABLE;
+                return 0;
+        }
+        jn_say(j, NULL, "the job was not saved and runs on, on every node");
+        return -EAGAIN;
+}
+
 /* A save of a new generation: every node's part held, then all let go, or
- * all passed back.  0 saved whole, -1 not saved (the job runs on), or the
- * exit status (a set left part saved). */
-static int jn_save(jobnodes *j) {
-        uint32_t gen = j->top + 1;
+ * all passed back.  0 with *ret_status (0: saved whole; else a set left
+ * part saved, the job gone), or -EAGAIN: not saved, the job runs on. */
+static int jn_save(jobnodes *j, int *ret_status) {
+        uint32_t gen = j->holds.top + 1;
         long long t0 = monotime_ms();
         char text[240];
         int r, sig = j->sig;
 
-        snprintf(text, sizeof(text), "%s: saving the job into %s generation %u on %u nodes", strsignal(j->sig),
+        snprintf(text, sizeof(text), "%s: saving the job into %s generation %u on %u nodes", strsignal(sig),
                  j->o->save, (unsigned)gen, j->n);
         jn_say(j, NULL, text);
         j->sig = 0;
-        if (gen > JOBSET_GEN_MAX || gen == 0)
-                return jn_failure(j, -ERANGE, "save");
-        if ((r = jn_send(j, "save", "gen", gen)) < 0 || (r = jn_await(j, "ready", j->o->timeout_ms, false))) {
-                (void)jn_failure(j, r, "save");
-                if (j->gone)
-                        return CUDACKPT_EXIT_UNREACHABLE;
-                /* No node goes on: every part held rolls back. */
-                (void)jn_send(j, "abort", NULL, 0);
-                jn_say(j, NULL, "the job was not saved and runs on, on every node");
-                j->failed = false;
-                return -1;
+        if (gen == 0) {
+                jn_say(j, NULL, "no generation left for a save (job rm its parts): the job runs on");
+                return -EAGAIN;
         }
-        j->top = gen;
+        for (unsigned i = 0; i < j->n; i++)
+                j->v[i].saving = true;
+        if ((r = jn_send(j, "save", "gen", gen)) < 0 || (r = jn_await(j, "ready", j->o->timeout_ms, false)))
+                return jn_save_abort(j, r, ret_status);
+        j->holds.top = gen;
         if ((r = jn_send(j, "go", NULL, 0)) < 0 || (r = jn_await(j, "saved", j->o->timeout_ms, false))) {
-                r = jn_failure(j, r, "save");
+                *ret_status = jn_failure(j, r, "save");
                 snprintf(text, sizeof(text), "generation %u of %s is not whole: the next start restores the one "
                          "before it, if any", (unsigned)gen, j->o->save);
                 jn_say(j, NULL, text);
-                return r;
+                return 0;
         }
         snprintf(text, sizeof(text), "job saved into %s generation %u on %u nodes (%lld ms)", j->o->save,
                  (unsigned)gen, j->n, monotime_ms() - t0);
@@ -367,31 +370,41 @@ static int jn_save(jobnodes *j) {
                 (void)jn_await(j, "forgot", JOBNODES_CLOSE_TIMEOUT_MS, false);
         if (j->o->requeue)
                 ctl_job_requeue_after(j->o->prefix, sig);
+        *ret_status = CUDACKPT_EXIT_OK;
         return 0;
 }
 
-/* The job runs: until it ends on every node, fails on one, or is saved. */
-static int jn_run(jobnodes *j) {
-        unsigned ended;
-        cJSON *m;
-        int r;
+/* Whether the job ended on every node (true, *ret_status 0) or with a
+ * status on one (true: the others are stopped as the link closes). */
+static bool jn_over(const jobnodes *j, int *ret_status) {
+        unsigned ended = 0;
 
-        for (;;) {
-                /* What ended while a phase waited counts as much as what
-                 * ends now. */
-                ended = 0;
-                for (unsigned i = 0; i < j->n; i++) {
-                        if (j->v[i].ended && j->v[i].status != 0)
-                                return j->v[i].status; /* the others are stopped */
-                        ended += j->v[i].ended;
+        for (unsigned i = 0; i < j->n; i++) {
+                if (j->v[i].ended && j->v[i].status != 0) {
+                        *ret_status = j->v[i].status;
+                        return true;
                 }
-                if (ended == j->n)
-                        break;
+                ended += j->v[i].ended;
+        }
+        *ret_status = 0;
+        return ended == j->n;
+}
+
+/* The job runs: until it ends on every node, fails on one, or is saved;
+ * what ended while a phase waited counts as much as what ends now. */
+static int jn_run(jobnodes *j) {
+        int r, status;
+        cJSON *m;
+
+        while (!jn_over(j, &status)) {
                 r = jn_recv(j, -1, &m);
                 if (r == 1 && sigismember(&j->o->save_on, j->sig)) {
-                        if ((r = jn_save(j)) >= 0)
-                                return r;
-                        continue;
+                        if (jn_save(j, &status) == 0)
+                                return status;
+                        if (!j->pending)
+                                continue;
+                        j->sig = j->pending;
+                        r = 1;
                 }
                 if (r != 0)
                         return jn_failure(j, r, "the job");
@@ -400,9 +413,10 @@ static int jn_run(jobnodes *j) {
                 j->failed = false;
         }
         /* Done on every node: its saves hold a state it has gone past. */
-        if (j->top && jn_send(j, "forget", "keep", 0) == 0 && jn_await(j, "forgot", JOBNODES_CLOSE_TIMEOUT_MS, true) == 0)
+        if (status == 0 && j->holds.top && jn_send(j, "forget", "keep", 0) == 0 &&
+            jn_await(j, "forgot", JOBNODES_CLOSE_TIMEOUT_MS, true) == 0)
                 jn_say(j, NULL, "the job ended on every node: its saves removed");
-        return 0;
+        return status;
 }
 
 /* The step: srun into this job, running this program's job-part. */
@@ -419,7 +433,8 @@ static int jn_start(jobnodes *j, const char *job) {
                 return r;
         while (j->o->argv[n])
                 n++;
-        if (!(j->v = calloc(j->n, sizeof(*j->v))) || !(node_argv = calloc(n + 7, sizeof(*node_argv))))
+        if (!(j->v = calloc(j->n, sizeof(*j->v))) || !(j->holds.v = calloc(j->n, sizeof(*j->holds.v))) ||
+            !(node_argv = calloc(n + 7, sizeof(*node_argv))))
                 return -ENOMEM;
         snprintf(save, sizeof(save), "--save=%s", j->o->save);
         snprintf(name, sizeof(name), "--name=%s", j->o->name);
@@ -463,6 +478,7 @@ int ctl_jobnodes_run(const ctl_jobnodes_op *o) {
                                        : strerror(-r));
                 nodes_link_close(j.link, 0);
                 free(j.v);
+                free(j.holds.v);
                 return r == -ESRCH ? CUDACKPT_EXIT_NO_SUCH_JOB : CUDACKPT_EXIT_FAILURE;
         }
         /* srun started with the signals as they were; from now on they
@@ -474,5 +490,6 @@ int ctl_jobnodes_run(const ctl_jobnodes_op *o) {
                 r = jn_run(&j);
         nodes_link_close(j.link, JOBNODES_CLOSE_TIMEOUT_MS);
         free(j.v);
+        free(j.holds.v);
         return r;
 }

@@ -17,8 +17,6 @@
 /* How long a phase (every node's job started, its part ready at the
  * barrier, saved) may take by default. */
 #define JOBNODES_PHASE_TIMEOUT_MS 600000
-/* The most generations of a save one node's part may report. */
-#define JOBNODES_MAX_GENS 64
 
 typedef struct ctl_jobnodes_op {
         const char *prefix;     /* of every message: "cudackptctl: job: " */
