@@ -34,6 +34,7 @@
 #define CUDACKPT_EXIT_NO_SUCH_JOB 30        /* job: the caller has no such job or save */
 #define CUDACKPT_EXIT_JOB_EXISTS 31         /* job: the name or save is taken, or busy */
 #define CUDACKPT_EXIT_SAVES_DISABLED 32     /* job: the daemon has no saves directory */
+#define CUDACKPT_EXIT_INCOMPLETE_SAVE 33    /* job start --slurm: no generation of the save whole on the nodes */
 
 /* A GroupFailed has no status of its own: it exits with that of the
  * failing member's error (ctl_reply_exit_code()). */

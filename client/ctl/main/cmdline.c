@@ -10,6 +10,7 @@
 #include "exitcode.h"
 #include "job.h"
 #include "jobcmd.h"
+#include "jobpart.h"
 #include "run.h"
 #include "selector.h"
 #include "nodepart.h"
@@ -39,6 +40,7 @@ static const ctl_command ctl_commands[] = {
         { "verify", CTL_VERIFY, 0, NULL, ctl_job_main },
         { "cuda-checkpoint", CTL_CUDA_CHECKPOINT, CTL_HIDDEN | CTL_ALIAS, NULL, compat_main },
         { "node-part", CTL_NODE_PART, CTL_HIDDEN, NULL, ctl_nodepart_main },
+        { "job-part", CTL_JOB_PART, CTL_HIDDEN, NULL, ctl_jobpart_main },
         { "state", CTL_STATE, CTL_TAKES_PID, NULL, NULL },
         { "restore-tid", CTL_RESTORE_TID, CTL_TAKES_PID, NULL, NULL },
         { "lock", CTL_LOCK, CTL_TAKES_PID | CTL_TAKES_LOCK_TIMEOUT | CTL_TAKES_GROUP | CTL_TAKES_LEASE,

@@ -46,6 +46,7 @@ typedef enum ctl_command_id {
         CTL_VERIFY,
         CTL_CUDA_CHECKPOINT,
         CTL_NODE_PART,
+        CTL_JOB_PART,
         CTL_JOB,
 } ctl_command_id;
 

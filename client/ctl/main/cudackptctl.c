@@ -169,6 +169,7 @@ static int ctl_call(cudackpt_client *client, const ctl_args *a, cudackpt_reply *
         case CTL_VERIFY:
         case CTL_CUDA_CHECKPOINT:
         case CTL_NODE_PART:
+        case CTL_JOB_PART:
         case CTL_JOB:
                 break; /* rows with a command line of their own: never here */
         }

@@ -1,6 +1,6 @@
 /* jobcmd.c: cudackptctl job (jobcmd.h).
  *
- *   job start [--name=N] [--output=FILE] [--save=S [--save-on=SIGS]] -- COMMAND [ARG...]
+ *   job start [--slurm] [--name=N] [--output=FILE] [--save=S [--save-on=SIGS]] -- COMMAND [ARG...]
  *   job restore SAVE [--save-on=SIGS]
  *   job save NAME [SAVE] [--leave-running] [--replace]
  *   job list | saves [SAVE] | rm SAVE
@@ -15,8 +15,11 @@
 #include "failure.h"
 #include "fdio.h"
 #include "jobcall.h"
+#include "jobnodes.h"
+#include "jobset.h"
 #include "jobwait.h"
 #include "json.h"
+#include "slurm.h"
 
 #include <cJSON.h>
 
@@ -38,7 +41,7 @@ extern char **environ;
 typedef struct job_args {
         const char *sub, *socket, *name, *output, *save, *operand2;
         const char *operand;      /* restore's, save's, saves' and rm's first */
-        bool json, leave_running, replace, save_on_given;
+        bool json, leave_running, replace, save_on_given, slurm;
         sigset_t save_on;
         char **argv;              /* start's command */
 } job_args;
@@ -47,7 +50,7 @@ typedef struct job_args {
         ctl_usage_fail(CUDACKPT_EXIT_USAGE, JOB_NAME, "\nTry '" JOB_NAME " --help' for more information.\n", __VA_ARGS__)
 
 static void job_help(void) {
-        printf("Usage: cudackptctl job start [--name=N] [--output=FILE] [--save=S [--save-on=SIGS]] -- COMMAND [ARG...]\n"
+        printf("Usage: cudackptctl job start [--slurm] [--name=N] [--output=FILE] [--save=S [--save-on=SIGS]] -- COMMAND [ARG...]\n"
                "       cudackptctl job restore SAVE [--save-on=SIGS]\n"
                "       cudackptctl job save NAME [SAVE] [--leave-running] [--replace]\n"
                "       cudackptctl job list | saves [SAVE] | rm SAVE\n"
@@ -62,7 +65,9 @@ static void job_help(void) {
                "            S is restored instead when it exists, the signals SIGS (default\n"
                "            TERM,USR1) save the job into S, and S is removed once the job\n"
                "            exits 0 (kept when it fails or is killed, to restore again).\n"
-               "            Waits for the job: its exit status, or 0 once saved.\n"
+               "            Waits for the job: its exit status, or 0 once saved.  With --slurm\n"
+               "            (and --save), COMMAND runs on every node of this Slurm job, saved\n"
+               "            and restored whole: S is at most 28 characters\n"
                "  restore   restore SAVE as a job and wait for it, as start does\n"
                "  save      dump job NAME into SAVE (default NAME); the job ends once the\n"
                "            save is on stable storage, unless --leave-running\n"
@@ -73,7 +78,7 @@ static void job_help(void) {
                "of --save-on) end it, and the daemon stops the job.\n");
 }
 
-enum { J_SOCKET = 0x100, J_JSON, J_NAME, J_OUTPUT, J_SAVE, J_SAVE_ON, J_LEAVE_RUNNING, J_REPLACE };
+enum { J_SOCKET = 0x100, J_JSON, J_NAME, J_OUTPUT, J_SAVE, J_SAVE_ON, J_LEAVE_RUNNING, J_REPLACE, J_SLURM };
 
 static const struct option job_options[] = {
         { "socket", required_argument, NULL, J_SOCKET },
@@ -84,36 +89,10 @@ static const struct option job_options[] = {
         { "save-on", required_argument, NULL, J_SAVE_ON },
         { "leave-running", no_argument, NULL, J_LEAVE_RUNNING },
         { "replace", no_argument, NULL, J_REPLACE },
+        { "slurm", no_argument, NULL, J_SLURM },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
-
-/* SIGS: names without SIG (TERM,USR1) of the signals jobwait.h handles. */
-static int job_parse_signals(const char *spec, sigset_t *set) {
-        static const struct { const char *name; int sig; } names[] = {
-                { "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
-                { "TERM", SIGTERM }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
-        };
-        char buf[128], *save = NULL, *tok;
-        bool found;
-
-        if (snprintf(buf, sizeof(buf), "%s", spec) >= (int) sizeof(buf))
-                return -EINVAL;
-        sigemptyset(set);
-        for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (strncmp(tok, "SIG", 3) == 0)
-                        tok += 3;
-                found = false;
-                for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-                        if (strcmp(tok, names[i].name) == 0) {
-                                sigaddset(set, names[i].sig);
-                                found = true;
-                        }
-                if (!found)
-                        return -EINVAL;
-        }
-        return 0;
-}
 
 static int job_option(job_args *a, int c) {
         switch (c) {
@@ -124,8 +103,9 @@ static int job_option(job_args *a, int c) {
         case J_SAVE: a->save = optarg; return -1;
         case J_LEAVE_RUNNING: a->leave_running = true; return -1;
         case J_REPLACE: a->replace = true; return -1;
+        case J_SLURM: a->slurm = true; return -1;
         case J_SAVE_ON:
-                if (job_parse_signals(optarg, &a->save_on) < 0)
+                if (ctl_job_parse_signals(optarg, &a->save_on) < 0)
                         return job_usage("invalid --save-on '%s': a list of HUP INT QUIT TERM USR1 USR2", optarg);
                 a->save_on_given = true;
                 return -1;
@@ -156,6 +136,11 @@ static int job_check(job_args *a, int n_operands) {
                 return job_usage("invalid name: 1 to %d of A-Z a-z 0-9 _ . -, not first . or -", CTL_JOB_NAME_MAX);
         if (a->output && a->output[0] != '/')
                 return job_usage("--output needs an absolute path");
+        if (a->slurm && (strcmp(a->sub, "start") != 0 || !a->save || strlen(a->save) > JOBSET_SAVE_MAX || a->json))
+                return job_usage("--slurm is for start, with a --save of at most %u characters, without --json",
+                                 JOBSET_SAVE_MAX);
+        if (a->slurm && !nodes_slurm_job_valid(getenv("SLURM_JOB_ID")))
+                return job_usage("--slurm runs in a Slurm job: SLURM_JOB_ID is not set to one");
         if (!a->save_on_given) {
                 sigemptyset(&a->save_on);
                 sigaddset(&a->save_on, SIGTERM);
@@ -343,6 +328,12 @@ static int job_start(job_args *a) {
         job_end end;
         int status;
 
+        if (a->slurm) {
+                job_check_slurm_task();
+                return ctl_jobnodes_run(&(ctl_jobnodes_op){ .prefix = JOB_PREFIX, .name = a->name, .save = a->save,
+                                                            .output = job_output(a, out, sizeof(out)),
+                                                            .argv = a->argv, .save_on = a->save_on });
+        }
         if (a->save) {
                 job_check_slurm_task();
                 params = ctl_job_save_param(a->save);

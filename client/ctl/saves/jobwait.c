@@ -31,6 +31,32 @@ void ctl_job_wait_signals(sigset_t *set) {
                 sigaddset(set, sigs[i]);
 }
 
+int ctl_job_parse_signals(const char *spec, sigset_t *set) {
+        static const struct { const char *name; int sig; } names[] = {
+                { "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
+                { "TERM", SIGTERM }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+        };
+        char buf[128], *save = NULL, *tok;
+        bool found;
+
+        if (snprintf(buf, sizeof(buf), "%s", spec) >= (int) sizeof(buf))
+                return -EINVAL;
+        sigemptyset(set);
+        for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (strncmp(tok, "SIG", 3) == 0)
+                        tok += 3;
+                found = false;
+                for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                        if (strcmp(tok, names[i].name) == 0) {
+                                sigaddset(set, names[i].sig);
+                                found = true;
+                        }
+                if (!found)
+                        return -EINVAL;
+        }
+        return 0;
+}
+
 /* SaveJob of the started job into w->save, replacing it. */
 static void waiter_save(job_waiter *jw, const char *name, int sig) {
         const ctl_job_wait *w = jw->w;

@@ -24,6 +24,10 @@ typedef struct ctl_job_wait {
         bool json;              /* each event as a line of JSON on stdout */
 } ctl_job_wait;
 
+/* SIGS ("TERM,USR1": names with or without SIG) into *set: 0, or -EINVAL
+ * for a name that is none of those ctl_job_wait_signals() gives. */
+int ctl_job_parse_signals(const char *spec, sigset_t *set);
+
 /* The signals this command handles while it waits. */
 void ctl_job_wait_signals(sigset_t *set);
 

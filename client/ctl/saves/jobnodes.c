@@ -1,0 +1,445 @@
+/* jobnodes.c: the coordinator of a job run on every node of a Slurm job
+ * and saved whole (jobnodes.h).
+ *
+ * Every node's part says hello with the generations of the save it holds;
+ * the newest generation that every node holds is restored, else the job
+ * starts afresh (or, where some node holds a part of S but no generation
+ * is whole, nothing starts).  A restore is held on every node at its
+ * barrier, and let go only once every node is ready: anything else ends
+ * the link, and every node's daemon rolls its part back as the part's
+ * connection closes.  A save is the same: every node's SaveJob held, then
+ * all let go, or all passed back (the job runs on).  The link ending ends
+ * every node's part, and with it that node's job. */
+#include "jobnodes.h"
+
+#include "describe.h"
+#include "exitcode.h"
+#include "jobset.h"
+#include "json.h"
+#include "link.h"
+#include "monotime.h"
+#include "slurm.h"
+
+#include <cJSON.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long closing the link waits for the nodes' parts to end. */
+#define JOBNODES_CLOSE_TIMEOUT_MS 10000
+/* How often a wait looks at the signals taken. */
+#define JOBNODES_SIGNAL_POLL_MS 100
+
+typedef struct jn_node {
+        char name[65];
+        uint32_t gens[JOBNODES_MAX_GENS];
+        unsigned n_gens;
+        bool said;              /* the awaited answer of this phase */
+        bool ended;             /* its job ended, with status */
+        int status;
+} jn_node;
+
+typedef struct jobnodes {
+        const ctl_jobnodes_op *o;
+        nodes_link *link;
+        sigset_t sigs;          /* the signals taken while waiting */
+        jn_node *v;
+        unsigned n, known;      /* the job's nodes; those that said hello */
+        uint32_t top;           /* the newest generation any node holds */
+        int sig;                /* the signal taken, 0 none */
+        bool gone;              /* the step ended, or the link broke */
+        bool failed;            /* the first failure, below */
+        char node[65], error[96], what[200];
+} jobnodes;
+
+static void jn_copy(char *dst, size_t size, const char *src) {
+        snprintf(dst, size, "%s", src ? src : "");
+        ctl_sanitize(dst);
+}
+
+static int jn_find(const jobnodes *j, const char *name) {
+        for (unsigned i = 0; name && i < j->known; i++)
+                if (strcmp(j->v[i].name, name) == 0)
+                        return (int)i;
+        return -1;
+}
+
+static void jn_say(const jobnodes *j, const char *node, const char *text) {
+        fprintf(stderr, "%s%s%s%s\n", j->o->prefix, node ? node : "", node ? ": " : "", text);
+}
+
+/* The next line (0, *ret_json the caller's), a signal taken (1, j->sig),
+ * the deadline passed (-ETIMEDOUT; deadline < 0: none) or the link ended
+ * (-EPIPE, j->gone). */
+static int jn_recv(jobnodes *j, long long deadline, cJSON **ret_json) {
+        const struct timespec zero = { 0, 0 };
+
+        for (;;) {
+                long long left = deadline < 0 ? JOBNODES_SIGNAL_POLL_MS : deadline - monotime_ms();
+                nodes_msg m;
+                int r, sig;
+
+                if ((sig = sigtimedwait(&j->sigs, NULL, &zero)) > 0) {
+                        j->sig = sig;
+                        return 1;
+                }
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                r = nodes_link_recv(j->link, left > JOBNODES_SIGNAL_POLL_MS ? JOBNODES_SIGNAL_POLL_MS : (int)left,
+                                    &m);
+                if (r == -ETIMEDOUT)
+                        continue;
+                if (r < 0 || m.ended) {
+                        j->gone = true;
+                        return -EPIPE;
+                }
+                *ret_json = m.json;
+                return 0;
+        }
+}
+
+static void jn_fail(jobnodes *j, const char *node, const char *error, const char *what) {
+        if (j->failed)
+                return;
+        j->failed = true;
+        jn_copy(j->node, sizeof(j->node), node);
+        jn_copy(j->error, sizeof(j->error), error);
+        jn_copy(j->what, sizeof(j->what), what);
+}
+
+/* What any node says at any time: its job ended, a call of its failed. */
+static void jn_note(jobnodes *j, int i, const cJSON *m) {
+        const char *event = json_get_string(m, "event");
+        char text[320];
+        long long status = -1;
+
+        if (!event || i < 0)
+                return;
+        if (strcmp(event, "ended") == 0 && !j->v[i].ended) {
+                (void)json_get_integer(m, "status", -1, 255, &status);
+                j->v[i].ended = true;
+                j->v[i].status = status < 0 ? CUDACKPT_EXIT_FAILURE : (int)status;
+                snprintf(text, sizeof(text), "job ended with status %d", j->v[i].status);
+                jn_say(j, j->v[i].name, text);
+        } else if (strcmp(event, "failed") == 0) {
+                char what[200];
+
+                jn_copy(what, sizeof(what), json_get_string(m, "what"));
+                snprintf(text, sizeof(text), "%.40s failed: %s", json_get_string(m, "of") ? json_get_string(m, "of") : "call", what);
+                ctl_sanitize(text);
+                jn_say(j, j->v[i].name, text);
+                jn_fail(j, j->v[i].name, json_get_string(m, "error"), what);
+        }
+}
+
+/* Every node's hello, with the generations it holds. */
+static int jn_hello(jobnodes *j) {
+        long long deadline = monotime_ms() + JOBNODES_HELLO_TIMEOUT_MS;
+        const cJSON *g;
+        cJSON *m;
+        int r;
+
+        while (j->known < j->n) {
+                if ((r = jn_recv(j, deadline, &m)) != 0)
+                        return r;
+                const char *node = json_get_string(m, "node");
+                long long hello = 0, gen;
+
+                if (json_get_integer(m, "hello", 1, 1, &hello) && jn_find(j, node) < 0) {
+                        jn_node *v = &j->v[j->known++];
+
+                        jn_copy(v->name, sizeof(v->name), node);
+                        cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(m, "gens"))
+                                if (json_is_integer(g, 1, JOBSET_GEN_MAX) && v->n_gens < JOBNODES_MAX_GENS) {
+                                        gen = (long long)g->valuedouble;
+                                        v->gens[v->n_gens++] = (uint32_t)gen;
+                                        if (gen > j->top)
+                                                j->top = (uint32_t)gen;
+                                }
+                } else if (json_get_string(m, "event")) {
+                        jn_fail(j, node, json_get_string(m, "error"), json_get_string(m, "what"));
+                }
+                cJSON_Delete(m);
+                if (j->failed)
+                        return -EIO;
+        }
+        return 0;
+}
+
+/* Waits until every node said event ("failed" from one: -EIO; a signal:
+ * 1 when signals_end, else it is set aside; the link ended: -EPIPE). */
+static int jn_await(jobnodes *j, const char *event, int timeout_ms, bool signals_end) {
+        long long deadline = monotime_ms() + timeout_ms;
+        unsigned said = 0;
+        cJSON *m;
+        int r;
+
+        for (unsigned i = 0; i < j->n; i++)
+                j->v[i].said = false;
+        j->failed = false;
+        while (said < j->n) {
+                r = jn_recv(j, deadline, &m);
+                if (r == 1 && !signals_end) {
+                        jn_say(j, NULL, "a signal came while the nodes are being saved: saving goes on");
+                        j->sig = 0;
+                        continue;
+                }
+                if (r != 0)
+                        return r;
+                int i = jn_find(j, json_get_string(m, "node"));
+                const char *e = json_get_string(m, "event");
+
+                if (i >= 0 && e && strcmp(e, event) == 0 && !j->v[i].said) {
+                        j->v[i].said = true;
+                        said++;
+                } else
+                        jn_note(j, i, m);
+                cJSON_Delete(m);
+                if (j->failed)
+                        return -EIO;
+        }
+        return 0;
+}
+
+static int jn_send(jobnodes *j, const char *what, const char *key, uint32_t value) {
+        char line[96];
+
+        if (key)
+                snprintf(line, sizeof(line), "{\"do\":\"%s\",\"%s\":%u}", what, key, (unsigned)value);
+        else
+                snprintf(line, sizeof(line), "{\"do\":\"%s\"}", what);
+        return nodes_link_send(j->link, line, JOBNODES_CLOSE_TIMEOUT_MS);
+}
+
+static bool jn_holds(const jn_node *v, uint32_t gen) {
+        for (unsigned k = 0; k < v->n_gens; k++)
+                if (v->gens[k] == gen)
+                        return true;
+        return false;
+}
+
+/* The newest generation that every node holds, 0 none. */
+static uint32_t jn_whole(const jobnodes *j) {
+        uint32_t best = 0;
+
+        for (unsigned k = 0; j->n && k < j->v[0].n_gens; k++) {
+                uint32_t gen = j->v[0].gens[k];
+                bool all = gen > best;
+
+                for (unsigned i = 1; all && i < j->n; i++)
+                        all = jn_holds(&j->v[i], gen);
+                if (all)
+                        best = gen;
+        }
+        return best;
+}
+
+/* A phase's failure, said; the exit status it earns. */
+static int jn_failure(jobnodes *j, int r, const char *phase) {
+        char text[400];
+
+        if (r == 1)
+                return 128 + j->sig;
+        if (r == -ETIMEDOUT) {
+                snprintf(text, sizeof(text), "%s: a node did not answer in time", phase);
+                jn_say(j, NULL, text);
+                return CUDACKPT_EXIT_TIMEOUT;
+        }
+        if (r == -EPIPE || !j->failed) {
+                snprintf(text, sizeof(text), "%s: the nodes' step ended (a node unreachable, or its part gone)", phase);
+                jn_say(j, NULL, text);
+                return CUDACKPT_EXIT_UNREACHABLE;
+        }
+        snprintf(text, sizeof(text), "%s failed on %s: %s", phase, j->node, j->what);
+        jn_say(j, NULL, text);
+        return j->error[0] ? ctl_error_exit_code(j->error) : CUDACKPT_EXIT_FAILURE;
+}
+
+/* The job running on every node: restored from the newest whole set, or
+ * started.  0, or the exit status. */
+static int jn_begin(jobnodes *j) {
+        uint32_t whole = jn_whole(j);
+        char text[200];
+        int r;
+
+        if (j->top && !whole) {
+                snprintf(text, sizeof(text), "no generation of save %s is whole on these %u nodes (the newest: %u): "
+                         "nothing started; `cudackptctl job rm` its parts on each node to start afresh",
+                         j->o->save, j->n, (unsigned)j->top);
+                jn_say(j, NULL, text);
+                return CUDACKPT_EXIT_INCOMPLETE_SAVE;
+        }
+        if (whole < j->top) {
+                snprintf(text, sizeof(text), "generation %u of save %s is not whole (a save that failed on a node): "
+                         "generation %u is restored", (unsigned)j->top, j->o->save, (unsigned)whole);
+                jn_say(j, NULL, text);
+        }
+        if (!whole) {
+                if ((r = jn_send(j, "start", NULL, 0)) < 0 || (r = jn_await(j, "started", j->o->timeout_ms, true)))
+                        return jn_failure(j, r, "start");
+                snprintf(text, sizeof(text), "job %s started on %u nodes", j->o->name, j->n);
+        } else {
+                if ((r = jn_send(j, "restore", "gen", whole)) < 0 || (r = jn_await(j, "ready", j->o->timeout_ms, true)))
+                        return jn_failure(j, r, "restore");
+                /* Every node's part restored and held: all go on. */
+                if ((r = jn_send(j, "go", NULL, 0)) < 0 || (r = jn_await(j, "started", j->o->timeout_ms, true)))
+                        return jn_failure(j, r, "restore");
+                snprintf(text, sizeof(text), "job restored from save %s generation %u on %u nodes", j->o->save,
+                         (unsigned)whole, j->n);
+        }
+        jn_say(j, NULL, text);
+        return 0;
+}
+
+/* A save of a new generation: every node's part held, then all let go, or
+ * all passed back.  0 saved whole, -1 not saved (the job runs on), or the
+ * exit status (a set left part saved). */
+static int jn_save(jobnodes *j) {
+        uint32_t gen = j->top + 1;
+        long long t0 = monotime_ms();
+        char text[240];
+        int r;
+
+        snprintf(text, sizeof(text), "%s: saving the job into %s generation %u on %u nodes", strsignal(j->sig),
+                 j->o->save, (unsigned)gen, j->n);
+        jn_say(j, NULL, text);
+        j->sig = 0;
+        if (gen > JOBSET_GEN_MAX || gen == 0)
+                return jn_failure(j, -ERANGE, "save");
+        if ((r = jn_send(j, "save", "gen", gen)) < 0 || (r = jn_await(j, "ready", j->o->timeout_ms, false))) {
+                (void)jn_failure(j, r, "save");
+                if (j->gone)
+                        return CUDACKPT_EXIT_UNREACHABLE;
+                /* No node goes on: every part held rolls back. */
+                (void)jn_send(j, "abort", NULL, 0);
+                jn_say(j, NULL, "the job was not saved and runs on, on every node");
+                j->failed = false;
+                return -1;
+        }
+        j->top = gen;
+        if ((r = jn_send(j, "go", NULL, 0)) < 0 || (r = jn_await(j, "saved", j->o->timeout_ms, false))) {
+                r = jn_failure(j, r, "save");
+                snprintf(text, sizeof(text), "generation %u of %s is not whole: the next start restores the one "
+                         "before it, if any", (unsigned)gen, j->o->save);
+                jn_say(j, NULL, text);
+                return r;
+        }
+        snprintf(text, sizeof(text), "job saved into %s generation %u on %u nodes (%lld ms)", j->o->save,
+                 (unsigned)gen, j->n, monotime_ms() - t0);
+        jn_say(j, NULL, text);
+        /* The older generations: a state the job has gone past. */
+        if (jn_send(j, "forget", "keep", gen) == 0)
+                (void)jn_await(j, "forgot", JOBNODES_CLOSE_TIMEOUT_MS, false);
+        return 0;
+}
+
+/* The job runs: until it ends on every node, fails on one, or is saved. */
+static int jn_run(jobnodes *j) {
+        unsigned ended;
+        cJSON *m;
+        int r;
+
+        for (;;) {
+                r = jn_recv(j, -1, &m);
+                if (r == 1 && sigismember(&j->o->save_on, j->sig)) {
+                        if ((r = jn_save(j)) >= 0)
+                                return r;
+                        continue;
+                }
+                if (r != 0)
+                        return jn_failure(j, r, "the job");
+                jn_note(j, jn_find(j, json_get_string(m, "node")), m);
+                cJSON_Delete(m);
+                j->failed = false;
+                ended = 0;
+                for (unsigned i = 0; i < j->n; i++) {
+                        if (j->v[i].ended && j->v[i].status != 0)
+                                return j->v[i].status; /* the others are stopped */
+                        ended += j->v[i].ended;
+                }
+                if (ended == j->n)
+                        break;
+        }
+        /* Done on every node: its saves hold a state it has gone past. */
+        if (j->top && jn_send(j, "forget", "keep", 0) == 0 && jn_await(j, "forgot", JOBNODES_CLOSE_TIMEOUT_MS, true) == 0)
+                jn_say(j, NULL, "the job ended on every node: its saves removed");
+        return 0;
+}
+
+/* The step: srun into this job, running this program's job-part. */
+static int jn_start(jobnodes *j, const char *job) {
+        char self[PATH_MAX], save[80], name[80], output[PATH_MAX + 16], **argv = NULL, **env = NULL, **node_argv;
+        ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        unsigned owner, n = 0, i = 0;
+        int r;
+
+        if (k <= 0)
+                return -errno;
+        self[k] = '\0';
+        if ((r = nodes_slurm_job_nodes(job, &j->n, &owner)) < 0)
+                return r;
+        while (j->o->argv[n])
+                n++;
+        if (!(j->v = calloc(j->n, sizeof(*j->v))) || !(node_argv = calloc(n + 7, sizeof(*node_argv))))
+                return -ENOMEM;
+        snprintf(save, sizeof(save), "--save=%s", j->o->save);
+        snprintf(name, sizeof(name), "--name=%s", j->o->name);
+        snprintf(output, sizeof(output), "--output=%s", j->o->output ? j->o->output : "");
+        node_argv[i++] = self;
+        node_argv[i++] = "job-part";
+        node_argv[i++] = save;
+        node_argv[i++] = name;
+        if (j->o->output)
+                node_argv[i++] = output;
+        node_argv[i++] = "--";
+        for (unsigned a = 0; a < n; a++)
+                node_argv[i++] = j->o->argv[a];
+        if ((r = nodes_slurm_step_argv(job, j->n, owner, node_argv, &argv)) == 0 &&
+            (r = nodes_slurm_step_env(owner, &env)) == 0) {
+                char *const *commands[] = { argv };
+                r = nodes_link_start(commands, 1, env, &j->link);
+        }
+        nodes_slurm_argv_free(argv);
+        free(env);
+        free(node_argv);
+        return r;
+}
+
+int ctl_jobnodes_run(const ctl_jobnodes_op *o) {
+        static const int sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 };
+        ctl_jobnodes_op op = *o;
+        jobnodes j = { .o = &op };
+        const char *job = getenv("SLURM_JOB_ID");
+        int r;
+
+        if (op.timeout_ms <= 0)
+                op.timeout_ms = JOBNODES_PHASE_TIMEOUT_MS;
+        sigemptyset(&j.sigs);
+        for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+                sigaddset(&j.sigs, sigs[i]);
+        if ((r = jn_start(&j, job)) < 0) {
+                fprintf(stderr, "%s%s\n", o->prefix,
+                        r == -ESRCH    ? "no running job $SLURM_JOB_ID (squeue)"
+                        : r == -ENOENT ? "srun, squeue or setpriv not found (set $" NODES_SLURM_SRUN_ENV ")"
+                                       : strerror(-r));
+                nodes_link_close(j.link, 0);
+                free(j.v);
+                return r == -ESRCH ? CUDACKPT_EXIT_NO_SUCH_JOB : CUDACKPT_EXIT_FAILURE;
+        }
+        /* srun started with the signals as they were; from now on they
+         * are taken in turn between the nodes' lines. */
+        sigprocmask(SIG_BLOCK, &j.sigs, NULL);
+        if ((r = jn_hello(&j)) != 0)
+                r = jn_failure(&j, r, "hello");
+        else if ((r = jn_begin(&j)) == 0)
+                r = jn_run(&j);
+        nodes_link_close(j.link, JOBNODES_CLOSE_TIMEOUT_MS);
+        free(j.v);
+        return r;
+}
