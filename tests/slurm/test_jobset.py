@@ -12,17 +12,25 @@ how far it got, or BAD at a line lost or repeated.
      stream flows from node 1 to node 0;
   2. `scontrol requeue J`: both parts saved as set-J.g00000001.nHASH (HASH:
      FNV-1a of the node's name), one per node, the connection's lock rules
-     kept, both jobs gone; then, the job held (case 4 meanwhile), released
-     and started again by Slurm on the same two nodes: both parts restored,
-     the stream going on with no line lost or repeated, the rules gone;
-  4. (the job held after 2) a part save present on one node only, no
-     generation whole: another 2-node job with that --save exits 33 and
-     starts nothing, the saves kept (the held job restores from them after);
-  3. one node unable to save (its client part holds a unix connection to
-     this test, which CRIU cannot dump), the batch script sent USR1: no
-     generation 2 saved on either node (the other node's part held at its
-     barrier and rolled back, not let go), both jobs running on with their
-     stream, the same processes, no lock rule left, the command waiting on;
+     kept, both jobs gone; then, the job held (cases 4 and 4b meanwhile),
+     released and started again by Slurm on the same two nodes: both parts
+     restored, the stream going on with no line lost or repeated, the rules
+     gone;
+  4. (the job held after 2) n2's part save moved aside, no generation
+     whole: another 2-node job with that --save exits 33 and starts
+     nothing, n1's part save kept;
+  4b. n2's part save missing its CRIU inventory (its restore refused before
+     its barrier): another 2-node job with that --save restores neither
+     part (n1's held restore never let go) and exits non-zero, the saves
+     and lock rules kept (the held job restores from them after);
+  3. n2's part unable to be saved (its client holds a unix connection to
+     this test, which CRIU cannot dump), the batch script sent USR1, twice:
+     with n1's part slow to dump (FAT_MB more memory), so that n2 fails
+     before n1's part is ready, then with n2's slow, so that n1's part is
+     held at its barrier before n2 fails: each time no generation 2 saved on
+     either node (n1's part rolled back, not let go), both jobs running on
+     with their stream, the same processes, no lock rule left, the command
+     waiting on;
   5. the stream stopped: both parts exit 0, every part save of the set is
      removed, the batch job completes with exit 0.
 Prints MEASURED: the time from the requeue to both part saves on disk, and
@@ -43,7 +51,7 @@ from test_cluster import check, run_on_cluster, skip_reason  # noqa: E402
 from test_saves import ctl, job_field  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from savejobs import saves_owner  # noqa: E402
+from savejobs import cmdline, saves_owner  # noqa: E402
 from tcpstream import CLIENT, SERVER, count, cut_criu, drop_lock_rules, lock_rules, read  # noqa: E402
 
 EXIT_INCOMPLETE_SAVE = 33
@@ -55,27 +63,34 @@ NODES = ("n1", "n2")
 ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
          "PREEMPTED")
 
-# Before CLIENT (python3 cli.py PORT STOP SOCKET HOLD): while the file HOLD
-# exists, a thread of the client holds a connection to the unix socket
-# SOCKET, outside the job, which makes CRIU refuse to dump the client.
-HOLDER = r"""
+# Before SERVER and CLIENT (python3 srv.py|cli.py A B SOCKET HOLD FAT): a
+# thread that, while the file HOLD exists, holds a connection to the unix
+# socket SOCKET, outside the job, which makes CRIU refuse to dump the
+# process (once it dumped its memory); and while FAT exists, FAT_MB of
+# memory more, which makes its dump slower.
+FAT_MB = 256
+HELPER = r"""
 import os, socket, sys, threading, time
-def hold(path, trigger):
-    s = None
+def helper(path, hold, fat):
+    s = buf = None
     while True:
-        if s is None and os.path.exists(trigger):
+        if s is None and os.path.exists(hold):
             s = socket.socket(socket.AF_UNIX)
             try:
                 s.connect(path)
             except OSError:
                 s.close()
                 s = None
-        elif s is not None and not os.path.exists(trigger):
+        elif s is not None and not os.path.exists(hold):
             s.close()
             s = None
+        if buf is None and os.path.exists(fat):
+            buf = bytearray(b"x") * (%d << 20)
+        elif buf is not None and not os.path.exists(fat):
+            buf = None
         time.sleep(0.05)
-threading.Thread(target=hold, args=(sys.argv[3], sys.argv[4]), daemon=True).start()
-"""
+threading.Thread(target=helper, args=sys.argv[3:6], daemon=True).start()
+""" % FAT_MB
 
 
 def fnv1a(name):
@@ -140,12 +155,14 @@ class JobSet:
 
     # -- 1 ---------------------------------------------------------------
     def case_first_start(self):
-        self.write("srv.py", SERVER)
-        self.write("cli.py", HOLDER + CLIENT)
+        self.write("srv.py", HELPER + SERVER)
+        self.write("cli.py", HELPER + CLIENT)
         py, p = sys.executable, self.p
-        inner = ('if [ "$SLURM_NODEID" = 0 ]; then exec %s %s %s %s; fi; while [ ! -e %s ]; do sleep 0.1; done; '
-                 'exec %s %s %s %s %s %s' % (py, p("srv.py"), p("port"), p("count"), p("port"),
-                                             py, p("cli.py"), p("port"), p("stop"), p("ext.sock"), p("hold")))
+        helper = "%s %s/$SLURM_NODEID.hold %s/$SLURM_NODEID.fat" % (p("ext.sock"), self.out, self.out)
+        inner = ('if [ "$SLURM_NODEID" = 0 ]; then exec %s %s %s %s %s; fi; '
+                 'while [ ! -e %s ]; do sleep 0.1; done; exec %s %s %s %s %s'
+                 % (py, p("srv.py"), p("port"), p("count"), helper,
+                    p("port"), py, p("cli.py"), p("port"), p("stop"), helper))
         script = self.write("job.sh", "#!/bin/sh\nexec %s job start --slurm --name=train --save=set-$SLURM_JOB_ID "
                             "--output=%s -- /bin/sh -c '%s'\n" % (self.c.ctl, p("log"), inner), 0o755)
         self.job = self.sbatch(script, "slurm.out", True)
@@ -161,8 +178,7 @@ class JobSet:
         check(all(pids.values()), "each node's daemon runs the job's part as job train (%r)" % pids)
         self.flowing("the stream flows from node 1's part into node 0's", 0)
         said = self.said()
-        check(all(any(n in line and "started" in line for line in said.splitlines()) for n in NODES),
-              "the command says each node's part started (%r)" % said)
+        check("started" in said, "the command says the job started (%r)" % said)
 
     # -- 2 (and 4 while the job is held) -----------------------------------
     def case_requeue(self):
@@ -184,10 +200,12 @@ class JobSet:
         n = count(self.p("count"))
         rules = lock_rules(self.port)
         check(len(rules) == 4, "the saved parts' connection keeps its lock rules for the restore (%r)" % rules)
-        check("saved" in self.said(), "the command says the set saved (%r)" % self.said()[-1000:])
+        check(any("saved" in line and "set-" + job in line for line in self.said().splitlines()),
+              "the command says the set saved (%r)" % self.said()[-1000:])
         check(job_field(c, job, "JobState") == "PENDING", "the job requeued, held")
 
         self.case_partial_refused()
+        self.case_restore_fails()
 
         c.run(["scontrol", "release", job])
         t1 = time.monotonic()
@@ -205,68 +223,123 @@ class JobSet:
               "Slurm started the job again on the same two nodes, each running its part (%s, %r)" % (nodes, pids))
         check(not lock_rules(self.port), "the lock rules gone with the restore (%r)" % lock_rules(self.port))
         said = self.said()
-        check(all(any(n in line and "restored" in line for line in said.splitlines()) for n in NODES),
-              "the command says each node's part restored (%r)" % said[-1000:])
+        check(any("restored" in line and "set-" + job in line for line in said.splitlines()),
+              "the command says the job restored from the set (%r)" % said[-1000:])
         print("MEASURED: requeue to both part saves on disk %.3fs; second start to the stream flowing again %.3fs"
               % (t_saved, t_flow))
 
-    def case_partial_refused(self):
-        """Node n2's part save moved aside (as if the set had been saved on
-        other nodes): another 2-node job with --save of the set finds a part
-        save on n1 only, no generation whole: exit 33, nothing started, n1's
-        part save kept."""
-        c, job = self.c, self.job
-        uid_dir = c.path("saves", str(c.owner or 0))
-        gone = os.path.join(uid_dir, self.part(1, "n2"))
-        self.aside = (c.path("aside"), gone)
-        os.rename(gone, self.aside[0])
-        script = self.write("job2.sh", "#!/bin/sh\nexec %s job start --slurm --name=train --save=set-%s --output=%s "
-                            "-- /bin/sh -c 'touch %s.$SLURM_NODEID; exec sleep 100'\n"
-                            % (c.ctl, job, self.p("log2"), self.p("started2")), 0o755)
-        job2 = self.sbatch(script, "slurm2.out", False)
-        slurmcluster.await_true("job %s ended" % job2, lambda: job_field(c, job2, "JobState") in ENDED, LIMIT_S)
-        said = self.said("slurm2.out")
-        print("--- job %s said ---\n%s" % (job2, said))
-        code = job_field(c, job2, "ExitCode")
-        check(code == "%d:0" % EXIT_INCOMPLETE_SAVE,
-              "a part save on one node only, no generation whole: refused, exit 33 (%s, %r)" % (code, said))
-        started = [f for f in os.listdir(self.out) if f.startswith("started2")]
-        pids = self.running()
-        check(not started and not any(pids.values()), "nothing started on any node (%r, %r)" % (started, pids))
-        check(self.saves("n1") == [self.part(1, "n1")], "n1's part save kept (%r)" % self.saves("n1"))
+    def other_job(self, tag):
+        """Another 2-node batch job, `job start --slurm` of the held job's
+        set (its command, should it start, leaves a file STARTED-TAG.N):
+        its exit code and output once it ended, and the files."""
+        c = self.c
+        script = self.write("job-%s.sh" % tag, "#!/bin/sh\nexec %s job start --slurm --name=train --save=set-%s "
+                            "--output=%s -- /bin/sh -c 'touch %s.$SLURM_NODEID; exec sleep 100'\n"
+                            % (c.ctl, self.job, self.p("log-" + tag), self.p("started-" + tag)), 0o755)
+        other = self.sbatch(script, "slurm-%s.out" % tag, False)
+
+        def started():
+            return [f for f in os.listdir(self.out) if f.startswith("started-" + tag)]
+        slurmcluster.await_true("job %s ended or started" % other,
+                                lambda: job_field(c, other, "JobState") in ENDED or started(), LIMIT_S)
+        said = self.said("slurm-%s.out" % tag)
+        print("--- job %s said ---\n%s" % (other, said))
+        return job_field(c, other, "ExitCode"), said, started()
+
+    def move_aside(self, path):
+        self.aside = (self.c.path("aside"), path)
+        os.rename(path, self.aside[0])
+
+    def put_back(self):
         os.rename(*self.aside)
         self.aside = None
 
+    def case_partial_refused(self):
+        """n2's part save moved aside (as if the job had come back on other
+        nodes): another 2-node job with --save of the set finds a part save
+        on n1 only, no generation whole: exit 33, nothing started, n1's part
+        save kept."""
+        self.move_aside(os.path.join(self.c.path("saves", str(self.c.owner or 0)), self.part(1, "n2")))
+        code, said, started = self.other_job("partial")
+        check(code == "%d:0" % EXIT_INCOMPLETE_SAVE,
+              "a part save on one node only, no generation whole: refused, exit 33 (%s, %r)" % (code, said))
+        pids = self.running()
+        check(not started and not any(pids.values()), "nothing started on any node (%r, %r)" % (started, pids))
+        check(self.saves("n1") == [self.part(1, "n1")], "n1's part save kept (%r)" % self.saves("n1"))
+        self.put_back()
+
+    def case_restore_fails(self):
+        """n2's part save missing its CRIU inventory (its restore refused
+        before its barrier, its digests checked): another 2-node job with
+        --save of the set restores neither part (n1's held restore rolled
+        back, never let go: no job started on either daemon), exits non-zero;
+        both part saves and the lock rules kept."""
+        top = os.path.join(self.c.path("saves", str(self.c.owner or 0)), self.part(1, "n2"))
+        inventory = [os.path.join(d, "inventory.img") for d, _, files in os.walk(top) if "inventory.img" in files]
+        check(len(inventory) == 1, "n2's part save holds one CRIU inventory (%r)" % inventory)
+        self.move_aside(inventory[0])
+        before = {n: self.audits(n, "Job").count("started") for n in NODES}
+        code, said, started = self.other_job("broken")
+        after = {n: self.audits(n, "Job").count("started") for n in NODES}
+        check(code not in ("0:0", None) and not started and before == after and not any(self.running().values()),
+              "one node's part cannot be restored: no node's part let go, the command exits non-zero (%s, %r, "
+              "jobs started before %r, after %r)" % (code, said, before, after))
+        self.put_back()
+        want = [self.part(1, n) for n in NODES]
+        check(self.saves("n1") == want and len(lock_rules(self.port)) == 4,
+              "both part saves and the lock rules kept (%r, %r)" % (self.saves("n1"), lock_rules(self.port)))
+
     # -- 3 ---------------------------------------------------------------
     def case_save_fails(self):
-        c, job = self.c, self.job
+        """n2's part cannot be dumped; the batch script sent USR1: first
+        with n1's part slow to dump (FAT_MB more), so that n2 fails before
+        n1's part is ready; then with n2's slow, so that n1's is ready
+        (held at its barrier) before n2 fails."""
         ext = socket.socket(socket.AF_UNIX)
         try:
             ext.bind(self.p("ext.sock"))
             os.chmod(self.p("ext.sock"), 0o777)
             ext.listen(1)
             ext.settimeout(20)
-            open(self.p("hold"), "w").close()
-            conn = ext.accept()[0]
-            try:
-                self.save_fails(c, job)
-            finally:
-                os.unlink(self.p("hold"))
-                conn.settimeout(10)
-                conn.recv(1)
-                conn.close()
+            self.save_fails(ext, "srv.py", "0.fat", "n2 fails before n1's part is ready")
+            self.save_fails(ext, "cli.py", "1.fat", "n1's part is ready before n2 fails")
         finally:
             ext.close()
 
-    def save_fails(self, c, job):
+    def rss_mb(self, script):
+        """The resident memory of the job's process running script, MB."""
+        for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
+            argv = cmdline(pid)
+            if len(argv) > 1 and argv[1] == self.p(script).encode():
+                with open("/proc/%d/status" % pid) as f:
+                    return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) // 1024
+        return 0
+
+    def save_fails(self, ext, script, fat, what):
+        open(self.p(fat), "w").close()
+        slurmcluster.await_true("%s's memory" % script, lambda: self.rss_mb(script) >= FAT_MB, 20)
+        open(self.p("1.hold"), "w").close()
+        conn = ext.accept()[0]
+        try:
+            self.save_refused(what)
+        finally:
+            os.unlink(self.p("1.hold"))
+            os.unlink(self.p(fat))
+            conn.settimeout(10)
+            conn.recv(1)
+            conn.close()
+        slurmcluster.await_true("%s's memory back" % script, lambda: self.rss_mb(script) < FAT_MB // 2, 20)
+
+    def save_refused(self, what):
+        c, job = self.c, self.job
         before = {n: len(self.audits(n, "SaveJob")) for n in NODES}
         pids, said = self.running(), self.said()
         c.run(["scancel", "--batch", "--signal=USR1", job])
-        slurmcluster.await_true("both nodes' SaveJob ended",
+        slurmcluster.await_true("both nodes' SaveJob ended (%s)" % what,
                                 lambda: all(len(self.audits(n, "SaveJob")) > before[n] for n in NODES), LIMIT_S)
         results = {n: self.audits(n, "SaveJob")[before[n]:] for n in NODES}
         check(all(r and "ok" not in r for r in results.values()),
-              "n2's part cannot be dumped: neither node's save of generation 2 done (%r)" % results)
+              "%s: neither node's save of generation 2 done (%r)" % (what, results))
         n = count(self.p("count"))
         self.flowing("both jobs run on with their stream, no line lost or repeated", n)
         check(self.running() == pids and job_field(c, job, "JobState") == "RUNNING",
@@ -293,7 +366,7 @@ class JobSet:
     def cleanup(self):
         open(self.p("stop"), "w").close()
         if self.aside:
-            os.rename(*self.aside)
+            self.put_back()
         if self.port:
             drop_lock_rules(self.port)
 
@@ -302,8 +375,8 @@ def show_logs(t, daemons):
     for n, d in daemons.items():
         with open(d.log_path, errors="replace") as f:
             print("--- %s's daemon (the end of its log) ---\n%s" % (n, f.read()[-6000:]))
-    for name in ("slurm.out", "slurm2.out", "log", "log2"):
-        if os.path.exists(t.p(name)):
+    for name in sorted(os.listdir(t.out)):
+        if name.startswith(("slurm", "log")):
             print("--- %s ---\n%s" % (name, t.said(name)[-3000:]))
 
 
