@@ -133,8 +133,17 @@ static void jn_note(jobnodes *j, int i, const cJSON *m) {
                 snprintf(text, sizeof(text), "job ended with status %d", j->v[i].status);
                 jn_say(j, j->v[i].name, text);
         } else if (strcmp(event, "failed") == 0) {
+                const char *of = json_get_string(m, "of"), *error = json_get_string(m, "error");
                 char what[200];
 
+                /* The job's own call gone (its daemon stopped or died): the
+                 * node's job is gone with it, and says no "ended". */
+                if (of && (strcmp(of, "StartJob") == 0 || strcmp(of, "RestoreJob") == 0 || strcmp(of, "Job") == 0) &&
+                    !j->v[i].ended) {
+                        j->v[i].ended = true;
+                        j->v[i].status = error ? ctl_error_exit_code(error) : CUDACKPT_EXIT_FAILURE;
+                        j->v[i].status = j->v[i].status ? j->v[i].status : CUDACKPT_EXIT_FAILURE;
+                }
                 jn_copy(what, sizeof(what), json_get_string(m, "what"));
                 snprintf(text, sizeof(text), "%.40s failed: %s", json_get_string(m, "of") ? json_get_string(m, "of") : "call", what);
                 ctl_sanitize(text);

@@ -80,17 +80,19 @@ static void waiter_save(job_waiter *jw, const ctl_job_wait *w, const char *name,
         fprintf(stderr, "%s%s: saving job %s into %s\n", w->prefix, strsignal(sig), name, w->save);
         if (params && (r = ctl_connect_daemon(w->prefix, w->socket, &client)) == 0)
                 r = cudackpt_call(client, CUDACKPT_METHOD_SAVE_JOB, params, &reply);
-        pthread_mutex_lock(&jw->lock);
-        jw->saving = false;
-        jw->saved_by = r == 0 && !reply.error ? sig : jw->saved_by;
-        pthread_cond_broadcast(&jw->saved);
-        pthread_mutex_unlock(&jw->lock);
+        /* Said while w is still the wait's: it may end once saving is
+         * cleared. */
         if (r > 0)
                 fprintf(stderr, "%sjob %s was not saved and runs on\n", w->prefix, name);
         else if (r < 0 || reply.error) {
                 (void) ctl_call_failed(w->prefix, r, &reply, false);
                 fprintf(stderr, "%sjob %s was not saved and runs on\n", w->prefix, name);
         }
+        pthread_mutex_lock(&jw->lock);
+        jw->saving = false;
+        jw->saved_by = r == 0 && !reply.error ? sig : jw->saved_by;
+        pthread_cond_broadcast(&jw->saved);
+        pthread_mutex_unlock(&jw->lock);
         cudackpt_reply_clear(&reply);
         cudackpt_client_free(client);
         free(params);
@@ -109,6 +111,13 @@ static void *waiter_signals(void *data) {
                 if (sigwait(&set, &sig) != 0)
                         continue;
                 pthread_mutex_lock(&jw->lock);
+                /* Saved: the job is gone and the command ends with 0 (and
+                 * --requeue's scontrol); a later signal neither saves again
+                 * nor ends it otherwise. */
+                if (jw->saved_by) {
+                        pthread_mutex_unlock(&jw->lock);
+                        continue;
+                }
                 memcpy(name, jw->name, sizeof(name));
                 w = jw->w;
                 save = w && w->save && name[0] && sigismember(&w->save_on, sig);
