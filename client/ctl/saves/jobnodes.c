@@ -126,6 +126,10 @@ static void jn_note(jobnodes *j, int i, const cJSON *m) {
         if (strcmp(event, "saved") == 0 || (strcmp(event, "failed") == 0 && json_get_string(m, "of") &&
                                                strcmp(json_get_string(m, "of"), "SaveJob") == 0))
                 j->v[i].saving = false;
+        /* The job's call of a save of this command's: the save's own
+         * "saved" says it. */
+        if (strcmp(event, "ended") == 0 && json_get_string(m, "saved") && j->v[i].saving)
+                return;
         if (strcmp(event, "ended") == 0 && !j->v[i].ended) {
                 (void)json_get_integer(m, "status", -1, 255, &status);
                 j->v[i].ended = true;

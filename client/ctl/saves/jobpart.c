@@ -211,11 +211,16 @@ static void jobpart_job_end(const jobpart *p, const cudackpt_reply *reply) {
         ctl_job_event ev;
         cJSON *o;
 
-        if (ctl_job_event_parse(reply->parameters_json, &ev) < 0 || strcmp(ev.event, "ended") != 0)
+        if (ctl_job_event_parse(reply->parameters_json, &ev) < 0 ||
+            (strcmp(ev.event, "ended") != 0 && strcmp(ev.event, "saved") != 0))
                 return;
         o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "event", "ended");
         cJSON_AddNumberToObject(o, "status", ev.exit_status);
+        /* Saved: by the coordinator's save (its own "saved" says so), or
+         * by another SaveJob of the user's: the job is gone either way. */
+        if (strcmp(ev.event, "saved") == 0)
+                cJSON_AddStringToObject(o, "saved", ev.save);
         jobpart_say(p, o);
 }
 
