@@ -55,6 +55,7 @@ typedef struct jobnodes {
         jobholds holds;         /* what they hold of S (holds.v: one a node) */
         int sig;                /* the signal taken, 0 none */
         int pending;            /* a signal that ends the command, taken while saving */
+        int again;              /* a save signal taken while saving: saves again if that one rolled back */
         bool gone;              /* the step ended, or the link broke */
         bool failed;            /* the first failure, below */
         char node[65], error[96], what[200];
@@ -214,6 +215,8 @@ static int jn_await(jobnodes *j, const char *event, int timeout_ms, bool signals
                          * once it is over. */
                         if (!sigismember(&j->o->save_on, j->sig))
                                 j->pending = j->sig;
+                        else
+                                j->again = j->sig;
                         j->sig = 0;
                         continue;
                 }
@@ -322,7 +325,10 @@ static int jn_settle(jobnodes *j) {
                         break;
                 r = jn_recv(j, deadline, &m);
                 if (r == 1) {
-                        j->pending = sigismember(&j->o->save_on, j->sig) ? j->pending : j->sig;
+                        if (sigismember(&j->o->save_on, j->sig))
+                                j->again = j->sig;
+                        else
+                                j->pending = j->sig;
                         continue;
                 }
                 if (r < 0)
@@ -412,12 +418,17 @@ static int jn_run(jobnodes *j) {
         while (!jn_over(j, &status)) {
                 r = jn_recv(j, -1, &m);
                 if (r == 1 && sigismember(&j->o->save_on, j->sig)) {
-                        if (jn_save(j, &status) == 0)
-                                return status;
+                        /* A save signal taken while a save rolled back
+                         * (Slurm's TERM after USR1's): another save. */
+                        do {
+                                j->again = 0;
+                                if (jn_save(j, &status) == 0)
+                                        return status;
+                                j->sig = j->again;
+                        } while (j->sig && !j->pending);
                         if (!j->pending)
                                 continue;
                         j->sig = j->pending;
-                        r = 1;
                 }
                 if (r != 0)
                         return jn_failure(j, r, "the job");
