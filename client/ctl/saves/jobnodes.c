@@ -12,6 +12,8 @@
  * every node's part, and with it that node's job. */
 #include "jobnodes.h"
 
+#include "jobcoord.h"
+
 #include "describe.h"
 #include "exitcode.h"
 #include "jobholds.h"
@@ -33,141 +35,17 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How long closing the link waits for the nodes' parts to end. */
-#define JOBNODES_CLOSE_TIMEOUT_MS 10000
-/* How often a wait looks at the signals taken. */
-#define JOBNODES_SIGNAL_POLL_MS 100
-
-typedef struct jn_node {
-        char name[65];
-        bool said;              /* the awaited answer of this phase */
-        bool saving;            /* its part of a save has not ended yet */
-        bool ended;             /* its job ended, with status */
-        int status;
-} jn_node;
-
-typedef struct jobnodes {
-        const ctl_jobnodes_op *o;
-        nodes_link *link;
-        sigset_t sigs;          /* the signals taken while waiting */
-        jn_node *v;
-        unsigned n, known;      /* the job's nodes; those that said hello */
-        jobholds holds;         /* what they hold of S (holds.v: one a node) */
-        int sig;                /* the signal taken, 0 none */
-        int pending;            /* a signal that ends the command, taken while saving */
-        int again;              /* a save signal taken while saving: saves again if that one rolled back */
-        bool gone;              /* the step ended, or the link broke */
-        bool failed;            /* the first failure, below */
-        char node[65], error[96], what[200];
-} jobnodes;
-
-static void jn_copy(char *dst, size_t size, const char *src) {
-        snprintf(dst, size, "%s", src ? src : "");
-        ctl_sanitize(dst);
-}
-
-static int jn_find(const jobnodes *j, const char *name) {
-        for (unsigned i = 0; name && i < j->known; i++)
-                if (strcmp(j->v[i].name, name) == 0)
-                        return (int)i;
-        return -1;
-}
-
-static void jn_say(const jobnodes *j, const char *node, const char *text) {
-        fprintf(stderr, "%s%s%s%s\n", j->o->prefix, node ? node : "", node ? ": " : "", text);
-}
-
-/* The next line (0, *ret_json the caller's), a signal taken (1, j->sig),
- * the deadline passed (-ETIMEDOUT; deadline < 0: none) or the link ended
- * (-EPIPE, j->gone). */
-static int jn_recv(jobnodes *j, long long deadline, cJSON **ret_json) {
-        const struct timespec zero = { 0, 0 };
-
-        for (;;) {
-                long long left = deadline < 0 ? JOBNODES_SIGNAL_POLL_MS : deadline - monotime_ms();
-                nodes_msg m;
-                int r, sig;
-
-                if ((sig = sigtimedwait(&j->sigs, NULL, &zero)) > 0) {
-                        j->sig = sig;
-                        return 1;
-                }
-                if (left <= 0)
-                        return -ETIMEDOUT;
-                r = nodes_link_recv(j->link, left > JOBNODES_SIGNAL_POLL_MS ? JOBNODES_SIGNAL_POLL_MS : (int)left,
-                                    &m);
-                if (r == -ETIMEDOUT)
-                        continue;
-                if (r < 0 || m.ended) {
-                        j->gone = true;
-                        return -EPIPE;
-                }
-                *ret_json = m.json;
-                return 0;
-        }
-}
-
-static void jn_fail(jobnodes *j, const char *node, const char *error, const char *what) {
-        if (j->failed)
-                return;
-        j->failed = true;
-        jn_copy(j->node, sizeof(j->node), node);
-        jn_copy(j->error, sizeof(j->error), error);
-        jn_copy(j->what, sizeof(j->what), what);
-}
-
-/* What any node says at any time: its job ended, a call of its failed. */
-static void jn_note(jobnodes *j, int i, const cJSON *m) {
-        const char *event = json_get_string(m, "event");
-        char text[320];
-        long long status = -1;
-
-        if (!event || i < 0)
-                return;
-        if (strcmp(event, "saved") == 0 || (strcmp(event, "failed") == 0 && json_get_string(m, "of") &&
-                                               strcmp(json_get_string(m, "of"), "SaveJob") == 0))
-                j->v[i].saving = false;
-        /* The job's call of a save of this command's: the save's own
-         * "saved" says it. */
-        if (strcmp(event, "ended") == 0 && json_get_string(m, "saved") && j->v[i].saving)
-                return;
-        if (strcmp(event, "ended") == 0 && !j->v[i].ended) {
-                (void)json_get_integer(m, "status", -1, 255, &status);
-                j->v[i].ended = true;
-                j->v[i].status = status < 0 ? CUDACKPT_EXIT_FAILURE : (int)status;
-                snprintf(text, sizeof(text), "job ended with status %d", j->v[i].status);
-                jn_say(j, j->v[i].name, text);
-        } else if (strcmp(event, "failed") == 0) {
-                const char *of = json_get_string(m, "of"), *error = json_get_string(m, "error");
-                char what[200];
-
-                /* The job's own call gone (its daemon stopped or died): the
-                 * node's job is gone with it, and says no "ended". */
-                if (of && (strcmp(of, "StartJob") == 0 || strcmp(of, "RestoreJob") == 0 || strcmp(of, "Job") == 0) &&
-                    !j->v[i].ended) {
-                        j->v[i].ended = true;
-                        j->v[i].status = error ? ctl_error_exit_code(error) : CUDACKPT_EXIT_FAILURE;
-                        j->v[i].status = j->v[i].status ? j->v[i].status : CUDACKPT_EXIT_FAILURE;
-                }
-                jn_copy(what, sizeof(what), json_get_string(m, "what"));
-                snprintf(text, sizeof(text), "%.40s failed: %s", json_get_string(m, "of") ? json_get_string(m, "of") : "call", what);
-                ctl_sanitize(text);
-                jn_say(j, j->v[i].name, text);
-                jn_fail(j, j->v[i].name, json_get_string(m, "error"), what);
-        }
-}
-
 /* One node's hello: its name, what it holds of S. */
-static void jn_hello_one(jobnodes *j, const char *node, const cJSON *m) {
-        jn_node *v = &j->v[j->known];
+static void jn_hello_one(jobcoord *j, const char *node, const cJSON *m) {
+        jobcoord_node *v = &j->v[j->known];
 
-        if (jn_find(j, node) >= 0) {
-                jn_fail(j, node, "DuplicateNode", "two nodes' parts say this name (set SLURMD_NODENAME)");
+        if (jobcoord_find(j, node) >= 0) {
+                jobcoord_fail(j, node, "DuplicateNode", "two nodes' parts say this name (set SLURMD_NODENAME)");
                 return;
         }
-        jn_copy(v->name, sizeof(v->name), node);
+        jobcoord_copy(v->name, sizeof(v->name), node);
         if (jobholds_add(&j->holds, node, m) < 0) {
-                jn_fail(j, node, "DuplicateNode", "its name hashes as another node's: their part saves' names "
+                jobcoord_fail(j, node, "DuplicateNode", "its name hashes as another node's: their part saves' names "
                         "would be one");
                 return;
         }
@@ -175,13 +53,13 @@ static void jn_hello_one(jobnodes *j, const char *node, const cJSON *m) {
 }
 
 /* Every node's hello, with the generations it holds. */
-static int jn_hello(jobnodes *j) {
+static int jn_hello(jobcoord *j) {
         long long deadline = monotime_ms() + JOBNODES_HELLO_TIMEOUT_MS;
         cJSON *m;
         int r;
 
         while (j->known < j->n) {
-                if ((r = jn_recv(j, deadline, &m)) != 0)
+                if ((r = jobcoord_recv(j, deadline, &m)) != 0)
                         return r;
                 const char *node = json_get_string(m, "node");
                 long long hello = 0;
@@ -189,92 +67,17 @@ static int jn_hello(jobnodes *j) {
                 if (json_get_integer(m, "hello", 1, 1, &hello))
                         jn_hello_one(j, node, m);
                 else if (json_get_string(m, "event"))
-                        jn_fail(j, node, json_get_string(m, "error"), json_get_string(m, "what"));
+                        jobcoord_fail(j, node, json_get_string(m, "error"), json_get_string(m, "what"));
                 cJSON_Delete(m);
                 if (j->failed)
                         return -EIO;
         }
         return 0;
-}
-
-/* Waits until every node said event ("failed" from one: -EIO; a signal:
- * 1 when signals_end, else it is set aside; the link ended: -EPIPE). */
-static int jn_await(jobnodes *j, const char *event, int timeout_ms, bool signals_end) {
-        long long deadline = monotime_ms() + timeout_ms;
-        unsigned said = 0;
-        cJSON *m;
-        int r;
-
-        for (unsigned i = 0; i < j->n; i++)
-                j->v[i].said = false;
-        j->failed = false;
-        while (said < j->n) {
-                r = jn_recv(j, deadline, &m);
-                if (r == 1 && !signals_end) {
-                        /* A save goes on; another signal ends the command
-                         * once it is over. */
-                        if (!sigismember(&j->o->save_on, j->sig))
-                                j->pending = j->sig;
-                        else
-                                j->again = j->sig;
-                        j->sig = 0;
-                        continue;
-                }
-                if (r != 0)
-                        return r;
-                int i = jn_find(j, json_get_string(m, "node"));
-                const char *e = json_get_string(m, "event");
-
-                if (i >= 0 && e && strcmp(e, event) == 0 && !j->v[i].said) {
-                        j->v[i].said = true;
-                        said++;
-                } else
-                        jn_note(j, i, m);
-                cJSON_Delete(m);
-                if (j->failed)
-                        return -EIO;
-        }
-        return 0;
-}
-
-/* A line to every node; -EPIPE (j->gone) when they are gone. */
-static int jn_send(jobnodes *j, const char *what, const char *key, uint32_t value) {
-        char line[96];
-
-        if (key)
-                snprintf(line, sizeof(line), "{\"do\":\"%s\",\"%s\":%u}", what, key, (unsigned)value);
-        else
-                snprintf(line, sizeof(line), "{\"do\":\"%s\"}", what);
-        if (nodes_link_send(j->link, line, JOBNODES_CLOSE_TIMEOUT_MS) == 0)
-                return 0;
-        j->gone = true;
-        return -EPIPE;
-}
-
-/* A phase's failure, said; the exit status it earns. */
-static int jn_failure(jobnodes *j, int r, const char *phase) {
-        char text[400];
-
-        if (r == 1)
-                return 128 + j->sig;
-        if (r == -ETIMEDOUT) {
-                snprintf(text, sizeof(text), "%s: a node did not answer in time", phase);
-                jn_say(j, NULL, text);
-                return CUDACKPT_EXIT_TIMEOUT;
-        }
-        if (r == -EPIPE || !j->failed) {
-                snprintf(text, sizeof(text), "%s: the nodes' step ended (a node unreachable, or its part gone)", phase);
-                jn_say(j, NULL, text);
-                return CUDACKPT_EXIT_UNREACHABLE;
-        }
-        snprintf(text, sizeof(text), "%s failed on %s: %s", phase, j->node, j->what);
-        jn_say(j, NULL, text);
-        return j->error[0] ? ctl_error_exit_code(j->error) : CUDACKPT_EXIT_FAILURE;
 }
 
 /* The job running on every node: restored from the newest whole set, or
  * started.  0, or the exit status. */
-static int jn_begin(jobnodes *j) {
+static int jn_begin(jobcoord *j) {
         uint32_t whole = jobholds_whole(&j->holds), top = j->holds.top;
         char text[240];
         int r;
@@ -283,35 +86,35 @@ static int jn_begin(jobnodes *j) {
                 snprintf(text, sizeof(text), "no generation of save %s is whole on these %u nodes (parts of it are "
                          "on %s): nothing started; `cudackptctl job rm` its parts to start afresh", j->o->save, j->n,
                          top ? "some of them" : "other nodes");
-                jn_say(j, NULL, text);
+                jobcoord_say(j, NULL, text);
                 return CUDACKPT_EXIT_INCOMPLETE_SAVE;
         }
         if (whole < top) {
                 snprintf(text, sizeof(text), "generation %u of save %s is not whole (a save that failed on a node): "
                          "generation %u is restored", (unsigned)top, j->o->save, (unsigned)whole);
-                jn_say(j, NULL, text);
+                jobcoord_say(j, NULL, text);
         }
         if (!whole) {
-                if ((r = jn_send(j, "start", NULL, 0)) < 0 || (r = jn_await(j, "started", j->o->timeout_ms, true)))
-                        return jn_failure(j, r, "start");
+                if ((r = jobcoord_send(j, "start", NULL, 0)) < 0 || (r = jobcoord_await(j, "started", j->o->timeout_ms, true)))
+                        return jobcoord_failure(j, r, "start");
                 snprintf(text, sizeof(text), "job %s started on %u nodes", j->o->name, j->n);
         } else {
-                if ((r = jn_send(j, "restore", "gen", whole)) < 0 || (r = jn_await(j, "ready", j->o->timeout_ms, true)))
-                        return jn_failure(j, r, "restore");
+                if ((r = jobcoord_send(j, "restore", "gen", whole)) < 0 || (r = jobcoord_await(j, "ready", j->o->timeout_ms, true)))
+                        return jobcoord_failure(j, r, "restore");
                 /* Every node's part restored and held: all go on. */
-                if ((r = jn_send(j, "go", NULL, 0)) < 0 || (r = jn_await(j, "started", j->o->timeout_ms, true)))
-                        return jn_failure(j, r, "restore");
+                if ((r = jobcoord_send(j, "go", NULL, 0)) < 0 || (r = jobcoord_await(j, "started", j->o->timeout_ms, true)))
+                        return jobcoord_failure(j, r, "restore");
                 snprintf(text, sizeof(text), "job restored from save %s generation %u on %u nodes", j->o->save,
                          (unsigned)whole, j->n);
         }
-        jn_say(j, NULL, text);
+        jobcoord_say(j, NULL, text);
         return 0;
 }
 
 /* After an abort: every node's part of the save ended (failed, rolled
  * back), so that no part of it is still on its way to its barrier when
  * the next save starts.  0, or the link ended. */
-static int jn_settle(jobnodes *j) {
+static int jn_settle(jobcoord *j) {
         long long deadline = monotime_ms() + j->o->timeout_ms;
         bool open = true;
         cJSON *m;
@@ -323,7 +126,7 @@ static int jn_settle(jobnodes *j) {
                         open |= j->v[i].saving;
                 if (!open)
                         break;
-                r = jn_recv(j, deadline, &m);
+                r = jobcoord_recv(j, deadline, &m);
                 if (r == 1) {
                         if (sigismember(&j->o->save_on, j->sig))
                                 j->again = j->sig;
@@ -333,7 +136,7 @@ static int jn_settle(jobnodes *j) {
                 }
                 if (r < 0)
                         return r;
-                jn_note(j, jn_find(j, json_get_string(m, "node")), m);
+                jobcoord_note(j, jobcoord_find(j, json_get_string(m, "node")), m);
                 cJSON_Delete(m);
         }
         j->failed = false;
@@ -342,20 +145,20 @@ static int jn_settle(jobnodes *j) {
 
 /* The save failed before the go: every part held rolls back, the job runs
  * on.  -EAGAIN, or 0 with *ret_status when the command must end. */
-static int jn_save_abort(jobnodes *j, int r, int *ret_status) {
-        (void)jn_failure(j, r, "save");
-        if (j->gone || jn_send(j, "abort", NULL, 0) < 0 || jn_settle(j) < 0) {
+static int jn_save_abort(jobcoord *j, int r, int *ret_status) {
+        (void)jobcoord_failure(j, r, "save");
+        if (j->gone || jobcoord_send(j, "abort", NULL, 0) < 0 || jn_settle(j) < 0) {
                 *ret_status = CUDACKPT_EXIT_UNREACHABLE;
                 return 0;
         }
-        jn_say(j, NULL, "the job was not saved and runs on, on every node");
+        jobcoord_say(j, NULL, "the job was not saved and runs on, on every node");
         return -EAGAIN;
 }
 
 /* A save of a new generation: every node's part held, then all let go, or
  * all passed back.  0 with *ret_status (0: saved whole; else a set left
  * part saved, the job gone), or -EAGAIN: not saved, the job runs on. */
-static int jn_save(jobnodes *j, int *ret_status) {
+static int jn_save(jobcoord *j, int *ret_status) {
         uint32_t gen = j->holds.top + 1;
         long long t0 = monotime_ms();
         char text[240];
@@ -363,60 +166,44 @@ static int jn_save(jobnodes *j, int *ret_status) {
 
         snprintf(text, sizeof(text), "%s: saving the job into %s generation %u on %u nodes", strsignal(sig),
                  j->o->save, (unsigned)gen, j->n);
-        jn_say(j, NULL, text);
+        jobcoord_say(j, NULL, text);
         j->sig = 0;
         if (gen == 0) {
-                jn_say(j, NULL, "no generation left for a save (job rm its parts): the job runs on");
+                jobcoord_say(j, NULL, "no generation left for a save (job rm its parts): the job runs on");
                 return -EAGAIN;
         }
         for (unsigned i = 0; i < j->n; i++)
                 j->v[i].saving = true;
-        if ((r = jn_send(j, "save", "gen", gen)) < 0 || (r = jn_await(j, "ready", j->o->timeout_ms, false)))
+        if ((r = jobcoord_send(j, "save", "gen", gen)) < 0 || (r = jobcoord_await(j, "ready", j->o->timeout_ms, false)))
                 return jn_save_abort(j, r, ret_status);
         j->holds.top = gen;
-        if ((r = jn_send(j, "go", NULL, 0)) < 0 || (r = jn_await(j, "saved", j->o->timeout_ms, false))) {
-                *ret_status = jn_failure(j, r, "save");
+        if ((r = jobcoord_send(j, "go", NULL, 0)) < 0 || (r = jobcoord_await(j, "saved", j->o->timeout_ms, false))) {
+                *ret_status = jobcoord_failure(j, r, "save");
                 snprintf(text, sizeof(text), "generation %u of %s is not whole: the next start restores the one "
                          "before it, if any", (unsigned)gen, j->o->save);
-                jn_say(j, NULL, text);
+                jobcoord_say(j, NULL, text);
                 return 0;
         }
         snprintf(text, sizeof(text), "job saved into %s generation %u on %u nodes (%lld ms)", j->o->save,
                  (unsigned)gen, j->n, monotime_ms() - t0);
-        jn_say(j, NULL, text);
+        jobcoord_say(j, NULL, text);
         /* The older generations: a state the job has gone past. */
-        if (jn_send(j, "forget", "keep", gen) == 0)
-                (void)jn_await(j, "forgot", JOBNODES_CLOSE_TIMEOUT_MS, false);
+        if (jobcoord_send(j, "forget", "keep", gen) == 0)
+                (void)jobcoord_await(j, "forgot", JOBCOORD_CLOSE_TIMEOUT_MS, false);
         if (j->o->requeue)
                 ctl_job_requeue_after(j->o->prefix, sig);
         *ret_status = CUDACKPT_EXIT_OK;
         return 0;
 }
 
-/* Whether the job ended on every node (true, *ret_status 0) or with a
- * status on one (true: the others are stopped as the link closes). */
-static bool jn_over(const jobnodes *j, int *ret_status) {
-        unsigned ended = 0;
-
-        for (unsigned i = 0; i < j->n; i++) {
-                if (j->v[i].ended && j->v[i].status != 0) {
-                        *ret_status = j->v[i].status;
-                        return true;
-                }
-                ended += j->v[i].ended;
-        }
-        *ret_status = 0;
-        return ended == j->n;
-}
-
 /* The job runs: until it ends on every node, fails on one, or is saved;
  * what ended while a phase waited counts as much as what ends now. */
-static int jn_run(jobnodes *j) {
+static int jn_run(jobcoord *j) {
         int r, status;
         cJSON *m;
 
-        while (!jn_over(j, &status)) {
-                r = jn_recv(j, -1, &m);
+        while (!jobcoord_over(j, &status)) {
+                r = jobcoord_recv(j, -1, &m);
                 if (r == 1 && sigismember(&j->o->save_on, j->sig)) {
                         /* A save signal taken while a save rolled back
                          * (Slurm's TERM after USR1's): another save. */
@@ -431,20 +218,20 @@ static int jn_run(jobnodes *j) {
                         j->sig = j->pending;
                 }
                 if (r != 0)
-                        return jn_failure(j, r, "the job");
-                jn_note(j, jn_find(j, json_get_string(m, "node")), m);
+                        return jobcoord_failure(j, r, "the job");
+                jobcoord_note(j, jobcoord_find(j, json_get_string(m, "node")), m);
                 cJSON_Delete(m);
                 j->failed = false;
         }
         /* Done on every node: its saves hold a state it has gone past. */
-        if (status == 0 && j->holds.top && jn_send(j, "forget", "keep", 0) == 0 &&
-            jn_await(j, "forgot", JOBNODES_CLOSE_TIMEOUT_MS, true) == 0)
-                jn_say(j, NULL, "the job ended on every node: its saves removed");
+        if (status == 0 && j->holds.top && jobcoord_send(j, "forget", "keep", 0) == 0 &&
+            jobcoord_await(j, "forgot", JOBCOORD_CLOSE_TIMEOUT_MS, true) == 0)
+                jobcoord_say(j, NULL, "the job ended on every node: its saves removed");
         return status;
 }
 
 /* The step: srun into this job, running this program's job-part. */
-static int jn_start(jobnodes *j, const char *job) {
+static int jn_start(jobcoord *j, const char *job) {
         char self[PATH_MAX], save[80], name[80], output[PATH_MAX + 16], **argv = NULL, **env = NULL, **node_argv;
         ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
         unsigned owner, n = 0, i = 0;
@@ -486,7 +273,7 @@ static int jn_start(jobnodes *j, const char *job) {
 int ctl_jobnodes_run(const ctl_jobnodes_op *o) {
         static const int sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 };
         ctl_jobnodes_op op = *o;
-        jobnodes j = { .o = &op };
+        jobcoord j = { .o = &op, .prefix = o->prefix, .save_on = &op.save_on };
         const char *job = getenv("SLURM_JOB_ID");
         int r;
 
@@ -509,10 +296,10 @@ int ctl_jobnodes_run(const ctl_jobnodes_op *o) {
          * are taken in turn between the nodes' lines. */
         sigprocmask(SIG_BLOCK, &j.sigs, NULL);
         if ((r = jn_hello(&j)) != 0)
-                r = jn_failure(&j, r, "hello");
+                r = jobcoord_failure(&j, r, "hello");
         else if ((r = jn_begin(&j)) == 0)
                 r = jn_run(&j);
-        nodes_link_close(j.link, JOBNODES_CLOSE_TIMEOUT_MS);
+        nodes_link_close(j.link, JOBCOORD_CLOSE_TIMEOUT_MS);
         free(j.v);
         free(j.holds.v);
         return r;
