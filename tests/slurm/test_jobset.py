@@ -203,6 +203,11 @@ class JobSet:
         check(any("saved" in line and "set-" + job in line for line in self.said().splitlines()),
               "the command says the set saved (%r)" % self.said()[-1000:])
         check(job_field(c, job, "JobState") == "PENDING", "the job requeued, held")
+        pinned = slurmcluster.await_true("the job held to its nodes",
+                                         lambda: job_field(c, job, "ReqNodeList") == "n[1-2]", 20)
+        check(pinned and "held to nodes n[1-2]" in self.said(),
+              "the requeued job is held to the nodes of its saved parts (ReqNodeList=%s)"
+              % job_field(c, job, "ReqNodeList"))
 
         self.case_partial_refused()
         self.case_restore_fails()

@@ -93,6 +93,24 @@ int nodes_slurm_requeue(const char *job) {
         return WIFEXITED(r) && WEXITSTATUS(r) == 0 ? 0 : -EPERM;
 }
 
+int nodes_slurm_pin(const char *job, const char *nodes) {
+        char path[PATH_MAX], out[256], jarg[64], narg[1100], *argv[] = { path, "update", jarg, narg, NULL };
+        size_t n = nodes ? strlen(nodes) : 0;
+        int r;
+
+        /* A host list: names, ranges and commas, nothing scontrol would
+         * take as another key. */
+        if (!nodes_slurm_job_valid(job) || n == 0 || n >= sizeof(narg) - 16 ||
+            strspn(nodes, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,-[]") != n)
+                return -EINVAL;
+        snprintf(jarg, sizeof(jarg), "JobId=%s", job);
+        snprintf(narg, sizeof(narg), "ReqNodeList=%s", nodes);
+        if ((r = slurm_program(NODES_SLURM_SCONTROL_ENV, "scontrol", path, sizeof(path))) < 0 ||
+            (r = ctl_host_run_program(path, argv, out, sizeof(out), NODES_SLURM_QUERY_TIMEOUT_MS)) < 0)
+                return r;
+        return WIFEXITED(r) && WEXITSTATUS(r) == 0 ? 0 : -EPERM;
+}
+
 void nodes_slurm_argv_free(char **argv) {
         if (!argv)
                 return;

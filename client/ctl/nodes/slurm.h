@@ -37,6 +37,12 @@ int nodes_slurm_job_nodes(const char *job, unsigned *ret_nodes, unsigned *ret_ui
  * are not kept: a job not requeueable, --no-requeue). */
 int nodes_slurm_requeue(const char *job);
 
+/* `scontrol update JobId=J ReqNodeList=NODES`: a requeued job held to the
+ * nodes its saved parts are on (Slurm lets the job's user change a job
+ * that is not running).  0, -EINVAL (NODES no host list), or as
+ * nodes_slurm_requeue(). */
+int nodes_slurm_pin(const char *job, const char *nodes);
+
 /* The step's command: srun into J on its n_nodes nodes, one task each,
  * running node_argv (NULL-terminated).  --kill-on-bad-exit=1: a node's part
  * that fails ends every node's part, whose leases (held on the step's

@@ -155,6 +155,26 @@ static int jn_save_abort(jobcoord *j, int r, int *ret_status) {
         return -EAGAIN;
 }
 
+/* A set saved whole restores only on these nodes: the job, requeued,
+ * waits for them (else its next start could only refuse, 33).  quiet: a
+ * failure is not said (SIGTERM's save: an scancel's job is no more). */
+static void jn_pin(const jobcoord *j, bool quiet) {
+        const char *job = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_JOB_NODELIST");
+        char text[300];
+        int r = nodes_slurm_pin(job, nodes);
+
+        if (r < 0 && quiet)
+                return;
+        if (r == 0)
+                snprintf(text, sizeof(text), "Slurm job %s held to nodes %.120s for its next start, which restores "
+                         "the save there (scontrol update JobId=%s ReqNodeList= frees it)", job, nodes, job);
+        else
+                snprintf(text, sizeof(text), "Slurm job %s not held to its nodes (scontrol update: %s): a start on "
+                         "others refuses the save", job ? job : "?", r == -EPERM ? "refused" : strerror(-r));
+        ctl_sanitize(text);
+        jobcoord_say(j, NULL, text);
+}
+
 /* A save of a new generation: every node's part held, then all let go, or
  * all passed back.  0 with *ret_status (0: saved whole; else a set left
  * part saved, the job gone), or -EAGAIN: not saved, the job runs on. */
@@ -190,8 +210,8 @@ static int jn_save(jobcoord *j, int *ret_status) {
         /* The older generations: a state the job has gone past. */
         if (jobcoord_send(j, "forget", "keep", gen) == 0)
                 (void)jobcoord_await(j, "forgot", JOBCOORD_CLOSE_TIMEOUT_MS, false);
-        if (j->o->requeue)
-                ctl_job_requeue_after(j->o->prefix, sig);
+        if (sig == SIGTERM || (j->o->requeue && ctl_job_requeue_after(j->o->prefix, sig) == 0))
+                jn_pin(j, sig == SIGTERM);
         *ret_status = CUDACKPT_EXIT_OK;
         return 0;
 }

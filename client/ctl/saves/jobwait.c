@@ -219,14 +219,14 @@ int ctl_job_wait_run(const ctl_job_wait *w, ctl_job_event *ret_last, int *ret_sa
         return r;
 }
 
-void ctl_job_requeue_after(const char *prefix, int sig) {
+int ctl_job_requeue_after(const char *prefix, int sig) {
         const char *job = getenv("SLURM_JOB_ID");
         int r;
 
         /* SIGTERM: Slurm is ending the job already (a requeue, a
          * preemption, scancel): it requeues it or not as it was asked. */
         if (sig == 0 || sig == SIGTERM)
-                return;
+                return -ECANCELED;
         r = nodes_slurm_requeue(job);
         if (r == 0)
                 fprintf(stderr, "%sSlurm job %s requeued: its next start restores the save\n", prefix, job);
@@ -234,4 +234,5 @@ void ctl_job_requeue_after(const char *prefix, int sig) {
                 fprintf(stderr, "%sthe Slurm job %s could not be requeued (scontrol requeue: %s): the save is "
                         "kept\n", prefix, job ? job : "(no $SLURM_JOB_ID)",
                         r == -EPERM ? "refused" : strerror(-r));
+        return r;
 }

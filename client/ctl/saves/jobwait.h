@@ -39,7 +39,8 @@ void ctl_job_wait_signals(sigset_t *set);
 int ctl_job_wait_run(const ctl_job_wait *w, ctl_job_event *ret_last, int *ret_saved_by, cudackpt_reply *ret_reply);
 
 /* --requeue: after a save made on sig (but SIGTERM: Slurm ends the job
- * already), `scontrol requeue $SLURM_JOB_ID`, said on stderr. */
-void ctl_job_requeue_after(const char *prefix, int sig);
+ * already; -ECANCELED), `scontrol requeue $SLURM_JOB_ID`, said on stderr.
+ * 0 requeued, or -errno (nodes_slurm_requeue()). */
+int ctl_job_requeue_after(const char *prefix, int sig);
 
 #endif
