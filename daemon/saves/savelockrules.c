@@ -1,0 +1,320 @@
+/* savelockrules.c: CRIU's lock rules, read from a dump's log and deleted
+ * (savelockrules.h). */
+#include "saves/savelockrules.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* CRIU's IPTABLES_CONN_CMD after the command and its -w; NULL: a word of
+ * the rule's own (the operation, the chain, the mark, the addresses and
+ * ports). */
+enum { W_OP = 2, W_CHAIN = 3, W_MARK = 10, W_SRC = 12, W_SPORT = 14, W_DST = 16, W_DPORT = 18, W_N = 21 };
+static const char *const rule_words[W_N] = { "-t", "filter", NULL, NULL, "--protocol", "tcp", "-m", "mark", "!",
+                                              "--mark", NULL, "--source", NULL, "--sport", NULL, "--destination",
+                                              NULL, "--dport", NULL, "-j", "DROP" };
+
+#define RUNNING "\tRunning iptables ["
+#define MAX_WORDS 32
+
+static bool port_of(const char *s, uint16_t *ret)
+{
+        unsigned long v = 0;
+        size_t n = strspn(s, "0123456789");
+
+        if (n < 1 || n > 5 || s[n] != '\0' || s[0] == '0')
+                return false;
+        v = strtoul(s, NULL, 10);
+        if (v > 65535)
+                return false;
+        *ret = (uint16_t)v;
+        return true;
+}
+
+static bool mark_ok(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n > 2 && s[0] == '0' && s[1] == 'x')
+                return n <= 10 && strspn(s + 2, "0123456789abcdefABCDEF") == n - 2;
+        return n >= 1 && n <= 10 && strspn(s, "0123456789") == n;
+}
+
+/* s as an address of the rule's family, in inet_ntop's form into out. */
+static bool addr_of(bool v6, const char *s, char out[INET6_ADDRSTRLEN])
+{
+        unsigned char a[sizeof(struct in6_addr)];
+        int af = v6 ? AF_INET6 : AF_INET;
+
+        return inet_pton(af, s, a) == 1 && inet_ntop(af, a, out, INET6_ADDRSTRLEN) != NULL;
+}
+
+bool savelockrules_valid(const struct savelockrule *r)
+{
+        char a[INET6_ADDRSTRLEN];
+
+        return mark_ok(r->mark) && r->sport > 0 && r->dport > 0 && addr_of(r->v6, r->src, a) &&
+               strcmp(a, r->src) == 0 && addr_of(r->v6, r->dst, a) && strcmp(a, r->dst) == 0;
+}
+
+int savelockrules_add(struct savelockrules *s, const struct savelockrule *r)
+{
+        if (s->n == s->cap) {
+                size_t cap = s->cap ? 2 * s->cap : 8;
+                struct savelockrule *v = reallocarray(s->v, cap, sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                s->v = v;
+                s->cap = cap;
+        }
+        s->v[s->n++] = *r;
+        return 0;
+}
+
+void savelockrules_free(struct savelockrules *s)
+{
+        free(s->v);
+        *s = (struct savelockrules){ 0 };
+}
+
+size_t savelockrules_connections(const struct savelockrules *s)
+{
+        return (s->n + 1) / 2;
+}
+
+/* The words of one command CRIU ran ("iptables -w -t filter -I ..."),
+ * into r and *ret_insert (-I, else -D): whether they are one. */
+static bool parse_command(char *cmd, struct savelockrule *r, bool *ret_insert)
+{
+        char *w[MAX_WORDS], *save = NULL;
+        size_t n = 0, k;
+
+        for (char *t = strtok_r(cmd, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+                if (n == MAX_WORDS)
+                        return false;
+                w[n++] = t;
+        }
+        k = n > 1 && strcmp(w[1], "-w") == 0 ? 2 : 1; /* -w: CRIU's kerndat found xtables' lock */
+        if (n != k + W_N || (strcmp(w[0], "iptables") != 0 && strcmp(w[0], "ip6tables") != 0))
+                return false;
+        for (size_t i = 0; i < W_N; i++)
+                if (rule_words[i] && strcmp(w[k + i], rule_words[i]) != 0)
+                        return false;
+        *r = (struct savelockrule){ .v6 = w[0][2] == '6', .output = strcmp(w[k + W_CHAIN], "OUTPUT") == 0 };
+        *ret_insert = strcmp(w[k + W_OP], "-I") == 0;
+        if ((!*ret_insert && strcmp(w[k + W_OP], "-D") != 0) ||
+            (!r->output && strcmp(w[k + W_CHAIN], "INPUT") != 0) || !mark_ok(w[k + W_MARK]))
+                return false;
+        snprintf(r->mark, sizeof(r->mark), "%s", w[k + W_MARK]);
+        return addr_of(r->v6, w[k + W_SRC], r->src) && addr_of(r->v6, w[k + W_DST], r->dst) &&
+               port_of(w[k + W_SPORT], &r->sport) && port_of(w[k + W_DPORT], &r->dport);
+}
+
+/* "ADDR:PORT" (the port after the last ':') of r's family into addr and
+ * *port. */
+static bool endpoint_of(const struct savelockrule *r, char *s, char addr[INET6_ADDRSTRLEN], uint16_t *port)
+{
+        char *colon = strrchr(s, ':');
+
+        if (!colon)
+                return false;
+        *colon = '\0';
+        return addr_of(r->v6, s, addr) && port_of(colon + 1, port);
+}
+
+/* Whether the text after "Locked " or "Unlocked " ("D:DP - S:SP
+ * connection") names r's connection. */
+static bool confirms(const struct savelockrule *r, char *text)
+{
+        char *sep = strstr(text, " - "), *end = strstr(text, " connection"), a[INET6_ADDRSTRLEN],
+             b[INET6_ADDRSTRLEN];
+        uint16_t ap, bp;
+
+        if (!sep || !end || end[strlen(" connection")] != '\0' || end < sep)
+                return false;
+        *sep = *end = '\0';
+        return endpoint_of(r, text, a, &ap) && endpoint_of(r, sep + 3, b, &bp) && strcmp(a, r->dst) == 0 &&
+               ap == r->dport && strcmp(b, r->src) == 0 && bp == r->sport;
+}
+
+static bool same_rule(const struct savelockrule *a, const struct savelockrule *b)
+{
+        return a->v6 == b->v6 && a->output == b->output && strcmp(a->mark, b->mark) == 0 &&
+               strcmp(a->src, b->src) == 0 && strcmp(a->dst, b->dst) == 0 && a->sport == b->sport &&
+               a->dport == b->dport;
+}
+
+/* The line's text after criu's "(SECONDS) ", or NULL when it is none of
+ * the criu process's own (a child's carries its pid). */
+static char *text_of(char *line)
+{
+        char *close = line[0] == '(' ? strchr(line, ')') : NULL;
+
+        if (!close || close[1] != ' ' || strspn(line + 1, "0123456789.") != (size_t)(close - line - 1))
+                return NULL;
+        return close + 2;
+}
+
+struct reading {
+        struct savelockrules *out;
+        size_t max;
+        struct savelockrule pending;    /* the command of the line before */
+        int pending_op;                 /* 0 none, 1 -I, -1 -D */
+};
+
+/* One whole line of a log: 0, or -E2BIG / -ENOMEM. */
+static int take_line(struct reading *x, char *line)
+{
+        char *text = text_of(line);
+        int op = x->pending_op;
+        size_t len = text ? strlen(text) : 0;
+        bool insert;
+
+        x->pending_op = 0;
+        if (!text)
+                return 0;
+        if (strncmp(text, RUNNING, strlen(RUNNING)) == 0 && len > strlen(RUNNING) && text[len - 1] == ']') {
+                text[len - 1] = '\0';
+                if (parse_command(text + strlen(RUNNING), &x->pending, &insert))
+                        x->pending_op = insert ? 1 : -1;
+                return 0;
+        }
+        if (op == 1 && strncmp(text, "Locked ", 7) == 0 && confirms(&x->pending, text + 7)) {
+                if (x->out->n >= x->max)
+                        return -E2BIG;
+                return savelockrules_add(x->out, &x->pending);
+        }
+        if (op == -1 && strncmp(text, "Unlocked ", 9) == 0 && confirms(&x->pending, text + 9))
+                for (size_t i = 0; i < x->out->n; i++)
+                        if (same_rule(&x->out->v[i], &x->pending)) {
+                                x->out->v[i] = x->out->v[--x->out->n];
+                                break;
+                        }
+        return 0;
+}
+
+/* One tree's dump.log (fd, which this closes). */
+static int read_log(int fd, struct reading *x)
+{
+        char line[SAVELOCKRULES_LINE_MAX];
+        struct stat st;
+        FILE *f;
+        int r = 0;
+
+        if (fstat(fd, &st) < 0)
+                r = -errno;
+        else if (!S_ISREG(st.st_mode) || st.st_uid != 0) /* criu's, as root */
+                r = -EPERM;
+        else if ((f = fdopen(fd, "r")) == NULL)
+                r = -errno;
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        while (r == 0 && fgets(line, sizeof(line), f)) {
+                size_t n = strlen(line);
+
+                if (n == 0 || line[n - 1] != '\n') { /* longer than a line may be: skipped whole */
+                        int c;
+
+                        while ((c = fgetc(f)) != EOF && c != '\n')
+                                ;
+                        x->pending_op = 0;
+                        continue;
+                }
+                line[n - 1] = '\0';
+                r = take_line(x, line);
+        }
+        fclose(f);
+        return r;
+}
+
+int savelockrules_read(int uidfd, const char *images, size_t max, struct savelockrules *ret)
+{
+        struct reading x = { .out = ret, .max = max };
+        int dfd = openat(uidfd, images, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), r = 0;
+        struct dirent *e;
+        DIR *d;
+
+        *ret = (struct savelockrules){ 0 };
+        if (dfd < 0)
+                return -errno;
+        d = fdopendir(dfd);
+        if (!d) {
+                r = -errno;
+                close(dfd);
+                return r;
+        }
+        while (r == 0 && (errno = 0, e = readdir(d)) != NULL) {
+                int tree, fd;
+
+                if (strncmp(e->d_name, "tree-", 5) != 0 || (tree = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY |
+                                                                           O_NOFOLLOW | O_CLOEXEC)) < 0)
+                        continue;
+                fd = openat(tree, "dump.log", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+                close(tree);
+                if (fd >= 0) {
+                        x.pending_op = 0;
+                        r = read_log(fd, &x);
+                }
+        }
+        closedir(d);
+        return r;
+}
+
+/* The program of r's command along SAVELOCKRULES_PATH into path. */
+static int find_program(const struct savelockrule *r, char *path, size_t size)
+{
+        char dirs[] = SAVELOCKRULES_PATH, *save = NULL;
+
+        for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+                snprintf(path, size, "%s/%s", d, r->v6 ? "ip6tables" : "iptables");
+                if (access(path, X_OK) == 0)
+                        return 0;
+        }
+        return -ENOENT;
+}
+
+int savelockrules_delete(const struct savelockrule *r)
+{
+        char path[64], sport[8], dport[8];
+        const char *argv[W_N + 3] = { path, "-w" };
+        char *const envp[] = { "PATH=" SAVELOCKRULES_PATH, NULL };
+        posix_spawn_file_actions_t fa;
+        pid_t pid;
+        int st = 0, e;
+
+        if (find_program(r, path, sizeof(path)) < 0)
+                return -ENOENT;
+        snprintf(sport, sizeof(sport), "%u", (unsigned)r->sport);
+        snprintf(dport, sizeof(dport), "%u", (unsigned)r->dport);
+        for (size_t i = 0; i < W_N; i++)
+                argv[2 + i] = rule_words[i];
+        argv[2 + W_OP] = "-D";
+        argv[2 + W_CHAIN] = r->output ? "OUTPUT" : "INPUT";
+        argv[2 + W_MARK] = r->mark;
+        argv[2 + W_SRC] = r->src;
+        argv[2 + W_SPORT] = sport;
+        argv[2 + W_DST] = r->dst;
+        argv[2 + W_DPORT] = dport;
+        posix_spawn_file_actions_init(&fa);
+        for (int fd = 0; fd < 3; fd++)
+                posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
+        e = posix_spawn(&pid, path, &fa, NULL, (char *const *)argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        if (e != 0)
+                return -e;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 1) ? 0 : -ECHILD;
+}

@@ -1,0 +1,62 @@
+/* savelockrules.h: the iptables rules CRIU's network lock leaves on this
+ * node after a dump that ends a part of a job held at a barrier
+ * (save_parts_network_lock "iptables"), read from the dump's own log and
+ * deleted again.
+ *
+ * CRIU 4.2 (criu/netfilter.c) locks each TCP connection of the dump with
+ * two rules, `iptables -w -t filter -I INPUT|OUTPUT --protocol tcp -m mark
+ * ! --mark M --source S --sport SP --destination D --dport DP -j DROP`
+ * (ip6tables for IPv6), logging each command at -v4 as "\tRunning iptables
+ * [COMMAND]" and, once it succeeded, "Locked D:DP - S:SP connection" on
+ * the next line.  Only such a pair of lines of the criu process itself
+ * ("(SECONDS) " and the text, no pid) is taken, every word checked (the
+ * addresses by inet_pton, kept in inet_ntop's form); a rule unlocked again
+ * in the same log ("-D" and "Unlocked") is taken back.  The log is root's,
+ * written by criu into the images directory; its lines are read at most
+ * SAVELOCKRULES_LINE_MAX bytes long, longer ones skipped.
+ *
+ * A rule is deleted by the same words with -D, run as argv (no shell)
+ * with the PATH of SAVELOCKRULES_PATH: a worker thread waits for it.
+ * Worker threads only. */
+#ifndef CUDACKPT_SAVELOCKRULES_H
+#define CUDACKPT_SAVELOCKRULES_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SAVELOCKRULES_LINE_MAX 1024
+#define SAVELOCKRULES_PATH "/usr/sbin:/usr/bin:/sbin:/bin"
+
+struct savelockrule {
+        bool v6;                        /* ip6tables, else iptables */
+        bool output;                    /* the OUTPUT chain, else INPUT */
+        char mark[12];                  /* CRIU's SOCCR_MARK, as it wrote it */
+        char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+        uint16_t sport, dport;
+};
+
+struct savelockrules {
+        struct savelockrule *v;
+        size_t n, cap;
+};
+
+/* Whether r's words are those a rule of CRIU's may have. */
+bool savelockrules_valid(const struct savelockrule *r);
+/* Appends r: 0 or -ENOMEM. */
+int savelockrules_add(struct savelockrules *s, const struct savelockrule *r);
+void savelockrules_free(struct savelockrules *s);
+/* The connections s locks: one for each pair of rules (a rule alone
+ * counts as one). */
+size_t savelockrules_connections(const struct savelockrules *s);
+/* The rules that the dump in images (a directory below uidfd, one
+ * tree-ROOT/dump.log for each process tree) left locked, at most max
+ * (more: -E2BIG with the first max in *ret).  0, or -errno. */
+int savelockrules_read(int uidfd, const char *images, size_t max, struct savelockrules *ret);
+/* `iptables -w ... -D ...` of r: 0 when the rule is gone (deleted, or
+ * none was there: iptables exits 1), else -errno (-ECHILD: iptables
+ * exited otherwise, or could not run). */
+int savelockrules_delete(const struct savelockrule *r);
+
+#endif
