@@ -132,7 +132,7 @@ static void at_barrier(struct savebarrier *b)
                 cJSON_Delete(p);
 }
 
-static void handle_closed_cb(uv_handle_t *h);
+static void unref(struct savebarrier *b);
 
 static void count_work(uv_work_t *w)
 {
@@ -161,7 +161,7 @@ static void count_after(uv_work_t *w, int status)
                 (void)shut(b, false);
         else
                 at_barrier(b);
-        handle_closed_cb((uv_handle_t *)&b->work); /* the work was one of b's handles */
+        unref(b); /* the work counted as one of b's handles */
 }
 
 /* The ready line came: a dump's rules are counted first. */
@@ -262,10 +262,9 @@ int savebarrier_open(struct savebarriers *t, const struct savebarrier_spec *spec
         return 0;
 }
 
-static void handle_closed_cb(uv_handle_t *h)
+/* One of b's handles, or its count's work, is done: freed after the last. */
+static void unref(struct savebarrier *b)
 {
-        struct savebarrier *b = h->data;
-
         if (--b->handles > 0)
                 return;
         savelocks_let_go(b->locks, b->part);
@@ -273,6 +272,11 @@ static void handle_closed_cb(uv_handle_t *h)
                 close(b->uidfd);
         life_release(b->t->life);
         free(b);
+}
+
+static void handle_closed_cb(uv_handle_t *h)
+{
+        unref(h->data);
 }
 
 bool savebarrier_refused(const struct savebarrier *b, uint64_t *ret_limit)

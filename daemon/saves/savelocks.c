@@ -169,7 +169,7 @@ static void store(struct savelocks *t)
 /* One record read back: NULL when it is none (said). */
 static struct savelocks_record *record_of(const cJSON *e)
 {
-        const cJSON *rules = cJSON_GetObjectItemCaseSensitive(e, "rules"), *item;
+        const cJSON *rules = cJSON_GetObjectItemCaseSensitive(e, "rules"), *item, *each;
         struct savelocks_record *r = calloc(1, sizeof(*r));
         long long uid = -1;
         struct savelockrule rule;
@@ -177,8 +177,7 @@ static struct savelocks_record *record_of(const cJSON *e)
                   copy_string(cJSON_GetObjectItemCaseSensitive(e, "save"), r->save, sizeof(r->save)) &&
                   r->save[0] && strspn(r->save, NAME_CHARS) == strlen(r->save);
 
-        const cJSON *each = ok ? rules : NULL;
-
+        each = ok ? rules : NULL; /* (the macro takes no expression) */
         cJSON_ArrayForEach(item, each)
                 ok = ok && rule_of(item, &rule) && savelockrules_add(&r->rules, &rule) == 0;
         if (!ok) {
@@ -323,38 +322,62 @@ static void delete_rules(struct savelockrules *rules, uid_t uid, const char *sav
         rules->n = kept;
 }
 
-void savelocks_keep(struct savelocks *t, struct savelocks_part *part, const char *save)
+/* rules join uid's record of save (made when missing); what cannot is
+ * deleted.  Under the mutex. */
+static void record_into(struct savelocks *t, uid_t uid, const char *save, struct savelockrules *rules)
 {
-        struct savelocks_record *rec = NULL, **old;
+        struct savelocks_record **r = find(t, uid, save);
+        size_t i = 0;
 
-        if (!part)
-                return;
-        uv_mutex_lock(&t->mu);
-        unlist_part(t, part);
-        if (!save || part->rules.n == 0 || (rec = calloc(1, sizeof(*rec))) == NULL) {
-                if (part->rules.n)
-                        log_notice("Deleting the lock rules of %zu connection(s) of uid %u: %s",
-                                   savelockrules_connections(&part->rules), (unsigned)part->uid,
-                                   save ? "out of memory to record them" : "no save holds them");
-                delete_rules(&part->rules, part->uid, save ? save : "(none)");
-        } else {
-                old = find(t, part->uid, save);
-                if (*old) { /* the save it replaced: restored by none any more */
-                        delete_rules(&(*old)->rules, part->uid, save);
-                        savelockrules_free(&(*old)->rules);
-                        (*old)->rules = part->rules;
-                        free(rec);
-                } else {
-                        *rec = (struct savelocks_record){ .next = t->records, .uid = part->uid, .rules = part->rules };
-                        snprintf(rec->save, sizeof(rec->save), "%s", save);
-                        t->records = rec;
-                }
-                part->rules = (struct savelockrules){ 0 };
-                store(t);
+        if (!*r && rules->n && (*r = calloc(1, sizeof(**r))) != NULL) {
+                (*r)->uid = uid;
+                snprintf((*r)->save, sizeof((*r)->save), "%s", save);
         }
+        while (*r && i < rules->n && savelockrules_add(&(*r)->rules, &rules->v[i]) == 0)
+                i++;
+        if (i < rules->n) {
+                log_notice("Deleting the lock rules of save %s of uid %u: out of memory to record them", save,
+                           (unsigned)uid);
+                memmove(rules->v, rules->v + i, (rules->n - i) * sizeof(*rules->v));
+                rules->n -= i;
+                delete_rules(rules, uid, save);
+        }
+        if (*r && (*r)->rules.n == 0) {
+                struct savelocks_record *gone = *r;
+
+                *r = gone->next;
+                record_free(gone);
+        }
+}
+
+void savelocks_keep(struct savelocks *t, uid_t uid, struct savelocks_part *part, const char *save)
+{
+        struct savelockrules none = { 0 }, *rules = part ? &part->rules : &none;
+        struct savelocks_record **old;
+        bool changed = rules->n > 0;
+
+        uv_mutex_lock(&t->mu);
+        if (part)
+                unlist_part(t, part);
+        old = save ? find(t, uid, save) : NULL;
+        if (old && *old) { /* the save it replaced, or one removed on another node: restored by none */
+                delete_rules(&(*old)->rules, uid, save);
+                changed = true;
+        }
+        if (save)
+                record_into(t, uid, save, rules);
+        else if (rules->n) {
+                log_notice("Deleting the lock rules of %zu connection(s) of uid %u: no save holds them",
+                           savelockrules_connections(rules), (unsigned)uid);
+                delete_rules(rules, uid, "(none)");
+        }
+        if (changed && save)
+                store(t);
         uv_mutex_unlock(&t->mu);
-        savelockrules_free(&part->rules);
-        free(part);
+        if (part) {
+                savelockrules_free(&part->rules);
+                free(part);
+        }
 }
 
 void savelocks_let_go(struct savelocks *t, struct savelocks_part *part)

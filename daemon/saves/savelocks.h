@@ -59,10 +59,11 @@ void savelocks_free(struct savelocks *t);
  * they would pass; or -errno (the log unreadable).  Worker. */
 int savelocks_hold(struct savelocks *t, uid_t uid, int uidfd, const char *images, struct savelocks_part **ret_part,
                    uint64_t *ret_limit);
-/* The part's rules are save's now (an older record of save, a save
- * replaced, has its rules deleted first); save NULL: no save has them,
- * they are deleted.  Frees part (NULL: nothing).  Worker. */
-void savelocks_keep(struct savelocks *t, struct savelocks_part *part, const char *save);
+/* A dump of uid is installed as save: the part's rules (NULL: none, a
+ * dump not held) are save's now, and those of an older record of save (a
+ * save replaced, or removed on another node) are deleted; save NULL: no
+ * save has the part's rules, they are deleted.  Frees part.  Worker. */
+void savelocks_keep(struct savelocks *t, uid_t uid, struct savelocks_part *part, const char *save);
 /* The part rolled back (CRIU lifted its lock): uncounted, freed. */
 void savelocks_let_go(struct savelocks *t, struct savelocks_part *part);
 /* RemoveSave of uid's save: its rules deleted, then its record (a rule

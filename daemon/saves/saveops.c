@@ -196,7 +196,7 @@ static void saved_after(struct saveop *op)
 static void install_work(struct saveop *op)
 {
         op->r = savestore_install(op->uidfd, op->tmp, op->save, op->req.replace);
-        savelocks_keep(&op->t->locks, op->part, op->r == 0 ? op->save : NULL);
+        savelocks_keep(&op->t->locks, op->uid, op->part, op->r == 0 ? op->save : NULL);
         if (op->r == 0)
                 op->r = savestore_info(op->uidfd, op->uid, op->save, &op->info);
 }
@@ -204,7 +204,7 @@ static void install_work(struct saveop *op)
 /* The dump failed: what it left under its temporary name goes. */
 static void discard_work(struct saveop *op)
 {
-        savelocks_keep(&op->t->locks, op->part, NULL); /* its go went, the dump failed after */
+        savelocks_keep(&op->t->locks, op->uid, op->part, NULL); /* its go went, the dump failed after */
         (void)savestore_remove_tree(op->uidfd, op->tmp);
 }
 

@@ -11,7 +11,8 @@ max_locked_connections_per_uid 2:
       connections left, and its connections still carry bytes;
   (b) a part with 1 connection, held and passed (go): saved, its 2 rules
       kept and recorded in the daemon's runtime directory; RemoveSave of
-      the save deletes them;
+      the save deletes them; a save replaced by another held part's has
+      its rules deleted, the new one's kept;
   (c) again, then the daemon stopped and started again: the record read
       back, RemoveSave deletes the rules.
 The jobs are nobody's, or root's where root lacks CAP_SYS_RESOURCE (CI).
@@ -117,6 +118,25 @@ def remove(t, n, what):
     check(not lock_rules(t.port), "RemoveSave %s deletes its lock rules%s (%r)" % (n.save, what, lock_rules(t.port)))
 
 
+def case_replace(t, d):
+    """A save replaced by another held part's: the first one's rules go,
+    the second one's stay (until its RemoveSave)."""
+    n = Node(t, d, "s-rep")
+    first = t.start(n, 1)[0].getpeername()[1]
+    save_go(t, n)
+    n2 = Node(t, d, "s-rep2")  # its job start restores no save
+    second = t.start(n2, 1)[0].getpeername()[1]
+    v = n2.hold("SaveJob", {"name": "part", "save": n.save, "replace": True})
+    check(n2.pass_barrier(True) == {"parameters": {}} and "save" in v.reply().get("parameters", {}),
+          "the save replaced by another part's")
+    v.close()
+    n2.job.communicate(timeout=LIMIT_S)
+    rules = lock_rules(t.port)
+    check(len(rules) == 2 and all(str(second) in r.split() and str(first) not in r.split() for r in rules),
+          "the replaced save's lock rules deleted, the new one's kept (%r)" % rules)
+    remove(t, n, ", the replacing save's")
+
+
 def case_bound(t, d):
     n = Node(t, d, "s-over")
     conns = t.start(n, 3)
@@ -149,6 +169,7 @@ def run(t, ctl, sim, env):
         with open(os.path.join(d.dir, "save-locks.json")) as f:
             check('"s-go"' in f.read(), "the rules recorded in the runtime directory")
         remove(t, n, "")
+        case_replace(t, d)
         n = Node(t, d, "s-restart")
         t.start(n, 1)
         save_go(t, n)
