@@ -167,9 +167,28 @@ static char *text_of(char *line)
 struct reading {
         struct savelockrules *out;
         size_t max;
+        struct saveinetsk_conns conns;  /* the tree's connections, from its images */
+        size_t unmatched;               /* rules of the log naming none of them */
         struct savelockrule pending;    /* the command of the line before */
         int pending_op;                 /* 0 none, 1 -I, -1 -D */
 };
+
+/* The flag of r's chain of the images' connection that r locks (or
+ * unlocks, taken set); NULL when there is none. */
+static bool *conn_flag(struct reading *x, const struct savelockrule *r, bool taken)
+{
+        for (size_t i = 0; i < x->conns.n; i++) {
+                struct saveinetsk_conn *c = &x->conns.v[i];
+                const char *src = r->output ? c->local : c->remote, *dst = r->output ? c->remote : c->local;
+                uint16_t sport = r->output ? c->lport : c->rport, dport = r->output ? c->rport : c->lport;
+                bool *flag = r->output ? &c->output_taken : &c->input_taken;
+
+                if (c->v6 == r->v6 && *flag == taken && sport == r->sport && dport == r->dport &&
+                    strcmp(src, r->src) == 0 && strcmp(dst, r->dst) == 0)
+                        return flag;
+        }
+        return NULL;
+}
 
 /* One whole line of a log: 0, or -E2BIG / -ENOMEM. */
 static int take_line(struct reading *x, char *line)
@@ -189,13 +208,24 @@ static int take_line(struct reading *x, char *line)
                 return 0;
         }
         if (op == 1 && strncmp(text, "Locked ", 7) == 0 && confirms(&x->pending, text + 7)) {
+                bool *flag = conn_flag(x, &x->pending, false);
+
+                if (!flag) {
+                        x->unmatched++;
+                        return 0;
+                }
                 if (x->out->n >= x->max)
                         return -E2BIG;
+                *flag = true;
                 return savelockrules_add(x->out, &x->pending);
         }
         if (op == -1 && strncmp(text, "Unlocked ", 9) == 0 && confirms(&x->pending, text + 9))
                 for (size_t i = 0; i < x->out->n; i++)
                         if (same_rule(&x->out->v[i], &x->pending)) {
+                                bool *flag = conn_flag(x, &x->pending, true); /* it was taken for one */
+
+                                if (flag)
+                                        *flag = false;
                                 x->out->v[i] = x->out->v[--x->out->n];
                                 break;
                         }
@@ -238,7 +268,25 @@ static int read_log(int fd, struct reading *x)
         return r;
 }
 
-int savelockrules_read(int uidfd, const char *images, size_t max, struct savelockrules *ret)
+/* One tree of the dump (tree, which this closes): its connections, then
+ * its log's rules. */
+static int read_tree(int tree, struct reading *x)
+{
+        int fd, r = saveinetsk_read(tree, &x->conns);
+
+        fd = r == 0 ? openat(tree, "dump.log", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
+        if (r == 0 && fd < 0)
+                r = -errno;
+        close(tree);
+        if (r == 0) {
+                x->pending_op = 0;
+                r = read_log(fd, x);
+        }
+        saveinetsk_free(&x->conns);
+        return r;
+}
+
+int savelockrules_read(int uidfd, const char *images, size_t max, size_t *ret_unmatched, struct savelockrules *ret)
 {
         struct reading x = { .out = ret, .max = max };
         int dfd = openat(uidfd, images, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), r = 0;
@@ -254,20 +302,16 @@ int savelockrules_read(int uidfd, const char *images, size_t max, struct saveloc
                 close(dfd);
                 return r;
         }
-        while (r == 0 && (errno = 0, e = readdir(d)) != NULL) {
-                int tree, fd;
+        while (r == 0 && (e = readdir(d)) != NULL) {
+                int tree;
 
-                if (strncmp(e->d_name, "tree-", 5) != 0 || (tree = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY |
-                                                                           O_NOFOLLOW | O_CLOEXEC)) < 0)
+                if (strncmp(e->d_name, "tree-", 5) != 0)
                         continue;
-                fd = openat(tree, "dump.log", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-                close(tree);
-                if (fd >= 0) {
-                        x.pending_op = 0;
-                        r = read_log(fd, &x);
-                }
+                tree = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                r = tree < 0 ? -errno : read_tree(tree, &x);
         }
         closedir(d);
+        *ret_unmatched = x.unmatched;
         return r;
 }
 

@@ -11,7 +11,9 @@
  * the next line.  Only such a pair of lines of the criu process itself
  * ("(SECONDS) " and the text, no pid) is taken, every word checked (the
  * addresses by inet_pton, kept in inet_ntop's form); a rule unlocked again
- * in the same log ("-D" and "Unlocked") is taken back.  The log is root's,
+ * in the same log ("-D" and "Unlocked") is taken back.  A rule counts only
+ * for a TCP connection the dump's images hold (one rule of each chain a
+ * connection): a line a job could shape names no other.  The log is root's,
  * written by criu into the images directory; its lines are read at most
  * SAVELOCKRULES_LINE_MAX bytes long, longer ones skipped.
  *
@@ -25,6 +27,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "saves/saveinetsk.h"
 
 #define SAVELOCKRULES_LINE_MAX 1024
 #define SAVELOCKRULES_PATH "/usr/sbin:/usr/bin:/sbin:/bin"
@@ -51,9 +55,12 @@ void savelockrules_free(struct savelockrules *s);
  * counts as one). */
 size_t savelockrules_connections(const struct savelockrules *s);
 /* The rules that the dump in images (a directory below uidfd, one
- * tree-ROOT/dump.log for each process tree) left locked, at most max
- * (more: -E2BIG with the first max in *ret).  0, or -errno. */
-int savelockrules_read(int uidfd, const char *images, size_t max, struct savelockrules *ret);
+ * tree-ROOT/ for each process tree, its dump.log and files.img) left
+ * locked, at most max (more: -E2BIG with the first max in *ret), each of
+ * a connection of its tree's images (saveinetsk.h), one rule of each
+ * chain a connection: *ret_unmatched counts the log's other rules.  0, or
+ * -errno (a tree without both files, or either refused). */
+int savelockrules_read(int uidfd, const char *images, size_t max, size_t *ret_unmatched, struct savelockrules *ret);
 /* `iptables -w ... -D ...` of r: 0 when the rule is gone (deleted, or
  * none was there: iptables exits 1), else -errno (-ECHILD: iptables
  * exited otherwise, or could not run). */

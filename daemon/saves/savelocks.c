@@ -263,15 +263,18 @@ int savelocks_hold(struct savelocks *t, uid_t uid, int uidfd, const char *images
         uint64_t per = t->cfg->max_locked_connections_per_uid, all = t->cfg->max_locked_connections;
         uint64_t least = per < all ? per : all;
         struct savelocks_part *p = calloc(1, sizeof(*p));
-        size_t n;
+        size_t n, unmatched = 0;
         int r;
 
         *ret_part = NULL;
         if (!p)
                 return -ENOMEM;
         p->uid = uid;
-        r = savelockrules_read(uidfd, images, 2 * least + 2, &p->rules);
+        r = savelockrules_read(uidfd, images, 2 * least + 2, &unmatched, &p->rules);
         n = savelockrules_connections(&p->rules);
+        if (unmatched)
+                log_warning("A dump of uid %u in %s: %zu lock rule(s) of its log name no connection of its images, "
+                            "not taken", (unsigned)uid, images, unmatched);
         uv_mutex_lock(&t->mu);
         if (r == -E2BIG)
                 *ret_limit = least;

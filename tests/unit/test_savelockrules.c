@@ -1,13 +1,18 @@
-/* Unit tests: CRIU's lock rules read from a dump's logs (savelockrules.h),
- * on real files under /tmp: what a pair of lines of CRIU 4.2 says is taken,
- * and nothing else (a command that failed, a line between, a child's line,
- * words or addresses not CRIU's, a line too long, a rule unlocked again). */
+/* Unit tests: CRIU's lock rules read from a dump's logs (savelockrules.h)
+ * and checked against the connections of its images (saveinetsk.h), on
+ * real files under /tmp: what a pair of lines of CRIU 4.2 says of a
+ * connection of the images is taken, and nothing else (a command that
+ * failed, a line between, a child's line, words or addresses not CRIU's, a
+ * line too long, a rule unlocked again, a rule of no connection, or a
+ * second one of a connection's chain). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,6 +47,88 @@ static void teardown(void)
                 fprintf(stderr, "could not remove %s\n", top);
 }
 
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+        size_t n = 0;
+
+        do {
+                p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+                v >>= 7;
+        } while (v);
+        return n;
+}
+
+static size_t put_field(uint8_t *p, unsigned num, uint64_t v)
+{
+        size_t n = put_varint(p, (uint64_t)num << 3);
+
+        return n + put_varint(p + n, v);
+}
+
+/* A file_entry of a TCP socket local:lport to remote:rport (family af),
+ * as CRIU writes it, into p: its length. */
+static size_t file_entry(uint8_t *p, int af, const char *local, unsigned lport, const char *remote, unsigned rport)
+{
+        uint8_t isk[256], a[16];
+        size_t n = 0, words = af == AF_INET6 ? 4 : 1;
+        const unsigned num[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+        const uint64_t val[] = { 7, 42, (uint64_t)af, 1, IPPROTO_TCP, 1, lport, rport, 0, 0 };
+
+        for (size_t i = 0; i < 10; i++)
+                n += put_field(isk + n, num[i], val[i]);
+        for (int end = 0; end < 2; end++) {
+                ck_assert_int_eq(inet_pton(af, end ? remote : local, a), 1);
+                for (size_t w = 0; w < words; w++) {
+                        uint32_t word;
+
+                        memcpy(&word, a + 4 * w, 4);
+                        n += put_field(isk + n, end ? 12 : 11, word);
+                }
+        }
+        size_t m = put_field(p, 1, 2) + put_field(p + 2, 2, 7);
+
+        m += put_varint(p + m, 4 << 3 | 2);
+        m += put_varint(p + m, n);
+        memcpy(p + m, isk, n);
+        return m + n;
+}
+
+/* img/TREE/files.img holding count entries, one after the other in entries, each lens[i] bytes long. */
+static void write_files(const char *tree, const uint8_t *entries, const size_t *lens, size_t count)
+{
+        char path[64];
+        uint32_t head[2] = { 0x54564319u, 0x56303138u };
+        int f;
+
+        snprintf(path, sizeof(path), "img/%s/files.img", tree);
+        f = openat(fd_, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(f, 0);
+        ck_assert_int_eq(write(f, head, sizeof(head)), (ssize_t)sizeof(head));
+        for (size_t i = 0; i < count; i++) {
+                uint32_t len = (uint32_t)lens[i];
+
+                ck_assert_int_eq(write(f, &len, 4), 4);
+                ck_assert_int_eq(write(f, entries, len), (ssize_t)len);
+                entries += len;
+        }
+        close(f);
+}
+
+/* img/TREE/files.img with the connections 10.0.0.1:PORT - 10.0.0.3:80 for
+ * PORT from 5001 to 5010, and 10.0.0.1:5000 - 10.0.0.2:80 (PAIR4's). */
+static void write_conns(const char *tree)
+{
+        uint8_t buf[11 * 256], *p = buf;
+        size_t lens[11];
+
+        for (unsigned i = 0; i < 10; i++) {
+                lens[i] = file_entry(p, AF_INET, "10.0.0.1", 5001 + i, "10.0.0.3", 80);
+                p += lens[i];
+        }
+        lens[10] = file_entry(p, AF_INET, "10.0.0.1", 5000, "10.0.0.2", 80);
+        write_files(tree, buf, lens, 11);
+}
+
 /* img/TREE/dump.log holding text. */
 static void write_log(const char *tree, const char *text)
 {
@@ -49,7 +136,7 @@ static void write_log(const char *tree, const char *text)
         int f;
 
         snprintf(path, sizeof(path), "img/%s", tree);
-        ck_assert_int_eq(mkdirat(fd_, path, 0700), 0);
+        (void)mkdirat(fd_, path, 0700);
         snprintf(path, sizeof(path), "img/%s/dump.log", tree);
         f = openat(fd_, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
         ck_assert_int_ge(f, 0);
@@ -66,14 +153,29 @@ static void write_log(const char *tree, const char *text)
 
 START_TEST(test_pairs)
 {
+        uint8_t buf[512];
+        size_t lens[2], unmatched = 0;
         struct savelockrules s;
 
-        write_log("tree-1", "(00.000001) Version: 4.2\n" PAIR4 "(00.2) Dumping finished successfully\n");
-        /* ip6tables, CRIU without xtables' lock (no -w: two spaces). */
+        /* PAIR4 twice (a second rule of a connection's chain is none of
+         * CRIU's), and a pair of no connection of the images. */
+        write_log("tree-1", "(00.000001) Version: 4.2\n" PAIR4 PAIR4
+                  RULE("iptables", "-w", "-I", "INPUT", "10.0.0.9", "80", "10.0.0.1", "5000")
+                  "(00.1) Locked 10.0.0.1:5000 - 10.0.0.9:80 connection\n"
+                  "(00.2) Dumping finished successfully\n");
+        write_conns("tree-1");
+        /* ip6tables, CRIU without xtables' lock (no -w: two spaces); an
+         * IPv4-mapped peer, locked as IPv4. */
         write_log("tree-2", RULE("ip6tables", "", "-I", "INPUT", "fd00::2", "443", "fd00:0::1", "6000")
-                  "(00.3) Locked fd00::1:6000 - fd00::2:443 connection\n");
-        ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &s), 0);
-        ck_assert_uint_eq(s.n, 3);
+                  "(00.3) Locked fd00::1:6000 - fd00::2:443 connection\n"
+                  RULE("iptables", "-w", "-I", "OUTPUT", "10.0.0.7", "7000", "10.0.0.8", "22")
+                  "(00.3) Locked 10.0.0.8:22 - 10.0.0.7:7000 connection\n");
+        lens[0] = file_entry(buf, AF_INET6, "fd00::1", 6000, "fd00::2", 443);
+        lens[1] = file_entry(buf + lens[0], AF_INET6, "::ffff:10.0.0.7", 7000, "::ffff:10.0.0.8", 22);
+        write_files("tree-2", buf, lens, 2);
+        ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &unmatched, &s), 0);
+        ck_assert_uint_eq(unmatched, 3);
+        ck_assert_uint_eq(s.n, 4);
         ck_assert_uint_eq(savelockrules_connections(&s), 2);
         for (size_t i = 0; i < s.n; i++) {
                 ck_assert(savelockrules_valid(&s.v[i]));
@@ -82,6 +184,9 @@ START_TEST(test_pairs)
                         ck_assert(!s.v[i].output);
                         ck_assert_str_eq(s.v[i].dst, "fd00::1"); /* inet_ntop's form */
                         ck_assert_uint_eq(s.v[i].sport, 443);
+                } else if (s.v[i].sport == 7000) {
+                        ck_assert(s.v[i].output);
+                        ck_assert_str_eq(s.v[i].src, "10.0.0.7");
                 } else if (s.v[i].output) {
                         ck_assert_str_eq(s.v[i].src, "10.0.0.1");
                         ck_assert_uint_eq(s.v[i].sport, 5000);
@@ -93,7 +198,7 @@ START_TEST(test_pairs)
                 }
         }
         savelockrules_free(&s);
-        ck_assert_int_eq(savelockrules_read(fd_, "img", 2, &s), -E2BIG);
+        ck_assert_int_eq(savelockrules_read(fd_, "img", 2, &unmatched, &s), -E2BIG);
         ck_assert_uint_eq(s.n, 2);
         savelockrules_free(&s);
 }
@@ -102,6 +207,7 @@ END_TEST
 START_TEST(test_not_taken)
 {
         char *log = NULL, long_line[SAVELOCKRULES_LINE_MAX + 200];
+        size_t unmatched = 9;
         struct savelockrules s;
 
         memset(long_line, 'x', sizeof(long_line));
@@ -133,7 +239,9 @@ START_TEST(test_not_taken)
                  "(00.5) Unlocked 10.0.0.2:80 - 10.0.0.1:5000 connection\n"), 0);
         write_log("tree-1", log);
         free(log);
-        ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &s), 0);
+        write_conns("tree-1");
+        ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &unmatched, &s), 0);
+        ck_assert_uint_eq(unmatched, 0);
         ck_assert_uint_eq(s.n, 1); /* PAIR4's INPUT rule, its OUTPUT one unlocked */
         ck_assert(!s.v[0].output);
         ck_assert_uint_eq(s.v[0].dport, 5000);
@@ -143,20 +251,34 @@ END_TEST
 
 START_TEST(test_refused_files)
 {
+        static const char *const bad[] = { "", "\x19\x43\x56\x54\x38\x31\x30\x57", /* another magic */
+                                           "\x19\x43\x56\x54\x38\x31\x30\x56\x09\x00\x00\x00\x08",
+                                           "\x19\x43\x56\x54\x38\x31\x30\x56\x02\x00\x00\x00\x0b\x01" };
         struct savelockrules s;
+        size_t unmatched;
 
-        ck_assert_int_eq(savelockrules_read(fd_, "none", 100, &s), -ENOENT);
+        ck_assert_int_eq(savelockrules_read(fd_, "none", 100, &unmatched, &s), -ENOENT);
         ck_assert_int_eq(symlinkat("/etc", fd_, "link"), 0);
-        ck_assert_int_eq(savelockrules_read(fd_, "link", 100, &s), -ENOTDIR);
-        /* A dump.log that is no file, or a link: not read. */
-        ck_assert_int_eq(mkdirat(fd_, "img/tree-1", 0700), 0);
+        ck_assert_int_eq(savelockrules_read(fd_, "link", 100, &unmatched, &s), -ENOTDIR);
+        /* A tree without its images, or with images cut short or not CRIU's. */
+        write_log("tree-1", PAIR4);
+        ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &unmatched, &s), -ENOENT);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                int f = openat(fd_, "img/tree-1/files.img", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                size_t len = i < 2 ? (i ? 8 : 0) : i == 2 ? 13 : 14;
+
+                ck_assert_int_eq(write(f, bad[i], len), (ssize_t)len);
+                close(f);
+                ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &unmatched, &s), -EBADMSG);
+        }
+        /* A dump.log that is no file, or a link: refused. */
+        write_conns("tree-1");
+        ck_assert_int_eq(unlinkat(fd_, "img/tree-1/dump.log", 0), 0);
         ck_assert_int_eq(mkfifoat(fd_, "img/tree-1/dump.log", 0600), 0);
-        ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &s), -EPERM);
-        ck_assert_int_eq(mkdirat(fd_, "img2", 0700), 0);
-        ck_assert_int_eq(mkdirat(fd_, "img2/tree-1", 0700), 0);
-        ck_assert_int_eq(symlinkat("/etc/passwd", fd_, "img2/tree-1/dump.log"), 0);
-        ck_assert_int_eq(savelockrules_read(fd_, "img2", 100, &s), 0);
-        ck_assert_uint_eq(s.n, 0);
+        ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &unmatched, &s), -EPERM);
+        ck_assert_int_eq(unlinkat(fd_, "img/tree-1/dump.log", 0), 0);
+        ck_assert_int_eq(symlinkat("/etc/passwd", fd_, "img/tree-1/dump.log"), 0);
+        ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &unmatched, &s), -ELOOP);
 }
 END_TEST
 
