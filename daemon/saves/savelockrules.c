@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* CRIU's IPTABLES_CONN_CMD after the command and its -w; NULL: a word of
@@ -23,6 +24,7 @@ static const char *const rule_words[W_N] = { "-t", "filter", NULL, NULL, "--prot
                                               NULL, "--dport", NULL, "-j", "DROP" };
 
 #define RUNNING "\tRunning iptables ["
+#define DELETE_ATTEMPTS 5
 #define MAX_WORDS 32
 
 static bool port_of(const char *s, uint16_t *ret)
@@ -198,9 +200,12 @@ static int take_line(struct reading *x, char *line)
         size_t len = text ? strlen(text) : 0;
         bool insert;
 
-        x->pending_op = 0;
+        /* Not a line of criu's: the output of the command it ran, which
+         * goes to the log too (iptables -w waiting for xtables' lock says
+         * so there), and keeps the command pending. */
         if (!text)
                 return 0;
+        x->pending_op = 0;
         if (strncmp(text, RUNNING, strlen(RUNNING)) == 0 && len > strlen(RUNNING) && text[len - 1] == ']') {
                 text[len - 1] = '\0';
                 if (parse_command(text + strlen(RUNNING), &x->pending, &insert))
@@ -350,15 +355,24 @@ int savelockrules_delete(const struct savelockrule *r)
         argv[2 + W_SPORT] = sport;
         argv[2 + W_DST] = r->dst;
         argv[2 + W_DPORT] = dport;
-        posix_spawn_file_actions_init(&fa);
-        for (int fd = 0; fd < 3; fd++)
-                posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
-        e = posix_spawn(&pid, path, &fa, NULL, (char *const *)argv, envp);
-        posix_spawn_file_actions_destroy(&fa);
-        if (e != 0)
-                return -e;
-        while (waitpid(pid, &st, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
+        /* nf_tables' iptables may find the table changed under it by
+         * another command (exit 4, "Resource temporarily unavailable"):
+         * it is run again, a few times. */
+        for (int attempt = 0; attempt < DELETE_ATTEMPTS; attempt++) {
+                if (attempt)
+                        nanosleep(&(struct timespec){ .tv_nsec = 50000000L * attempt }, NULL);
+                posix_spawn_file_actions_init(&fa);
+                for (int fd = 0; fd < 3; fd++)
+                        posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
+                e = posix_spawn(&pid, path, &fa, NULL, (char *const *)argv, envp);
+                posix_spawn_file_actions_destroy(&fa);
+                if (e != 0)
+                        return -e;
+                while (waitpid(pid, &st, 0) < 0)
+                        if (errno != EINTR)
+                                return -errno;
+                if (!WIFEXITED(st) || WEXITSTATUS(st) != 4)
+                        break;
+        }
         return WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 1) ? 0 : -ECHILD;
 }

@@ -8,8 +8,9 @@
  * ! --mark M --source S --sport SP --destination D --dport DP -j DROP`
  * (ip6tables for IPv6), logging each command at -v4 as "\tRunning iptables
  * [COMMAND]" and, once it succeeded, "Locked D:DP - S:SP connection" on
- * the next line.  Only such a pair of lines of the criu process itself
- * ("(SECONDS) " and the text, no pid) is taken, every word checked (the
+ * the next line of its own (the command's output, which goes to the log
+ * too, may come between).  Only such a pair of lines of the criu process
+ * itself ("(SECONDS) " and the text, no pid) is taken, every word checked (the
  * addresses by inet_pton, kept in inet_ntop's form); a rule unlocked again
  * in the same log ("-D" and "Unlocked") is taken back.  A rule counts only
  * for a TCP connection the dump's images hold (one rule of each chain a
@@ -63,7 +64,8 @@ size_t savelockrules_connections(const struct savelockrules *s);
 int savelockrules_read(int uidfd, const char *images, size_t max, size_t *ret_unmatched, struct savelockrules *ret);
 /* `iptables -w ... -D ...` of r: 0 when the rule is gone (deleted, or
  * none was there: iptables exits 1), else -errno (-ECHILD: iptables
- * exited otherwise, or could not run). */
+ * exited otherwise).  Run again, a few times, while it exits 4 (nf_tables
+ * changed under it). */
 int savelockrules_delete(const struct savelockrule *r);
 
 #endif

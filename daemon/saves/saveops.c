@@ -383,13 +383,14 @@ static void remove_work(struct saveop *op)
                 op->r = savestore_hold(op->uidfd, op->save, &hold);
         if (op->r == 0) {
                 op->r = savestore_remove(op->uidfd, op->save);
-                if (op->r == 0) /* this node's rules of it, if any: restored by none any more */
-                        savelocks_undo(&op->t->locks, op->uid, op->save);
                 savestore_unhold(op->uidfd, op->save);
                 close(hold);
         }
         if (op->r == -EPERM)
                 op->r = -ENOENT;
+        /* This node's rules of it, if any (removed from another node too). */
+        if (op->r == 0 || op->r == -ENOENT)
+                savelocks_undo(&op->t->locks, op->uid, op->save);
 }
 
 static void removed_after(struct saveop *op)

@@ -12,7 +12,9 @@ max_locked_connections_per_uid 2:
   (b) a part with 1 connection, held and passed (go): saved, its 2 rules
       kept and recorded in the daemon's runtime directory; RemoveSave of
       the save deletes them; a save replaced by another held part's has
-      its rules deleted, the new one's kept;
+      its rules deleted, the new one's kept; one removed on another node
+      sharing the saves keeps its rules until RemoveSave of its name on
+      this one (NoSuchSave) deletes them;
   (c) again, then the daemon stopped and started again: the record read
       back, RemoveSave deletes the rules.
 The jobs are nobody's, or root's where root lacks CAP_SYS_RESOURCE (CI).
@@ -112,10 +114,16 @@ def save_go(t, n):
     check(len(lock_rules(t.port)) == 2, "its connection's 2 lock rules kept (%r)" % lock_rules(t.port))
 
 
+def said(d):
+    """The daemon's lines on lock rules (why one was not deleted)."""
+    return [line for line in d.log().splitlines() if "lock rule" in line]
+
+
 def remove(t, n, what):
     r = n.varlink().call("RemoveSave", {"save": n.save})
     check(r == {"parameters": {"save": n.save}}, "RemoveSave %s: done (%r)" % (n.save, r))
-    check(not lock_rules(t.port), "RemoveSave %s deletes its lock rules%s (%r)" % (n.save, what, lock_rules(t.port)))
+    check(not lock_rules(t.port), "RemoveSave %s deletes its lock rules%s (%r, %r)" % (
+        n.save, what, lock_rules(t.port), said(n.d)))
 
 
 def case_replace(t, d):
@@ -135,6 +143,22 @@ def case_replace(t, d):
     check(len(rules) == 2 and all(str(second) in r.split() and str(first) not in r.split() for r in rules),
           "the replaced save's lock rules deleted, the new one's kept (%r)" % rules)
     remove(t, n, ", the replacing save's")
+
+
+def case_other_node(t, d, d2):
+    """A save removed from another node sharing the saves: its rules stay on
+    the node that dumped it, until a RemoveSave of that name there (which
+    answers NoSuchSave)."""
+    n = Node(t, d, "s-other")
+    t.start(n, 1)
+    save_go(t, n)
+    r = Node(t, d2, n.save).varlink().call("RemoveSave", {"save": n.save})
+    check(r == {"parameters": {"save": n.save}} and len(lock_rules(t.port)) == 2,
+          "RemoveSave on another node: done, the rules left on the first (%r)" % r)
+    r = n.varlink().call("RemoveSave", {"save": n.save})
+    check(r.get("error") == IFACE + "NoSuchSave" and not lock_rules(t.port),
+          "RemoveSave on the first node: NoSuchSave, its rules deleted (%r, %r, %r)" % (
+              r, lock_rules(t.port), said(d)))
 
 
 def case_bound(t, d):
@@ -170,6 +194,9 @@ def run(t, ctl, sim, env):
             check('"s-go"' in f.read(), "the rules recorded in the runtime directory")
         remove(t, n, "")
         case_replace(t, d)
+        with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, dict(
+                env, CUDACKPT_RUN_DIR=os.path.join(t.top, "jobs2"))) as d2:
+            case_other_node(t, d, d2)
         n = Node(t, d, "s-restart")
         t.start(n, 1)
         save_go(t, n)

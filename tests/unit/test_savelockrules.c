@@ -164,9 +164,10 @@ START_TEST(test_pairs)
                   "(00.1) Locked 10.0.0.1:5000 - 10.0.0.9:80 connection\n"
                   "(00.2) Dumping finished successfully\n");
         write_conns("tree-1");
-        /* ip6tables, CRIU without xtables' lock (no -w: two spaces); an
-         * IPv4-mapped peer, locked as IPv4. */
+        /* ip6tables, CRIU without xtables' lock (no -w: two spaces), the
+         * command's output between; an IPv4-mapped peer, locked as IPv4. */
         write_log("tree-2", RULE("ip6tables", "", "-I", "INPUT", "fd00::2", "443", "fd00:0::1", "6000")
+                  "Another app is currently holding the xtables lock. Waiting (1s) for it to exit...\n"
                   "(00.3) Locked fd00::1:6000 - fd00::2:443 connection\n"
                   RULE("iptables", "-w", "-I", "OUTPUT", "10.0.0.7", "7000", "10.0.0.8", "22")
                   "(00.3) Locked 10.0.0.8:22 - 10.0.0.7:7000 connection\n");
