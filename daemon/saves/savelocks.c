@@ -202,7 +202,10 @@ static void load(struct savelocks *t)
         if (r < 0 && r != -ENOENT)
                 log_error("The saves' lock rules in %s refused: %s; rules they name stay until deleted by hand",
                           SAVELOCKS_FILE, why);
-        if (r == 0 && (!cJSON_IsString(boot) || strcmp(boot->valuestring, t->boot) != 0))
+        if (r == 0 && !cJSON_IsObject(o))
+                log_error("The saves' lock rules in %s refused: not a JSON object; rules they name stay until "
+                          "deleted by hand", SAVELOCKS_FILE);
+        else if (r == 0 && (!cJSON_IsString(boot) || strcmp(boot->valuestring, t->boot) != 0))
                 log_info("The saves' lock rules in %s are of an earlier boot: gone with it", SAVELOCKS_FILE);
         else
                 cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, "records")) {
