@@ -273,7 +273,9 @@ int savelocks_hold(struct savelocks *t, uid_t uid, int uidfd, const char *images
         if (!p)
                 return -ENOMEM;
         p->uid = uid;
-        r = savelockrules_read(uidfd, images, 2 * least + 2, &unmatched, &p->rules);
+        /* Only iptables' rules are read, and bounded (savelocks.h). */
+        r = strcmp(t->cfg->save_parts_network_lock, "iptables") != 0 ? 0 :
+            savelockrules_read(uidfd, images, 2 * least + 2, &unmatched, &p->rules);
         n = savelockrules_connections(&p->rules);
         if (unmatched)
                 log_warning("A dump of uid %u in %s: %zu lock rule(s) of its log name no connection of its images, "

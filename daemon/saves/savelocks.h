@@ -18,7 +18,8 @@
  * read back strictly), carrying the boot id, so that the records outlive a
  * restart of the daemon but not a reboot (which takes the rules along).
  * Without a usable runtime directory they are kept in memory only (said
- * at start).  A mutex guards the table: every call but init and free runs
+ * at start).  Under another save_parts_network_lock ("nftables") a dump's
+ * rules are neither read nor recorded.  A mutex guards the table: every call but init and free runs
  * on worker threads, where the disk and iptables may block. */
 #ifndef CUDACKPT_SAVELOCKS_H
 #define CUDACKPT_SAVELOCKS_H
