@@ -41,13 +41,12 @@ static bool port_of(const char *s, uint16_t *ret)
         return true;
 }
 
+/* CRIU's own mark (soccr's SOCCR_MARK, as its rules spell it): a rule
+ * naming another is none of CRIU's, and no line of the log that names one
+ * may take the place of CRIU's rule of that connection. */
 static bool mark_ok(const char *s)
 {
-        size_t n = strlen(s);
-
-        if (n > 2 && s[0] == '0' && s[1] == 'x')
-                return n <= 10 && strspn(s + 2, "0123456789abcdefABCDEF") == n - 2;
-        return n >= 1 && n <= 10 && strspn(s, "0123456789") == n;
+        return strcmp(s, SAVELOCKRULES_MARK) == 0;
 }
 
 /* s as an address of the rule's family, in inet_ntop's form into out. */
@@ -93,9 +92,9 @@ size_t savelockrules_connections(const struct savelockrules *s)
         return (s->n + 1) / 2;
 }
 
-/* The words of one command CRIU ran ("iptables -w -t filter -I ..."),
- * into r and *ret_insert (-I, else -D): whether they are one. */
-static bool parse_command(char *cmd, struct savelockrule *r, bool *ret_insert)
+/* The words of one command CRIU ran to lock a connection ("iptables -w
+ * -t filter -I ..."), into r: whether they are one. */
+static bool parse_command(char *cmd, struct savelockrule *r)
 {
         char *w[MAX_WORDS], *save = NULL;
         size_t n = 0, k;
@@ -112,8 +111,7 @@ static bool parse_command(char *cmd, struct savelockrule *r, bool *ret_insert)
                 if (rule_words[i] && strcmp(w[k + i], rule_words[i]) != 0)
                         return false;
         *r = (struct savelockrule){ .v6 = w[0][2] == '6', .output = strcmp(w[k + W_CHAIN], "OUTPUT") == 0 };
-        *ret_insert = strcmp(w[k + W_OP], "-I") == 0;
-        if ((!*ret_insert && strcmp(w[k + W_OP], "-D") != 0) ||
+        if (strcmp(w[k + W_OP], "-I") != 0 ||
             (!r->output && strcmp(w[k + W_CHAIN], "INPUT") != 0) || !mark_ok(w[k + W_MARK]))
                 return false;
         snprintf(r->mark, sizeof(r->mark), "%s", w[k + W_MARK]);
@@ -133,7 +131,7 @@ static bool endpoint_of(const struct savelockrule *r, char *s, char addr[INET6_A
         return addr_of(r->v6, s, addr) && port_of(colon + 1, port);
 }
 
-/* Whether the text after "Locked " or "Unlocked " ("D:DP - S:SP
+/* Whether the text after "Locked " ("D:DP - S:SP
  * connection") names r's connection. */
 static bool confirms(const struct savelockrule *r, char *text)
 {
@@ -146,13 +144,6 @@ static bool confirms(const struct savelockrule *r, char *text)
         *sep = *end = '\0';
         return endpoint_of(r, text, a, &ap) && endpoint_of(r, sep + 3, b, &bp) && strcmp(a, r->dst) == 0 &&
                ap == r->dport && strcmp(b, r->src) == 0 && bp == r->sport;
-}
-
-static bool same_rule(const struct savelockrule *a, const struct savelockrule *b)
-{
-        return a->v6 == b->v6 && a->output == b->output && strcmp(a->mark, b->mark) == 0 &&
-               strcmp(a->src, b->src) == 0 && strcmp(a->dst, b->dst) == 0 && a->sport == b->sport &&
-               a->dport == b->dport;
 }
 
 /* The line's text after criu's "(SECONDS) ", or NULL when it is none of
@@ -172,7 +163,7 @@ struct reading {
         struct saveinetsk_conns conns;  /* the tree's connections, from its images */
         size_t unmatched;               /* rules of the log naming none of them */
         struct savelockrule pending;    /* the command of the line before */
-        int pending_op;                 /* 0 none, 1 -I, -1 -D */
+        bool pending_set;               /* a command is pending */
 };
 
 /* The flag of r's chain of the images' connection that r locks (or
@@ -196,23 +187,26 @@ static bool *conn_flag(struct reading *x, const struct savelockrule *r, bool tak
 static int take_line(struct reading *x, char *line)
 {
         char *text = text_of(line);
-        int op = x->pending_op;
+        bool pending = x->pending_set;
         size_t len = text ? strlen(text) : 0;
-        bool insert;
 
         /* Not a line of criu's: the output of the command it ran, which
          * goes to the log too (iptables -w waiting for xtables' lock says
          * so there), and keeps the command pending. */
         if (!text)
                 return 0;
-        x->pending_op = 0;
+        x->pending_set = false;
         if (strncmp(text, RUNNING, strlen(RUNNING)) == 0 && len > strlen(RUNNING) && text[len - 1] == ']') {
                 text[len - 1] = '\0';
-                if (parse_command(text + strlen(RUNNING), &x->pending, &insert))
-                        x->pending_op = insert ? 1 : -1;
+                x->pending_set = parse_command(text + strlen(RUNNING), &x->pending);
                 return 0;
         }
-        if (op == 1 && strncmp(text, "Locked ", 7) == 0 && confirms(&x->pending, text + 7)) {
+        /* CRIU's "Unlocked" lines are not taken: a dump at its barrier has
+         * lifted none of its locks (it does so only when it fails, or is
+         * rolled back after this count), and such lines, which a job can
+         * shape like any other, would otherwise make the daemon forget
+         * rules that stay. */
+        if (pending && strncmp(text, "Locked ", 7) == 0 && confirms(&x->pending, text + 7)) {
                 bool *flag = conn_flag(x, &x->pending, false);
 
                 if (!flag) {
@@ -224,16 +218,6 @@ static int take_line(struct reading *x, char *line)
                 *flag = true;
                 return savelockrules_add(x->out, &x->pending);
         }
-        if (op == -1 && strncmp(text, "Unlocked ", 9) == 0 && confirms(&x->pending, text + 9))
-                for (size_t i = 0; i < x->out->n; i++)
-                        if (same_rule(&x->out->v[i], &x->pending)) {
-                                bool *flag = conn_flag(x, &x->pending, true); /* it was taken for one */
-
-                                if (flag)
-                                        *flag = false;
-                                x->out->v[i] = x->out->v[--x->out->n];
-                                break;
-                        }
         return 0;
 }
 
@@ -263,7 +247,7 @@ static int read_log(int fd, struct reading *x)
 
                         while ((c = fgetc(f)) != EOF && c != '\n')
                                 ;
-                        x->pending_op = 0;
+                        x->pending_set = false;
                         continue;
                 }
                 line[n - 1] = '\0';
@@ -273,18 +257,54 @@ static int read_log(int fd, struct reading *x)
         return r;
 }
 
+/* Whether CRIU dumped tree's net namespace (a netns-ID.img among its
+ * images): 1, 0, or -errno. */
+static int dumped_netns(int tree)
+{
+        int fd = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), found = 0;
+        struct dirent *e;
+        DIR *d;
+
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                found = -errno;
+                close(fd);
+                return found;
+        }
+        while (!found && (e = readdir(d)) != NULL) {
+                size_t n = strlen(e->d_name);
+
+                found = strncmp(e->d_name, "netns-", 6) == 0 && n > 10 && strcmp(e->d_name + n - 4, ".img") == 0;
+        }
+        closedir(d);
+        return found;
+}
+
 /* One tree of the dump (tree, which this closes): its connections, then
- * its log's rules. */
+ * its log's rules.  A tree whose net namespace CRIU dumped (a job in a
+ * namespace of its own, such as a rootless container's) was locked by
+ * rules inside that namespace, which go with it, and by none of this
+ * node's: every rule its log names is then a line the job shaped (its
+ * connections' addresses are any it chose in its namespace, such as
+ * another save's), and none is taken. */
 static int read_tree(int tree, struct reading *x)
 {
-        int fd, r = saveinetsk_read(tree, &x->conns);
+        int fd, r = dumped_netns(tree);
+
+        if (r != 0) {
+                close(tree);
+                return r < 0 ? r : 0;
+        }
+        r = saveinetsk_read(tree, &x->conns);
 
         fd = r == 0 ? openat(tree, "dump.log", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
         if (r == 0 && fd < 0)
                 r = -errno;
         close(tree);
         if (r == 0) {
-                x->pending_op = 0;
+                x->pending_set = false;
                 r = read_log(fd, x);
         }
         saveinetsk_free(&x->conns);

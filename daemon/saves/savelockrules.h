@@ -11,8 +11,9 @@
  * the next line of its own (the command's output, which goes to the log
  * too, may come between).  Only such a pair of lines of the criu process
  * itself ("(SECONDS) " and the text, no pid) is taken, every word checked (the
- * addresses by inet_pton, kept in inet_ntop's form); a rule unlocked again
- * in the same log ("-D" and "Unlocked") is taken back.  A rule counts only
+ * addresses by inet_pton, kept in inet_ntop's form; the mark CRIU's own,
+ * SAVELOCKRULES_MARK); no "Unlocked" line is taken (a dump at its barrier
+ * lifted none of its locks).  A rule counts only
  * for a TCP connection the dump's images hold (one rule of each chain a
  * connection): a line a job could shape names no other.  The log is root's,
  * written by criu into the images directory; its lines are read at most
@@ -33,11 +34,12 @@
 
 #define SAVELOCKRULES_LINE_MAX 1024
 #define SAVELOCKRULES_PATH "/usr/sbin:/usr/bin:/sbin:/bin"
+#define SAVELOCKRULES_MARK "0xC114"     /* soccr.h's SOCCR_MARK, as CRIU's rules spell it */
 
 struct savelockrule {
         bool v6;                        /* ip6tables, else iptables */
         bool output;                    /* the OUTPUT chain, else INPUT */
-        char mark[12];                  /* CRIU's SOCCR_MARK, as it wrote it */
+        char mark[12];                  /* SAVELOCKRULES_MARK */
         char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
         uint16_t sport, dport;
 };

@@ -234,7 +234,7 @@ START_TEST(test_not_taken)
                  RULE("iptables", "-w", "-I", "INPUT", "fd00::1", "80", "10.0.0.1", "5009")
                  RULE("iptables", "-w", "-I", "INPUT", "10.0.0.3", "080", "10.0.0.1", "5010")
                  RULE("iptables", "-w", "-I", "INPUT", "10.0.0.3", "80", "10.0.0.1", "70000"),
-                 /* a line too long, and a rule locked, then unlocked */
+                 /* a line too long, and a rule locked, then "unlocked" (not taken) */
                  long_line, "\n" PAIR4,
                  RULE("iptables", "-w", "-D", "OUTPUT", "10.0.0.1", "5000", "10.0.0.2", "80")
                  "(00.5) Unlocked 10.0.0.2:80 - 10.0.0.1:5000 connection\n"), 0);
@@ -243,9 +243,67 @@ START_TEST(test_not_taken)
         write_conns("tree-1");
         ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &unmatched, &s), 0);
         ck_assert_uint_eq(unmatched, 0);
-        ck_assert_uint_eq(s.n, 1); /* PAIR4's INPUT rule, its OUTPUT one unlocked */
-        ck_assert(!s.v[0].output);
-        ck_assert_uint_eq(s.v[0].dport, 5000);
+        ck_assert_uint_eq(s.n, 2); /* PAIR4's rules: an "Unlocked" line takes none back */
+        for (size_t i = 0; i < s.n; i++)
+                ck_assert_uint_eq(s.v[i].output ? s.v[i].sport : s.v[i].dport, 5000);
+        savelockrules_free(&s);
+}
+END_TEST
+
+/* Lines a job shapes in the log (a file name with newlines, logged by
+ * criu before or after its sockets) take no rule's place: a pair with
+ * another mark before CRIU's own, and CRIU's "Unlocked" lines for rules
+ * that stay, leave CRIU's rules taken. */
+START_TEST(test_forged)
+{
+        size_t unmatched = 9;
+        struct savelockrules s;
+
+        write_log("tree-1", "(00.1) \tRunning iptables [iptables -w -t filter -I INPUT --protocol tcp -m mark ! "
+                  "--mark 0x1 --source 10.0.0.2 --sport 80 --destination 10.0.0.1 --dport 5000 -j DROP]\n"
+                  "(00.1) Locked 10.0.0.1:5000 - 10.0.0.2:80 connection\n"
+                  "(00.1) \tRunning iptables [iptables -w -t filter -I OUTPUT --protocol tcp -m mark ! "
+                  "--mark 1 --source 10.0.0.1 --sport 5000 --destination 10.0.0.2 --dport 80 -j DROP]\n"
+                  "(00.1) Locked 10.0.0.2:80 - 10.0.0.1:5000 connection\n"
+                  PAIR4
+                  "(00.2) \tRunning iptables [iptables -w -t filter -D INPUT --protocol tcp -m mark ! --mark "
+                  "0xC114 --source 10.0.0.2 --sport 80 --destination 10.0.0.1 --dport 5000 -j DROP]\n"
+                  "(00.2) Unlocked 10.0.0.1:5000 - 10.0.0.2:80 connection\n"
+                  "(00.2) \tRunning iptables [iptables -w -t filter -D OUTPUT --protocol tcp -m mark ! --mark "
+                  "0xC114 --source 10.0.0.1 --sport 5000 --destination 10.0.0.2 --dport 80 -j DROP]\n"
+                  "(00.2) Unlocked 10.0.0.2:80 - 10.0.0.1:5000 connection\n");
+        write_conns("tree-1");
+        ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &unmatched, &s), 0);
+        ck_assert_uint_eq(s.n, 2);
+        for (size_t i = 0; i < s.n; i++) {
+                ck_assert_str_eq(s.v[i].mark, "0xC114");
+                ck_assert_uint_eq(s.v[i].output ? s.v[i].sport : s.v[i].dport, 5000);
+        }
+        savelockrules_free(&s);
+}
+END_TEST
+
+/* A tree whose net namespace CRIU dumped (netns-ID.img): CRIU locked it
+ * inside that namespace, so its log's rules (the job's lines, naming
+ * connections whose addresses it chose there) are none of this node's. */
+START_TEST(test_own_netns)
+{
+        size_t unmatched = 9;
+        struct savelockrules s;
+        int f;
+
+        write_log("tree-1", PAIR4);
+        write_conns("tree-1");
+        write_log("tree-2", RULE("iptables", "-w", "-I", "INPUT", "10.0.0.3", "80", "10.0.0.1", "5001")
+                  "(00.2) Locked 10.0.0.1:5001 - 10.0.0.3:80 connection\n");
+        write_conns("tree-2");
+        f = openat(fd_, "img/tree-2/netns-11.img", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(f, 0);
+        close(f);
+        ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &unmatched, &s), 0);
+        ck_assert_uint_eq(s.n, 2); /* tree-1's */
+        for (size_t i = 0; i < s.n; i++)
+                ck_assert_uint_eq(s.v[i].output ? s.v[i].sport : s.v[i].dport, 5000);
         savelockrules_free(&s);
 }
 END_TEST
@@ -310,6 +368,8 @@ void unit_tests(TCase *tc)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_pairs);
         tcase_add_test(tc, test_not_taken);
+        tcase_add_test(tc, test_forged);
+        tcase_add_test(tc, test_own_netns);
         tcase_add_test(tc, test_refused_files);
         tcase_add_test(tc, test_valid);
 }
