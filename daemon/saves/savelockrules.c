@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@ static const char *const rule_words[W_N] = { "-t", "filter", NULL, NULL, "--prot
 
 #define RUNNING "\tRunning iptables ["
 #define DELETE_ATTEMPTS 5
+#define WAIT_STEP_MS 10
 #define MAX_WORDS 32
 
 static bool port_of(const char *s, uint16_t *ret)
@@ -353,10 +355,32 @@ static int find_program(const struct savelockrule *r, char *path, size_t size)
         return -ENOENT;
 }
 
+/* Waits for pid, at most SAVELOCKRULES_TIMEOUT_MS, then kills it: 0 and
+ * *st, -ETIMEDOUT (killed and reaped), or -errno. */
+static int wait_bounded(pid_t pid, int *st)
+{
+        for (int waited = 0;; waited += WAIT_STEP_MS) {
+                pid_t w = waitpid(pid, st, WNOHANG);
+
+                if (w == pid)
+                        return 0;
+                if (w < 0 && errno != EINTR)
+                        return -errno;
+                if (waited >= SAVELOCKRULES_TIMEOUT_MS) {
+                        (void)kill(pid, SIGKILL);
+                        while (waitpid(pid, st, 0) < 0 && errno == EINTR)
+                                ;
+                        return -ETIMEDOUT;
+                }
+                nanosleep(&(struct timespec){ .tv_nsec = WAIT_STEP_MS * 1000000L }, NULL);
+        }
+}
+
 int savelockrules_delete(const struct savelockrule *r)
 {
         char path[64], sport[8], dport[8];
-        const char *argv[W_N + 3] = { path, "-w" };
+        /* -w with seconds: iptables waits for xtables' lock no longer. */
+        const char *argv[W_N + 4] = { path, "-w", SAVELOCKRULES_LOCK_WAIT_S };
         char *const envp[] = { "PATH=" SAVELOCKRULES_PATH, NULL };
         posix_spawn_file_actions_t fa;
         pid_t pid;
@@ -367,14 +391,14 @@ int savelockrules_delete(const struct savelockrule *r)
         snprintf(sport, sizeof(sport), "%u", (unsigned)r->sport);
         snprintf(dport, sizeof(dport), "%u", (unsigned)r->dport);
         for (size_t i = 0; i < W_N; i++)
-                argv[2 + i] = rule_words[i];
-        argv[2 + W_OP] = "-D";
-        argv[2 + W_CHAIN] = r->output ? "OUTPUT" : "INPUT";
-        argv[2 + W_MARK] = r->mark;
-        argv[2 + W_SRC] = r->src;
-        argv[2 + W_SPORT] = sport;
-        argv[2 + W_DST] = r->dst;
-        argv[2 + W_DPORT] = dport;
+                argv[3 + i] = rule_words[i];
+        argv[3 + W_OP] = "-D";
+        argv[3 + W_CHAIN] = r->output ? "OUTPUT" : "INPUT";
+        argv[3 + W_MARK] = r->mark;
+        argv[3 + W_SRC] = r->src;
+        argv[3 + W_SPORT] = sport;
+        argv[3 + W_DST] = r->dst;
+        argv[3 + W_DPORT] = dport;
         /* nf_tables' iptables may find the table changed under it by
          * another command (exit 4, "Resource temporarily unavailable"):
          * it is run again, a few times. */
@@ -388,9 +412,9 @@ int savelockrules_delete(const struct savelockrule *r)
                 posix_spawn_file_actions_destroy(&fa);
                 if (e != 0)
                         return -e;
-                while (waitpid(pid, &st, 0) < 0)
-                        if (errno != EINTR)
-                                return -errno;
+                e = wait_bounded(pid, &st);
+                if (e < 0)
+                        return e;
                 if (!WIFEXITED(st) || WEXITSTATUS(st) != 4)
                         break;
         }

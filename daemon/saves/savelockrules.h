@@ -20,7 +20,8 @@
  * SAVELOCKRULES_LINE_MAX bytes long, longer ones skipped.
  *
  * A rule is deleted by the same words with -D, run as argv (no shell)
- * with the PATH of SAVELOCKRULES_PATH: a worker thread waits for it.
+ * with the PATH of SAVELOCKRULES_PATH: a worker thread waits for it, a
+ * bounded time (SAVELOCKRULES_TIMEOUT_MS).
  * Worker threads only. */
 #ifndef CUDACKPT_SAVELOCKRULES_H
 #define CUDACKPT_SAVELOCKRULES_H
@@ -34,6 +35,10 @@
 
 #define SAVELOCKRULES_LINE_MAX 1024
 #define SAVELOCKRULES_PATH "/usr/sbin:/usr/bin:/sbin:/bin"
+/* How long iptables may wait for xtables' lock (its -w), and how long
+ * it may run at all before it is killed. */
+#define SAVELOCKRULES_LOCK_WAIT_S "5"
+#define SAVELOCKRULES_TIMEOUT_MS 10000
 #define SAVELOCKRULES_MARK "0xC114"     /* soccr.h's SOCCR_MARK, as CRIU's rules spell it */
 
 struct savelockrule {
@@ -64,9 +69,10 @@ size_t savelockrules_connections(const struct savelockrules *s);
  * chain a connection: *ret_unmatched counts the log's other rules.  0, or
  * -errno (a tree without both files, or either refused). */
 int savelockrules_read(int uidfd, const char *images, size_t max, size_t *ret_unmatched, struct savelockrules *ret);
-/* `iptables -w ... -D ...` of r: 0 when the rule is gone (deleted, or
+/* `iptables -w 5 ... -D ...` of r: 0 when the rule is gone (deleted, or
  * none was there: iptables exits 1), else -errno (-ECHILD: iptables
- * exited otherwise).  Run again, a few times, while it exits 4 (nf_tables
+ * exited otherwise; -ETIMEDOUT: it ran past SAVELOCKRULES_TIMEOUT_MS and
+ * was killed).  Run again, a few times, while it exits 4 (nf_tables
  * changed under it). */
 int savelockrules_delete(const struct savelockrule *r);
 

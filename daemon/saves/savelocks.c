@@ -311,19 +311,24 @@ static void unlist_part(struct savelocks *t, struct savelocks_part *p)
                 *q = p->next;
 }
 
-/* Deletes rules, keeping those that iptables could not delete. */
+/* Deletes rules, keeping those that iptables could not delete.  Once it
+ * hung (killed past its time) the rest are kept untried: the mutex is
+ * held meanwhile, and the barriers' counts wait for it. */
 static void delete_rules(struct savelockrules *rules, uid_t uid, const char *save)
 {
         size_t kept = 0;
+        bool hung = false;
 
         for (size_t i = 0; i < rules->n; i++) {
-                int r = savelockrules_delete(&rules->v[i]);
+                int r = hung ? -ETIMEDOUT : savelockrules_delete(&rules->v[i]);
 
+                hung = r == -ETIMEDOUT;
                 if (r < 0) {
                         log_error("Failed to delete a lock rule of save %s of uid %u (%s %s:%u > %s:%u): %s", save,
                                   (unsigned)uid, rules->v[i].output ? "OUTPUT" : "INPUT", rules->v[i].src,
                                   rules->v[i].sport, rules->v[i].dst, rules->v[i].dport,
-                                  r == -ECHILD ? "iptables failed" : strerror(-r));
+                                  r == -ECHILD ? "iptables failed" :
+                                  r == -ETIMEDOUT ? "iptables hung" : strerror(-r));
                         rules->v[kept++] = rules->v[i];
                 }
         }

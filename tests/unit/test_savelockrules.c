@@ -3,14 +3,20 @@
  * real files under /tmp: what a pair of lines of CRIU 4.2 says of a
  * connection of the images is taken, and nothing else (a command that
  * failed, a line between, a child's line, words or addresses not CRIU's, a
- * line too long, a rule unlocked again, a rule of no connection, or a
- * second one of a connection's chain). */
+ * line too long, a rule of no connection, or a second one of a
+ * connection's chain; nor does a rule a job's lines shape take CRIU's
+ * place, nor one "unlocked", nor one of a tree with a net namespace of its
+ * own); and a delete whose iptables hangs is bounded. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -361,6 +367,60 @@ START_TEST(test_valid)
 }
 END_TEST
 
+/* In a mount namespace of its own, with /usr/sbin/iptables a script that
+ * writes its words to ARGS and hangs: the delete returns -ETIMEDOUT after
+ * SAVELOCKRULES_TIMEOUT_MS, not much later, having asked iptables to wait
+ * for xtables' lock a bounded time.  The child's exit status: 0 passed,
+ * else the step that failed. */
+static int hung_child(void)
+{
+        struct savelockrule r = { .mark = "0xC114", .src = "10.0.0.2", .dst = "10.0.0.1", .sport = 80, .dport = 5000 };
+        char fake[128], args_path[128], script[512], args[512] = "";
+        struct timespec t0, t1;
+        long ms;
+        FILE *f;
+        int e;
+
+        snprintf(fake, sizeof(fake), "%s/fake-iptables", top);
+        snprintf(args_path, sizeof(args_path), "%s/args", top);
+        snprintf(script, sizeof(script), "#!/bin/sh\necho \"$@\" > %s\nexec sleep 600\n", args_path);
+        f = fopen(fake, "w");
+        if (!f || fputs(script, f) < 0 || fclose(f) != 0 || chmod(fake, 0755) < 0)
+                return 1;
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount(fake, "/usr/sbin/iptables", NULL, MS_BIND, NULL) < 0)
+                return 2;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        e = savelockrules_delete(&r);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        if (e != -ETIMEDOUT || ms < SAVELOCKRULES_TIMEOUT_MS || ms > SAVELOCKRULES_TIMEOUT_MS + 5000)
+                return 3;
+        f = fopen(args_path, "r");
+        if (!f || !fgets(args, sizeof(args), f))
+                return 4;
+        fclose(f);
+        return strncmp(args, "-w " SAVELOCKRULES_LOCK_WAIT_S " -t filter -D INPUT ", 23) == 0 ? 0 : 5;
+}
+
+START_TEST(test_delete_hung)
+{
+        pid_t pid;
+        int st = 0;
+
+        if (geteuid() != 0 || access("/usr/sbin/iptables", X_OK) != 0) {
+                fprintf(stderr, "test_delete_hung skipped: needs root and /usr/sbin/iptables\n");
+                return;
+        }
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0)
+                _exit(hung_child());
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "failed at step %d", WEXITSTATUS(st));
+}
+END_TEST
+
 const char unit_suite_name[] = "savelockrules";
 
 void unit_tests(TCase *tc)
@@ -372,4 +432,6 @@ void unit_tests(TCase *tc)
         tcase_add_test(tc, test_own_netns);
         tcase_add_test(tc, test_refused_files);
         tcase_add_test(tc, test_valid);
+        tcase_add_test(tc, test_delete_hung);
+        tcase_set_timeout(tc, 60);
 }
