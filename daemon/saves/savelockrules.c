@@ -376,7 +376,9 @@ static int wait_bounded(pid_t pid, int *st)
         }
 }
 
-int savelockrules_delete(const struct savelockrule *r)
+/* `iptables -w 5 ... OP ...` of r: its exit status (0 or 1, else -ECHILD),
+ * or -errno. */
+static int run_rule(const struct savelockrule *r, const char *op)
 {
         char path[64], sport[8], dport[8];
         /* -w with seconds: iptables waits for xtables' lock no longer. */
@@ -392,7 +394,7 @@ int savelockrules_delete(const struct savelockrule *r)
         snprintf(dport, sizeof(dport), "%u", (unsigned)r->dport);
         for (size_t i = 0; i < W_N; i++)
                 argv[3 + i] = rule_words[i];
-        argv[3 + W_OP] = "-D";
+        argv[3 + W_OP] = op;
         argv[3 + W_CHAIN] = r->output ? "OUTPUT" : "INPUT";
         argv[3 + W_MARK] = r->mark;
         argv[3 + W_SRC] = r->src;
@@ -418,5 +420,19 @@ int savelockrules_delete(const struct savelockrule *r)
                 if (!WIFEXITED(st) || WEXITSTATUS(st) != 4)
                         break;
         }
-        return WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 1) ? 0 : -ECHILD;
+        return WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 1) ? WEXITSTATUS(st) : -ECHILD;
+}
+
+int savelockrules_delete(const struct savelockrule *r)
+{
+        int e = run_rule(r, "-D");
+
+        return e < 0 ? e : 0;
+}
+
+int savelockrules_present(const struct savelockrule *r)
+{
+        int e = run_rule(r, "-C");
+
+        return e < 0 ? e : e == 0;
 }

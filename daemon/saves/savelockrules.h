@@ -75,5 +75,8 @@ int savelockrules_read(int uidfd, const char *images, size_t max, size_t *ret_un
  * was killed).  Run again, a few times, while it exits 4 (nf_tables
  * changed under it). */
 int savelockrules_delete(const struct savelockrule *r);
+/* `iptables -w 5 ... -C ...` of r: 1 when the rule is there, 0 when not
+ * (iptables exits 1), else -errno as savelockrules_delete(). */
+int savelockrules_present(const struct savelockrule *r);
 
 #endif

@@ -404,7 +404,30 @@ void savelocks_let_go(struct savelocks *t, struct savelocks_part *part)
         free(part);
 }
 
-/* The record of uid's save goes, or keeps what is left of its rules. */
+/* Keeps of rules those that iptables still finds, or cannot tell of (the
+ * rest untried once it hung): a restore of a save of that name lifted
+ * only the rules of its own images' connections, which may be another
+ * save's (removed on another node, and made again there). */
+static void keep_present(struct savelockrules *rules, uid_t uid, const char *save)
+{
+        size_t kept = 0;
+        bool hung = false;
+
+        for (size_t i = 0; i < rules->n; i++) {
+                int r = hung ? -ETIMEDOUT : savelockrules_present(&rules->v[i]);
+
+                hung = r == -ETIMEDOUT;
+                if (r != 0)
+                        rules->v[kept++] = rules->v[i];
+        }
+        if (kept)
+                log_notice("Save %s of uid %u restored, %zu of its lock rules are still there (or cannot be told "
+                           "of): kept recorded", save, (unsigned)uid, kept);
+        rules->n = kept;
+}
+
+/* The record of uid's save goes, or keeps what is left of its rules:
+ * those iptables could not delete, or (restored) those still there. */
 static void drop(struct savelocks *t, uid_t uid, const char *save, bool delete)
 {
         struct savelocks_record **r, *gone;
@@ -414,7 +437,9 @@ static void drop(struct savelocks *t, uid_t uid, const char *save, bool delete)
         if (*r) {
                 if (delete)
                         delete_rules(&(*r)->rules, uid, save);
-                if (!delete || (*r)->rules.n == 0) {
+                else
+                        keep_present(&(*r)->rules, uid, save);
+                if ((*r)->rules.n == 0) {
                         gone = *r;
                         *r = gone->next;
                         record_free(gone);

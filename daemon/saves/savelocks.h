@@ -10,8 +10,10 @@
  * those of its other parts at their barrier), and once the save is
  * installed records them under the save's uid and name (savelocks_keep()).
  * RemoveSave of the save on this node deletes them (savelocks_undo()); a
- * restore of it here that CRIU unlocked drops the record
- * (savelocks_restored()).
+ * restore of it here that CRIU unlocked drops from the record the rules
+ * that iptables no longer finds (savelocks_restored()): a save of that name
+ * may be another one, made again on another node, whose restore lifted
+ * none of them.
  *
  * The records are this node's, as the rules are: one file, save-locks.json
  * in the daemon's runtime directory (storefile.h: written whole, fsync'ed,
@@ -71,8 +73,9 @@ void savelocks_let_go(struct savelocks *t, struct savelocks_part *part);
  * that iptables cannot delete stays recorded).  Worker. */
 void savelocks_undo(struct savelocks *t, uid_t uid, const char *save);
 /* A restore of uid's save started on this node under the lock named lock:
- * with "iptables", CRIU removed the rules, and the record goes (on a
- * worker of its own).  Loop. */
+ * with "iptables", CRIU removed the rules of its connections, and the
+ * record keeps only those still there (iptables -C, on a worker of its
+ * own).  Loop. */
 void savelocks_restored(struct savelocks *t, uid_t uid, const char *save, const char *lock);
 
 #endif

@@ -14,7 +14,9 @@ max_locked_connections_per_uid 2:
       the save deletes them; a save replaced by another held part's has
       its rules deleted, the new one's kept; one removed on another node
       sharing the saves keeps its rules until RemoveSave of its name on
-      this one (NoSuchSave) deletes them;
+      this one (NoSuchSave) deletes them; one removed there and made
+      again under its name, then restored here, keeps its rules recorded
+      (still there: that restore lifted none of them);
   (c) again, then the daemon stopped and started again: the record read
       back, RemoveSave deletes the rules.
 The jobs are nobody's, or root's where root lacks CAP_SYS_RESOURCE (CI).
@@ -33,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from savejobs import await_true, check, saves_owner  # noqa: E402
 from simdaemon import SimDaemon  # noqa: E402
 from tcpstream import cut_criu, drop_lock_rules, lock_rules  # noqa: E402
-from test_parts import IFACE, LIMIT_S, Node  # noqa: E402
+from test_parts import IFACE, LIMIT_S, Node, recorded  # noqa: E402
 
 # python3 JOB PORT N UPFILE: N connections to the test's port, each
 # echoing what it gets; UPFILE written once all are up.
@@ -161,6 +163,38 @@ def case_other_node(t, d, d2):
               r, lock_rules(t.port), said(d)))
 
 
+def case_made_again(t, d, d2):
+    """A save removed on another node sharing the saves and made again there
+    under its name, then restored on the first node: that restore lifted
+    none of the first save's rules, which stay recorded there (a record
+    dropped would leave them for ever, past the bound) until RemoveSave of
+    the name there deletes them."""
+    n = Node(t, d, "s-again")
+    t.start(n, 1)
+    save_go(t, n)
+    r = Node(t, d2, n.save).varlink().call("RemoveSave", {"save": n.save})
+    check(r == {"parameters": {"save": n.save}}, "RemoveSave on another node: done (%r)" % r)
+    os.unlink(os.path.join(t.work, "up-%s" % n.save))
+    n2 = Node(t, d2, n.save)  # no save of that name now: its job starts afresh
+    t.start(n2, 0)
+    v = n2.hold("SaveJob", {"name": "part", "save": n.save})
+    check(n2.pass_barrier(True) == {"parameters": {}} and "save" in v.reply().get("parameters", {}),
+          "the save made again on the other node, of a part with no connection")
+    v.close()
+    n2.job.communicate(timeout=LIMIT_S)
+    n3 = Node(t, d, n.save)
+    v = n3.hold("RestoreJob", {"save": n.save})
+    check(n3.pass_barrier(True) == {"parameters": {}}, "its restore on the first node let go")
+    r = v.reply()
+    check(r.get("continues") and r["parameters"]["job"]["event"] == "started", "the job restored (%r)" % r)
+    await_true("the restore's record looked at", lambda: not recorded(n) or "kept recorded" in d.log())
+    v.close()
+    await_true("the restored job ended with its call", lambda: not n3.running())
+    check(recorded(n) and len(lock_rules(t.port)) == 2,
+          "the first save's rules, still there, still recorded (%r, %r)" % (lock_rules(t.port), said(d)))
+    remove(t, n, ", the first save's, after a restore of the one made again")
+
+
 def case_bound(t, d):
     n = Node(t, d, "s-over")
     conns = t.start(n, 3)
@@ -197,6 +231,7 @@ def run(t, ctl, sim, env):
         with SimDaemon(os.environ["CUDACKPT_TEST_DAEMON"], sim, config, dict(
                 env, CUDACKPT_RUN_DIR=os.path.join(t.top, "jobs2"))) as d2:
             case_other_node(t, d, d2)
+            case_made_again(t, d, d2)
         n = Node(t, d, "s-restart")
         t.start(n, 1)
         save_go(t, n)
