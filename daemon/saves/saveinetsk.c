@@ -18,6 +18,7 @@
 #define ISK_DST_PORT 8
 #define ISK_SRC_ADDR 11
 #define ISK_DST_ADDR 12
+#define ISK_NS_ID 18                    /* the socket's net namespace, as CRIU numbers them */
 
 /* A message's bytes, read from pos. */
 struct msg {
@@ -83,7 +84,8 @@ static int field(struct msg *m, unsigned *ret_num, uint64_t *ret_val, struct msg
 
 /* An inet_sk_entry's fields of a TCP connection. */
 struct isk {
-        uint64_t family, proto, sport, dport;
+        uint64_t family, proto, sport, dport, ns_id;
+        bool has_ns_id;
         uint32_t src[4], dst[4];
         size_t n_src, n_dst;
 };
@@ -127,6 +129,10 @@ static int isk_of(struct msg m, struct isk *k)
                         k->sport = v;
                 else if (num == ISK_DST_PORT)
                         k->dport = v;
+                else if (num == ISK_NS_ID) {
+                        k->ns_id = v;
+                        k->has_ns_id = true;
+                }
                 if (r < 0)
                         return r;
         }
@@ -168,6 +174,8 @@ static int take_isk(const struct isk *k, struct saveinetsk_conns *c)
         if (!inet_ntop(x.v6 ? AF_INET6 : AF_INET, src, x.local, sizeof(x.local)) ||
             !inet_ntop(x.v6 ? AF_INET6 : AF_INET, dst, x.remote, sizeof(x.remote)))
                 return -EBADMSG;
+        x.has_ns_id = k->has_ns_id && k->ns_id <= UINT32_MAX;
+        x.ns_id = (uint32_t)k->ns_id;
         x.lport = (uint16_t)k->sport;
         x.rport = (uint16_t)k->dport;
         return add(c, &x);

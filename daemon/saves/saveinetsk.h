@@ -10,7 +10,8 @@
  * of a connection the job does not have.
  *
  * An IPv6 socket whose peer is an IPv4-mapped address is an IPv4
- * connection, as CRIU's lock takes it.  Worker threads only. */
+ * connection, as CRIU's lock takes it.  Its ns_id (field 18) numbers its
+ * net namespace as the dump's netns-ID.img do.  Worker threads only. */
 #ifndef CUDACKPT_SAVEINETSK_H
 #define CUDACKPT_SAVEINETSK_H
 
@@ -25,6 +26,8 @@ struct saveinetsk_conn {
         bool v6;
         char local[INET6_ADDRSTRLEN], remote[INET6_ADDRSTRLEN]; /* inet_ntop's form */
         uint16_t lport, rport;
+        bool has_ns_id;                 /* ns_id: its net namespace's number in the dump */
+        uint32_t ns_id;
         bool input_taken, output_taken; /* a lock rule of each chain found for it */
 };
 

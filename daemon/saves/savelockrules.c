@@ -259,11 +259,19 @@ static int read_log(int fd, struct reading *x)
         return r;
 }
 
-/* Whether CRIU dumped tree's net namespace (a netns-ID.img among its
- * images): 1, 0, or -errno. */
-static int dumped_netns(int tree)
+/* Takes out of x's connections those of a net namespace CRIU dumped (a
+ * netns-ID.img among tree's images, ID the socket's ns_id; one without an
+ * ns_id once any was dumped): 0 or -errno.  CRIU locked a dump whose root
+ * has a net namespace of its own (a job in a rootless container, say)
+ * inside that namespace, which goes with it, and made no rule of this
+ * node's for it: a rule its log names for such a connection is a line the
+ * job shaped, with addresses it chose there (another save's, say).  A
+ * nested namespace's connections (a privileged job's) are not taken
+ * either: CRIU's rules for them in this node's namespace name addresses
+ * the job chose there. */
+static int drop_dumped_netns(int tree, struct saveinetsk_conns *conns)
 {
-        int fd = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), found = 0;
+        int fd = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
         struct dirent *e;
         DIR *d;
 
@@ -271,36 +279,34 @@ static int dumped_netns(int tree)
                 return -errno;
         d = fdopendir(fd);
         if (!d) {
-                found = -errno;
+                r = -errno;
                 close(fd);
-                return found;
+                return r;
         }
-        while (!found && (e = readdir(d)) != NULL) {
-                size_t n = strlen(e->d_name);
+        while ((e = readdir(d)) != NULL) {
+                unsigned long id = 0;
+                int end = 0;
+                size_t kept = 0;
 
-                found = strncmp(e->d_name, "netns-", 6) == 0 && n > 10 && strcmp(e->d_name + n - 4, ".img") == 0;
+                if (sscanf(e->d_name, "netns-%lu.img%n", &id, &end) != 1 || e->d_name[end] != '\0')
+                        continue;
+                for (size_t i = 0; i < conns->n; i++)
+                        if (conns->v[i].has_ns_id && conns->v[i].ns_id != id)
+                                conns->v[kept++] = conns->v[i];
+                conns->n = kept;
         }
         closedir(d);
-        return found;
+        return r;
 }
 
-/* One tree of the dump (tree, which this closes): its connections, then
- * its log's rules.  A tree whose net namespace CRIU dumped (a job in a
- * namespace of its own, such as a rootless container's) was locked by
- * rules inside that namespace, which go with it, and by none of this
- * node's: every rule its log names is then a line the job shaped (its
- * connections' addresses are any it chose in its namespace, such as
- * another save's), and none is taken. */
+/* One tree of the dump (tree, which this closes): its connections (but
+ * those of a net namespace it dumped), then its log's rules. */
 static int read_tree(int tree, struct reading *x)
 {
-        int fd, r = dumped_netns(tree);
+        int fd, r = saveinetsk_read(tree, &x->conns);
 
-        if (r != 0) {
-                close(tree);
-                return r < 0 ? r : 0;
-        }
-        r = saveinetsk_read(tree, &x->conns);
-
+        if (r == 0)
+                r = drop_dumped_netns(tree, &x->conns);
         fd = r == 0 ? openat(tree, "dump.log", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1;
         if (r == 0 && fd < 0)
                 r = -errno;

@@ -71,6 +71,9 @@ static size_t put_field(uint8_t *p, unsigned num, uint64_t v)
         return n + put_varint(p + n, v);
 }
 
+/* The net namespace file_entry() gives a socket (its ns_id): 0, none. */
+static unsigned entry_ns_id;
+
 /* A file_entry of a TCP socket local:lport to remote:rport (family af),
  * as CRIU writes it, into p: its length. */
 static size_t file_entry(uint8_t *p, int af, const char *local, unsigned lport, const char *remote, unsigned rport)
@@ -91,6 +94,8 @@ static size_t file_entry(uint8_t *p, int af, const char *local, unsigned lport, 
                         n += put_field(isk + n, end ? 12 : 11, word);
                 }
         }
+        if (entry_ns_id)
+                n += put_field(isk + n, 18, entry_ns_id);
         size_t m = put_field(p, 1, 2) + put_field(p + 2, 2, 7);
 
         m += put_varint(p + m, 4 << 3 | 2);
@@ -289,25 +294,47 @@ START_TEST(test_forged)
 }
 END_TEST
 
-/* A tree whose net namespace CRIU dumped (netns-ID.img): CRIU locked it
+/* img/TREE/netns-ID.img: CRIU dumped that net namespace. */
+static void write_netns(const char *tree, unsigned id)
+{
+        char path[64];
+        int f;
+
+        snprintf(path, sizeof(path), "img/%s/netns-%u.img", tree, id);
+        f = openat(fd_, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ck_assert_int_ge(f, 0);
+        close(f);
+}
+
+/* A connection of a net namespace CRIU dumped (netns-ID.img, ID its
+ * socket's ns_id; one without ns_id once one was dumped): CRIU locked it
  * inside that namespace, so its log's rules (the job's lines, naming
- * connections whose addresses it chose there) are none of this node's. */
+ * addresses it chose there) are none of this node's.  Those of a
+ * namespace not dumped (the node's, in a dump of a nested one) are. */
 START_TEST(test_own_netns)
 {
         size_t unmatched = 9;
         struct savelockrules s;
-        int f;
 
+        entry_ns_id = 2;
         write_log("tree-1", PAIR4);
         write_conns("tree-1");
-        write_log("tree-2", RULE("iptables", "-w", "-I", "INPUT", "10.0.0.3", "80", "10.0.0.1", "5001")
+        entry_ns_id = 11;
+        write_log("tree-2", PAIR4 RULE("iptables", "-w", "-I", "INPUT", "10.0.0.3", "80", "10.0.0.1", "5001")
                   "(00.2) Locked 10.0.0.1:5001 - 10.0.0.3:80 connection\n");
         write_conns("tree-2");
-        f = openat(fd_, "img/tree-2/netns-11.img", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        ck_assert_int_ge(f, 0);
-        close(f);
+        write_netns("tree-2", 11);
+        entry_ns_id = 0;
+        write_log("tree-3", PAIR4);
+        write_conns("tree-3");
+        write_netns("tree-3", 11);
+        entry_ns_id = 2;
+        write_log("tree-4", PAIR4);
+        write_conns("tree-4");
+        write_netns("tree-4", 11);
+        entry_ns_id = 0;
         ck_assert_int_eq(savelockrules_read(fd_, "img", 100, &unmatched, &s), 0);
-        ck_assert_uint_eq(s.n, 2); /* tree-1's */
+        ck_assert_uint_eq(s.n, 4); /* tree-1's and tree-4's */
         for (size_t i = 0; i < s.n; i++)
                 ck_assert_uint_eq(s.v[i].output ? s.v[i].sport : s.v[i].dport, 5000);
         savelockrules_free(&s);
