@@ -380,7 +380,8 @@ static int saves_start(struct server *s)
 {
         char why[512];
         int r = savesetup_init(&s->saves, &(struct saves_deps){ .loop = s->loop, .cfg = s->cfg,
-                                                                .metrics = &s->metrics, .life = &s->life },
+                                                                .metrics = &s->metrics, .life = &s->life,
+                                                                .runtime_dir = s->runtime_dir },
                                why, sizeof(why));
 
         if (r < 0)

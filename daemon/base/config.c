@@ -66,11 +66,11 @@ void config_init(struct config *c)
                 .lane_spin_us = 200,
                 .max_jobs = 64, .max_jobs_per_uid = 4,
                 .max_job_argv = 4096,
-                .job_stop_ms = 10000, .barrier_timeout_ms = 300000,
+                .job_stop_ms = 10000, .barrier_timeout_ms = 300000, .max_locked_connections = 1024,
                 .save_tcp_established = true, .save_network_lock = "skip", .save_parts_network_lock = "off",
                 .max_saves = 1024, .max_saves_per_uid = 16,
                 .max_save_bytes_per_uid = (uint64_t)1 << 40,
-                .max_save_operations = 4, .max_save_operations_per_uid = 1,
+                .max_save_operations = 4, .max_save_operations_per_uid = 1, .max_locked_connections_per_uid = 64,
         };
 }
 
@@ -196,6 +196,7 @@ static const struct uint_key uint_keys[] = {
         UKEY(max_save_bytes_per_uid, 1, 9007199254740992.0),
         UKEY(max_save_operations, 1, 4096),
         UKEY(max_save_operations_per_uid, 1, 4096),
+        UKEY(max_locked_connections, 1, 65536), UKEY(max_locked_connections_per_uid, 1, 65536),
 };
 
 struct bool_key {
@@ -467,8 +468,7 @@ int config_load_file(struct config *c, const char *path, bool required, char **r
                 if (r == 0)
                         r = apply_key(c, item, why, sizeof(why));
                 if (r < 0) {
-                        if (asprintf(ret_error, "%s:%u: %s", path, line_of_key(text, item->string),
-                                     why) < 0)
+                        if (asprintf(ret_error, "%s:%u: %s", path, line_of_key(text, item->string), why) < 0)
                                 *ret_error = NULL;
                         goto out;
                 }

@@ -79,6 +79,8 @@ struct config {
         const char *save_network_lock; /* criu's --network-lock for them: "skip", "iptables", "nftables" */
         const char *save_parts_network_lock; /* ... for a part held at a barrier: "iptables", "nftables"; "off": none held */
         uint64_t barrier_timeout_ms;  /* a part held at its barrier rolls back this late */
+        unsigned max_locked_connections; /* connections under the lock rules of held saves on this node */
+        unsigned max_locked_connections_per_uid; /* ... of one uid's */
 
         /* Policy, on top of "root acts on any process, others on their own". */
         gid_t operator_gids[CONFIG_MAX_GROUPS]; /* members may act on others' processes */

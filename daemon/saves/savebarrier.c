@@ -31,6 +31,15 @@ struct savebarrier {
         char line[64];                  /* the ready line as read so far */
         size_t len;
         bool waiting;                   /* in t->waiting */
+        bool counting;                  /* its lock rules counted on a worker (work) */
+        bool went;                      /* its 'g' was sent */
+        struct savelocks *locks;        /* a dump's rules: counted at its barrier, or NULL */
+        int uidfd;                      /* its images' directory, -1: none */
+        char images[SAVESTORE_TMP_MAX];
+        uv_work_t work;
+        int count_r;                    /* savelocks_hold()'s: 0, -EDQUOT (refused), -errno */
+        uint64_t limit;                 /* refused: the bound */
+        struct savelocks_part *part;    /* the rules counted, until taken or let go */
         void (*ready_cb)(void *data, cJSON *reply); /* NULL once released */
         void *data;
         unsigned handles;               /* open handles: freed at 0 */
@@ -73,7 +82,7 @@ static bool shut(struct savebarrier *b, bool go)
         uv_timer_stop(&b->timer);
         /* One byte into an empty socket's buffer: it never blocks. */
         if (go)
-                sent = send(b->fd, &(char){ BARRIER_LINE_GO }, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1;
+                b->went = sent = send(b->fd, &(char){ BARRIER_LINE_GO }, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1;
         close(b->fd);
         b->fd = -1;
         unlink_waiting(b);
@@ -123,6 +132,55 @@ static void at_barrier(struct savebarrier *b)
                 cJSON_Delete(p);
 }
 
+static void unref(struct savebarrier *b);
+
+static void count_work(uv_work_t *w)
+{
+        struct savebarrier *b = w->data;
+
+        b->count_r = savelocks_hold(b->locks, b->uid, b->uidfd, b->images, &b->part, &b->limit);
+}
+
+/* The dump's lock rules counted: at its barrier, or rolled back. */
+static void count_after(uv_work_t *w, int status)
+{
+        struct savebarrier *b = w->data;
+
+        b->counting = false;
+        if (status < 0 && b->count_r == 0)
+                b->count_r = status;
+        if (b->count_r == -EDQUOT) {
+                log_notice("Job %s of uid %u: its dump's lock rules would pass a bound of %llu locked connections, "
+                           "rolling it back", b->name, (unsigned)b->uid, (unsigned long long)b->limit);
+                audit(b, b->uid, b->caller_pid, "Barrier", "QueueFull", "locked_connections");
+        } else if (b->count_r < 0) {
+                log_warning("Job %s of uid %u: its dump's lock rules cannot be counted (%s), rolling it back",
+                            b->name, (unsigned)b->uid, strerror(-b->count_r));
+        }
+        if (b->count_r < 0 || b->fd < 0)
+                (void)shut(b, false);
+        else
+                at_barrier(b);
+        unref(b); /* the work counted as one of b's handles */
+}
+
+/* The ready line came: a dump's rules are counted first. */
+static void ready_line(struct savebarrier *b)
+{
+        if (!b->locks) {
+                at_barrier(b);
+                return;
+        }
+        b->counting = true;
+        b->work.data = b;
+        b->handles++;
+        if (uv_queue_work(b->t->loop, &b->work, count_work, count_after) < 0) {
+                b->counting = false;
+                b->handles--;
+                (void)shut(b, false);
+        }
+}
+
 /* Readable: the ready line's bytes, or the command's end closed. */
 static void poll_cb(uv_poll_t *h, int status, int events)
 {
@@ -134,7 +192,7 @@ static void poll_cb(uv_poll_t *h, int status, int events)
         n = status < 0 ? -1 : read(b->fd, b->line + b->len, sizeof(b->line) - 1 - b->len);
         if (n < 0 && status == 0 && (errno == EAGAIN || errno == EINTR))
                 return;
-        if (n <= 0 || b->waiting) { /* gone, or more than the line: no barrier of ours */
+        if (n <= 0 || b->waiting || b->counting) { /* gone, or more than the line: no barrier of ours */
                 (void)shut(b, false);
                 return;
         }
@@ -151,7 +209,7 @@ static void poll_cb(uv_poll_t *h, int status, int events)
                 (void)shut(b, false);
                 return;
         }
-        at_barrier(b);
+        ready_line(b);
 }
 
 int savebarrier_open(struct savebarriers *t, const struct savebarrier_spec *spec, struct savebarrier **ret_b, int *ret_fd)
@@ -167,10 +225,23 @@ int savebarrier_open(struct savebarriers *t, const struct savebarrier_spec *spec
                 return r;
         }
         *b = (struct savebarrier){ .t = t, .uid = spec->uid, .caller_pid = spec->caller_pid, .verb = spec->verb,
-                                   .c = spec->c, .fd = sv[0], .ready_cb = spec->ready_cb, .data = spec->data };
+                                   .c = spec->c, .fd = sv[0], .ready_cb = spec->ready_cb, .data = spec->data,
+                                   .uidfd = -1 };
         snprintf(b->name, sizeof(b->name), "%s", spec->name);
+        /* Its own descriptor: the count may outlive the caller's. */
+        if (spec->locks && (b->uidfd = fcntl(spec->uidfd, F_DUPFD_CLOEXEC, 3)) < 0) {
+                r = -errno;
+                close(sv[0]);
+                close(sv[1]);
+                free(b);
+                return r;
+        }
+        b->locks = spec->locks;
+        snprintf(b->images, sizeof(b->images), "%s", spec->images ? spec->images : "");
         r = uv_poll_init(t->loop, &b->poll, b->fd);
         if (r < 0) {
+                if (b->uidfd >= 0)
+                        close(b->uidfd);
                 close(sv[0]);
                 close(sv[1]);
                 free(b);
@@ -191,14 +262,42 @@ int savebarrier_open(struct savebarriers *t, const struct savebarrier_spec *spec
         return 0;
 }
 
-static void handle_closed_cb(uv_handle_t *h)
+/* One of b's handles, or its count's work, is done: freed after the last. */
+static void unref(struct savebarrier *b)
 {
-        struct savebarrier *b = h->data;
-
         if (--b->handles > 0)
                 return;
+        savelocks_let_go(b->locks, b->part);
+        if (b->uidfd >= 0)
+                close(b->uidfd);
         life_release(b->t->life);
         free(b);
+}
+
+static void handle_closed_cb(uv_handle_t *h)
+{
+        unref(h->data);
+}
+
+bool savebarrier_refused(const struct savebarrier *b, uint64_t *ret_limit)
+{
+        if (!b || b->count_r != -EDQUOT)
+                return false;
+        *ret_limit = b->limit;
+        return true;
+}
+
+struct savelocks_part *savebarrier_take_part(struct savebarrier *b)
+{
+        struct savelocks_part *p = b && !b->counting ? b->part : NULL;
+
+        if (!p)
+                return NULL;
+        b->part = NULL;
+        if (b->went)
+                return p;
+        savelocks_let_go(b->locks, p);
+        return NULL;
 }
 
 void savebarrier_release(struct savebarrier *b)

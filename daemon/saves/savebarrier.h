@@ -13,13 +13,16 @@
  * part roll back, when the held call's connection closes, when
  * barrier_timeout_ms passes after the ready line (the job is frozen
  * meanwhile), when the line is not the ready line, and when the owner
- * releases the barrier (its command exited).  Each barrier is a dump or a
+ * releases the barrier (its command exited).  A dump's ready line is
+ * answered once its lock rules are counted (spec's locks), or rolled
+ * back past their bounds.  Each barrier is a dump or a
  * restore holding one of its uid's save operations: a uid has at most
  * max_save_operations_per_uid.  Loop thread only. */
 #ifndef CUDACKPT_SAVEBARRIER_H
 #define CUDACKPT_SAVEBARRIER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <cjson/cJSON.h>
@@ -28,6 +31,7 @@
 #include "base/config.h"
 #include "base/life.h"
 #include "net/conn.h"
+#include "saves/savelocks.h"
 #include "saves/savestore.h"
 #include "varlink/protomsg.h"
 
@@ -50,6 +54,12 @@ struct savebarrier_spec {
         const char *name;               /* the job's name (PassBarrier's job) */
         const char *verb;               /* "dump" or "restore" */
         struct conn *c;                 /* the held call's connection: its closing closes the barrier */
+        /* A dump's: its images directory, images below uidfd (dup'ed),
+         * whose lock rules are counted (savelocks_hold()) before the
+         * ready reply; past a bound the part rolls back (refused). */
+        struct savelocks *locks;
+        int uidfd;
+        const char *images;
         /* The ready line came: reply is the call's continues reply, the
          * owner's to send (or delete). */
         void (*ready_cb)(void *data, cJSON *reply);
@@ -63,6 +73,13 @@ int savebarrier_open(struct savebarriers *t, const struct savebarrier_spec *spec
  * callback comes any more; a barrier not yet passed is closed.  b frees
  * itself. */
 void savebarrier_release(struct savebarrier *b);
+/* Whether the part was rolled back because its lock rules would pass a
+ * bound: true and *ret_limit, the bound. */
+bool savebarrier_refused(const struct savebarrier *b, uint64_t *ret_limit);
+/* The part's counted rules (savelocks_hold()) when its go was sent, the
+ * caller's to keep (savelocks_keep()); NULL when none was (the rules, if
+ * any, were lifted by CRIU: they are let go).  After the command exited. */
+struct savelocks_part *savebarrier_take_part(struct savebarrier *b);
 /* PassBarrier: answers the call on c at once, {} or NoSuchJob. */
 void savebarrier_pass(struct savebarriers *t, struct conn *c, const struct proto_call *call, const char *job, bool go);
 /* The criu options of a save's dump and restore into argv (8 entries and

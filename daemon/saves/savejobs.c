@@ -61,6 +61,19 @@ void saves_audit(uid_t uid, pid_t caller_pid, const char *what, pid_t target, co
                                        .detail = detail });
 }
 
+cJSON *saves_info_json(const struct savestore_info *i)
+{
+        cJSON *o = cJSON_CreateObject();
+
+        if (o) {
+                cJSON_AddStringToObject(o, "save", i->save);
+                cJSON_AddStringToObject(o, "job", i->job);
+                cJSON_AddNumberToObject(o, "bytes", (double)i->bytes);
+                cJSON_AddNumberToObject(o, "created", (double)i->created);
+        }
+        return o;
+}
+
 struct savejob *savejobs_find(struct saves *t, uid_t uid, const char *name)
 {
         for (struct savejob *j = t->jobs; j; j = j->next)
@@ -177,6 +190,11 @@ static void ready_cb(struct savecmd *cmd, const char *line)
         cJSON *o = cJSON_Parse(line);
         long long pid = 0, st = 0;
 
+        /* Restored: the save's lock rules on this node, if any, were lifted
+         * by CRIU under the lock the restore ran with. */
+        if (j->restoring[0])
+                savelocks_restored(&j->t->locks, j->uid, j->restoring, j->barrier ?
+                                   j->t->cfg->save_parts_network_lock : j->t->cfg->save_network_lock);
         give_back_restore(j);
         if (!json_get_integer(o, "pid", 1, 4194304, &pid) || !json_get_integer(o, "start_time", 0, 9e15, &st)) {
                 /* Not a job we can name: it does not run for the caller. */

@@ -43,6 +43,7 @@ struct saves_deps {
         const struct config *cfg;
         struct metrics *metrics;
         struct life *life;
+        const char *runtime_dir;        /* the daemon's (savelocks.h's records); NULL: none */
 };
 
 struct saves {
@@ -60,6 +61,7 @@ struct saves {
         struct share ops_share;         /* dumps and restores in flight, by uid */
         struct savebusy busy;           /* saves a dump or restore works on */
         struct savebarriers barriers;   /* the parts held at a barrier */
+        struct savelocks locks;         /* the lock rules their saves left on this node */
 };
 
 struct savejob {
@@ -129,6 +131,8 @@ cJSON *savejobs_list(const struct saves *t, uid_t uid);
 cJSON *saves_queue_full(const char *resource, uint64_t limit);
 cJSON *saves_command_failed(const char *command, int status, const char *message);
 cJSON *saves_name_error(const char *error, const char *key, const char *name);
+/* A save as ListSaves and SaveJob tell it: {save, job, bytes, created}. */
+cJSON *saves_info_json(const struct savestore_info *i);
 /* An audit line of uid's caller_pid: what (a method, or "Job" for a job's
  * life), on target (0: none), its result ("ok", an error, or the job's
  * event), and a detail. */

@@ -35,6 +35,7 @@ struct saveop {
         size_t n;
         struct savecmd cmd;             /* SaveJob's dump */
         struct savebarrier *barrier;    /* ... held at a barrier, until it exited */
+        struct savelocks_part *part;    /* ... its lock rules, taken at its exit (savelocks.h) */
         unsigned refs;                  /* the call, and the dump's handles */
         void (*work_fn)(struct saveop *op);
         void (*after_fn)(struct saveop *op);
@@ -128,19 +129,6 @@ static cJSON *store_error(const struct saveop *op, const char *what)
         return saves_command_failed("store", 1, msg);
 }
 
-static cJSON *save_info_json(const struct savestore_info *i)
-{
-        cJSON *o = cJSON_CreateObject();
-
-        if (o) {
-                cJSON_AddStringToObject(o, "save", i->save);
-                cJSON_AddStringToObject(o, "job", i->job);
-                cJSON_AddNumberToObject(o, "bytes", (double)i->bytes);
-                cJSON_AddNumberToObject(o, "created", (double)i->created);
-        }
-        return o;
-}
-
 /* ---- SaveJob --------------------------------------------------------------- */
 
 /* Whether one more save of bytes fits uid's bounds (worker). */
@@ -193,7 +181,7 @@ static void saved_after(struct saveop *op)
         if (ok) {
                 cJSON *p = cJSON_CreateObject();
                 if (p)
-                        cJSON_AddItemToObject(p, "save", save_info_json(&op->info));
+                        cJSON_AddItemToObject(p, "save", saves_info_json(&op->info));
                 op_reply(op, proto_reply_new(p));
         } else {
                 metrics_count(op->t->metrics, METRICS_SAVES_FAILED);
@@ -208,6 +196,7 @@ static void saved_after(struct saveop *op)
 static void install_work(struct saveop *op)
 {
         op->r = savestore_install(op->uidfd, op->tmp, op->save, op->req.replace);
+        savelocks_keep(&op->t->locks, op->uid, op->part, op->r == 0 ? op->save : NULL);
         if (op->r == 0)
                 op->r = savestore_info(op->uidfd, op->uid, op->save, &op->info);
 }
@@ -215,16 +204,21 @@ static void install_work(struct saveop *op)
 /* The dump failed: what it left under its temporary name goes. */
 static void discard_work(struct saveop *op)
 {
+        savelocks_keep(&op->t->locks, op->uid, op->part, NULL); /* its go went, the dump failed after */
         (void)savestore_remove_tree(op->uidfd, op->tmp);
 }
 
 static void dump_failed_after(struct saveop *op)
 {
+        uint64_t limit;
+        bool refused = savebarrier_refused(op->barrier, &limit);
+
         metrics_count(op->t->metrics, METRICS_SAVES_FAILED);
-        saves_audit(op->uid, op->caller_pid, "SaveJob", op->job->pid, "CommandFailed",
+        saves_audit(op->uid, op->caller_pid, "SaveJob", op->job->pid, refused ? "QueueFull" : "CommandFailed",
                     "job %s into save %s: dump exited %d: %s", op->name, op->save, op->cmd.status,
-                    savecmd_message(&op->cmd));
-        op_reply(op, saves_command_failed("dump", op->cmd.status, savecmd_message(&op->cmd)));
+                    refused ? "its lock rules would pass locked_connections" : savecmd_message(&op->cmd));
+        op_reply(op, refused ? saves_queue_full("locked_connections", limit) :
+                 saves_command_failed("dump", op->cmd.status, savecmd_message(&op->cmd)));
         savejobs_save_end(op->job, NULL, false);
         op_end(op, false);
 }
@@ -233,6 +227,7 @@ static void dump_exit_cb(struct savecmd *cmd, int status)
 {
         struct saveop *op = cmd->data;
 
+        op->part = savebarrier_take_part(op->barrier);
         if (status == 0)
                 op_queue(op, install_work, saved_after);
         else
@@ -256,7 +251,8 @@ static int open_barrier(struct saveop *op, int *ret_fd)
 {
         int r = savebarrier_open(&op->t->barriers, &(struct savebarrier_spec){ .uid = op->uid, .caller_pid =
                                  op->caller_pid, .name = op->name, .verb = "dump", .c = op->c, .ready_cb =
-                                 barrier_ready_cb, .data = op }, &op->barrier, ret_fd);
+                                 barrier_ready_cb, .data = op, .locks = &op->t->locks, .uidfd = op->uidfd,
+                                 .images = op->tmp }, &op->barrier, ret_fd);
 
         if (r == 0)
                 conn_set_streaming(op->c, true);
@@ -371,7 +367,7 @@ static void listed_after(struct saveop *op)
                 op_reply(op, store_error(op, "Failed to list the saves"));
         } else {
                 for (size_t i = 0; a && i < op->n; i++)
-                        cJSON_AddItemToArray(a, save_info_json(&op->list[i]));
+                        cJSON_AddItemToArray(a, saves_info_json(&op->list[i]));
                 op_reply(op, proto_reply_new(p));
         }
         op_end(op, false);
@@ -392,6 +388,9 @@ static void remove_work(struct saveop *op)
         }
         if (op->r == -EPERM)
                 op->r = -ENOENT;
+        /* This node's rules of it, if any (removed from another node too). */
+        if (op->r == 0 || op->r == -ENOENT)
+                savelocks_undo(&op->t->locks, op->uid, op->save);
 }
 
 static void removed_after(struct saveop *op)

@@ -221,6 +221,7 @@ int savesetup_init(struct saves *t, const struct saves_deps *deps, char *why, si
                              .dir_fd = -1, .barriers = { .loop = deps->loop, .cfg = cfg, .life = deps->life } };
         share_init(&t->jobs_share, job_keys, cfg->max_jobs, cfg->max_jobs_per_uid, 0);
         share_init(&t->ops_share, op_keys, cfg->max_save_operations, cfg->max_save_operations_per_uid, 0);
+        savelocks_init(&t->locks, deps->loop, cfg, deps->life, deps->runtime_dir);
         find_ctl(t);
         if (t->ctl)
                 check_caps(t);
@@ -253,6 +254,7 @@ void savesetup_free(struct saves *t)
         share_free(&t->jobs_share);
         share_free(&t->ops_share);
         savebusy_free(&t->busy);
+        savelocks_free(&t->locks);
         t->env = NULL;
         t->ctl = NULL;
         t->dir_fd = -1;

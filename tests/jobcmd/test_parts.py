@@ -24,7 +24,8 @@ line is lost or repeated.  The barrier calls are spoken in Varlink here.
       and let go by none (go:false, the call closed): neither runs, the
       saves and rules intact; both restored held again, each ready before
       "started", passed one a second after the other: the stream goes on
-      from where it was saved, no line lost or repeated, the rules gone;
+      from where it was saved, no line lost or repeated, the rules gone,
+      and each node's record of them (save-locks.json) with them;
   (c) a daemon with barrier_timeout_ms 5000: a held save that nobody
       passes rolls back by itself after 5 s, the job running on; another
       SaveJob of the job while it is held (held too or not) is SaveBusy;
@@ -160,6 +161,15 @@ class Parts:
         check(n > 0 and count(self.out) > 0, "%s: %s (from %d)" % (what, read(self.out), beyond))
 
 
+def recorded(n):
+    """Whether n's daemon records lock rules of its save (savelocks.h)."""
+    try:
+        with open(os.path.join(n.d.dir, "save-locks.json")) as f:
+            return any(r["save"] == n.save for r in json.load(f)["records"])
+    except FileNotFoundError:
+        return False
+
+
 def case_none_go(t, n1, n2, port):
     held = [n.hold("SaveJob", {"name": "part", "save": n.save}) for n in (n1, n2)]
     rules = lock_rules(port)
@@ -212,6 +222,7 @@ def case_all_go(t, n1, n2, port):
     n = count(t.out)
     check({"s-n1", "s-n2"} <= set(n1.saves()), "both saves listed (%r)" % n1.saves())
     check(len(lock_rules(port)) == 4, "their connection's lock rules kept for the restore (%r)" % lock_rules(port))
+    check(recorded(n1) and recorded(n2), "each node records its save's lock rules")
     restore_none_go(n1, n2, port)
     held = [node.hold("RestoreJob", {"save": node.save}) for node in (n1, n2)]
     check(count(t.out) == n, "nothing flows while both restored parts wait at their barrier")
@@ -224,6 +235,7 @@ def case_all_go(t, n1, n2, port):
         check(r.get("continues") and r["parameters"]["job"]["event"] == "started", "the job started (%r)" % r)
     t.flowing("the stream going on from where it was saved, no line lost or repeated", n)
     check(not lock_rules(port), "the lock rules gone with the restore")
+    await_true("each node's record dropped with the restore", lambda: not recorded(n1) and not recorded(n2))
     return held
 
 
