@@ -24,4 +24,15 @@ if [[ $(stat -f -c %T $CG) == cgroup2fs ]]; then
         for c in cpuset cpu memory pids; do echo "+$c" >$CG/system.slice/cgroup.subtree_control 2>/dev/null; done
         echo "cgroup v2: controllers $(cat $CG/cgroup.controllers), delegated $(cat $CG/cgroup.subtree_control), root's processes left: $(wc -l <$CG/cgroup.procs)"
 fi
+# jobset: CRIU's network lock and the daemon's undoing of it run iptables
+# from the system's paths; a GPU machine without it gets the one
+# stage-gpu.sh carried, installed there (the machine is the test's).
+IPT=$ROOT/.gpu/iptables
+if [[ ${1:-} == jobset && -d $IPT ]] && ! command -v iptables >/dev/null; then
+        cp -a "$IPT"/bin/* /usr/sbin/
+        cp -a "$IPT"/lib/* /usr/lib/x86_64-linux-gnu/
+        cp -a "$IPT"/xtables /usr/lib/x86_64-linux-gnu/
+        ldconfig
+        echo "iptables installed from .gpu/iptables: $(iptables --version)"
+fi
 CUDACKPT_TEST_SLURM=required exec python3 "$ROOT/tests/gpu/slurm_${1:+${1}_}gpu.py"
