@@ -239,12 +239,11 @@ char *sdt_read_file(const char *path)
         return buf;
 }
 
-bool sdt_environ_has(pid_t pid, const char *entry)
+static bool environ_has_now(const char *path, const char *entry)
 {
-        char path[64], *text, *line, *save = NULL;
+        char *text, *line, *save = NULL;
         bool found = false;
 
-        snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
         text = sdt_read_file(path);
         if (!text)
                 return false;
@@ -253,6 +252,23 @@ bool sdt_environ_has(pid_t pid, const char *entry)
                         found = true;
         free(text);
         return found;
+}
+
+bool sdt_environ_has(pid_t pid, const char *entry)
+{
+        int64_t deadline = sdt_now_ms() + SDT_ENVIRON_WAIT_MS;
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+        /* The exec's close-on-exec descriptors close (sdt_spawn's pipe)
+         * before the kernel sets the new image's environment: until then
+         * /proc/PID/environ reads empty. */
+        while (!environ_has_now(path, entry)) {
+                if (sdt_now_ms() >= deadline)
+                        return false;
+                usleep(10000);
+        }
+        return true;
 }
 
 static bool is_socket_file(const char *path)

@@ -58,7 +58,10 @@ int sdt_wait_exit(struct sdt_child *c, int timeout_ms);
 /* Sends SIGKILL and reaps the child (at exit, for any child still running). */
 void sdt_kill(struct sdt_child *c);
 
-/* Whether NUL-separated /proc/PID/environ holds the entry exactly. */
+/* Whether NUL-separated /proc/PID/environ holds the entry exactly, within
+ * SDT_ENVIRON_WAIT_MS (a process just past its exec reads empty there for
+ * a moment). */
+#define SDT_ENVIRON_WAIT_MS 2000
 bool sdt_environ_has(pid_t pid, const char *entry);
 
 /* Waits until path exists and is a socket. */

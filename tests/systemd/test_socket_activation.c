@@ -175,8 +175,9 @@ int main(int argc, char **argv)
         snprintf(own, sizeof(own), "%s/sock", own_dir);
         snprintf(logp, sizeof(logp), "%s/daemon.log", dir);
 
-        /* The target: a process the simulated driver treats as a CUDA one.
-         * sdt_spawn returns after its exec, so its environment is final. */
+        /* The target: a process the simulated driver treats as a CUDA one
+         * (sdt_spawn returns once its exec began: sdt_environ_has waits
+         * for the new image's environment). */
         const char *target_argv[] = { "sleep", "100", NULL };
         const char *target_env[] = { "CUDACKPT_SIM=1", NULL };
         sdt_spawn(target_argv, &(struct sdt_spawn_opts){ .setenv = target_env }, &target);
