@@ -50,7 +50,7 @@ typedef struct job_args {
         ctl_usage_fail(CUDACKPT_EXIT_USAGE, JOB_NAME, "\nTry '" JOB_NAME " --help' for more information.\n", __VA_ARGS__)
 
 static void job_help(void) {
-        printf("Usage: cudackptctl job start [--slurm] [--name=N] [--output=FILE] [--save=S [--save-on=SIGS]\n"
+        printf("Usage: cudackptctl job start [--slurm [--timeout=MS]] [--name=N] [--output=FILE] [--save=S [--save-on=SIGS]\n"
                "           [--requeue]] -- COMMAND [ARG...]\n"
                "       cudackptctl job restore SAVE [--save-on=SIGS] [--requeue]\n"
                "       cudackptctl job save NAME [SAVE] [--leave-running] [--replace]\n"
@@ -68,10 +68,13 @@ static void job_help(void) {
                "            exits 0 (kept when it fails or is killed, to restore again).\n"
                "            Waits for the job: its exit status, or 0 once saved.  With --slurm\n"
                "            (and --save), COMMAND runs on every node of this Slurm job, saved\n"
-               "            and restored whole: S is at most 28 characters.  --requeue: after\n"
-               "            a save on a signal other than TERM (--signal=B:USR1@N's warning),\n"
-               "            scontrol requeue $SLURM_JOB_ID.  --timeout=MS (--slurm): each phase's\n"
-               "            limit (the nodes' jobs started, their parts ready, saved; 600000)\n"
+               "            and restored whole, back on the same nodes: S is at most 28\n"
+               "            characters, the output only a file, exit status 33 when parts of S\n"
+               "            exist but no generation is whole on these nodes; a requeued job is\n"
+               "            held to its nodes (ReqNodeList).  --requeue: after a save on a signal\n"
+               "            other than TERM (--signal=B:USR1@N's warning), scontrol requeue\n"
+               "            $SLURM_JOB_ID.  --timeout=MS (--slurm): each phase's limit (the\n"
+               "            nodes' jobs started, their parts ready, saved; 600000)\n"
                "  restore   restore SAVE as a job and wait for it, as start does\n"
                "  save      dump job NAME into SAVE (default NAME); the job ends once the\n"
                "            save is on stable storage, unless --leave-running\n"
@@ -156,6 +159,8 @@ static int job_check(job_args *a, int n_operands) {
                 return job_usage("--output needs an absolute path");
         if (a->timeout_ms && !a->slurm)
                 return job_usage("--timeout is for start --slurm");
+        if (a->slurm && a->socket)
+                return job_usage("--slurm reaches each node's daemon at its default socket: no --socket");
         if (a->slurm && (strcmp(a->sub, "start") != 0 || !a->save || strlen(a->save) > JOBSET_SAVE_MAX || a->json))
                 return job_usage("--slurm is for start, with a --save of at most %u characters, without --json",
                                  JOBSET_SAVE_MAX);

@@ -170,7 +170,8 @@ static void jn_pin(const jobcoord *j, bool quiet) {
                          "the save there (scontrol update JobId=%s ReqNodeList= frees it)", job, nodes, job);
         else
                 snprintf(text, sizeof(text), "Slurm job %s not held to its nodes (scontrol update: %s): a start on "
-                         "others refuses the save", job ? job : "?", r == -EPERM ? "refused" : strerror(-r));
+                         "other nodes cannot restore the save", job ? job : "?",
+                         r == -EPERM ? "refused" : strerror(-r));
         ctl_sanitize(text);
         jobcoord_say(j, NULL, text);
 }
