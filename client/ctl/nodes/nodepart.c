@@ -416,7 +416,7 @@ static void nodepart_serve(nodepart *p) {
         }
 }
 
-static void nodepart_node_name(char *buf, size_t size) {
+void ctl_nodepart_node_name(char *buf, size_t size) {
         const char *n = getenv("SLURMD_NODENAME");
 
         if (n && *n)
@@ -460,7 +460,7 @@ int ctl_nodepart_main(int argc, char **argv) {
                       "(run by the coordinator's step on each node of a job, not by people)\n", stderr);
                 return 2;
         }
-        nodepart_node_name(p.node, sizeof(p.node));
+        ctl_nodepart_node_name(p.node, sizeof(p.node));
         hello = nodepart_line(&p);
         if (nodepart_start(&p, getenv("SLURM_JOB_ID")) < 0) {
                 cJSON_AddNumberToObject(hello, "hello", 0);

@@ -18,10 +18,17 @@
 #ifndef CUDACKPT_CTL_NODES_NODEPART_H
 #define CUDACKPT_CTL_NODES_NODEPART_H
 
+#include <stddef.h>
+
 /* The longest line the node part reads. */
 #define NODEPART_MAX_LINE 512u
 
 /* main() of `cudackptctl node-part VERB JOB_UID [LOCK_TIMEOUT_MS]`. */
 int ctl_nodepart_main(int argc, char **argv);
+
+/* This node's name as a node's part says it, into buf: $SLURMD_NODENAME,
+ * else the host name, else "?", made printable (job-part's too: the
+ * coordinator of a job saved across nodes names the part saves by it). */
+void ctl_nodepart_node_name(char *buf, size_t size);
 
 #endif

@@ -13,6 +13,7 @@
 #include "describe.h"
 #include "jobcall.h"
 #include "jobset.h"
+#include "nodepart.h"
 #include "json.h"
 
 #include <cudackpt/client.h>
@@ -419,17 +420,6 @@ static void jobpart_line(jobpart *p, const char *line) {
         cJSON_Delete(o);
 }
 
-static void jobpart_node_name(char *buf, size_t size) {
-        const char *n = getenv("SLURMD_NODENAME");
-
-        if (n && *n)
-                snprintf(buf, size, "%s", n);
-        else if (gethostname(buf, size) < 0 || !buf[0])
-                snprintf(buf, size, "?");
-        buf[size - 1] = '\0';
-        ctl_sanitize(buf);
-}
-
 static int jobpart_args(int argc, char **argv, jobpart *p) {
         int i = 2;
 
@@ -465,7 +455,7 @@ int ctl_jobpart_main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
                 signal(ignored[i], SIG_IGN);
         p.socket = ctl_socket_path(NULL);
-        jobpart_node_name(p.node, sizeof(p.node));
+        ctl_nodepart_node_name(p.node, sizeof(p.node));
         p.hash = jobset_node_hash(p.node);
         jobpart_hello(&p);
         setvbuf(stdin, NULL, _IONBF, 0);
