@@ -2,6 +2,8 @@
  * (savelockrules.h). */
 #include "saves/savelockrules.h"
 
+#include "fdio.h"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -271,18 +273,12 @@ static int read_log(int fd, struct reading *x)
  * the job chose there. */
 static int drop_dumped_netns(int tree, struct saveinetsk_conns *conns)
 {
-        int fd = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
         struct dirent *e;
         DIR *d;
+        int r = fdio_opendir(tree, &d);
 
-        if (fd < 0)
-                return -errno;
-        d = fdopendir(fd);
-        if (!d) {
-                r = -errno;
-                close(fd);
+        if (r < 0)
                 return r;
-        }
         while ((e = readdir(d)) != NULL) {
                 unsigned long id = 0;
                 int end = 0;
@@ -324,17 +320,12 @@ int savelockrules_read(int uidfd, const char *images, size_t max, size_t *ret_un
         struct reading x = { .out = ret, .max = max };
         int dfd = openat(uidfd, images, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), r = 0;
         struct dirent *e;
-        DIR *d;
+        DIR *d = NULL;
 
         *ret = (struct savelockrules){ 0 };
         if (dfd < 0)
                 return -errno;
-        d = fdopendir(dfd);
-        if (!d) {
-                r = -errno;
-                close(dfd);
-                return r;
-        }
+        r = fdio_opendir(dfd, &d);
         while (r == 0 && (e = readdir(d)) != NULL) {
                 int tree;
 
@@ -343,7 +334,9 @@ int savelockrules_read(int uidfd, const char *images, size_t max, size_t *ret_un
                 tree = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 r = tree < 0 ? -errno : read_tree(tree, &x);
         }
-        closedir(d);
+        if (d)
+                closedir(d);
+        close(dfd);
         *ret_unmatched = x.unmatched;
         return r;
 }
