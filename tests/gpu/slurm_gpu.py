@@ -108,6 +108,35 @@ class Setup:
         return d
 
 
+def running_again(s, job):
+    """Whether Slurm runs job again after its requeue (its begin time,
+    which Slurm delays a requeued job's start to, brought forward)."""
+    st = s.c.run(["scontrol", "show", "job", job], check=False).stdout
+    if "Reason=BeginTime" in st:
+        s.c.run(["scontrol", "update", "JobId=" + job, "StartTime=now"], check=False)
+    return "JobState=RUNNING" in st and "Restarts=1" in st
+
+
+def reference(s):
+    """The job run once uninterrupted, as its user: its losses (checked)."""
+    ref = s.dir("ref")
+    r = subprocess.run(["setpriv", "--reuid=%d" % (s.uid or 0), "--regid=%d" % (s.uid or 0), "--clear-groups",
+                        "env", "HOME=" + s.work] + s.ddp_argv(ref), cwd=ref, capture_output=True, text=True)
+    ref_losses = losses(ref)
+    check(r.returncode == 0 and len(ref_losses) == STEPS, "the uninterrupted run: %d steps" % len(ref_losses))
+    return ref_losses
+
+
+def missing():
+    """Why the GPU suites of Slurm cannot run here (a SKIP line), or None."""
+    for need in ("cudackptd", "cudackptctl", "cudackpt-init"):
+        if not os.path.exists(os.path.join(GPU, need)):
+            return "SKIP: no .gpu/%s (tests/gpu/stage-gpu.sh)" % need
+    if shutil.which("slurmd") is None or shutil.which("nvidia-smi") is None:
+        return "SKIP: no Slurm (install-slurm-gpu.sh) or no nvidia-smi"
+    return None
+
+
 def await_step(d, n, limit=300):
     slurmcluster.await_true("step %d in %s" % (n, d), lambda: len(losses(d)) > n, limit)
 
@@ -165,13 +194,7 @@ def part_b(s, ref):
     print("MEASURED: requeue to the job's GPU memory free %s ms, to the save on disk %.0f ms"
           % ("%.0f" % freed if freed else "?", t_saved), flush=True)
     at = len(losses(d))
-
-    def running_again():
-        st = s.c.run(["scontrol", "show", "job", job], check=False).stdout
-        if "Reason=BeginTime" in st:
-            s.c.run(["scontrol", "update", "JobId=" + job, "StartTime=now"], check=False)
-        return "JobState=RUNNING" in st and "Restarts=1" in st
-    slurmcluster.await_true("job B started again", running_again, 300)
+    slurmcluster.await_true("job B started again", lambda: running_again(s, job), 300)
     t1 = time.monotonic()
     await_step(d, at)
     print("MEASURED: the second start to the restored job's next step %.0f ms" % ((time.monotonic() - t1) * 1000))
@@ -184,12 +207,9 @@ def part_b(s, ref):
 
 
 def main():
-    for need in ("cudackptd", "cudackptctl", "cudackpt-init"):
-        if not os.path.exists(os.path.join(GPU, need)):
-            print("SKIP: no .gpu/%s (tests/gpu/stage-gpu.sh)" % need)
-            return 77
-    if shutil.which("slurmd") is None or shutil.which("nvidia-smi") is None:
-        print("SKIP: no Slurm (install-slurm-gpu.sh) or no nvidia-smi")
+    why = missing()
+    if why:
+        print(why)
         return 77
     criu = os.environ.get("CUDACKPT_CRIU") or os.path.join(GPU, "criu", "criu")
     c = slurmcluster.Cluster(nodes=1, cpus=16, kill_wait=120)
@@ -201,11 +221,7 @@ def main():
         d = NodeDaemon(c.node_socket("n1"), os.path.join(GPU, "cudackptd"), "libcuda.so.1", config, env,
                        prefix="cudackpt-slurm-gpu-")
         try:
-            ref = s.dir("ref")
-            r = subprocess.run(["setpriv", "--reuid=%d" % (s.uid or 0), "--regid=%d" % (s.uid or 0), "--clear-groups",
-                                "env", "HOME=" + s.work] + s.ddp_argv(ref), cwd=ref, capture_output=True, text=True)
-            ref_losses = losses(ref)
-            check(r.returncode == 0 and len(ref_losses) == STEPS, "the uninterrupted run: %d steps" % len(ref_losses))
+            ref_losses = reference(s)
             part_a(s, ref_losses)
             part_b(s, ref_losses)
         except (AssertionError, TimeoutError, RuntimeError) as e:

@@ -20,7 +20,6 @@ a FAIL, 77 when something it needs is missing.  run-slurm-gpu.sh jobset
 starts it."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +27,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from slurm_gpu import AT, FAILS, GPU, STEPS, Setup, await_step, check, gpu_pids, losses, until_free  # noqa: E402
+from slurm_gpu import (AT, FAILS, GPU, Setup, await_step, check, gpu_pids, losses, missing, reference,  # noqa: E402
+                       running_again, until_free)
 import slurmcluster  # noqa: E402
 from nodedaemons import NodeDaemon  # noqa: E402
 
@@ -84,13 +84,7 @@ def requeue_and_restore(s, ref):
           % ("%.0f" % freed if freed else "?", t_saved), flush=True)
     print("lock rules kept between the save and the restore: %d" % len(rules()), flush=True)
     at = len(losses(d))
-
-    def running_again():
-        st = s.c.run(["scontrol", "show", "job", job], check=False).stdout
-        if "Reason=BeginTime" in st:
-            s.c.run(["scontrol", "update", "JobId=" + job, "StartTime=now"], check=False)
-        return "JobState=RUNNING" in st and "Restarts=1" in st
-    slurmcluster.await_true("the job started again", running_again, 300)
+    slurmcluster.await_true("the job started again", lambda: running_again(s, job), 300)
     t1 = time.monotonic()
     await_step(d, at)
     print("MEASURED: the second start to the restored job's next step %.0f ms" % ((time.monotonic() - t1) * 1000))
@@ -108,12 +102,9 @@ def requeue_and_restore(s, ref):
 
 
 def main():
-    for need in ("cudackptd", "cudackptctl", "cudackpt-init"):
-        if not os.path.exists(os.path.join(GPU, need)):
-            print("SKIP: no .gpu/%s (tests/gpu/stage-gpu.sh)" % need)
-            return 77
-    if shutil.which("slurmd") is None or shutil.which("nvidia-smi") is None:
-        print("SKIP: no Slurm (install-slurm-gpu.sh) or no nvidia-smi")
+    why = missing()
+    if why:
+        print(why)
         return 77
     ipt = iptables_env()
     if ipt is None:
@@ -135,12 +126,7 @@ def main():
                 env.update({k: v for k, v in ipt.items() if k != "LD_LIBRARY_PATH"})
                 ds.append(NodeDaemon(c.node_socket(n), os.path.join(GPU, "cudackptd"), "libcuda.so.1", config, env,
                                      prefix="cudackpt-slurmset-gpu-%s-" % n))
-            ref = s.dir("ref")
-            r = subprocess.run(["setpriv", "--reuid=%d" % (s.uid or 0), "--regid=%d" % (s.uid or 0), "--clear-groups",
-                                "env", "HOME=" + s.work] + s.ddp_argv(ref), cwd=ref, capture_output=True, text=True)
-            ref_losses = losses(ref)
-            check(r.returncode == 0 and len(ref_losses) == STEPS, "the uninterrupted run: %d steps" % len(ref_losses))
-            requeue_and_restore(s, ref_losses)
+            requeue_and_restore(s, reference(s))
         except (AssertionError, TimeoutError, RuntimeError) as e:
             check(False, str(e))
             for d in ds:

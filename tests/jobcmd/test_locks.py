@@ -27,15 +27,14 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from savejobs import await_true, check, saves_owner  # noqa: E402
+from savejobs import await_true, check  # noqa: E402
 from simdaemon import SimDaemon  # noqa: E402
-from tcpstream import cut_criu, drop_lock_rules, lock_rules  # noqa: E402
-from test_parts import IFACE, LIMIT_S, Node, recorded  # noqa: E402
+from tcpstream import drop_lock_rules, lock_rules  # noqa: E402
+from test_parts import IFACE, LIMIT_S, Node, prepare, recorded  # noqa: E402
 
 # python3 JOB PORT N UPFILE: N connections to the test's port, each
 # echoing what it gets; UPFILE written once all are up.
@@ -241,22 +240,11 @@ def run(t, ctl, sim, env):
 
 
 def main():
-    if os.geteuid() != 0:
-        print("SKIP: root only (the daemon's jobs run as root's cudackptctl)")
-        return 77
-    criu = cut_criu()
-    if not criu:
-        return 77
-    top = tempfile.mkdtemp(prefix="cudackpt-locks.")
-    os.chmod(top, 0o755)
-    t = Locks(None, saves_owner(), top)
-    os.mkdir(t.work)
-    os.chmod(t.work, 0o1777)
-    bins = os.path.join(top, "bin")
-    os.mkdir(bins)
-    t.ctl, sim = (shutil.copy(os.environ[v], bins) for v in ("CUDACKPT_TEST_CTL", "CUDACKPT_TEST_SIM"))
-    for f in os.listdir(bins):
-        os.chmod(os.path.join(bins, f), 0o755)
+    ready = prepare(Locks, "cudackpt-locks.")
+    if isinstance(ready, int):
+        return ready
+    t, sim, criu = ready
+    top = t.top
     try:
         run(t, os.environ["CUDACKPT_TEST_CTL"], sim, {"CUDACKPT_CRIU": criu})
     except (AssertionError, subprocess.TimeoutExpired, OSError) as e:

@@ -359,16 +359,21 @@ def run_parts(t, ctl, sim, env, n1, n2):
             drop_lock_rules(port)
 
 
-def main():
+def prepare(cls, prefix):
+    """The set-up of a test of held parts (this one, test_locks.py): root
+    and a criu that cuts connections, or an exit status (77: skipped); else
+    (t, sim, criu): t = cls(None, the saves' owner, a top directory), its
+    work directory open to every uid, cudackptctl (t.ctl) and the simulator
+    copied where the owner reaches them."""
     if os.geteuid() != 0:
         print("SKIP: root only (the daemon's jobs run as root's cudackptctl)")
         return 77
     criu = cut_criu()
     if not criu:
         return 77
-    top = tempfile.mkdtemp(prefix="cudackpt-parts.")
+    top = tempfile.mkdtemp(prefix=prefix)
     os.chmod(top, 0o755)
-    t = Parts(None, saves_owner(), top)
+    t = cls(None, saves_owner(), top)
     os.mkdir(t.work)
     os.chmod(t.work, 0o1777)
     bins = os.path.join(top, "bin")
@@ -376,6 +381,15 @@ def main():
     t.ctl, sim = (shutil.copy(os.environ[v], bins) for v in ("CUDACKPT_TEST_CTL", "CUDACKPT_TEST_SIM"))
     for f in os.listdir(bins):
         os.chmod(os.path.join(bins, f), 0o755)
+    return t, sim, criu
+
+
+def main():
+    ready = prepare(Parts, "cudackpt-parts.")
+    if isinstance(ready, int):
+        return ready
+    t, sim, criu = ready
+    top = t.top
     env = {"CUDACKPT_CRIU": criu}
     try:
         run(t, os.environ["CUDACKPT_TEST_CTL"], sim, env)
