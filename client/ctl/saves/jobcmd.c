@@ -318,7 +318,8 @@ static int job_start(job_args *a) {
         if (a->slurm) {
                 ctl_job_check_slurm_task(JOB_PREFIX);
                 return ctl_jobnodes_run(&(ctl_jobnodes_op){ .prefix = JOB_PREFIX, .name = a->name, .save = a->save,
-                                                            .output = ctl_job_output(a->output, a->slurm, JOB_PREFIX, out, sizeof(out)),
+                                                            .output = ctl_job_output(a->output, true, JOB_PREFIX,
+                                                                                     out, sizeof(out)),
                                                             .argv = a->argv, .save_on = a->save_on,
                                                             .requeue = a->requeue, .timeout_ms = a->timeout_ms });
         }
@@ -338,7 +339,8 @@ static int job_start(job_args *a) {
                 perror(JOB_PREFIX "the working directory");
                 return CUDACKPT_EXIT_FAILURE;
         }
-        params = ctl_job_start_params(a->name, a->argv, environ, cwd, ctl_job_output(a->output, a->slurm, JOB_PREFIX, out, sizeof(out)));
+        params = ctl_job_start_params(a->name, a->argv, environ, cwd,
+                                      ctl_job_output(a->output, false, JOB_PREFIX, out, sizeof(out)));
         if (!params)
                 return job_oom();
         status = job_wait(a, CUDACKPT_METHOD_START_JOB, params, a->save, &end);

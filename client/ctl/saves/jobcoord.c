@@ -101,10 +101,10 @@ void jobcoord_note(jobcoord *j, int i, const cJSON *m) {
                         j->v[i].status = j->v[i].status ? j->v[i].status : CUDACKPT_EXIT_FAILURE;
                 }
                 jobcoord_copy(what, sizeof(what), json_get_string(m, "what"));
-                snprintf(text, sizeof(text), "%.40s failed: %s", json_get_string(m, "of") ? json_get_string(m, "of") : "call", what);
+                snprintf(text, sizeof(text), "%.40s failed: %s", of ? of : "call", what);
                 ctl_sanitize(text);
                 jobcoord_say(j, j->v[i].name, text);
-                jobcoord_fail(j, j->v[i].name, json_get_string(m, "error"), what);
+                jobcoord_fail(j, j->v[i].name, error, what);
         }
 }
 

@@ -95,14 +95,17 @@ static int jn_begin(jobcoord *j) {
                 jobcoord_say(j, NULL, text);
         }
         if (!whole) {
-                if ((r = jobcoord_send(j, "start", NULL, 0)) < 0 || (r = jobcoord_await(j, "started", j->o->timeout_ms, true)))
+                if ((r = jobcoord_send(j, "start", NULL, 0)) < 0 ||
+                    (r = jobcoord_await(j, "started", j->o->timeout_ms, true)))
                         return jobcoord_failure(j, r, "start");
                 snprintf(text, sizeof(text), "job %s started on %u nodes", j->o->name, j->n);
         } else {
-                if ((r = jobcoord_send(j, "restore", "gen", whole)) < 0 || (r = jobcoord_await(j, "ready", j->o->timeout_ms, true)))
+                if ((r = jobcoord_send(j, "restore", "gen", whole)) < 0 ||
+                    (r = jobcoord_await(j, "ready", j->o->timeout_ms, true)))
                         return jobcoord_failure(j, r, "restore");
                 /* Every node's part restored and held: all go on. */
-                if ((r = jobcoord_send(j, "go", NULL, 0)) < 0 || (r = jobcoord_await(j, "started", j->o->timeout_ms, true)))
+                if ((r = jobcoord_send(j, "go", NULL, 0)) < 0 ||
+                    (r = jobcoord_await(j, "started", j->o->timeout_ms, true)))
                         return jobcoord_failure(j, r, "restore");
                 snprintf(text, sizeof(text), "job restored from save %s generation %u on %u nodes", j->o->save,
                          (unsigned)whole, j->n);
